@@ -1,0 +1,266 @@
+// Typed shapes (zod) of the breadcrumbs the runner reads and writes (docs/rcrt-api.md §1, §3).
+//
+// These are *structural* parsers: they check that a breadcrumb has the fields the runner needs and
+// keep every other field (loose objects), because agents and the upstream server add fields freely.
+// Precise validation of tool definitions (exact messages, JSON paths) lives in src/screen/.
+
+import { z } from 'zod';
+
+export const SCHEMA = {
+  ToolRequest: 'tool.request.v1',
+  ToolResponse: 'tool.response.v1',
+  ToolCode: 'tool.code.v1',
+  ToolLegacy: 'tool.v1',
+  ToolCreateRequest: 'tool.create.request.v1',
+  ToolCreateResponse: 'tool.create.response.v1',
+  ToolCatalog: 'tool.catalog.v1',
+  /** Ours: a replica's lease on a request (docs: README "Claims"). */
+  ToolClaim: 'tool.claim.v1',
+} as const;
+
+export const TAG = {
+  Request: 'tool:request',
+  Response: 'tool:response',
+  Catalog: 'tool:catalog',
+  Claim: 'tool:claim',
+  Tool: 'tool',
+  CreateRequest: 'tool:create',
+  /** `request:<rid>` */
+  request: (rid: string) => `request:${rid}`,
+  /** `tool:<name>` */
+  tool: (name: string) => `tool:${name}`,
+  /** `agent:<id>` */
+  agent: (id: string) => `agent:${id}`,
+} as const;
+
+export const Visibility = z.enum(['Public', 'Team', 'Private']);
+export const Sensitivity = z.enum(['Low', 'Pii', 'Secret']);
+
+/** Body of `POST /breadcrumbs`. */
+export const BreadcrumbCreate = z.looseObject({
+  title: z.string(),
+  context: z.record(z.string(), z.unknown()),
+  tags: z.array(z.string()),
+  schema_name: z.string().optional(),
+  description: z.string().optional(),
+  semantic_version: z.string().optional(),
+  llm_hints: z.unknown().optional(),
+  visibility: Visibility.optional(),
+  sensitivity: Sensitivity.optional(),
+  ttl: z.string().nullable().optional(),
+});
+export type BreadcrumbCreate = z.infer<typeof BreadcrumbCreate>;
+
+/** Body of `PATCH /breadcrumbs/:id`: any subset of the create fields; `context` replaces. */
+export const BreadcrumbPatch = BreadcrumbCreate.partial();
+export type BreadcrumbPatch = z.infer<typeof BreadcrumbPatch>;
+
+/** `GET /breadcrumbs/:id/full`. */
+export const BreadcrumbFull = z.looseObject({
+  id: z.string(),
+  owner_id: z.string().optional(),
+  title: z.string(),
+  description: z.string().nullable().optional(),
+  semantic_version: z.string().nullable().optional(),
+  context: z.record(z.string(), z.unknown()),
+  tags: z.array(z.string()),
+  schema_name: z.string().nullable().optional(),
+  llm_hints: z.unknown().optional(),
+  visibility: z.string().optional(),
+  sensitivity: z.string().optional(),
+  version: z.number().int(),
+  checksum: z.string().optional(),
+  ttl: z.string().nullable().optional(),
+  created_at: z.string().optional(),
+  updated_at: z.string(),
+  created_by: z.string().nullable().optional(),
+  updated_by: z.string().nullable().optional(),
+  size_bytes: z.number().optional(),
+});
+export type BreadcrumbFull = z.infer<typeof BreadcrumbFull>;
+
+/** An item of `GET /breadcrumbs` (context only with `include_context=true`). */
+export const BreadcrumbListItem = z.looseObject({
+  id: z.string(),
+  title: z.string(),
+  tags: z.array(z.string()),
+  schema_name: z.string().nullable().optional(),
+  version: z.number().int(),
+  updated_at: z.string(),
+  context: z.record(z.string(), z.unknown()).optional(),
+});
+export type BreadcrumbListItem = z.infer<typeof BreadcrumbListItem>;
+
+/** A frame of `GET /events/stream`. Unknown `type`s must be ignored by consumers. */
+export const StoreEvent = z.looseObject({
+  type: z.string(),
+  breadcrumb_id: z.string().optional(),
+  owner_id: z.string().optional(),
+  version: z.number().int().optional(),
+  tags: z.array(z.string()).optional(),
+  schema_name: z.string().nullable().optional(),
+  updated_at: z.string().optional(),
+  context: z.record(z.string(), z.unknown()).optional(),
+  ts: z.union([z.string(), z.number()]).optional(),
+});
+export type StoreEvent = z.infer<typeof StoreEvent>;
+
+// ---- tool.request.v1 / tool.response.v1 --------------------------------------------------------
+
+/** Context of `tool.request.v1`. `rid = requestId || breadcrumb.id`. */
+export const ToolRequestContext = z.looseObject({
+  tool: z.string().min(1),
+  input: z.unknown(),
+  requestId: z.string().min(1).optional(),
+  requestedBy: z.string().optional(),
+  config_id: z.string().optional(),
+  return_to_llm: z.boolean().optional(),
+});
+export type ToolRequestContext = z.infer<typeof ToolRequestContext>;
+
+export const ToolErrorBody = z.looseObject({
+  code: z.string(),
+  message: z.string(),
+  retryable: z.boolean(),
+  details: z.record(z.string(), z.unknown()).optional(),
+});
+export type ToolErrorBody = z.infer<typeof ToolErrorBody>;
+
+/** Context of `tool.response.v1`, tagged `[WS, tool:response, request:<rid>]`. */
+export const ToolResponseContext = z.looseObject({
+  request_id: z.string(),
+  tool: z.string(),
+  status: z.enum(['success', 'error']),
+  output: z.unknown().optional(),
+  error: ToolErrorBody.optional(),
+  execution_time_ms: z.number(),
+  metadata: z.record(z.string(), z.unknown()),
+  timestamp: z.string(),
+});
+export type ToolResponseContext = z.infer<typeof ToolResponseContext>;
+
+// ---- tool.code.v1 ------------------------------------------------------------------------------
+
+/** `permissions` of a tool. `api` is ours: the grant for `context.api`. */
+export const ToolPermissions = z.looseObject({
+  net: z.union([z.boolean(), z.array(z.string())]).optional(),
+  read: z.unknown().optional(),
+  write: z.unknown().optional(),
+  env: z.unknown().optional(),
+  run: z.unknown().optional(),
+  ffi: z.unknown().optional(),
+  sys: z.unknown().optional(),
+  hrtime: z.unknown().optional(),
+  api: z.union([z.literal(false), z.enum(['read', 'write'])]).optional(),
+});
+export type ToolPermissions = z.infer<typeof ToolPermissions>;
+
+export const ToolExample = z.looseObject({
+  description: z.string().optional(),
+  input: z.unknown(),
+  output: z.unknown().optional(),
+  explanation: z.string().optional(),
+  /** `exact`: the output must deep-equal `output`; default: it must validate against output_schema. */
+  match: z.enum(['exact', 'schema']).optional(),
+});
+export type ToolExample = z.infer<typeof ToolExample>;
+
+/** Context of `tool.code.v1` (see seeds/rcrt-self-contained-tools.md). */
+export const ToolCodeContext = z.looseObject({
+  name: z.string(),
+  description: z.string().optional(),
+  version: z.string().optional(),
+  code: z.looseObject({ language: z.string().optional(), source: z.string() }),
+  input_schema: z.unknown(),
+  output_schema: z.unknown(),
+  permissions: ToolPermissions.optional(),
+  limits: z
+    .looseObject({
+      timeout_ms: z.number().optional(),
+      memory_mb: z.number().optional(),
+      cpu_percent: z.number().optional(),
+    })
+    .optional(),
+  required_secrets: z.array(z.string()).optional(),
+  examples: z.array(ToolExample).optional(),
+});
+export type ToolCodeContext = z.infer<typeof ToolCodeContext>;
+
+/** Context of `tool.v1` (legacy host tool, published by the runner from local manifests). */
+export const ToolLegacyContext = z.looseObject({
+  name: z.string(),
+  description: z.string().optional(),
+  input_schema: z.unknown().optional(),
+  transport: z.string().optional(),
+  manifest_digest: z.string().optional(),
+});
+export type ToolLegacyContext = z.infer<typeof ToolLegacyContext>;
+
+// ---- tool.create.request.v1 / tool.create.response.v1 ------------------------------------------
+
+export const ToolCreateRequestContext = z.looseObject({
+  request_id: z.string().optional(),
+  agent_id: z.string().optional(),
+  tool_spec: z.record(z.string(), z.unknown()),
+  /** The `version` of the existing tool this one replaces; without it an existing name is a conflict. */
+  replaces_version: z.string().optional(),
+});
+export type ToolCreateRequestContext = z.infer<typeof ToolCreateRequestContext>;
+
+export const CreateIssue = z.looseObject({
+  code: z.string(),
+  path: z.string(),
+  message: z.string(),
+  line: z.number().int().optional(),
+  column: z.number().int().optional(),
+});
+export type CreateIssue = z.infer<typeof CreateIssue>;
+
+export const ToolCreateResponseContext = z.looseObject({
+  request_id: z.string(),
+  status: z.enum(['created', 'updated', 'rejected']),
+  tool: z.object({ id: z.string(), name: z.string(), version: z.string() }).optional(),
+  errors: z.array(CreateIssue),
+  warnings: z.array(CreateIssue),
+  examples: z.array(
+    z.looseObject({
+      description: z.string(),
+      ok: z.boolean(),
+      duration_ms: z.number(),
+      error: z.string().optional(),
+    }),
+  ),
+});
+export type ToolCreateResponseContext = z.infer<typeof ToolCreateResponseContext>;
+
+// ---- tool.catalog.v1 / tool.claim.v1 -----------------------------------------------------------
+
+export const CatalogEntry = z.looseObject({
+  name: z.string(),
+  description: z.string(),
+  version: z.string(),
+  kind: z.enum(['code', 'host']),
+  inputSchema: z.unknown(),
+  outputSchema: z.unknown().optional(),
+  examples: z.array(z.unknown()),
+  status: z.string(),
+});
+export type CatalogEntry = z.infer<typeof CatalogEntry>;
+
+export const ToolCatalogContext = z.looseObject({
+  workspace: z.string(),
+  totalTools: z.number().int(),
+  activeTools: z.number().int(),
+  lastUpdated: z.string(),
+  tools: z.array(CatalogEntry),
+});
+export type ToolCatalogContext = z.infer<typeof ToolCatalogContext>;
+
+export const ToolClaimContext = z.looseObject({
+  request_id: z.string(),
+  attempt: z.number().int().min(1),
+  holder: z.string(),
+  expires_at: z.string(),
+  released: z.boolean().optional(),
+});
+export type ToolClaimContext = z.infer<typeof ToolClaimContext>;

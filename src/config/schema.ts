@@ -1,0 +1,301 @@
+// The one configuration schema of tools-runner.
+//
+// Every option has a camelCase key, a CLI flag (`--kebab-case`) and an environment variable
+// (`TOOLS_RUNNER_SCREAMING_CASE`), derived from the key so the three can never drift apart.
+// Raw values from env and argv are strings; each option's zod schema coerces them.
+// The README's configuration table is generated from this file (`npm run docs:config`).
+
+import { z } from 'zod';
+
+export type OptionGroup = 'store' | 'runner' | 'sandbox' | 'authoring' | 'legacy' | 'general';
+
+export interface OptionMeta {
+  group: OptionGroup;
+  doc: string;
+  /** Shown instead of the JSON default in docs (e.g. for generated values). */
+  defaultText?: string;
+  /** Never echo the value (tokens, keys). */
+  secret?: boolean;
+}
+
+const TRUE = new Set(['1', 'true', 'yes', 'on']);
+const FALSE = new Set(['0', 'false', 'no', 'off']);
+
+/** A boolean that also accepts the strings env vars and flags carry. */
+export const boolish = z.preprocess((value) => {
+  if (typeof value !== 'string') return value;
+  const lower = value.trim().toLowerCase();
+  if (TRUE.has(lower)) return true;
+  if (FALSE.has(lower)) return false;
+  return value;
+}, z.boolean());
+
+/** An integer that also accepts its decimal string form. */
+export const intish = (min: number, max = Number.MAX_SAFE_INTEGER) =>
+  z.preprocess(
+    (value) => (typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value.trim()) : value),
+    z.number().int().min(min).max(max),
+  );
+
+/** A list given as a JSON array or a comma-separated string. */
+export const listish = z.preprocess((value) => {
+  if (typeof value !== 'string') return value;
+  const trimmed = value.trim();
+  if (trimmed === '') return [];
+  if (trimmed.startsWith('[')) {
+    try {
+      return JSON.parse(trimmed) as unknown;
+    } catch {
+      return value;
+    }
+  }
+  return trimmed.split(',').map((part) => part.trim()).filter((part) => part !== '');
+}, z.array(z.string().min(1)));
+
+const optionalString = z.string().min(1).optional();
+
+function opt<T extends z.ZodType>(schema: T, meta: OptionMeta): { schema: T; meta: OptionMeta } {
+  return { schema, meta };
+}
+
+/** All options, in documentation order. */
+export const OPTIONS = {
+  // --- general -------------------------------------------------------------------------------
+  logLevel: opt(z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'), {
+    group: 'general',
+    doc: 'Minimum level of the JSON log lines written to stderr.',
+  }),
+
+  // --- embedded store ------------------------------------------------------------------------
+  host: opt(z.string().min(1).default('127.0.0.1'), {
+    group: 'store',
+    doc: 'Address the embedded store binds to. Auth is off by default only on 127.0.0.1/::1.',
+  }),
+  port: opt(intish(0, 65535).default(8081), {
+    group: 'store',
+    doc: 'Port of the embedded store; 0 picks a free port.',
+  }),
+  dataDir: opt(z.string().min(1).default('./data'), {
+    group: 'store',
+    doc: 'Directory of the SQLite database (and generated secrets key); `:memory:` keeps nothing on disk.',
+  }),
+  maxBodyBytes: opt(intish(1024).default(1024 * 1024), {
+    group: 'store',
+    doc: 'Largest request body the embedded store accepts (bytes); larger bodies get 413.',
+  }),
+  authSecret: opt(optionalString, {
+    group: 'store',
+    doc: 'HS256 secret for bearer tokens. When set, every store route requires a valid token.',
+    secret: true,
+  }),
+  adminKey: opt(optionalString, {
+    group: 'store',
+    doc: 'Key required (header `X-Admin-Key`) to mint tokens at `POST /auth/token` when auth is on.',
+    secret: true,
+  }),
+  secretsKey: opt(optionalString, {
+    group: 'store',
+    doc: 'AES-256-GCM key for secrets at rest (64 hex chars or base64 of 32 bytes).',
+    defaultText: 'generated into `<data-dir>/secrets.key`',
+    secret: true,
+  }),
+  pingIntervalMs: opt(intish(50).default(5000), {
+    group: 'store',
+    doc: 'Interval of the SSE ping frame on `/events/stream`.',
+  }),
+  eventRetention: opt(intish(100).default(100_000), {
+    group: 'store',
+    doc: 'Events kept for `Last-Event-ID` resume; older ones are pruned.',
+  }),
+
+  // --- runner --------------------------------------------------------------------------------
+  storeUrl: opt(optionalString, {
+    group: 'runner',
+    doc: 'URL of an external RCRT store. When unset, `start` runs the embedded store in-process.',
+  }),
+  storeToken: opt(optionalString, {
+    group: 'runner',
+    doc: 'Bearer token for the store. When unset, the runner mints one at `/auth/token`.',
+    secret: true,
+  }),
+  ownerId: opt(z.string().min(1).default('00000000-0000-0000-0000-000000000001'), {
+    group: 'runner',
+    doc: 'owner_id the runner acts as when it mints its own token.',
+  }),
+  agentId: opt(z.string().min(1).default('tools-runner'), {
+    group: 'runner',
+    doc: 'Agent id (`sub`) of the runner on the store; also the claim holder prefix.',
+  }),
+  workspace: opt(z.string().regex(/^workspace:[^\s]+$/).default('workspace:tools'), {
+    group: 'runner',
+    doc: 'Workspace tag the runner serves.',
+  }),
+  adminHost: opt(z.string().min(1).default('127.0.0.1'), {
+    group: 'runner',
+    doc: 'Bind address of the admin port (`/health`, `/metrics`, `/live`).',
+  }),
+  adminPort: opt(intish(-1, 65535).default(8082), {
+    group: 'runner',
+    doc: 'Admin port; 0 picks a free port, -1 disables it.',
+  }),
+  concurrency: opt(intish(1, 1024).default(4), {
+    group: 'runner',
+    doc: 'Tool executions running at once, across all tools.',
+  }),
+  toolConcurrency: opt(intish(1, 1024).default(4), {
+    group: 'runner',
+    doc: 'Executions of any one tool running at once.',
+  }),
+  backlog: opt(intish(1).default(1000), {
+    group: 'runner',
+    doc: 'Requests held in memory waiting to run; when full, intake pauses and the store stays the queue.',
+  }),
+  claimTtlMs: opt(intish(1000).default(30_000), {
+    group: 'runner',
+    doc: 'Lease length of a claim; the holder renews it while the job runs.',
+  }),
+  scanIntervalMs: opt(intish(100).default(15_000), {
+    group: 'runner',
+    doc: 'Interval of the periodic catch-up scan (also run at start and after every reconnect).',
+  }),
+  drainGraceMs: opt(intish(0).default(15_000), {
+    group: 'runner',
+    doc: 'On SIGTERM, how long running jobs may finish before they are killed.',
+  }),
+  secretsFile: opt(optionalString, {
+    group: 'runner',
+    doc: 'Fallback secrets: a JSON object file `{NAME: value}` consulted after the store\'s secrets API.',
+  }),
+
+  // --- sandbox -------------------------------------------------------------------------------
+  denoPath: opt(optionalString, {
+    group: 'sandbox',
+    doc: 'Deno binary to use.',
+    defaultText: 'the pinned `deno` npm dependency',
+  }),
+  poolSize: opt(intish(0, 64).default(2), {
+    group: 'sandbox',
+    doc: 'Warm, pre-spawned Deno processes kept per permission set.',
+  }),
+  poolMax: opt(intish(1, 256).default(8), {
+    group: 'sandbox',
+    doc: 'Upper bound on warm processes across all permission sets.',
+  }),
+  poolIdleMs: opt(intish(1000).default(60_000), {
+    group: 'sandbox',
+    doc: 'A warm process unused this long is retired.',
+  }),
+  reuseTools: opt(listish.default([]), {
+    group: 'sandbox',
+    doc: 'Tools (names) whose processes may serve several calls of the same version; only for tools without secrets.',
+  }),
+  defaultTimeoutMs: opt(intish(1).default(30_000), {
+    group: 'sandbox',
+    doc: 'Timeout of a tool that declares none.',
+  }),
+  maxTimeoutMs: opt(intish(1).default(300_000), {
+    group: 'sandbox',
+    doc: 'Upper bound on any tool\'s declared timeout.',
+  }),
+  defaultMemoryMb: opt(intish(16).default(128), {
+    group: 'sandbox',
+    doc: 'Memory limit of a tool that declares none.',
+  }),
+  maxMemoryMb: opt(intish(16).default(1024), {
+    group: 'sandbox',
+    doc: 'Upper bound on any tool\'s declared memory limit.',
+  }),
+  maxOutputBytes: opt(intish(1024).default(1024 * 1024), {
+    group: 'sandbox',
+    doc: 'Bytes a tool may write to stdout+stderr (logs included) before it is killed.',
+  }),
+  maxResultBytes: opt(intish(64).default(512 * 1024), {
+    group: 'sandbox',
+    doc: 'Largest result (serialised JSON) a tool may return.',
+  }),
+  maxLogBytes: opt(intish(0).default(16 * 1024), {
+    group: 'sandbox',
+    doc: 'Log text kept per call (the rest is dropped and marked truncated).',
+  }),
+
+  // --- authoring -----------------------------------------------------------------------------
+  bootstrap: opt(boolish.default(true), {
+    group: 'authoring',
+    doc: 'Whether `start` upserts the tools of the bootstrap directory.',
+  }),
+  bootstrapDir: opt(z.string().min(1).default('./bootstrap-breadcrumbs'), {
+    group: 'authoring',
+    doc: 'Directory of tool JSON files for `bootstrap` (searched recursively).',
+  }),
+  bootstrapAllow: opt(listish.default([]), {
+    group: 'authoring',
+    doc: 'Extra Deno permissions (`read`, `write`, `env`, `run`, `sys`, `ffi`) that bootstrapped tools may declare.',
+  }),
+  toolCreation: opt(boolish.default(true), {
+    group: 'authoring',
+    doc: 'Whether agents may create tools with `tool.create.request.v1`.',
+  }),
+  toolCreationAgents: opt(listish.default([]), {
+    group: 'authoring',
+    doc: 'Agent ids allowed to create tools; empty allows every agent.',
+  }),
+  maxNetDomains: opt(intish(0, 100).default(5), {
+    group: 'authoring',
+    doc: 'Most network domains a tool may declare.',
+  }),
+  maxSourceBytes: opt(intish(256).default(200 * 1024), {
+    group: 'authoring',
+    doc: 'Largest tool source accepted.',
+  }),
+
+  // --- legacy host tools ---------------------------------------------------------------------
+  manifests: opt(listish.default([]), {
+    group: 'legacy',
+    doc: 'Paths of `tools.json` manifests (agentcli or Runloop format) defining host tools.',
+  }),
+  grantedCapabilities: opt(listish.default([]), {
+    group: 'legacy',
+    doc: 'Capability families granted to host tools (`fs, net, time, kb_read, kb_write, secrets, model, exec`, or `net:host`).',
+  }),
+  confirmExternalActions: opt(boolish.default(true), {
+    group: 'legacy',
+    doc: 'When true, host tools with `requires_confirmation` fail closed with `approval.required`.',
+  }),
+  execTimeoutMs: opt(intish(1).default(30_000), {
+    group: 'legacy',
+    doc: 'Timeout of an exec host tool that declares none.',
+  }),
+  auditDir: opt(z.string().min(1).default('./data/audit'), {
+    group: 'legacy',
+    doc: 'Directory of the daily NDJSON audit logs of host-tool calls.',
+  }),
+  redact: opt(listish.default([]), {
+    group: 'legacy',
+    doc: 'Extra regular expressions whose matches are replaced by `***REDACTED***` in audit records.',
+  }),
+} as const;
+
+export type OptionKey = keyof typeof OPTIONS;
+
+type Shape = { [K in OptionKey]: (typeof OPTIONS)[K]['schema'] };
+
+function buildShape(): Shape {
+  const shape = {} as Record<string, z.ZodType>;
+  for (const [key, option] of Object.entries(OPTIONS)) shape[key] = option.schema;
+  return shape as Shape;
+}
+
+/** The zod schema of a complete configuration. Unknown keys are rejected. */
+export const configSchema = z.strictObject(buildShape());
+
+export type Config = Readonly<z.output<typeof configSchema>>;
+
+/** `dataDir` -> `--data-dir`. */
+export function flagName(key: string): string {
+  return key.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase());
+}
+
+/** `dataDir` -> `TOOLS_RUNNER_DATA_DIR`. */
+export function envName(key: string): string {
+  return 'TOOLS_RUNNER_' + key.replace(/[A-Z]/g, (c) => '_' + c).toUpperCase();
+}

@@ -1,0 +1,87 @@
+// A small structured logger: one JSON object per line, constant messages, data in meta.
+//
+// Logs go to stderr so that stdout stays free for the CLI's own output (`store listening on ...`).
+// Secret values must never reach a log: callers register them with `redact()` on the root logger
+// and every line written by it or its children has those strings replaced before it leaves.
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
+
+export interface Logger {
+  debug(msg: string, meta?: Record<string, unknown>): void;
+  info(msg: string, meta?: Record<string, unknown>): void;
+  warn(msg: string, meta?: Record<string, unknown>): void;
+  error(msg: string, meta?: Record<string, unknown>): void;
+  /** A logger whose lines all carry `bindings` (e.g. `{requestId, tool}`). */
+  child(bindings: Record<string, unknown>): Logger;
+  /** Never write `value` again in any line of this logger family (min 4 chars). */
+  redact(value: string): void;
+}
+
+const LEVELS: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
+
+export interface LoggerOptions {
+  level?: LogLevel;
+  /** Where lines go; defaults to process.stderr. */
+  write?: (line: string) => void;
+  bindings?: Record<string, unknown>;
+}
+
+interface Shared {
+  min: number;
+  write: (line: string) => void;
+  secrets: Set<string>;
+}
+
+/** Creates the root logger. */
+export function createLogger(options: LoggerOptions = {}): Logger {
+  const shared: Shared = {
+    min: LEVELS[options.level ?? 'info'],
+    write: options.write ?? ((line) => process.stderr.write(line)),
+    secrets: new Set(),
+  };
+  return build(shared, options.bindings ?? {});
+}
+
+/** A logger that drops everything; for tests and library use. */
+export function silentLogger(): Logger {
+  return createLogger({ level: 'silent' });
+}
+
+function build(shared: Shared, bindings: Record<string, unknown>): Logger {
+  const emit = (level: Exclude<LogLevel, 'silent'>, msg: string, meta?: Record<string, unknown>): void => {
+    if (LEVELS[level] < shared.min) return;
+    const record = { time: new Date().toISOString(), level, msg, ...bindings, ...normalise(meta) };
+    let line = safeJson(record);
+    for (const secret of shared.secrets) {
+      if (line.includes(secret)) line = line.split(secret).join('[REDACTED]');
+    }
+    shared.write(line + '\n');
+  };
+  return {
+    debug: (msg, meta) => emit('debug', msg, meta),
+    info: (msg, meta) => emit('info', msg, meta),
+    warn: (msg, meta) => emit('warn', msg, meta),
+    error: (msg, meta) => emit('error', msg, meta),
+    child: (more) => build(shared, { ...bindings, ...more }),
+    redact: (value) => {
+      if (value.length >= 4) shared.secrets.add(value);
+    },
+  };
+}
+
+function normalise(meta: Record<string, unknown> | undefined): Record<string, unknown> {
+  if (!meta) return {};
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(meta)) {
+    out[key] = value instanceof Error ? { name: value.name, message: value.message, code: (value as { code?: unknown }).code } : value;
+  }
+  return out;
+}
+
+function safeJson(value: unknown): string {
+  try {
+    return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+  } catch {
+    return JSON.stringify({ level: 'error', msg: 'unserialisable log record' });
+  }
+}

@@ -1,0 +1,49 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { defaultConfig, envName, flagName, loadConfig, spliceConfigTable } from '../../src/config/index.js';
+
+describe('config', () => {
+  it('derives flag and env names from the key', () => {
+    expect(flagName('dataDir')).toBe('data-dir');
+    expect(envName('dataDir')).toBe('TOOLS_RUNNER_DATA_DIR');
+  });
+
+  it('applies defaults, then env, then flags', () => {
+    expect(defaultConfig().port).toBe(8081);
+    const { config, positionals } = loadConfig({
+      env: { TOOLS_RUNNER_PORT: '9000', TOOLS_RUNNER_DATA_DIR: '/tmp/x' },
+      argv: ['--port', '0', 'file.json', '--no-bootstrap', '--reuse-tools=a,b'],
+    });
+    expect(config.port).toBe(0);
+    expect(config.dataDir).toBe('/tmp/x');
+    expect(config.bootstrap).toBe(false);
+    expect(config.reuseTools).toEqual(['a', 'b']);
+    expect(positionals).toEqual(['file.json']);
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it('accepts booleans as bare flags and with values', () => {
+    expect(loadConfig({ env: {}, argv: ['--bootstrap'] }).config.bootstrap).toBe(true);
+    expect(loadConfig({ env: {}, argv: ['--bootstrap', 'false'] }).config.bootstrap).toBe(false);
+    expect(loadConfig({ env: { TOOLS_RUNNER_TOOL_CREATION: 'no' } }).config.toolCreation).toBe(false);
+  });
+
+  it.each([
+    [{ argv: ['--port', 'abc'] }, /--port="abc"/],
+    [{ argv: ['--port', '70000'] }, /--port="70000"/],
+    [{ env: { TOOLS_RUNNER_WORKSPACE: 'tools' } }, /TOOLS_RUNNER_WORKSPACE="tools"/],
+    [{ argv: ['--nope', '1'] }, /unknown option "--nope"/],
+    [{ argv: ['--port'] }, /option "--port" needs a value/],
+  ])('rejects bad input with a message naming it: %j', (input, message) => {
+    expect(() => loadConfig({ env: {}, ...input })).toThrow(message);
+  });
+
+  it('never echoes secret values in errors', () => {
+    expect(() => loadConfig({ env: {}, argv: ['--auth-secret', ''] })).toThrow(/<hidden>/);
+  });
+
+  it('README config table is generated from the current schema (run `npm run docs:config`)', () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    expect(spliceConfigTable(readme)).toBe(readme);
+  });
+});
