@@ -38,6 +38,8 @@ export const ErrorCode = {
   Internal: 'internal',
   /** Configuration is invalid; raised at startup only. */
   ConfigInvalid: 'config.invalid',
+  /** A referenced record (breadcrumb, secret) does not exist. */
+  NotFound: 'not_found',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

@@ -1,0 +1,41 @@
+// The outcome of one tool execution, whatever ran it (Deno sandbox, exec or http host tool).
+//
+// Expected endings — the tool threw, timed out, ran out of memory, wrote too much, returned
+// garbage — are data of this shape, not exceptions. The pipeline turns it into tool.response.v1.
+
+import { isRetryable, type ErrorCode } from './errors.js';
+
+export interface ExecutionFailure {
+  code: ErrorCode;
+  /** Human-readable; names the offending value; never contains secret values or ANSI codes. */
+  message: string;
+  retryable: boolean;
+  /** Tool stack (tool.error), limits hit, validation paths... safe to show to the caller. */
+  details?: Record<string, unknown>;
+}
+
+interface ExecutionBase {
+  /** Wall-clock time from job start to its ending, in milliseconds. */
+  durationMs: number;
+  /** Log lines the tool wrote (console.*, context.log, stray stdout/stderr), sanitised and capped. */
+  logs: string[];
+  /** True when logs were cut at the configured cap. */
+  logsTruncated: boolean;
+}
+
+export interface ExecutionSuccess extends ExecutionBase {
+  ok: true;
+  output: unknown;
+}
+
+export interface ExecutionError extends ExecutionBase {
+  ok: false;
+  error: ExecutionFailure;
+}
+
+export type ExecutionResult = ExecutionSuccess | ExecutionError;
+
+/** Builds an ExecutionFailure with the code's default retryability. */
+export function failure(code: ErrorCode, message: string, details?: Record<string, unknown>): ExecutionFailure {
+  return { code, message, retryable: isRetryable(code), ...(details ? { details } : {}) };
+}
