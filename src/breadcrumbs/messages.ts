@@ -258,6 +258,8 @@ export type ToolCatalogContext = z.infer<typeof ToolCatalogContext>;
 
 export const ToolClaimContext = z.looseObject({
   request_id: z.string(),
+  /** Id of the tool.request.v1 breadcrumb (rid may be the agent's requestId instead). */
+  request_breadcrumb_id: z.string().optional(),
   attempt: z.number().int().min(1),
   holder: z.string(),
   expires_at: z.string(),

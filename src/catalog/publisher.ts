@@ -1,0 +1,107 @@
+// Keeps the workspace's one `tool.catalog.v1` breadcrumb equal to what is actually runnable.
+//
+// Changes are debounced; a write happens only when the tool list differs from what the store holds
+// (so replicas with the same view do not ping-pong). The breadcrumb is created once per workspace
+// (Idempotency-Key `catalog:<workspace>`) and updated with If-Match; a lost race re-reads and retries.
+
+import type { StoreClient } from '../breadcrumbs/client.js';
+import { isConflict, isNotFound } from '../breadcrumbs/client.js';
+import { SCHEMA, TAG, type CatalogEntry } from '../breadcrumbs/messages.js';
+import type { Logger } from '../logger.js';
+
+export interface CatalogPublisherOptions {
+  client: StoreClient;
+  workspace: string;
+  logger: Logger;
+  entries(): CatalogEntry[];
+  /** Tools present in the store but not runnable (counted in totalTools). */
+  rejectedCount(): number;
+  debounceMs?: number;
+}
+
+export interface CatalogPublisher {
+  /** Schedules a (debounced) publication. */
+  schedule(): void;
+  /** Publishes now if the content changed; resolves when written. */
+  flush(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Creates the catalog publisher. */
+export function createCatalogPublisher(options: CatalogPublisherOptions): CatalogPublisher {
+  const { client, workspace, logger } = options;
+  const debounceMs = options.debounceMs ?? 200;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> = Promise.resolve();
+  let closed = false;
+
+  const find = async (): Promise<{ id: string; version: number; tools: unknown } | undefined> => {
+    const items = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolCatalog, tag: workspace, include_context: true, limit: 20 });
+    const mine = items.filter((item) => item.tags.includes(TAG.Catalog)).sort((a, b) => a.id.localeCompare(b.id));
+    // Several (e.g. written by an older runner): the one with our idempotency-created content wins;
+    // any is fine as long as every replica picks the same one.
+    const first = mine[0];
+    return first ? { id: first.id, version: first.version, tools: first.context?.['tools'] } : undefined;
+  };
+
+  const publishOnce = async (): Promise<void> => {
+    const tools = options.entries();
+    const context = {
+      workspace,
+      totalTools: tools.length + options.rejectedCount(),
+      activeTools: tools.length,
+      lastUpdated: new Date().toISOString(),
+      tools,
+    };
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const existing = await find();
+      if (!existing) {
+        try {
+          await client.createBreadcrumb(
+            { title: `Tool catalog (${workspace})`, schema_name: SCHEMA.ToolCatalog, tags: [workspace, TAG.Catalog], context },
+            // The key stops two replicas creating two catalogs; if a catalog created under it was
+            // deleted since, the key is spent, so later attempts create without it.
+            attempt === 0 ? { idempotencyKey: `catalog:${workspace}` } : {},
+          );
+          return;
+        } catch (error) {
+          if (!isConflict(error)) throw error;
+          continue;
+        }
+      }
+      if (JSON.stringify(existing.tools) === JSON.stringify(tools)) return;
+      try {
+        await client.updateBreadcrumb(existing.id, { context }, { ifMatch: existing.version });
+        return;
+      } catch (error) {
+        if (!isConflict(error) && !isNotFound(error)) throw error;
+      }
+    }
+    logger.warn('catalog publication gave up after repeated conflicts', { workspace });
+  };
+
+  const flush = (): Promise<void> => {
+    if (timer) {
+      clearTimeout(timer);
+      timer = undefined;
+    }
+    running = running.then(publishOnce).catch((error: unknown) => logger.warn('catalog publication failed', { error }));
+    return running;
+  };
+
+  const schedule = (): void => {
+    if (closed || timer) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      void flush();
+    }, debounceMs);
+  };
+
+  const close = async (): Promise<void> => {
+    closed = true;
+    if (timer) clearTimeout(timer);
+    await running;
+  };
+
+  return { schedule, flush, close };
+}
