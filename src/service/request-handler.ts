@@ -1,0 +1,226 @@
+// One request, start to finish: claim -> read -> route -> validate -> secrets -> execute ->
+// validate output -> respond -> tidy the claim.
+//
+// Every path that owns a claim ends in exactly one tool.response.v1, except a drain that aborts the
+// job mid-run: then the claim is released without an answer so another replica (or this one after
+// a restart) runs the request. The claim's lease is renewed while the job runs.
+
+import type { StoreClient } from '../breadcrumbs/client.js';
+import { isNotFound } from '../breadcrumbs/client.js';
+import { ToolRequestContext, type BreadcrumbFull } from '../breadcrumbs/messages.js';
+import type { Catalog, Route } from '../catalog/catalog.js';
+import type { Config } from '../config/index.js';
+import { coerceError, ErrorCode } from '../errors.js';
+import type { HostTool } from '../legacy/index.js';
+import type { Logger } from '../logger.js';
+import type { Responder } from '../responder/responder.js';
+import { failure, type ExecutionResult } from '../result.js';
+import type { Sandbox } from '../sandbox/index.js';
+import type { ClaimManager } from '../watcher/claims.js';
+import type { JobOutcome, PendingRequest } from '../watcher/intake.js';
+import type { SecretResolver } from './secrets.js';
+import { createToolApi } from './tool-api.js';
+
+export interface SchemaValidator {
+  validate(schema: object, data: unknown): { valid: boolean; errors: Array<{ path: string; message: string }> };
+}
+
+export interface ExecutionReport {
+  rid: string;
+  tool: string;
+  kind: 'code' | 'host' | 'none';
+  status: 'success' | 'error';
+  code?: string;
+  durationMs: number;
+}
+
+export interface RequestHandlerOptions {
+  client: StoreClient;
+  claims: ClaimManager;
+  catalog: Catalog;
+  sandbox: Sandbox;
+  responder: Responder;
+  secrets: SecretResolver;
+  validator: SchemaValidator;
+  config: Config;
+  logger: Logger;
+  replica: string;
+  /** Runs a host tool (legacy seam); undefined when no manifests are configured. */
+  executeHost?(tool: HostTool, input: unknown, ctx: { rid: string; signal: AbortSignal }): Promise<ExecutionResult>;
+  /** Aborted only when the service must stop NOW (not at drain start). */
+  hardStop: AbortSignal;
+  onStarted?(report: { rid: string; tool: string }): void;
+  onFinished?(report: ExecutionReport): void;
+}
+
+interface Executed {
+  tool: string;
+  kind: ExecutionReport['kind'];
+  result: ExecutionResult;
+  metadata: Record<string, unknown>;
+}
+
+const errorResult = (code: ErrorCode, message: string, details?: Record<string, unknown>): ExecutionResult => ({
+  ok: false,
+  error: failure(code, message, details),
+  durationMs: 0,
+  logs: [],
+  logsTruncated: false,
+});
+
+function formatErrors(errors: Array<{ path: string; message: string }>, max = 10): string {
+  const shown = errors.slice(0, max).map((e) => `${e.path || '/'}: ${e.message}`);
+  return shown.join('; ') + (errors.length > max ? `; and ${errors.length - max} more` : '');
+}
+
+/** Creates the per-request pipeline used by the queue's jobs. */
+export function createRequestHandler(options: RequestHandlerOptions) {
+  const { client, claims, catalog, sandbox, responder, secrets, validator, config, logger } = options;
+
+  const route = async (name: string): Promise<Route | undefined> => {
+    const found = catalog.resolve(name);
+    if (found) return found;
+    await catalog.refreshName(name);
+    return catalog.resolve(name);
+  };
+
+  const execute = async (full: BreadcrumbFull, rid: string, signal: AbortSignal): Promise<Executed> => {
+    const parsed = ToolRequestContext.safeParse(full.context);
+    const rawTool = full.context['tool'];
+    const toolName = typeof rawTool === 'string' && rawTool !== '' ? rawTool : '(none)';
+    if (!parsed.success) {
+      const problems = parsed.error.issues.map((i) => `${i.path.join('.') || 'context'}: ${i.message}`).join('; ');
+      return { tool: toolName, kind: 'none', metadata: {}, result: errorResult(ErrorCode.InputInvalid, `malformed tool.request.v1: ${problems}`) };
+    }
+    const { input } = parsed.data;
+    const target = await route(toolName);
+    if (!target) {
+      const rejected = catalog.rejected().find((r) => r.name === toolName);
+      const why = rejected?.errors[0] ? ` (a tool.code.v1 named "${toolName}" exists but was rejected: ${rejected.errors[0].path}: ${rejected.errors[0].message})` : '';
+      return { tool: toolName, kind: 'none', metadata: {}, result: errorResult(ErrorCode.ToolNotFound, `no runnable tool named "${toolName}"${why}`) };
+    }
+    const agentTag = full.tags.find((tag) => tag.startsWith('agent:'));
+    const agentId = agentTag ? agentTag.slice('agent:'.length) : parsed.data.requestedBy;
+
+    if (target.kind === 'host') {
+      const metadata = { kind: 'host', transport: target.tool.transport.kind, replica: options.replica };
+      if (target.tool.inputSchema) {
+        const check = validator.validate(target.tool.inputSchema, input);
+        if (!check.valid) {
+          return { tool: toolName, kind: 'host', metadata, result: errorResult(ErrorCode.InputInvalid, `input does not match the input schema of "${toolName}": ${formatErrors(check.errors)}`, { errors: check.errors }) };
+        }
+      }
+      if (!options.executeHost) {
+        return { tool: toolName, kind: 'host', metadata, result: errorResult(ErrorCode.ToolNotFound, `host tool "${toolName}" has no executor`) };
+      }
+      return { tool: toolName, kind: 'host', metadata, result: await options.executeHost(target.tool, input, { rid, signal }) };
+    }
+
+    const tool = target.tool;
+    const metadata: Record<string, unknown> = { kind: 'code', tool_version: tool.version, tool_id: target.breadcrumbId, replica: options.replica };
+    const inputCheck = validator.validate(tool.inputSchema, input);
+    if (!inputCheck.valid) {
+      return { tool: toolName, kind: 'code', metadata, result: errorResult(ErrorCode.InputInvalid, `input does not match the input_schema of "${toolName}": ${formatErrors(inputCheck.errors)}`, { errors: inputCheck.errors }) };
+    }
+    const resolved = await secrets.resolve(tool.requiredSecrets, { tool: toolName, rid });
+    if (resolved.missing.length > 0) {
+      return { tool: toolName, kind: 'code', metadata, result: errorResult(ErrorCode.SecretMissing, `tool "${toolName}" needs secret(s) that are not set: ${resolved.missing.join(', ')}`, { missing: resolved.missing }) };
+    }
+    const result = await sandbox.run({
+      tool: { name: tool.name, version: tool.version, source: tool.source, net: tool.net, api: tool.api, timeoutMs: tool.timeoutMs, memoryMb: tool.memoryMb },
+      input,
+      secrets: resolved.values,
+      request: { id: rid, workspace: config.workspace, ...(agentId ? { agentId } : {}) },
+      ...(tool.api ? { api: createToolApi({ client, tool: toolName, rid }) } : {}),
+      signal,
+    });
+    if (result.ok) {
+      const outputCheck = validator.validate(tool.outputSchema, result.output);
+      if (!outputCheck.valid) {
+        return {
+          tool: toolName,
+          kind: 'code',
+          metadata,
+          result: {
+            ok: false,
+            durationMs: result.durationMs,
+            logs: result.logs,
+            logsTruncated: result.logsTruncated,
+            error: failure(ErrorCode.OutputInvalid, `output does not match the output_schema of "${toolName}": ${formatErrors(outputCheck.errors)}`, { errors: outputCheck.errors }),
+          },
+        };
+      }
+    }
+    return { tool: toolName, kind: 'code', metadata, result };
+  };
+
+  const handle = async (request: PendingRequest, signal: AbortSignal): Promise<JobOutcome> => {
+    const { rid } = request;
+    const acquired = await claims.acquire(rid, request.breadcrumbId);
+    if (acquired.kind !== 'acquired') return acquired.kind;
+    const claim = acquired.claim;
+    const log = logger.child({ rid, tool: request.tool, attempt: claim.attempt });
+    const renewEvery = Math.max(250, Math.floor(config.claimTtlMs / 3));
+    const renewal = setInterval(() => {
+      claim.renew().catch((error: unknown) => log.warn('claim renewal failed', { error }));
+    }, renewEvery);
+    try {
+      let full: BreadcrumbFull;
+      try {
+        full = await client.getBreadcrumbFull(request.breadcrumbId);
+      } catch (error) {
+        if (!isNotFound(error)) throw error;
+        log.info('request deleted before it ran');
+        await claims.cleanup(rid);
+        return 'answered';
+      }
+      options.onStarted?.({ rid, tool: request.tool });
+      const startedAt = performance.now();
+      let executed: Executed;
+      try {
+        executed = await execute(full, rid, signal);
+      } catch (error) {
+        // Infrastructure trouble on the way (secrets API, catalog refresh): still an answer.
+        const e = coerceError(error);
+        log.warn('request failed before or around execution', { code: e.code, error: e.message });
+        const rawTool = full.context['tool'];
+        executed = {
+          tool: typeof rawTool === 'string' && rawTool !== '' ? rawTool : '(none)',
+          kind: 'none',
+          metadata: { replica: options.replica },
+          result: { ok: false, error: failure(e.code, e.message), durationMs: performance.now() - startedAt, logs: [], logsTruncated: false },
+        };
+      }
+      if (signal.aborted) {
+        log.warn('job aborted by drain, releasing its claim');
+        await claim.release().catch((error: unknown) => log.warn('claim release failed', { error }));
+        return 'released';
+      }
+      const totalMs = performance.now() - startedAt;
+      const extraTags = full.tags.filter((tag) => tag.startsWith('agent:'));
+      await responder.respond(
+        { rid, tool: executed.tool, result: executed.result, extraTags, metadata: { ...executed.metadata, attempt: claim.attempt, total_ms: Math.round(totalMs * 1000) / 1000 } },
+        options.hardStop,
+      );
+      void claims.cleanup(rid);
+      const report: ExecutionReport = {
+        rid,
+        tool: executed.tool,
+        kind: executed.kind,
+        status: executed.result.ok ? 'success' : 'error',
+        ...(executed.result.ok ? {} : { code: executed.result.error.code }),
+        durationMs: totalMs,
+      };
+      options.onFinished?.(report);
+      log.info('request answered', { status: report.status, code: report.code, durationMs: Math.round(totalMs) });
+      return 'answered';
+    } finally {
+      clearInterval(renewal);
+    }
+  };
+
+  return { handle };
+}
+
+export type RequestHandler = ReturnType<typeof createRequestHandler>;
+

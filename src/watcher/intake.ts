@@ -1,0 +1,267 @@
+// Request intake: turns store events and catch-up scans into queued jobs, losing nothing.
+//
+// Sources: (1) `tool.request.v1` events from the stream; (2) catch-up scans — a full scan at start
+// and whenever something may have been missed (backlog overflow, a failed job), a windowed scan
+// (recent requests only) after every reconnect and on a timer; (3) expired claims of other
+// replicas, found on the timer, which are taken over.
+//
+// The queue's backlog is bounded. When it is full, candidates wait in a bounded `pending` list
+// (ids only, oldest first) and are fed in as room frees; if even that list overflows, the next scan
+// is a full one. The store is the real queue: nothing here is the only copy of a request.
+// Duplicates (an event and a scan seeing the same request, two events for one request) are
+// harmless: jobs are keyed by request id and the claim decides who runs it.
+
+import type { StoreClient } from '../breadcrumbs/client.js';
+import { SCHEMA, TAG, type StoreEvent } from '../breadcrumbs/messages.js';
+import type { Logger } from '../logger.js';
+import type { JobQueue } from '../queue/job-queue.js';
+import type { ClaimManager } from './claims.js';
+
+/** A request to run, as intake knows it (the job fetches the full breadcrumb itself). */
+export interface PendingRequest {
+  breadcrumbId: string;
+  rid: string;
+  tool: string;
+}
+
+/** How a job ended, from intake's point of view. */
+export type JobOutcome = 'answered' | 'busy' | 'released' | 'failed';
+
+export interface IntakeOptions {
+  client: StoreClient;
+  claims: ClaimManager;
+  queue: JobQueue;
+  workspace: string;
+  logger: Logger;
+  scanIntervalMs: number;
+  run(request: PendingRequest, signal: AbortSignal): Promise<JobOutcome>;
+  /** Most candidate ids held while the backlog is full. */
+  maxPending?: number;
+  /** How far back a windowed scan looks before the previous scan started. */
+  windowMarginMs?: number;
+  pageSize?: number;
+}
+
+export interface Intake {
+  /** Feeds one store event (ignores everything but this workspace's requests and responses). */
+  handleEvent(event: StoreEvent): void;
+  /** Runs a catch-up scan now; `full` ignores the window. Concurrent calls coalesce. */
+  scan(full: boolean): Promise<void>;
+  /** Starts the periodic scans; stops them when `signal` aborts. */
+  start(signal: AbortSignal): void;
+  stats(): { pending: number; done: number; lastScanAt?: string; needFullScan: boolean };
+}
+
+const DONE_CACHE = 100_000;
+
+/** Creates the intake. */
+export function createIntake(options: IntakeOptions): Intake {
+  const { client, claims, queue, workspace, logger } = options;
+  const maxPending = options.maxPending ?? 100_000;
+  const marginMs = options.windowMarginMs ?? 5 * 60_000;
+  const pageSize = options.pageSize ?? 200;
+
+  const done = new Set<string>();
+  let pending: PendingRequest[] = [];
+  const pendingIds = new Set<string>();
+  let feeding = false;
+  let stopped = false;
+  let needFullScan = true;
+  let watermark: number | undefined;
+  let lastScanAt: string | undefined;
+  let scanning: Promise<void> | undefined;
+  let rescan: boolean | undefined;
+
+  const markDone = (rid: string): void => {
+    done.add(rid);
+    if (done.size > DONE_CACHE) {
+      const oldest = done.values().next().value;
+      if (oldest !== undefined) done.delete(oldest);
+    }
+  };
+
+  const job = (request: PendingRequest) => async (signal: AbortSignal) => {
+    let outcome: JobOutcome;
+    try {
+      outcome = await options.run(request, signal);
+    } catch (error) {
+      logger.error('job failed', { rid: request.rid, tool: request.tool, error });
+      outcome = 'failed';
+    }
+    if (outcome === 'answered') markDone(request.rid);
+    if (outcome === 'failed') {
+      needFullScan = true;
+      setTimeout(() => void scan(true), 1_000).unref();
+    }
+  };
+
+  const feed = async (): Promise<void> => {
+    if (feeding) return;
+    feeding = true;
+    try {
+      while (!stopped && pending.length > 0) {
+        const next = pending[0] as PendingRequest;
+        if (done.has(next.rid)) {
+          pending.shift();
+          pendingIds.delete(next.rid);
+          continue;
+        }
+        const result = queue.offer(next.rid, next.tool, job(next));
+        if (result === 'full') {
+          await queue.waitForRoom();
+          continue;
+        }
+        pending.shift();
+        pendingIds.delete(next.rid);
+        if (result === 'closed') break;
+      }
+    } finally {
+      feeding = false;
+    }
+  };
+
+  const enqueue = (request: PendingRequest, front = false): void => {
+    if (stopped || done.has(request.rid) || queue.has(request.rid) || pendingIds.has(request.rid)) return;
+    if (pending.length === 0 && !feeding) {
+      const result = queue.offer(request.rid, request.tool, job(request));
+      if (result !== 'full') return;
+    }
+    if (pending.length >= maxPending) {
+      needFullScan = true;
+      return;
+    }
+    if (front) pending.unshift(request);
+    else pending.push(request);
+    pendingIds.add(request.rid);
+    void feed();
+  };
+
+  const fromItem = (item: { id: string; tags: string[]; context?: Record<string, unknown> | undefined }): PendingRequest | undefined => {
+    if (!item.tags.includes(TAG.Request) || !item.tags.includes(workspace)) return undefined;
+    const context = item.context ?? {};
+    const requestId = context['requestId'];
+    const rid = typeof requestId === 'string' && requestId !== '' ? requestId : item.id;
+    const tool = typeof context['tool'] === 'string' && context['tool'] !== '' ? context['tool'] : '(none)';
+    return { breadcrumbId: item.id, rid, tool };
+  };
+
+  const handleEvent = (event: StoreEvent): void => {
+    if (event.type !== 'breadcrumb.updated' || !event.breadcrumb_id) return;
+    if (event.schema_name === SCHEMA.ToolResponse) {
+      for (const tag of event.tags ?? []) if (tag.startsWith('request:')) markDone(tag.slice('request:'.length));
+      return;
+    }
+    if (event.schema_name !== SCHEMA.ToolRequest) return;
+    const request = fromItem({ id: event.breadcrumb_id, tags: event.tags ?? [], context: event.context });
+    if (request) enqueue(request);
+  };
+
+  /** Lists newest-first pages until an item is older than `since`. */
+  const listSince = async (schema: string, includeContext: boolean, since: number | undefined) => {
+    const out = [];
+    for (let offset = 0; ; offset += pageSize) {
+      const page = await client.listBreadcrumbs({ schema_name: schema, tag: workspace, include_context: includeContext, limit: pageSize, offset });
+      let older = false;
+      for (const item of page) {
+        if (since !== undefined && Date.parse(item.updated_at) < since) older = true;
+        else out.push(item);
+      }
+      if (older || page.length < pageSize) return out;
+    }
+  };
+
+  const scanOnce = async (full: boolean): Promise<void> => {
+    const startedAt = Date.now();
+    const since = full || needFullScan ? undefined : watermark;
+    const wasFull = since === undefined;
+    needFullScan = false;
+    const requests = await listSince(SCHEMA.ToolRequest, true, since);
+    const responses = await listSince(SCHEMA.ToolResponse, false, since);
+    const answered = new Set<string>();
+    for (const response of responses) {
+      for (const tag of response.tags) if (tag.startsWith('request:')) answered.add(tag.slice('request:'.length));
+    }
+    let found = 0;
+    for (let i = requests.length - 1; i >= 0; i--) {
+      const request = fromItem(requests[i] as (typeof requests)[number]);
+      if (!request) continue;
+      if (answered.has(request.rid)) {
+        markDone(request.rid);
+        continue;
+      }
+      if (done.has(request.rid)) continue;
+      found++;
+      enqueue(request);
+    }
+    // Claims whose holder stopped renewing: take the request over (or tidy up if it was answered).
+    let takeovers = 0;
+    for (const expired of await claims.listExpired()) {
+      if (done.has(expired.rid) || queue.has(expired.rid) || pendingIds.has(expired.rid)) continue;
+      if (await claims.hasResponse(expired.rid)) {
+        markDone(expired.rid);
+        await claims.cleanup(expired.rid);
+        continue;
+      }
+      if (!expired.requestBreadcrumbId) continue;
+      try {
+        const full = await client.getBreadcrumbFull(expired.requestBreadcrumbId);
+        const request = fromItem(full);
+        if (request) {
+          takeovers++;
+          enqueue(request, true);
+        }
+      } catch (error) {
+        logger.warn('expired claim points at an unreadable request', { rid: expired.rid, error });
+      }
+    }
+    lastScanAt = new Date(startedAt).toISOString();
+    if (!needFullScan) watermark = startedAt - marginMs;
+    logger.debug('scan finished', { full: wasFull, listed: requests.length, found, takeovers, pending: pending.length });
+  };
+
+  const scan = (full: boolean): Promise<void> => {
+    if (scanning) {
+      rescan = (rescan ?? false) || full;
+      return scanning;
+    }
+    scanning = (async () => {
+      try {
+        let nextFull = full;
+        for (;;) {
+          try {
+            await scanOnce(nextFull);
+          } catch (error) {
+            needFullScan = true;
+            logger.warn('catch-up scan failed', { error });
+          }
+          if (rescan === undefined || stopped) break;
+          nextFull = rescan;
+          rescan = undefined;
+        }
+      } finally {
+        scanning = undefined;
+      }
+    })();
+    return scanning;
+  };
+
+  const start = (signal: AbortSignal): void => {
+    const timer = setInterval(() => void scan(false), options.scanIntervalMs);
+    timer.unref();
+    signal.addEventListener(
+      'abort',
+      () => {
+        stopped = true;
+        clearInterval(timer);
+      },
+      { once: true },
+    );
+  };
+
+  return {
+    handleEvent,
+    scan,
+    start,
+    stats: () => ({ pending: pending.length, done: done.size, ...(lastScanAt ? { lastScanAt } : {}), needFullScan }),
+  };
+}
