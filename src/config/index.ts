@@ -1,4 +1,4 @@
 // Public surface of the configuration module.
-export { loadConfig, defaultConfig, parseArgv, type LoadInput, type Loaded } from './load.js';
+export { loadConfig, defaultConfig, hostEnvironment, parseArgv, type LoadInput, type Loaded } from './load.js';
 export { OPTIONS, configSchema, envName, flagName, type Config, type OptionKey } from './schema.js';
 export { renderConfigTable, spliceConfigTable } from './table.js';

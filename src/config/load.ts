@@ -116,3 +116,12 @@ export function loadConfig(input: LoadInput = {}): Loaded {
 export function defaultConfig(overrides: Partial<Record<OptionKey, unknown>> = {}): Config {
   return loadConfig({ env: {}, argv: [], overrides }).config;
 }
+
+/**
+ * The runner's own environment, for the one consumer that needs it: host tools' `envPassthrough`
+ * allowlist (only listed keys are ever passed on). Kept here so that `config/` stays the only
+ * reader of process.env.
+ */
+export function hostEnvironment(): Readonly<Record<string, string | undefined>> {
+  return { ...process.env };
+}

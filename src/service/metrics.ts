@@ -1,0 +1,92 @@
+// Prometheus metrics of one runner (its own registry, so tests and several services never clash).
+
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { ExecutionReport } from './request-handler.js';
+
+export interface MetricsSources {
+  queue(): { queued: number; running: number; backlog: number; capacity: number };
+  pool(): { warm: number; busy: number };
+  catalog(): { active: number; rejected: number };
+  /** Whether a tool name is known (unknown names are folded into one label value). */
+  isKnownTool(name: string): boolean;
+}
+
+export interface Metrics {
+  registry: Registry;
+  recordExecution(report: ExecutionReport): void;
+  recordReconnect(): void;
+}
+
+/** Creates the metrics registry with gauges that read live values at scrape time. */
+export function createMetrics(sources: MetricsSources): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'tools_runner_process_' });
+  const requests = new Counter({
+    name: 'tools_runner_requests_total',
+    help: 'Requests answered, by tool, status and error code.',
+    labelNames: ['tool', 'status', 'code'] as const,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'tools_runner_request_duration_seconds',
+    help: 'Time from job start to answer, by tool and status.',
+    labelNames: ['tool', 'status'] as const,
+    buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [registry],
+  });
+  const reconnects = new Counter({
+    name: 'tools_runner_stream_reconnects_total',
+    help: 'Event stream reconnections.',
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'tools_runner_queue_depth',
+    help: 'Requests waiting in the in-memory backlog (not yet running).',
+    registers: [registry],
+    collect() {
+      this.set(sources.queue().queued);
+    },
+  });
+  new Gauge({
+    name: 'tools_runner_jobs_running',
+    help: 'Requests executing now.',
+    registers: [registry],
+    collect() {
+      this.set(sources.queue().running);
+    },
+  });
+  new Gauge({
+    name: 'tools_runner_pool_size',
+    help: 'Deno processes in the pool, by state.',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    collect() {
+      const pool = sources.pool();
+      this.set({ state: 'warm' }, pool.warm);
+      this.set({ state: 'busy' }, pool.busy);
+    },
+  });
+  new Gauge({
+    name: 'tools_runner_catalog_tools',
+    help: 'Tools in the catalog, by state.',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    collect() {
+      const catalog = sources.catalog();
+      this.set({ state: 'active' }, catalog.active);
+      this.set({ state: 'rejected' }, catalog.rejected);
+    },
+  });
+
+  return {
+    registry,
+    recordExecution(report) {
+      const tool = sources.isKnownTool(report.tool) ? report.tool : '(unknown)';
+      requests.inc({ tool, status: report.status, code: report.code ?? 'ok' });
+      duration.observe({ tool, status: report.status }, report.durationMs / 1000);
+    },
+    recordReconnect() {
+      reconnects.inc();
+    },
+  };
+}

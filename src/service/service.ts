@@ -1,0 +1,322 @@
+// The composition root: builds the runner (and the embedded store unless an external one is
+// configured), wires the parts, and owns the lifecycle.
+//
+// Lifecycle: INITIALIZED -> RUNNING -> DRAINING -> STOPPED, or FAILED when startup fails.
+// Drain (SIGTERM): intake stops (no new work is taken; the store keeps it), queued jobs are dropped
+// unclaimed, running jobs finish within the grace period or are aborted and their claims released,
+// then the sandbox, admin port and embedded store close.
+
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { createStoreClient, type StoreClient } from '../breadcrumbs/client.js';
+import { openEventStream } from '../breadcrumbs/events.js';
+import { SCHEMA, type StoreEvent } from '../breadcrumbs/messages.js';
+import { createCatalog, type Catalog } from '../catalog/catalog.js';
+import { createCatalogPublisher } from '../catalog/publisher.js';
+import { hostEnvironment, type Config } from '../config/index.js';
+import { coerceError, ErrorCode, RunnerError } from '../errors.js';
+import { executeHostTool, loadHostTools, type HostTool } from '../legacy/index.js';
+import type { Logger } from '../logger.js';
+import { createJobQueue } from '../queue/job-queue.js';
+import { createResponder } from '../responder/responder.js';
+import { createSandbox, type Sandbox } from '../sandbox/index.js';
+import { createSchemaValidator, validateToolDefinition } from '../screen/index.js';
+import { createStore, type Store } from '../store/index.js';
+import { createClaimManager } from '../watcher/claims.js';
+import { createIntake } from '../watcher/intake.js';
+import { startAdminServer, type AdminServer } from './admin-server.js';
+import { createMetrics } from './metrics.js';
+import { createRequestHandler } from './request-handler.js';
+import { createSecretResolver, loadSecretsFile } from './secrets.js';
+
+export type Lifecycle = 'INITIALIZED' | 'RUNNING' | 'DRAINING' | 'STOPPED' | 'FAILED';
+
+export interface ServiceOptions {
+  config: Config;
+  logger: Logger;
+  /** Human-facing lines (`store listening on ...`, `runner ready`). */
+  out?: (line: string) => void;
+  /** Extra handlers for store events (tool authoring plugs in here). */
+  extensions?: ServiceExtension[];
+}
+
+/** A part that joins the running service (e.g. tool creation, bootstrap). */
+export interface ServiceExtension {
+  name: string;
+  start(ctx: ExtensionContext): Promise<void>;
+  handleEvent?(event: StoreEvent): void;
+  stop?(): Promise<void>;
+}
+
+export interface ExtensionContext {
+  client: StoreClient;
+  catalog: Catalog;
+  sandbox: Sandbox;
+  config: Config;
+  logger: Logger;
+  replica: string;
+  signal: AbortSignal;
+}
+
+export interface Service {
+  readonly storeUrl: string;
+  readonly adminUrl: string | undefined;
+  readonly replica: string;
+  lifecycle(): Lifecycle;
+  /** Drains and stops; idempotent. */
+  stop(): Promise<void>;
+}
+
+/** Starts the whole service. Throws RunnerError (config.invalid / dependency.unavailable) on startup failure. */
+export async function startService(options: ServiceOptions): Promise<Service> {
+  const { config, logger } = options;
+  const out = options.out ?? (() => {});
+  const replica = `${config.agentId}@${hostname()}#${process.pid}-${randomBytes(3).toString('hex')}`;
+  const log = logger.child({ replica });
+  let state: Lifecycle = 'INITIALIZED';
+  const intakeController = new AbortController();
+  const hardStop = new AbortController();
+  const cleanups: Array<() => Promise<void>> = [];
+
+  const runCleanups = async (): Promise<void> => {
+    for (const cleanup of cleanups.splice(0).reverse()) {
+      await cleanup().catch((error: unknown) => log.warn('shutdown step failed', { error }));
+    }
+  };
+
+  try {
+    let storeUrl = config.storeUrl;
+    let store: Store | undefined;
+    if (!storeUrl) {
+      store = await createStore({ ...config, logger: logger.child({ component: 'store' }) });
+      cleanups.push(() => store!.close());
+      storeUrl = store.url;
+      out(`store listening on ${store.url}`);
+    }
+
+    const client = createStoreClient({
+      baseUrl: storeUrl,
+      logger: log.child({ component: 'client' }),
+      auth: config.storeToken
+        ? { token: config.storeToken }
+        : { mint: { owner_id: config.ownerId, agent_id: config.agentId, roles: ['curator', 'emitter', 'subscriber'], ...(config.adminKey ? { adminKey: config.adminKey } : {}) } },
+    });
+    await waitForStore(client, log, intakeController.signal);
+
+    const sandbox = await createSandbox({ config, logger: log.child({ component: 'sandbox' }) });
+    cleanups.push(() => sandbox.close());
+
+    let hostTools: HostTool[] = [];
+    if (config.manifests.length > 0) {
+      const loaded = await loadHostTools({ paths: config.manifests, grantedCapabilities: config.grantedCapabilities, logger: log.child({ component: 'legacy' }) });
+      for (const error of loaded.errors) log.error('manifest rejected', { path: error.path, error: error.message });
+      for (const denied of loaded.denied) log.warn('host tool denied', { ...denied });
+      hostTools = loaded.tools;
+    }
+
+    const fileSecrets = config.secretsFile ? await loadSecretsFile(config.secretsFile, logger) : undefined;
+    const secrets = createSecretResolver({ client, workspace: config.workspace, logger: log, ...(fileSecrets ? { fileSecrets } : {}) });
+
+    let publish = (): void => {};
+    const bootstrapSources = new Map<string, string>();
+    const catalog = createCatalog({
+      client,
+      workspace: config.workspace,
+      logger: log.child({ component: 'catalog' }),
+      validate: (context, origin) => validateToolDefinition(context, { origin, config }),
+      isBootstrapTool: (name, source) => bootstrapSources.get(name) === source,
+      hostTools: () => hostTools,
+      onChange: () => publish(),
+    });
+    const publisher = createCatalogPublisher({
+      client,
+      workspace: config.workspace,
+      logger: log.child({ component: 'catalog' }),
+      entries: () => catalog.entries(),
+      rejectedCount: () => catalog.rejected().length,
+    });
+    publish = () => publisher.schedule();
+    cleanups.push(() => publisher.close());
+
+    const queue = createJobQueue({
+      concurrency: config.concurrency,
+      toolConcurrency: config.toolConcurrency,
+      backlog: config.backlog,
+      onJobError: (key, error) => log.error('job threw', { rid: key, error }),
+    });
+    const claims = createClaimManager({ client, workspace: config.workspace, holder: replica, ttlMs: config.claimTtlMs, logger: log.child({ component: 'claims' }) });
+    const responder = createResponder({ client, workspace: config.workspace, logger: log.child({ component: 'responder' }) });
+
+    let admin: AdminServer | undefined;
+    const metrics = createMetrics({
+      queue: () => queue.stats(),
+      pool: () => sandbox.stats(),
+      catalog: () => ({ active: catalog.entries().length, rejected: catalog.rejected().length }),
+      isKnownTool: (name) => catalog.resolve(name) !== undefined,
+    });
+    const hostEnv = hostEnvironment();
+    const handler = createRequestHandler({
+      client,
+      claims,
+      catalog,
+      sandbox,
+      responder,
+      secrets,
+      validator: createSchemaValidator(),
+      config,
+      logger: log,
+      replica,
+      hardStop: hardStop.signal,
+      executeHost: (tool, input, ctx) =>
+        executeHostTool(tool, input, {
+          signal: ctx.signal,
+          logger: log.child({ component: 'legacy', rid: ctx.rid }),
+          config,
+          env: hostEnv,
+          resolveSecret: (name) => secrets.resolveOne(name, { tool: tool.name, rid: ctx.rid }),
+        }),
+      onStarted: (report) => admin?.broadcast({ type: 'execution:started', ts: new Date().toISOString(), replica, ...report }),
+      onFinished: (report) => {
+        metrics.recordExecution(report);
+        admin?.broadcast({ type: 'execution:finished', ts: new Date().toISOString(), replica, ...report });
+      },
+    });
+    const intake = createIntake({
+      client,
+      claims,
+      queue,
+      workspace: config.workspace,
+      logger: log.child({ component: 'intake' }),
+      scanIntervalMs: config.scanIntervalMs,
+      run: (request, signal) => handler.handle(request, signal),
+    });
+
+    const extensions = options.extensions ?? [];
+    let streamConnected = false;
+    const firstConnection = new Promise<void>((resolve) => {
+      openEventStream({
+        client,
+        signal: intakeController.signal,
+        logger: log.child({ component: 'events' }),
+        onEvent: (event) => {
+          if (event.type === 'ping') return;
+          intake.handleEvent(event);
+          if (event.schema_name === SCHEMA.ToolCode || event.type === 'breadcrumb.deleted') {
+            catalog.handleEvent(event).catch((error: unknown) => log.warn('catalog update failed', { error }));
+          }
+          for (const extension of extensions) extension.handleEvent?.(event);
+        },
+        onConnected: ({ reconnect }) => {
+          streamConnected = true;
+          resolve();
+          if (reconnect) {
+            metrics.recordReconnect();
+            log.info('event stream reconnected, catching up');
+            void intake.scan(false);
+            catalog.load().catch((error: unknown) => log.warn('catalog reload failed', { error }));
+          }
+        },
+        onDisconnected: () => {
+          streamConnected = false;
+        },
+      });
+    });
+    await Promise.race([firstConnection, delay(10_000)]);
+    if (!streamConnected) log.warn('event stream not connected yet; relying on catch-up scans until it is');
+
+    for (const extension of extensions) {
+      await extension.start({ client, catalog, sandbox, config, logger: log.child({ component: extension.name }), replica, signal: intakeController.signal });
+      if (extension.stop) cleanups.push(() => extension.stop!());
+    }
+    await catalog.load();
+    await publisher.flush();
+    intake.start(intakeController.signal);
+    const catalogTimer = setInterval(() => {
+      catalog.load().catch((error: unknown) => log.warn('catalog reload failed', { error }));
+    }, config.scanIntervalMs);
+    catalogTimer.unref();
+    cleanups.push(async () => clearInterval(catalogTimer));
+    void intake.scan(true);
+
+    const startedAt = Date.now();
+    if (config.adminPort >= 0) {
+      admin = await startAdminServer({
+        host: config.adminHost,
+        port: config.adminPort,
+        logger: log.child({ component: 'admin' }),
+        metrics,
+        health: () => ({
+          ok: state === 'RUNNING',
+          status: state === 'RUNNING' ? 'ok' : state.toLowerCase(),
+          lifecycle: state,
+          replica,
+          uptimeS: Math.round((Date.now() - startedAt) / 1000),
+          store: { url: storeUrl, streamConnected },
+          queue: queue.stats(),
+          intake: intake.stats(),
+          pool: sandbox.stats(),
+          catalog: { active: catalog.entries().length, rejected: catalog.rejected().length },
+        }),
+      });
+      cleanups.push(() => admin!.close());
+      log.info('admin port listening', { url: admin.url });
+    }
+
+    state = 'RUNNING';
+    log.info('runner ready', { store: storeUrl, workspace: config.workspace, tools: catalog.entries().length });
+    out('runner ready');
+
+    let stopping: Promise<void> | undefined;
+    const stop = (): Promise<void> => {
+      stopping ??= (async () => {
+        state = 'DRAINING';
+        log.info('draining', { graceMs: config.drainGraceMs, ...queue.stats() });
+        intakeController.abort(new Error('service stopping'));
+        const drained = await queue.drain(config.drainGraceMs);
+        log.info('drained', drained);
+        hardStop.abort(new Error('service stopped'));
+        await runCleanups();
+        state = 'STOPPED';
+      })();
+      return stopping;
+    };
+
+    return {
+      storeUrl,
+      get adminUrl() {
+        return admin?.url;
+      },
+      replica,
+      lifecycle: () => state,
+      stop,
+    };
+  } catch (error) {
+    state = 'FAILED';
+    intakeController.abort();
+    hardStop.abort();
+    await runCleanups();
+    throw coerceError(error);
+  }
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+async function waitForStore(client: StoreClient, logger: Logger, signal: AbortSignal): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  let wait = 100;
+  for (;;) {
+    try {
+      await client.health();
+      return;
+    } catch (error) {
+      if (Date.now() > deadline || signal.aborted) {
+        throw new RunnerError(ErrorCode.DependencyUnavailable, `store at ${client.baseUrl} is not reachable: ${coerceError(error).message}`, { cause: error });
+      }
+      logger.warn('store not reachable yet', { url: client.baseUrl, error });
+      await delay(wait);
+      wait = Math.min(2_000, wait * 2);
+    }
+  }
+}
