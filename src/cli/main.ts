@@ -5,9 +5,12 @@ import { loadConfig, OPTIONS, envName, flagName, type OptionKey } from '../confi
 import { coerceError } from '../errors.js';
 import { createLogger } from '../logger.js';
 import type { Command } from './command.js';
+import { callCommand } from './commands/call.js';
 import { configCommand } from './commands/config.js';
+import { startCommand } from './commands/start.js';
+import { tailCommand } from './commands/tail.js';
 
-const COMMANDS: Command[] = [configCommand];
+const COMMANDS: Command[] = [startCommand, callCommand, tailCommand, configCommand];
 
 function help(out: (line: string) => void): void {
   out('usage: tools-runner <command> [options] [args]');

@@ -162,6 +162,10 @@ export const OPTIONS = {
     group: 'runner',
     doc: 'On SIGTERM, how long running jobs may finish before they are killed.',
   }),
+  callTimeoutMs: opt(intish(1).default(60_000), {
+    group: 'runner',
+    doc: 'How long `tools-runner call` waits for the response.',
+  }),
   secretsFile: opt(optionalString, {
     group: 'runner',
     doc: 'Fallback secrets: a JSON object file `{NAME: value}` consulted after the store\'s secrets API.',
