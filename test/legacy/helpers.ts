@@ -7,7 +7,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createLogger, type Logger } from '../../src/logger.js';
-import type { HostToolConfig } from '../../src/legacy/index.js';
+import type { ExecuteHostToolOptions, HostToolConfig } from '../../src/legacy/index.js';
+
+/** Per-test changes to executeHostTool options; `config` is merged into testConfig(). */
+export type OptionOverrides = Omit<Partial<ExecuteHostToolOptions>, 'config'> & { config?: Partial<HostToolConfig> };
 
 /** Absolute path of a fixture program under test/fixtures/legacy/bin. */
 export function fixture(name: string): string {
