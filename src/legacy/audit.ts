@@ -2,7 +2,7 @@
 // date of the record's `ts`), agentcli's record fields first (R4, R5), and redaction (R6).
 //
 // Redaction replaces, in every string of the record, first the literal values the call handled
-// (resolved secrets and passed-through environment values; at least 4 characters), then every
+// (resolved secrets of any length; passed-through environment values of 4+ characters), then every
 // match of the operator's `redact` regexes, with `***REDACTED***`. Literals go first so a regex
 // that matches part of a secret cannot leave the rest of it behind. A pattern that is not a valid
 // regex is matched literally (as agentcli does). Write failures are logged, never thrown.
@@ -41,9 +41,9 @@ export interface Redactor {
   deep<T>(value: T): T;
 }
 
-/** Builds a redactor for `literals` (values shorter than 4 characters are ignored) and `patterns`. */
+/** Builds a redactor for the literal values `literals` (empty ones ignored) and the regexes `patterns`. */
 export function createRedactor(literals: Iterable<string>, patterns: readonly string[] = []): Redactor {
-  const values = [...new Set([...literals].filter((v) => v.length >= 4))].sort((a, b) => b.length - a.length);
+  const values = [...new Set([...literals].filter((v) => v !== ''))].sort((a, b) => b.length - a.length);
   const regexes = patterns.filter((p) => p !== '').map((pattern) => {
     try {
       return new RegExp(pattern, 'g');

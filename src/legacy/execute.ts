@@ -127,7 +127,8 @@ export async function executeHostTool(tool: HostTool, input: unknown, options: E
   const result = redactAnswer(answer, createRedactor(secrets.values()), durationMs);
 
   const t = tool.transport;
-  const passed = t.kind === 'exec' ? t.envPassthrough.map((key) => options.env?.[key]).filter((v): v is string => v !== undefined) : [];
+  // Passed-through values are not secrets by contract (TZ=UTC); only those of 4+ characters are masked.
+  const passed = t.kind === 'exec' ? t.envPassthrough.map((key) => options.env?.[key] ?? '').filter((v) => v.length >= 4) : [];
   const auditRedactor = createRedactor([...secrets.values(), ...passed], options.config.redact);
   const facts = 'audit' in answer ? answer.audit : plannedAudit(tool);
   await writeAuditRecord(

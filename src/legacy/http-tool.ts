@@ -116,10 +116,10 @@ export async function runHttpTool(call: HttpCall): Promise<CallOutcome> {
   if (!filled.ok) return { ...none, audit, ok: false, error: failure(ErrorCode.InputInvalid, filled.message) };
   const what = `${method} ${filled.url}`;
   audit.argv = [method, filled.url];
-  const headers: Record<string, string> = { accept: 'application/json' };
+  const headers = new Headers({ accept: 'application/json' });
   const hasBody = BODY_METHODS.has(method);
-  if (hasBody) headers['content-type'] = 'application/json';
-  for (const [name, value] of Object.entries(call.transport.headers)) headers[name] = fillSecretPlaceholders(value, call.secrets);
+  if (hasBody) headers.set('content-type', 'application/json');
+  for (const [name, value] of Object.entries(call.transport.headers)) headers.set(name, fillSecretPlaceholders(value, call.secrets));
 
   const timeout = AbortSignal.timeout(call.timeoutMs);
   const signal = call.signal ? AbortSignal.any([call.signal, timeout]) : timeout;

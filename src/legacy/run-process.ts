@@ -61,6 +61,7 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
     let exitSignal: NodeJS.Signals | null = null;
     let spawnError: Error | undefined;
     let settled = false;
+    let exited = false;
 
     if (spec.signal?.aborted) {
       resolve({ ending: 'aborted', exitCode: null, signal: null, stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), stdoutBytes: 0, stderrBytes: 0, durationMs: 0 });
@@ -78,8 +79,11 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
       ending ??= why;
       killGroup(child.pid);
     };
-    const timer = setTimeout(() => stop('timeout'), spec.timeoutMs);
-    const onAbort = (): void => stop('aborted');
+    // Once the program has exited, a late timer or abort changes nothing: only draining pipes remain.
+    const timer = setTimeout(() => exited || stop('timeout'), spec.timeoutMs);
+    const onAbort = (): void => {
+      if (!exited) stop('aborted');
+    };
     spec.signal?.addEventListener('abort', onAbort, { once: true });
 
     const collect = (stream: 'stdout' | 'stderr') => (chunk: Buffer) => {
@@ -126,6 +130,7 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
       }
     });
     child.on('exit', (code, signal) => {
+      exited = true;
       exitCode = code;
       exitSignal = signal;
       killGroup(child.pid);

@@ -117,6 +117,11 @@ describe('agentcli exec: outputs and failures', () => {
     expect(await executeHostTool(await tool({ command: [fixture('blank')] }), { x: 1 }, await options())).toMatchObject({ ok: true, output: {} });
   });
 
+  it('C2: multi-line JSON on stdout is parsed whole (structured output, nothing to squeeze)', async () => {
+    const t = await tool({ command: ['/bin/sh', '-c', 'cat >/dev/null; printf "{\\n  \\"a\\": [1,\\n 2]\\n}\\n"'] });
+    expect(await executeHostTool(t, {}, await options())).toMatchObject({ ok: true, output: { a: [1, 2] } });
+  });
+
   it('stdout that is not JSON is output.invalid', async () => {
     const result = await executeHostTool(await tool({ command: [fixture('not-json')] }), {}, await options());
     expect(result).toMatchObject({ ok: false, error: { code: 'output.invalid', details: { stdoutBytes: 12 } } });

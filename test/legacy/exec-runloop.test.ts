@@ -78,6 +78,11 @@ describe('Runloop exec', () => {
     expect(log.text()).not.toContain(SECRET);
   });
 
+  it('even a very short secret is redacted from the result', async () => {
+    const result = await executeHostTool(await tool(), {}, await options({ resolveSecret: secretsFrom({ 'runloop/mail/smtp_api_key': 'k9z' }) }));
+    expect(result.ok && (result.output as Report).key).toBe('***REDACTED***');
+  });
+
   it('a result that fails result_schema is output.invalid with paths', async () => {
     const t = await tool({ result_schema: { type: 'object', properties: { mode: { type: 'integer' } } } });
     const result = await executeHostTool(t, {}, await options());

@@ -24,7 +24,7 @@ function route(req: IncomingMessage, res: ServerResponse, body: string): void {
   if (status) return json(Number(status[1]), { error: `status ${status[1]} for ${TOKEN.slice(0, 3)}` }, { 'retry-after': '2' });
   switch (url.pathname.split('/')[1]) {
     case 'echo':
-      return json(200, { method: req.method, path: req.url, auth: req.headers.authorization ?? null, type: req.headers['content-type'] ?? null, body: body === '' ? null : JSON.parse(body) });
+      return json(200, { method: req.method, path: req.url, accept: req.headers.accept, auth: req.headers.authorization ?? null, type: req.headers['content-type'] ?? null, body: body === '' ? null : JSON.parse(body) });
     case 'leak':
       return json(200, { echoed: req.headers.authorization });
     case 'slow':
@@ -103,6 +103,11 @@ describe('http transport', () => {
     const [entry] = await readAudit(opts.config.auditDir);
     expect(entry?.record).toMatchObject({ transport: 'http', argv: ['POST', `${base}/echo/a%20b%2Fc?q=x%26y`], cwd: null, exit: null, status: 200, outcome: 'ok', envKeys: [] });
     expect(entry?.raw).not.toContain(TOKEN);
+  });
+
+  it('manifest headers replace the defaults whatever their case', async () => {
+    const t = await tool('/echo/x', {}, { headers: { ACCEPT: 'application/vnd.api+json', Authorization: 'Bearer ${secret:api/token}' } });
+    expect(await executeHostTool(t, {}, await options())).toMatchObject({ ok: true, output: { accept: 'application/vnd.api+json' } });
   });
 
   it('GET sends no body', async () => {
