@@ -1,0 +1,93 @@
+// The host-tool audit log: one NDJSON line per call appended to `<auditDir>/YYYYMMDD.log` (UTC
+// date of the record's `ts`), agentcli's record fields first (R4, R5), and redaction (R6).
+//
+// Redaction replaces, in every string of the record, first the literal values the call handled
+// (resolved secrets of any length; passed-through environment values of 4+ characters), then every
+// match of the operator's `redact` regexes, with `***REDACTED***`. Literals go first so a regex
+// that matches part of a secret cannot leave the rest of it behind. A pattern that is not a valid
+// regex is matched literally (as agentcli does). Write failures are logged, never thrown.
+
+import { appendFile, mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import type { Logger } from '../logger.js';
+import { REDACTED } from './types.js';
+
+/** One audit line. The first ten fields are agentcli's; the rest are ours. */
+export interface AuditRecord {
+  ts: string;
+  tool: string;
+  argv: string[];
+  cwd: string | null;
+  exit: number | null;
+  ms: number;
+  stdoutBytes: number;
+  stderrBytes: number;
+  truncated: boolean;
+  /** Names of the environment variables the child received; never their values. */
+  envKeys: string[];
+  transport: 'exec' | 'http';
+  /** `ok`, or the error code the call ended with. */
+  outcome: string;
+  signal?: string;
+  /** HTTP status of the answer (http transport). */
+  status?: number;
+  /** The L10 text when confirmation was switched off and the call auto-approved. */
+  approval?: string;
+}
+
+/** Replaces sensitive values in strings and in whole JSON values. */
+export interface Redactor {
+  text(value: string): string;
+  deep<T>(value: T): T;
+}
+
+/** Builds a redactor for the literal values `literals` (empty ones ignored) and the regexes `patterns`. */
+export function createRedactor(literals: Iterable<string>, patterns: readonly string[] = []): Redactor {
+  const values = [...new Set([...literals].filter((v) => v !== ''))].sort((a, b) => b.length - a.length);
+  const regexes = patterns.filter((p) => p !== '').map((pattern) => {
+    try {
+      return new RegExp(pattern, 'g');
+    } catch {
+      return new RegExp(pattern.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'g');
+    }
+  });
+  const text = (value: string): string => {
+    let out = value;
+    for (const literal of values) if (out.includes(literal)) out = out.split(literal).join(REDACTED);
+    for (const regex of regexes) out = out.replace(regex, (match) => (match === '' ? match : REDACTED));
+    return out;
+  };
+  const deep = (value: unknown): unknown => {
+    if (typeof value === 'string') return text(value);
+    if (Array.isArray(value)) return value.map(deep);
+    if (typeof value === 'object' && value !== null) {
+      const out: Record<string, unknown> = {};
+      for (const [key, child] of Object.entries(value)) out[text(key)] = deep(child);
+      return out;
+    }
+    return value;
+  };
+  return { text, deep: <T>(value: T) => deep(value) as T };
+}
+
+/** `20250102.log` for 2025-01-02 (UTC). */
+export function auditFileName(date: Date): string {
+  return date.toISOString().slice(0, 10).replaceAll('-', '') + '.log';
+}
+
+/** Appends `record` (redacted) to the day's file; failures are logged and swallowed. */
+export async function writeAuditRecord(
+  auditDir: string,
+  record: AuditRecord,
+  redactor: Redactor,
+  logger: Logger,
+): Promise<void> {
+  const file = path.join(auditDir, auditFileName(new Date(record.ts)));
+  try {
+    const line = JSON.stringify(redactor.deep(record)) + '\n';
+    await mkdir(auditDir, { recursive: true, mode: 0o700 });
+    await appendFile(file, line, { mode: 0o600 });
+  } catch (err) {
+    logger.warn('audit write failed', { file, tool: record.tool, error: err instanceof Error ? err : String(err) });
+  }
+}

@@ -1,0 +1,160 @@
+// executeHostTool(): one call of a host tool, in the ARuntime authorization order (contracts.md
+// §2.5): check the input (object, input schema) -> confirmation gate (L10/L11) -> resolve secrets
+// -> run the transport under its timeout -> validate the result -> redact -> audit.
+//
+// Tool behaviour never throws: every ending is an ExecutionResult. Secret values are registered
+// with the logger, removed from the result (messages, logs, output) and, together with the values
+// of passed-through environment variables and the operator's `redact` patterns, from the audit line.
+
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { ErrorCode, coerceError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { failure, type ExecutionResult } from '../result.js';
+import { createRedactor, writeAuditRecord, type Redactor } from './audit.js';
+import type { CallAnswer, CallOutcome, TransportAudit } from './call-outcome.js';
+import { capDenial } from './capabilities.js';
+import { runExecTool } from './exec-tool.js';
+import { runHttpTool } from './http-tool.js';
+import { isJsonObject, kindOf } from './json-kinds.js';
+import { createSchemaCache, describeIssues, type SchemaCache } from './schema-validator.js';
+import { CONFIRMATION_AUTO_APPROVED, CONFIRMATION_REFUSED, type HostTool, type HostToolConfig } from './types.js';
+
+/** Options of executeHostTool. */
+export interface ExecuteHostToolOptions {
+  signal?: AbortSignal;
+  logger: Logger;
+  config: HostToolConfig;
+  /** Supplied by the runner (store secrets API, secrets file); undefined or "" means missing. */
+  resolveSecret(name: string): Promise<string | undefined>;
+  /** Parent environment for PATH, HOME and envPassthrough (the runner passes process.env). */
+  env?: Record<string, string | undefined>;
+  /** Clock of the audit `ts` and file name (tests). */
+  now?: () => Date;
+  /** Compiled-validator cache to reuse across calls; a fresh one per call when omitted. */
+  schemas?: SchemaCache;
+}
+
+type Failed = Extract<CallAnswer, { ok: false }>;
+
+const fail = (code: ErrorCode, message: string, details?: Record<string, unknown>): Failed => ({
+  ok: false,
+  error: failure(code, message, details),
+  logs: [],
+  logsTruncated: false,
+});
+
+function normalizeInput(input: unknown): { ok: true; value: Record<string, unknown> } | Failed {
+  let value = input;
+  if (typeof value === 'string') {
+    if (value.trim() === '') return { ok: true, value: {} };
+    try {
+      value = JSON.parse(value);
+    } catch {
+      return fail(ErrorCode.InputInvalid, `input must be a JSON object (got a string that is not JSON)`);
+    }
+  }
+  if (value === undefined || value === null) return { ok: true, value: {} };
+  if (!isJsonObject(value)) return fail(ErrorCode.InputInvalid, `input must be a JSON object (got ${kindOf(value)})`);
+  return { ok: true, value };
+}
+
+function plannedAudit(tool: HostTool): TransportAudit {
+  const t = tool.transport;
+  const argv = t.kind === 'exec' ? [...t.command, ...t.args] : [t.method, t.url];
+  const cwd = t.kind === 'exec' ? path.dirname(tool.manifestPath) : null;
+  return { argv, cwd, exit: null, stdoutBytes: 0, stderrBytes: 0, truncated: false, envKeys: [] };
+}
+
+async function call(tool: HostTool, input: unknown, options: ExecuteHostToolOptions, log: Logger, secrets: Map<string, string>, state: { approval?: string }): Promise<CallAnswer | CallOutcome> {
+  const { config } = options;
+  const normalized = normalizeInput(input);
+  if (!normalized.ok) return normalized;
+  const args = normalized.value;
+  const schemas = options.schemas ?? createSchemaCache();
+  if (tool.inputSchema) {
+    const issues = schemas.check(tool.inputSchema, args);
+    if (issues) return fail(ErrorCode.InputInvalid, `input does not match the input schema of ${JSON.stringify(tool.name)}: ${describeIssues(issues)}`, { errors: issues });
+  }
+  if (tool.requiresConfirmation) {
+    if (config.confirmExternalActions) {
+      log.info('host tool call refused', { decision: CONFIRMATION_REFUSED });
+      return fail(ErrorCode.ApprovalRequired, CONFIRMATION_REFUSED, { tool: tool.name });
+    }
+    state.approval = CONFIRMATION_AUTO_APPROVED;
+    log.info('host tool call auto-approved', { decision: CONFIRMATION_AUTO_APPROVED });
+  }
+  for (const name of tool.secrets) {
+    let value: string | undefined;
+    try {
+      value = await options.resolveSecret(name);
+    } catch (err) {
+      return fail(ErrorCode.DependencyUnavailable, `secret ${JSON.stringify(name)} could not be fetched: ${coerceError(err).message}`, { secret: name });
+    }
+    if (value === undefined || value === '') {
+      log.warn('host tool secret missing', { secret: name, capAudit: capDenial('secrets', 'tool.call', tool.name, args, 'cap_denied') });
+      return fail(ErrorCode.SecretMissing, `secret ${JSON.stringify(name)} required by host tool ${JSON.stringify(tool.name)} could not be resolved`, { secret: name });
+    }
+    options.logger.redact(value);
+    secrets.set(name, value);
+  }
+  const t = tool.transport;
+  const common = { tool, input: args, secrets, timeoutMs: t.timeoutMs ?? config.execTimeoutMs, maxOutputBytes: config.maxOutputBytes, schemas, ...(options.signal ? { signal: options.signal } : {}) };
+  if (t.kind === 'exec') return runExecTool({ ...common, transport: t, parentEnv: options.env ?? {} });
+  return runHttpTool({ ...common, transport: t });
+}
+
+function redactAnswer(answer: CallAnswer, redactor: Redactor, durationMs: number): ExecutionResult {
+  const base = { durationMs, logs: answer.logs.map(redactor.text), logsTruncated: answer.logsTruncated };
+  return answer.ok ? { ok: true, output: redactor.deep(answer.output), ...base } : { ok: false, error: redactor.deep(answer.error), ...base };
+}
+
+/** Runs one call of a host tool and appends its audit line. Never throws for tool behaviour. */
+export async function executeHostTool(tool: HostTool, input: unknown, options: ExecuteHostToolOptions): Promise<ExecutionResult> {
+  const started = performance.now();
+  const log = options.logger.child({ tool: tool.name });
+  const secrets = new Map<string, string>();
+  const state: { approval?: string } = {};
+  let answer: CallAnswer | CallOutcome;
+  try {
+    answer = await call(tool, input, options, log, secrets, state);
+  } catch (err) {
+    const error = coerceError(err);
+    log.error('host tool call failed in the runner', { error });
+    answer = fail(ErrorCode.Internal, `host tool ${JSON.stringify(tool.name)} failed inside the runner: ${error.message}`);
+  }
+  const durationMs = performance.now() - started;
+  const result = redactAnswer(answer, createRedactor(secrets.values()), durationMs);
+
+  const t = tool.transport;
+  // Passed-through values are not secrets by contract (TZ=UTC); only those of 4+ characters are masked.
+  const passed = t.kind === 'exec' ? t.envPassthrough.map((key) => options.env?.[key] ?? '').filter((v) => v.length >= 4) : [];
+  const auditRedactor = createRedactor([...secrets.values(), ...passed], options.config.redact);
+  const facts = 'audit' in answer ? answer.audit : plannedAudit(tool);
+  await writeAuditRecord(
+    options.config.auditDir,
+    {
+      ts: (options.now ?? (() => new Date()))().toISOString(),
+      tool: tool.name,
+      argv: facts.argv,
+      cwd: facts.cwd,
+      exit: facts.exit,
+      ms: Math.round(durationMs),
+      stdoutBytes: facts.stdoutBytes,
+      stderrBytes: facts.stderrBytes,
+      truncated: facts.truncated,
+      envKeys: facts.envKeys,
+      transport: t.kind,
+      outcome: result.ok ? 'ok' : result.error.code,
+      ...(facts.signal ? { signal: facts.signal } : {}),
+      ...(facts.status !== undefined ? { status: facts.status } : {}),
+      ...(state.approval ? { approval: state.approval } : {}),
+    },
+    auditRedactor,
+    log,
+  );
+  const meta = { ok: result.ok, durationMs: Math.round(durationMs), ...(result.ok ? {} : { code: result.error.code }) };
+  if (result.ok) log.info('host tool finished', meta);
+  else log.warn('host tool finished', meta);
+  return result;
+}

@@ -1,0 +1,27 @@
+// Public surface of the legacy host-tool module: tools defined by the operator's tools.json
+// manifests (agentcli or Runloop), run as host programs or HTTP calls outside the Deno sandbox.
+// The runner loads them with loadHostTools, publishes/routes them, and calls executeHostTool.
+
+export { loadManifest } from './load-manifest.js';
+export { loadHostTools, type HostToolsLoad, type LoadHostToolsOptions } from './load-host-tools.js';
+export { executeHostTool, type ExecuteHostToolOptions } from './execute.js';
+export { exportOpenAI, mangleToolName, MAX_EXPORTED_NAME, type OpenAIExport, type OpenAITool } from './export-openai.js';
+export { createEnvSecretResolver, secretEnvName } from './secrets.js';
+export { createSchemaCache, type SchemaCache, type SchemaIssue } from './schema-validator.js';
+export { isCapabilityGranted, missingCapabilities, type CapAuditRecord } from './capabilities.js';
+export { auditFileName, type AuditRecord } from './audit.js';
+export { blake3Hex } from './runloop-bundle.js';
+export {
+  CAPABILITY_FAMILIES,
+  CONFIRMATION_AUTO_APPROVED,
+  CONFIRMATION_REFUSED,
+  REDACTED,
+  type DeniedHostTool,
+  type ExecTransport,
+  type HostTool,
+  type HostToolConfig,
+  type HostToolFormat,
+  type HostTransport,
+  type HttpTransport,
+  type ManifestLoadResult,
+} from './types.js';

@@ -1,0 +1,106 @@
+// Shared pieces of the legacy tests: temp dirs, fixture programs, manifests on disk, a logger that
+// keeps its lines, the audit file reader, and a check that no child process was left behind.
+
+import { mkdtemp, readFile, readdir, rm, writeFile, mkdir } from 'node:fs/promises';
+import { readFileSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createLogger, type Logger } from '../../src/logger.js';
+import type { ExecuteHostToolOptions, HostToolConfig } from '../../src/legacy/index.js';
+
+/** Per-test changes to executeHostTool options; `config` is merged into testConfig(). */
+export type OptionOverrides = Omit<Partial<ExecuteHostToolOptions>, 'config'> & { config?: Partial<HostToolConfig> };
+
+/** Absolute path of a fixture program under test/fixtures/legacy/bin. */
+export function fixture(name: string): string {
+  return fileURLToPath(new URL(`../fixtures/legacy/bin/${name}`, import.meta.url));
+}
+
+/** Temp directories made by a test file; remove them in afterEach/afterAll. */
+export function createTempDirs(): { make(): Promise<string>; cleanup(): Promise<void> } {
+  const dirs: string[] = [];
+  return {
+    async make() {
+      const dir = await mkdtemp(path.join(tmpdir(), 'legacy-test-'));
+      dirs.push(dir);
+      return dir;
+    },
+    async cleanup() {
+      await Promise.all(dirs.splice(0).map((dir) => rm(dir, { recursive: true, force: true })));
+    },
+  };
+}
+
+/** Writes `doc` (JSON value or raw text) to `<dir>/<rel>` and returns the absolute path. */
+export async function writeManifest(dir: string, doc: unknown, rel = 'tools.json'): Promise<string> {
+  const file = path.join(dir, rel);
+  await mkdir(path.dirname(file), { recursive: true });
+  await writeFile(file, typeof doc === 'string' ? doc : JSON.stringify(doc, null, 2));
+  return file;
+}
+
+/** A logger whose JSON lines are kept in `lines` (parsed). */
+export function captureLogger(): { logger: Logger; lines: Array<Record<string, unknown>>; text(): string } {
+  const raw: string[] = [];
+  const logger = createLogger({ level: 'debug', write: (line) => raw.push(line) });
+  return {
+    logger,
+    get lines() {
+      return raw.map((line) => JSON.parse(line) as Record<string, unknown>);
+    },
+    text: () => raw.join(''),
+  };
+}
+
+/** Configuration of executeHostTool for tests. */
+export function testConfig(auditDir: string, overrides: Partial<HostToolConfig> = {}): HostToolConfig {
+  return { execTimeoutMs: 30_000, maxOutputBytes: 1024 * 1024, auditDir, redact: [], confirmExternalActions: true, ...overrides };
+}
+
+/** All audit records in `auditDir`, file by file (sorted), line by line. */
+export async function readAudit(auditDir: string): Promise<Array<{ file: string; record: Record<string, unknown>; raw: string }>> {
+  let files: string[] = [];
+  try {
+    files = (await readdir(auditDir)).sort();
+  } catch {
+    return [];
+  }
+  const out: Array<{ file: string; record: Record<string, unknown>; raw: string }> = [];
+  for (const file of files) {
+    const text = await readFile(path.join(auditDir, file), 'utf8');
+    for (const raw of text.split('\n').filter((line) => line !== '')) out.push({ file, record: JSON.parse(raw), raw });
+  }
+  return out;
+}
+
+/** Pids of live (non-zombie) processes whose parent is this test process. */
+export function livingChildren(): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(fields[1]) === process.pid && fields[0] !== 'Z') out.push(Number(entry));
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  return out;
+}
+
+/** Whether `pid` is alive (exists and is not a zombie). */
+export function isAlive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+/** A resolveSecret from a plain object. */
+export function secretsFrom(values: Record<string, string>): (name: string) => Promise<string | undefined> {
+  return async (name) => values[name];
+}
