@@ -157,41 +157,47 @@ function parseAlts(p: string, start: number): { alts: Term[][]; next: number } {
 
 const nullable = (t: Term): boolean => t.min === 0 || t.node.kind === 'empty' || (t.node.kind === 'group' && (t.node.zeroWidth || t.node.alts.some((seq) => seq.every(nullable))));
 
-/** Characters that can start (edge = 'first') or end (edge = 'last') a match of the sequence. */
-function edge(seq: Term[], which: 'first' | 'last'): CharSet {
+/** Characters that can start a match of the sequence. */
+function seqFirst(seq: Term[]): CharSet {
   let set = EMPTY_SET();
-  const order = which === 'first' ? seq : [...seq].reverse();
-  for (const t of order) {
-    if (t.node.kind === 'set') set = union(set, t.node.set);
-    if (t.node.kind === 'group' && !t.node.zeroWidth) for (const alt of t.node.alts) set = union(set, edge(alt, which));
+  for (const t of seq) {
+    set = union(set, groupFirst(t.node));
     if (!nullable(t)) break;
   }
   return set;
 }
 
-/** Union of the characters matched by unbounded repetitions anywhere in the sequences. */
-function repeatedChars(alts: Term[][]): CharSet {
-  let set = EMPTY_SET();
-  for (const t of alts.flat()) {
-    if (t.max > UNBOUNDED) set = union(set, allChars(t.node));
-    if (t.node.kind === 'group') set = union(set, repeatedChars(t.node.alts));
-  }
-  return set;
+/** Characters that can start a match of a node (a set, or any alternative of a group). */
+function groupFirst(node: Node): CharSet {
+  if (node.kind !== 'group' || node.zeroWidth) return node.kind === 'set' ? node.set : EMPTY_SET();
+  return node.alts.reduce((acc, alt) => union(acc, seqFirst(alt)), EMPTY_SET());
 }
-function allChars(node: Node): CharSet {
-  if (node.kind === 'set') return node.set;
-  if (node.kind === 'empty') return EMPTY_SET();
-  return node.alts.flat().reduce((acc, t) => union(acc, allChars(t.node)), EMPTY_SET());
+
+/**
+ * Inside one iteration of a repeated group: does a variable-length term (x+, x*, x?, x{m,n}) compete
+ * with what follows it for the same characters? `after` is what may follow the sequence.
+ */
+function competes(seq: Term[], after: CharSet): boolean {
+  let follow = after;
+  for (let k = seq.length - 1; k >= 0; k--) {
+    const t = seq[k] as Term;
+    const first = groupFirst(t.node);
+    if (t.min < t.max && !disjoint(first, follow)) return true;
+    if (t.node.kind === 'group' && !t.node.zeroWidth) {
+      const inner = t.max > 1 ? union(follow, first) : follow;
+      if (t.node.alts.some((alt) => competes(alt, inner))) return true;
+    }
+    follow = nullable(t) ? union(first, follow) : first;
+  }
+  return false;
 }
 
 function ambiguous(alts: Term[][]): boolean {
   for (const t of alts.flat()) {
     if (t.node.kind !== 'group') continue;
     if (t.max > UNBOUNDED && !t.node.zeroWidth) {
-      const inner = repeatedChars(t.node.alts);
-      const body = t.node.alts;
-      const pinned = body.every((seq) => disjoint(edge(seq, 'first'), inner)) || body.every((seq) => disjoint(edge(seq, 'last'), inner));
-      if ((inner.other || inner.ascii.some((x) => x)) && !pinned) return true;
+      const next = groupFirst(t.node);
+      if (t.node.alts.some((alt) => competes(alt, next))) return true;
     }
     if (ambiguous(t.node.alts)) return true;
   }

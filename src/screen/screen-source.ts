@@ -37,8 +37,8 @@ export function screenSource(source: string, options: ScreenOptions): Issue[] {
   }
   const parsed = parseModule(source, options.language ?? 'typescript');
   if (!('type' in parsed)) {
-    const message = /call stack/i.test(parsed.message) ? 'Source is nested too deeply to parse' : parsed.message;
-    return [{ code: IssueCode.Parse, path: SOURCE_PATH, message: `Syntax error: ${message}`, line: parsed.line, column: parsed.column }];
+    const message = /call stack|stack space/i.test(parsed.message) ? 'Source is nested too deeply to parse' : `Syntax error: ${parsed.message}`;
+    return [{ code: IssueCode.Parse, path: SOURCE_PATH, message, line: parsed.line, column: parsed.column }];
   }
   const issues: Issue[] = [];
   const exported = checkExecuteExport(parsed);
