@@ -5,8 +5,10 @@
 // type aliases, generics) are never walked: they vanish at run time and `typeof eval` in a type is
 // not a use of eval.
 
-import { Parser, type Options } from 'acorn';
+import * as acorn from 'acorn';
+import { Parser, tokTypes, type Options, type TokenType } from 'acorn';
 import { tsPlugin } from '@sveltejs/acorn-typescript';
+import { CHILD_KEYS } from './ast-keys.js';
 
 /** An ESTree / TS-ESTree node as produced by acorn with `locations: true`. */
 export interface AstNode {
@@ -17,10 +19,74 @@ export interface AstNode {
   [key: string]: unknown;
 }
 
+/**
+ * acorn's `raise` computes the line and column of every error by scanning the input from the start
+ * and captures a stack trace. The TypeScript plugin raises (and catches) errors constantly while it
+ * tries alternative parses, which made a 50 KB tool take ~20 ms, most of it in that scan. These
+ * parsers throw cheap SyntaxErrors carrying only `pos`; parseModule computes the position once.
+ */
+function withCheapErrors(Base: typeof Parser): typeof Parser {
+  return class CheapErrors extends Base {
+    raise(pos: number, message: string): never {
+      const error = Object.create(SyntaxError.prototype) as SyntaxError & { pos: number };
+      error.message = message;
+      error.pos = pos;
+      throw error;
+    }
+    raiseRecoverable(pos: number, message: string): never {
+      return this.raise(pos, message);
+    }
+  };
+}
+
+interface TsInternals {
+  acornTypeScript: { keywordsRegExp: RegExp; tokTypes: Record<string, TokenType> };
+}
+interface WordReader {
+  keywords: RegExp;
+  readWord1(): string;
+  finishToken(type: TokenType, value: string): unknown;
+}
+
+/**
+ * The TypeScript plugin's readWord builds `new RegExp(keywordsRegExp)` for every identifier token.
+ * This is the same logic with the plugin's own (stateless, non-global) regex reused.
+ */
+function withFastWords(Base: typeof Parser): typeof Parser {
+  const ts = (Base as unknown as TsInternals).acornTypeScript;
+  // acorn exports keywordTypes at run time; its typings omit it.
+  const keywords = (acorn as unknown as { keywordTypes: Record<string, TokenType> }).keywordTypes;
+  return class FastWords extends Base {
+    readWord(): unknown {
+      const self = this as unknown as WordReader;
+      const word = self.readWord1();
+      let type = tokTypes.name;
+      if (self.keywords.test(word)) type = keywords[word] as TokenType;
+      else if (ts.keywordsRegExp.test(word)) type = ts.tokTypes[word] as TokenType;
+      return self.finishToken(type, word);
+    }
+  };
+}
+
 /** The two parsers; building them once is pure (Parser.extend returns a new class, state lives per parse). */
-const JS_PARSER = Parser;
-const TS_PARSER = Parser.extend(tsPlugin());
+const JS_PARSER = withCheapErrors(Parser);
+const TS_PARSER = withCheapErrors(withFastWords(Parser.extend(tsPlugin())));
 const OPTIONS: Options = { ecmaVersion: 'latest', sourceType: 'module', locations: true, allowHashBang: true };
+
+/** 1-based line and column of offset `pos` (columns in UTF-16 code units, like acorn). */
+function lineColumn(source: string, pos: number): { line: number; column: number } {
+  let line = 1;
+  let lineStart = 0;
+  const end = Math.min(Math.max(pos, 0), source.length);
+  for (let i = 0; i < end; i++) {
+    const c = source.charCodeAt(i);
+    if (c === 10 || c === 0x2028 || c === 0x2029 || (c === 13 && source.charCodeAt(i + 1) !== 10)) {
+      line++;
+      lineStart = i + 1;
+    }
+  }
+  return { line, column: end - lineStart + 1 };
+}
 
 /** A syntax error with acorn's position (1-based line and column). */
 export interface ParseFailure {
@@ -35,9 +101,9 @@ export function parseModule(source: string, language: 'typescript' | 'javascript
   try {
     return parser.parse(source, OPTIONS) as unknown as AstNode;
   } catch (err) {
-    const e = err as { message?: unknown; loc?: { line: number; column: number } };
+    const e = err as { message?: unknown; pos?: unknown };
     const text = typeof e.message === 'string' ? e.message.replace(/ \(\d+:\d+\)$/, '') : String(err);
-    return { message: text, line: e.loc?.line ?? 1, column: (e.loc?.column ?? 0) + 1 };
+    return { message: text, ...lineColumn(source, typeof e.pos === 'number' ? e.pos : 0) };
   }
 }
 
@@ -72,14 +138,19 @@ export const TYPE_ONLY = new Set([
 
 /** Calls `visit(childNode, key)` for every run-time child of `node`, in source order. */
 export function forEachChild(node: AstNode, visit: (childNode: AstNode, key: string) => void): void {
-  for (const key in node) {
-    if (TYPE_KEYS.has(key)) continue;
-    const value = node[key];
-    if (Array.isArray(value)) {
-      for (const item of value) if (isNode(item) && !TYPE_ONLY.has(item.type)) visit(item, key);
-    } else if (isNode(value) && !TYPE_ONLY.has(value.type)) {
-      visit(value, key);
-    }
+  const keys = CHILD_KEYS[node.type];
+  if (keys) {
+    for (const key of keys) visitValue(node[key], key, visit);
+    return;
+  }
+  for (const key in node) if (!TYPE_KEYS.has(key)) visitValue(node[key], key, visit);
+}
+
+function visitValue(value: unknown, key: string, visit: (childNode: AstNode, key: string) => void): void {
+  if (Array.isArray(value)) {
+    for (const item of value) if (isNode(item) && !TYPE_ONLY.has(item.type)) visit(item, key);
+  } else if (isNode(value) && !TYPE_ONLY.has(value.type)) {
+    visit(value, key);
   }
 }
 

@@ -1,7 +1,10 @@
 // createSchemaValidator: ajv-backed JSON Schema validation with compiled schemas cached.
 //
 // The runner validates every request's input (and every result) against the tool's schemas, so the
-// hot path is one canonical-JSON key, one Map lookup and the compiled ajv function. The dialect
+// hot path must be cheap. Schemas are cached by canonical JSON (key order does not matter); a
+// frozen schema object (ToolDefinition schemas are deep-frozen) is also remembered by identity, which
+// skips the canonical-JSON step (~15 µs for a 14-property schema). A frozen schema must therefore
+// be deep-frozen, as validateToolDefinition makes it. The dialect
 // follows `$schema`: draft-07 (also the default), 2019-09 or 2020-12. The cache is an LRU of
 // `maxCached` schemas; an evicted schema is also removed from its ajv instance so memory stays
 // bounded however many tool versions come and go. Every error is reported (allErrors) with a JSON
@@ -80,6 +83,7 @@ export function createSchemaValidator(options: { maxCached?: number } = {}): Sch
   const maxCached = options.maxCached ?? 512;
   const instances = new Map<Dialect, AjvInstance>();
   const cache = new Map<string, Entry>();
+  const byIdentity = new WeakMap<object, { key: string; entry: Entry }>();
 
   const ajvFor = (dialect: Dialect): AjvInstance => {
     let ajv = instances.get(dialect);
@@ -107,6 +111,12 @@ export function createSchemaValidator(options: { maxCached?: number } = {}): Sch
   };
 
   const lookup = (schema: object): Entry => {
+    const known = byIdentity.get(schema);
+    if (known && cache.get(known.key) === known.entry) {
+      cache.delete(known.key); // refresh LRU position
+      cache.set(known.key, known.entry);
+      return known.entry;
+    }
     const key = canonicalJson(schema);
     let entry = cache.get(key);
     if (entry) {
@@ -116,6 +126,7 @@ export function createSchemaValidator(options: { maxCached?: number } = {}): Sch
       if (cache.size >= maxCached) evictOldest();
     }
     cache.set(key, entry);
+    if (Object.isFrozen(schema)) byIdentity.set(schema, { key, entry });
     return entry;
   };
 

@@ -82,6 +82,20 @@ describe('createSchemaValidator', () => {
     expect(small.validate(b, { x: 1 }).valid).toBe(true);
   });
 
+  it('follows a mutable schema that changes (keyed by content), and remembers frozen ones by identity', () => {
+    const mutable: { type: string } = { type: 'integer' };
+    expect(validator.validate(mutable, 'x').valid).toBe(false);
+    mutable.type = 'string';
+    expect(validator.validate(mutable, 'x').valid).toBe(true);
+
+    const small = createSchemaValidator({ maxCached: 1 });
+    const frozen = Object.freeze({ type: 'object', required: Object.freeze(['a']) });
+    expect(small.validate(frozen, {}).errors).toEqual([{ path: '/a', message: "must have required property 'a'" }]);
+    expect(small.validate({ type: 'string' }, 1).valid).toBe(false); // evicts the frozen schema
+    expect(small.validate(frozen, { a: 1 }).valid).toBe(true);
+    expect(small.validate(frozen, {}).valid).toBe(false);
+  });
+
   it('stays correct when the LRU evicts schemas (and their ajv copies)', () => {
     const small = createSchemaValidator({ maxCached: 2 });
     for (let round = 0; round < 3; round++) {
