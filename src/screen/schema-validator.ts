@@ -103,7 +103,10 @@ export function createSchemaValidator(options: { maxCached?: number } = {}): Sch
     // Two tools may use the same $id for different schemas; the newest compile wins the id.
     if (typeof id === 'string' && ajv.getSchema(id)) ajv.removeSchema(id);
     try {
-      return { fn: ajv.compile(schema), schema, dialect };
+      // ajv caches by object identity: give it a private copy, so a caller mutating its object
+      // later can never be served the old compiled function, and eviction frees exactly our copy.
+      const copy = structuredClone(schema);
+      return { fn: ajv.compile(copy), schema: copy, dialect };
     } catch (err) {
       if (err instanceof RangeError) return { error: 'schema is nested too deeply' };
       return { error: err instanceof Error ? err.message : String(err) };
