@@ -43,22 +43,48 @@ const GLOBAL_NAMES: ReadonlyMap<string, Kind> = new Map<string, Kind>([
   ['module', Kind.Module],
 ]);
 
+// Global functions and constructors: their `.constructor` is Function (`fetch.constructor("code")`).
+const GLOBAL_FUNCTIONS: ReadonlySet<string> = new Set([
+  'fetch', 'parseInt', 'parseFloat', 'isNaN', 'isFinite', 'setTimeout', 'setInterval', 'clearTimeout',
+  'clearInterval', 'queueMicrotask', 'structuredClone', 'encodeURI', 'encodeURIComponent', 'decodeURI',
+  'decodeURIComponent', 'atob', 'btoa', 'escape', 'unescape', 'String', 'Number', 'Boolean', 'Array',
+  'Symbol', 'BigInt', 'Date', 'RegExp', 'Error', 'TypeError', 'Promise', 'Map', 'Set', 'WeakMap',
+  'WeakSet', 'WeakRef', 'Proxy', 'ArrayBuffer', 'DataView', 'Uint8Array', 'URL', 'URLSearchParams',
+  'Request', 'Response', 'Headers', 'TextEncoder', 'TextDecoder', 'AbortController', 'Blob',
+]);
+
+// Methods every object, array, string, function or common built-in has: `[].map.constructor` is Function.
+const BUILTIN_METHODS: ReadonlySet<string> = new Set([
+  'toString', 'valueOf', 'toLocaleString', 'hasOwnProperty', 'isPrototypeOf', 'propertyIsEnumerable',
+  'call', 'apply', 'bind', 'map', 'filter', 'forEach', 'reduce', 'reduceRight', 'find', 'findIndex',
+  'findLast', 'some', 'every', 'push', 'pop', 'shift', 'unshift', 'slice', 'splice', 'concat', 'join',
+  'indexOf', 'lastIndexOf', 'includes', 'sort', 'reverse', 'flat', 'flatMap', 'keys', 'values', 'entries',
+  'at', 'fill', 'log', 'error', 'warn', 'info', 'debug', 'trace', 'max', 'min', 'floor', 'ceil', 'round',
+  'random', 'abs', 'sqrt', 'pow', 'parse', 'stringify', 'now', 'assign', 'freeze', 'create', 'resolve',
+  'reject', 'all', 'race', 'then', 'catch', 'finally', 'fromCharCode', 'charAt', 'charCodeAt',
+  'codePointAt', 'split', 'replace', 'replaceAll', 'trim', 'toUpperCase', 'toLowerCase', 'padStart',
+  'padEnd', 'startsWith', 'endsWith', 'repeat', 'substring', 'match', 'matchAll', 'test', 'exec', 'get',
+  'set', 'has', 'delete', 'add', 'clear', 'from', 'of', 'isArray', 'json', 'text', 'arrayBuffer',
+]);
+
 const FUNCTION_LIKE: ReadonlySet<Kind | undefined> = new Set<Kind | undefined>([
   Kind.FunctionValue,
   Kind.FunctionProto,
   Kind.ConstructorOf,
   Kind.FunctionCtor,
+  Kind.ObjectCtor,
 ]);
 
 /** The kind of the global variable `name` (when it is not shadowed). */
 export function globalKind(name: string): Kind | undefined {
-  return GLOBAL_NAMES.get(name);
+  return GLOBAL_NAMES.get(name) ?? (GLOBAL_FUNCTIONS.has(name) ? Kind.FunctionValue : undefined);
 }
 
 /** The kind of `object[name]` given the kind of `object`. */
 export function memberKind(object: Kind | undefined, name: string): Kind | undefined {
   if (name === 'constructor') return FUNCTION_LIKE.has(object) ? Kind.FunctionCtor : Kind.ConstructorOf;
   if (object === Kind.Global) return globalKind(name);
+  if (object !== Kind.Deno && BUILTIN_METHODS.has(name)) return Kind.FunctionValue;
   if (name === 'prototype' && object === Kind.FunctionCtor) return Kind.FunctionProto;
   if (name === '__proto__' && (object === Kind.FunctionValue || object === Kind.FunctionCtor)) return Kind.FunctionProto;
   if (name === 'require' && object === Kind.Module) return Kind.Require;

@@ -18,6 +18,27 @@ const KEYED = new Set(['Property', 'MethodDefinition', 'PropertyDefinition', 'Ac
 const PATTERNS = new Set(['ObjectPattern', 'ArrayPattern', 'AssignmentPattern', 'RestElement']);
 const EQUALITY = new Set(['==', '===', '!=', '!==']);
 
+/** Whether `parent` passes the value of `inner` through unchanged: `a ? g : h`, `g || h`, `(0, g)`, `await g`, `g as T`. */
+function isTransparent(parent: AstNode, inner: AstNode): boolean {
+  switch (parent.type) {
+    case 'ConditionalExpression':
+      return parent.test !== inner;
+    case 'LogicalExpression':
+    case 'AwaitExpression':
+    case 'ParenthesizedExpression':
+    case 'ChainExpression':
+    case 'TSAsExpression':
+    case 'TSSatisfiesExpression':
+    case 'TSNonNullExpression':
+    case 'TSTypeAssertion':
+      return true;
+    case 'SequenceExpression':
+      return children(parent, 'expressions').at(-1) === inner;
+    default:
+      return false;
+  }
+}
+
 /** How the child under `key` of `node` is used: read, bound (declared / assigned to) or not code at all. */
 function childMode(node: AstNode, key: string, binding: boolean): Mode {
   const t = node.type;
@@ -120,10 +141,68 @@ export function runRules(program: AstNode, source: string, permissions: ScreenPe
     }
   };
 
+  // A global object (or Deno) may be used through its properties, compared, or aliased by a plain
+  // name (tracked); anything else (an argument, an array element, a return value, a Proxy target)
+  // would hide later computed access from the rules above, so it is refused.
+  const checkEscape = (node: AstNode): void => {
+    let inner = node;
+    let depth = stack.length - 1;
+    let parent = stack[depth];
+    while (parent && isTransparent(parent, inner)) {
+      inner = parent;
+      parent = stack[--depth];
+    }
+    if (!parent || allowedUse(parent, inner, scope0(depth))) return;
+    report(IssueCode.ComputedGlobal, node, `A global object may only be used through its properties: ${snippet(source, parent)}`);
+  };
+  const scopes: Scope[] = [];
+  const scope0 = (depth: number): Scope => scopes[depth] ?? info.root;
+  const allowedUse = (parent: AstNode, inner: AstNode, scope: Scope): boolean => {
+    switch (parent.type) {
+      case 'MemberExpression':
+        return parent.object === inner;
+      case 'TSQualifiedName':
+        return parent.left === inner;
+      case 'VariableDeclarator':
+      case 'AssignmentPattern':
+      case 'ExpressionStatement':
+        return true; // aliases are tracked; destructuring is reported by checkPattern
+      case 'AssignmentExpression': {
+        const target = child(parent, 'left');
+        return parent.left === inner || (target !== undefined && unwrap(target).type !== 'MemberExpression');
+      }
+      case 'ConditionalExpression':
+        return parent.test === inner;
+      case 'BinaryExpression':
+        return EQUALITY.has(parent.operator as string) || parent.operator === 'instanceof' || parent.operator === 'in';
+      case 'UnaryExpression':
+        return parent.operator === 'typeof' || parent.operator === '!' || parent.operator === 'void';
+      case 'IfStatement':
+      case 'WhileStatement':
+      case 'DoWhileStatement':
+      case 'ForStatement':
+        return parent.test === inner;
+      case 'CallExpression': {
+        const callee = child(parent, 'callee');
+        const member = callee ? unwrap(callee) : undefined;
+        if (member?.type !== 'MemberExpression') return false;
+        const owner = kindOf(child(member, 'object') as AstNode, scope);
+        return owner === Kind.Reflect || owner === Kind.ObjectCtor; // reported by checkReflective
+      }
+      default:
+        return false;
+    }
+  };
+
   const checkIdentifier = (node: AstNode, key: string, scope: Scope): void => {
     const name = node.name as string;
-    if (resolve(name, scope)) return;
+    const binding = resolve(name, scope);
+    if (binding) {
+      if (binding.alias === Kind.Global || binding.alias === Kind.Deno) checkEscape(node);
+      return;
+    }
     const kind = globalKind(name);
+    if (kind === Kind.Global || kind === Kind.Deno) checkEscape(node);
     if (kind === Kind.Require && stack.at(-1)?.type === 'UnaryExpression' && stack.at(-1)?.operator === 'typeof') return;
     checkValueKind(kind, node, key, scope);
   };
@@ -140,7 +219,9 @@ export function runRules(program: AstNode, source: string, permissions: ScreenPe
       return;
     }
     if (objectKind === Kind.Deno && name !== undefined) checkDenoApi(name, node);
-    checkValueKind(kindOf(node, scope), node, key, scope);
+    const kind = kindOf(node, scope);
+    if (kind === Kind.Global || kind === Kind.Deno) checkEscape(node);
+    checkValueKind(kind, node, key, scope);
   };
 
   // Reflect.get(globalThis, k), Object.getOwnPropertyDescriptor(window, k), Object.values(globalThis) ...
@@ -231,11 +312,13 @@ export function runRules(program: AstNode, source: string, permissions: ScreenPe
     const inner = info.scopeOf.get(node) ?? scope;
     check(node, key, inner, binding);
     stack.push(node);
+    scopes.push(inner);
     forEachChild(node, (c, childKey) => {
       const mode = childMode(node, childKey, binding);
       if (mode !== 'skip') visit(c, childKey, inner, mode === 'binding');
     });
     stack.pop();
+    scopes.pop();
   };
   visit(program, 'program', info.root, false);
   return issues;

@@ -27,6 +27,8 @@ const ACCEPTED: Array<[string, string]> = [
   ['computed access on ordinary objects', 'const table: Record<string, number> = { a: 1 };\nreturn table[input.key] ?? input[input.other];'],
   ['labels, loops, switch, try/catch', 'outer: for (const x of [1, 2]) { for (let i = 0; i < 2; i++) { if (i) continue outer; break outer; } }\nswitch (input.k) { case 1: break; default: }\ntry { throw new Error("x"); } catch (error) { return String(error); }'],
   ['destructuring ordinary values', 'const { a, b: { c = 1 } = {}, ...rest } = input;\nconst [x, , y = 2] = [1, 2];\nreturn { a, c, rest, x, y };'],
+  ['feature checks on the global object', 'if (typeof globalThis !== "undefined" && globalThis.fetch) { return "fetch" in globalThis && globalThis === self; }\nconst g = globalThis ?? window;\nreturn g.crypto.randomUUID() + (globalThis ? 1 : 0);'],
+  ['ordinary use of built-in methods and constructors', 'const xs = [3, 1].map((n) => n * 2).sort();\nreturn [xs.constructor === Array, String(xs), new Map([[1, 2]]).get(1), Object.assign({}, input)];'],
   ['Deno APIs that need no permission', 'return { pid: Deno.pid, mem: Deno.memoryUsage() };'],
 ];
 
