@@ -6,82 +6,11 @@
 // so that `const require = ...`, `{ eval: 1 }` and `obj.eval()` are not mistaken for the globals.
 
 import { type AstNode, child, children, forEachChild, position, snippet, staticKey, unwrap } from './ast.js';
+import { childMode, EQUALITY, isTransparent, PATTERNS } from './walk-modes.js';
 import { createClassifier, globalKind, Kind, memberKind } from './classify.js';
 import { denoApiPermissions, type DenoPermission } from './deno-apis.js';
 import { buildScopes, resolve, resolveAliases, type Scope } from './scope.js';
 import { IssueCode, type Issue, type ScreenPermissions } from './types.js';
-
-type Mode = 'ref' | 'binding' | 'skip';
-
-const FUNCTION_TYPES = new Set(['FunctionDeclaration', 'FunctionExpression', 'ArrowFunctionExpression']);
-const KEYED = new Set(['Property', 'MethodDefinition', 'PropertyDefinition', 'AccessorProperty']);
-const PATTERNS = new Set(['ObjectPattern', 'ArrayPattern', 'AssignmentPattern', 'RestElement']);
-const EQUALITY = new Set(['==', '===', '!=', '!==']);
-
-/** Whether `parent` passes the value of `inner` through unchanged: `a ? g : h`, `g || h`, `(0, g)`, `await g`, `g as T`. */
-function isTransparent(parent: AstNode, inner: AstNode): boolean {
-  switch (parent.type) {
-    case 'ConditionalExpression':
-      return parent.test !== inner;
-    case 'LogicalExpression':
-    case 'AwaitExpression':
-    case 'ParenthesizedExpression':
-    case 'ChainExpression':
-    case 'TSAsExpression':
-    case 'TSSatisfiesExpression':
-    case 'TSNonNullExpression':
-    case 'TSTypeAssertion':
-      return true;
-    case 'SequenceExpression':
-      return children(parent, 'expressions').at(-1) === inner;
-    default:
-      return false;
-  }
-}
-
-/** How the child under `key` of `node` is used: read, bound (declared / assigned to) or not code at all. */
-function childMode(node: AstNode, key: string, binding: boolean): Mode {
-  const t = node.type;
-  if (t === 'MemberExpression') return key === 'property' && node.computed !== true ? 'skip' : 'ref';
-  if (t === 'TSQualifiedName') return key === 'right' ? 'skip' : 'ref';
-  if (KEYED.has(t)) {
-    if (key === 'key') return node.computed === true ? 'ref' : 'skip';
-    return key === 'value' && t === 'Property' && binding ? 'binding' : 'ref';
-  }
-  if (FUNCTION_TYPES.has(t)) return key === 'id' ? 'skip' : key === 'params' ? 'binding' : 'ref';
-  if (PATTERNS.has(t)) return t === 'AssignmentPattern' && key === 'right' ? 'ref' : 'binding';
-  switch (t) {
-    case 'ClassDeclaration':
-    case 'ClassExpression':
-    case 'TSEnumDeclaration':
-    case 'TSEnumMember':
-    case 'TSModuleDeclaration':
-    case 'TSImportEqualsDeclaration':
-      return key === 'id' ? 'skip' : 'ref';
-    case 'VariableDeclarator':
-      return key === 'id' ? 'binding' : 'ref';
-    case 'CatchClause':
-      return key === 'param' ? 'binding' : 'ref';
-    case 'AssignmentExpression':
-    case 'ForInStatement':
-    case 'ForOfStatement':
-      return key === 'left' ? 'binding' : 'ref';
-    case 'TSParameterProperty':
-      return 'binding';
-    case 'LabeledStatement':
-    case 'BreakStatement':
-    case 'ContinueStatement':
-      return key === 'label' ? 'skip' : 'ref';
-    case 'ImportDeclaration':
-    case 'ExportNamedDeclaration':
-    case 'ExportAllDeclaration':
-      return key === 'specifiers' || key === 'exported' ? 'skip' : 'ref';
-    case 'MetaProperty':
-      return 'skip';
-    default:
-      return 'ref';
-  }
-}
 
 /** Runs every AST rule over a parsed module; `permissions` decide which Deno.* APIs are fine. */
 export function runRules(program: AstNode, source: string, permissions: ScreenPermissions): Issue[] {
@@ -114,7 +43,7 @@ export function runRules(program: AstNode, source: string, permissions: ScreenPe
   const text = (node: AstNode): string => snippet(source, context(node));
 
   // A Function constructor that is only compared, type-checked or whose .prototype is read is harmless.
-  const benignFunctionUse = (node: AstNode, key: string, scope: Scope): boolean => {
+  const benignFunctionUse = (key: string, scope: Scope): boolean => {
     const parent = stack.at(-1);
     if (!parent) return false;
     if (parent.type === 'BinaryExpression') return (parent.operator === 'instanceof' && key === 'right') || EQUALITY.has(parent.operator as string);
@@ -136,7 +65,7 @@ export function runRules(program: AstNode, source: string, permissions: ScreenPe
   const checkValueKind = (kind: Kind | undefined, node: AstNode, key: string, scope: Scope): void => {
     if (kind === Kind.Eval) report(IssueCode.Eval, node, `eval is not allowed: ${text(node)}`);
     else if (kind === Kind.Require) report(IssueCode.Require, node, `require is not available; tools must be self-contained: ${text(node)}`);
-    else if (kind === Kind.FunctionCtor && !benignFunctionUse(node, key, scope)) {
+    else if (kind === Kind.FunctionCtor && !benignFunctionUse(key, scope)) {
       report(IssueCode.FunctionConstructor, node, `The Function constructor is not allowed: ${text(node)}`);
     }
   };
