@@ -174,7 +174,9 @@ export function createClassifier(): Classifier {
     const args = children(node, 'arguments');
     const first = args[0] && args[0].type !== 'SpreadElement' ? kindOf(args[0], scope) : undefined;
     if (method === 'getPrototypeOf') {
-      return first === Kind.FunctionValue || first === Kind.FunctionCtor ? Kind.FunctionProto : undefined;
+      // The prototype of AsyncFunction.prototype is Function.prototype: still a function prototype.
+      const fnLike = first === Kind.FunctionValue || first === Kind.FunctionCtor || first === Kind.FunctionProto;
+      return fnLike ? Kind.FunctionProto : undefined;
     }
     if (method === 'get' && owner === Kind.Reflect && args[1]) {
       const key = staticKey(args[1], true);

@@ -31,6 +31,9 @@ const REJECTED: Array<[string, string, Finding[]]> = [
   ['x.constructor.constructor', 'return input.constructor.constructor("return this")();', [['screen.function-constructor', 'The Function constructor is not allowed: input.constructor.constructor("return this")', 2, 8]]],
   ['[].constructor.constructor', '[].constructor.constructor("x")();', [['screen.function-constructor', 'The Function constructor is not allowed: [].constructor.constructor("x")', 2, 1]]],
   ['getPrototypeOf(async fn).constructor', 'const A = Object.getPrototypeOf(async function () {}).constructor;', [['screen.function-constructor', 'The Function constructor is not allowed: Object.getPrototypeOf(async function () {}).constructor', 2, 11]]],
+  ['prototype of a prototype', 'Object.getPrototypeOf(Object.getPrototypeOf(async () => {})).constructor("x");', [['screen.function-constructor', 'The Function constructor is not allowed: Object.getPrototypeOf(Object.getPrototypeOf(async () => {...', 2, 1]]],
+  ['__proto__ of a function', '(async () => {}).__proto__.constructor("x");', [['screen.function-constructor', 'The Function constructor is not allowed: (async () => {}).__proto__.constructor("x")', 2, 1]]],
+  ['unicode escapes in names', '\\u0065val("x");\nglobalThis["\\x65val"]("y");', [['screen.eval', 'eval is not allowed: \\u0065val("x")', 2, 1], ['screen.eval', 'eval is not allowed: globalThis["\\x65val"]("y")', 3, 1]]],
   ['Reflect.construct(Function, ...)', 'Reflect.construct(Function, ["return 1"]);', [['screen.function-constructor', 'The Function constructor is not allowed: Function', 2, 19]]],
   ['Function.prototype.constructor', 'Function.prototype.constructor("x");', [['screen.function-constructor', 'The Function constructor is not allowed: Function.prototype.constructor("x")', 2, 1]]],
   ['AsyncFunction lookup', 'new AsyncFunction("x");', [['screen.function-constructor', 'The Function constructor is not allowed: new AsyncFunction("x")', 2, 5]]],
@@ -105,6 +108,26 @@ const REJECTED: Array<[string, string, Finding[]]> = [
 describe('screenSource: rejected code', () => {
   it.each(REJECTED)('%s', (_name, body, expected) => {
     expect(at(screen(tool(body)))).toEqual(expected);
+  });
+
+  it('finds eval in enum initializers, namespaces, defaults, computed keys, decorators and TS import aliases', () => {
+    const source = [
+      'enum E { A = eval("1") }',
+      'namespace N { eval("2"); }',
+      'function f(a = eval("3")) { return a; }',
+      'class C { [eval("4")]() {} }',
+      '@((x: any) => eval(x)) class D {}',
+      'import e = globalThis.eval;',
+      'export async function execute() {}',
+    ].join('\n');
+    expect(at(screen(source))).toEqual([
+      ['screen.eval', 'eval is not allowed: eval("1")', 1, 14],
+      ['screen.eval', 'eval is not allowed: eval("2")', 2, 15],
+      ['screen.eval', 'eval is not allowed: eval("3")', 3, 16],
+      ['screen.eval', 'eval is not allowed: eval("4")', 4, 12],
+      ['screen.eval', 'eval is not allowed: eval(x)', 5, 15],
+      ['screen.eval', 'eval is not allowed: globalThis.eval', 6, 12],
+    ]);
   });
 
   it('puts every source finding at /code/source', () => {
