@@ -136,21 +136,21 @@ export const TYPE_ONLY = new Set([
   'TSIndexSignature', 'TSTypeAnnotation', 'TSAbstractMethodDefinition', 'TSAbstractPropertyDefinition',
 ]);
 
-/** Calls `visit(childNode, key)` for every run-time child of `node`, in source order. */
-export function forEachChild(node: AstNode, visit: (childNode: AstNode, key: string) => void): void {
+/** Calls `visit(childNode, key, context)` for every run-time child of `node`, in source order. */
+export function forEachChild<C>(node: AstNode, visit: (childNode: AstNode, key: string, context: C) => void, context: C): void {
   const keys = CHILD_KEYS[node.type];
   if (keys) {
-    for (const key of keys) visitValue(node[key], key, visit);
+    for (const key of keys) visitValue(node[key], key, visit, context);
     return;
   }
-  for (const key in node) if (!TYPE_KEYS.has(key)) visitValue(node[key], key, visit);
+  for (const key in node) if (!TYPE_KEYS.has(key)) visitValue(node[key], key, visit, context);
 }
 
-function visitValue(value: unknown, key: string, visit: (childNode: AstNode, key: string) => void): void {
+function visitValue<C>(value: unknown, key: string, visit: (childNode: AstNode, key: string, context: C) => void, context: C): void {
   if (Array.isArray(value)) {
-    for (const item of value) if (isNode(item) && !TYPE_ONLY.has(item.type)) visit(item, key);
+    for (const item of value) if (isNode(item) && !TYPE_ONLY.has(item.type)) visit(item, key, context);
   } else if (isNode(value) && !TYPE_ONLY.has(value.type)) {
-    visit(value, key);
+    visit(value, key, context);
   }
 }
 

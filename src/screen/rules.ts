@@ -237,17 +237,24 @@ export function runRules(program: AstNode, source: string, permissions: ScreenPe
     }
   };
 
+  // The walk keeps parallel stacks (ancestors, their scopes, their binding mode) instead of
+  // allocating a closure per node: the callback below is created once.
+  const bindings: boolean[] = [];
   const visit = (node: AstNode, key: string, scope: Scope, binding: boolean): void => {
     const inner = info.scopeOf.get(node) ?? scope;
     check(node, key, inner, binding);
     stack.push(node);
     scopes.push(inner);
-    forEachChild(node, (c, childKey) => {
-      const mode = childMode(node, childKey, binding);
-      if (mode !== 'skip') visit(c, childKey, inner, mode === 'binding');
-    });
+    bindings.push(binding);
+    forEachChild(node, visitChild, undefined);
     stack.pop();
     scopes.pop();
+    bindings.pop();
+  };
+  const visitChild = (c: AstNode, childKey: string): void => {
+    const top = stack.length - 1;
+    const mode = childMode(stack[top] as AstNode, childKey, bindings[top] as boolean);
+    if (mode !== 'skip') visit(c, childKey, scopes[top] as Scope, mode === 'binding');
   };
   visit(program, 'program', info.root, false);
   return issues;

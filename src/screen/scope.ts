@@ -105,13 +105,16 @@ export function buildScopes(program: AstNode): ScopeInfo {
       if (body?.type === 'BlockStatement') info.scopeOf.set(body, inner);
     } else if (node.type === 'StaticBlock' || node.type === 'TSModuleBlock') {
       inner = { parent: scope, fn: true, names: new Map() };
-    } else if (BLOCKS.has(node.type) && !info.scopeOf.has(node)) {
-      inner = { parent: scope, fn: false, names: new Map() };
-      if (node.type === 'CatchClause') declarePattern(inner, child(node, 'param'));
-      const id = child(node, 'id');
-      if (node.type === 'ClassExpression' && id) declare(inner, id.name as string);
-    } else if (info.scopeOf.has(node)) {
-      inner = info.scopeOf.get(node) as Scope;
+    } else {
+      const known = info.scopeOf.get(node);
+      if (known) {
+        inner = known; // a function body block shares its function's scope
+      } else if (BLOCKS.has(node.type)) {
+        inner = { parent: scope, fn: false, names: new Map() };
+        if (node.type === 'CatchClause') declarePattern(inner, child(node, 'param'));
+        const id = child(node, 'id');
+        if (node.type === 'ClassExpression' && id) declare(inner, id.name as string);
+      }
     }
     if (inner !== scope) info.scopeOf.set(node, inner);
 
@@ -156,8 +159,9 @@ export function buildScopes(program: AstNode): ScopeInfo {
         break;
       }
     }
-    forEachChild(node, (c) => visit(c, inner));
+    forEachChild(node, visitChild, inner);
   };
+  const visitChild = (c: AstNode, _key: string, scope: Scope): void => visit(c, scope);
   visit(program, root);
   return info;
 }
