@@ -1,0 +1,30 @@
+// Public API of src/screen: static screening of tool source (acorn AST), permission validation,
+// schema validation (ajv) and the full tool-definition check that yields a ToolDefinition.
+//
+// Everything here is a pure function (no I/O, no store, no Deno). Screening is a policy layer that
+// gives authors early, precise errors; the Deno sandbox and process isolation stay the boundary.
+
+export { IssueCode, type Issue, type Origin, type ScreenPermissions, type ToolDefinition } from './types.js';
+export { screenSource, NO_EXECUTE_MESSAGE, type ScreenOptions } from './screen-source.js';
+export { validatePermissions, FFI_MESSAGE, HRTIME_MESSAGE, type PermissionOptions, type PermissionResult } from './permissions.js';
+export { checkNetHost, blockedMessage, type NetHostCheck } from './net-hosts.js';
+export { validateSchemas, type SchemaContext, type SchemaResult } from './schemas.js';
+export {
+  createSchemaValidator,
+  canonicalJson,
+  schemaDialect,
+  type SchemaError,
+  type SchemaValidation,
+  type SchemaValidator,
+} from './schema-validator.js';
+export {
+  validateToolDefinition,
+  TOOL_NAME,
+  SEMVER,
+  SECRET_NAME,
+  type DefinitionConfig,
+  type DefinitionOptions,
+  type DefinitionResult,
+} from './definition.js';
+export { isCatastrophicPattern } from './regex-safety.js';
+export { denoApiPermissions, mappedDenoApis, type DenoPermission } from './deno-apis.js';
