@@ -6,8 +6,9 @@ import { coerceError } from '../errors.js';
 import { createLogger } from '../logger.js';
 import type { Command } from './command.js';
 import { configCommand } from './commands/config.js';
+import { storeCommand } from './commands/store.js';
 
-const COMMANDS: Command[] = [configCommand];
+const COMMANDS: Command[] = [configCommand, storeCommand];
 
 function help(out: (line: string) => void): void {
   out('usage: tools-runner <command> [options] [args]');

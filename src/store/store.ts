@@ -52,6 +52,8 @@ export async function createStore(options: StoreOptions): Promise<Store> {
   }
   for (const secret of [options.authSecret, options.adminKey, options.secretsKey]) if (secret) logger.redact(secret);
 
+  // A malformed configured key fails before anything touches the disk.
+  const configuredKey = options.secretsKey === undefined ? undefined : resolveSecretsKey({ secretsKey: options.secretsKey, dataDir: options.dataDir, logger });
   const db = openDatabase(options.dataDir);
   let server: Server;
   let sse: SseHub;
@@ -60,7 +62,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
   let idle: (() => void) | undefined;
   let state: 'RUNNING' | 'CLOSING' | 'CLOSED' = 'RUNNING';
   try {
-    const key = resolveSecretsKey({ secretsKey: options.secretsKey, dataDir: options.dataDir, logger });
+    const key = configuredKey ?? resolveSecretsKey({ secretsKey: undefined, dataDir: options.dataDir, logger });
     const log = createEventLog(db, options.eventRetention);
     const writes = createBreadcrumbWrites(db, log);
     sse = createSseHub({
