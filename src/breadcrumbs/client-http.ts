@@ -1,7 +1,11 @@
 // One HTTP call of the store client: URL + query, bearer token, JSON body, timeout and caller
 // cancellation, and the translation of every failure into a StoreError. A 401 with a minted token
 // re-mints once and retries (the request was refused, so repeating it cannot duplicate anything).
+// Transport: node:http(s) over a keep-alive agent — several times cheaper per call than fetch,
+// which matters because the runner talks to the store for every request it serves.
 
+import http from 'node:http';
+import https from 'node:https';
 import { ErrorCode } from '../errors.js';
 import type { TokenSource } from './token-source.js';
 import { StoreError, errorFromResponse } from './store-error.js';
@@ -20,7 +24,11 @@ export interface CallOptions {
 }
 
 /** Performs store calls; resolves with the parsed JSON body (undefined when empty). */
-export type HttpCall = (method: string, path: string, options?: CallOptions) => Promise<unknown>;
+export interface HttpCall {
+  (method: string, path: string, options?: CallOptions): Promise<unknown>;
+  /** Closes the keep-alive sockets. */
+  close(): void;
+}
 
 /** Appends `query` to `path`. */
 export function withQuery(path: string, query: QueryValues | undefined): string {
@@ -39,8 +47,8 @@ function networkError(method: string, path: string, error: unknown, signal: Abor
   if (name === 'TimeoutError') {
     return new StoreError({ status: 0, storeCode: 'timeout', message: `store ${method} ${path} timed out after ${timeoutMs} ms`, cause: error });
   }
-  const cause = (error as { cause?: { code?: string; message?: string } } | null)?.cause;
-  const why = cause?.code ?? cause?.message ?? (error as Error | null)?.message ?? String(error);
+  const e = error as { code?: string; message?: string } | null;
+  const why = e?.code ?? e?.message ?? String(error);
   return new StoreError({ status: 0, storeCode: 'network', message: `store ${method} ${path} failed: ${why}`, cause: error });
 }
 
@@ -48,25 +56,56 @@ function networkError(method: string, path: string, error: unknown, signal: Abor
 export function createHttpCall(options: { baseUrl: string; tokens: TokenSource; timeoutMs: number }): HttpCall {
   const { baseUrl, tokens, timeoutMs } = options;
 
-  const once = async (method: string, path: string, call: CallOptions, token: string | undefined): Promise<{ status: number; text: string }> => {
-    const headers: Record<string, string> = { Accept: 'application/json', ...call.headers };
-    if (token !== undefined) headers.Authorization = `Bearer ${token}`;
-    let body: string | undefined;
-    if (call.body !== undefined) {
-      body = JSON.stringify(call.body);
-      headers['Content-Type'] = 'application/json';
-    }
-    const timeout = AbortSignal.timeout(timeoutMs);
-    const signal = call.signal ? AbortSignal.any([call.signal, timeout]) : timeout;
-    try {
-      const response = await fetch(baseUrl + withQuery(path, call.query), { method, headers, body, signal });
-      return { status: response.status, text: await response.text() };
-    } catch (error) {
-      throw networkError(method, path, error, call.signal, timeoutMs);
-    }
-  };
+  const secure = baseUrl.startsWith('https:');
+  const agent = secure ? new https.Agent({ keepAlive: true, maxSockets: 64 }) : new http.Agent({ keepAlive: true, maxSockets: 64 });
+  const request = secure ? https.request : http.request;
 
-  return async (method, path, call = {}) => {
+  const once = (method: string, path: string, call: CallOptions, token: string | undefined): Promise<{ status: number; text: string }> =>
+    new Promise((resolve, reject) => {
+      const headers: Record<string, string | number> = { Accept: 'application/json', ...call.headers };
+      if (token !== undefined) headers.Authorization = `Bearer ${token}`;
+      let body: string | undefined;
+      if (call.body !== undefined) {
+        body = JSON.stringify(call.body);
+        headers['Content-Type'] = 'application/json';
+        headers['Content-Length'] = Buffer.byteLength(body);
+      }
+      const signal = call.signal;
+      let settled = false;
+      const fail = (error: unknown): void => {
+        if (settled) return;
+        settled = true;
+        cleanup();
+        req.destroy();
+        reject(networkError(method, path, error, signal, timeoutMs));
+      };
+      const onAbort = (): void => fail(signal?.reason);
+      const timer = setTimeout(() => fail(Object.assign(new Error(`timed out after ${timeoutMs} ms`), { name: 'TimeoutError' })), timeoutMs);
+      const cleanup = (): void => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      const req = request(baseUrl + withQuery(path, call.query), { method, headers, agent }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('error', fail);
+        res.on('close', () => {
+          if (!res.complete) fail(new Error('connection closed before the reply was complete'));
+        });
+        res.on('end', () => {
+          if (settled) return;
+          settled = true;
+          cleanup();
+          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') });
+        });
+      });
+      req.on('error', fail);
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      req.end(body);
+    });
+
+  const perform: HttpCall = Object.assign(async (method: string, path: string, call: CallOptions = {}): Promise<unknown> => {
     const useAuth = call.auth !== false;
     let token = useAuth ? await tokens.get() : undefined;
     let reply = await once(method, path, call, token);
@@ -82,5 +121,6 @@ export function createHttpCall(options: { baseUrl: string; tokens: TokenSource; 
     } catch (error) {
       throw new StoreError({ status: reply.status, storeCode: 'invalid_response', code: ErrorCode.DependencyUnavailable, message: `store ${method} ${path} answered ${reply.status} with a body that is not JSON`, cause: error });
     }
-  };
+  }, { close: () => agent.destroy() });
+  return perform;
 }

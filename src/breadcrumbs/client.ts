@@ -68,6 +68,8 @@ export interface StoreClient {
   token(): Promise<string | undefined>;
   /** Forgets a minted `token` the store refused (401), so the next `token()` mints anew; no-op otherwise. */
   invalidateToken(token: string): void;
+  /** Closes idle keep-alive connections (the client stays usable). */
+  close(): void;
 }
 
 /** Options of `createStoreClient`. */
@@ -94,6 +96,11 @@ function check<T>(schema: z.ZodType<T>, value: unknown, method: string, path: st
 }
 
 const pathId = (id: string): string => encodeURIComponent(id);
+const CreatedReply = BreadcrumbListItem.pick({ id: true });
+const SecretCreatedReply = SecretInfo.pick({ id: true });
+const ListReply = BreadcrumbListItem.array();
+const HistoryReply = BreadcrumbHistoryEntry.array();
+const SecretsReply = SecretInfo.array();
 
 /** Builds a client for the store at `baseUrl`. */
 export function createStoreClient(options: StoreClientOptions): StoreClient {
@@ -114,14 +121,13 @@ export function createStoreClient(options: StoreClientOptions): StoreClient {
   call = createHttpCall({ baseUrl, tokens, timeoutMs: options.timeoutMs ?? 10_000 });
   const get = async <T>(schema: z.ZodType<T>, path: string, query: QueryValues | undefined, opts: RequestOptions | undefined): Promise<T> =>
     check(schema, await call('GET', path, { query, signal: opts?.signal }), 'GET', path);
-  const listSchema = BreadcrumbListItem.array();
 
   const client: StoreClient = {
     baseUrl,
     async createBreadcrumb(body, opts) {
       const headers = opts?.idempotencyKey !== undefined ? { 'Idempotency-Key': opts.idempotencyKey } : undefined;
       const reply = await call('POST', '/breadcrumbs', { body, signal: opts?.signal, ...(headers ? { headers } : {}) });
-      return { id: check(BreadcrumbListItem.pick({ id: true }), reply, 'POST', '/breadcrumbs').id };
+      return { id: check(CreatedReply, reply, 'POST', '/breadcrumbs').id };
     },
     getBreadcrumb: (id, opts) => get(BreadcrumbContextView, `/breadcrumbs/${pathId(id)}`, undefined, opts),
     getBreadcrumbFull: (id, opts) => get(BreadcrumbFull, `/breadcrumbs/${pathId(id)}/full`, undefined, opts),
@@ -135,7 +141,7 @@ export function createStoreClient(options: StoreClientOptions): StoreClient {
     async deleteBreadcrumb(id, opts) {
       await call('DELETE', `/breadcrumbs/${pathId(id)}`, { signal: opts?.signal });
     },
-    listBreadcrumbs: (query, opts) => get(listSchema, '/breadcrumbs', { ...query }, opts),
+    listBreadcrumbs: (query, opts) => get(ListReply, '/breadcrumbs', { ...query }, opts),
     async listAll(query, opts) {
       const limit = query.limit ?? LIST_PAGE;
       const seen = new Set<string>();
@@ -154,14 +160,14 @@ export function createStoreClient(options: StoreClientOptions): StoreClient {
         offset += page.length;
       }
     },
-    history: (id, opts) => get(BreadcrumbHistoryEntry.array(), `/breadcrumbs/${pathId(id)}/history`, undefined, opts),
-    search: (query, opts) => get(listSchema, '/breadcrumbs/search', { ...query }, opts),
+    history: (id, opts) => get(HistoryReply, `/breadcrumbs/${pathId(id)}/history`, undefined, opts),
+    search: (query, opts) => get(ListReply, '/breadcrumbs/search', { ...query }, opts),
     async createSecret(secret, opts) {
       if (secret.value.length >= 4) logger.redact(secret.value);
       const reply = await call('POST', '/secrets', { body: secret, signal: opts?.signal });
-      return { id: check(SecretInfo.pick({ id: true }), reply, 'POST', '/secrets').id };
+      return { id: check(SecretCreatedReply, reply, 'POST', '/secrets').id };
     },
-    listSecrets: (query, opts) => get(SecretInfo.array(), '/secrets', { ...query }, opts),
+    listSecrets: (query, opts) => get(SecretsReply, '/secrets', { ...query }, opts),
     async decryptSecret(id, reason, opts) {
       const path = `/secrets/${pathId(id)}/decrypt`;
       const reply = (await call('POST', path, { body: reason === undefined ? {} : { reason }, signal: opts?.signal })) as { value?: unknown } | undefined;
@@ -177,6 +183,7 @@ export function createStoreClient(options: StoreClientOptions): StoreClient {
     health: (opts) => call('GET', '/health', { signal: opts?.signal, auth: false }),
     token: () => tokens.get(),
     invalidateToken: (token) => tokens.invalidate(token),
+    close: () => call.close(),
   };
   return client;
 }

@@ -58,7 +58,7 @@ export function createBreadcrumbReads(db: Db): BreadcrumbReads {
       where.push("(b.title LIKE @q ESCAPE '\\' OR b.description LIKE @q ESCAPE '\\' OR b.context LIKE @q ESCAPE '\\')");
     }
     const sql = filter.tag !== undefined
-      ? `SELECT ${cols} FROM breadcrumb_tags t JOIN breadcrumbs b ON b.id = t.breadcrumb_id WHERE t.tag = @tag AND ${where.join(' AND ')} ORDER BY t.write_seq DESC LIMIT @limit OFFSET @offset`
+      ? `SELECT ${cols} FROM breadcrumb_tags t JOIN breadcrumbs b ON b.write_seq = t.write_seq WHERE t.tag = @tag AND ${where.join(' AND ')} ORDER BY t.write_seq DESC LIMIT @limit OFFSET @offset`
       : `SELECT ${cols} FROM breadcrumbs b WHERE ${where.join(' AND ')} ORDER BY b.write_seq DESC LIMIT @limit OFFSET @offset`;
     stmt = db.prepare(sql);
     listStatements.set(key, stmt);
@@ -106,9 +106,9 @@ export function createBreadcrumbReads(db: Db): BreadcrumbReads {
       });
     },
     history(id, actor) {
-      visibleRow(id, actor);
+      const current = visibleRow(id, actor);
       const rows = selectHistory.all(id) as Array<{ version: number; context: string; updated_at: string; updated_by: string | null }>;
-      return rows.map((row) => ({ version: row.version, context: parseJson(row.context), updated_at: row.updated_at, updated_by: row.updated_by }));
+      return [current, ...rows].map((row) => ({ version: row.version, context: parseJson(row.context), updated_at: row.updated_at, updated_by: row.updated_by }));
     },
   };
 }

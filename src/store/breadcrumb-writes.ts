@@ -66,21 +66,22 @@ export function createBreadcrumbWrites(db: Db, log: EventLog): BreadcrumbWrites 
     updated_ms, created_by, updated_by, write_seq) VALUES (@id, @owner_id, @title, @description, @semantic_version, @context,
     @tags, @schema_name, @llm_hints, @visibility, @sensitivity, @version, @checksum, @size_bytes, @ttl, @expires_ms, @created_at,
     @updated_at, @updated_ms, @created_by, @updated_by, @write_seq)`);
-  const update = db.prepare(`UPDATE breadcrumbs SET title = @title, description = @description, semantic_version = @semantic_version,
+  const update = db.prepare(`UPDATE breadcrumbs SET write_seq = @write_seq, title = @title, description = @description, semantic_version = @semantic_version,
     context = @context, tags = @tags, schema_name = @schema_name, llm_hints = @llm_hints, visibility = @visibility,
     sensitivity = @sensitivity, version = @version, checksum = @checksum, size_bytes = @size_bytes, ttl = @ttl,
-    expires_ms = @expires_ms, updated_at = @updated_at, updated_ms = @updated_ms, updated_by = @updated_by, write_seq = @write_seq
-    WHERE id = @id AND version = @version - 1`);
+    expires_ms = @expires_ms, updated_at = @updated_at, updated_ms = @updated_ms, updated_by = @updated_by
+    WHERE write_seq = @old_seq AND version = @version - 1`);
   const selectRow = db.prepare('SELECT * FROM breadcrumbs WHERE id = ? AND (expires_ms IS NULL OR expires_ms > ?)');
-  const insertTag = db.prepare('INSERT INTO breadcrumb_tags (tag, write_seq, breadcrumb_id) VALUES (?, ?, ?)');
-  const deleteTags = db.prepare('DELETE FROM breadcrumb_tags WHERE breadcrumb_id = ?');
+  // The superseded version goes to history; the current one lives only in the breadcrumb row.
+  const insertTag = db.prepare('INSERT INTO breadcrumb_tags (tag, write_seq) VALUES (?, ?)');
+  const deleteTag = db.prepare('DELETE FROM breadcrumb_tags WHERE tag = ? AND write_seq = ?');
   const insertHistory = db.prepare('INSERT INTO breadcrumb_history (breadcrumb_id, version, context, updated_at, updated_by) VALUES (?, ?, ?, ?, ?)');
   const deleteHistory = db.prepare('DELETE FROM breadcrumb_history WHERE breadcrumb_id = ?');
-  const deleteRow = db.prepare('DELETE FROM breadcrumbs WHERE id = ?');
+  const deleteRow = db.prepare('DELETE FROM breadcrumbs WHERE write_seq = ?');
   const selectKey = db.prepare('SELECT breadcrumb_id, owner_id FROM idempotency_keys WHERE key = ?');
   const insertKey = db.prepare('INSERT INTO idempotency_keys (key, breadcrumb_id, owner_id, created_at) VALUES (?, ?, ?, ?)');
   const selectExpired = db.prepare('SELECT * FROM breadcrumbs WHERE expires_ms IS NOT NULL AND expires_ms <= ? LIMIT 500');
-  const maxUpdated = db.prepare('SELECT MAX(updated_ms) FROM breadcrumbs').pluck();
+  const maxUpdated = db.prepare('SELECT updated_ms FROM breadcrumbs ORDER BY write_seq DESC LIMIT 1').pluck();
 
   // updated_at never goes backwards, so write order and updated_at order agree (see db.ts).
   let lastMs = (maxUpdated.get() as number | null) ?? 0;
@@ -95,11 +96,15 @@ export function createBreadcrumbWrites(db: Db, log: EventLog): BreadcrumbWrites 
     return row;
   };
 
+  const deleteTags = (row: BreadcrumbRow, tags: string[]): void => {
+    for (const tag of uniqueTags(tags)) deleteTag.run(tag, row.write_seq);
+  };
+
   const removeRow = (row: BreadcrumbRow, reason: string | undefined): StoredEvent => {
-    deleteTags.run(row.id);
-    deleteHistory.run(row.id);
-    deleteRow.run(row.id);
     const tags = JSON.parse(row.tags) as string[];
+    deleteTags(row, tags);
+    deleteHistory.run(row.id);
+    deleteRow.run(row.write_seq);
     return log.append({
       type: 'breadcrumb.deleted', breadcrumb_id: row.id, owner_id: row.owner_id, version: row.version,
       tags, schema_name: row.schema_name, deleted_at: new Date().toISOString(), ...(reason ? { reason } : {}),
@@ -127,8 +132,7 @@ export function createBreadcrumbWrites(db: Db, log: EventLog): BreadcrumbWrites 
       expires_ms: fields.expiresMs, created_at: now.iso, updated_at: now.iso, updated_ms: now.ms,
       created_by: actor.agentId, updated_by: actor.agentId, write_seq: event.seq,
     });
-    for (const tag of uniqueTags(fields.tags)) insertTag.run(tag, event.seq, id);
-    insertHistory.run(id, 1, context, now.iso, actor.agentId);
+    for (const tag of uniqueTags(fields.tags)) insertTag.run(tag, event.seq);
     if (key !== undefined) insertKey.run(key, id, actor.ownerId, now.iso);
     return { conflict: undefined, id, event };
   });
@@ -140,7 +144,8 @@ export function createBreadcrumbWrites(db: Db, log: EventLog): BreadcrumbWrites 
     }
     const now = tick();
     const version = row.version + 1;
-    const tags = patch.tags ?? (JSON.parse(row.tags) as string[]);
+    const oldTags = JSON.parse(row.tags) as string[];
+    const tags = patch.tags ?? oldTags;
     const context = patch.context !== undefined ? JSON.stringify(patch.context) : row.context;
     const digest = contextDigest(context);
     const schemaName = patch.schema_name !== undefined ? patch.schema_name : row.schema_name;
@@ -150,16 +155,16 @@ export function createBreadcrumbWrites(db: Db, log: EventLog): BreadcrumbWrites 
     });
     const pick = <K extends keyof BreadcrumbRow>(key: K, value: BreadcrumbRow[K] | undefined): BreadcrumbRow[K] => (value !== undefined ? value : row[key]);
     update.run({
-      id, title: pick('title', patch.title), description: pick('description', patch.description),
+      old_seq: row.write_seq, title: pick('title', patch.title), description: pick('description', patch.description),
       semantic_version: pick('semantic_version', patch.semantic_version), context, tags: JSON.stringify(tags), schema_name: schemaName,
       llm_hints: patch.llm_hints !== undefined ? (patch.llm_hints === null ? null : JSON.stringify(patch.llm_hints)) : row.llm_hints,
       visibility: pick('visibility', patch.visibility), sensitivity: pick('sensitivity', patch.sensitivity), version,
       checksum: digest.checksum, size_bytes: digest.size, ttl: pick('ttl', patch.ttl), expires_ms: pick('expires_ms', patch.expiresMs),
       updated_at: now.iso, updated_ms: now.ms, updated_by: actor.agentId, write_seq: event.seq,
     });
-    deleteTags.run(id);
-    for (const tag of uniqueTags(tags)) insertTag.run(tag, event.seq, id);
-    insertHistory.run(id, version, context, now.iso, actor.agentId);
+    deleteTags(row, oldTags);
+    for (const tag of uniqueTags(tags)) insertTag.run(tag, event.seq);
+    insertHistory.run(id, row.version, row.context, row.updated_at, row.updated_by);
     return { version, event };
   });
 

@@ -1,15 +1,19 @@
 // Opens the store's SQLite database (WAL, synchronous=NORMAL) and creates its tables once.
 //
 // Ordering invariant: every write (create, update, delete, expiry) appends one row to `events`
-// in the same transaction, and the breadcrumb's `write_seq` is that event's `seq`. Because the
-// store updates `updated_ms` monotonically, `ORDER BY write_seq DESC` is exactly "newest
-// updated_at first, ties → newest write first", and the tags table carries `write_seq` so that a
-// tag listing walks one index without sorting.
+// in the same transaction, and the breadcrumb's `write_seq` — its rowid — is that event's `seq`
+// (so a row moves to the end on every update). Because the store keeps `updated_ms` monotonic,
+// `ORDER BY write_seq DESC` is exactly "newest updated_at first, ties → newest write first"; the
+// tags table is keyed (tag, write_seq), so a tag listing walks one index without sorting and joins
+// by rowid. Event seqs are never reused: pruning only removes the oldest rows, never the newest.
+// `breadcrumb_history` holds superseded versions only; the current one is the breadcrumb row.
+// Fewer indexes = fewer pages per commit = less WAL to write and checkpoint (see bench/store.mjs).
 
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ErrorCode, RunnerError } from '../errors.js';
+import { WRITER_AUTOCHECKPOINT_PAGES } from './checkpointer.js';
 
 export type Db = Database.Database;
 
@@ -18,7 +22,8 @@ const SCHEMA_VERSION = '1';
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS breadcrumbs (
-  id TEXT PRIMARY KEY,
+  write_seq INTEGER PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
   owner_id TEXT NOT NULL,
   title TEXT NOT NULL,
   description TEXT,
@@ -38,18 +43,15 @@ CREATE TABLE IF NOT EXISTS breadcrumbs (
   updated_at TEXT NOT NULL,
   updated_ms INTEGER NOT NULL,
   created_by TEXT,
-  updated_by TEXT,
-  write_seq INTEGER NOT NULL UNIQUE
+  updated_by TEXT
 );
-CREATE INDEX IF NOT EXISTS breadcrumbs_schema ON breadcrumbs (schema_name, write_seq);
+CREATE INDEX IF NOT EXISTS breadcrumbs_schema ON breadcrumbs (schema_name);
 CREATE INDEX IF NOT EXISTS breadcrumbs_expires ON breadcrumbs (expires_ms) WHERE expires_ms IS NOT NULL;
 CREATE TABLE IF NOT EXISTS breadcrumb_tags (
   tag TEXT NOT NULL,
   write_seq INTEGER NOT NULL,
-  breadcrumb_id TEXT NOT NULL,
   PRIMARY KEY (tag, write_seq)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS breadcrumb_tags_id ON breadcrumb_tags (breadcrumb_id);
 CREATE TABLE IF NOT EXISTS breadcrumb_history (
   breadcrumb_id TEXT NOT NULL,
   version INTEGER NOT NULL,
@@ -65,7 +67,7 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
   created_at TEXT NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS events (
-  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  seq INTEGER PRIMARY KEY,
   owner_id TEXT,
   schema_name TEXT,
   tags TEXT NOT NULL,
@@ -114,6 +116,11 @@ export function openDatabase(dataDir: string): Db {
     db.pragma('synchronous = NORMAL');
     db.pragma('foreign_keys = OFF');
     db.pragma('busy_timeout = 5000');
+    if (file !== ':memory:') {
+      // Checkpoints normally run on a worker (checkpointer.ts); this is the writer's safety net.
+      db.pragma(`wal_autocheckpoint = ${WRITER_AUTOCHECKPOINT_PAGES}`);
+      db.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
+    }
     db.exec(SCHEMA);
   } catch (error) {
     const e = error as NodeJS.ErrnoException;

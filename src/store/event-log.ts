@@ -66,9 +66,9 @@ export function createEventLog(db: Db, retention: number): EventLog {
   const prune = db.prepare('DELETE FROM events WHERE seq <= ?');
   const after = db.prepare('SELECT seq, owner_id, schema_name, tags, data FROM events WHERE seq > ? ORDER BY seq LIMIT ?');
   const oldestStmt = db.prepare('SELECT MIN(seq) AS seq FROM events').pluck();
-  const latestStmt = db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'events'").pluck();
+  const latestStmt = db.prepare('SELECT MAX(seq) FROM events').pluck();
   const listeners = new Set<EventListener>();
-  let latest = (latestStmt.get() as number | undefined) ?? 0;
+  let latest = (latestStmt.get() as number | null) ?? 0;
   prune.run(latest - retention);
 
   return {

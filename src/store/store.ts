@@ -12,6 +12,7 @@ import type { Logger } from '../logger.js';
 import { createStoreAuth } from './auth.js';
 import { createBreadcrumbReads } from './breadcrumb-reads.js';
 import { createBreadcrumbWrites } from './breadcrumb-writes.js';
+import { startCheckpointer } from './checkpointer.js';
 import { openDatabase } from './db.js';
 import { createEventLog } from './event-log.js';
 import { HttpError, isLoopbackHost, sendError } from './http-util.js';
@@ -43,6 +44,7 @@ export interface Store {
 }
 
 const CLOSE_GRACE_MS = 2000;
+const CHECKPOINT_INTERVAL_MS = 200;
 
 /** Starts the store; resolves once it accepts connections. Throws RunnerError(config.invalid) on startup problems. */
 export async function createStore(options: StoreOptions): Promise<Store> {
@@ -55,6 +57,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
   // A malformed configured key fails before anything touches the disk.
   const configuredKey = options.secretsKey === undefined ? undefined : resolveSecretsKey({ secretsKey: options.secretsKey, dataDir: options.dataDir, logger });
   const db = openDatabase(options.dataDir);
+  const checkpointer = options.dataDir === ':memory:' ? undefined : startCheckpointer({ file: db.name, intervalMs: CHECKPOINT_INTERVAL_MS, logger });
   let server: Server;
   let sse: SseHub;
   let stopPrune: () => void = () => {};
@@ -98,6 +101,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     await listen(server, options.port, host);
   } catch (error) {
     stopPrune();
+    await checkpointer?.stop();
     db.close();
     throw error;
   }
@@ -118,6 +122,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     await closed;
     clearTimeout(timer);
     if (inflight > 0) await new Promise<void>((resolve) => (idle = resolve));
+    await checkpointer?.stop();
     db.close();
     state = 'CLOSED';
     logger.info('store closed', { url });
