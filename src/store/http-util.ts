@@ -56,48 +56,43 @@ export function sendError(res: ServerResponse, error: HttpError): void {
  */
 export function readBody(req: IncomingMessage, res: ServerResponse, maxBytes: number): Promise<string> {
   return new Promise((resolve, reject) => {
-    const tooLarge = (): HttpError => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    const tooLarge = (): void => {
+      done = true;
+      chunks.length = 0;
       res.shouldKeepAlive = false;
       req.removeListener('data', onData);
       req.resume();
-      return new HttpError(413, 'payload_too_large', `request body exceeds the limit of ${maxBytes} bytes`);
+      reject(new HttpError(413, 'payload_too_large', `request body exceeds the limit of ${maxBytes} bytes`));
+    };
+    const onData = (chunk: Buffer): void => {
+      if (done) return;
+      size += chunk.length;
+      if (size > maxBytes) tooLarge();
+      else chunks.push(chunk);
     };
     const declared = Number(req.headers['content-length']);
     if (Number.isFinite(declared) && declared > maxBytes) {
-      reject(tooLarge());
+      tooLarge();
       return;
     }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let failed = false;
-    const onData = (chunk: Buffer): void => {
-      if (failed) return;
-      size += chunk.length;
-      if (size > maxBytes) {
-        failed = true;
-        chunks.length = 0;
-        reject(tooLarge());
-        return;
-      }
-      chunks.push(chunk);
-    };
     req.on('data', onData);
-    let ended = false;
-    req.once('close', () => {
-      if (!ended && !failed) {
-        failed = true;
-        reject(new Error('request aborted by the client before its body was complete'));
-      }
-    });
     req.once('end', () => {
-      ended = true;
-      if (!failed) resolve(chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks).toString('utf8'));
+      if (done) return;
+      done = true;
+      resolve(chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks).toString('utf8'));
+    });
+    req.once('close', () => {
+      if (done) return;
+      done = true;
+      reject(new HttpError(400, 'request_aborted', 'request aborted by the client before its body was complete'));
     });
     req.once('error', (error) => {
-      if (!failed) {
-        failed = true;
-        reject(error);
-      }
+      if (done) return;
+      done = true;
+      reject(error);
     });
   });
 }
