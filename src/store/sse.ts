@@ -92,19 +92,24 @@ export function createSseHub(options: { log: EventLog; pingIntervalMs: number; b
         cursor = event.seq;
         if (matches(event)) send(res, frame);
       };
+      // Replay writes only while the socket keeps up (below highWater), then waits for 'drain':
+      // stored events are re-read from the table, never buffered here, so replay needs no cap.
       const replay = (): void => {
         if (closed || res.destroyed) return;
         const page = log.readAfter(cursor, PAGE);
         const first = page[0];
         if (first && first.seq > cursor + 1) {
-          send(res, sseFrame(JSON.stringify({ type: 'stream.gap', last_event_id: String(cursor), oldest_event_id: first.seq, latest_event_id: log.bounds().latest })));
+          res.write(sseFrame(JSON.stringify({ type: 'stream.gap', last_event_id: String(cursor), oldest_event_id: first.seq, latest_event_id: log.bounds().latest })));
         }
-        for (const event of page) deliver(event, sseFrame(event.data, event.seq));
-        if (page.length < PAGE) {
-          live = true;
-          return;
+        for (const event of page) {
+          cursor = event.seq;
+          if (matches(event)) res.write(sseFrame(event.data, event.seq));
+          if (res.writableLength > highWater) {
+            res.once('drain', replay);
+            return;
+          }
         }
-        if (res.writableLength > highWater) res.once('drain', replay);
+        if (page.length < PAGE) live = true;
         else setImmediate(replay);
       };
 
