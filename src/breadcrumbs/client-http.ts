@@ -57,10 +57,15 @@ export function createHttpCall(options: { baseUrl: string; tokens: TokenSource; 
   const { baseUrl, tokens, timeoutMs } = options;
 
   const secure = baseUrl.startsWith('https:');
-  const agent = secure ? new https.Agent({ keepAlive: true, maxSockets: 64 }) : new http.Agent({ keepAlive: true, maxSockets: 64 });
+  // Idle sockets are dropped after 4 s, before common server keep-alive timeouts (Node: 5 s) close them under us.
+  const agentOptions = { keepAlive: true, maxSockets: 64, timeout: 4000 };
+  const agent = secure ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
   const request = secure ? https.request : http.request;
 
-  const once = (method: string, path: string, call: CallOptions, token: string | undefined): Promise<{ status: number; text: string }> =>
+  // `retryStale`: a GET whose reused keep-alive socket turns out closed by the server (reset before
+  // any reply) is sent once more on a fresh socket, as Node's docs advise. Writes never are: the
+  // caller owns their retry semantics (Idempotency-Key, If-Match).
+  const once = (method: string, path: string, call: CallOptions, token: string | undefined, retryStale: boolean): Promise<{ status: number; text: string }> =>
     new Promise((resolve, reject) => {
       const headers: Record<string, string | number> = { Accept: 'application/json', ...call.headers };
       if (token !== undefined) headers.Authorization = `Bearer ${token}`;
@@ -72,11 +77,17 @@ export function createHttpCall(options: { baseUrl: string; tokens: TokenSource; 
       }
       const signal = call.signal;
       let settled = false;
+      let responded = false;
       const fail = (error: unknown): void => {
         if (settled) return;
         settled = true;
         cleanup();
         req.destroy();
+        const code = (error as { code?: string } | null)?.code;
+        if (retryStale && req.reusedSocket && !responded && (code === 'ECONNRESET' || code === 'EPIPE')) {
+          resolve(once(method, path, call, token, false));
+          return;
+        }
         reject(networkError(method, path, error, signal, timeoutMs));
       };
       const onAbort = (): void => fail(signal?.reason);
@@ -86,6 +97,7 @@ export function createHttpCall(options: { baseUrl: string; tokens: TokenSource; 
         signal?.removeEventListener('abort', onAbort);
       };
       const req = request(baseUrl + withQuery(path, call.query), { method, headers, agent }, (res) => {
+        responded = true;
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('error', fail);
@@ -108,11 +120,12 @@ export function createHttpCall(options: { baseUrl: string; tokens: TokenSource; 
   const perform: HttpCall = Object.assign(async (method: string, path: string, call: CallOptions = {}): Promise<unknown> => {
     const useAuth = call.auth !== false;
     let token = useAuth ? await tokens.get() : undefined;
-    let reply = await once(method, path, call, token);
+    const retryStale = method === 'GET' || method === 'HEAD';
+    let reply = await once(method, path, call, token, retryStale);
     if (reply.status === 401 && token !== undefined && tokens.renewable) {
       tokens.invalidate(token);
       token = await tokens.get();
-      reply = await once(method, path, call, token);
+      reply = await once(method, path, call, token, retryStale);
     }
     if (reply.status < 200 || reply.status >= 300) throw errorFromResponse(method, path, reply.status, reply.text);
     if (reply.text.trim() === '') return undefined;
