@@ -21,12 +21,36 @@ export interface CreateFields {
 /** A validated patch body: only the fields that were present. */
 export type PatchFields = Partial<CreateFields>;
 
+/** Deepest nesting a stored JSON value (context, llm_hints) may have; keeps every later JSON.stringify safe. */
+export const MAX_JSON_DEPTH = 256;
+
+/** Most tags one breadcrumb may carry (each is a row of the tags index). */
+export const MAX_TAGS = 1000;
+
 const VISIBILITY = ['Public', 'Team', 'Private'];
 const SENSITIVITY = ['Low', 'Pii', 'Secret'];
 const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+// Iterative, so hostile nesting cannot overflow the stack here (JSON.parse accepts it; stringify would not).
+function tooDeep(value: unknown): boolean {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop() as [unknown, number];
+    if (node === null || typeof node !== 'object') continue;
+    if (depth > MAX_JSON_DEPTH) return true;
+    for (const child of Array.isArray(node) ? node : Object.values(node)) {
+      if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
+    }
+  }
+  return false;
+}
+
+function checkDepth(field: string, value: unknown): void {
+  if (tooDeep(value)) throw httpErrors.invalidBody(`${field} is nested deeper than ${MAX_JSON_DEPTH} levels`);
 }
 
 function optionalString(body: Record<string, unknown>, field: string): string | null {
@@ -59,12 +83,14 @@ function fieldOf(body: Record<string, unknown>, field: keyof CreateFields): unkn
       return body.title;
     case 'context':
       if (!isPlainObject(body.context)) throw httpErrors.invalidBody(`context must be a JSON object, got ${describe(body.context)}`);
+      checkDepth('context', body.context);
       return body.context;
     case 'tags': {
       const tags = body.tags;
       if (!Array.isArray(tags) || !tags.every((t) => typeof t === 'string')) {
         throw httpErrors.invalidBody(`tags must be an array of strings, got ${describe(tags)}${Array.isArray(tags) ? ' with a non-string element' : ''}`);
       }
+      if (tags.length > MAX_TAGS) throw httpErrors.invalidBody(`tags may hold at most ${MAX_TAGS} entries, got ${tags.length}`);
       return tags;
     }
     case 'visibility':
@@ -72,6 +98,7 @@ function fieldOf(body: Record<string, unknown>, field: keyof CreateFields): unkn
     case 'sensitivity':
       return oneOf(body, 'sensitivity', SENSITIVITY, 'Low');
     case 'llm_hints':
+      checkDepth('llm_hints', body.llm_hints);
       return body.llm_hints ?? null;
     default:
       return optionalString(body, field);

@@ -141,6 +141,17 @@ describe('store: breadcrumb routes', () => {
     expect((await call(store.url, 'PATCH', `/breadcrumbs/${id}`, { body: {}, headers: { 'If-Match': '"2"' } })).body).toEqual({ ok: true, version: 3 });
   });
 
+  it('stores contexts nested up to the depth limit (256) and duplicate tags once in the index', async () => {
+    const store = await startStore();
+    let deep: unknown = 'leaf';
+    for (let i = 0; i < 255; i++) deep = [deep];
+    const { body: { id } } = await call(store.url, 'POST', '/breadcrumbs', { body: crumb({ context: { deep }, tags: ['dup', 'dup'] }) });
+    expect((await call(store.url, 'GET', `/breadcrumbs/${id}`)).body.context).toEqual({ deep });
+    expect((await call(store.url, 'GET', '/breadcrumbs?tag=dup')).body.map((b: { id: string; tags: string[] }) => [b.id, b.tags])).toEqual([[id, ['dup', 'dup']]]);
+    await call(store.url, 'PATCH', `/breadcrumbs/${id}`, { body: { tags: ['other'] } });
+    expect((await call(store.url, 'GET', '/breadcrumbs?tag=dup')).body).toEqual([]);
+  });
+
   it('answers /health even when everything else needs auth', async () => {
     const store = await startStore({ authSecret: 'secret-one', adminKey: 'admin-one' });
     const health = await call(store.url, 'GET', '/health');
