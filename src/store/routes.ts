@@ -148,7 +148,7 @@ export function createRoutes(deps: RouteDeps): Route[] {
           async handle({ res, principal, body }) {
             const created = secrets.create(await body(), principal);
             logger.redact(created.value);
-            sendJson(res, 201, { id: created.id });
+            sendJson(res, 200, { id: created.id });
           },
         },
       },

@@ -11,7 +11,7 @@ describe('store: secrets', () => {
   it('round-trips a value, lists without values, filters by scope, 409 on a duplicate, deletes', async () => {
     const store = await startStore();
     const created = await call(store.url, 'POST', '/secrets', { body: { name: 'API_KEY', scope_type: 'agent', scope_id: 'a1', value: VALUE } });
-    expect(created).toMatchObject({ status: 201, body: { id: expect.any(String) } });
+    expect(created).toMatchObject({ status: 200, body: { id: expect.any(String) } });
     await call(store.url, 'POST', '/secrets', { body: { name: 'API_KEY', scope_type: 'global', value: 'other' } });
     const dup = await call(store.url, 'POST', '/secrets', { body: { name: 'API_KEY', scope_type: 'agent', scope_id: 'a1', value: 'x' } });
     expect(dup).toMatchObject({ status: 409, body: { code: 'conflict', error: 'a secret named "API_KEY" already exists in scope agent:a1' } });
