@@ -57,6 +57,9 @@ export function createHttpCall(options: { baseUrl: string; tokens: TokenSource; 
   const { baseUrl, tokens, timeoutMs } = options;
 
   const secure = baseUrl.startsWith('https:');
+  // Parsed once: handing http.request a URL string would re-parse it on every call.
+  const target = new URL(baseUrl);
+  const base = { protocol: target.protocol, hostname: target.hostname.replace(/^\[|\]$/g, ''), port: target.port, prefix: target.pathname.replace(/\/+$/, '') };
   // Idle sockets are dropped after 4 s, before common server keep-alive timeouts (Node: 5 s) close them under us.
   const agentOptions = { keepAlive: true, maxSockets: 64, timeout: 4000 };
   const agent = secure ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
@@ -96,7 +99,8 @@ export function createHttpCall(options: { baseUrl: string; tokens: TokenSource; 
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
       };
-      const req = request(baseUrl + withQuery(path, call.query), { method, headers, agent }, (res) => {
+      const options = { protocol: base.protocol, hostname: base.hostname, port: base.port, path: base.prefix + withQuery(path, call.query), method, headers, agent };
+      const req = request(options, (res) => {
         responded = true;
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
