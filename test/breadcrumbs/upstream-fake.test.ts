@@ -121,6 +121,15 @@ describe('store client against an upstream-like server', () => {
     expect(shape.message).toMatch(/^store GET \/breadcrumbs answered an unexpected shape: 0\.id: /);
   });
 
+  it('keeps a path prefix of the base URL (a store behind a reverse proxy)', async () => {
+    const { url, seen } = await upstream((_req, res) => json(res, 200, []));
+    const client = createStoreClient({ baseUrl: `${url}/rcrt/`, logger: silentLogger() });
+    onCleanup(() => client.close());
+    expect(client.baseUrl).toBe(`${url}/rcrt`);
+    await client.listBreadcrumbs({ tag: 'a b' });
+    expect(seen[0]!.url).toBe('/rcrt/breadcrumbs?tag=a+b');
+  });
+
   it('refuses a base URL that is not http(s)', () => {
     expect(() => createStoreClient({ baseUrl: 'ftp://x', logger: silentLogger() })).toThrow('store URL "ftp://x" must be http:// or https://');
     expect(() => createStoreClient({ baseUrl: 'nope', logger: silentLogger() })).toThrow('store URL "nope" is not a valid URL');
