@@ -91,6 +91,50 @@ export const BreadcrumbListItem = z.looseObject({
 });
 export type BreadcrumbListItem = z.infer<typeof BreadcrumbListItem>;
 
+/** `GET /breadcrumbs/:id`: the context view (upstream may transform `context` by `llm_hints`; read `/full` for the raw one). */
+export const BreadcrumbContextView = z.looseObject({
+  id: z.string(),
+  title: z.string(),
+  description: z.string().nullable().optional(),
+  semantic_version: z.string().nullable().optional(),
+  context: z.record(z.string(), z.unknown()),
+  tags: z.array(z.string()),
+  schema_name: z.string().nullable().optional(),
+  llm_hints: z.unknown().optional(),
+  version: z.number().int(),
+  updated_at: z.string(),
+});
+export type BreadcrumbContextView = z.infer<typeof BreadcrumbContextView>;
+
+/** An entry of `GET /breadcrumbs/:id/history` (newest first). */
+export const BreadcrumbHistoryEntry = z.looseObject({
+  version: z.number().int(),
+  context: z.record(z.string(), z.unknown()),
+  updated_at: z.string(),
+  updated_by: z.string().nullable().optional(),
+});
+export type BreadcrumbHistoryEntry = z.infer<typeof BreadcrumbHistoryEntry>;
+
+/** A secret as listed by `GET /secrets` (never its value). */
+export const SecretInfo = z.looseObject({
+  id: z.string(),
+  name: z.string(),
+  scope_type: z.string(),
+  scope_id: z.string().nullable().optional(),
+  created_at: z.string().optional(),
+});
+export type SecretInfo = z.infer<typeof SecretInfo>;
+
+/** `type`s of `/events/stream` frames. `breadcrumb.deleted` and `stream.gap` are embedded-store extensions. */
+export const EVENT = {
+  Updated: 'breadcrumb.updated',
+  /** Ours: a breadcrumb was deleted (or expired: `reason: "expired"`). */
+  Deleted: 'breadcrumb.deleted',
+  Ping: 'ping',
+  /** Ours: events were missed (resume point older than retention); rescan. */
+  Gap: 'stream.gap',
+} as const;
+
 /** A frame of `GET /events/stream`. Unknown `type`s must be ignored by consumers. */
 export const StoreEvent = z.looseObject({
   type: z.string(),

@@ -8,9 +8,10 @@ import type { Command } from './command.js';
 import { callCommand } from './commands/call.js';
 import { configCommand } from './commands/config.js';
 import { startCommand } from './commands/start.js';
+import { storeCommand } from './commands/store.js';
 import { tailCommand } from './commands/tail.js';
 
-const COMMANDS: Command[] = [startCommand, callCommand, tailCommand, configCommand];
+const COMMANDS: Command[] = [startCommand, storeCommand, callCommand, tailCommand, configCommand];
 
 function help(out: (line: string) => void): void {
   out('usage: tools-runner <command> [options] [args]');

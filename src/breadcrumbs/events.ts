@@ -1,0 +1,160 @@
+// Reader of the store's event stream (`GET /events/stream`, SSE) over fetch + eventsource-parser.
+//
+// States: CONNECTING → OPEN (response headers arrived: onConnected fires) → LOST (error, stall,
+// or a clean end of stream — upstream's runner never reconnects after a clean end; we always do)
+// → WAITING (exponential backoff with jitter; reset after a healthy connection) → CONNECTING…
+// until `signal` aborts, which resolves `closed`. A connection that brings no frame at all (not
+// even a ping) for `stallMs` is treated as dead. `Last-Event-ID` is sent when known; the embedded
+// store resumes from it, upstream ignores it — so callers must catch up on `reconnect: true`.
+
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { coerceError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { StoreClient } from './client.js';
+import { withQuery } from './client-http.js';
+import { EVENT, StoreEvent } from './messages.js';
+import { errorFromResponse } from './store-error.js';
+
+/** Options of `openEventStream`. */
+export interface EventStreamOptions {
+  client: StoreClient;
+  signal: AbortSignal;
+  logger: Logger;
+  /** Server-side filter; an embedded-store extension that upstream IGNORES (callers must still filter). Opt-in. */
+  query?: { schema_name?: string; tag?: string };
+  /** Every non-ping event (including unknown types such as `stream.gap`), with its SSE id when sent. */
+  onEvent(event: StoreEvent, id?: string): void;
+  /** After each successful connect; `reconnect: true` for all but the first (run a catch-up scan then).
+   * `attempt`: connection attempts this connect took since the previous connection ended (1 = first try). */
+  onConnected?(info: { reconnect: boolean; attempt: number }): void;
+  backoff?: { initialMs: number; maxMs: number };
+  /** Silence after which the connection counts as dead; default 15 s (3 × the 5 s ping). */
+  stallMs?: number;
+}
+
+interface Outcome {
+  connected: boolean;
+  healthy: boolean;
+  error?: unknown;
+}
+
+const MAX_FRAME_CHARS = 64 * 1024 * 1024;
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+/** Opens the stream and keeps it open until `signal` aborts; `closed` resolves then (never rejects). */
+export function openEventStream(options: EventStreamOptions): { closed: Promise<void> } {
+  const { client, signal, logger } = options;
+  const stallMs = options.stallMs ?? 15_000;
+  const backoff = options.backoff ?? { initialMs: 250, maxMs: 15_000 };
+  const path = withQuery('/events/stream', options.query ? { ...options.query } : undefined);
+  let lastId: string | undefined;
+  let connections = 0;
+
+  const handle = (message: EventSourceMessage): void => {
+    if (message.id !== undefined && message.id !== '') lastId = message.id;
+    let parsed;
+    try {
+      parsed = StoreEvent.safeParse(JSON.parse(message.data));
+    } catch {
+      logger.warn('event stream frame is not JSON', { chars: message.data.length });
+      return;
+    }
+    if (!parsed.success) {
+      logger.warn('event stream frame has an unexpected shape', { issue: parsed.error.issues[0]?.message });
+      return;
+    }
+    if (parsed.data.type === EVENT.Ping) return;
+    try {
+      options.onEvent(parsed.data, message.id);
+    } catch (error) {
+      logger.error('event handler threw', { type: parsed.data.type, error: coerceError(error) });
+    }
+  };
+
+  const connectOnce = async (attempt: number): Promise<Outcome> => {
+    const conn = new AbortController();
+    const connSignal = AbortSignal.any([signal, conn.signal]);
+    let stall: NodeJS.Timeout | undefined;
+    const arm = (): void => {
+      clearTimeout(stall);
+      stall = setTimeout(() => conn.abort(new Error(`no frame for ${stallMs} ms`)), stallMs);
+    };
+    let connected = false;
+    let frames = 0;
+    let connectedMs = 0;
+    let token: string | undefined;
+    arm();
+    try {
+      token = await options.client.token();
+      const headers: Record<string, string> = { Accept: 'text/event-stream', 'Cache-Control': 'no-cache' };
+      if (token !== undefined) headers.Authorization = `Bearer ${token}`;
+      if (lastId !== undefined) headers['Last-Event-ID'] = lastId;
+      const response = await fetch(client.baseUrl + path, { headers, signal: connSignal });
+      if (!response.ok || !response.body) {
+        const text = await response.text().catch(() => '');
+        if (response.status === 401 && token !== undefined) client.invalidateToken(token);
+        throw errorFromResponse('GET', '/events/stream', response.status, text);
+      }
+      connected = true;
+      connectedMs = Date.now();
+      arm();
+      const reconnect = connections > 0;
+      connections++;
+      logger.info('event stream connected', { reconnect, attempt, lastEventId: lastId });
+      try {
+        options.onConnected?.({ reconnect, attempt });
+      } catch (error) {
+        logger.error('onConnected handler threw', { error: coerceError(error) });
+      }
+      const parser = createParser({
+        onEvent: (message) => {
+          arm();
+          frames++;
+          handle(message);
+        },
+        onComment: arm,
+        maxBufferSize: MAX_FRAME_CHARS,
+      });
+      const decoder = new TextDecoder();
+      for await (const chunk of response.body) parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
+      return { connected, healthy: frames > 0 || Date.now() - connectedMs >= stallMs };
+    } catch (error) {
+      const reason = conn.signal.aborted ? conn.signal.reason : error;
+      return { connected, healthy: connected && (frames > 0 || Date.now() - connectedMs >= stallMs), error: reason };
+    } finally {
+      clearTimeout(stall);
+      conn.abort();
+    }
+  };
+
+  const run = async (): Promise<void> => {
+    let failures = 0;
+    let attempt = 0;
+    while (!signal.aborted) {
+      attempt++;
+      const outcome = await connectOnce(attempt);
+      if (signal.aborted) break;
+      if (outcome.connected) attempt = 0;
+      failures = outcome.healthy ? 0 : failures + 1;
+      const base = Math.min(backoff.maxMs, backoff.initialMs * 2 ** Math.min(failures, 30));
+      const delayMs = Math.round(base * (0.5 + Math.random() * 0.5));
+      if (outcome.error === undefined) logger.info('event stream ended by the server, reconnecting', { delayMs });
+      else logger.warn('event stream lost, reconnecting', { delayMs, failures, error: coerceError(outcome.error).message });
+      await sleep(delayMs, signal);
+    }
+    logger.debug('event stream closed');
+  };
+
+  return { closed: run().catch((error: unknown) => logger.error('event stream reader failed', { error: coerceError(error) })) };
+}

@@ -1,0 +1,6 @@
+// Public surface of the store client: REST client, event-stream reader, errors and message shapes.
+export { createStoreClient, type StoreClient, type StoreClientOptions, type RequestOptions, type ListQuery, type SearchQuery, type SecretCreate } from './client.js';
+export { openEventStream, type EventStreamOptions } from './events.js';
+export { StoreError, isConflict, isNotFound, isVersionMismatch, conflictId } from './store-error.js';
+export type { StoreAuth } from './token-source.js';
+export * from './messages.js';

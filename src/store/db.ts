@@ -1,0 +1,140 @@
+// Opens the store's SQLite database (WAL, synchronous=NORMAL) and creates its tables once.
+//
+// Ordering invariant: every write (create, update, delete, expiry) appends one row to `events`
+// in the same transaction, and the breadcrumb's `write_seq` — its rowid — is that event's `seq`
+// (so a row moves to the end on every update). Because the store keeps `updated_ms` monotonic,
+// `ORDER BY write_seq DESC` is exactly "newest updated_at first, ties → newest write first"; the
+// tags table is keyed (tag, write_seq), so a tag listing walks one index without sorting and joins
+// by rowid. Event seqs are never reused: pruning only removes the oldest rows, never the newest.
+// `breadcrumb_history` holds superseded versions only; the current one is the breadcrumb row.
+// Fewer indexes = fewer pages per commit = less WAL to write and checkpoint (see bench/store.mjs).
+
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { ErrorCode, RunnerError } from '../errors.js';
+import { WRITER_AUTOCHECKPOINT_PAGES } from './checkpointer.js';
+
+export type Db = Database.Database;
+
+const SCHEMA_VERSION = '1';
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS breadcrumbs (
+  write_seq INTEGER PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
+  owner_id TEXT NOT NULL,
+  title TEXT NOT NULL,
+  description TEXT,
+  semantic_version TEXT,
+  context TEXT NOT NULL,
+  tags TEXT NOT NULL,
+  schema_name TEXT,
+  llm_hints TEXT,
+  visibility TEXT NOT NULL,
+  sensitivity TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  checksum TEXT NOT NULL,
+  size_bytes INTEGER NOT NULL,
+  ttl TEXT,
+  expires_ms INTEGER,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  updated_ms INTEGER NOT NULL,
+  created_by TEXT,
+  updated_by TEXT
+);
+CREATE INDEX IF NOT EXISTS breadcrumbs_schema ON breadcrumbs (schema_name);
+CREATE INDEX IF NOT EXISTS breadcrumbs_expires ON breadcrumbs (expires_ms) WHERE expires_ms IS NOT NULL;
+CREATE TABLE IF NOT EXISTS breadcrumb_tags (
+  tag TEXT NOT NULL,
+  write_seq INTEGER NOT NULL,
+  PRIMARY KEY (tag, write_seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS breadcrumb_history (
+  breadcrumb_id TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  context TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  updated_by TEXT,
+  PRIMARY KEY (breadcrumb_id, version)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS idempotency_keys (
+  key TEXT PRIMARY KEY,
+  breadcrumb_id TEXT NOT NULL,
+  owner_id TEXT NOT NULL,
+  created_at TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS events (
+  seq INTEGER PRIMARY KEY,
+  owner_id TEXT,
+  schema_name TEXT,
+  tags TEXT NOT NULL,
+  data TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS secrets (
+  id TEXT PRIMARY KEY,
+  owner_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  scope_type TEXT NOT NULL,
+  scope_id TEXT,
+  scope_key TEXT NOT NULL,
+  iv BLOB NOT NULL,
+  ciphertext BLOB NOT NULL,
+  auth_tag BLOB NOT NULL,
+  created_at TEXT NOT NULL,
+  created_by TEXT,
+  UNIQUE (owner_id, name, scope_type, scope_key)
+);
+CREATE TABLE IF NOT EXISTS secret_audit (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  secret_id TEXT NOT NULL,
+  owner_id TEXT NOT NULL,
+  actor TEXT,
+  reason TEXT,
+  at TEXT NOT NULL
+);
+`;
+
+/** Opens (creating when missing) `<dataDir>/store.db`, or an in-memory database for `:memory:`. */
+export function openDatabase(dataDir: string): Db {
+  let file = ':memory:';
+  if (dataDir !== ':memory:') {
+    try {
+      mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    } catch (error) {
+      const e = error as NodeJS.ErrnoException;
+      throw new RunnerError(ErrorCode.ConfigInvalid, `cannot create data directory "${dataDir}": ${e.code ?? e.message}`, { cause: error });
+    }
+    file = join(dataDir, 'store.db');
+  }
+  let db: Db;
+  try {
+    db = new Database(file);
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.pragma('foreign_keys = OFF');
+    db.pragma('busy_timeout = 5000');
+    if (file !== ':memory:') {
+      // Checkpoints normally run on a worker (checkpointer.ts); this is the writer's safety net.
+      db.pragma(`wal_autocheckpoint = ${WRITER_AUTOCHECKPOINT_PAGES}`);
+      db.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
+    }
+    db.exec(SCHEMA);
+  } catch (error) {
+    const e = error as NodeJS.ErrnoException;
+    throw new RunnerError(ErrorCode.ConfigInvalid, `cannot open database "${file}": ${e.code ?? ''} ${e.message}`.trim(), { cause: error });
+  }
+  const row = db.prepare('SELECT value FROM meta WHERE key = ?').get('schema_version') as { value: string } | undefined;
+  if (row === undefined) {
+    db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)').run('schema_version', SCHEMA_VERSION);
+  } else if (row.value !== SCHEMA_VERSION) {
+    db.close();
+    throw new RunnerError(
+      ErrorCode.ConfigInvalid,
+      `database "${file}" has schema version ${row.value}; this store understands version ${SCHEMA_VERSION}`,
+    );
+  }
+  return db;
+}

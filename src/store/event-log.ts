@@ -1,0 +1,101 @@
+// The store's event log: the `events` table (written inside each change's transaction) and the
+// in-process fan-out to connected SSE streams (called right after the commit).
+//
+// Writers call `append()` inside their transaction and `publish()` after it committed. Both run
+// synchronously on the one Node thread, so listeners see events exactly in commit order, and a
+// reader that reads the table and subscribes in the same tick can never miss or repeat one.
+
+import type { Db } from './db.js';
+
+/** One committed event as kept in the table (`data` is the JSON sent as the SSE `data:`). */
+export interface StoredEvent {
+  seq: number;
+  ownerId: string | null;
+  schemaName: string | null;
+  tags: string[];
+  data: string;
+}
+
+/** Fields every event carries for filtering, plus its JSON payload. */
+export interface EventInput {
+  owner_id: string;
+  schema_name: string | null;
+  tags: string[];
+  [key: string]: unknown;
+}
+
+/** Called for each committed event with its ready-made SSE frame. */
+export type EventListener = (event: StoredEvent, frame: string) => void;
+
+/** The events table and live fan-out. */
+export interface EventLog {
+  /** Inserts the event; MUST be called inside the write's transaction. Returns its seq. */
+  append(input: EventInput): StoredEvent;
+  /** Delivers a committed event to every listener; MUST be called right after the commit. */
+  publish(event: StoredEvent): void;
+  /** Up to `limit` events with seq > `afterSeq`, oldest first. */
+  readAfter(afterSeq: number, limit: number): StoredEvent[];
+  /** Oldest retained seq (undefined when the table is empty) and the latest committed seq. */
+  bounds(): { oldest: number | undefined; latest: number };
+  subscribe(listener: EventListener): () => void;
+  listenerCount(): number;
+}
+
+/** Formats an SSE frame: `id:` line (our extension) when a seq is given, then `data:`. */
+export function sseFrame(data: string, seq?: number): string {
+  return seq === undefined ? `data: ${data}\n\n` : `id: ${seq}\ndata: ${data}\n\n`;
+}
+
+const PRUNE_EVERY = 128;
+
+interface EventRow {
+  seq: number;
+  owner_id: string | null;
+  schema_name: string | null;
+  tags: string;
+  data: string;
+}
+
+function fromRow(row: EventRow): StoredEvent {
+  return { seq: row.seq, ownerId: row.owner_id, schemaName: row.schema_name, tags: JSON.parse(row.tags) as string[], data: row.data };
+}
+
+/** Builds the event log over `db`, keeping at least `retention` events for resume. */
+export function createEventLog(db: Db, retention: number): EventLog {
+  const insert = db.prepare('INSERT INTO events (owner_id, schema_name, tags, data) VALUES (?, ?, ?, ?)');
+  const prune = db.prepare('DELETE FROM events WHERE seq <= ?');
+  const after = db.prepare('SELECT seq, owner_id, schema_name, tags, data FROM events WHERE seq > ? ORDER BY seq LIMIT ?');
+  const oldestStmt = db.prepare('SELECT MIN(seq) AS seq FROM events').pluck();
+  const latestStmt = db.prepare('SELECT MAX(seq) FROM events').pluck();
+  const listeners = new Set<EventListener>();
+  let latest = (latestStmt.get() as number | null) ?? 0;
+  prune.run(latest - retention);
+
+  return {
+    append(input) {
+      const tags = JSON.stringify(input.tags);
+      const data = JSON.stringify(input);
+      const seq = Number(insert.run(input.owner_id, input.schema_name, tags, data).lastInsertRowid);
+      if (seq % PRUNE_EVERY === 0) prune.run(seq - retention);
+      return { seq, ownerId: input.owner_id, schemaName: input.schema_name, tags: input.tags, data };
+    },
+    publish(event) {
+      if (event.seq > latest) latest = event.seq;
+      if (listeners.size === 0) return;
+      const frame = sseFrame(event.data, event.seq);
+      for (const listener of listeners) listener(event, frame);
+    },
+    readAfter(afterSeq, limit) {
+      return (after.all(afterSeq, limit) as EventRow[]).map(fromRow);
+    },
+    bounds() {
+      const oldest = oldestStmt.get() as number | null | undefined;
+      return { oldest: oldest ?? undefined, latest };
+    },
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    listenerCount: () => listeners.size,
+  };
+}

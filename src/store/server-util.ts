@@ -1,0 +1,85 @@
+// Plumbing of the store's HTTP server: request dispatch over the route table (404/405, auth and
+// role checks), listening with clear startup errors, and the periodic expiry sweep.
+
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { ErrorCode, RunnerError, coerceError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { ROLES, type Principal, type StoreAuth } from './auth.js';
+import { HttpError } from './http-util.js';
+import { bodyReader, type Route } from './routes.js';
+
+const OPEN: Principal = { ownerId: '', agentId: null, roles: ROLES, scoped: false };
+
+/** Routes one request: finds the route and method, authenticates and authorizes, runs the handler. */
+export async function dispatch(routes: Route[], auth: StoreAuth, req: IncomingMessage, res: ServerResponse, maxBodyBytes: number): Promise<void> {
+  const raw = req.url ?? '/';
+  const q = raw.indexOf('?');
+  const path = q === -1 ? raw : raw.slice(0, q);
+  const query = new URLSearchParams(q === -1 ? '' : raw.slice(q + 1));
+  let match: RegExpExecArray | null = null;
+  let route: Route | undefined;
+  for (const candidate of routes) {
+    match = candidate.pattern.exec(path);
+    if (match) {
+      route = candidate;
+      break;
+    }
+  }
+  if (!route || !match) throw new HttpError(404, 'route_not_found', `no route ${JSON.stringify(path)}`);
+  const method = route.methods[req.method ?? ''];
+  if (!method) {
+    const allow = Object.keys(route.methods).join(', ');
+    throw new HttpError(405, 'method_not_allowed', `method ${req.method} is not allowed on ${path} (allowed: ${allow})`, undefined, { Allow: allow });
+  }
+  let params: string[];
+  try {
+    params = match.slice(1).map((part) => decodeURIComponent(part));
+  } catch {
+    throw new HttpError(404, 'not_found', `malformed path ${JSON.stringify(path)}`);
+  }
+  let principal = OPEN;
+  if (method.need !== null) {
+    principal = await auth.authenticate(req, path === '/events/stream' ? query : null);
+    auth.authorize(principal, method.need);
+  }
+  await method.handle({ req, res, query, params, principal, body: bodyReader(req, res, maxBodyBytes) });
+}
+
+/** Listens on host:port; resolves once accepting, or throws config.invalid naming the address. */
+export function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (error: NodeJS.ErrnoException): void => {
+      server.off('listening', onListening);
+      const where = `${host}:${port}`;
+      const why =
+        error.code === 'EADDRINUSE' ? `port ${port} on ${host} is already in use`
+        : error.code === 'EACCES' ? `not permitted to listen on ${where}`
+        : error.code === 'EADDRNOTAVAIL' || error.code === 'ENOTFOUND' ? `address ${host} is not available on this machine`
+        : `cannot listen on ${where}: ${error.message}`;
+      reject(new RunnerError(ErrorCode.ConfigInvalid, why, { cause: error }));
+    };
+    const onListening = (): void => {
+      server.off('error', onError);
+      resolve();
+    };
+    server.once('error', onError);
+    server.once('listening', onListening);
+    server.listen(port, host);
+  });
+}
+
+/** Sweeps expired breadcrumbs now and every `intervalMs`; returns the stop function. */
+export function startPruning(prune: () => number, intervalMs: number, logger: Logger): () => void {
+  const run = (): void => {
+    try {
+      const removed = prune();
+      if (removed > 0) logger.info('expired breadcrumbs pruned', { removed });
+    } catch (error) {
+      logger.error('expiry sweep failed', { error: coerceError(error) });
+    }
+  };
+  run();
+  const timer = setInterval(run, intervalMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}

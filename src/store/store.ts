@@ -1,0 +1,131 @@
+// The embedded RCRT-compatible breadcrumb store: node:http + better-sqlite3 (docs/rcrt-api.md §2).
+//
+// Lifecycle: RUNNING once `createStore` resolves (the port accepts connections); CLOSING after
+// `close()` is called (new requests get 503, SSE streams are ended, idle keep-alive sockets are
+// closed, in-flight requests finish — or are cut after a grace period); CLOSED once the server
+// and the database are closed.
+
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Config } from '../config/index.js';
+import { ErrorCode, RunnerError, coerceError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { createStoreAuth } from './auth.js';
+import { createBreadcrumbReads } from './breadcrumb-reads.js';
+import { createBreadcrumbWrites } from './breadcrumb-writes.js';
+import { startCheckpointer } from './checkpointer.js';
+import { openDatabase } from './db.js';
+import { createEventLog } from './event-log.js';
+import { HttpError, isLoopbackHost, sendError } from './http-util.js';
+import { createRoutes } from './routes.js';
+import { createSecretsRepo } from './secrets.js';
+import { resolveSecretsKey } from './secrets-key.js';
+import { createSseHub, type SseHub } from './sse.js';
+import { dispatch, listen, startPruning } from './server-util.js';
+
+/** Options of `createStore`: the store group of Config plus a logger and two tuning knobs. */
+export type StoreOptions = Pick<
+  Config,
+  'host' | 'port' | 'dataDir' | 'maxBodyBytes' | 'authSecret' | 'adminKey' | 'secretsKey' | 'pingIntervalMs' | 'eventRetention'
+> & {
+  logger: Logger;
+  /** Unsent bytes after which a live SSE consumer is disconnected; default max(8 MiB, 4 × maxBodyBytes). */
+  sseBufferCapBytes?: number;
+  /** Interval of the expired-breadcrumb sweep; default 30 s. */
+  pruneIntervalMs?: number;
+};
+
+/** A running store. */
+export interface Store {
+  /** `http://host:port` with the real port. */
+  url: string;
+  port: number;
+  /** Ends SSE streams, stops the server, closes the database. Idempotent. */
+  close(): Promise<void>;
+}
+
+const CLOSE_GRACE_MS = 2000;
+const CHECKPOINT_INTERVAL_MS = 200;
+
+/** Starts the store; resolves once it accepts connections. Throws RunnerError(config.invalid) on startup problems. */
+export async function createStore(options: StoreOptions): Promise<Store> {
+  const { host, logger } = options;
+  if (!isLoopbackHost(host) && options.authSecret === undefined) {
+    throw new RunnerError(ErrorCode.ConfigInvalid, `refusing to serve the store on non-loopback host "${host}" without authSecret (set --auth-secret, or bind to 127.0.0.1)`);
+  }
+  for (const secret of [options.authSecret, options.adminKey, options.secretsKey]) if (secret) logger.redact(secret);
+
+  // A malformed configured key fails before anything touches the disk.
+  const configuredKey = options.secretsKey === undefined ? undefined : resolveSecretsKey({ secretsKey: options.secretsKey, dataDir: options.dataDir, logger });
+  const db = openDatabase(options.dataDir);
+  const checkpointer = options.dataDir === ':memory:' ? undefined : startCheckpointer({ file: db.name, intervalMs: CHECKPOINT_INTERVAL_MS, logger });
+  let server: Server;
+  let sse: SseHub;
+  let stopPrune: () => void = () => {};
+  let inflight = 0;
+  let idle: (() => void) | undefined;
+  let state: 'RUNNING' | 'CLOSING' | 'CLOSED' = 'RUNNING';
+  try {
+    const key = configuredKey ?? resolveSecretsKey({ secretsKey: undefined, dataDir: options.dataDir, logger });
+    const log = createEventLog(db, options.eventRetention);
+    const writes = createBreadcrumbWrites(db, log);
+    sse = createSseHub({
+      log, logger, pingIntervalMs: options.pingIntervalMs,
+      bufferCapBytes: options.sseBufferCapBytes ?? Math.max(8 * 1024 * 1024, 4 * options.maxBodyBytes),
+    });
+    const auth = createStoreAuth({ authSecret: options.authSecret, adminKey: options.adminKey });
+    const routes = createRoutes({
+      auth, writes, sse, logger, reads: createBreadcrumbReads(db), secrets: createSecretsRepo(db, key),
+      maxBodyBytes: options.maxBodyBytes, startedMs: Date.now(),
+    });
+    stopPrune = startPruning(writes.pruneExpired, options.pruneIntervalMs ?? 30_000, logger);
+    const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+      if (state !== 'RUNNING') {
+        res.shouldKeepAlive = false;
+        sendError(res, new HttpError(503, 'unavailable', 'the store is shutting down'));
+        return;
+      }
+      inflight++;
+      try {
+        await dispatch(routes, auth, req, res, options.maxBodyBytes);
+      } catch (error) {
+        if (error instanceof HttpError) sendError(res, error);
+        else {
+          logger.error('store request failed', { method: req.method, path: req.url?.split('?')[0], error: coerceError(error) });
+          sendError(res, new HttpError(500, 'internal', 'internal store error'));
+        }
+      } finally {
+        if (--inflight === 0 && idle) idle();
+      }
+    };
+    server = createServer({ noDelay: true, keepAliveTimeout: 65_000 }, (req, res) => void handle(req, res));
+    await listen(server, options.port, host);
+  } catch (error) {
+    stopPrune();
+    await checkpointer?.stop();
+    db.close();
+    throw error;
+  }
+
+  const address = server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : options.port;
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  logger.info('store listening', { url, dataDir: options.dataDir, auth: options.authSecret !== undefined });
+
+  let closing: Promise<void> | undefined;
+  const close = async (): Promise<void> => {
+    state = 'CLOSING';
+    stopPrune();
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    sse.closeAll();
+    server.closeIdleConnections();
+    const timer = setTimeout(() => server.closeAllConnections(), CLOSE_GRACE_MS);
+    await closed;
+    clearTimeout(timer);
+    if (inflight > 0) await new Promise<void>((resolve) => (idle = resolve));
+    await checkpointer?.stop();
+    db.close();
+    state = 'CLOSED';
+    logger.info('store closed', { url });
+  };
+  return { url, port, close: () => (closing ??= close()) };
+}

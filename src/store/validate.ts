@@ -1,0 +1,163 @@
+// Validation of breadcrumb create/patch bodies and list/search query strings. Every failure is a
+// 400 naming the field and what was wrong with it; unknown body fields are ignored (like upstream).
+
+import { describe, httpErrors } from './http-util.js';
+
+/** A validated create body with store defaults applied. */
+export interface CreateFields {
+  title: string;
+  context: Record<string, unknown>;
+  tags: string[];
+  schema_name: string | null;
+  description: string | null;
+  semantic_version: string | null;
+  llm_hints: unknown;
+  visibility: string;
+  sensitivity: string;
+  ttl: string | null;
+  expiresMs: number | null;
+}
+
+/** A validated patch body: only the fields that were present. */
+export type PatchFields = Partial<CreateFields>;
+
+/** Deepest nesting a stored JSON value (context, llm_hints) may have; keeps every later JSON.stringify safe. */
+export const MAX_JSON_DEPTH = 256;
+
+/** Most tags one breadcrumb may carry (each is a row of the tags index). */
+export const MAX_TAGS = 1000;
+
+const VISIBILITY = ['Public', 'Team', 'Private'];
+const SENSITIVITY = ['Low', 'Pii', 'Secret'];
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+// Iterative, so hostile nesting cannot overflow the stack here (JSON.parse accepts it; stringify would not).
+function tooDeep(value: unknown): boolean {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop() as [unknown, number];
+    if (node === null || typeof node !== 'object') continue;
+    if (depth > MAX_JSON_DEPTH) return true;
+    for (const child of Array.isArray(node) ? node : Object.values(node)) {
+      if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
+    }
+  }
+  return false;
+}
+
+function checkDepth(field: string, value: unknown): void {
+  if (tooDeep(value)) throw httpErrors.invalidBody(`${field} is nested deeper than ${MAX_JSON_DEPTH} levels`);
+}
+
+function optionalString(body: Record<string, unknown>, field: string): string | null {
+  const value = body[field];
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'string') throw httpErrors.invalidBody(`${field} must be a string or null, got ${describe(value)}`);
+  return value;
+}
+
+function oneOf(body: Record<string, unknown>, field: string, allowed: string[], fallback: string): string {
+  const value = body[field];
+  if (value === undefined || value === null) return fallback;
+  const match = typeof value === 'string' ? allowed.find((a) => a.toLowerCase() === value.toLowerCase()) : undefined;
+  if (match === undefined) throw httpErrors.invalidBody(`${field} must be one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`);
+  return match;
+}
+
+function ttlOf(body: Record<string, unknown>): { ttl: string | null; expiresMs: number | null } {
+  const value = body.ttl;
+  if (value === undefined || value === null) return { ttl: null, expiresMs: null };
+  const ms = typeof value === 'string' && RFC3339.test(value) ? Date.parse(value) : Number.NaN;
+  if (!Number.isFinite(ms)) throw httpErrors.invalidBody(`ttl must be an RFC 3339 timestamp or null, got ${JSON.stringify(value)}`);
+  return { ttl: new Date(ms).toISOString(), expiresMs: ms };
+}
+
+function fieldOf(body: Record<string, unknown>, field: keyof CreateFields): unknown {
+  switch (field) {
+    case 'title':
+      if (typeof body.title !== 'string') throw httpErrors.invalidBody(`title must be a string, got ${describe(body.title)}`);
+      return body.title;
+    case 'context':
+      if (!isPlainObject(body.context)) throw httpErrors.invalidBody(`context must be a JSON object, got ${describe(body.context)}`);
+      checkDepth('context', body.context);
+      return body.context;
+    case 'tags': {
+      const tags = body.tags;
+      if (!Array.isArray(tags) || !tags.every((t) => typeof t === 'string')) {
+        throw httpErrors.invalidBody(`tags must be an array of strings, got ${describe(tags)}${Array.isArray(tags) ? ' with a non-string element' : ''}`);
+      }
+      if (tags.length > MAX_TAGS) throw httpErrors.invalidBody(`tags may hold at most ${MAX_TAGS} entries, got ${tags.length}`);
+      return tags;
+    }
+    case 'visibility':
+      return oneOf(body, 'visibility', VISIBILITY, 'Team');
+    case 'sensitivity':
+      return oneOf(body, 'sensitivity', SENSITIVITY, 'Low');
+    case 'llm_hints':
+      checkDepth('llm_hints', body.llm_hints);
+      return body.llm_hints ?? null;
+    default:
+      return optionalString(body, field);
+  }
+}
+
+const SIMPLE_FIELDS = ['title', 'context', 'tags', 'schema_name', 'description', 'semantic_version', 'llm_hints', 'visibility', 'sensitivity'] as const;
+
+/** Validates a `POST /breadcrumbs` body. */
+export function validateCreate(body: Record<string, unknown>): CreateFields {
+  const out = {} as Record<string, unknown>;
+  for (const field of SIMPLE_FIELDS) out[field] = fieldOf(body, field);
+  return { ...(out as Omit<CreateFields, 'ttl' | 'expiresMs'>), ...ttlOf(body) };
+}
+
+/** Validates a `PATCH /breadcrumbs/:id` body: any subset of the create fields. */
+export function validatePatch(body: Record<string, unknown>): PatchFields {
+  const out: Record<string, unknown> = {};
+  for (const field of SIMPLE_FIELDS) {
+    if (body[field] === undefined) continue;
+    if (body[field] === null && (field === 'title' || field === 'context' || field === 'tags')) {
+      throw httpErrors.invalidBody(`${field} cannot be null`);
+    }
+    out[field] = fieldOf(body, field);
+  }
+  if (body.ttl !== undefined) Object.assign(out, ttlOf(body));
+  return out as PatchFields;
+}
+
+/** Parses `If-Match: <version>` (bare or quoted); undefined when absent. */
+export function parseIfMatch(header: string | string[] | undefined): number | undefined {
+  if (header === undefined) return undefined;
+  const raw = Array.isArray(header) ? header.join(',') : header;
+  const match = /^\s*(?:W\/)?"?(\d{1,15})"?\s*$/.exec(raw);
+  if (!match) throw httpErrors.invalidBody(`If-Match must be a version number, got ${JSON.stringify(raw)}`);
+  return Number(match[1]);
+}
+
+/** Reads one optional single-valued query parameter; a repeated one is a 400 (like upstream's `tag`). */
+export function single(query: URLSearchParams, name: string): string | undefined {
+  const values = query.getAll(name);
+  if (values.length > 1) throw httpErrors.invalidQuery(`query parameter "${name}" may be given only once, got ${values.length}`);
+  return values[0];
+}
+
+/** An optional non-negative integer query parameter within [min, max]. */
+export function intParam(query: URLSearchParams, name: string, fallback: number, min: number, max: number): number {
+  const raw = single(query, name);
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    throw httpErrors.invalidQuery(`query parameter "${name}" must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
+  }
+  return Number(raw);
+}
+
+/** An optional boolean query parameter (`true/false/1/0`). */
+export function boolParam(query: URLSearchParams, name: string): boolean {
+  const raw = single(query, name);
+  if (raw === undefined || raw === '' || raw === 'false' || raw === '0') return false;
+  if (raw === 'true' || raw === '1') return true;
+  throw httpErrors.invalidQuery(`query parameter "${name}" must be true or false, got ${JSON.stringify(raw)}`);
+}
