@@ -13,8 +13,8 @@
 // validated as agent-created — except one whose name and source match a file of this runner's own
 // bootstrap directory, which gets the operator's bootstrap policy.
 
-import type { StoreClient } from '../breadcrumbs/client.js';
-import { isNotFound } from '../breadcrumbs/client.js';
+import type { StoreClient } from '../breadcrumbs/index.js';
+import { isNotFound } from '../breadcrumbs/index.js';
 import { SCHEMA, TAG, type CatalogEntry, type StoreEvent } from '../breadcrumbs/messages.js';
 import type { Logger } from '../logger.js';
 import type { HostTool } from '../legacy/index.js';

@@ -4,8 +4,8 @@
 // (so replicas with the same view do not ping-pong). The breadcrumb is created once per workspace
 // (Idempotency-Key `catalog:<workspace>`) and updated with If-Match; a lost race re-reads and retries.
 
-import type { StoreClient } from '../breadcrumbs/client.js';
-import { isConflict, isNotFound } from '../breadcrumbs/client.js';
+import type { StoreClient } from '../breadcrumbs/index.js';
+import { isConflict, isNotFound, isVersionMismatch } from '../breadcrumbs/index.js';
 import { SCHEMA, TAG, type CatalogEntry } from '../breadcrumbs/messages.js';
 import type { Logger } from '../logger.js';
 
@@ -74,7 +74,7 @@ export function createCatalogPublisher(options: CatalogPublisherOptions): Catalo
         await client.updateBreadcrumb(existing.id, { context }, { ifMatch: existing.version });
         return;
       } catch (error) {
-        if (!isConflict(error) && !isNotFound(error)) throw error;
+        if (!isVersionMismatch(error) && !isNotFound(error)) throw error;
       }
     }
     logger.warn('catalog publication gave up after repeated conflicts', { workspace });

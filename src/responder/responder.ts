@@ -6,8 +6,8 @@
 // Transient store failures are retried with backoff until the write lands or the signal aborts.
 
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { StoreClient } from '../breadcrumbs/client.js';
-import { isConflict, StoreError } from '../breadcrumbs/client.js';
+import type { StoreClient } from '../breadcrumbs/index.js';
+import { isConflict, StoreError } from '../breadcrumbs/index.js';
 import { SCHEMA, TAG, type ToolCreateResponseContext, type ToolResponseContext } from '../breadcrumbs/messages.js';
 import { ErrorCode } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -48,7 +48,7 @@ export function responseContext(answer: ToolAnswer, now = new Date()): ToolRespo
     request_id: answer.rid,
     tool: answer.tool,
     status: result.ok ? 'success' : 'error',
-    ...(result.ok ? { output: result.output } : { error: result.error }),
+    ...(result.ok ? { output: result.output } : { error: { ...result.error } }),
     execution_time_ms: Math.round(result.durationMs * 1000) / 1000,
     metadata,
     timestamp: now.toISOString(),

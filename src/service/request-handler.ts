@@ -5,8 +5,8 @@
 // job mid-run: then the claim is released without an answer so another replica (or this one after
 // a restart) runs the request. The claim's lease is renewed while the job runs.
 
-import type { StoreClient } from '../breadcrumbs/client.js';
-import { isNotFound } from '../breadcrumbs/client.js';
+import type { StoreClient } from '../breadcrumbs/index.js';
+import { isNotFound } from '../breadcrumbs/index.js';
 import { ToolRequestContext, type BreadcrumbFull } from '../breadcrumbs/messages.js';
 import type { Catalog, Route } from '../catalog/catalog.js';
 import type { Config } from '../config/index.js';

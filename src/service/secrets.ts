@@ -7,7 +7,7 @@
 // reason naming the tool and request.
 
 import { readFile } from 'node:fs/promises';
-import type { StoreClient } from '../breadcrumbs/client.js';
+import type { StoreClient } from '../breadcrumbs/index.js';
 import { ErrorCode, RunnerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 

@@ -8,8 +8,8 @@
 
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { createStoreClient, type StoreClient } from '../breadcrumbs/client.js';
-import { openEventStream } from '../breadcrumbs/events.js';
+import { createStoreClient, type StoreClient } from '../breadcrumbs/index.js';
+import { openEventStream } from '../breadcrumbs/index.js';
 import { SCHEMA, type StoreEvent } from '../breadcrumbs/messages.js';
 import { createCatalog, type Catalog } from '../catalog/catalog.js';
 import { createCatalogPublisher } from '../catalog/publisher.js';
@@ -215,9 +215,6 @@ export async function startService(options: ServiceOptions): Promise<Service> {
             void intake.scan(false);
             catalog.load().catch((error: unknown) => log.warn('catalog reload failed', { error }));
           }
-        },
-        onDisconnected: () => {
-          streamConnected = false;
         },
       });
     });

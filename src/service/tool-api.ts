@@ -6,7 +6,7 @@
 // requests, responses, claims, catalogs) — otherwise a tool could answer other requests, deploy
 // unscreened tools or forge claims. Everything a tool creates carries the tag `created-by:tool:<name>`.
 
-import type { StoreClient } from '../breadcrumbs/client.js';
+import type { StoreClient } from '../breadcrumbs/index.js';
 import { BreadcrumbCreate, BreadcrumbPatch, SCHEMA } from '../breadcrumbs/messages.js';
 import { ErrorCode, RunnerError } from '../errors.js';
 import type { SandboxApi } from '../sandbox/index.js';

@@ -14,8 +14,8 @@
 // - Claims are deleted once the response exists; a claim released without a response (drain) is
 //   marked `released` so the next attempt number stays discoverable.
 
-import type { StoreClient } from '../breadcrumbs/client.js';
-import { isConflict, isNotFound } from '../breadcrumbs/client.js';
+import type { StoreClient } from '../breadcrumbs/index.js';
+import { isConflict, isNotFound, isVersionMismatch } from '../breadcrumbs/index.js';
 import { SCHEMA, TAG, ToolClaimContext, type ToolClaimContext as ClaimContext } from '../breadcrumbs/messages.js';
 import type { Logger } from '../logger.js';
 
@@ -97,7 +97,7 @@ export function createClaimManager(options: ClaimManagerOptions): ClaimManager {
         Object.assign(base, changes);
         return true;
       } catch (error) {
-        if (isNotFound(error) || isConflict(error)) {
+        if (isNotFound(error) || isVersionMismatch(error)) {
           logger.warn('claim lost', { rid, attempt, error });
           return false;
         }

@@ -11,7 +11,7 @@
 // Duplicates (an event and a scan seeing the same request, two events for one request) are
 // harmless: jobs are keyed by request id and the claim decides who runs it.
 
-import type { StoreClient } from '../breadcrumbs/client.js';
+import type { StoreClient } from '../breadcrumbs/index.js';
 import { SCHEMA, TAG, type StoreEvent } from '../breadcrumbs/messages.js';
 import type { Logger } from '../logger.js';
 import type { JobQueue } from '../queue/job-queue.js';

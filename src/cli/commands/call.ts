@@ -3,8 +3,8 @@
 
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { createStoreClient } from '../../breadcrumbs/client.js';
-import { openEventStream } from '../../breadcrumbs/events.js';
+import { createStoreClient } from '../../breadcrumbs/index.js';
+import { openEventStream } from '../../breadcrumbs/index.js';
 import { SCHEMA, TAG, ToolResponseContext, type ToolResponseContext as Response } from '../../breadcrumbs/messages.js';
 import type { Command } from '../command.js';
 import { clientStoreUrl } from '../store-url.js';
