@@ -1,9 +1,16 @@
-// The optional parts `start` adds to the service (tool authoring, bootstrap), chosen by config.
+// The optional parts `start` adds to the service (bootstrap, tool creation), chosen by config.
 
+import { createBootstrapExtension } from '../authoring/bootstrap-extension.js';
+import { createToolCreationExtension } from '../authoring/create-flow.js';
 import type { Config } from '../config/index.js';
 import type { ServiceExtension } from '../service/service.js';
 
-/** Extensions enabled by this configuration. */
-export function serviceExtensions(_config: Config): ServiceExtension[] {
-  return [];
+/** Extensions enabled by this configuration. Bootstrap runs first so its tools are trusted. */
+export function serviceExtensions(config: Config): ServiceExtension[] {
+  return [
+    ...(config.bootstrap ? [createBootstrapExtension()] : []),
+    // Always installed: when creation is disabled it answers every request with a rejection
+    // (permission.denied) instead of leaving agents without an answer.
+    createToolCreationExtension(),
+  ];
 }

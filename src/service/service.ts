@@ -15,7 +15,7 @@ import { createCatalog, type Catalog } from '../catalog/catalog.js';
 import { createCatalogPublisher } from '../catalog/publisher.js';
 import { hostEnvironment, type Config } from '../config/index.js';
 import { coerceError, ErrorCode, RunnerError } from '../errors.js';
-import { executeHostTool, loadHostTools, type HostTool } from '../legacy/index.js';
+import { createSchemaCache, executeHostTool, loadHostTools, type HostTool } from '../legacy/index.js';
 import type { Logger } from '../logger.js';
 import { createJobQueue } from '../queue/job-queue.js';
 import { createResponder } from '../responder/responder.js';
@@ -45,6 +45,8 @@ export interface ServiceExtension {
   name: string;
   start(ctx: ExtensionContext): Promise<void>;
   handleEvent?(event: StoreEvent): void;
+  /** Called after the event stream reconnects (run a catch-up scan). */
+  onReconnect?(): void;
   stop?(): Promise<void>;
 }
 
@@ -56,6 +58,9 @@ export interface ExtensionContext {
   logger: Logger;
   replica: string;
   signal: AbortSignal;
+  /** Gives (name, source) the operator's bootstrap policy in the catalog. */
+  trustBootstrapTool(name: string, source: string): void;
+  isBootstrapTool(name: string, source: string): boolean;
 }
 
 export interface Service {
@@ -155,6 +160,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       isKnownTool: (name) => catalog.resolve(name) !== undefined,
     });
     const hostEnv = hostEnvironment();
+    const hostSchemas = createSchemaCache();
     const handler = createRequestHandler({
       client,
       claims,
@@ -173,6 +179,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
           logger: log.child({ component: 'legacy', rid: ctx.rid }),
           config,
           env: hostEnv,
+          schemas: hostSchemas,
           resolveSecret: (name) => secrets.resolveOne(name, { tool: tool.name, rid: ctx.rid }),
         }),
       onStarted: (report) => admin?.broadcast({ type: 'execution:started', ts: new Date().toISOString(), replica, ...report }),
@@ -214,6 +221,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
             log.info('event stream reconnected, catching up');
             void intake.scan(false);
             catalog.load().catch((error: unknown) => log.warn('catalog reload failed', { error }));
+            for (const extension of extensions) extension.onReconnect?.();
           }
         },
       });
@@ -222,7 +230,17 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     if (!streamConnected) log.warn('event stream not connected yet; relying on catch-up scans until it is');
 
     for (const extension of extensions) {
-      await extension.start({ client, catalog, sandbox, config, logger: log.child({ component: extension.name }), replica, signal: intakeController.signal });
+      await extension.start({
+        client,
+        catalog,
+        sandbox,
+        config,
+        logger: log.child({ component: extension.name }),
+        replica,
+        signal: intakeController.signal,
+        trustBootstrapTool: (name, source) => void bootstrapSources.set(name, source),
+        isBootstrapTool: (name, source) => bootstrapSources.get(name) === source,
+      });
       if (extension.stop) cleanups.push(() => extension.stop!());
     }
     await catalog.load();

@@ -87,8 +87,8 @@ export function createClaimManager(options: ClaimManagerOptions): ClaimManager {
 
   const isLive = (claim: ClaimContext): boolean => !claim.released && Date.parse(claim.expires_at) > now();
 
-  const hold = (rid: string, attempt: number, breadcrumbId: string, base: ClaimContext): HeldClaim => {
-    let version = 1;
+  const hold = (rid: string, attempt: number, breadcrumbId: string, base: ClaimContext, initialVersion = 1): HeldClaim => {
+    let version = initialVersion;
     const patch = async (changes: Partial<ClaimContext>): Promise<boolean> => {
       const context = { ...base, ...changes };
       try {
@@ -115,11 +115,23 @@ export function createClaimManager(options: ClaimManagerOptions): ClaimManager {
     };
   };
 
+  const adopt = async (record: ClaimRecord): Promise<AcquireResult> => {
+    const held = hold(record.context.request_id, record.context.attempt, record.id, { ...record.context }, record.version);
+    if (await hasResponse(record.context.request_id)) {
+      await cleanup(record.context.request_id);
+      return { kind: 'answered' };
+    }
+    return { kind: 'acquired', claim: held };
+  };
+
   const acquire = async (rid: string, requestBreadcrumbId: string): Promise<AcquireResult> => {
     let claims = await listClaims(rid);
     for (let probe = 0; probe < MAX_ATTEMPT_PROBES; probe++) {
       const latest = claims.reduce<ClaimRecord | undefined>((best, c) => (!best || c.context.attempt > best.context.attempt ? c : best), undefined);
       if (latest && isLive(latest.context)) {
+        // Our own live claim (e.g. a create whose reply was lost to a network error): this replica
+        // runs at most one job per request (the queue is keyed by rid), so adopting it is safe.
+        if (latest.context.holder === holder) return adopt(latest);
         return { kind: 'busy', holder: latest.context.holder, expiresAt: Date.parse(latest.context.expires_at) };
       }
       const attempt = (latest?.context.attempt ?? 0) + probe + 1;
@@ -150,6 +162,7 @@ export function createClaimManager(options: ClaimManagerOptions): ClaimManager {
         claims = await listClaims(rid);
         const winner = claims.find((c) => c.context.attempt === attempt);
         if (winner) {
+          if (winner.context.holder === holder && isLive(winner.context)) return adopt(winner);
           return { kind: 'busy', holder: winner.context.holder, expiresAt: Date.parse(winner.context.expires_at) };
         }
         if (await hasResponse(rid)) return { kind: 'answered' };

@@ -1,0 +1,127 @@
+// Bootstrap: upserts the operator's tool files as tool.code.v1 breadcrumbs.
+//
+// Per file: validate (operator policy: origin "bootstrap") -> find the tool of that name in the
+// workspace -> create when absent, update with If-Match when different, skip when identical.
+// Re-running changes nothing. Creates carry an Idempotency-Key derived from the content, so two
+// replicas bootstrapping at once create one breadcrumb, not two.
+
+import { createHash } from 'node:crypto';
+import type { StoreClient } from '../breadcrumbs/index.js';
+import { isConflict, isNotFound, isVersionMismatch } from '../breadcrumbs/index.js';
+import { SCHEMA, TAG, type BreadcrumbFull } from '../breadcrumbs/messages.js';
+import type { Config } from '../config/index.js';
+import type { Logger } from '../logger.js';
+import { canonicalJson, validateToolDefinition, type SchemaValidator } from '../screen/index.js';
+import type { ToolFile } from './tool-files.js';
+
+export type BootstrapAction = 'created' | 'updated' | 'unchanged' | 'rejected';
+
+export interface BootstrapRow {
+  file: string;
+  name?: string;
+  action: BootstrapAction;
+  id?: string;
+  reason?: string;
+}
+
+export interface BootstrapOptions {
+  client: StoreClient;
+  files: readonly ToolFile[];
+  config: Config;
+  logger: Logger;
+  validator: SchemaValidator;
+  /** Called for every valid file: the catalog gives these (name, source) the bootstrap policy. */
+  trust?(name: string, source: string): void;
+}
+
+type Desired = Extract<ToolFile, { ok: true }>['breadcrumb'];
+
+const FIELDS = ['title', 'description', 'semantic_version', 'llm_hints'] as const;
+
+function sameContent(existing: BreadcrumbFull, desired: Desired): boolean {
+  for (const field of FIELDS) {
+    if (canonicalJson(existing[field] ?? null) !== canonicalJson(desired[field] ?? null)) return false;
+  }
+  if ([...existing.tags].sort().join('\n') !== [...desired.tags].sort().join('\n')) return false;
+  return canonicalJson(existing.context) === canonicalJson(desired.context);
+}
+
+/** Finds the tool.code.v1 that owns `name` in the workspace (the oldest, as the catalog routes). */
+export async function findTool(client: StoreClient, name: string, workspace: string): Promise<BreadcrumbFull | undefined> {
+  const items = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolCode, tag: TAG.tool(name), limit: 50 });
+  let best: BreadcrumbFull | undefined;
+  for (const item of items) {
+    let full: BreadcrumbFull;
+    try {
+      full = await client.getBreadcrumbFull(item.id);
+    } catch (error) {
+      if (isNotFound(error)) continue;
+      throw error;
+    }
+    if (!full.tags.includes(workspace) || full.context['name'] !== name) continue;
+    const created = full.created_at ?? full.updated_at;
+    const bestCreated = best ? (best.created_at ?? best.updated_at) : undefined;
+    if (!best || created < (bestCreated as string) || (created === bestCreated && full.id < best.id)) best = full;
+  }
+  return best;
+}
+
+async function upsert(client: StoreClient, desired: Desired, name: string, workspace: string): Promise<{ action: BootstrapAction; id: string }> {
+  const key = `bootstrap:${workspace}:${name}:${createHash('sha256').update(canonicalJson(desired)).digest('hex').slice(0, 32)}`;
+  for (let attempt = 0; attempt < 4; attempt++) {
+    const existing = await findTool(client, name, workspace);
+    if (existing) {
+      if (sameContent(existing, desired)) return { action: 'unchanged', id: existing.id };
+      try {
+        await client.updateBreadcrumb(existing.id, desired, { ifMatch: existing.version });
+        return { action: 'updated', id: existing.id };
+      } catch (error) {
+        if (isVersionMismatch(error) || isNotFound(error)) continue;
+        throw error;
+      }
+    }
+    try {
+      // A spent key (the same content was created once and later deleted) falls back to a plain create.
+      const { id } = await client.createBreadcrumb(desired, attempt === 0 ? { idempotencyKey: key } : {});
+      return { action: 'created', id };
+    } catch (error) {
+      if (!isConflict(error)) throw error;
+    }
+  }
+  throw new Error(`tool "${name}" kept changing while it was being bootstrapped`);
+}
+
+/** Upserts every file; one row per file. Never throws for a bad file (that row is "rejected"). */
+export async function bootstrapTools(options: BootstrapOptions): Promise<BootstrapRow[]> {
+  const { client, config, logger } = options;
+  const rows: BootstrapRow[] = [];
+  for (const file of options.files) {
+    if (!file.ok) {
+      rows.push({ file: file.path, ...(file.name ? { name: file.name } : {}), action: 'rejected', reason: file.error });
+      continue;
+    }
+    const check = validateToolDefinition(file.breadcrumb.context, { origin: 'bootstrap', config, validator: options.validator });
+    if (!check.ok) {
+      const reason = check.errors.slice(0, 5).map((e) => `${e.path}${e.line ? ` (${e.line}:${e.column})` : ''}: ${e.message}`).join('; ');
+      rows.push({ file: file.path, name: file.name, action: 'rejected', reason });
+      continue;
+    }
+    options.trust?.(check.tool.name, check.tool.source);
+    try {
+      const { action, id } = await upsert(client, file.breadcrumb, file.name, config.workspace);
+      rows.push({ file: file.path, name: file.name, action, id });
+    } catch (error) {
+      logger.error('bootstrap upsert failed', { file: file.path, error });
+      rows.push({ file: file.path, name: file.name, action: 'rejected', reason: `store: ${(error as Error).message}` });
+    }
+  }
+  return rows;
+}
+
+/** Renders the summary table printed by `tools-runner bootstrap` and logged by `start`. */
+export function renderBootstrapTable(rows: readonly BootstrapRow[]): string {
+  const lines = rows.map((row) => `${row.action.padEnd(9)} ${(row.name ?? '-').padEnd(24)} ${row.file}${row.reason ? `  — ${row.reason}` : ''}`);
+  const count = (action: BootstrapAction): number => rows.filter((row) => row.action === action).length;
+  lines.push(`${rows.length} file(s): ${count('created')} created, ${count('updated')} updated, ${count('unchanged')} unchanged, ${count('rejected')} rejected`);
+  return lines.join('\n');
+}

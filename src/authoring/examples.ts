@@ -1,0 +1,76 @@
+// Examples are tests: every example of a tool runs in the real sandbox and must succeed, with an
+// output that validates against output_schema — and deep-equals `output` when `match` is "exact".
+
+import { isDeepStrictEqual } from 'node:util';
+import type { Sandbox, SandboxApi } from '../sandbox/index.js';
+import type { SchemaValidator, ToolDefinition } from '../screen/index.js';
+
+export interface ExampleReport {
+  description: string;
+  ok: boolean;
+  duration_ms: number;
+  error?: string;
+}
+
+export interface RunExamplesOptions {
+  sandbox: Sandbox;
+  validator: SchemaValidator;
+  workspace: string;
+  /** Builds context.api for an example call of an api-granted tool. */
+  api?(tool: ToolDefinition, exampleIndex: number): SandboxApi | undefined;
+  /** Values for the tool's required secrets (examples of tools needing absent secrets fail). */
+  secrets?: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+const MAX_SHOWN = 300;
+
+function shorten(value: unknown): string {
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > MAX_SHOWN ? `${text.slice(0, MAX_SHOWN)}…` : text;
+}
+
+/** Runs every example of `tool` in order; never throws for tool behaviour. */
+export async function runExamples(tool: ToolDefinition, options: RunExamplesOptions): Promise<ExampleReport[]> {
+  const reports: ExampleReport[] = [];
+  for (const [index, example] of tool.examples.entries()) {
+    const missing = tool.requiredSecrets.filter((name) => options.secrets?.[name] === undefined);
+    if (missing.length > 0) {
+      reports.push({ description: example.description, ok: false, duration_ms: 0, error: `secret.missing: ${missing.join(', ')}` });
+      continue;
+    }
+    const secrets: Record<string, string> = {};
+    for (const name of tool.requiredSecrets) secrets[name] = options.secrets?.[name] as string;
+    const api = tool.api ? options.api?.(tool, index) : undefined;
+    const result = await options.sandbox.run({
+      tool: { name: tool.name, version: tool.version, source: tool.source, net: tool.net, api: tool.api, timeoutMs: tool.timeoutMs, memoryMb: tool.memoryMb },
+      input: example.input,
+      secrets,
+      request: { id: `example:${tool.name}:${index + 1}`, workspace: options.workspace },
+      ...(api ? { api } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    const duration = Math.round(result.durationMs * 10) / 10;
+    if (!result.ok) {
+      reports.push({ description: example.description, ok: false, duration_ms: duration, error: `${result.error.code}: ${result.error.message}` });
+      continue;
+    }
+    const check = options.validator.validate(tool.outputSchema, result.output);
+    if (!check.valid) {
+      const why = check.errors.map((e) => `${e.path || '/'}: ${e.message}`).join('; ');
+      reports.push({ description: example.description, ok: false, duration_ms: duration, error: `output does not match output_schema: ${why} (got ${shorten(result.output)})` });
+      continue;
+    }
+    if (example.match === 'exact' && !isDeepStrictEqual(result.output, example.output)) {
+      reports.push({
+        description: example.description,
+        ok: false,
+        duration_ms: duration,
+        error: `output differs from the example: expected ${shorten(example.output)}, got ${shorten(result.output)}`,
+      });
+      continue;
+    }
+    reports.push({ description: example.description, ok: true, duration_ms: duration });
+  }
+  return reports;
+}

@@ -1,0 +1,84 @@
+// Reads tool JSON files (bootstrap-breadcrumbs/ and `tools-runner test` arguments) into the
+// breadcrumb each should become. Accepts the upstream bootstrap shape (top-level schema_name, title,
+// tags, context, ...) and a bare tool.code.v1 context. Problems are reported per file, never thrown.
+
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import { SCHEMA, TAG, type BreadcrumbCreate } from '../breadcrumbs/messages.js';
+
+export type ToolFile =
+  | { ok: true; path: string; name: string; breadcrumb: BreadcrumbCreate & { schema_name: string } }
+  | { ok: false; path: string; name?: string; error: string };
+
+/** Every `*.json` file under `target` (a file or a directory, searched recursively), sorted. */
+export async function findToolFiles(target: string): Promise<string[]> {
+  const info = await stat(target);
+  if (info.isFile()) return [target];
+  const out: string[] = [];
+  const walk = async (dir: string): Promise<void> => {
+    for (const entry of await readdir(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) await walk(path);
+      else if (entry.isFile() && entry.name.endsWith('.json')) out.push(path);
+    }
+  };
+  await walk(target);
+  return out.sort();
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** Parses one tool file into the breadcrumb to upsert, with the workspace tag set to `workspace`. */
+export function parseToolFile(path: string, text: string, workspace: string): ToolFile {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (error) {
+    return { ok: false, path, error: `not valid JSON: ${(error as Error).message}` };
+  }
+  if (!isObject(doc)) return { ok: false, path, error: 'the file must hold a JSON object' };
+  const upstream = isObject(doc['context']);
+  const context = (upstream ? doc['context'] : doc) as Record<string, unknown>;
+  const name = typeof context['name'] === 'string' ? context['name'] : undefined;
+  if (!name) return { ok: false, path, error: 'context.name is missing or not a string' };
+  if (upstream && doc['schema_name'] !== undefined && doc['schema_name'] !== SCHEMA.ToolCode) {
+    return { ok: false, path, name, error: `schema_name is ${JSON.stringify(doc['schema_name'])}, expected "${SCHEMA.ToolCode}"` };
+  }
+  const fileTags = upstream && Array.isArray(doc['tags']) ? doc['tags'] : [];
+  if (!fileTags.every((tag): tag is string => typeof tag === 'string')) return { ok: false, path, name, error: 'tags must be an array of strings' };
+  const wrongName = fileTags.find((tag) => tag.startsWith('tool:') && tag !== TAG.tool(name) && !tag.startsWith('tool:request'));
+  if (wrongName) return { ok: false, path, name, error: `tag "${wrongName}" does not match context.name "${name}"` };
+  const tags = [TAG.Tool, TAG.tool(name), workspace];
+  for (const tag of fileTags) if (!tag.startsWith('workspace:') && !tags.includes(tag)) tags.push(tag);
+  const str = (key: string): string | undefined => (upstream && typeof doc[key] === 'string' ? (doc[key] as string) : undefined);
+  const description = str('description') ?? (typeof context['description'] === 'string' ? context['description'] : undefined);
+  const semver = str('semantic_version') ?? (typeof context['version'] === 'string' ? context['version'] : undefined);
+  const breadcrumb = {
+    title: str('title') ?? name,
+    schema_name: SCHEMA.ToolCode,
+    tags,
+    context,
+    ...(description !== undefined ? { description } : {}),
+    ...(semver !== undefined ? { semantic_version: semver } : {}),
+    ...(upstream && doc['llm_hints'] !== undefined ? { llm_hints: doc['llm_hints'] } : {}),
+  };
+  return { ok: true, path, name, breadcrumb };
+}
+
+/** Reads and parses every tool file under `target`; paths in results are relative to `base`. */
+export async function loadToolFiles(target: string, workspace: string, base = process.cwd()): Promise<ToolFile[]> {
+  const files = await findToolFiles(target);
+  const out: ToolFile[] = [];
+  for (const file of files) {
+    const shown = relative(base, file) || file;
+    let text: string;
+    try {
+      text = await readFile(file, 'utf8');
+    } catch (error) {
+      out.push({ ok: false, path: shown, error: `cannot read: ${(error as Error).message}` });
+      continue;
+    }
+    out.push(parseToolFile(shown, text, workspace));
+  }
+  return out;
+}
