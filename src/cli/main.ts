@@ -5,13 +5,16 @@ import { loadConfig, OPTIONS, envName, flagName, type OptionKey } from '../confi
 import { coerceError } from '../errors.js';
 import { createLogger } from '../logger.js';
 import type { Command } from './command.js';
+import { bootstrapCommand } from './commands/bootstrap.js';
 import { callCommand } from './commands/call.js';
 import { configCommand } from './commands/config.js';
+import { exportCommand } from './commands/export.js';
 import { startCommand } from './commands/start.js';
 import { storeCommand } from './commands/store.js';
 import { tailCommand } from './commands/tail.js';
+import { testCommand } from './commands/test.js';
 
-const COMMANDS: Command[] = [startCommand, storeCommand, callCommand, tailCommand, configCommand];
+const COMMANDS: Command[] = [startCommand, storeCommand, callCommand, tailCommand, testCommand, bootstrapCommand, exportCommand, configCommand];
 
 function help(out: (line: string) => void): void {
   out('usage: tools-runner <command> [options] [args]');

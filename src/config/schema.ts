@@ -66,6 +66,11 @@ export const OPTIONS = {
     doc: 'Minimum level of the JSON log lines written to stderr.',
   }),
 
+  format: opt(z.enum(['openai']).default('openai'), {
+    group: 'general',
+    doc: 'Output format of `tools-runner export`.',
+  }),
+
   // --- embedded store ------------------------------------------------------------------------
   host: opt(z.string().min(1).default('127.0.0.1'), {
     group: 'store',

@@ -1,0 +1,40 @@
+// `tools-runner bootstrap [dir]`: validates every tool JSON file of the directory and upserts it into
+// the store (create / update / unchanged / rejected); exit 1 when a file is rejected.
+
+import { bootstrapTools, renderBootstrapTable } from '../../authoring/bootstrap.js';
+import { loadToolFiles } from '../../authoring/tool-files.js';
+import { createStoreClient } from '../../breadcrumbs/index.js';
+import { createSchemaValidator } from '../../screen/index.js';
+import type { Command } from '../command.js';
+import { clientStoreUrl } from '../store-url.js';
+
+export const bootstrapCommand: Command = {
+  name: 'bootstrap',
+  summary: 'upsert tool JSON files into the store (default dir: --bootstrap-dir)',
+  usage: 'tools-runner bootstrap [dir] [--store-url URL]',
+  async run({ config, positionals, logger, out, err }) {
+    const dir = positionals[0] ?? config.bootstrapDir;
+    let files;
+    try {
+      files = await loadToolFiles(dir, config.workspace);
+    } catch (error) {
+      err(`tools-runner bootstrap: ${dir}: ${(error as Error).message}`);
+      return 2;
+    }
+    const client = createStoreClient({
+      baseUrl: clientStoreUrl(config),
+      logger,
+      auth: config.storeToken
+        ? { token: config.storeToken }
+        : { mint: { owner_id: config.ownerId, agent_id: config.agentId, roles: ['curator', 'emitter', 'subscriber'], ...(config.adminKey ? { adminKey: config.adminKey } : {}) } },
+    });
+    try {
+      await client.health();
+      const rows = await bootstrapTools({ client, files, config, logger, validator: createSchemaValidator() });
+      out(renderBootstrapTable(rows));
+      return rows.some((row) => row.action === 'rejected') ? 1 : 0;
+    } finally {
+      client.close();
+    }
+  },
+};
