@@ -54,11 +54,11 @@ export function normaliseNetHost(entry: string): string {
   const labels = base.split('.');
   if (labels.some((label) => label.length === 0)) refuse(entry, 'empty label');
   if (!labels.every((label) => LABEL.test(label))) refuse(entry, 'only letters, digits and "-" are allowed in a hostname label');
-  if (labels.length < 2) refuse(entry, 'a fully qualified domain name is required');
-  if (/^\d+$/.test(labels[labels.length - 1] as string)) refuse(entry, 'IP literals are refused');
   for (const suffix of PRIVATE_SUFFIXES) {
     if (base === suffix || base.endsWith('.' + suffix)) refuse(entry, `the ".${suffix}" names are private`);
   }
+  if (/^\d+$/.test(labels[labels.length - 1] as string)) refuse(entry, 'IP literals are refused');
+  if (labels.length < 2) refuse(entry, 'a fully qualified domain name is required');
   const parsed = parseDomain(base, { allowPrivateDomains: true });
   if (parsed.isIp) refuse(entry, 'IP literals are refused');
   if (!parsed.domain || !parsed.publicSuffix) refuse(entry, 'not a registrable domain name (a public suffix?)');
