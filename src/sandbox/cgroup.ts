@@ -71,13 +71,8 @@ export async function probeCgroup(location: CgroupLocation | undefined, pid = pr
       }
       await writeFile(join(dir, 'cgroup.subtree_control'), '+memory');
     }
-    const probe = join(dir, `tools-runner-probe-${pid}`);
-    await mkdir(probe, { recursive: true });
-    try {
-      await writeFile(join(probe, 'memory.max'), String(64 * 1024 * 1024));
-    } finally {
-      await rmdir(probe).catch(() => undefined);
-    }
+    const probe = await createProcessCgroup(dir, `tools-runner-probe-${pid}`, 64 * 1024 * 1024);
+    await probe.remove();
     return { base: dir };
   } catch (err) {
     return { reason: `cannot create memory-limited cgroups under ${dir}: ${(err as Error).message}` };
@@ -98,7 +93,7 @@ export interface ProcessCgroup {
 /** Creates `<base>/<name>` limited to `limitBytes` (no swap; the whole group is killed on OOM). */
 export async function createProcessCgroup(base: string, name: string, limitBytes: number): Promise<ProcessCgroup> {
   const dir = join(base, name);
-  await mkdir(dir);
+  await mkdir(dir, { recursive: true });
   await writeFile(join(dir, 'memory.max'), String(limitBytes));
   await writeFile(join(dir, 'memory.swap.max'), '0').catch(() => undefined);
   await writeFile(join(dir, 'memory.oom.group'), '1').catch(() => undefined);

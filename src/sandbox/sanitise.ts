@@ -28,10 +28,12 @@ export function redactSecrets(text: string, secrets: readonly string[]): string 
 export function cutUtf8(text: string, maxBytes: number): string {
   if (Buffer.byteLength(text) <= maxBytes) return text;
   const buf = Buffer.from(text).subarray(0, Math.max(0, maxBytes));
-  let end = buf.length;
-  while (end > 0 && ((buf[end - 1] as number) & 0xc0) === 0x80) end--;
-  if (end > 0 && ((buf[end - 1] as number) & 0x80) !== 0) end--;
-  return buf.subarray(0, end).toString('utf8');
+  if (buf.length === 0) return '';
+  let start = buf.length - 1; // start of the last (possibly incomplete) character
+  while (start > 0 && ((buf[start] as number) & 0xc0) === 0x80) start--;
+  const lead = buf[start] as number;
+  const need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+  return buf.subarray(0, buf.length - start < need ? start : buf.length).toString('utf8');
 }
 
 /**
