@@ -1,5 +1,5 @@
-// One Deno sandbox process: temp dirs, spawn (own process group), harness hello, frame/log routing,
-// output cap, SIGKILL of the whole group, cleanup.
+// One Deno sandbox process: its empty temp cwd, spawn (own process group), harness hello, frame/log
+// routing, output cap, SIGKILL of the whole group, cleanup.
 //
 // States: 'starting' (spawned, waiting for the harness hello and, in cgroup mode, confinement) ->
 // 'ready' (harness waits for its job frame) -> 'busy' (a job is attached) -> 'idle' (reuse mode
@@ -8,7 +8,7 @@
 // A kill records the first reason and is final; every path ends in 'dead' and `exited` resolves only
 // after the temp dirs (and cgroup) are gone.
 
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -176,7 +176,6 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
   const run = async (): Promise<ExitInfo> => {
     const root = await mkdtemp(join(tmpdir(), TEMP_PREFIX));
     try {
-      await mkdir(join(root, 'work'));
       if (killReason !== undefined) {
         failReady(new Error(`Deno sandbox process failed to start: ${killDetail ?? killReason}`));
         return { exitCode: null, signal: null, oomKilled: false, killReason };
@@ -185,8 +184,7 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
         denoPath: options.denoPath,
         net: options.net,
         memoryMb: options.memoryMb,
-        denoDir: join(root, 'deno'),
-        cwd: join(root, 'work'),
+        cwd: root,
       });
       const common = { nonce: () => nonce, maxFrameBytes: limits.maxFrameBytes, maxLogLineBytes: limits.maxLogLineBytes };
       const stdout = createStreamReader({ ...common, expectHello: true, events: events(true) });

@@ -85,13 +85,20 @@ describe('validateNetHosts', () => {
 
 describe('buildDenoCommand', () => {
   it('is the exact recipe: minimal env, no config/remote/npm, heap flag, allow list only when non-empty, deny list always', () => {
-    const base = { denoPath: '/bin/deno', memoryMb: 96, denoDir: '/tmp/x/deno', cwd: '/tmp/x/work' };
+    const base = { denoPath: '/bin/deno', memoryMb: 96, cwd: '/tmp/x/work' };
     const deny = `--deny-net=${DENY_NET.join(',')}`;
-    const flags = ['run', '-q', '--no-prompt', '--no-config', '--no-lock', '--no-remote', '--no-npm', '--v8-flags=--max-old-space-size=96'];
+    const flags = ['run', '-q', '--no-prompt', '--no-config', '--no-lock', '--no-remote', '--no-npm', '--no-code-cache', '--v8-flags=--max-old-space-size=96'];
     expect(buildDenoCommand({ ...base, net: [] })).toEqual({
       file: '/bin/deno',
       args: [...flags, deny, HARNESS_PATH],
-      env: { PATH: '/usr/local/bin:/usr/bin:/bin', DENO_DIR: '/tmp/x/deno', DENO_NO_PACKAGE_JSON: '1', DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' },
+      env: {
+        PATH: '/usr/local/bin:/usr/bin:/bin',
+        DENO_DIR: '/dev/null/deno-dir',
+        DENO_NO_PACKAGE_JSON: '1',
+        DENO_NO_UPDATE_CHECK: '1',
+        DENO_EMIT_CACHE_MODE: 'disable',
+        NO_COLOR: '1',
+      },
       cwd: '/tmp/x/work',
     });
     expect(buildDenoCommand({ ...base, net: ['a.example.com:443', '*.example.org:443'] }).args).toEqual([

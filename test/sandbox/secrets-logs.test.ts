@@ -8,7 +8,7 @@ import { captureLogger, codeOf, expectNoLeaks, isolateTmp, job, ourDenoProcesses
 
 const SECRET_A = 'tok-A-7f3c9e2b1d';
 const SECRET_B = 'tok-B-44aa19c0ee';
-const EXPECTED_ENV = ['DENO_DIR', 'DENO_NO_PACKAGE_JSON', 'DENO_NO_UPDATE_CHECK', 'NO_COLOR', 'PATH'];
+const EXPECTED_ENV = ['DENO_DIR', 'DENO_EMIT_CACHE_MODE', 'DENO_NO_PACKAGE_JSON', 'DENO_NO_UPDATE_CHECK', 'NO_COLOR', 'PATH'];
 
 let tmp: ReturnType<typeof isolateTmp>;
 let sandbox: Sandbox | undefined;
@@ -71,6 +71,7 @@ describe('secrets', () => {
     for (const pid of pids) {
       const env = environOf(pid);
       expect(Object.keys(env).sort()).toEqual(EXPECTED_ENV);
+      expect(env.DENO_DIR).toBe('/dev/null/deno-dir');
       expect(JSON.stringify(env)).not.toContain(SECRET_A);
       expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8')).not.toContain(SECRET_A);
     }
