@@ -2,7 +2,8 @@
 //
 // Per key, processes move: starting (spawned for the pool, harness booting) -> warm (harness waiting
 // for its job frame) -> handed out by acquire() -> (the caller runs one job and kills it). After each
-// acquire the key is refilled in the background up to `poolSize`, never beyond `poolMax` warm+starting
+// call (release(), or at once when the key ran dry) the key is refilled in the background up to
+// `poolSize`, never beyond `poolMax` warm+starting
 // processes in total (the least recently used key gives one up when a new key needs room). A warm
 // process unused for `poolIdleMs` is retired and not replaced until its key is used again. Spawn
 // failures back off exponentially (250 ms .. 30 s) so a broken Deno cannot spin the pool; acquire()
@@ -41,6 +42,8 @@ export interface Pool {
   acquireReuse(reuseKey: string): SandboxProcess | undefined;
   /** Parks a reuse-mode process after a clean call (or retires it when over a bound). */
   park(proc: SandboxProcess, reuseKey: string): void;
+  /** The call on a process of `spec` ended: refill its key in the background. */
+  release(spec: ProcessSpec): void;
   /** Returns an unused ready process (e.g. the caller was aborted while waiting). */
   giveBack(proc: SandboxProcess): void;
   /** Starts filling `spec`'s key in the background. */
@@ -181,7 +184,9 @@ export function createPool(options: PoolOptions): Pool {
       const ready = list(warm, spec.key).shift();
       if (ready) {
         unpark(ready);
-        fill(spec.key);
+        // While other warm processes remain, refill only after this call (release()), so that a
+        // booting Deno does not compete for the CPU with the call it is meant to speed up.
+        if (list(warm, spec.key).length === 0) fill(spec.key);
         return ready;
       }
       const inFlight = list(starting, spec.key).shift();
@@ -216,6 +221,9 @@ export function createPool(options: PoolOptions): Pool {
       idleWatches.set(proc, watched);
       guard.watch(watched);
       retireAfterIdle(proc, idle);
+    },
+    release(spec) {
+      fill(spec.key);
     },
     giveBack(proc) {
       if (closed || proc.state !== 'ready') return proc.kill('retired');

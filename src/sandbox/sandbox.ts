@@ -139,6 +139,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
       guard,
     );
     if (outcome.reusable) pool.park(proc, reuseKey);
+    pool.release(spec);
     const result = outcome.result;
     logger.debug('sandbox call finished', {
       tool: tool.name,
