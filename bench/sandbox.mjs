@@ -4,7 +4,7 @@
 //   node bench/sandbox.mjs --pooled           only the pooled mode
 // Figures: cold_spawn_ms (p50 spawn -> result, no pool), latency p50/p99 at concurrency 1 (pooled:
 // the pool refilled between calls, i.e. a warm process is waiting, as for sporadic requests),
-// calls/s at concurrency 4 (saturated), RSS per idle pooled process, and a reuse-mode latency.
+// calls/s at concurrency 4 (saturated), RSS per idle pooled process, and reuse-mode figures.
 import { readFileSync, readdirSync } from 'node:fs';
 import { defaultConfig } from '../dist/config/index.js';
 import { silentLogger } from '../dist/logger.js';
@@ -52,12 +52,12 @@ async function timed(sandbox, i, t) {
   return ms;
 }
 
-async function throughput(sandbox, total) {
+async function throughput(sandbox, total, t = tool) {
   let next = 0;
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
-      while (next < total) await timed(sandbox, next++);
+      while (next < total) await timed(sandbox, next++, t);
     }),
   );
   return round(total / ((performance.now() - t0) / 1000));
@@ -101,6 +101,8 @@ async function pooled() {
     const reuse = [];
     for (let i = 0; i < N_LATENCY; i++) reuse.push(await timed(sandbox, i, reuseTool));
     log('reuse: c1 p50', pct(reuse.slice(1), 50), 'ms');
+    const reuseCallsPerSecond = await throughput(sandbox, N_THROUGHPUT * 4, reuseTool);
+    log('reuse: c4', reuseCallsPerSecond, 'calls/s');
     return {
       pool_size: POOL_SIZE,
       latency_c1_p50_ms: pct(latencies, 50),
@@ -109,6 +111,7 @@ async function pooled() {
       idle_rss_mb_per_process: rss,
       reuse_latency_c1_p50_ms: pct(reuse.slice(1), 50),
       reuse_latency_c1_p99_ms: pct(reuse.slice(1), 99),
+      reuse_calls_per_s_c4: reuseCallsPerSecond,
       spawned: sandbox.stats().spawned,
     };
   } finally {

@@ -13,6 +13,7 @@ const WRITE_OPS = new Set(['createBreadcrumb', 'updateBreadcrumb']);
 const ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
 const PARAM_KEY = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 
+/** The reply frame to one context.api call (value, or a code and message for the tool). */
 export interface ApiReply {
   id: number;
   ok: boolean;
@@ -21,6 +22,7 @@ export interface ApiReply {
   message?: string;
 }
 
+/** Per-job handler of context.api frames. */
 export interface ApiProxy {
   /** Handles one 'A' payload; undefined when the frame itself is malformed (the process is then killed). */
   handle(payload: string): Promise<ApiReply> | undefined;

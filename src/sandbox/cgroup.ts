@@ -10,6 +10,7 @@
 import { mkdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
+/** Outcome of probing: where per-process cgroups go, or why they cannot be used. */
 export interface CgroupProbe {
   /** Directory under which per-process cgroups are created. */
   base?: string;
@@ -17,6 +18,7 @@ export interface CgroupProbe {
   reason?: string;
 }
 
+/** Where this process sits in the cgroup v2 hierarchy. */
 export interface CgroupLocation {
   /** cgroup2 mount point. */
   mount: string;

@@ -20,6 +20,7 @@ export const DENO_DIR_NOWHERE = '/dev/null/deno-dir';
 /** Fixed PATH of the child: Deno needs no PATH lookups, and nothing of the service's env leaks. */
 export const CHILD_PATH = '/usr/local/bin:/usr/bin:/bin';
 
+/** What varies between sandbox processes. */
 export interface DenoCommandInput {
   denoPath: string;
   /** Already validated and normalised hosts ("api.example.com:443"); [] = no network. */
@@ -32,6 +33,7 @@ export interface DenoCommandInput {
   harnessPath?: string;
 }
 
+/** A complete spawn recipe: binary, arguments, environment, working directory. */
 export interface DenoCommand {
   file: string;
   args: string[];

@@ -26,6 +26,7 @@ export interface Watched {
   overLimit(rssBytes: number): void;
 }
 
+/** The active memory enforcement, shared by all processes of a sandbox. */
 export interface MemoryGuard {
   readonly mode: MemoryEnforcement;
   /** Total bytes a process with this heap size may use. */

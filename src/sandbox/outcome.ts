@@ -17,6 +17,7 @@ import { cleanToolText } from './sanitise.js';
 const MAX_MESSAGE_BYTES = 4096;
 const MAX_STACK_BYTES = 16384;
 
+/** What the failure messages of one call need to know. */
 export interface OutcomeContext {
   tool: string;
   timeoutMs: number;

@@ -20,12 +20,14 @@ export const MAX_REUSE_CALLS = 500;
 const BACKOFF_MIN_MS = 250;
 const BACKOFF_MAX_MS = 30_000;
 
+/** A permission set: processes with the same key are interchangeable. */
 export interface ProcessSpec {
   key: string;
   net: readonly string[];
   memoryMb: number;
 }
 
+/** Bounds and the spawn function of a pool. */
 export interface PoolOptions {
   poolSize: number;
   poolMax: number;
@@ -35,6 +37,7 @@ export interface PoolOptions {
   logger: Logger;
 }
 
+/** The warm pool of one sandbox. */
 export interface Pool {
   /** A ready process for `spec`: warm if possible, else an in-flight or fresh spawn. Rejects on spawn failure. */
   acquire(spec: ProcessSpec): Promise<SandboxProcess>;

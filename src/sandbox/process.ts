@@ -23,11 +23,14 @@ export const TEMP_PREFIX = 'tools-runner-sbx-';
 /** How long a process may take to print its hello before it counts as a failed spawn. */
 export const SPAWN_TIMEOUT_MS = 20_000;
 
+/** Lifecycle state of a sandbox process (see the module comment). */
 export type ProcessState = 'starting' | 'ready' | 'busy' | 'idle' | 'closing' | 'dead';
+/** Why the host killed a process; the first reason wins. */
 export type KillReason =
   | 'timeout' | 'memory_limit' | 'output_limit' | 'frame_too_large' | 'bad_frame' | 'aborted'
   | 'finished' | 'retired' | 'closed' | 'spawn_failed' | 'stray_output';
 
+/** How a process ended. */
 export interface ExitInfo {
   exitCode: number | null;
   signal: string | null;
@@ -44,12 +47,14 @@ export interface ProcessListener {
   exited(info: ExitInfo): void;
 }
 
+/** Byte limits applied to a process's output. */
 export interface ProcessLimits {
   maxOutputBytes: number;
   maxFrameBytes: number;
   maxLogLineBytes: number;
 }
 
+/** Handle of one sandbox process. */
 export interface SandboxProcess {
   readonly id: number;
   readonly key: string;
@@ -68,6 +73,7 @@ export interface SandboxProcess {
   kill(reason: KillReason, detail?: string): void;
 }
 
+/** Inputs of spawnSandboxProcess. */
 export interface SpawnOptions {
   id: number;
   key: string;

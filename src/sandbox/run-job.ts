@@ -12,6 +12,7 @@ import type { SandboxProcess } from './process.js';
 import { createLogCollector } from './sanitise.js';
 import type { SandboxJob } from './types.js';
 
+/** Per-call settings, already normalised by the sandbox. */
 export interface JobSettings {
   seq: number;
   /** base64 of the tool source (computed once per tool version by the caller). */
@@ -28,6 +29,7 @@ export interface JobSettings {
 /** Longest wait for the stderr sync marker after a result frame (it is written just before it). */
 const SYNC_GRACE_MS = 1000;
 
+/** The result of a call and whether its process may be reused. */
 export interface JobOutcome {
   result: ExecutionResult;
   /** The process finished the call cleanly and may serve another call (reuse mode). */

@@ -24,6 +24,7 @@ const MIN_MEMORY_MB = 16;
 /** Slack on top of maxResultBytes for error frames (message + stack) and JSON escaping. */
 const FRAME_SLACK_BYTES = 256 * 1024;
 
+/** Inputs of createSandbox. */
 export interface CreateSandboxOptions {
   config: Config;
   logger: Logger;

@@ -11,6 +11,7 @@ const HELLO = /^TRH1 ([0-9a-f]{32})$/;
 const NONCE_LENGTH = 32;
 const MAX_HELLO_BYTES = 128;
 
+/** Callbacks of a stream reader. */
 export interface StreamEvents {
   /** The harness's first stdout line: its nonce. */
   hello?(nonce: string): void;
@@ -30,12 +31,14 @@ export interface StreamEvents {
 
 type Kind = 'hello' | 'pending' | 'frame' | 'log' | 'skip';
 
+/** Push-based reader of one output stream. */
 export interface StreamReader {
   push(chunk: Buffer): void;
   /** Flushes a final unterminated line. */
   end(): void;
 }
 
+/** Configuration of createStreamReader. */
 export interface StreamReaderOptions {
   /** stdout: the first line is the hello. */
   expectHello: boolean;

@@ -1,7 +1,7 @@
 // The warm pool: pre-spawned single-use processes per permission set, background replenishment,
 // bounds, idle retirement, reuse mode, spawn failures, abort and close.
 
-import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createSandbox, type Sandbox } from '../../src/sandbox/index.js';
@@ -107,7 +107,41 @@ describe('reuse mode', () => {
   });
 });
 
+describe('reuse mode: idle processes', () => {
+  it('a parked process that writes output while idle is killed; the next call starts fresh', async () => {
+    sandbox = await createSandbox({ config: testConfig({ reuseTools: ['late-log'] }), logger: captureLogger().logger });
+    const source = 'let n = 0; export async function execute(i) { n++; if (i.late) setTimeout(() => console.log("late"), 50); return { n, pid: Deno.pid } }';
+    const t = { ...tool('echo'), name: 'late-log', source };
+    const first = counterOf2(await sandbox.run(job(t, { late: true })));
+    expect(first.n).toBe(1);
+    await waitFor(() => !existsSync(`/proc/${first.pid}`), 30_000, 'the chatty idle process to be killed');
+    const second = counterOf2(await sandbox.run(job(t, {})));
+    expect(second.n).toBe(1);
+    expect(second.pid).not.toBe(first.pid);
+    const third = counterOf2(await sandbox.run(job(t, {})));
+    expect(third).toEqual({ n: 2, pid: second.pid });
+  });
+});
+
+const counterOf2 = (result: Awaited<ReturnType<Sandbox['run']>>): { n: number; pid: number } => {
+  if (!result.ok) throw new Error(`call failed: ${result.error.code} ${result.error.message}`);
+  return result.output as { n: number; pid: number };
+};
+
 describe('failures and shutdown', () => {
+  it('a Deno binary that disappears after startup fails calls with the spawn error', async () => {
+    const vanishing = join(tmp.dir, 'vanishing-deno');
+    writeFileSync(vanishing, '#!/bin/sh\necho "deno 2.9.6 (stable)"\n');
+    chmodSync(vanishing, 0o755);
+    sandbox = await createSandbox({ config: testConfig({ denoPath: vanishing, poolSize: 0 }), logger: captureLogger().logger });
+    rmSync(vanishing);
+    const result = await sandbox.run(job(tool('echo')));
+    expect(codeOf(result)).toBe('sandbox.crashed');
+    expect(result.ok ? '' : result.error.message).toBe(
+      `could not start a Deno sandbox process for tool "echo": Deno sandbox process failed to start: spawn ${vanishing} ENOENT`,
+    );
+  });
+
   it('a Deno that cannot start fails each call clearly and the pool backs off instead of spinning', async () => {
     const fake = join(tmp.dir, 'broken-deno');
     writeFileSync(fake, '#!/bin/sh\nif [ "$1" = "--version" ]; then echo "deno 2.9.6 (stable)"; exit 0; fi\necho "cannot start" >&2\nexit 3\n');
