@@ -37,7 +37,8 @@ export function killFailure(ctx: OutcomeContext, reason: KillReason, detail: str
     case 'timeout':
       return failure(ErrorCode.Timeout, `tool ${tool} timed out after ${ctx.timeoutMs} ms and was killed`, { timeoutMs: ctx.timeoutMs });
     case 'memory_limit': {
-      const rssMb = detail ? Math.round(Number(detail) / MIB) : undefined;
+      // rounded up to 0.1 MB, so that an RSS just over the limit never reads as equal to it
+      const rssMb = detail ? Math.ceil((Number(detail) / MIB) * 10) / 10 : undefined;
       return failure(ErrorCode.MemoryLimit, `tool ${tool} exceeded its memory limit (${ctx.memoryMb} MB heap, ${Math.round(ctx.limitBytes / MIB)} MB total) and was killed`, {
         memoryMb: ctx.memoryMb,
         limitMb: Math.round(ctx.limitBytes / MIB),

@@ -96,6 +96,7 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
   let startupErr = '';
   let nonce = '';
   let cgroup: ProcessCgroup | undefined;
+  let confining: Promise<ProcessCgroup | undefined> | undefined;
   let markReady!: () => void;
   let failReady!: (err: Error) => void;
   const ready = new Promise<void>((resolve, reject) => {
@@ -117,8 +118,8 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
     hello: (value) => {
       if (pid === undefined) return;
       nonce = value;
-      void guard
-        .confine(pid, `${TEMP_PREFIX}${process.pid}-${options.id}`, options.memoryMb)
+      confining = guard.confine(pid, `${TEMP_PREFIX}${process.pid}-${options.id}`, options.memoryMb);
+      void confining
         .then((group) => {
           cgroup = group;
           if (proc.state !== 'starting') return;
@@ -228,7 +229,9 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
       return info;
     } finally {
       proc.state = 'dead';
-      await cgroup?.remove();
+      // the process may die while its cgroup is still being set up: wait for that, then remove it
+      const group = cgroup ?? (await confining?.catch(() => undefined));
+      await group?.remove();
       await rm(root, { recursive: true, force: true }).catch((err: Error) =>
         options.logger.warn('sandbox temp dir not removed', { dir: root, error: err }),
       );

@@ -56,7 +56,11 @@ describe('strict single-use pool', () => {
     const heapFlags = (): string[] =>
       ourDenoProcesses().map((pid) => /max-old-space-size=(\d+)/.exec(readFileSync(`/proc/${pid}/cmdline`, 'utf8'))?.[1] ?? '?');
     // the newest key takes its poolSize from the least recently used keys: 96 -> 2, 64 -> 1, 128 -> 0
-    await waitFor(() => heapFlags().sort().join(',') === '64,96,96', 30_000, 'the third key to take room from the older ones');
+    await waitFor(
+      () => heapFlags().sort().join(',') === '64,96,96' && s.stats().warm === 3,
+      30_000,
+      'the third key to take room from the older ones',
+    );
     expect(s.stats()).toMatchObject({ warm: 3, busy: 0 });
   });
 
