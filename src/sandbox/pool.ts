@@ -89,6 +89,14 @@ export function createPool(options: PoolOptions): Pool {
     return false;
   };
   const count = (map: Map<string, SandboxProcess[]>): number => [...map.values()].reduce((n, e) => n + e.length, 0);
+  // A killed process stays listed until its exit is fully handled; never hand one out.
+  const take = (entries: SandboxProcess[] | undefined, state: 'ready' | 'idle', from: 'head' | 'tail'): SandboxProcess | undefined => {
+    while (entries && entries.length > 0) {
+      const proc = from === 'head' ? entries.shift() : entries.pop();
+      if (proc?.state === state) return proc;
+    }
+    return undefined;
+  };
   const unpark = (proc: SandboxProcess): void => {
     clearTimeout(idleTimers.get(proc));
     idleTimers.delete(proc);
@@ -184,7 +192,7 @@ export function createPool(options: PoolOptions): Pool {
   return {
     async acquire(spec) {
       touch(spec);
-      const ready = list(warm, spec.key).shift();
+      const ready = take(list(warm, spec.key), 'ready', 'head');
       if (ready) {
         unpark(ready);
         // While other warm processes remain, refill only after this call (release()), so that a
@@ -207,14 +215,14 @@ export function createPool(options: PoolOptions): Pool {
       return fresh;
     },
     acquireReuse(reuseKey) {
-      const proc = idle.get(reuseKey)?.pop();
+      const proc = take(idle.get(reuseKey), 'idle', 'tail');
       if (proc) unpark(proc);
       return proc;
     },
     park(proc, reuseKey) {
       const parked = list(idle, reuseKey);
       const room = count(warm) + count(starting) + count(idle) < poolMax;
-      if (closed || proc.state === 'dead' || proc.jobsServed >= MAX_REUSE_CALLS || parked.length >= Math.max(1, poolSize) || !room) {
+      if (closed || proc.state !== 'busy' || proc.jobsServed >= MAX_REUSE_CALLS || parked.length >= Math.max(1, poolSize) || !room) {
         proc.kill('retired');
         return;
       }
@@ -240,7 +248,11 @@ export function createPool(options: PoolOptions): Pool {
     stats() {
       let busy = 0;
       for (const proc of all) if (proc.state === 'busy') busy++;
-      return { warm: count(warm) + count(idle), busy, spawned };
+      let ready = 0;
+      for (const entries of [...warm.values(), ...idle.values()]) {
+        for (const proc of entries) if (proc.state === 'ready' || proc.state === 'idle') ready++;
+      }
+      return { warm: ready, busy, spawned };
     },
     live: () => [...all],
     async close() {

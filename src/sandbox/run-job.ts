@@ -148,7 +148,9 @@ export function runJob(proc: SandboxProcess, job: SandboxJob, settings: JobSetti
     const timer = setTimeout(() => proc.kill('timeout'), settings.timeoutMs);
     if (job.signal?.aborted) return proc.kill('aborted');
     job.signal?.addEventListener('abort', onAbort, { once: true });
-    if (proc.state === 'dead') return fail(failure(ErrorCode.SandboxCrashed, 'the sandbox process died before the job was sent'));
+    if (proc.state !== 'ready' && proc.state !== 'idle') {
+      return fail(failure(ErrorCode.SandboxCrashed, `the sandbox process was ${proc.state} before the job was sent`));
+    }
     guard.watch(watched);
     let frame: string;
     try {

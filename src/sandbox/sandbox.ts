@@ -16,7 +16,7 @@ import { resolveDeno } from './deno-binary.js';
 import { createMemoryGuard, type MemoryGuard } from './memory-guard.js';
 import { validateNetHosts } from './net-policy.js';
 import { createPool, type ProcessSpec } from './pool.js';
-import { spawnSandboxProcess } from './process.js';
+import { spawnSandboxProcess, type SandboxProcess } from './process.js';
 import { runJob } from './run-job.js';
 import type { Sandbox, SandboxJob } from './types.js';
 
@@ -111,7 +111,8 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
       : '';
 
     let proc = reuse ? pool.acquireReuse(reuseKey) : undefined;
-    if (!proc) {
+    // a process can die between being handed out and receiving its job (rare): then take another once
+    for (let attempt = 0; attempt < 2 && !usable(proc); attempt++) {
       const pending = pool.acquire(spec);
       try {
         proc = await raceAbort(pending, job.signal);
@@ -124,6 +125,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
         return crashed(`could not start a Deno sandbox process for tool ${JSON.stringify(tool.name)}: ${coerceError(err).message}`, startedAt, { reason: 'spawn_failed' });
       }
     }
+    if (!usable(proc)) return crashed(`no live Deno sandbox process for tool ${JSON.stringify(tool.name)}`, startedAt, { reason: 'spawn_failed' });
     const outcome = await runJob(
       proc,
       job,
@@ -165,6 +167,10 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
 }
 
 const ABORTED = Symbol('aborted');
+
+function usable(proc: SandboxProcess | undefined): proc is SandboxProcess {
+  return proc?.state === 'ready' || proc?.state === 'idle';
+}
 
 function raceAbort<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (!signal) return promise;
