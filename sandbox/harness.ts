@@ -14,6 +14,8 @@ const P = Promise;
 const parse = JSON.parse;
 const stringify = JSON.stringify;
 const StringCtor = String;
+const ErrorCtor = Error;
+const slice = Function.prototype.call.bind(String.prototype.slice) as (s: string, from: number, to: number) => string;
 const exit = Deno.exit;
 const NotCapable = Deno.errors.NotCapable;
 const PermissionDenied = Deno.errors.PermissionDenied;
@@ -102,7 +104,7 @@ function sendError(seq: number, err: unknown, kind?: 'output'): void {
     message = 'unreadable error thrown';
   }
   const resolved = kind ?? (isPermission(err, message) ? 'permission' : 'tool');
-  frame('E', seq, stringify({ kind: resolved, name: name.slice(0, 200), message: message.slice(0, 8192), stack: stack.slice(0, 16384) }));
+  frame('E', seq, stringify({ kind: resolved, name: slice(name, 0, 200), message: slice(message, 0, 8192), stack: slice(stack, 0, 16384) }));
 }
 
 function finish(job: Job): void {
@@ -112,19 +114,19 @@ function finish(job: Job): void {
 
 function sendResult(job: Job, value: unknown): void {
   const max = job.maxResultBytes;
-  if (value === undefined) return sendError(job.seq, new Error('execute() returned undefined; a tool must return a JSON value'), 'output');
+  if (value === undefined) return sendError(job.seq, new ErrorCtor('execute() returned undefined; a tool must return a JSON value'), 'output');
   if (typeof value === 'string' && value.length > max) {
-    return sendError(job.seq, new Error(`result is ${value.length} characters, over the limit of ${max} bytes`), 'output');
+    return sendError(job.seq, new ErrorCtor(`result is ${value.length} characters, over the limit of ${max} bytes`), 'output');
   }
   let json: unknown;
   try {
     json = stringify(value);
   } catch (err) {
-    return sendError(job.seq, new Error(`result is not JSON-serialisable: ${text((err as Error)?.message, '?')}`), 'output');
+    return sendError(job.seq, new ErrorCtor(`result is not JSON-serialisable: ${text((err as Error)?.message, '?')}`), 'output');
   }
-  if (typeof json !== 'string') return sendError(job.seq, new Error(`result of type ${typeof value} is not JSON`), 'output');
+  if (typeof json !== 'string') return sendError(job.seq, new ErrorCtor(`result of type ${typeof value} is not JSON`), 'output');
   const bytes = json.length > max ? json.length : encode(json).length;
-  if (bytes > max) return sendError(job.seq, new Error(`result is ${bytes} bytes of JSON, over the limit of ${max} bytes`), 'output');
+  if (bytes > max) return sendError(job.seq, new ErrorCtor(`result is ${bytes} bytes of JSON, over the limit of ${max} bytes`), 'output');
   frame('R', job.seq, json);
 }
 
@@ -182,7 +184,7 @@ async function runJob(job: Job): Promise<void> {
     return finish(job);
   }
   if (typeof execute !== 'function') {
-    sendError(job.seq, new Error('the tool does not export a function named "execute"'));
+    sendError(job.seq, new ErrorCtor('the tool does not export a function named "execute"'));
     return finish(job);
   }
   try {

@@ -90,6 +90,12 @@ describe('harness protocol', () => {
     await expectHealthy();
   });
 
+  it('patched globals do not change a thrown error either', async () => {
+    const result = await sandbox.run(job(tool('patch-globals-throw')));
+    expect(result).toMatchObject({ ok: false, error: { code: 'tool.error', message: 'after patching' } });
+    await expectHealthy();
+  });
+
   it('Deno.exit(0) before returning ends in output.invalid', async () => {
     const result = await sandbox.run(job(tool('exit-early')));
     expect(codeOf(result)).toBe('output.invalid');
