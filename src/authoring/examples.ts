@@ -5,12 +5,12 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Sandbox, SandboxApi } from '../sandbox/index.js';
 import type { SchemaValidator, ToolDefinition } from '../screen/index.js';
 
-export interface ExampleReport {
+export type ExampleReport = {
   description: string;
   ok: boolean;
   duration_ms: number;
   error?: string;
-}
+};
 
 export interface RunExamplesOptions {
   sandbox: Sandbox;

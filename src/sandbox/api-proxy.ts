@@ -1,0 +1,135 @@
+// Host side of `context.api`: the harness forwards each call as an 'A' frame; this module treats it
+// as hostile input (shape, identifiers, call count), enforces the tool's grant, performs the call
+// with the host's SandboxApi and builds the reply frame. The tool never holds a token.
+
+import { ErrorCode, coerceError } from '../errors.js';
+import type { SandboxApi, SandboxTool } from './types.js';
+
+/** Most context.api calls one job may make. */
+export const MAX_API_CALLS = 100;
+
+const READ_OPS = new Set(['getBreadcrumb', 'searchBreadcrumbs']);
+const WRITE_OPS = new Set(['createBreadcrumb', 'updateBreadcrumb']);
+const ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
+const PARAM_KEY = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+
+/** The reply frame to one context.api call (value, or a code and message for the tool). */
+export interface ApiReply {
+  id: number;
+  ok: boolean;
+  value?: unknown;
+  code?: string;
+  message?: string;
+}
+
+/** Per-job handler of context.api frames. */
+export interface ApiProxy {
+  /** Handles one 'A' payload; undefined when the frame itself is malformed (the process is then killed). */
+  handle(payload: string): Promise<ApiReply> | undefined;
+  readonly calls: number;
+}
+
+class Refusal extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function checkId(op: string, value: unknown): string {
+  if (typeof value !== 'string' || !ID.test(value)) {
+    throw new Refusal(ErrorCode.InputInvalid, `context.api.${op}: invalid breadcrumb id ${JSON.stringify(value)?.slice(0, 140)}`);
+  }
+  return value;
+}
+
+function checkObject(op: string, what: string, value: unknown): Record<string, unknown> {
+  if (!isPlainObject(value)) throw new Refusal(ErrorCode.InputInvalid, `context.api.${op}: ${what} must be an object, got ${JSON.stringify(value)?.slice(0, 140)}`);
+  return value;
+}
+
+function checkParams(value: unknown): Record<string, unknown> {
+  const params = checkObject('searchBreadcrumbs', 'params', value ?? {});
+  for (const [key, v] of Object.entries(params)) {
+    if (!PARAM_KEY.test(key)) throw new Refusal(ErrorCode.InputInvalid, `context.api.searchBreadcrumbs: invalid parameter name ${JSON.stringify(key.slice(0, 70))}`);
+    if (!['string', 'number', 'boolean'].includes(typeof v)) {
+      throw new Refusal(ErrorCode.InputInvalid, `context.api.searchBreadcrumbs: parameter "${key}" must be a string, number or boolean`);
+    }
+  }
+  return params;
+}
+
+function checkGrant(tool: SandboxTool, op: string): void {
+  if (tool.api === false) {
+    throw new Refusal(ErrorCode.PermissionDenied, `context.api.${op} denied: tool "${tool.name}" has no api grant`);
+  }
+  if (WRITE_OPS.has(op) && tool.api !== 'write') {
+    throw new Refusal(ErrorCode.PermissionDenied, `context.api.${op} denied: tool "${tool.name}" has the "read" api grant; ${op} needs "write"`);
+  }
+}
+
+async function perform(api: SandboxApi, op: string, args: unknown[]): Promise<unknown> {
+  switch (op) {
+    case 'getBreadcrumb':
+      return api.getBreadcrumb(checkId(op, args[0]));
+    case 'searchBreadcrumbs':
+      return api.searchBreadcrumbs(checkParams(args[0]));
+    case 'createBreadcrumb':
+      return api.createBreadcrumb(checkObject(op, 'body', args[0]));
+    default: {
+      const id = checkId(op, args[0]);
+      const version = args[1];
+      if (version !== undefined && version !== null && !(Number.isSafeInteger(version) && (version as number) >= 1)) {
+        throw new Refusal(ErrorCode.InputInvalid, `context.api.updateBreadcrumb: version must be a positive integer, got ${JSON.stringify(version)}`);
+      }
+      return api.updateBreadcrumb(id, (version ?? undefined) as number | undefined, checkObject(op, 'patch', args[2]));
+    }
+  }
+}
+
+/** Creates the per-job proxy for `tool`, backed by `api` (absent: granted calls fail as dependency.unavailable). */
+export function createApiProxy(options: { tool: SandboxTool; api: SandboxApi | undefined; maxCalls?: number }): ApiProxy {
+  const { tool, api } = options;
+  const maxCalls = options.maxCalls ?? MAX_API_CALLS;
+  let calls = 0;
+  return {
+    get calls() {
+      return calls;
+    },
+    handle(payload) {
+      let frame: unknown;
+      try {
+        frame = JSON.parse(payload);
+      } catch {
+        return undefined;
+      }
+      if (!isPlainObject(frame) || !Number.isSafeInteger(frame.id) || typeof frame.op !== 'string' || !Array.isArray(frame.args)) return undefined;
+      const id = frame.id as number;
+      const op = frame.op;
+      const args = frame.args as unknown[];
+      const run = async (): Promise<ApiReply> => {
+        try {
+          if (!READ_OPS.has(op) && !WRITE_OPS.has(op)) throw new Refusal(ErrorCode.InputInvalid, `context.api has no method ${JSON.stringify(op.slice(0, 60))}`);
+          if (args.length > 3) throw new Refusal(ErrorCode.InputInvalid, `context.api.${op}: too many arguments (${args.length})`);
+          checkGrant(tool, op);
+          calls++;
+          if (calls > maxCalls) throw new Refusal(ErrorCode.RateExceeded, `context.api: more than ${maxCalls} calls in one execution`);
+          if (!api) throw new Refusal(ErrorCode.DependencyUnavailable, `context.api.${op}: the breadcrumb API is not available to this call`);
+          const value = await perform(api, op, args);
+          return { id, ok: true, value: value === undefined ? null : value };
+        } catch (err) {
+          if (err instanceof Refusal) return { id, ok: false, code: err.code, message: err.message };
+          const coerced = coerceError(err);
+          return { id, ok: false, code: coerced.code, message: `context.api.${op} failed: ${coerced.message}` };
+        }
+      };
+      return run();
+    },
+  };
+}

@@ -1,0 +1,129 @@
+// cgroup v2 memory limits for sandbox processes, where the machine allows them.
+//
+// The V8 heap flag does not cap ArrayBuffers (docs/sandbox.md §1.6); a cgroup v2 `memory.max` caps
+// everything the process maps. Detection needs a cgroup v2 hierarchy with the memory controller
+// enabled for children of the service's own cgroup (e.g. systemd `Delegate=yes`), and write access.
+// A v2 cgroup that still holds processes cannot enable controllers for its children ("no internal
+// processes"), so when the service is the only process of its cgroup it moves itself into a
+// `supervisor` leaf first. Anything else (cgroup v1 only, no delegation, read-only) -> unavailable.
+
+import { mkdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+/** Outcome of probing: where per-process cgroups go, or why they cannot be used. */
+export interface CgroupProbe {
+  /** Directory under which per-process cgroups are created. */
+  base?: string;
+  /** Why cgroups cannot be used (when base is undefined). */
+  reason?: string;
+}
+
+/** Where this process sits in the cgroup v2 hierarchy. */
+export interface CgroupLocation {
+  /** cgroup2 mount point. */
+  mount: string;
+  /** This process's cgroup path inside the mount (the "0::" line of /proc/self/cgroup). */
+  path: string;
+}
+
+async function readText(path: string): Promise<string | undefined> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+/** Finds this process's cgroup v2 directory from /proc (undefined when there is no v2 hierarchy). */
+export async function locateOwnCgroup(procRoot = '/proc'): Promise<CgroupLocation | undefined> {
+  const cgroups = await readText(join(procRoot, 'self/cgroup'));
+  const mounts = await readText(join(procRoot, 'self/mountinfo'));
+  const line = cgroups?.split('\n').find((l) => l.startsWith('0::'));
+  if (!line || !mounts) return undefined;
+  for (const entry of mounts.split('\n')) {
+    const [left, right] = entry.split(' - ');
+    if (right?.split(' ')[0] !== 'cgroup2') continue;
+    const mount = left?.split(' ')[4];
+    if (mount) return { mount, path: line.slice(3).trim() || '/' };
+  }
+  return undefined;
+}
+
+function words(text: string | undefined): string[] {
+  return (text ?? '').split(/\s+/).map((w) => w.replace(/^\+/, '')).filter((w) => w !== '');
+}
+
+/** Checks (and if needed enables) memory limits for children of the given cgroup; never throws. */
+export async function probeCgroup(location: CgroupLocation | undefined, pid = process.pid): Promise<CgroupProbe> {
+  if (!location) return { reason: 'no cgroup v2 hierarchy (cgroup v1 only?)' };
+  const dir = join(location.mount, location.path);
+  const controllers = words(await readText(join(dir, 'cgroup.controllers')));
+  if (!controllers.includes('memory')) {
+    return { reason: `the cgroup v2 memory controller is not available in ${dir} (controllers: ${controllers.join(' ') || 'none'})` };
+  }
+  try {
+    if (!words(await readText(join(dir, 'cgroup.subtree_control'))).includes('memory')) {
+      const members = words(await readText(join(dir, 'cgroup.procs')));
+      if (members.some((member) => member !== String(pid))) {
+        return { reason: `${dir} holds other processes, so its children cannot get memory limits (delegate a cgroup to the service)` };
+      }
+      if (members.length > 0) {
+        await mkdir(join(dir, 'supervisor'), { recursive: true });
+        await writeFile(join(dir, 'supervisor', 'cgroup.procs'), String(pid));
+      }
+      await writeFile(join(dir, 'cgroup.subtree_control'), '+memory');
+    }
+    const probe = await createProcessCgroup(dir, `tools-runner-probe-${pid}`, 64 * 1024 * 1024);
+    await probe.remove();
+    return { base: dir };
+  } catch (err) {
+    return { reason: `cannot create memory-limited cgroups under ${dir}: ${(err as Error).message}` };
+  }
+}
+
+/** A per-process cgroup with memory.max set. */
+export interface ProcessCgroup {
+  readonly dir: string;
+  /** Moves `pid` into the cgroup (before the job is sent). */
+  add(pid: number): Promise<void>;
+  /** Whether the kernel OOM-killed something in it. */
+  oomKilled(): Promise<boolean>;
+  /** Removes the (empty) cgroup; never throws. */
+  remove(): Promise<void>;
+}
+
+/** Creates `<base>/<name>` limited to `limitBytes` (no swap; the whole group is killed on OOM). */
+export async function createProcessCgroup(base: string, name: string, limitBytes: number): Promise<ProcessCgroup> {
+  const dir = join(base, name);
+  await mkdir(dir, { recursive: true });
+  await writeFile(join(dir, 'memory.max'), String(limitBytes));
+  await writeFile(join(dir, 'memory.swap.max'), '0').catch(() => undefined);
+  await writeFile(join(dir, 'memory.oom.group'), '1').catch(() => undefined);
+  return {
+    dir,
+    add: (pid) => writeFile(join(dir, 'cgroup.procs'), String(pid)),
+    async oomKilled() {
+      const events = await readText(join(dir, 'memory.events'));
+      const match = /^oom_kill (\d+)/m.exec(events ?? '');
+      return match !== null && Number(match[1]) > 0;
+    },
+    async remove() {
+      for (let attempt = 0; attempt < 20; attempt++) {
+        try {
+          await rmdir(dir);
+          return;
+        } catch (err) {
+          const code = (err as NodeJS.ErrnoException).code;
+          if (code === 'ENOENT') return;
+          // EBUSY while the kernel finishes reaping the killed process. ENOTEMPTY only happens outside
+          // cgroupfs (a plain directory tree, e.g. in tests), where the files are ordinary files.
+          if (code === 'ENOTEMPTY') {
+            await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+            return;
+          }
+          await new Promise((resolve) => setTimeout(resolve, 25));
+        }
+      }
+    },
+  };
+}

@@ -1,0 +1,10 @@
+// Public surface of the Deno sandbox: createSandbox() runs tool calls in locked-down, pooled Deno
+// processes; resolveDeno() finds and checks the binary. Everything else in this folder is internal.
+/** Runs tool calls in pooled, locked-down Deno processes. */
+export { createSandbox, type CreateSandboxOptions } from './sandbox.js';
+/** Finds and checks the Deno binary (also used by health checks and the CLI). */
+export { resolveDeno, REQUIRED_DENO_VERSION } from './deno-binary.js';
+/** Re-validation of tool host lists and the always-on private-range deny list. */
+export { validateNetHosts, DENY_NET } from './net-policy.js';
+/** Public types. */
+export type { Sandbox, SandboxApi, SandboxJob, SandboxStats, SandboxTool, MemoryEnforcement } from './types.js';

@@ -1,0 +1,108 @@
+// Enforces a sandbox process's total memory (heap + ArrayBuffers + runtime), beyond the V8 heap flag.
+//
+// Mode 'cgroup': each process gets its own cgroup v2 with memory.max, set before its job is sent;
+// the kernel kills it over the limit and memory.events tells us so. Mode 'rss-sampling' (cgroup v1
+// machines, no delegation): while a process runs tool code, its VmRSS is read from /proc every
+// SAMPLE_INTERVAL_MS and the process group is SIGKILLed over the limit. An ArrayBuffer loop that
+// touches its pages grows at roughly 0.5-5 GB/s, so the overshoot stays in the tens of MB.
+
+import { readFileSync } from 'node:fs';
+import type { Logger } from '../logger.js';
+import { createProcessCgroup, locateOwnCgroup, probeCgroup, type CgroupLocation, type ProcessCgroup } from './cgroup.js';
+import type { MemoryEnforcement } from './types.js';
+
+/** Allowance for the Deno runtime itself (idle RSS is ~32 MB) on top of a tool's memoryMb heap. */
+export const RUNTIME_OVERHEAD_MB = 64;
+/** RSS sampling period in rss-sampling mode. */
+export const SAMPLE_INTERVAL_MS = 10;
+
+const MIB = 1024 * 1024;
+
+/** Something whose memory is watched: a live process and how to kill it. */
+export interface Watched {
+  readonly pid: number;
+  readonly limitBytes: number;
+  /** Called once when the limit is exceeded. */
+  overLimit(rssBytes: number): void;
+}
+
+/** The active memory enforcement, shared by all processes of a sandbox. */
+export interface MemoryGuard {
+  readonly mode: MemoryEnforcement;
+  /** Total bytes a process with this heap size may use. */
+  limitBytes(memoryMb: number): number;
+  /** cgroup mode: a memory-limited cgroup holding `pid`; undefined in rss-sampling mode. */
+  confine(pid: number, name: string, memoryMb: number): Promise<ProcessCgroup | undefined>;
+  /** rss-sampling mode: start sampling (no-op in cgroup mode). */
+  watch(target: Watched): void;
+  unwatch(target: Watched): void;
+  close(): void;
+}
+
+/** Reads VmRSS of `pid` in bytes; undefined when the process is gone. */
+export function readRssBytes(pid: number): number | undefined {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'latin1');
+    const match = /^VmRSS:\s+(\d+) kB/m.exec(status);
+    return match ? Number(match[1]) * 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Detects the enforcement mode (logging it once) and creates the guard. */
+export async function createMemoryGuard(options: { logger: Logger; location?: CgroupLocation | null }): Promise<MemoryGuard> {
+  const location = options.location === undefined ? await locateOwnCgroup() : (options.location ?? undefined);
+  const probe = await probeCgroup(location);
+  const mode: MemoryEnforcement = probe.base ? 'cgroup' : 'rss-sampling';
+  options.logger.info('sandbox memory enforcement', {
+    mode,
+    ...(probe.base ? { cgroup: probe.base } : { reason: probe.reason, sampleIntervalMs: SAMPLE_INTERVAL_MS }),
+    runtimeOverheadMb: RUNTIME_OVERHEAD_MB,
+  });
+  const watched = new Set<Watched>();
+  let timer: NodeJS.Timeout | undefined;
+
+  const sample = (): void => {
+    for (const target of watched) {
+      const rss = readRssBytes(target.pid);
+      if (rss !== undefined && rss > target.limitBytes) {
+        watched.delete(target);
+        target.overLimit(rss);
+      }
+    }
+    if (watched.size === 0 && timer) {
+      clearInterval(timer);
+      timer = undefined;
+    }
+  };
+
+  return {
+    mode,
+    limitBytes: (memoryMb) => (memoryMb + RUNTIME_OVERHEAD_MB) * MIB,
+    async confine(pid, name, memoryMb) {
+      if (!probe.base) return undefined;
+      const cgroup = await createProcessCgroup(probe.base, name, (memoryMb + RUNTIME_OVERHEAD_MB) * MIB);
+      try {
+        await cgroup.add(pid);
+      } catch (err) {
+        await cgroup.remove();
+        throw err;
+      }
+      return cgroup;
+    },
+    watch(target) {
+      if (mode !== 'rss-sampling') return;
+      watched.add(target);
+      timer ??= setInterval(sample, SAMPLE_INTERVAL_MS);
+    },
+    unwatch(target) {
+      watched.delete(target);
+    },
+    close() {
+      watched.clear();
+      if (timer) clearInterval(timer);
+      timer = undefined;
+    },
+  };
+}

@@ -1,0 +1,269 @@
+// Warm pool of pre-spawned, single-use sandbox processes, keyed by permission set (net list + memory).
+//
+// Per key, processes move: starting (spawned for the pool, harness booting) -> warm (harness waiting
+// for its job frame) -> handed out by acquire() -> (the caller runs one job and kills it). After each
+// call (release(), or at once when the key ran dry) the key is refilled in the background up to
+// `poolSize`, never beyond `poolMax` warm+starting
+// processes in total (the least recently used key gives one up when a new key needs room). A warm
+// process unused for `poolIdleMs` is retired and not replaced until its key is used again. Spawn
+// failures back off exponentially (250 ms .. 30 s) so a broken Deno cannot spin the pool; acquire()
+// still spawns directly when nothing is warm, so callers get a clear error per call.
+// Reuse mode: a process that finished a call of a reuse-enabled tool may be parked as 'idle' under
+// that tool version's key and handed to the next call of the same version (acquireReuse).
+
+import type { Logger } from '../logger.js';
+import type { MemoryGuard, Watched } from './memory-guard.js';
+import type { SandboxProcess } from './process.js';
+
+/** A reuse-mode process serves at most this many calls, then is retired. */
+export const MAX_REUSE_CALLS = 500;
+const BACKOFF_MIN_MS = 250;
+const BACKOFF_MAX_MS = 30_000;
+
+/** A permission set: processes with the same key are interchangeable. */
+export interface ProcessSpec {
+  key: string;
+  net: readonly string[];
+  memoryMb: number;
+}
+
+/** Bounds and the spawn function of a pool. */
+export interface PoolOptions {
+  poolSize: number;
+  poolMax: number;
+  poolIdleMs: number;
+  spawn(spec: ProcessSpec): SandboxProcess;
+  guard: MemoryGuard;
+  logger: Logger;
+}
+
+/** The warm pool of one sandbox. */
+export interface Pool {
+  /** A ready process for `spec`: warm if possible, else an in-flight or fresh spawn. Rejects on spawn failure. */
+  acquire(spec: ProcessSpec): Promise<SandboxProcess>;
+  /** An idle reuse-mode process of this tool version, if one is parked. */
+  acquireReuse(reuseKey: string): SandboxProcess | undefined;
+  /** Parks a reuse-mode process after a clean call (or retires it when over a bound). */
+  park(proc: SandboxProcess, reuseKey: string): void;
+  /** The call on a process of `spec` ended: refill its key in the background. */
+  release(spec: ProcessSpec): void;
+  /** Returns an unused ready process (e.g. the caller was aborted while waiting). */
+  giveBack(proc: SandboxProcess): void;
+  /** Starts filling `spec`'s key in the background. */
+  prewarm(spec: ProcessSpec): void;
+  stats(): { warm: number; busy: number; spawned: number };
+  /** Every live process (for shutdown). */
+  live(): SandboxProcess[];
+  close(): Promise<void>;
+}
+
+/** Creates the pool; processes are only spawned on prewarm/acquire. */
+export function createPool(options: PoolOptions): Pool {
+  const { poolSize, poolMax, poolIdleMs, logger, guard } = options;
+  const all = new Set<SandboxProcess>();
+  const warm = new Map<string, SandboxProcess[]>();
+  const starting = new Map<string, SandboxProcess[]>();
+  const idle = new Map<string, SandboxProcess[]>();
+  const specs = new Map<string, ProcessSpec & { lastUsed: number }>();
+  const idleTimers = new Map<SandboxProcess, NodeJS.Timeout>();
+  const idleWatches = new Map<SandboxProcess, Watched>();
+  let spawned = 0;
+  let closed = false;
+  let failures = 0;
+  let backoffUntil = 0;
+  let retryTimer: NodeJS.Timeout | undefined;
+
+  const list = <K>(map: Map<K, SandboxProcess[]>, key: K): SandboxProcess[] => {
+    let entries = map.get(key);
+    if (!entries) map.set(key, (entries = []));
+    return entries;
+  };
+  const remove = (map: Map<string, SandboxProcess[]>, proc: SandboxProcess): boolean => {
+    for (const entries of map.values()) {
+      const at = entries.indexOf(proc);
+      if (at !== -1) {
+        entries.splice(at, 1);
+        return true;
+      }
+    }
+    return false;
+  };
+  const count = (map: Map<string, SandboxProcess[]>): number => [...map.values()].reduce((n, e) => n + e.length, 0);
+  // A killed process stays listed until its exit is fully handled; never hand one out.
+  const take = (entries: SandboxProcess[] | undefined, state: 'ready' | 'idle', from: 'head' | 'tail'): SandboxProcess | undefined => {
+    while (entries && entries.length > 0) {
+      const proc = from === 'head' ? entries.shift() : entries.pop();
+      if (proc?.state === state) return proc;
+    }
+    return undefined;
+  };
+  const unpark = (proc: SandboxProcess): void => {
+    clearTimeout(idleTimers.get(proc));
+    idleTimers.delete(proc);
+    const watched = idleWatches.get(proc);
+    if (watched) guard.unwatch(watched);
+    idleWatches.delete(proc);
+  };
+  const retireAfterIdle = (proc: SandboxProcess, map: Map<string, SandboxProcess[]>): void => {
+    const timer = setTimeout(() => {
+      if (remove(map, proc)) {
+        unpark(proc);
+        proc.kill('retired');
+      }
+    }, poolIdleMs);
+    timer.unref();
+    idleTimers.set(proc, timer);
+  };
+
+  const spawn = (spec: ProcessSpec): SandboxProcess => {
+    const proc = options.spawn(spec);
+    spawned++;
+    all.add(proc);
+    void proc.exited.then(() => {
+      all.delete(proc);
+      remove(warm, proc);
+      remove(starting, proc);
+      remove(idle, proc);
+      unpark(proc);
+    });
+    return proc;
+  };
+
+  const onSpawnFailure = (key: string, err: Error): void => {
+    failures++;
+    const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** (failures - 1));
+    backoffUntil = Date.now() + delay;
+    logger.warn('sandbox spawn failed', { key, failures, retryInMs: delay, error: err });
+    if (!retryTimer && !closed) {
+      retryTimer = setTimeout(() => {
+        retryTimer = undefined;
+        fill(key);
+      }, delay);
+      retryTimer.unref();
+    }
+  };
+
+  const makeRoom = (key: string): boolean => {
+    if (count(warm) + count(starting) + count(idle) < poolMax) return true;
+    const ownLastUsed = specs.get(key)?.lastUsed ?? 0;
+    let victim: SandboxProcess | undefined;
+    let victimUsed = Infinity;
+    for (const [other, entries] of warm) {
+      const used = specs.get(other)?.lastUsed ?? 0;
+      if (other !== key && entries.length > 0 && used < victimUsed && used < ownLastUsed) {
+        victim = entries[0];
+        victimUsed = used;
+      }
+    }
+    if (!victim) return false;
+    remove(warm, victim);
+    unpark(victim);
+    victim.kill('retired');
+    return true;
+  };
+
+  const fill = (key: string): void => {
+    const spec = specs.get(key);
+    if (closed || !spec || poolSize === 0) return;
+    if (Date.now() < backoffUntil) return;
+    while (list(warm, key).length + list(starting, key).length < poolSize && makeRoom(key)) {
+      const proc = spawn(spec);
+      list(starting, key).push(proc);
+      proc.ready.then(
+        () => {
+          failures = 0;
+          if (!remove(starting, proc)) return; // claimed by acquire() while starting
+          if (closed) return proc.kill('closed');
+          list(warm, key).push(proc);
+          retireAfterIdle(proc, warm);
+        },
+        (err: Error) => {
+          remove(starting, proc);
+          if (!closed) onSpawnFailure(key, err);
+        },
+      );
+    }
+  };
+
+  const touch = (spec: ProcessSpec): void => {
+    specs.set(spec.key, { ...spec, lastUsed: Date.now() });
+  };
+
+  return {
+    async acquire(spec) {
+      touch(spec);
+      const ready = take(list(warm, spec.key), 'ready', 'head');
+      if (ready) {
+        unpark(ready);
+        // While other warm processes remain, refill only after this call (release()), so that a
+        // booting Deno does not compete for the CPU with the call it is meant to speed up.
+        if (list(warm, spec.key).length === 0) fill(spec.key);
+        return ready;
+      }
+      const inFlight = list(starting, spec.key).shift();
+      fill(spec.key);
+      if (inFlight) {
+        try {
+          await inFlight.ready;
+          return inFlight;
+        } catch {
+          // fall through to a fresh spawn
+        }
+      }
+      const fresh = spawn(spec);
+      await fresh.ready;
+      return fresh;
+    },
+    acquireReuse(reuseKey) {
+      const proc = take(idle.get(reuseKey), 'idle', 'tail');
+      if (proc) unpark(proc);
+      return proc;
+    },
+    park(proc, reuseKey) {
+      const parked = list(idle, reuseKey);
+      const room = count(warm) + count(starting) + count(idle) < poolMax;
+      if (closed || proc.state !== 'busy' || proc.jobsServed >= MAX_REUSE_CALLS || parked.length >= Math.max(1, poolSize) || !room) {
+        proc.kill('retired');
+        return;
+      }
+      proc.state = 'idle';
+      parked.push(proc);
+      const watched: Watched = { pid: proc.pid ?? -1, limitBytes: proc.limitBytes, overLimit: () => proc.kill('memory_limit') };
+      idleWatches.set(proc, watched);
+      guard.watch(watched);
+      retireAfterIdle(proc, idle);
+    },
+    release(spec) {
+      fill(spec.key);
+    },
+    giveBack(proc) {
+      if (closed || proc.state !== 'ready') return proc.kill('retired');
+      list(warm, proc.key).push(proc);
+      retireAfterIdle(proc, warm);
+    },
+    prewarm(spec) {
+      touch(spec);
+      fill(spec.key);
+    },
+    stats() {
+      let busy = 0;
+      for (const proc of all) if (proc.state === 'busy') busy++;
+      let ready = 0;
+      for (const entries of [...warm.values(), ...idle.values()]) {
+        for (const proc of entries) if (proc.state === 'ready' || proc.state === 'idle') ready++;
+      }
+      return { warm: ready, busy, spawned };
+    },
+    live: () => [...all],
+    async close() {
+      closed = true;
+      clearTimeout(retryTimer);
+      for (const proc of [...idleTimers.keys()]) unpark(proc);
+      const exits = [...all].map((proc) => {
+        proc.kill('closed');
+        return proc.exited;
+      });
+      await Promise.all(exits);
+    },
+  };
+}

@@ -1,0 +1,246 @@
+// One Deno sandbox process: its empty temp cwd, spawn (own process group), harness hello, frame/log
+// routing, output cap, SIGKILL of the whole group, cleanup.
+//
+// States: 'starting' (spawned, waiting for the harness hello and, in cgroup mode, confinement) ->
+// 'ready' (harness waits for its job frame) -> 'busy' (a job is attached) -> 'idle' (reuse mode
+// only: waiting for the next job of the same tool) -> 'closing' (SIGKILL sent) -> 'dead' (exited;
+// temp dirs being removed).
+// A kill records the first reason and is final; every path ends in 'dead' and `exited` resolves only
+// after the temp dirs (and cgroup) are gone.
+
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Logger } from '../logger.js';
+import { buildDenoCommand } from './command.js';
+import type { ProcessCgroup } from './cgroup.js';
+import type { MemoryGuard } from './memory-guard.js';
+import { createStreamReader, type StreamEvents } from './stream-reader.js';
+
+/** Prefix of every sandbox temp dir (tests scan for leftovers by it). */
+export const TEMP_PREFIX = 'tools-runner-sbx-';
+/** How long a process may take to print its hello before it counts as a failed spawn. */
+export const SPAWN_TIMEOUT_MS = 20_000;
+
+/** Lifecycle state of a sandbox process (see the module comment). */
+export type ProcessState = 'starting' | 'ready' | 'busy' | 'idle' | 'closing' | 'dead';
+/** Why the host killed a process; the first reason wins. */
+export type KillReason =
+  | 'timeout' | 'memory_limit' | 'output_limit' | 'frame_too_large' | 'bad_frame' | 'aborted'
+  | 'finished' | 'retired' | 'closed' | 'spawn_failed' | 'stray_output';
+
+/** How a process ended. */
+export interface ExitInfo {
+  exitCode: number | null;
+  signal: string | null;
+  /** The kernel OOM-killed the process's cgroup (cgroup mode). */
+  oomKilled: boolean;
+  killReason: KillReason | undefined;
+}
+
+/** Receives what the process does while a job is attached. */
+export interface ProcessListener {
+  frame(type: string, seq: number, payload: string, bytes: number): void;
+  log(text: string, cut: boolean): void;
+  killed(reason: KillReason, detail: string | undefined): void;
+  exited(info: ExitInfo): void;
+}
+
+/** Byte limits applied to a process's output. */
+export interface ProcessLimits {
+  maxOutputBytes: number;
+  maxFrameBytes: number;
+  maxLogLineBytes: number;
+}
+
+/** Handle of one sandbox process. */
+export interface SandboxProcess {
+  readonly id: number;
+  readonly key: string;
+  readonly memoryMb: number;
+  readonly limitBytes: number;
+  readonly pid: number | undefined;
+  state: ProcessState;
+  jobsServed: number;
+  /** Resolves when the harness is waiting for a job; rejects when the spawn failed. */
+  readonly ready: Promise<void>;
+  /** Resolves once the process is gone and its temp dirs are removed. */
+  readonly exited: Promise<ExitInfo>;
+  attach(listener: ProcessListener | null): void;
+  /** Writes one line to the harness's stdin. */
+  send(line: string): void;
+  kill(reason: KillReason, detail?: string): void;
+}
+
+/** Inputs of spawnSandboxProcess. */
+export interface SpawnOptions {
+  id: number;
+  key: string;
+  denoPath: string;
+  net: readonly string[];
+  memoryMb: number;
+  limits: ProcessLimits;
+  guard: MemoryGuard;
+  logger: Logger;
+}
+
+/** Spawns a sandbox process; never throws (failures reject `ready` and end in `exited`). */
+export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
+  const { guard, limits } = options;
+  let listener: ProcessListener | null = null;
+  let pid: number | undefined;
+  let killReason: KillReason | undefined;
+  let killDetail: string | undefined;
+  let outputBytes = 0;
+  let startupErr = '';
+  let nonce = '';
+  let cgroup: ProcessCgroup | undefined;
+  let confining: Promise<ProcessCgroup | undefined> | undefined;
+  let markReady!: () => void;
+  let failReady!: (err: Error) => void;
+  const ready = new Promise<void>((resolve, reject) => {
+    markReady = resolve;
+    failReady = reject;
+  });
+  ready.catch(() => undefined);
+
+  const signalGroup = (): void => {
+    if (pid === undefined || proc.state === 'dead') return;
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  };
+
+  const events = (framed: boolean): StreamEvents => ({
+    hello: (value) => {
+      if (pid === undefined) return;
+      nonce = value;
+      confining = guard.confine(pid, `${TEMP_PREFIX}${process.pid}-${options.id}`, options.memoryMb);
+      void confining
+        .then((group) => {
+          cgroup = group;
+          if (proc.state !== 'starting') return;
+          proc.state = 'ready';
+          markReady();
+        })
+        .catch((err: Error) => proc.kill('spawn_failed', `cannot confine the process in a cgroup: ${err.message}`));
+    },
+    badHello: (line) => proc.kill('spawn_failed', `the harness did not start (first line ${JSON.stringify(line.slice(0, 120))})`),
+    frame: (type, seq, payload, bytes) => {
+      if (listener) listener.frame(type, seq, payload, bytes);
+      else proc.kill('stray_output', 'frame while no job was attached');
+    },
+    frameTooLarge: (type) => proc.kill('frame_too_large', type),
+    badFrame: (line) => proc.kill('bad_frame', line),
+    log: (text, cut) => {
+      if (listener) listener.log(text, cut);
+      else if (proc.state === 'starting' && startupErr.length < 2000) startupErr += text + '\n';
+    },
+    output: (bytes) => {
+      if (!framed && proc.state === 'starting') return;
+      outputBytes += bytes;
+      if (!listener && proc.state !== 'starting') proc.kill('stray_output', 'output while no job was attached');
+      else if (outputBytes > limits.maxOutputBytes) proc.kill('output_limit', String(outputBytes));
+    },
+  });
+
+  const proc: SandboxProcess = {
+    id: options.id,
+    key: options.key,
+    memoryMb: options.memoryMb,
+    limitBytes: guard.limitBytes(options.memoryMb),
+    get pid() {
+      return pid;
+    },
+    state: 'starting',
+    jobsServed: 0,
+    ready,
+    exited: undefined as unknown as Promise<ExitInfo>,
+    attach(next) {
+      listener = next;
+      outputBytes = 0;
+    },
+    send(line) {
+      if (child && !child.stdin.destroyed) child.stdin.write(line);
+    },
+    kill(reason, detail) {
+      if (proc.state === 'dead') return;
+      if (killReason === undefined) {
+        killReason = reason;
+        killDetail = detail;
+        if (proc.state === 'starting') failReady(new Error(`Deno sandbox process failed to start: ${detail ?? reason}`));
+        listener?.killed(reason, detail);
+      }
+      signalGroup();
+      proc.state = 'closing';
+    },
+  };
+
+  let child: ChildProcessWithoutNullStreams | undefined;
+  const run = async (): Promise<ExitInfo> => {
+    const root = await mkdtemp(join(tmpdir(), TEMP_PREFIX));
+    try {
+      if (killReason !== undefined) {
+        failReady(new Error(`Deno sandbox process failed to start: ${killDetail ?? killReason}`));
+        return { exitCode: null, signal: null, oomKilled: false, killReason };
+      }
+      const cmd = buildDenoCommand({
+        denoPath: options.denoPath,
+        net: options.net,
+        memoryMb: options.memoryMb,
+        cwd: root,
+      });
+      const common = { nonce: () => nonce, maxFrameBytes: limits.maxFrameBytes, maxLogLineBytes: limits.maxLogLineBytes };
+      const stdout = createStreamReader({ ...common, expectHello: true, events: events(true) });
+      const stderr = createStreamReader({ ...common, expectHello: false, events: events(false) });
+      // node:child_process rather than execa on this hot path: execa's option handling cost ~1.5 ms of
+      // main-thread CPU per spawn (a third of the host's share of a call; bench/sandbox.mjs).
+      const spawned = spawn(cmd.file, cmd.args, { cwd: cmd.cwd, env: cmd.env, detached: true, stdio: 'pipe' });
+      child = spawned;
+      const ended = new Promise<{ code: number | null; signal: string | null; error?: Error }>((resolve) => {
+        spawned.once('error', (error) => {
+          if (spawned.pid === undefined) resolve({ code: null, signal: null, error });
+        });
+        spawned.once('close', (code, signal) => resolve({ code, signal }));
+      });
+      pid = spawned.pid;
+      if (killReason !== undefined) signalGroup();
+      spawned.stdin.on('error', () => undefined);
+      spawned.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
+      spawned.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
+      const timer = setTimeout(() => proc.kill('spawn_failed', `no hello within ${SPAWN_TIMEOUT_MS} ms`), SPAWN_TIMEOUT_MS);
+      ready.then(() => clearTimeout(timer), () => clearTimeout(timer));
+      const result = await ended;
+      clearTimeout(timer);
+      stdout.end();
+      stderr.end();
+      const wasStarting = proc.state === 'starting';
+      proc.state = 'dead';
+      const oomKilled = cgroup ? await cgroup.oomKilled() : false;
+      const info: ExitInfo = { exitCode: result.code, signal: result.signal, oomKilled, killReason };
+      if (wasStarting) {
+        const why = killDetail ?? result.error?.message;
+        failReady(new Error(`Deno sandbox process failed to start: ${why ?? `exit code ${info.exitCode}, signal ${info.signal}`}${startupErr ? ` (stderr: ${startupErr.trim().slice(0, 500)})` : ''}`));
+      }
+      listener?.exited(info);
+      return info;
+    } finally {
+      proc.state = 'dead';
+      // the process may die while its cgroup is still being set up: wait for that, then remove it
+      const group = cgroup ?? (await confining?.catch(() => undefined));
+      await group?.remove();
+      await rm(root, { recursive: true, force: true }).catch((err: Error) =>
+        options.logger.warn('sandbox temp dir not removed', { dir: root, error: err }),
+      );
+    }
+  };
+  (proc as { exited: Promise<ExitInfo> }).exited = run().catch((err: Error) => {
+    proc.state = 'dead';
+    failReady(err);
+    return { exitCode: null, signal: null, oomKilled: false, killReason: killReason ?? 'spawn_failed' };
+  });
+  return proc;
+}

@@ -1,0 +1,174 @@
+// Runs one job on a ready sandbox process and turns whatever happens into an ExecutionResult.
+// The first ending wins (result frame, error frame, kill, exit); every timer, listener and memory
+// watch is removed when it does. In strict mode the process is killed afterwards; in reuse mode it
+// is handed back healthy only when the harness itself ended the call (result or error frame).
+
+import { ErrorCode } from '../errors.js';
+import { failure, type ExecutionFailure, type ExecutionResult } from '../result.js';
+import { createApiProxy } from './api-proxy.js';
+import type { MemoryGuard, Watched } from './memory-guard.js';
+import { errorFrameFailure, exitFailure, killFailure, type OutcomeContext } from './outcome.js';
+import type { SandboxProcess } from './process.js';
+import { createLogCollector } from './sanitise.js';
+import type { SandboxJob } from './types.js';
+
+/** Per-call settings, already normalised by the sandbox. */
+export interface JobSettings {
+  seq: number;
+  /** base64 of the tool source (computed once per tool version by the caller). */
+  source64: string;
+  timeoutMs: number;
+  reuse: boolean;
+  maxResultBytes: number;
+  maxOutputBytes: number;
+  maxLogBytes: number;
+  /** performance.now() when run() was called (durations include waiting for a process). */
+  startedAt: number;
+}
+
+/** Longest wait for the stderr sync marker after a result frame (it is written just before it). */
+const SYNC_GRACE_MS = 1000;
+
+/** The result of a call and whether its process may be reused. */
+export interface JobOutcome {
+  result: ExecutionResult;
+  /** The process finished the call cleanly and may serve another call (reuse mode). */
+  reusable: boolean;
+}
+
+/** Sends `job` to `proc` and resolves with its outcome; never rejects. */
+export function runJob(proc: SandboxProcess, job: SandboxJob, settings: JobSettings, guard: MemoryGuard): Promise<JobOutcome> {
+  const secrets = Object.values(job.secrets);
+  const logs = createLogCollector(settings.maxLogBytes, secrets);
+  const ctx: OutcomeContext = {
+    tool: job.tool.name,
+    timeoutMs: settings.timeoutMs,
+    memoryMb: proc.memoryMb,
+    limitBytes: proc.limitBytes,
+    maxOutputBytes: settings.maxOutputBytes,
+    maxResultBytes: settings.maxResultBytes,
+    secrets,
+  };
+  const proxy = createApiProxy({ tool: job.tool, api: job.api });
+
+  return new Promise<JobOutcome>((resolve) => {
+    let done = false;
+    let synced = false;
+    let pendingEnding: (() => void) | undefined;
+    let syncTimer: NodeJS.Timeout | undefined;
+    // An R/E frame ends the call only once the stderr marker written before it has arrived, so that
+    // no stderr log line of the call is lost to the race between the two pipes.
+    const afterSync = (ending: () => void): void => {
+      if (synced) return ending();
+      pendingEnding = ending;
+      syncTimer = setTimeout(ending, SYNC_GRACE_MS);
+    };
+    const finish = (outcome: { output: unknown } | { error: ExecutionFailure }, reusable: boolean): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      clearTimeout(syncTimer);
+      job.signal?.removeEventListener('abort', onAbort);
+      guard.unwatch(watched);
+      proc.attach(null);
+      const keep = reusable && settings.reuse;
+      if (!keep) proc.kill('finished');
+      const base = {
+        durationMs: Math.round((performance.now() - settings.startedAt) * 1000) / 1000,
+        logs: logs.lines,
+        logsTruncated: logs.truncated,
+      };
+      resolve({
+        result: 'error' in outcome ? { ok: false, error: outcome.error, ...base } : { ok: true, output: outcome.output, ...base },
+        reusable: keep,
+      });
+    };
+    const fail = (error: ExecutionFailure, reusable = false): void => finish({ error }, reusable);
+    const malformed = (what: string): void => {
+      proc.kill('bad_frame', what);
+      fail(failure(ErrorCode.OutputInvalid, `tool ${JSON.stringify(job.tool.name)} produced a malformed ${what} frame`));
+    };
+
+    const onAbort = (): void => proc.kill('aborted');
+    const watched: Watched = {
+      pid: proc.pid ?? -1,
+      limitBytes: proc.limitBytes,
+      overLimit: (rss) => proc.kill('memory_limit', String(rss)),
+    };
+
+    proc.attach({
+      log: (text, cut) => {
+        if (!done) logs.add(text, cut);
+      },
+      killed: (reason, detail) => fail(killFailure(ctx, reason, detail)),
+      exited: (info) => fail(info.killReason ? killFailure(ctx, info.killReason, undefined) : exitFailure(ctx, info)),
+      frame: (type, seq, payload, bytes) => {
+        if (done) return;
+        if (seq !== settings.seq) return malformed(`out-of-sequence (${seq} instead of ${settings.seq})`);
+        if (type === 'S') {
+          synced = true;
+          return pendingEnding?.();
+        }
+        if (type === 'R') {
+          if (bytes > settings.maxResultBytes) {
+            proc.kill('frame_too_large', 'R');
+            return;
+          }
+          let output: unknown;
+          try {
+            output = JSON.parse(payload);
+          } catch {
+            return malformed('result');
+          }
+          return afterSync(() => finish({ output }, true));
+        }
+        if (type === 'E') {
+          const error = errorFrameFailure(ctx, payload);
+          return error ? afterSync(() => fail(error, true)) : malformed('error');
+        }
+        if (type === 'A') {
+          const reply = proxy.handle(payload);
+          if (!reply) return malformed('context.api');
+          void reply.then((answer) => {
+            if (done) return;
+            let line: string;
+            try {
+              line = JSON.stringify({ t: 'api', ...answer });
+            } catch (err) {
+              line = JSON.stringify({ t: 'api', id: answer.id, ok: false, code: ErrorCode.Internal, message: `context.api reply is not JSON: ${(err as Error).message}` });
+            }
+            proc.send(line + '\n');
+          });
+          return;
+        }
+        malformed(`unknown (${type})`);
+      },
+    });
+
+    const timer = setTimeout(() => proc.kill('timeout'), settings.timeoutMs);
+    if (job.signal?.aborted) return proc.kill('aborted');
+    job.signal?.addEventListener('abort', onAbort, { once: true });
+    if (proc.state !== 'ready' && proc.state !== 'idle') {
+      return fail(failure(ErrorCode.SandboxCrashed, `the sandbox process was ${proc.state} before the job was sent`));
+    }
+    guard.watch(watched);
+    let frame: string;
+    try {
+      frame = JSON.stringify({
+        t: 'job',
+        seq: settings.seq,
+        source64: settings.source64,
+        input: job.input,
+        secrets: job.secrets,
+        request: job.request,
+        maxResultBytes: settings.maxResultBytes,
+        reuse: settings.reuse,
+      });
+    } catch (err) {
+      return fail(failure(ErrorCode.InputInvalid, `input of tool ${JSON.stringify(job.tool.name)} is not JSON: ${(err as Error).message}`));
+    }
+    proc.state = 'busy';
+    proc.jobsServed++;
+    proc.send(frame + '\n');
+  });
+}

@@ -1,0 +1,192 @@
+// Composition of the sandbox: Deno binary check, memory enforcement, warm pool, and run() which
+// normalises a job's limits, picks a process (strict single-use, or reuse for opted-in tools without
+// secrets) and returns an ExecutionResult for every ending.
+//
+// States: open -> closed. After close() every process is killed, every temp dir removed, and run()
+// answers sandbox.crashed without spawning anything.
+
+import { createHash } from 'node:crypto';
+import { access } from 'node:fs/promises';
+import type { Config } from '../config/index.js';
+import { ErrorCode, RunnerError, coerceError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { failure, type ExecutionFailure, type ExecutionResult } from '../result.js';
+import { HARNESS_PATH } from './command.js';
+import { resolveDeno } from './deno-binary.js';
+import { createMemoryGuard, type MemoryGuard } from './memory-guard.js';
+import { validateNetHosts } from './net-policy.js';
+import { createPool, type ProcessSpec } from './pool.js';
+import { spawnSandboxProcess, type SandboxProcess } from './process.js';
+import { runJob } from './run-job.js';
+import type { Sandbox, SandboxJob } from './types.js';
+
+const MIN_MEMORY_MB = 16;
+/** Slack on top of maxResultBytes for error frames (message + stack) and JSON escaping. */
+const FRAME_SLACK_BYTES = 256 * 1024;
+
+/** Inputs of createSandbox. */
+export interface CreateSandboxOptions {
+  config: Config;
+  logger: Logger;
+  /** Memory enforcement override (tests): a ready guard instead of detecting one. */
+  guard?: MemoryGuard;
+}
+
+function clamp(value: number, fallback: number, min: number, max: number): number {
+  const n = Number.isFinite(value) && value > 0 ? Math.floor(value) : fallback;
+  return Math.min(max, Math.max(min, n));
+}
+
+function crashed(message: string, startedAt: number, details?: Record<string, unknown>): ExecutionResult {
+  return errorResult(failure(ErrorCode.SandboxCrashed, message, details), startedAt);
+}
+
+function errorResult(error: ExecutionFailure, startedAt: number): ExecutionResult {
+  return { ok: false, error, durationMs: Math.round((performance.now() - startedAt) * 1000) / 1000, logs: [], logsTruncated: false };
+}
+
+/** Resolves + checks the Deno binary and the harness, detects memory enforcement, pre-warms the default key. */
+export async function createSandbox(options: CreateSandboxOptions): Promise<Sandbox> {
+  const { config } = options;
+  const logger = options.logger.child({ component: 'sandbox' });
+  const deno = await resolveDeno(config.denoPath);
+  await access(HARNESS_PATH).catch(() => {
+    throw new RunnerError(ErrorCode.ConfigInvalid, `sandbox harness not found at ${HARNESS_PATH}`);
+  });
+  const guard = options.guard ?? (await createMemoryGuard({ logger }));
+  logger.info('sandbox ready', { deno: deno.path, version: deno.version, memoryEnforcement: guard.mode, poolSize: config.poolSize, poolMax: config.poolMax });
+  const limits = {
+    maxOutputBytes: config.maxOutputBytes,
+    maxFrameBytes: config.maxResultBytes + FRAME_SLACK_BYTES,
+    maxLogLineBytes: Math.max(1, config.maxLogBytes),
+  };
+  let nextId = 0;
+  let nextSeq = 0;
+  let closed = false;
+  const warnedReuse = new Set<string>();
+  const pool = createPool({
+    poolSize: config.poolSize,
+    poolMax: config.poolMax,
+    poolIdleMs: config.poolIdleMs,
+    guard,
+    logger,
+    spawn: (spec) =>
+      spawnSandboxProcess({ id: ++nextId, key: spec.key, denoPath: deno.path, net: spec.net, memoryMb: spec.memoryMb, limits, guard, logger }),
+  });
+  // Last resort when the service exits without close(): detached groups are not killed by Node.
+  const killAll = (): void => {
+    for (const proc of pool.live()) proc.kill('closed');
+  };
+  process.on('exit', killAll);
+
+  const specFor = (net: readonly string[], memoryMb: number): ProcessSpec => ({ key: `${memoryMb}|${net.join(',')}`, net, memoryMb });
+  pool.prewarm(specFor([], clamp(config.defaultMemoryMb, config.defaultMemoryMb, MIN_MEMORY_MB, config.maxMemoryMb)));
+
+  const run = async (job: SandboxJob): Promise<ExecutionResult> => {
+    const startedAt = performance.now();
+    const { tool } = job;
+    if (closed) return crashed(`the sandbox is closed; tool ${JSON.stringify(tool.name)} was not run`, startedAt, { reason: 'closed' });
+    if (job.signal?.aborted) return crashed(`the call of tool ${JSON.stringify(tool.name)} was aborted by the runner`, startedAt, { reason: 'aborted' });
+    for (const value of Object.values(job.secrets)) logger.redact(value);
+    let net: string[];
+    try {
+      net = validateNetHosts(tool.net);
+    } catch (err) {
+      const coerced = coerceError(err, ErrorCode.PermissionDenied);
+      return errorResult(failure(coerced.code, coerced.message), startedAt);
+    }
+    const timeoutMs = clamp(tool.timeoutMs, config.defaultTimeoutMs, 1, config.maxTimeoutMs);
+    const memoryMb = clamp(tool.memoryMb, config.defaultMemoryMb, MIN_MEMORY_MB, config.maxMemoryMb);
+    const spec = specFor(net, memoryMb);
+    const hasSecrets = Object.keys(job.secrets).length > 0;
+    const wantsReuse = config.reuseTools.includes(tool.name);
+    const reuse = wantsReuse && !hasSecrets;
+    if (wantsReuse && hasSecrets && !warnedReuse.has(tool.name)) {
+      warnedReuse.add(tool.name);
+      logger.warn('reuse refused for a tool with secrets', { tool: tool.name });
+    }
+    const source64 = Buffer.from(tool.source, 'utf8').toString('base64');
+    const reuseKey = reuse
+      ? `${tool.name}@${tool.version}#${createHash('sha256').update(tool.source).digest('hex').slice(0, 24)}|${spec.key}`
+      : '';
+
+    let proc = reuse ? pool.acquireReuse(reuseKey) : undefined;
+    // a process can die between being handed out and receiving its job (rare): then take another once
+    for (let attempt = 0; attempt < 2 && !usable(proc); attempt++) {
+      const pending = pool.acquire(spec);
+      try {
+        proc = await raceAbort(pending, job.signal);
+      } catch (err) {
+        if (err === ABORTED) {
+          pending.then((p) => pool.giveBack(p), () => undefined);
+          return crashed(`the call of tool ${JSON.stringify(tool.name)} was aborted by the runner`, startedAt, { reason: 'aborted' });
+        }
+        logger.error('sandbox process unavailable', { tool: tool.name, error: coerceError(err) });
+        return crashed(`could not start a Deno sandbox process for tool ${JSON.stringify(tool.name)}: ${coerceError(err).message}`, startedAt, { reason: 'spawn_failed' });
+      }
+    }
+    if (!usable(proc)) return crashed(`no live Deno sandbox process for tool ${JSON.stringify(tool.name)}`, startedAt, { reason: 'spawn_failed' });
+    const outcome = await runJob(
+      proc,
+      job,
+      {
+        seq: ++nextSeq,
+        source64,
+        timeoutMs,
+        reuse,
+        maxResultBytes: config.maxResultBytes,
+        maxOutputBytes: config.maxOutputBytes,
+        maxLogBytes: config.maxLogBytes,
+        startedAt,
+      },
+      guard,
+    );
+    if (outcome.reusable) pool.park(proc, reuseKey);
+    pool.release(spec);
+    const result = outcome.result;
+    logger.debug('sandbox call finished', {
+      tool: tool.name,
+      code: result.ok ? 'ok' : result.error.code,
+      durationMs: result.durationMs,
+      reuse,
+    });
+    return result;
+  };
+
+  return {
+    run,
+    stats: () => ({ ...pool.stats(), memoryEnforcement: guard.mode }),
+    async close() {
+      if (closed) return;
+      closed = true;
+      await pool.close();
+      guard.close();
+      process.off('exit', killAll);
+    },
+  };
+}
+
+const ABORTED = Symbol('aborted');
+
+function usable(proc: SandboxProcess | undefined): proc is SandboxProcess {
+  return proc?.state === 'ready' || proc?.state === 'idle';
+}
+
+function raceAbort<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(ABORTED);
+    if (signal.aborted) return onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err);
+      },
+    );
+  });
+}

@@ -1,0 +1,62 @@
+// Public types of the Deno sandbox: what callers hand in (a validated tool plus one call) and the
+// host-side implementation of `context.api` they may provide.
+
+import type { ExecutionResult } from '../result.js';
+
+/** A validated tool (validation itself is src/screen's job; the sandbox re-checks what it relies on). */
+export interface SandboxTool {
+  name: string;
+  version: string;
+  /** TypeScript source exporting `async execute(input, context)`. */
+  source: string;
+  /** Allowed hosts: "api.example.com", "*.example.com", "host:8443"; [] = no network. */
+  net: string[];
+  /** Grant for `context.api`. */
+  api: false | 'read' | 'write';
+  timeoutMs: number;
+  memoryMb: number;
+}
+
+/** `context.api` performed by the HOST with its own credentials; the tool never sees a token. */
+export interface SandboxApi {
+  getBreadcrumb(id: string): Promise<unknown>;
+  createBreadcrumb(body: unknown): Promise<unknown>;
+  updateBreadcrumb(id: string, version: number | undefined, patch: unknown): Promise<unknown>;
+  searchBreadcrumbs(params: unknown): Promise<unknown>;
+}
+
+/** One call of a tool. */
+export interface SandboxJob {
+  tool: SandboxTool;
+  input: unknown;
+  /** Only the tool's declared secrets, resolved by the caller. */
+  secrets: Record<string, string>;
+  request: { id: string; workspace: string; agentId?: string };
+  /** Host-side implementation of context.api for this call. */
+  api?: SandboxApi;
+  /** Abort = kill now (service shutdown); the call ends as sandbox.crashed with details.reason "aborted". */
+  signal?: AbortSignal;
+}
+
+/** Which mechanism caps a sandbox process's total memory (the V8 heap flag is always set too). */
+export type MemoryEnforcement = 'cgroup' | 'rss-sampling';
+
+/** Counters of the process pool. */
+export interface SandboxStats {
+  /** Started processes waiting for a job (fresh, or idle reuse-mode processes). */
+  warm: number;
+  /** Processes running a job. */
+  busy: number;
+  /** Processes spawned since creation. */
+  spawned: number;
+  memoryEnforcement: MemoryEnforcement;
+}
+
+/** Runs tool calls in locked-down Deno processes. */
+export interface Sandbox {
+  /** Runs one call; never throws for tool behaviour (every ending is an ExecutionResult). */
+  run(job: SandboxJob): Promise<ExecutionResult>;
+  stats(): SandboxStats;
+  /** Kills every process and removes every temp dir; running calls end as sandbox.crashed. */
+  close(): Promise<void>;
+}
