@@ -54,7 +54,7 @@ export function killFailure(ctx: OutcomeContext, reason: KillReason, detail: str
         ? failure(ErrorCode.OutputInvalid, `tool ${tool} returned a result over the limit of ${ctx.maxResultBytes} bytes`, { maxResultBytes: ctx.maxResultBytes })
         : failure(ErrorCode.OutputInvalid, `tool ${tool} produced a harness frame over the size limit (type ${JSON.stringify(detail)})`);
     case 'bad_frame':
-      return failure(ErrorCode.OutputInvalid, `tool ${tool} produced a malformed result frame`);
+      return failure(ErrorCode.OutputInvalid, `tool ${tool} produced a malformed harness frame`);
     case 'aborted':
       return failure(ErrorCode.SandboxCrashed, `the call of tool ${tool} was aborted by the runner`, { reason: 'aborted' });
     case 'closed':

@@ -83,6 +83,8 @@ export interface SpawnOptions {
   limits: ProcessLimits;
   guard: MemoryGuard;
   logger: Logger;
+  /** Entry module; the trusted harness unless a test substitutes a misbehaving one. */
+  harnessPath?: string;
 }
 
 /** Spawns a sandbox process; never throws (failures reject `ready` and end in `exited`). */
@@ -192,6 +194,7 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
         net: options.net,
         memoryMb: options.memoryMb,
         cwd: root,
+        ...(options.harnessPath ? { harnessPath: options.harnessPath } : {}),
       });
       const common = { nonce: () => nonce, maxFrameBytes: limits.maxFrameBytes, maxLogLineBytes: limits.maxLogLineBytes };
       const stdout = createStreamReader({ ...common, expectHello: true, events: events(true) });

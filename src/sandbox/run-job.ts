@@ -84,10 +84,9 @@ export function runJob(proc: SandboxProcess, job: SandboxJob, settings: JobSetti
       });
     };
     const fail = (error: ExecutionFailure, reusable = false): void => finish({ error }, reusable);
-    const malformed = (what: string): void => {
-      proc.kill('bad_frame', what);
+    // (finish() kills the process: a malformed frame is never reusable)
+    const malformed = (what: string): void =>
       fail(failure(ErrorCode.OutputInvalid, `tool ${JSON.stringify(job.tool.name)} produced a malformed ${what} frame`));
-    };
 
     const onAbort = (): void => proc.kill('aborted');
     const watched: Watched = {
@@ -100,8 +99,10 @@ export function runJob(proc: SandboxProcess, job: SandboxJob, settings: JobSetti
       log: (text, cut) => {
         if (!done) logs.add(text, cut);
       },
-      killed: (reason, detail) => fail(killFailure(ctx, reason, detail)),
-      exited: (info) => fail(info.killReason ? killFailure(ctx, info.killReason, undefined) : exitFailure(ctx, info)),
+      // a complete result frame that only waits for its sync marker wins over a later kill or exit
+      killed: (reason, detail) => (pendingEnding ? pendingEnding() : fail(killFailure(ctx, reason, detail))),
+      exited: (info) =>
+        pendingEnding ? pendingEnding() : fail(info.killReason ? killFailure(ctx, info.killReason, undefined) : exitFailure(ctx, info)),
       frame: (type, seq, payload, bytes) => {
         if (done) return;
         if (seq !== settings.seq) return malformed(`out-of-sequence (${seq} instead of ${settings.seq})`);

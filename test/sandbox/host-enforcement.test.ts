@@ -1,0 +1,75 @@
+// The host does not trust the harness either: a compromised entry module (fixture lying-harness.ts,
+// a real Deno process speaking the protocol with a known nonce) sends oversized, malformed and
+// out-of-sequence frames, and each ends in output.invalid with the process killed.
+
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { silentLogger } from '../../src/logger.js';
+import { resolveDeno } from '../../src/sandbox/index.js';
+import { createMemoryGuard, type MemoryGuard } from '../../src/sandbox/memory-guard.js';
+import { spawnSandboxProcess } from '../../src/sandbox/process.js';
+import { runJob } from '../../src/sandbox/run-job.js';
+import { codeOf, expectNoLeaks, isolateTmp, job, tool } from './helpers.js';
+
+const LYING_HARNESS = fileURLToPath(new URL('../fixtures/sandbox/lying-harness.ts', import.meta.url));
+const MAX_RESULT = 1000;
+
+let tmp: ReturnType<typeof isolateTmp>;
+let denoPath: string;
+let guard: MemoryGuard;
+
+beforeAll(async () => {
+  tmp = isolateTmp();
+  denoPath = (await resolveDeno()).path;
+  guard = await createMemoryGuard({ logger: silentLogger(), location: null });
+});
+
+afterAll(() => {
+  guard.close();
+  expectNoLeaks(tmp.dir);
+  tmp.restore();
+});
+
+async function runLying(mode: string) {
+  const logger = silentLogger();
+  const limits = { maxOutputBytes: 1 << 20, maxFrameBytes: MAX_RESULT + 64 * 1024, maxLogLineBytes: 4096 };
+  const proc = spawnSandboxProcess({ id: 1, key: 'lying', denoPath, net: [], memoryMb: 128, limits, guard, logger, harnessPath: LYING_HARNESS });
+  await proc.ready;
+  const settings = {
+    seq: 7,
+    source64: '',
+    timeoutMs: 30_000,
+    reuse: false,
+    maxResultBytes: MAX_RESULT,
+    maxOutputBytes: 1 << 20,
+    maxLogBytes: 4096,
+    startedAt: performance.now(),
+  };
+  const outcome = await runJob(proc, job(tool('echo'), { mode }), settings, guard);
+  const exit = await proc.exited;
+  return { ...outcome, exit };
+}
+
+describe('host-side enforcement against a lying harness', () => {
+  it.each([
+    ['oversized', `tool "echo" returned a result over the limit of ${MAX_RESULT} bytes`],
+    ['huge', `tool "echo" returned a result over the limit of ${MAX_RESULT} bytes`],
+    ['not-json', 'tool "echo" produced a malformed result frame'],
+    ['wrong-seq', 'tool "echo" produced a malformed out-of-sequence (8 instead of 7) frame'],
+    ['bad-error', 'tool "echo" produced a malformed error frame'],
+    ['unknown-type', 'tool "echo" produced a malformed unknown (Q) frame'],
+  ])('%s -> output.invalid, process killed', async (mode, message) => {
+    const { result, reusable, exit } = await runLying(mode);
+    expect(codeOf(result)).toBe('output.invalid');
+    expect(result.ok ? '' : result.error.message).toBe(message);
+    expect(reusable).toBe(false);
+    expect(exit.signal).toBe('SIGKILL');
+  });
+
+  it('a result frame without its stderr sync marker is still accepted after a short grace', async () => {
+    const { result } = await runLying('no-sync');
+    expect(result, JSON.stringify(result)).toMatchObject({ ok: true, output: 'late sync' });
+    const exited = await runLying('no-sync-exit');
+    expect(exited.result, JSON.stringify(exited.result)).toMatchObject({ ok: true, output: 'exited before sync' });
+  });
+});
