@@ -1,0 +1,120 @@
+// Never lose a request, never answer one twice: several replicas, a runner killed with SIGKILL, the
+// store restarted, and SIGTERM drains — all with real processes, a real store and real Deno.
+
+import { afterEach, describe, expect, it } from 'vitest';
+import type { StoreClient } from '../../src/breadcrumbs/index.js';
+import { cleanupAll, client, putTool, request, startRunner, startStoreProcess, tempDir, toolContext, waitForResponses, type CliProcess } from './harness.js';
+
+afterEach(cleanupAll);
+
+/** A tool that records each execution as a breadcrumb tagged e2e-exec (via context.api). */
+const MARKER = toolContext(
+  'e2e-marker',
+  `export async function execute(input, context) {
+     if (input.sleepMs) await new Promise((r) => setTimeout(r, input.sleepMs));
+     await context.api.createBreadcrumb({ title: 'exec', schema_name: 'e2e.exec.v1', tags: ['e2e-exec'], context: { rid: context.request.id } });
+     return { rid: context.request.id };
+   }`,
+  { permissions: { net: false, api: 'write' }, limits: { timeout_ms: 10000, memory_mb: 64 } },
+);
+
+async function executions(c: StoreClient): Promise<Map<string, number>> {
+  const items = await c.listAll({ tag: 'e2e-exec', include_context: true });
+  const counts = new Map<string, number>();
+  for (const item of items) {
+    const rid = String(item.context?.['rid']);
+    counts.set(rid, (counts.get(rid) ?? 0) + 1);
+  }
+  return counts;
+}
+
+function expectExactlyOnce(responses: Map<string, unknown[]>, rids: string[]): void {
+  const wrong = rids.filter((rid) => responses.get(rid)?.length !== 1);
+  expect(wrong, `requests without exactly one response: ${wrong.slice(0, 5).join(', ')}`).toEqual([]);
+}
+
+async function submit(c: StoreClient, n: number, input: Record<string, unknown>): Promise<string[]> {
+  const rids: string[] = [];
+  for (let i = 0; i < n; i++) rids.push(await request(c, 'e2e-marker', { ...input, i }));
+  return rids;
+}
+
+/** Resolves once at least `count` of `rids` have a response. */
+async function progress(c: StoreClient, rids: string[], count: number): Promise<void> {
+  for (;;) {
+    const items = await c.listAll({ schema_name: 'tool.response.v1', tag: 'workspace:tools' });
+    const answered = new Set(items.flatMap((i) => i.tags.filter((t) => t.startsWith('request:')).map((t) => t.slice(8))));
+    if (rids.filter((rid) => answered.has(rid)).length >= count) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('replicas', () => {
+  it('two runners on one store answer 300 requests exactly once, running none twice', async () => {
+    const { url } = await startStoreProcess(tempDir());
+    const c = client(url);
+    await putTool(c, MARKER);
+    await Promise.all([startRunner(url), startRunner(url)]);
+    const rids = await submit(c, 300, {});
+    const responses = await waitForResponses(c, rids, 120_000);
+    expectExactlyOnce(responses, rids);
+    const counts = await executions(c);
+    const twice = rids.filter((rid) => (counts.get(rid) ?? 0) !== 1);
+    expect(twice, `requests not executed exactly once: ${twice.slice(0, 5).join(', ')}`).toEqual([]);
+    const replicas = new Set(rids.map((rid) => responses.get(rid)?.[0]?.metadata['replica']));
+    expect(replicas.size).toBe(2);
+  });
+});
+
+describe('crashes and restarts', () => {
+  it('a runner killed with SIGKILL under load and restarted answers every request exactly once', async () => {
+    const { url } = await startStoreProcess(tempDir());
+    const c = client(url);
+    await putTool(c, MARKER);
+    const first = await startRunner(url);
+    const rids = await submit(c, 60, { sleepMs: 100 });
+    await progress(c, rids, 10);
+    first.signal('SIGKILL');
+    await first.exited;
+    await startRunner(url);
+    const responses = await waitForResponses(c, rids, 120_000);
+    expectExactlyOnce(responses, rids);
+  });
+
+  it('the store restarted under load loses nothing', async () => {
+    const dataDir = tempDir();
+    const { store, url } = await startStoreProcess(dataDir);
+    const port = new URL(url).port;
+    const c = client(url);
+    await putTool(c, MARKER);
+    await startRunner(url);
+    const rids = await submit(c, 40, { sleepMs: 50 });
+    await progress(c, rids, 5);
+    store.signal('SIGKILL');
+    await store.exited;
+    // Requests written while the store is down are retried by the client until it is back.
+    const during = submit(c, 20, { sleepMs: 50 });
+    await new Promise((r) => setTimeout(r, 500));
+    await startStoreProcess(dataDir, Number(port));
+    rids.push(...(await during));
+    const responses = await waitForResponses(c, rids, 120_000);
+    expectExactlyOnce(responses, rids);
+  });
+
+  it('SIGTERM drains without losing a request', async () => {
+    const { url } = await startStoreProcess(tempDir());
+    const c = client(url);
+    await putTool(c, MARKER);
+    const first: CliProcess = await startRunner(url);
+    const rids = await submit(c, 40, { sleepMs: 150 });
+    await progress(c, rids, 5);
+    first.signal('SIGTERM');
+    expect(await first.exited).toBe(0);
+    await startRunner(url);
+    const responses = await waitForResponses(c, rids, 120_000);
+    expectExactlyOnce(responses, rids);
+    // Jobs running at SIGTERM finished within the grace period: nothing ran twice.
+    const counts = await executions(c);
+    expect(rids.filter((rid) => (counts.get(rid) ?? 0) !== 1)).toEqual([]);
+  });
+});
