@@ -67,6 +67,9 @@ export function buildDenoCommand(input: DenoCommandInput): DenoCommand {
       DENO_NO_PACKAGE_JSON: '1',
       DENO_NO_UPDATE_CHECK: '1',
       DENO_EMIT_CACHE_MODE: 'disable',
+      // Trust the OS certificate store as well as Deno's bundled roots, so tools reach HTTPS hosts
+      // behind a corporate/egress proxy CA the operator installed system-wide.
+      DENO_TLS_CA_STORE: 'mozilla,system',
       NO_COLOR: '1',
     },
     cwd: input.cwd,
