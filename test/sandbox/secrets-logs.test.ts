@@ -8,7 +8,7 @@ import { captureLogger, codeOf, expectNoLeaks, isolateTmp, job, ourDenoProcesses
 
 const SECRET_A = 'tok-A-7f3c9e2b1d';
 const SECRET_B = 'tok-B-44aa19c0ee';
-const EXPECTED_ENV = ['DENO_DIR', 'DENO_EMIT_CACHE_MODE', 'DENO_NO_PACKAGE_JSON', 'DENO_NO_UPDATE_CHECK', 'NO_COLOR', 'PATH'];
+const EXPECTED_ENV = ['DENO_DIR', 'DENO_EMIT_CACHE_MODE', 'DENO_NO_PACKAGE_JSON', 'DENO_NO_UPDATE_CHECK', 'DENO_TLS_CA_STORE', 'NO_COLOR', 'PATH'];
 
 let tmp: ReturnType<typeof isolateTmp>;
 let sandbox: Sandbox | undefined;
