@@ -25,3 +25,5 @@ export {
   type HttpTransport,
   type ManifestLoadResult,
 } from './types.js';
+/** Publication of host tools as tool.v1 breadcrumbs (descriptions only). */
+export { publishHostTools, legacyContext, type PublishResult } from './publish.js';

@@ -15,7 +15,7 @@ import { createCatalog, type Catalog } from '../catalog/catalog.js';
 import { createCatalogPublisher } from '../catalog/publisher.js';
 import { hostEnvironment, type Config } from '../config/index.js';
 import { coerceError, ErrorCode, RunnerError } from '../errors.js';
-import { createSchemaCache, executeHostTool, loadHostTools, type HostTool } from '../legacy/index.js';
+import { createSchemaCache, executeHostTool, loadHostTools, publishHostTools, type HostTool } from '../legacy/index.js';
 import type { Logger } from '../logger.js';
 import { createJobQueue } from '../queue/job-queue.js';
 import { createResponder } from '../responder/responder.js';
@@ -117,6 +117,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       for (const error of loaded.errors) log.error('manifest rejected', { path: error.path, error: error.message });
       for (const denied of loaded.denied) log.warn('host tool denied', { ...denied });
       hostTools = loaded.tools;
+      const published = await publishHostTools(client, hostTools, config.workspace, log.child({ component: 'legacy' }));
+      log.info('host tools loaded', { tools: hostTools.map((t) => t.name), denied: loaded.denied.length, published: published.filter((p) => p.action !== 'unchanged').length });
     }
 
     const fileSecrets = config.secretsFile ? await loadSecretsFile(config.secretsFile, logger) : undefined;
