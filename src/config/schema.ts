@@ -194,6 +194,10 @@ export const OPTIONS = {
     group: 'sandbox',
     doc: 'A warm process unused this long is retired.',
   }),
+  sandboxLauncher: opt(z.enum(['spawner', 'direct']).default('spawner'), {
+    group: 'sandbox',
+    doc: 'How Deno processes are started: `spawner` (a small helper process forks them, so the service never stalls on fork, and kills them if the service dies) or `direct`.',
+  }),
   reuseTools: opt(listish.default([]), {
     group: 'sandbox',
     doc: 'Tools (names) whose processes may serve several calls of the same version; only for tools without secrets.',

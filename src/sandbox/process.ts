@@ -8,16 +8,19 @@
 // A kill records the first reason and is final; every path ends in 'dead' and `exited` resolves only
 // after the temp dirs (and cgroup) are gone.
 
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { setPriority } from 'node:os';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from '../logger.js';
 import { buildDenoCommand } from './command.js';
+import type { Launched, Launcher } from './launcher.js';
 import type { ProcessCgroup } from './cgroup.js';
 import type { MemoryGuard } from './memory-guard.js';
 import { createStreamReader, type StreamEvents } from './stream-reader.js';
 
+/** Niceness of sandbox processes (0 = the service's own priority, 19 = lowest). */
+export const SANDBOX_NICENESS = 10;
 /** Prefix of every sandbox temp dir (tests scan for leftovers by it). */
 export const TEMP_PREFIX = 'tools-runner-sbx-';
 /** How long a process may take to print its hello before it counts as a failed spawn. */
@@ -82,6 +85,8 @@ export interface SpawnOptions {
   memoryMb: number;
   limits: ProcessLimits;
   guard: MemoryGuard;
+  /** Starts the OS process (the spawner helper by default; see launcher.ts). */
+  launcher: Launcher;
   logger: Logger;
   /** Entry module; the trusted harness unless a test substitutes a misbehaving one. */
   harnessPath?: string;
@@ -181,7 +186,7 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
     },
   };
 
-  let child: ChildProcessWithoutNullStreams | undefined;
+  let child: Launched | undefined;
   const run = async (): Promise<ExitInfo> => {
     const root = await mkdtemp(join(tmpdir(), TEMP_PREFIX));
     try {
@@ -200,20 +205,32 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
       const stdout = createStreamReader({ ...common, expectHello: true, events: events(true) });
       const stderr = createStreamReader({ ...common, expectHello: false, events: events(false) });
       // node:child_process rather than execa on this hot path: execa's option handling cost ~1.5 ms of
-      // main-thread CPU per spawn (a third of the host's share of a call; bench/sandbox.mjs).
-      const spawned = spawn(cmd.file, cmd.args, { cwd: cmd.cwd, env: cmd.env, detached: true, stdio: 'pipe' });
-      child = spawned;
-      const ended = new Promise<{ code: number | null; signal: string | null; error?: Error }>((resolve) => {
-        spawned.once('error', (error) => {
-          if (spawned.pid === undefined) resolve({ code: null, signal: null, error });
-        });
-        spawned.once('close', (code, signal) => resolve({ code, signal }));
-      });
-      pid = spawned.pid;
+      // main-thread CPU per spawn (bench/sandbox.mjs); and by default the fork itself happens in the
+      // spawner helper, not here (launcher.ts).
+      let launched: Launched;
+      try {
+        launched = await options.launcher.launch(cmd);
+      } catch (error) {
+        proc.state = 'dead';
+        failReady(new Error(`Deno sandbox process failed to start: ${(error as Error).message}`));
+        return { exitCode: null, signal: null, oomKilled: false, killReason: killReason ?? 'spawn_failed' };
+      }
+      child = launched;
+      const ended = launched.ended;
+      pid = launched.pid;
+      // Tool processes run below the service's priority: a busy tool (or the boot of a warm
+      // spare) cannot starve the runner that has to answer everyone else. Best effort.
+      try {
+        setPriority(pid, SANDBOX_NICENESS);
+      } catch {
+        // not permitted here: processes keep the default priority
+      }
       if (killReason !== undefined) signalGroup();
-      spawned.stdin.on('error', () => undefined);
-      spawned.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
-      spawned.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
+      launched.stdin.on('error', () => undefined);
+      launched.stdout.on('error', () => undefined);
+      launched.stderr.on('error', () => undefined);
+      launched.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
+      launched.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
       const timer = setTimeout(() => proc.kill('spawn_failed', `no hello within ${SPAWN_TIMEOUT_MS} ms`), SPAWN_TIMEOUT_MS);
       ready.then(() => clearTimeout(timer), () => clearTimeout(timer));
       const result = await ended;

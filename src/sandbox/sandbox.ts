@@ -16,6 +16,7 @@ import { resolveDeno } from './deno-binary.js';
 import { createMemoryGuard, type MemoryGuard } from './memory-guard.js';
 import { validateNetHosts } from './net-policy.js';
 import { createPool, type ProcessSpec } from './pool.js';
+import { createDirectLauncher, createSpawnerLauncher } from './launcher.js';
 import { spawnSandboxProcess, type SandboxProcess } from './process.js';
 import { runJob } from './run-job.js';
 import type { Sandbox, SandboxJob } from './types.js';
@@ -60,6 +61,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
     maxFrameBytes: config.maxResultBytes + FRAME_SLACK_BYTES,
     maxLogLineBytes: Math.max(1, config.maxLogBytes),
   };
+  const launcher = config.sandboxLauncher === 'direct' ? createDirectLauncher() : createSpawnerLauncher();
   let nextId = 0;
   let nextSeq = 0;
   let closed = false;
@@ -71,7 +73,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
     guard,
     logger,
     spawn: (spec) =>
-      spawnSandboxProcess({ id: ++nextId, key: spec.key, denoPath: deno.path, net: spec.net, memoryMb: spec.memoryMb, limits, guard, logger }),
+      spawnSandboxProcess({ id: ++nextId, key: spec.key, denoPath: deno.path, net: spec.net, memoryMb: spec.memoryMb, limits, guard, launcher, logger }),
   });
   // Last resort when the service exits without close(): detached groups are not killed by Node.
   const killAll = (): void => {
@@ -160,6 +162,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
       if (closed) return;
       closed = true;
       await pool.close();
+      await launcher.close();
       guard.close();
       process.off('exit', killAll);
     },

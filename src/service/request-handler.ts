@@ -84,7 +84,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
     return catalog.resolve(name);
   };
 
-  const execute = async (full: BreadcrumbFull, rid: string, signal: AbortSignal): Promise<Executed> => {
+  const execute = async (full: Pick<BreadcrumbFull, 'tags' | 'context'>, rid: string, signal: AbortSignal): Promise<Executed> => {
     const parsed = ToolRequestContext.safeParse(full.context);
     const rawTool = full.context['tool'];
     const toolName = typeof rawTool === 'string' && rawTool !== '' ? rawTool : '(none)';
@@ -165,9 +165,9 @@ export function createRequestHandler(options: RequestHandlerOptions) {
       claim.renew().catch((error: unknown) => log.warn('claim renewal failed', { error }));
     }, renewEvery);
     try {
-      let full: BreadcrumbFull;
+      let full: Pick<BreadcrumbFull, 'tags' | 'context'>;
       try {
-        full = await client.getBreadcrumbFull(request.breadcrumbId);
+        full = request.snapshot ?? (await client.getBreadcrumbFull(request.breadcrumbId));
       } catch (error) {
         if (!isNotFound(error)) throw error;
         log.info('request deleted before it ran');
@@ -202,7 +202,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
         { rid, tool: executed.tool, result: executed.result, extraTags, metadata: { ...executed.metadata, attempt: claim.attempt, total_ms: Math.round(totalMs * 1000) / 1000 } },
         options.hardStop,
       );
-      void claims.cleanup(rid);
+      void claim.drop();
       const report: ExecutionReport = {
         rid,
         tool: executed.tool,

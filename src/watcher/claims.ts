@@ -43,6 +43,8 @@ export interface HeldClaim {
   renew(): Promise<boolean>;
   /** Gives the request back without a response (drain): the next replica takes it as attempt+1. */
   release(): Promise<void>;
+  /** Deletes this claim (once the response exists). Best effort. */
+  drop(): Promise<void>;
 }
 
 export interface ClaimManager {
@@ -112,6 +114,13 @@ export function createClaimManager(options: ClaimManagerOptions): ClaimManager {
       release: async () => {
         await patch({ released: true, expires_at: new Date(now()).toISOString() });
       },
+      drop: async () => {
+        try {
+          await client.deleteBreadcrumb(breadcrumbId);
+        } catch (error) {
+          if (!isNotFound(error)) logger.warn('claim delete failed', { rid, error });
+        }
+      },
     };
   };
 
@@ -124,9 +133,44 @@ export function createClaimManager(options: ClaimManagerOptions): ClaimManager {
     return { kind: 'acquired', claim: held };
   };
 
+  /** Creates claim `attempt`; 'taken' when that attempt's key was used before (409). */
+  const tryCreate = async (rid: string, requestBreadcrumbId: string, attempt: number): Promise<HeldClaim | 'taken'> => {
+    const context: ClaimContext = {
+      request_id: rid,
+      request_breadcrumb_id: requestBreadcrumbId,
+      attempt,
+      holder,
+      expires_at: new Date(now() + ttlMs).toISOString(),
+    };
+    try {
+      const { id } = await client.createBreadcrumb(
+        { title: `Claim: ${rid}`, schema_name: SCHEMA.ToolClaim, tags: [workspace, TAG.Claim, claimTag(rid)], context },
+        { idempotencyKey: `claim:${rid}:${attempt}` },
+      );
+      return hold(rid, attempt, id, context);
+    } catch (error) {
+      if (isConflict(error)) return 'taken';
+      throw error;
+    }
+  };
+
+  // Fast path: a new request has no claim yet, so attempt 1 is tried straight away (one store
+  // call); a 409 sends us to the slow path, which reads the request's claims.
   const acquire = async (rid: string, requestBreadcrumbId: string): Promise<AcquireResult> => {
-    let claims = await listClaims(rid);
+    let attempt = 1;
     for (let probe = 0; probe < MAX_ATTEMPT_PROBES; probe++) {
+      const created = await tryCreate(rid, requestBreadcrumbId, attempt);
+      if (created !== 'taken') {
+        // Re-check after acquiring: a replica that just answered deletes its claim only after
+        // writing the response, so a response written before our claim is visible now.
+        if (await hasResponse(rid)) {
+          await created.drop();
+          return { kind: 'answered' };
+        }
+        if (attempt > 1) logger.info('claim taken over', { rid, attempt });
+        return { kind: 'acquired', claim: created };
+      }
+      const claims = await listClaims(rid);
       const latest = claims.reduce<ClaimRecord | undefined>((best, c) => (!best || c.context.attempt > best.context.attempt ? c : best), undefined);
       if (latest && isLive(latest.context)) {
         // Our own live claim (e.g. a create whose reply was lost to a network error): this replica
@@ -134,39 +178,9 @@ export function createClaimManager(options: ClaimManagerOptions): ClaimManager {
         if (latest.context.holder === holder) return adopt(latest);
         return { kind: 'busy', holder: latest.context.holder, expiresAt: Date.parse(latest.context.expires_at) };
       }
-      const attempt = (latest?.context.attempt ?? 0) + probe + 1;
-      const context: ClaimContext = {
-        request_id: rid,
-        request_breadcrumb_id: requestBreadcrumbId,
-        attempt,
-        holder,
-        expires_at: new Date(now() + ttlMs).toISOString(),
-      };
-      try {
-        const { id } = await client.createBreadcrumb(
-          { title: `Claim: ${rid}`, schema_name: SCHEMA.ToolClaim, tags: [workspace, TAG.Claim, claimTag(rid)], context },
-          { idempotencyKey: `claim:${rid}:${attempt}` },
-        );
-        // Re-check after acquiring: a replica that just answered deletes its claims only after
-        // writing the response, so a response written before our claim is visible now.
-        const held = hold(rid, attempt, id, context);
-        if (await hasResponse(rid)) {
-          await cleanup(rid);
-          return { kind: 'answered' };
-        }
-        if (attempt > 1) logger.info('claim taken over', { rid, attempt, previous: latest?.context.holder });
-        return { kind: 'acquired', claim: held };
-      } catch (error) {
-        if (!isConflict(error)) throw error;
-        // Someone holds attempt N — or held it and its claim is gone (deleted after a response).
-        claims = await listClaims(rid);
-        const winner = claims.find((c) => c.context.attempt === attempt);
-        if (winner) {
-          if (winner.context.holder === holder && isLive(winner.context)) return adopt(winner);
-          return { kind: 'busy', holder: winner.context.holder, expiresAt: Date.parse(winner.context.expires_at) };
-        }
-        if (await hasResponse(rid)) return { kind: 'answered' };
-      }
+      // The claim of our attempt is gone (deleted after its response) or expired: answered, or take over.
+      if ((!latest || latest.context.attempt < attempt) && (await hasResponse(rid))) return { kind: 'answered' };
+      attempt = Math.max(attempt, latest?.context.attempt ?? 0) + 1;
     }
     throw new Error(`could not find a free claim attempt for request "${rid}" after ${MAX_ATTEMPT_PROBES} probes`);
   };

@@ -22,6 +22,8 @@ export interface PendingRequest {
   breadcrumbId: string;
   rid: string;
   tool: string;
+  /** The request as an event carried it (saves the job a read); absent for scanned requests. */
+  snapshot?: { tags: string[]; context: Record<string, unknown> };
 }
 
 /** How a job ended, from intake's point of view. */
@@ -130,8 +132,10 @@ export function createIntake(options: IntakeOptions): Intake {
       needFullScan = true;
       return;
     }
-    if (front) pending.unshift(request);
-    else pending.push(request);
+    // Waiting requests are held as ids only (bounded memory); the job reads the request itself.
+    const slim: PendingRequest = { breadcrumbId: request.breadcrumbId, rid: request.rid, tool: request.tool };
+    if (front) pending.unshift(slim);
+    else pending.push(slim);
     pendingIds.add(request.rid);
     void feed();
   };
@@ -153,6 +157,7 @@ export function createIntake(options: IntakeOptions): Intake {
     }
     if (event.schema_name !== SCHEMA.ToolRequest) return;
     const request = fromItem({ id: event.breadcrumb_id, tags: event.tags ?? [], context: event.context });
+    if (request && event.context) request.snapshot = { tags: event.tags ?? [], context: event.context };
     if (request) enqueue(request);
   };
 

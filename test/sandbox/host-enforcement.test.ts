@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/logger.js';
 import { resolveDeno } from '../../src/sandbox/index.js';
 import { createMemoryGuard, type MemoryGuard } from '../../src/sandbox/memory-guard.js';
+import { createDirectLauncher } from '../../src/sandbox/launcher.js';
 import { spawnSandboxProcess } from '../../src/sandbox/process.js';
 import { runJob } from '../../src/sandbox/run-job.js';
 import { codeOf, expectNoLeaks, isolateTmp, job, tool } from './helpers.js';
@@ -33,7 +34,7 @@ afterAll(() => {
 async function runLying(mode: string) {
   const logger = silentLogger();
   const limits = { maxOutputBytes: 1 << 20, maxFrameBytes: MAX_RESULT + 64 * 1024, maxLogLineBytes: 4096 };
-  const proc = spawnSandboxProcess({ id: 1, key: 'lying', denoPath, net: [], memoryMb: 128, limits, guard, logger, harnessPath: LYING_HARNESS });
+  const proc = spawnSandboxProcess({ id: 1, key: 'lying', denoPath, net: [], memoryMb: 128, limits, guard, launcher: createDirectLauncher(), logger, harnessPath: LYING_HARNESS });
   await proc.ready;
   const settings = {
     seq: 7,

@@ -17,6 +17,7 @@ import { silentLogger } from '../../src/logger.js';
 import { buildDenoCommand, HARNESS_PATH } from '../../src/sandbox/command.js';
 import { createSandbox, DENY_NET, resolveDeno, validateNetHosts, type Sandbox } from '../../src/sandbox/index.js';
 import { createMemoryGuard } from '../../src/sandbox/memory-guard.js';
+import { createDirectLauncher } from '../../src/sandbox/launcher.js';
 import { spawnSandboxProcess } from '../../src/sandbox/process.js';
 import { runJob } from '../../src/sandbox/run-job.js';
 import { codeOf, expectNoLeaks, fixture, isolateTmp, job, testConfig, tool } from './helpers.js';
@@ -121,7 +122,7 @@ async function fetchThroughHarness(net: string[], url: string) {
   const logger = silentLogger();
   const guard = await createMemoryGuard({ logger, location: null });
   const limits = { maxOutputBytes: 1 << 20, maxFrameBytes: 1 << 20, maxLogLineBytes: 4096 };
-  const proc = spawnSandboxProcess({ id: 1, key: 'net-test', denoPath, net, memoryMb: 128, limits, guard, logger });
+  const proc = spawnSandboxProcess({ id: 1, key: 'net-test', denoPath, net, memoryMb: 128, limits, guard, launcher: createDirectLauncher(), logger });
   await proc.ready;
   const settings = {
     seq: 1,

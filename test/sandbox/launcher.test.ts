@@ -1,0 +1,81 @@
+// The spawner launcher: processes started through the helper deliver every byte of their output
+// (also when they exit at once), report exit codes, and die with the service — even when the
+// service is killed with SIGKILL and cannot clean up.
+
+import { spawn } from 'node:child_process';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createSpawnerLauncher, type Launcher } from '../../src/sandbox/launcher.js';
+import { waitFor } from './helpers.js';
+
+let launcher: Launcher | undefined;
+afterEach(async () => {
+  await launcher?.close();
+  launcher = undefined;
+});
+
+const env = { PATH: '/usr/bin:/bin' };
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('spawner launcher', () => {
+  it('hands over stdio without losing a byte, for slow and instantly-exiting processes', async () => {
+    const l = createSpawnerLauncher();
+    launcher = l;
+    const failures: string[] = [];
+    await Promise.all(
+      Array.from({ length: 4 }, async (_, worker) => {
+        for (let i = 0; i < 20; i++) {
+          const quick = i % 2 === 0;
+          const p = await l.launch(
+            quick
+              ? { file: '/bin/sh', args: ['-c', 'printf "out-$0"; printf "err-$0" >&2; exit 7', `${worker}-${i}`], env, cwd: '/tmp' }
+              : { file: '/bin/cat', args: [], env, cwd: '/tmp' },
+          );
+          let out = '';
+          let err = '';
+          p.stdout.on('data', (d: Buffer) => (out += d.toString()));
+          p.stderr.on('data', (d: Buffer) => (err += d.toString()));
+          p.stdin.end(quick ? undefined : `msg-${worker}-${i}`);
+          const ended = await p.ended;
+          const expected = quick ? { out: `out-${worker}-${i}`, err: `err-${worker}-${i}`, code: 7 } : { out: `msg-${worker}-${i}`, err: '', code: 0 };
+          if (out !== expected.out || err !== expected.err || ended.code !== expected.code) failures.push(JSON.stringify({ out, err, ended, expected }));
+        }
+      }),
+    );
+    expect(failures).toEqual([]);
+  });
+
+  it('rejects a program that cannot be started, with the reason', async () => {
+    launcher = createSpawnerLauncher();
+    await expect(launcher.launch({ file: '/nonexistent/deno', args: [], env, cwd: '/tmp' })).rejects.toThrow(/ENOENT/);
+  });
+
+  it('kills every process it started when the service dies without cleaning up (SIGKILL)', async () => {
+    // A stand-in service: starts a process that ignores SIGTERM and loops forever, prints its pid,
+    // then waits to be killed.
+    // dist/ is built by test/global-setup.ts (Node 20 cannot import .ts directly).
+    const launcherUrl = new URL('../../dist/sandbox/launcher.js', import.meta.url).href;
+    const script = `
+      const { createSpawnerLauncher } = await import(${JSON.stringify(launcherUrl)});
+      const l = createSpawnerLauncher();
+      const p = await l.launch({ file: '/bin/sh', args: ['-c', 'trap "" TERM; while :; do :; done'], env: { PATH: '/usr/bin:/bin' }, cwd: '/tmp' });
+      console.log(p.pid);
+      setInterval(() => {}, 1000);
+    `;
+    const service = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const pid = await new Promise<number>((resolve, reject) => {
+      service.stdout.once('data', (d: Buffer) => resolve(Number(d.toString().trim())));
+      service.once('exit', (code) => reject(new Error(`stand-in service exited early (${code})`)));
+    });
+    expect(alive(pid)).toBe(true);
+    service.kill('SIGKILL');
+    await waitFor(() => !alive(pid), 10_000, 'the orphaned process to be killed');
+  });
+});
