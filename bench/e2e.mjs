@@ -19,6 +19,10 @@ const arg = (name, dflt) => Number(process.argv.find((a) => a.startsWith(`--${na
 const LATENCY_N = arg('latency-n', 300);
 const SATURATION_N = arg('saturation-n', 600);
 const PENDING_N = arg('pending-n', 10_000);
+// --reuse: the operator opts the echo tool into process reuse (see README "Sandbox"); default is strict.
+const REUSE = process.argv.includes('--reuse');
+// Extra runner flags, e.g. --runner=--pool-size=4
+const EXTRA = process.argv.filter((a) => a.startsWith('--runner=')).map((a) => a.slice('--runner='.length));
 const root = fileURLToPath(new URL('..', import.meta.url));
 const cli = join(root, 'dist', 'cli', 'main.js');
 const dir = mkdtempSync(join(tmpdir(), 'bench-e2e-'));
@@ -57,7 +61,7 @@ const pct = (xs, p) => {
 async function main() {
   const store = start(['store', '--port', '0', '--data-dir', join(dir, 'store')]);
   const url = (await store.line(/^store listening on /)).replace('store listening on ', '');
-  const runnerArgs = ['start', '--store-url', url, '--admin-port', '-1', '--bootstrap-dir', join(root, 'bootstrap-breadcrumbs')];
+  const runnerArgs = ['start', '--store-url', url, '--admin-port', '-1', '--bootstrap-dir', join(root, 'bootstrap-breadcrumbs'), ...(REUSE ? ['--reuse-tools', 'echo'] : []), ...EXTRA];
   let runner = start(runnerArgs);
   await runner.line(/^runner ready$/);
   const logger = silentLogger();
@@ -128,6 +132,8 @@ async function main() {
   client.close();
   console.log(JSON.stringify({
     tool: 'echo',
+    mode: REUSE ? 'reuse (echo opted in)' : 'strict (one process per call)',
+    runner_flags: EXTRA,
     latency_c1_p50_ms: pct(lat, 50),
     latency_c1_p99_ms: pct(lat, 99),
     calls_per_sec_saturated: Math.round(saturated * 10) / 10,

@@ -182,7 +182,7 @@ export const OPTIONS = {
     doc: 'Deno binary to use.',
     defaultText: 'the pinned `deno` npm dependency',
   }),
-  poolSize: opt(intish(0, 64).default(2), {
+  poolSize: opt(intish(0, 64).default(4), {
     group: 'sandbox',
     doc: 'Warm, pre-spawned Deno processes kept per permission set.',
   }),

@@ -62,25 +62,27 @@ export function createDirectLauncher(): Launcher {
 const SPAWNER_SOURCE = `
 const { spawn } = require('node:child_process');
 const live = new Map();
+const send = (msg, handle) => { if (process.connected) process.send(msg, handle, () => {}); };
+process.on('error', () => {});
 const killAll = () => { for (const pid of live.keys()) { try { process.kill(-pid, 'SIGKILL'); } catch {} } };
 process.on('disconnect', () => { killAll(); process.exit(0); });
 process.on('message', (m) => {
   let child;
   try {
     child = spawn(m.file, m.args, { cwd: m.cwd, env: m.env, detached: true, stdio: 'pipe' });
-  } catch (e) { process.send({ id: m.id, error: String(e && e.message || e) }); return; }
-  child.once('error', (e) => { if (child.pid === undefined) process.send({ id: m.id, error: String(e && e.message || e) }); });
+  } catch (e) { send({ id: m.id, error: String(e && e.message || e) }); return; }
+  child.once('error', (e) => { if (child.pid === undefined) send({ id: m.id, error: String(e && e.message || e) }); });
   if (child.pid === undefined) return;
   live.set(child.pid, child);
   // Node starts reading a child's pipes at once; the spawner must not (it would consume the
   // child's output, or see EOF and destroy the pipe before it is handed over). Stopping the
   // read before the event loop turns leaves every byte and the EOF in the kernel pipe.
   for (const s of [child.stdout, child.stderr]) { if (s._handle) { s._handle.reading = false; s._handle.readStop(); } }
-  process.send({ id: m.id, pid: child.pid });
-  process.send({ id: m.id, fd: 'stdin' }, child.stdin);
-  process.send({ id: m.id, fd: 'stdout' }, child.stdout);
-  process.send({ id: m.id, fd: 'stderr' }, child.stderr);
-  child.once('exit', (code, signal) => { live.delete(child.pid); process.send({ id: m.id, exit: { code, signal } }); });
+  send({ id: m.id, pid: child.pid });
+  send({ id: m.id, fd: 'stdin' }, child.stdin);
+  send({ id: m.id, fd: 'stdout' }, child.stdout);
+  send({ id: m.id, fd: 'stderr' }, child.stderr);
+  child.once('exit', (code, signal) => { live.delete(child.pid); send({ id: m.id, exit: { code, signal } }); });
 });
 `;
 
