@@ -66,6 +66,8 @@ const send = (msg, handle) => { if (process.connected) process.send(msg, handle,
 process.on('error', () => {});
 const killAll = () => { for (const pid of live.keys()) { try { process.kill(-pid, 'SIGKILL'); } catch {} } };
 process.on('disconnect', () => { killAll(); process.exit(0); });
+const parent = process.ppid;
+setInterval(() => { if (process.ppid !== parent) { killAll(); process.exit(0); } }, 500).unref();
 process.on('message', (m) => {
   let child;
   try {
@@ -96,7 +98,11 @@ interface Pending {
   reject(error: Error): void;
   exit?: (status: { code: number | null; signal: string | null; error?: Error }) => void;
   started: boolean;
+  timer?: NodeJS.Timeout;
 }
+
+/** How long the spawner may take to start a process and hand over its pipes. */
+export const LAUNCH_TIMEOUT_MS = 10_000;
 
 function closedWritable(): Writable {
   return new Writable({ write: (_chunk, _encoding, done) => done() });
@@ -118,6 +124,20 @@ export function createSpawnerLauncher(options: { nodePath?: string } = {}): Laun
   const updateRef = (): void => {
     if (pending.size > 0) channel()?.ref();
     else channel()?.unref();
+  };
+
+  const abandon = (id: number, entry: Pending, why: string): void => {
+    pending.delete(id);
+    updateRef();
+    clearTimeout(entry.timer);
+    if (entry.pid !== undefined) {
+      try {
+        process.kill(-entry.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    entry.reject(new Error(why));
   };
 
   const fail = (why: string): void => {
@@ -143,6 +163,7 @@ export function createSpawnerLauncher(options: { nodePath?: string } = {}): Laun
     if (m.error !== undefined) {
       pending.delete(m.id);
       updateRef();
+      clearTimeout(entry.timer);
       entry.reject(new Error(m.error));
       return;
     }
@@ -167,8 +188,11 @@ export function createSpawnerLauncher(options: { nodePath?: string } = {}): Laun
         entry.exit?.(status);
       });
     }
+    // (A pipe arriving empty means Node closed it because the child already exited; the exit
+    // report follows and completes the hand-over below. LAUNCH_TIMEOUT_MS covers anything else.)
     if (!entry.started && entry.pid !== undefined && entry.stdin && entry.stdout && entry.stderr && (entry.seen === 3 || m.exit)) {
       entry.started = true;
+      clearTimeout(entry.timer);
       const ended = new Promise<{ code: number | null; signal: string | null; error?: Error }>((resolve) => (entry.exit = resolve));
       entry.resolve({ pid: entry.pid, stdin: entry.stdin, stdout: entry.stdout, stderr: entry.stderr, ended });
     }
@@ -196,7 +220,12 @@ export function createSpawnerLauncher(options: { nodePath?: string } = {}): Laun
       if (closed) return Promise.reject(new Error('the sandbox launcher is closed'));
       return new Promise<Launched>((resolve, reject) => {
         const id = ++nextId;
-        pending.set(id, { resolve, reject, started: false });
+        const entry: Pending = { resolve, reject, started: false };
+        entry.timer = setTimeout(() => {
+          if (!entry.started && pending.get(id) === entry) abandon(id, entry, `the sandbox spawner did not start the process within ${LAUNCH_TIMEOUT_MS} ms`);
+        }, LAUNCH_TIMEOUT_MS);
+        entry.timer.unref();
+        pending.set(id, entry);
         const h = ensureHelper();
         updateRef();
         h.send({ id, file: cmd.file, args: cmd.args, env: cmd.env, cwd: cmd.cwd }, (error) => {
