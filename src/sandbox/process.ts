@@ -9,7 +9,7 @@
 // after the temp dirs (and cgroup) are gone.
 
 import { setPriority } from 'node:os';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from '../logger.js';
@@ -188,7 +188,8 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
 
   let child: Launched | undefined;
   const run = async (): Promise<ExitInfo> => {
-    const root = await mkdtemp(join(tmpdir(), TEMP_PREFIX));
+    // The owner's pid in the name lets a later service remove what a crashed one left (sweepTempDirs).
+    const root = await mkdtemp(join(tmpdir(), `${TEMP_PREFIX}${process.pid}-`));
     try {
       if (killReason !== undefined) {
         failReady(new Error(`Deno sandbox process failed to start: ${killDetail ?? killReason}`));
@@ -263,4 +264,44 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
     return { exitCode: null, signal: null, oomKilled: false, killReason: killReason ?? 'spawn_failed' };
   });
   return proc;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes sandbox temp dirs left behind by services that died without cleaning up (SIGKILL,
+ * power loss): those whose owner pid no longer runs and that are older than `minAgeMs`.
+ * Returns how many were removed.
+ */
+export async function sweepTempDirs(logger: Logger, minAgeMs = 60_000): Promise<number> {
+  const dir = tmpdir();
+  let removed = 0;
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch {
+    return 0;
+  }
+  for (const name of names) {
+    if (!name.startsWith(TEMP_PREFIX)) continue;
+    const owner = Number(/^(\d+)-/.exec(name.slice(TEMP_PREFIX.length))?.[1]);
+    if (!Number.isInteger(owner) || owner <= 0 || owner === process.pid || isAlive(owner)) continue;
+    const path = join(dir, name);
+    try {
+      if (Date.now() - (await stat(path)).mtimeMs < minAgeMs) continue;
+      await rm(path, { recursive: true, force: true });
+      removed++;
+    } catch (error) {
+      logger.warn('stale sandbox temp dir not removed', { dir: path, error });
+    }
+  }
+  if (removed > 0) logger.info('removed stale sandbox temp dirs', { count: removed });
+  return removed;
 }

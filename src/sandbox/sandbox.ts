@@ -17,7 +17,7 @@ import { createMemoryGuard, type MemoryGuard } from './memory-guard.js';
 import { validateNetHosts } from './net-policy.js';
 import { createPool, type ProcessSpec } from './pool.js';
 import { createDirectLauncher, createSpawnerLauncher } from './launcher.js';
-import { spawnSandboxProcess, type SandboxProcess } from './process.js';
+import { spawnSandboxProcess, sweepTempDirs, type SandboxProcess } from './process.js';
 import { runJob } from './run-job.js';
 import type { Sandbox, SandboxJob } from './types.js';
 
@@ -61,6 +61,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
     maxFrameBytes: config.maxResultBytes + FRAME_SLACK_BYTES,
     maxLogLineBytes: Math.max(1, config.maxLogBytes),
   };
+  void sweepTempDirs(logger);
   const launcher = config.sandboxLauncher === 'direct' ? createDirectLauncher() : createSpawnerLauncher();
   let nextId = 0;
   let nextSeq = 0;

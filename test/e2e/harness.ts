@@ -42,9 +42,11 @@ export interface CliProcess {
 
 /** Spawns `node dist/cli/main.js <args>`; killed (SIGKILL) at cleanup if still running. */
 export function runCli(args: string[], env: Record<string, string> = {}): CliProcess {
+  // A private TMPDIR: whatever the process leaves (even when a test SIGKILLs it) goes with it.
+  const tmp = tempDir('tr-e2e-tmp-');
   const proc = spawn(process.execPath, [cli, ...args], {
     cwd: root,
-    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/tmp', TOOLS_RUNNER_LOG_LEVEL: 'warn', ...env },
+    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/tmp', TMPDIR: tmp, TOOLS_RUNNER_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const stdout: string[] = [];
@@ -70,8 +72,11 @@ export function runCli(args: string[], env: Record<string, string> = {}): CliPro
   const exited = new Promise<number | string>((resolve) => proc.on('exit', (code, sig) => resolve(code ?? sig ?? 'unknown')));
   cleanups.push(async () => {
     if (proc.exitCode === null && proc.signalCode === null) {
-      proc.kill('SIGKILL');
+      // Graceful first (the runner drains and removes its sandbox dirs), then by force.
+      proc.kill('SIGTERM');
+      const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
       await exited;
+      clearTimeout(timer);
     }
   });
   return {
