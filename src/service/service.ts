@@ -81,11 +81,15 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   let state: Lifecycle = 'INITIALIZED';
   const intakeController = new AbortController();
   const hardStop = new AbortController();
-  const cleanups: Array<() => Promise<void>> = [];
+  const cleanups: Array<{ step: string; run: () => Promise<void> }> = [];
+  /** Registers a shutdown step; steps run newest first. */
+  const onStop = (step: string, run: () => Promise<void>): void => void cleanups.push({ step, run });
 
   const runCleanups = async (): Promise<void> => {
-    for (const cleanup of cleanups.splice(0).reverse()) {
-      await cleanup().catch((error: unknown) => log.warn('shutdown step failed', { error }));
+    for (const { step, run } of cleanups.splice(0).reverse()) {
+      const startedAt = performance.now();
+      await run().catch((error: unknown) => log.warn('shutdown step failed', { step, error }));
+      log.debug('shutdown step finished', { step, durationMs: Math.round(performance.now() - startedAt) });
     }
   };
 
@@ -94,7 +98,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     let store: Store | undefined;
     if (!storeUrl) {
       store = await createStore({ ...config, logger: logger.child({ component: 'store' }) });
-      cleanups.push(() => store!.close());
+      onStop('store', () => store!.close());
       storeUrl = store.url;
       out(`store listening on ${store.url}`);
     }
@@ -106,10 +110,12 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         ? { token: config.storeToken }
         : { mint: { owner_id: config.ownerId, agent_id: config.agentId, roles: ['curator', 'emitter', 'subscriber'], ...(config.adminKey ? { adminKey: config.adminKey } : {}) } },
     });
+    // Drop keep-alive sockets before the embedded store closes (it would wait for them).
+    onStop('store client', async () => client.close());
     await waitForStore(client, log, intakeController.signal);
 
     const sandbox = await createSandbox({ config, logger: log.child({ component: 'sandbox' }) });
-    cleanups.push(() => sandbox.close());
+    onStop('sandbox', () => sandbox.close());
 
     let hostTools: HostTool[] = [];
     if (config.manifests.length > 0) {
@@ -143,7 +149,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       rejectedCount: () => catalog.rejected().length,
     });
     publish = () => publisher.schedule();
-    cleanups.push(() => publisher.close());
+    onStop('catalog publisher', () => publisher.close());
 
     const queue = createJobQueue({
       concurrency: config.concurrency,
@@ -243,7 +249,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         trustBootstrapTool: (name, source) => void bootstrapSources.set(name, source),
         isBootstrapTool: (name, source) => bootstrapSources.get(name) === source,
       });
-      if (extension.stop) cleanups.push(() => extension.stop!());
+      if (extension.stop) onStop(extension.name, () => extension.stop!());
     }
     await catalog.load();
     await publisher.flush();
@@ -252,7 +258,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       catalog.load().catch((error: unknown) => log.warn('catalog reload failed', { error }));
     }, config.scanIntervalMs);
     catalogTimer.unref();
-    cleanups.push(async () => clearInterval(catalogTimer));
+    onStop('catalog timer', async () => clearInterval(catalogTimer));
     void intake.scan(true);
 
     const startedAt = Date.now();
@@ -275,7 +281,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
           catalog: { active: catalog.entries().length, rejected: catalog.rejected().length },
         }),
       });
-      cleanups.push(() => admin!.close());
+      onStop('admin port', () => admin!.close());
       log.info('admin port listening', { url: admin.url });
     }
 

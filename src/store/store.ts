@@ -5,6 +5,7 @@
 // closed, in-flight requests finish — or are cut after a grace period); CLOSED once the server
 // and the database are closed.
 
+import type { Socket } from 'node:net';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Config } from '../config/index.js';
 import { ErrorCode, RunnerError, coerceError } from '../errors.js';
@@ -64,6 +65,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
   let inflight = 0;
   let idle: (() => void) | undefined;
   let state: 'RUNNING' | 'CLOSING' | 'CLOSED' = 'RUNNING';
+  const sockets = new Set<Socket>();
   try {
     const key = configuredKey ?? resolveSecretsKey({ secretsKey: undefined, dataDir: options.dataDir, logger });
     const log = createEventLog(db, options.eventRetention);
@@ -98,6 +100,10 @@ export async function createStore(options: StoreOptions): Promise<Store> {
       }
     };
     server = createServer({ noDelay: true, keepAliveTimeout: 65_000 }, (req, res) => void handle(req, res));
+    server.on('connection', (socket: Socket) => {
+      sockets.add(socket);
+      socket.once('close', () => sockets.delete(socket));
+    });
     await listen(server, options.port, host);
   } catch (error) {
     stopPrune();
@@ -118,8 +124,16 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     sse.closeAll();
     server.closeIdleConnections();
+    // Clients may still connect while the listener shuts (a reconnecting stream, a keep-alive pool
+    // opening a socket): keep closing idle connections until the grace period forces the rest.
+    // A socket that never sent a byte is not "idle" to node:http; it holds close() until the grace.
+    const sweep = setInterval(() => {
+      server.closeIdleConnections();
+      for (const socket of sockets) if (socket.bytesRead === 0) socket.destroy();
+    }, 50);
     const timer = setTimeout(() => server.closeAllConnections(), CLOSE_GRACE_MS);
     await closed;
+    clearInterval(sweep);
     clearTimeout(timer);
     if (inflight > 0) await new Promise<void>((resolve) => (idle = resolve));
     await checkpointer?.stop();
