@@ -25,6 +25,8 @@ export interface DenoCommandInput {
   denoPath: string;
   /** Already validated and normalised hosts ("api.example.com:443"); [] = no network. */
   net: readonly string[];
+  /** Extra permissions granted as `--allow-<name>` (already checked against the operator's policy). */
+  extra?: readonly string[];
   memoryMb: number;
   /** DENO_DIR; DENO_DIR_NOWHERE unless a test needs a real one. */
   denoDir?: string;
@@ -56,6 +58,7 @@ export function buildDenoCommand(input: DenoCommandInput): DenoCommand {
     `--v8-flags=--max-old-space-size=${Math.floor(input.memoryMb)}`,
   ];
   if (input.net.length > 0) args.push(`--allow-net=${input.net.join(',')}`);
+  for (const name of input.extra ?? []) args.push(`--allow-${name}`);
   args.push(`--deny-net=${DENY_NET.join(',')}`);
   args.push(input.harnessPath ?? HARNESS_PATH);
   return {

@@ -24,6 +24,8 @@ const BACKOFF_MAX_MS = 30_000;
 export interface ProcessSpec {
   key: string;
   net: readonly string[];
+  /** Extra `--allow-*` permissions (operator-trusted tools only). */
+  extra: readonly string[];
   memoryMb: number;
 }
 

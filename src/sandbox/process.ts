@@ -82,6 +82,7 @@ export interface SpawnOptions {
   key: string;
   denoPath: string;
   net: readonly string[];
+  extra?: readonly string[];
   memoryMb: number;
   limits: ProcessLimits;
   guard: MemoryGuard;
@@ -198,6 +199,7 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
       const cmd = buildDenoCommand({
         denoPath: options.denoPath,
         net: options.net,
+        ...(options.extra ? { extra: options.extra } : {}),
         memoryMb: options.memoryMb,
         cwd: root,
         ...(options.harnessPath ? { harnessPath: options.harnessPath } : {}),

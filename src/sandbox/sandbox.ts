@@ -38,6 +38,8 @@ function clamp(value: number, fallback: number, min: number, max: number): numbe
   return Math.min(max, Math.max(min, n));
 }
 
+const EXTRA_PERMISSIONS: ReadonlySet<string> = new Set(['read', 'write', 'env', 'run', 'sys']);
+
 function crashed(message: string, startedAt: number, details?: Record<string, unknown>): ExecutionResult {
   return errorResult(failure(ErrorCode.SandboxCrashed, message, details), startedAt);
 }
@@ -74,7 +76,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
     guard,
     logger,
     spawn: (spec) =>
-      spawnSandboxProcess({ id: ++nextId, key: spec.key, denoPath: deno.path, net: spec.net, memoryMb: spec.memoryMb, limits, guard, launcher, logger }),
+      spawnSandboxProcess({ id: ++nextId, key: spec.key, denoPath: deno.path, net: spec.net, extra: spec.extra, memoryMb: spec.memoryMb, limits, guard, launcher, logger }),
   });
   // Last resort when the service exits without close(): detached groups are not killed by Node.
   const killAll = (): void => {
@@ -82,7 +84,12 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
   };
   process.on('exit', killAll);
 
-  const specFor = (net: readonly string[], memoryMb: number): ProcessSpec => ({ key: `${memoryMb}|${net.join(',')}`, net, memoryMb });
+  const specFor = (net: readonly string[], memoryMb: number, extra: readonly string[] = []): ProcessSpec => ({
+    key: `${memoryMb}|${net.join(',')}|${extra.join(',')}`,
+    net,
+    extra,
+    memoryMb,
+  });
   pool.prewarm(specFor([], clamp(config.defaultMemoryMb, config.defaultMemoryMb, MIN_MEMORY_MB, config.maxMemoryMb)));
 
   const run = async (job: SandboxJob): Promise<ExecutionResult> => {
@@ -100,7 +107,14 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
     }
     const timeoutMs = clamp(tool.timeoutMs, config.defaultTimeoutMs, 1, config.maxTimeoutMs);
     const memoryMb = clamp(tool.memoryMb, config.defaultMemoryMb, MIN_MEMORY_MB, config.maxMemoryMb);
-    const spec = specFor(net, memoryMb);
+    // Extra permissions: only the known ones, and only what the operator allows (defence in depth:
+    // validation already refused anything else for agent-created tools).
+    const extra = [...new Set(tool.extraPermissions ?? [])].sort();
+    const refused = extra.filter((name) => !EXTRA_PERMISSIONS.has(name) || !config.bootstrapAllow.includes(name));
+    if (refused.length > 0) {
+      return errorResult(failure(ErrorCode.PermissionDenied, `tool ${JSON.stringify(tool.name)} asks for permission(s) the operator does not allow: ${refused.join(', ')}`), startedAt);
+    }
+    const spec = specFor(net, memoryMb, extra);
     const hasSecrets = Object.keys(job.secrets).length > 0;
     const wantsReuse = config.reuseTools.includes(tool.name);
     const reuse = wantsReuse && !hasSecrets;

@@ -13,6 +13,11 @@ export interface SandboxTool {
   net: string[];
   /** Grant for `context.api`. */
   api: false | 'read' | 'write';
+  /**
+   * Extra Deno permissions (`read`, `write`, `env`, `run`, `sys`) — only for operator-trusted
+   * (bootstrapped) tools, and only those listed in `config.bootstrapAllow`; granted unscoped.
+   */
+  extraPermissions?: readonly string[];
   timeoutMs: number;
   memoryMb: number;
 }

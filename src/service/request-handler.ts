@@ -127,7 +127,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
       return { tool: toolName, kind: 'code', metadata, result: errorResult(ErrorCode.SecretMissing, `tool "${toolName}" needs secret(s) that are not set: ${resolved.missing.join(', ')}`, { missing: resolved.missing }) };
     }
     const result = await sandbox.run({
-      tool: { name: tool.name, version: tool.version, source: tool.source, net: tool.net, api: tool.api, timeoutMs: tool.timeoutMs, memoryMb: tool.memoryMb },
+      tool: { name: tool.name, version: tool.version, source: tool.source, net: tool.net, api: tool.api, extraPermissions: tool.extraPermissions, timeoutMs: tool.timeoutMs, memoryMb: tool.memoryMb },
       input,
       secrets: resolved.values,
       request: { id: rid, workspace: config.workspace, ...(agentId ? { agentId } : {}) },
