@@ -63,14 +63,20 @@ async function throughput(sandbox, total, t = tool) {
   return round(total / ((performance.now() - t0) / 1000));
 }
 
+function parentOf(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+}
+
+// Deno processes are children of the spawner helper, itself a child of this process.
 function idleRssMb() {
   const values = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid !== process.pid || !readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('harness.ts')) continue;
+      const ppid = parentOf(entry);
+      const ours = ppid === process.pid || parentOf(ppid) === process.pid;
+      if (!ours || !readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('harness.ts')) continue;
       const rss = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${entry}/status`, 'utf8'));
       if (rss) values.push(Number(rss[1]) / 1024);
     } catch {
