@@ -3,10 +3,9 @@
 
 import { bootstrapTools, renderBootstrapTable } from '../../authoring/bootstrap.js';
 import { loadToolFiles } from '../../authoring/tool-files.js';
-import { createStoreClient } from '../../breadcrumbs/index.js';
 import { createSchemaValidator } from '../../screen/index.js';
 import type { Command } from '../command.js';
-import { clientStoreUrl } from '../store-url.js';
+import { cliStoreClient } from '../store-client.js';
 
 export const bootstrapCommand: Command = {
   name: 'bootstrap',
@@ -21,13 +20,7 @@ export const bootstrapCommand: Command = {
       err(`tools-runner bootstrap: ${dir}: ${(error as Error).message}`);
       return 2;
     }
-    const client = createStoreClient({
-      baseUrl: clientStoreUrl(config),
-      logger,
-      auth: config.storeToken
-        ? { token: config.storeToken }
-        : { mint: { owner_id: config.ownerId, agent_id: config.agentId, roles: ['curator', 'emitter', 'subscriber'], ...(config.adminKey ? { adminKey: config.adminKey } : {}) } },
-    });
+    const client = cliStoreClient(config, logger, config.agentId, ['curator', 'emitter', 'subscriber']);
     try {
       await client.health();
       const rows = await bootstrapTools({ client, files, config, logger, validator: createSchemaValidator() });

@@ -3,11 +3,10 @@
 
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { createStoreClient } from '../../breadcrumbs/index.js';
 import { openEventStream } from '../../breadcrumbs/index.js';
 import { SCHEMA, TAG, ToolResponseContext, type ToolResponseContext as Response } from '../../breadcrumbs/messages.js';
 import type { Command } from '../command.js';
-import { clientStoreUrl } from '../store-url.js';
+import { cliStoreClient } from '../store-client.js';
 
 function parseInput(raw: string | undefined): unknown {
   if (raw === undefined) return {};
@@ -36,13 +35,7 @@ export const callCommand: Command = {
       err(`tools-runner call: ${(error as Error).message}`);
       return 2;
     }
-    const client = createStoreClient({
-      baseUrl: clientStoreUrl(config),
-      logger,
-      auth: config.storeToken
-        ? { token: config.storeToken }
-        : { mint: { owner_id: config.ownerId, agent_id: 'tools-runner-cli', roles: ['emitter', 'subscriber'], ...(config.adminKey ? { adminKey: config.adminKey } : {}) } },
-    });
+    const client = cliStoreClient(config, logger, 'tools-runner-cli', ['emitter', 'subscriber']);
     const rid = randomUUID();
     const stop = new AbortController();
     const done = AbortSignal.any([stop.signal, signal, AbortSignal.timeout(config.callTimeoutMs)]);

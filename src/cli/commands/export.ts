@@ -1,24 +1,17 @@
 // `tools-runner export --format openai`: prints the workspace's runnable catalog (its
 // tool.catalog.v1, kept current by the runner) as OpenAI function tools plus the reverse name map.
 
-import { createStoreClient } from '../../breadcrumbs/index.js';
 import { SCHEMA, TAG, ToolCatalogContext } from '../../breadcrumbs/messages.js';
 import { exportOpenAI } from '../../legacy/index.js';
 import type { Command } from '../command.js';
-import { clientStoreUrl } from '../store-url.js';
+import { cliStoreClient } from '../store-client.js';
 
 export const exportCommand: Command = {
   name: 'export',
   summary: 'print the runnable catalog as OpenAI function tools',
   usage: 'tools-runner export [--format openai] [--store-url URL]',
   async run({ config, logger, out, err }) {
-    const client = createStoreClient({
-      baseUrl: clientStoreUrl(config),
-      logger,
-      auth: config.storeToken
-        ? { token: config.storeToken }
-        : { mint: { owner_id: config.ownerId, agent_id: 'tools-runner-cli', roles: ['subscriber'], ...(config.adminKey ? { adminKey: config.adminKey } : {}) } },
-    });
+    const client = cliStoreClient(config, logger, 'tools-runner-cli', ['subscriber']);
     try {
       const items = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolCatalog, tag: config.workspace, include_context: true, limit: 20 });
       const item = items.filter((i) => i.tags.includes(TAG.Catalog)).sort((a, b) => a.id.localeCompare(b.id))[0];
