@@ -168,7 +168,9 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       isKnownTool: (name) => catalog.resolve(name) !== undefined,
     });
     const hostEnv = hostEnvironment();
-    const hostSchemas = createSchemaCache();
+    // One schema validator (compiled-schema cache) for code tools and host tools alike.
+    const validator = createSchemaValidator();
+    const hostSchemas = createSchemaCache(validator);
     const handler = createRequestHandler({
       client,
       claims,
@@ -176,7 +178,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       sandbox,
       responder,
       secrets,
-      validator: createSchemaValidator(),
+      validator,
       config,
       logger: log,
       replica,

@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { executeHostTool, loadManifest, type ExecuteHostToolOptions, type HostTool } from '../../src/legacy/index.js';
-import { captureLogger, createTempDirs, fixture, isAlive, livingChildren, readAudit, testConfig, writeManifest, type OptionOverrides } from './helpers.js';
+import { captureLogger, createTempDirs, diesWithin, fixture, livingChildren, readAudit, testConfig, writeManifest, type OptionOverrides } from './helpers.js';
 
 const temp = createTempDirs();
 afterEach(async () => {
@@ -171,7 +171,7 @@ describe('agentcli exec: process lifetime', () => {
     const pidFile = path.join(dir, 'helper.pid');
     const t = await tool({ command: [fixture('group-sleeper'), pidFile, 'wait'], timeoutSec: 1 });
     expect(await executeHostTool(t, {}, await options())).toMatchObject({ ok: false, error: { code: 'timeout' } });
-    expect(isAlive(Number(await readFile(pidFile, 'utf8')))).toBe(false);
+    expect(await diesWithin(Number(await readFile(pidFile, 'utf8')), 5_000)).toBe(true);
   });
 
   it('helpers left running after a normal exit die too, and the call does not wait for them', async () => {
@@ -179,7 +179,7 @@ describe('agentcli exec: process lifetime', () => {
     const pidFile = path.join(dir, 'helper.pid');
     const t = await tool({ command: [fixture('group-sleeper'), pidFile, 'exit'] });
     expect(await executeHostTool(t, {}, await options())).toMatchObject({ ok: true, output: { left: 'helper' } });
-    expect(isAlive(Number(await readFile(pidFile, 'utf8')))).toBe(false);
+    expect(await diesWithin(Number(await readFile(pidFile, 'utf8')), 5_000)).toBe(true);
   });
 
   it('aborting the signal kills the tool; an aborted signal runs nothing', async () => {

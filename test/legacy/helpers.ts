@@ -91,6 +91,16 @@ export function livingChildren(): number[] {
 }
 
 /** Whether `pid` is alive (exists and is not a zombie). */
+/** Polls until `pid` is gone (a killed orphan stays visible to kill(0) until it is reaped). */
+export async function diesWithin(pid: number, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (isAlive(pid)) {
+    if (Date.now() > deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return true;
+}
+
 export function isAlive(pid: number): boolean {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
