@@ -1,0 +1,66 @@
+// The CLI as users run it: `call` (exit codes and printed response), `tail` (live feed from the admin
+// port), and the admin port's /health and /metrics.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cleanupAll, client, putTool, runCli, startRunnerWithStore, toolContext, type CliProcess } from './harness.js';
+
+let url: string;
+let admin: string;
+let runner: CliProcess;
+
+beforeAll(async () => {
+  ({ url, runner } = await startRunnerWithStore(['--admin-port', '0'], { TOOLS_RUNNER_LOG_LEVEL: 'info' }));
+  const line = runner.stderr.join('').split('\n').find((l) => l.includes('"msg":"admin port listening"'));
+  admin = (JSON.parse(line as string) as { url: string }).url;
+  await putTool(client(url), toolContext('cli-echo', 'export async function execute(input) { return { got: input }; }'));
+});
+
+afterAll(cleanupAll);
+
+async function call(args: string[]): Promise<{ code: number | string; out: string; err: string }> {
+  const cli = runCli(['call', ...args, '--store-url', url]);
+  const code = await cli.exited;
+  return { code, out: cli.stdout.join('\n'), err: cli.stderr.join('') };
+}
+
+describe('tools-runner call', () => {
+  it('prints the response and exits 0 on success', async () => {
+    const { code, out } = await call(['cli-echo', '{"n":1}']);
+    expect(code).toBe(0);
+    expect(JSON.parse(out)).toMatchObject({ tool: 'cli-echo', status: 'success', output: { got: { n: 1 } } });
+  });
+
+  it('exits 1 on an error response, 2 on bad usage', async () => {
+    const failed = await call(['no-such-tool', '{}']);
+    expect(failed.code).toBe(1);
+    expect(JSON.parse(failed.out)).toMatchObject({ status: 'error', error: { code: 'tool.not_found' } });
+    const usage = await call(['cli-echo', '{not json']);
+    expect(usage.code).toBe(2);
+    expect(usage.err).toMatch(/input is not valid JSON/);
+  });
+});
+
+describe('admin port', () => {
+  it('serves /health and Prometheus /metrics', async () => {
+    const health = (await (await fetch(`${admin}/health`)).json()) as Record<string, unknown>;
+    expect(health).toMatchObject({ ok: true, status: 'ok', lifecycle: 'RUNNING' });
+    const metrics = await (await fetch(`${admin}/metrics`)).text();
+    expect(metrics).toMatch(/^tools_runner_requests_total\{tool="cli-echo",status="success",code="ok"\} \d+$/m);
+    expect(metrics).toMatch(/^tools_runner_queue_depth \d+$/m);
+    expect(metrics).toMatch(/^tools_runner_pool_size\{state="warm"\} \d+$/m);
+  });
+
+  it('tools-runner tail prints executions as they happen', async () => {
+    const port = new URL(admin).port;
+    const tail = runCli(['tail', '--admin-port', port]);
+    await new Promise<void>((resolve) => {
+      const check = (): void => (tail.stderr.join('').includes('tailing') ? resolve() : void setTimeout(check, 20));
+      check();
+    });
+    await call(['cli-echo', '{"n":2}']);
+    const line = await tail.line(/finish cli-echo success/);
+    expect(line).toMatch(/^\S+ finish cli-echo success [\d.]+ms rid=/);
+    tail.signal('SIGTERM');
+    expect(await tail.exited).toBe(0);
+  });
+});
