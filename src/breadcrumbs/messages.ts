@@ -24,7 +24,6 @@ export const TAG = {
   Catalog: 'tool:catalog',
   Claim: 'tool:claim',
   Tool: 'tool',
-  CreateRequest: 'tool:create',
   /** `request:<rid>` */
   request: (rid: string) => `request:${rid}`,
   /** `tool:<name>` */
@@ -235,8 +234,11 @@ export const ToolLegacyContext = z.looseObject({
   name: z.string(),
   description: z.string().optional(),
   input_schema: z.unknown().optional(),
+  output_schema: z.unknown().optional(),
   transport: z.string().optional(),
+  format: z.string().optional(),
   manifest_digest: z.string().optional(),
+  requires_confirmation: z.boolean().optional(),
 });
 export type ToolLegacyContext = z.infer<typeof ToolLegacyContext>;
 

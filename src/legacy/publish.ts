@@ -7,7 +7,7 @@
 
 import type { StoreClient } from '../breadcrumbs/index.js';
 import { isConflict, isNotFound, isVersionMismatch } from '../breadcrumbs/index.js';
-import { SCHEMA, TAG } from '../breadcrumbs/messages.js';
+import { SCHEMA, TAG, type ToolLegacyContext } from '../breadcrumbs/messages.js';
 import type { Logger } from '../logger.js';
 import type { HostTool } from './types.js';
 
@@ -18,7 +18,7 @@ export interface PublishResult {
 }
 
 /** The tool.v1 context of a host tool (what agents may know about it). */
-export function legacyContext(tool: HostTool): Record<string, unknown> {
+export function legacyContext(tool: HostTool): ToolLegacyContext {
   return {
     name: tool.name,
     description: tool.description,

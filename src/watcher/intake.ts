@@ -64,7 +64,7 @@ export function createIntake(options: IntakeOptions): Intake {
   const pageSize = options.pageSize ?? 200;
 
   const done = new Set<string>();
-  let pending: PendingRequest[] = [];
+  const pending: PendingRequest[] = [];
   const pendingIds = new Set<string>();
   let feeding = false;
   let stopped = false;
