@@ -39,3 +39,20 @@ export type ExecutionResult = ExecutionSuccess | ExecutionError;
 export function failure(code: ErrorCode, message: string, details?: Record<string, unknown>): ExecutionFailure {
   return { code, message, retryable: isRetryable(code), ...(details ? { details } : {}) };
 }
+
+/** Deepest nesting of a tool's input or output (the store refuses contexts deeper than 256 levels). */
+export const MAX_JSON_DEPTH = 128;
+
+/** Whether `value` nests objects/arrays deeper than `max` levels (iterative: no stack to blow). */
+export function jsonDepthExceeds(value: unknown, max = MAX_JSON_DEPTH): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  const stack: Array<[object, number]> = [[value, 1]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop() as [object, number];
+    if (depth > max) return true;
+    for (const child of Array.isArray(node) ? node : Object.values(node)) {
+      if (child !== null && typeof child === 'object') stack.push([child as object, depth + 1]);
+    }
+  }
+  return false;
+}

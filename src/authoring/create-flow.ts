@@ -13,7 +13,7 @@
 
 import PQueue from 'p-queue';
 import type { StoreClient } from '../breadcrumbs/index.js';
-import { isConflict, isNotFound, isVersionMismatch } from '../breadcrumbs/index.js';
+import { ANSWER_TAG_PREFIX, isConflict, isNotFound, isVersionMismatch, requestIdProblem, type RequestKeys } from '../breadcrumbs/index.js';
 import {
   SCHEMA,
   TAG,
@@ -35,6 +35,7 @@ import { runExamples } from './examples.js';
 
 interface Deps {
   client: StoreClient;
+  keys: RequestKeys;
   sandbox: Sandbox;
   config: Config;
   logger: Logger;
@@ -50,15 +51,23 @@ function bumpPatch(version: string): string {
   return match ? `${match[1]}.${match[2]}.${Number(match[3]) + 1}` : '1.0.1';
 }
 
+/** The rid of a create request (`request_id`, else the breadcrumb id) and why `request_id` is unusable, if it is. */
+function createRequestRid(breadcrumb: { id: string; context: Record<string, unknown> }): { rid: string; problem?: string } {
+  const raw = breadcrumb.context['request_id'];
+  if (raw === undefined || raw === '') return { rid: breadcrumb.id };
+  const problem = requestIdProblem(raw)?.replace(/^requestId/, 'request_id');
+  return problem ? { rid: breadcrumb.id, problem } : { rid: raw as string };
+}
+
 /** Handles one create request; returns the answer to write (pure policy + store writes of the tool). */
 export async function processCreateRequest(deps: Deps, breadcrumb: { id: string; tags: string[]; context: Record<string, unknown> }): Promise<{ rid: string; answer: ToolCreateResponseContext }> {
   const { client, config } = deps;
-  const rawRid = breadcrumb.context['request_id'];
-  const rid = typeof rawRid === 'string' && rawRid !== '' ? rawRid : breadcrumb.id;
+  const { rid, problem } = createRequestRid(breadcrumb);
   const reject = (errors: CreateIssue[], warnings: CreateIssue[] = [], examples: ToolCreateResponseContext['examples'] = []) => ({
     rid,
     answer: { request_id: rid, status: 'rejected' as const, errors, warnings, examples },
   });
+  if (problem) return reject([issue(ErrorCode.InputInvalid, '/request_id', problem)]);
 
   const parsed = ToolCreateRequestContext.safeParse(breadcrumb.context);
   if (!parsed.success) {
@@ -132,7 +141,7 @@ export async function processCreateRequest(deps: Deps, breadcrumb: { id: string;
       id = existing.id;
       status = 'updated';
     } else {
-      ({ id } = await client.createBreadcrumb(body, { idempotencyKey: `tool-create:${config.workspace}:${rid}` }));
+      ({ id } = await client.createBreadcrumb(body, { idempotencyKey: deps.keys.toolCreateKey(breadcrumb.id) }));
       status = 'created';
     }
   } catch (error) {
@@ -140,7 +149,7 @@ export async function processCreateRequest(deps: Deps, breadcrumb: { id: string;
       return reject([issue(ErrorCode.Conflict, '/tool_spec/name', `tool "${tool.name}" changed while this request was validated; retry with the new version`)], prefix(check.warnings), examples);
     }
     if (isConflict(error)) {
-      return reject([issue(ErrorCode.Conflict, '', `this request already created a tool (idempotency key tool-create:${rid})`)], prefix(check.warnings), examples);
+      return reject([issue(ErrorCode.Conflict, '', `this request (breadcrumb ${breadcrumb.id}) already created a tool`)], prefix(check.warnings), examples);
     }
     throw error;
   }
@@ -150,18 +159,23 @@ export async function processCreateRequest(deps: Deps, breadcrumb: { id: string;
 /** The service extension that watches for create requests (events + catch-up scans). */
 export function createToolCreationExtension(): ServiceExtension {
   const queue = new PQueue({ concurrency: 1 });
+  /** Create requests queued or being answered (bounded: the store is the real record). */
   const seen = new Set<string>();
+  const MAX_SEEN = 10_000;
   let deps: Deps | undefined;
   let ctx: ExtensionContext | undefined;
 
   const handle = (breadcrumb: { id: string; tags: string[]; context: Record<string, unknown> }): void => {
     if (!deps || seen.has(breadcrumb.id) || ctx?.signal.aborted) return;
+    if (seen.size >= MAX_SEEN) {
+      const oldest = seen.values().next();
+      if (!oldest.done) seen.delete(oldest.value);
+    }
     seen.add(breadcrumb.id);
     const d = deps;
     void queue.add(async () => {
-      const rawRid = breadcrumb.context['request_id'];
-      const rid = typeof rawRid === 'string' && rawRid !== '' ? rawRid : breadcrumb.id;
-      const answered = await d.client.listBreadcrumbs({ schema_name: SCHEMA.ToolCreateResponse, tag: TAG.request(rid), limit: 1 });
+      const { rid } = createRequestRid(breadcrumb);
+      const answered = await d.client.listBreadcrumbs({ schema_name: SCHEMA.ToolCreateResponse, tag: d.keys.answerTag(breadcrumb.id), limit: 1 });
       if (answered.length > 0) return;
       let result: { rid: string; answer: ToolCreateResponseContext };
       try {
@@ -172,7 +186,8 @@ export function createToolCreationExtension(): ServiceExtension {
         result = { rid, answer: { request_id: rid, status: 'rejected', errors: [issue(e.code, '', e.message)], warnings: [], examples: [] } };
       }
       const extraTags = breadcrumb.tags.filter((tag) => tag.startsWith('agent:'));
-      await d.responder.respondCreate(result.rid, result.answer, extraTags);
+      const title = `Tool ${result.answer.status}: ${result.answer.tool?.name ?? result.rid}`;
+      await d.responder.respondCreate({ breadcrumbId: breadcrumb.id, rid: result.rid }, result.answer, extraTags, title);
       d.logger.info('tool creation answered', { rid, status: result.answer.status, tool: result.answer.tool?.name, errors: result.answer.errors.length });
     }).catch((error: unknown) => {
       seen.delete(breadcrumb.id);
@@ -184,12 +199,9 @@ export function createToolCreationExtension(): ServiceExtension {
     if (!deps || !ctx) return;
     const requests = await deps.client.listAll({ schema_name: SCHEMA.ToolCreateRequest, tag: ctx.config.workspace, include_context: true, limit: 200 });
     const responses = await deps.client.listAll({ schema_name: SCHEMA.ToolCreateResponse, tag: ctx.config.workspace, limit: 500 });
-    const answered = new Set(responses.flatMap((r) => r.tags.filter((t) => t.startsWith('request:')).map((t) => t.slice('request:'.length))));
+    const answered = new Set(responses.flatMap((r) => r.tags.filter((t) => t.startsWith(ANSWER_TAG_PREFIX))));
     for (const item of requests.reverse()) {
-      const context = item.context ?? {};
-      const rawRid = context['request_id'];
-      const rid = typeof rawRid === 'string' && rawRid !== '' ? rawRid : item.id;
-      if (!answered.has(rid)) handle({ id: item.id, tags: item.tags, context });
+      if (!answered.has(deps.keys.answerTag(item.id))) handle({ id: item.id, tags: item.tags, context: item.context ?? {} });
     }
   };
 
@@ -199,10 +211,11 @@ export function createToolCreationExtension(): ServiceExtension {
       ctx = context;
       deps = {
         client: context.client,
+        keys: context.keys,
         sandbox: context.sandbox,
         config: context.config,
         logger: context.logger,
-        responder: createResponder({ client: context.client, workspace: context.config.workspace, logger: context.logger }),
+        responder: createResponder({ client: context.client, workspace: context.config.workspace, keys: context.keys, logger: context.logger }),
         validator: createSchemaValidator(),
         isBootstrapTool: context.isBootstrapTool,
       };

@@ -30,6 +30,9 @@ export interface HttpCall {
   close(): void;
 }
 
+/** A header value Node accepts: visible ASCII, spaces and tabs (Latin-1 is refused too: servers differ on it). */
+const HEADER_VALUE = /^[\t\x20-\x7e]*$/;
+
 /** Appends `query` to `path`. */
 export function withQuery(path: string, query: QueryValues | undefined): string {
   if (!query) return path;
@@ -73,10 +76,22 @@ export function createHttpCall(options: { baseUrl: string; tokens: TokenSource; 
       const headers: Record<string, string | number> = { Accept: 'application/json', ...call.headers };
       if (token !== undefined) headers.Authorization = `Bearer ${token}`;
       let body: string | undefined;
-      if (call.body !== undefined) {
-        body = JSON.stringify(call.body);
-        headers['Content-Type'] = 'application/json';
-        headers['Content-Length'] = Buffer.byteLength(body);
+      let req: http.ClientRequest;
+      try {
+        for (const [name, value] of Object.entries(headers)) {
+          if (typeof value === 'string' && !HEADER_VALUE.test(value)) throw new Error(`header ${name} holds characters HTTP headers cannot carry`);
+        }
+        if (call.body !== undefined) {
+          body = JSON.stringify(call.body);
+          headers['Content-Type'] = 'application/json';
+          headers['Content-Length'] = Buffer.byteLength(body);
+        }
+        const target = { protocol: base.protocol, hostname: base.hostname, port: base.port, path: base.prefix + withQuery(path, call.query), method, headers, agent };
+        req = request(target);
+      } catch (error) {
+        // Nothing was sent: a local refusal (unsendable header, unserialisable body), never retried.
+        reject(new StoreError({ status: 0, storeCode: 'unsendable', code: ErrorCode.InputInvalid, message: `store ${method} ${path} was not sent: ${(error as Error).message}`, cause: error }));
+        return;
       }
       const signal = call.signal;
       let settled = false;
@@ -99,8 +114,7 @@ export function createHttpCall(options: { baseUrl: string; tokens: TokenSource; 
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
       };
-      const options = { protocol: base.protocol, hostname: base.hostname, port: base.port, path: base.prefix + withQuery(path, call.query), method, headers, agent };
-      const req = request(options, (res) => {
+      req.on('response', (res) => {
         responded = true;
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));

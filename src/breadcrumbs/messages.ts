@@ -161,6 +161,51 @@ export const ToolRequestContext = z.looseObject({
 });
 export type ToolRequestContext = z.infer<typeof ToolRequestContext>;
 
+/** Longest `requestId` the runner accepts as a request's id. */
+export const MAX_REQUEST_ID_LENGTH = 200;
+// Control, format (bidi, zero-width), lone-surrogate and line-separator characters.
+const UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/u;
+
+/** How the runner identifies one tool.request.v1 (the rules, written once). */
+export interface RequestIdentity {
+  /** The request breadcrumb's id: assigned by the store, the key everything is derived from. */
+  breadcrumbId: string;
+  /** What answers are tagged with (`request:<rid>`): the agent's `requestId`, else the breadcrumb id. */
+  rid: string;
+  /** The requested tool's name, or `(none)`. */
+  tool: string;
+  /** The requesting agent (`agent:<id>` tag, else `context.requestedBy`). */
+  agentId?: string;
+  /** Set when the request cannot be processed as sent; it is answered `input.invalid` with this. */
+  problem?: string;
+}
+
+/** Why `value` cannot serve as a request id, or undefined when it can. */
+export function requestIdProblem(value: unknown): string | undefined {
+  if (typeof value !== 'string') return `requestId must be a string, got ${value === null ? 'null' : typeof value}`;
+  if (value === '') return 'requestId must not be empty';
+  if (value.length > MAX_REQUEST_ID_LENGTH) return `requestId is ${value.length} characters long; at most ${MAX_REQUEST_ID_LENGTH} are allowed`;
+  const bad = UNPRINTABLE.exec(value);
+  if (bad) return `requestId contains the unprintable character U+${(bad[0].codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')} at index ${bad.index}`;
+  return undefined;
+}
+
+/** The identity of a request breadcrumb (rid fallback, tool name, requesting agent). */
+export function requestIdentity(item: { id: string; tags: readonly string[]; context?: Record<string, unknown> | undefined }): RequestIdentity {
+  const context = item.context ?? {};
+  const rawTool = context['tool'];
+  const tool = typeof rawTool === 'string' && rawTool !== '' ? rawTool : '(none)';
+  const agentTag = item.tags.find((tag) => tag.startsWith('agent:') && tag.length > 'agent:'.length);
+  const requestedBy = context['requestedBy'];
+  const agentId = agentTag ? agentTag.slice('agent:'.length) : typeof requestedBy === 'string' && requestedBy !== '' ? requestedBy : undefined;
+  const base = { breadcrumbId: item.id, tool, ...(agentId !== undefined ? { agentId } : {}) };
+  const requestId = context['requestId'];
+  if (requestId === undefined) return { ...base, rid: item.id };
+  const problem = requestIdProblem(requestId);
+  // An unusable requestId is answered under the breadcrumb id, where the requester can still find it.
+  return problem ? { ...base, rid: item.id, problem } : { ...base, rid: requestId as string };
+}
+
 export const ToolErrorBody = z.looseObject({
   code: z.string(),
   message: z.string(),
@@ -310,5 +355,7 @@ export const ToolClaimContext = z.looseObject({
   holder: z.string(),
   expires_at: z.string(),
   released: z.boolean().optional(),
+  /** MAC over the lease fields under the runner secret (see request-keys.ts). */
+  mac: z.string().optional(),
 });
 export type ToolClaimContext = z.infer<typeof ToolClaimContext>;

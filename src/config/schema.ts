@@ -171,6 +171,12 @@ export const OPTIONS = {
     group: 'runner',
     doc: 'How long `tools-runner call` waits for the response.',
   }),
+  runnerSecret: opt(optionalString, {
+    group: 'runner',
+    doc: 'Secret (16+ characters) the runner derives its Idempotency-Keys, claim MACs and answer tags from, so no other writer can forge or squat them. Every replica of one store must use the same value.',
+    defaultText: 'generated into `<data-dir>/runner.key` with the embedded store; a public derivation (with a warning) with `--store-url`',
+    secret: true,
+  }),
   secretsFile: opt(optionalString, {
     group: 'runner',
     doc: 'Fallback secrets: a JSON object file `{NAME: value}` consulted after the store\'s secrets API.',

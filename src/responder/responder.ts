@@ -1,30 +1,40 @@
 // Writes the runner's answers: tool.response.v1 (and tool.create.response.v1) breadcrumbs.
 //
-// Every answer is created with an Idempotency-Key derived from the request id, so however many
-// times a write is retried — by this replica after a network error, or by another replica after
-// a takeover — the store keeps exactly one answer; a 409 means "already answered" and is success.
-// Transient store failures are retried with backoff until the write lands or the signal aborts.
+// Every answer is created with an Idempotency-Key derived from the request breadcrumb's id with the
+// runner secret (request-keys.ts), so however many times a write is retried — by this replica after
+// a network error, or by another replica after a takeover — the store keeps exactly one answer. A
+// 409 is checked against the record it points at: our own earlier answer (or one deleted since)
+// means "already answered"; anything else means the key was squatted (only possible when the runner
+// secret is public) and the answer goes to the next derived slot.
+//
+// Every completed run ends in an answer: an answer the store refuses (too large, too deep, not
+// serialisable) is replaced by an `output.invalid` error; transient store failures are retried with
+// backoff until the write lands or the signal aborts.
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { StoreClient } from '../breadcrumbs/index.js';
-import { isConflict, StoreError } from '../breadcrumbs/index.js';
+import { conflictId, isConflict, isNotFound, StoreError } from '../breadcrumbs/index.js';
 import { SCHEMA, TAG, type ToolCreateResponseContext, type ToolResponseContext } from '../breadcrumbs/messages.js';
-import { ErrorCode } from '../errors.js';
+import type { RequestKeys } from '../breadcrumbs/request-keys.js';
+import { coerceError, ErrorCode } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { failure, type ExecutionResult } from '../result.js';
 
 export interface ResponderOptions {
   client: StoreClient;
   workspace: string;
+  keys: RequestKeys;
   logger: Logger;
   retry?: { initialMs: number; maxMs: number };
 }
 
 export interface ToolAnswer {
+  /** The request breadcrumb's id: the answer's keys derive from it. */
+  requestBreadcrumbId: string;
   rid: string;
   tool: string;
   result: ExecutionResult;
-  /** Extra tags (e.g. `agent:<id>` of the requester). The three required tags are always set. */
+  /** Extra tags (e.g. `agent:<id>` of the requester). The required tags are always set. */
   extraTags?: string[];
   metadata?: Record<string, unknown>;
 }
@@ -33,14 +43,18 @@ export type WriteOutcome = 'written' | 'duplicate';
 
 export interface Responder {
   respond(answer: ToolAnswer, signal?: AbortSignal): Promise<WriteOutcome>;
-  respondCreate(rid: string, context: ToolCreateResponseContext, extraTags: string[], signal?: AbortSignal): Promise<WriteOutcome>;
+  respondCreate(request: { breadcrumbId: string; rid: string }, context: ToolCreateResponseContext, extraTags: string[], title: string, signal?: AbortSignal): Promise<WriteOutcome>;
 }
+
+/** Answer slots tried when a key turns out squatted. */
+const MAX_SLOTS = 3;
 
 /** Builds the context of a tool.response.v1 from an execution result. */
 export function responseContext(answer: ToolAnswer, now = new Date()): ToolResponseContext {
   const { result } = answer;
   const metadata: Record<string, unknown> = {
     ...answer.metadata,
+    request_breadcrumb_id: answer.requestBreadcrumbId,
     ...(result.logs.length > 0 ? { logs: result.logs } : {}),
     ...(result.logsTruncated ? { logs_truncated: true } : {}),
   };
@@ -55,25 +69,54 @@ export function responseContext(answer: ToolAnswer, now = new Date()): ToolRespo
   };
 }
 
+type Body = Parameters<StoreClient['createBreadcrumb']>[0];
+
+/** Thrown when an answer cannot be stored as it is (the store refused it, or it does not serialise). */
+class Unstorable extends Error {}
+
 /** Creates the responder. */
 export function createResponder(options: ResponderOptions): Responder {
-  const { client, workspace, logger } = options;
+  const { client, workspace, keys, logger } = options;
   const retry = options.retry ?? { initialMs: 100, maxMs: 5_000 };
 
-  const write = async (
-    key: string,
-    body: Parameters<StoreClient['createBreadcrumb']>[0],
-    signal: AbortSignal | undefined,
-  ): Promise<WriteOutcome> => {
+  /** Whether the record a 409 points at is the runner's answer to this request (or was, and is gone). */
+  const isOurAnswer = async (error: StoreError, answerTag: string, signal: AbortSignal | undefined): Promise<boolean> => {
+    const id = conflictId(error);
+    if (id === undefined) return false;
+    try {
+      const found = await client.getBreadcrumbFull(id, signal ? { signal } : undefined);
+      return found.tags.includes(answerTag);
+    } catch (lookup) {
+      // Our answer, deleted since by someone with delete rights: the request was answered.
+      if (isNotFound(lookup)) return true;
+      throw lookup;
+    }
+  };
+
+  const write = async (keyOf: (slot: number) => string, body: Body, answerTag: string, signal: AbortSignal | undefined): Promise<WriteOutcome> => {
+    try {
+      JSON.stringify(body);
+    } catch (error) {
+      throw new Unstorable(`the answer cannot be serialised: ${coerceError(error).message}`);
+    }
     let delay = retry.initialMs;
-    for (;;) {
+    for (let slot = 1; ; ) {
+      const key = keyOf(slot);
       try {
         await client.createBreadcrumb(body, { idempotencyKey: key, ...(signal ? { signal } : {}) });
         return 'written';
       } catch (error) {
-        if (isConflict(error)) return 'duplicate';
+        if (isConflict(error)) {
+          if (await isOurAnswer(error, answerTag, signal)) return 'duplicate';
+          logger.error('an answer key was taken by a record that is not the runner\'s answer (is --runner-secret set?)', { slot });
+          if (++slot > MAX_SLOTS) throw new Error(`every answer slot of the request is taken by foreign records`);
+          continue;
+        }
+        if (error instanceof StoreError && (error.status === 400 || error.status === 413 || error.status === 422)) {
+          throw new Unstorable(`the store refused the answer (HTTP ${error.status}: ${error.message})`);
+        }
         if (!(error instanceof StoreError) || !error.retryable || signal?.aborted) throw error;
-        logger.warn('answer write failed, retrying', { key, delayMs: delay, error });
+        logger.warn('answer write failed, retrying', { slot, delayMs: delay, error });
         await sleep(delay, undefined, signal ? { signal } : {});
         delay = Math.min(retry.maxMs, delay * 2);
       }
@@ -81,43 +124,40 @@ export function createResponder(options: ResponderOptions): Responder {
   };
 
   const respond = async (answer: ToolAnswer, signal?: AbortSignal): Promise<WriteOutcome> => {
-    const context = responseContext(answer);
-    const tags = [workspace, TAG.Response, TAG.request(answer.rid), ...(answer.extraTags ?? [])];
+    const answerTag = keys.answerTag(answer.requestBreadcrumbId);
+    const tags = [workspace, TAG.Response, TAG.request(answer.rid), answerTag, ...(answer.extraTags ?? [])];
+    const keyOf = (slot: number) => keys.responseKey(answer.requestBreadcrumbId, slot);
     const title = `${answer.result.ok ? 'Response' : 'Error'}: ${answer.tool}`;
     try {
-      return await write(`response:${answer.rid}`, { title, schema_name: SCHEMA.ToolResponse, tags, context }, signal);
+      return await write(keyOf, { title, schema_name: SCHEMA.ToolResponse, tags, context: responseContext(answer) }, answerTag, signal);
     } catch (error) {
-      // The store refused this answer's body (e.g. too large): the caller still gets an answer.
-      if (error instanceof StoreError && (error.status === 413 || error.status === 400)) {
-        logger.warn('answer rejected by the store, sending an error instead', { rid: answer.rid, status: error.status });
-        const replacement: ToolAnswer = {
-          ...answer,
-          result: {
-            ok: false,
-            durationMs: answer.result.durationMs,
-            logs: [],
-            logsTruncated: answer.result.logs.length > 0,
-            error: failure(ErrorCode.OutputInvalid, `the store refused the response (HTTP ${error.status}: ${error.message}); the output is probably too large`),
-          },
-        };
-        const fallback = responseContext(replacement);
-        return write(`response:${answer.rid}`, { title: `Error: ${answer.tool}`, schema_name: SCHEMA.ToolResponse, tags, context: fallback }, signal);
-      }
-      throw error;
+      if (!(error instanceof Unstorable)) throw error;
+      // The caller still gets an answer: an error that names why the real one could not be stored.
+      logger.warn('answer not storable, sending an error instead', { rid: answer.rid, reason: error.message });
+      const replacement: ToolAnswer = {
+        ...answer,
+        metadata: { ...answer.metadata },
+        result: {
+          ok: false,
+          durationMs: answer.result.durationMs,
+          logs: [],
+          logsTruncated: answer.result.logs.length > 0,
+          error: failure(ErrorCode.OutputInvalid, `${error.message}; the output is probably too large or too deeply nested`),
+        },
+      };
+      return write(keyOf, { title: `Error: ${answer.tool}`, schema_name: SCHEMA.ToolResponse, tags, context: responseContext(replacement) }, answerTag, signal);
     }
   };
 
-  const respondCreate = (rid: string, context: ToolCreateResponseContext, extraTags: string[], signal?: AbortSignal): Promise<WriteOutcome> =>
-    write(
-      `create-response:${rid}`,
-      {
-        title: `Tool ${context.status}: ${context.tool?.name ?? rid}`,
-        schema_name: SCHEMA.ToolCreateResponse,
-        tags: [workspace, TAG.Response, TAG.request(rid), ...extraTags],
-        context,
-      },
+  const respondCreate = (request: { breadcrumbId: string; rid: string }, context: ToolCreateResponseContext, extraTags: string[], title: string, signal?: AbortSignal): Promise<WriteOutcome> => {
+    const answerTag = keys.answerTag(request.breadcrumbId);
+    return write(
+      (slot) => keys.createResponseKey(request.breadcrumbId, slot),
+      { title, schema_name: SCHEMA.ToolCreateResponse, tags: [workspace, TAG.Response, TAG.request(request.rid), answerTag, ...extraTags], context },
+      answerTag,
       signal,
     );
+  };
 
   return { respond, respondCreate };
 }

@@ -15,6 +15,8 @@ export interface Metrics {
   registry: Registry;
   recordExecution(report: ExecutionReport): void;
   recordReconnect(): void;
+  /** An error no handler caught (logged; the service keeps serving). */
+  recordUncaught(): void;
 }
 
 /** Creates the metrics registry with gauges that read live values at scrape time. */
@@ -32,6 +34,11 @@ export function createMetrics(sources: MetricsSources): Metrics {
     help: 'Time from job start to answer, by tool and status.',
     labelNames: ['tool', 'status'] as const,
     buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [registry],
+  });
+  const uncaught = new Counter({
+    name: 'tools_runner_uncaught_errors_total',
+    help: 'Errors that escaped every handler; each is logged and the service keeps serving (should stay 0).',
     registers: [registry],
   });
   const reconnects = new Counter({
@@ -84,6 +91,9 @@ export function createMetrics(sources: MetricsSources): Metrics {
       const tool = sources.isKnownTool(report.tool) ? report.tool : '(unknown)';
       requests.inc({ tool, status: report.status, code: report.code ?? 'ok' });
       duration.observe({ tool, status: report.status }, report.durationMs / 1000);
+    },
+    recordUncaught() {
+      uncaught.inc();
     },
     recordReconnect() {
       reconnects.inc();

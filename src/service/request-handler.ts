@@ -5,16 +5,17 @@
 // job mid-run: then the claim is released without an answer so another replica (or this one after
 // a restart) runs the request. The claim's lease is renewed while the job runs.
 
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { StoreClient } from '../breadcrumbs/index.js';
 import { isNotFound } from '../breadcrumbs/index.js';
-import { ToolRequestContext, type BreadcrumbFull } from '../breadcrumbs/messages.js';
+import { requestIdentity, ToolRequestContext, type BreadcrumbFull, type RequestIdentity } from '../breadcrumbs/messages.js';
 import type { Catalog, Route } from '../catalog/catalog.js';
 import type { Config } from '../config/index.js';
 import { coerceError, ErrorCode } from '../errors.js';
 import type { HostTool } from '../legacy/index.js';
 import type { Logger } from '../logger.js';
 import type { Responder } from '../responder/responder.js';
-import { failure, type ExecutionResult } from '../result.js';
+import { failure, jsonDepthExceeds, MAX_JSON_DEPTH, type ExecutionResult } from '../result.js';
 import type { Sandbox } from '../sandbox/index.js';
 import type { ClaimManager } from '../watcher/claims.js';
 import type { JobOutcome, PendingRequest } from '../watcher/intake.js';
@@ -60,6 +61,16 @@ interface Executed {
   metadata: Record<string, unknown>;
 }
 
+/** How often a completed run's answer write is attempted before the job gives up (its lease then expires). */
+const ANSWER_TRIES = 8;
+
+/** Replaces a result nested too deeply to store with an output.invalid error. */
+function limitDepth(result: ExecutionResult): ExecutionResult {
+  if (!result.ok || !jsonDepthExceeds(result.output)) return result;
+  const { durationMs, logs, logsTruncated } = result;
+  return { ok: false, durationMs, logs, logsTruncated, error: failure(ErrorCode.OutputInvalid, `output is nested deeper than ${MAX_JSON_DEPTH} levels`) };
+}
+
 const errorResult = (code: ErrorCode, message: string, details?: Record<string, unknown>): ExecutionResult => ({
   ok: false,
   error: failure(code, message, details),
@@ -84,23 +95,26 @@ export function createRequestHandler(options: RequestHandlerOptions) {
     return catalog.resolve(name);
   };
 
-  const execute = async (full: Pick<BreadcrumbFull, 'tags' | 'context'>, rid: string, signal: AbortSignal): Promise<Executed> => {
+  const execute = async (full: Pick<BreadcrumbFull, 'tags' | 'context'>, identity: RequestIdentity, signal: AbortSignal): Promise<Executed> => {
+    const { rid, tool: toolName, agentId } = identity;
+    if (identity.problem) {
+      return { tool: toolName, kind: 'none', metadata: {}, result: errorResult(ErrorCode.InputInvalid, `malformed tool.request.v1: ${identity.problem}`) };
+    }
     const parsed = ToolRequestContext.safeParse(full.context);
-    const rawTool = full.context['tool'];
-    const toolName = typeof rawTool === 'string' && rawTool !== '' ? rawTool : '(none)';
     if (!parsed.success) {
       const problems = parsed.error.issues.map((i) => `${i.path.join('.') || 'context'}: ${i.message}`).join('; ');
       return { tool: toolName, kind: 'none', metadata: {}, result: errorResult(ErrorCode.InputInvalid, `malformed tool.request.v1: ${problems}`) };
     }
     const { input } = parsed.data;
+    if (jsonDepthExceeds(input)) {
+      return { tool: toolName, kind: 'none', metadata: {}, result: errorResult(ErrorCode.InputInvalid, `input is nested deeper than ${MAX_JSON_DEPTH} levels`) };
+    }
     const target = await route(toolName);
     if (!target) {
       const rejected = catalog.rejected().find((r) => r.name === toolName);
       const why = rejected?.errors[0] ? ` (a tool.code.v1 named "${toolName}" exists but was rejected: ${rejected.errors[0].path}: ${rejected.errors[0].message})` : '';
       return { tool: toolName, kind: 'none', metadata: {}, result: errorResult(ErrorCode.ToolNotFound, `no runnable tool named "${toolName}"${why}`) };
     }
-    const agentTag = full.tags.find((tag) => tag.startsWith('agent:'));
-    const agentId = agentTag ? agentTag.slice('agent:'.length) : parsed.data.requestedBy;
 
     if (target.kind === 'host') {
       const metadata = { kind: 'host', transport: target.tool.transport.kind, replica: options.replica };
@@ -113,7 +127,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
       if (!options.executeHost) {
         return { tool: toolName, kind: 'host', metadata, result: errorResult(ErrorCode.ToolNotFound, `host tool "${toolName}" has no executor`) };
       }
-      return { tool: toolName, kind: 'host', metadata, result: await options.executeHost(target.tool, input, { rid, signal }) };
+      return { tool: toolName, kind: 'host', metadata, result: limitDepth(await options.executeHost(target.tool, input, { rid, signal })) };
     }
 
     const tool = target.tool;
@@ -126,14 +140,14 @@ export function createRequestHandler(options: RequestHandlerOptions) {
     if (resolved.missing.length > 0) {
       return { tool: toolName, kind: 'code', metadata, result: errorResult(ErrorCode.SecretMissing, `tool "${toolName}" needs secret(s) that are not set: ${resolved.missing.join(', ')}`, { missing: resolved.missing }) };
     }
-    const result = await sandbox.run({
+    const result = limitDepth(await sandbox.run({
       tool: { name: tool.name, version: tool.version, source: tool.source, net: tool.net, api: tool.api, extraPermissions: tool.extraPermissions, timeoutMs: tool.timeoutMs, memoryMb: tool.memoryMb },
       input,
       secrets: resolved.values,
       request: { id: rid, workspace: config.workspace, ...(agentId ? { agentId } : {}) },
       ...(tool.api ? { api: createToolApi({ client, tool: toolName, rid }) } : {}),
       signal,
-    });
+    }));
     if (result.ok) {
       const outputCheck = validator.validate(tool.outputSchema, result.output);
       if (!outputCheck.valid) {
@@ -155,11 +169,10 @@ export function createRequestHandler(options: RequestHandlerOptions) {
   };
 
   const handle = async (request: PendingRequest, signal: AbortSignal): Promise<JobOutcome> => {
-    const { rid } = request;
-    const acquired = await claims.acquire(rid, request.breadcrumbId);
+    const acquired = await claims.acquire({ breadcrumbId: request.breadcrumbId, rid: request.rid });
     if (acquired.kind !== 'acquired') return acquired.kind;
     const claim = acquired.claim;
-    const log = logger.child({ rid, tool: request.tool, attempt: claim.attempt });
+    const log = logger.child({ rid: request.rid, tool: request.tool, attempt: claim.attempt });
     const renewEvery = Math.max(250, Math.floor(config.claimTtlMs / 3));
     const renewal = setInterval(() => {
       claim.renew().catch((error: unknown) => log.warn('claim renewal failed', { error }));
@@ -171,21 +184,23 @@ export function createRequestHandler(options: RequestHandlerOptions) {
       } catch (error) {
         if (!isNotFound(error)) throw error;
         log.info('request deleted before it ran');
-        await claims.cleanup(rid);
+        await claims.cleanup(request.breadcrumbId);
         return 'answered';
       }
-      options.onStarted?.({ rid, tool: request.tool });
+      // The record actually run decides the identity (it may differ from the event that queued it).
+      const identity = requestIdentity({ id: request.breadcrumbId, tags: full.tags, context: full.context });
+      const { rid } = identity;
+      options.onStarted?.({ rid, tool: identity.tool });
       const startedAt = performance.now();
       let executed: Executed;
       try {
-        executed = await execute(full, rid, signal);
+        executed = await execute(full, identity, signal);
       } catch (error) {
         // Infrastructure trouble on the way (secrets API, catalog refresh): still an answer.
         const e = coerceError(error);
         log.warn('request failed before or around execution', { code: e.code, error: e.message });
-        const rawTool = full.context['tool'];
         executed = {
-          tool: typeof rawTool === 'string' && rawTool !== '' ? rawTool : '(none)',
+          tool: identity.tool,
           kind: 'none',
           metadata: { replica: options.replica },
           result: { ok: false, error: failure(e.code, e.message), durationMs: performance.now() - startedAt, logs: [], logsTruncated: false },
@@ -198,10 +213,26 @@ export function createRequestHandler(options: RequestHandlerOptions) {
       }
       const totalMs = performance.now() - startedAt;
       const extraTags = full.tags.filter((tag) => tag.startsWith('agent:'));
-      await responder.respond(
-        { rid, tool: executed.tool, result: executed.result, extraTags, metadata: { ...executed.metadata, attempt: claim.attempt, total_ms: Math.round(totalMs * 1000) / 1000 } },
-        options.hardStop,
-      );
+      const answer = {
+        requestBreadcrumbId: request.breadcrumbId,
+        rid,
+        tool: executed.tool,
+        result: executed.result,
+        extraTags,
+        metadata: { ...executed.metadata, attempt: claim.attempt, total_ms: Math.round(totalMs * 1000) / 1000 },
+      };
+      // A completed run always ends in an answer: keep trying through store trouble until the
+      // service must stop (then the lease runs out and another attempt answers).
+      for (let tries = 1; ; tries++) {
+        try {
+          await responder.respond(answer, options.hardStop);
+          break;
+        } catch (error) {
+          if (options.hardStop.aborted || tries >= ANSWER_TRIES) throw error;
+          log.warn('answer write failed, retrying', { tries, error });
+          await sleep(Math.min(5_000, 200 * 2 ** tries), undefined, { signal: options.hardStop }).catch(() => undefined);
+        }
+      }
       void claim.drop();
       const report: ExecutionReport = {
         rid,

@@ -8,7 +8,7 @@
 
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { createStoreClient, type StoreClient } from '../breadcrumbs/index.js';
+import { createRequestKeys, createStoreClient, type RequestKeys, type StoreClient } from '../breadcrumbs/index.js';
 import { openEventStream } from '../breadcrumbs/index.js';
 import { SCHEMA, type StoreEvent } from '../breadcrumbs/messages.js';
 import { createCatalog, type Catalog } from '../catalog/catalog.js';
@@ -27,6 +27,7 @@ import { createIntake } from '../watcher/intake.js';
 import { startAdminServer, type AdminServer } from './admin-server.js';
 import { createMetrics } from './metrics.js';
 import { createRequestHandler } from './request-handler.js';
+import { resolveRunnerSecret } from './runner-secret.js';
 import { createSecretResolver, loadSecretsFile } from './secrets.js';
 
 export type Lifecycle = 'INITIALIZED' | 'RUNNING' | 'DRAINING' | 'STOPPED' | 'FAILED';
@@ -52,6 +53,8 @@ export interface ServiceExtension {
 
 export interface ExtensionContext {
   client: StoreClient;
+  /** The runner's key derivation (Idempotency-Keys, answer tags). */
+  keys: RequestKeys;
   catalog: Catalog;
   sandbox: Sandbox;
   config: Config;
@@ -102,6 +105,9 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       storeUrl = store.url;
       out(`store listening on ${store.url}`);
     }
+
+    if (config.runnerSecret !== undefined) logger.redact(config.runnerSecret);
+    const keys = createRequestKeys(resolveRunnerSecret(config, log));
 
     const client = createStoreClient({
       baseUrl: storeUrl,
@@ -157,8 +163,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       backlog: config.backlog,
       onJobError: (key, error) => log.error('job threw', { rid: key, error }),
     });
-    const claims = createClaimManager({ client, workspace: config.workspace, holder: replica, ttlMs: config.claimTtlMs, logger: log.child({ component: 'claims' }) });
-    const responder = createResponder({ client, workspace: config.workspace, logger: log.child({ component: 'responder' }) });
+    const claims = createClaimManager({ client, workspace: config.workspace, holder: replica, ttlMs: config.claimTtlMs, keys, logger: log.child({ component: 'claims' }) });
+    const responder = createResponder({ client, workspace: config.workspace, keys, logger: log.child({ component: 'responder' }) });
 
     let admin: AdminServer | undefined;
     const metrics = createMetrics({
@@ -203,6 +209,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       claims,
       queue,
       workspace: config.workspace,
+      keys,
       logger: log.child({ component: 'intake' }),
       scanIntervalMs: config.scanIntervalMs,
       run: (request, signal) => handler.handle(request, signal),
@@ -242,6 +249,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     for (const extension of extensions) {
       await extension.start({
         client,
+        keys,
         catalog,
         sandbox,
         config,
@@ -286,6 +294,19 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       onStop('admin port', () => admin!.close());
       log.info('admin port listening', { url: admin.url });
     }
+
+    // Last line of defence: a fault escaping some callback is logged and counted, never the end of
+    // the service (every known path handles its own errors; this catches the unknown ones).
+    const onUncaught = (error: unknown): void => {
+      metrics.recordUncaught();
+      log.error('uncaught error; the service keeps serving', { error });
+    };
+    process.on('uncaughtException', onUncaught);
+    process.on('unhandledRejection', onUncaught);
+    onStop('uncaught-error guard', async () => {
+      process.off('uncaughtException', onUncaught);
+      process.off('unhandledRejection', onUncaught);
+    });
 
     state = 'RUNNING';
     log.info('runner ready', { store: storeUrl, workspace: config.workspace, tools: catalog.entries().length });

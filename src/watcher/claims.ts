@@ -1,22 +1,28 @@
 // Claims: how several runner replicas share one store without running a request twice.
 //
-// A claim is a `tool.claim.v1` breadcrumb (tags [WS, tool:claim, claim:<rid>]) created with
-// `Idempotency-Key: claim:<rid>:<attempt>`; the store lets exactly one create per key succeed, so
-// exactly one replica holds attempt N. A claim is a lease: its holder renews `expires_at` while the
-// job runs. When a lease expires without a response, any replica may take over as attempt N+1.
+// A request is identified by its breadcrumb id (store-assigned; see request-keys.ts). A claim is a
+// `tool.claim.v1` breadcrumb created with `Idempotency-Key: claimKey(id, attempt)`, a key derived
+// with the runner secret: the store lets exactly one create per key succeed, so exactly one replica
+// holds attempt N, and no other writer can take that key first. A claim is a lease: its holder
+// renews `expires_at` (and the claim's MAC) while the job runs. When a lease expires without an
+// answer, any replica may take over as attempt N+1 — the only way a request ever runs again.
 //
-// Invariants:
-// - A replica executes a request only after it holds a claim AND has re-checked, after acquiring it,
-//   that no response exists (a response is always written before claims are deleted, so this
-//   re-check closes the race with a replica that just finished).
-// - Responses are written with `Idempotency-Key: response:<rid>` (see responder), so even a lease
-//   lost to a network partition can never produce a second response.
-// - Claims are deleted once the response exists; a claim released without a response (drain) is
-//   marked `released` so the next attempt number stays discoverable.
+// Hostile writers can create, edit or delete claim records (any agent may write to the store):
+// - records without a valid MAC are ignored, so junk claims neither block nor fake a lease;
+// - a taken key whose record is gone or edited (and no answer exists) is treated as a live lease of
+//   an unknown holder for one TTL from when we first saw it so; the real holder re-creates its lease
+//   record on its next renewal, so tampering can delay a takeover but never cause a second run
+//   while the holder is alive;
+// - this replica adopts its own live claim only if it never started running it (a create whose
+//   reply was lost), so no path re-executes a run this replica started.
+//
+// Invariants: a replica executes a request only after it holds a claim AND has re-checked, after
+// acquiring it, that no answer exists (answers are written before claims are deleted).
 
 import type { StoreClient } from '../breadcrumbs/index.js';
-import { isConflict, isNotFound, isVersionMismatch } from '../breadcrumbs/index.js';
+import { isConflict, isNotFound } from '../breadcrumbs/index.js';
 import { SCHEMA, TAG, ToolClaimContext, type ToolClaimContext as ClaimContext } from '../breadcrumbs/messages.js';
+import type { RequestKeys } from '../breadcrumbs/request-keys.js';
 import type { Logger } from '../logger.js';
 
 export interface ClaimManagerOptions {
@@ -25,8 +31,17 @@ export interface ClaimManagerOptions {
   /** Identity written into claims, e.g. `tools-runner@host#pid`. */
   holder: string;
   ttlMs: number;
+  keys: RequestKeys;
   logger: Logger;
   now?: () => number;
+}
+
+/** The request a claim is for. */
+export interface ClaimTarget {
+  /** The tool.request.v1 breadcrumb's id. */
+  breadcrumbId: string;
+  /** The request id answers are tagged with (recorded in the claim for operators). */
+  rid: string;
 }
 
 export type AcquireResult =
@@ -36,187 +51,227 @@ export type AcquireResult =
 
 /** A claim this replica holds. */
 export interface HeldClaim {
+  breadcrumbId: string;
   rid: string;
   attempt: number;
-  breadcrumbId: string;
-  /** Extends the lease; false when the claim was lost (deleted or changed by someone else). */
+  /** Extends the lease (re-creating its record if someone deleted it); false once the request is answered elsewhere. */
   renew(): Promise<boolean>;
-  /** Gives the request back without a response (drain): the next replica takes it as attempt+1. */
+  /** Gives the request back without an answer (drain): the next replica takes it as attempt+1. */
   release(): Promise<void>;
-  /** Deletes this claim (once the response exists). Best effort. */
+  /** Deletes this claim (once the answer exists). Best effort. */
   drop(): Promise<void>;
 }
 
+/** An expired or released lease: a candidate for takeover. */
+export interface ExpiredClaim {
+  requestBreadcrumbId: string;
+  rid: string;
+}
+
 export interface ClaimManager {
-  acquire(rid: string, requestBreadcrumbId: string): Promise<AcquireResult>;
-  /** Whether a tool.response.v1 for `rid` exists. */
-  hasResponse(rid: string): Promise<boolean>;
-  /** Deletes every claim of `rid` (after its response was written). Best effort. */
-  cleanup(rid: string): Promise<void>;
-  /** Claims of the workspace whose lease ran out: candidates for takeover or cleanup. */
-  listExpired(): Promise<Array<{ rid: string; requestBreadcrumbId?: string; breadcrumbId: string }>>;
+  acquire(target: ClaimTarget): Promise<AcquireResult>;
+  /** Whether the runner's answer to the request exists (found by its unforgeable answer tag). */
+  hasResponse(requestBreadcrumbId: string): Promise<boolean>;
+  /** Deletes every claim of the request (after its answer was written). Best effort. */
+  cleanup(requestBreadcrumbId: string): Promise<void>;
+  /** Requests of the workspace whose latest lease ran out or was released. */
+  listExpired(): Promise<ExpiredClaim[]>;
 }
 
 interface ClaimRecord {
   id: string;
-  version: number;
   context: ClaimContext;
 }
 
-const MAX_ATTEMPT_PROBES = 4;
+const MAX_ATTEMPT_PROBES = 8;
+/** Most remembered suspect keys / started claims (oldest forgotten first). */
+const MEMORY = 10_000;
+
+function remember<K, V>(map: Map<K, V>, key: K, value: V): void {
+  map.set(key, value);
+  if (map.size > MEMORY) {
+    const oldest = map.keys().next();
+    if (!oldest.done) map.delete(oldest.value);
+  }
+}
 
 /** Creates the claim manager of one replica. */
 export function createClaimManager(options: ClaimManagerOptions): ClaimManager {
-  const { client, workspace, holder, ttlMs, logger } = options;
+  const { client, workspace, holder, ttlMs, keys, logger } = options;
   const now = options.now ?? Date.now;
+  /** `<id>:<attempt>` keys taken with no valid record -> when we first saw that. */
+  const suspects = new Map<string, number>();
+  /** Claims this replica acquired (`<id>:<attempt>`): never adopted again. */
+  const started = new Map<string, true>();
 
-  const claimTag = (rid: string): string => `claim:${rid}`;
+  const macFields = (c: ClaimContext) => ({
+    requestBreadcrumbId: c.request_breadcrumb_id ?? '',
+    attempt: c.attempt,
+    holder: c.holder,
+    expiresAt: c.expires_at,
+    released: c.released === true,
+  });
+  const seal = (c: ClaimContext): ClaimContext => ({ ...c, mac: keys.claimMac(macFields(c)) });
+  const claimTags = (id: string): string[] => [workspace, TAG.Claim, keys.claimTag(id)];
 
-  const listClaims = async (rid: string): Promise<ClaimRecord[]> => {
-    const items = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolClaim, tag: claimTag(rid), include_context: true, limit: 100 });
+  const isValid = (c: ClaimContext, id: string): boolean => c.request_breadcrumb_id === id && keys.verifyClaimMac(macFields(c), c.mac);
+  const isLive = (c: ClaimContext): boolean => !c.released && Date.parse(c.expires_at) > now();
+
+  const listClaims = async (id: string): Promise<ClaimRecord[]> => {
+    const items = await client.listAll({ schema_name: SCHEMA.ToolClaim, tag: keys.claimTag(id), include_context: true, limit: 100 });
     const records: ClaimRecord[] = [];
     for (const item of items) {
       const parsed = ToolClaimContext.safeParse(item.context);
-      if (parsed.success && parsed.data.request_id === rid) records.push({ id: item.id, version: item.version, context: parsed.data });
+      if (parsed.success && isValid(parsed.data, id)) records.push({ id: item.id, context: parsed.data });
     }
     return records;
   };
 
-  const hasResponse = async (rid: string): Promise<boolean> => {
-    const items = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolResponse, tag: TAG.request(rid), limit: 1 });
+  const hasResponse = async (id: string): Promise<boolean> => {
+    const items = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolResponse, tag: keys.answerTag(id), limit: 1 });
     return items.length > 0;
   };
 
-  const isLive = (claim: ClaimContext): boolean => !claim.released && Date.parse(claim.expires_at) > now();
-
-  const hold = (rid: string, attempt: number, breadcrumbId: string, base: ClaimContext, initialVersion = 1): HeldClaim => {
-    let version = initialVersion;
-    const patch = async (changes: Partial<ClaimContext>): Promise<boolean> => {
-      const context = { ...base, ...changes };
+  const hold = (target: ClaimTarget, attempt: number, recordId: string, initial: ClaimContext): HeldClaim => {
+    let record = recordId;
+    let lease = initial;
+    const write = async (changes: Partial<ClaimContext>): Promise<boolean> => {
+      const next = seal({ ...lease, ...changes });
       try {
-        const result = await client.updateBreadcrumb(breadcrumbId, { context }, { ifMatch: version });
-        version = result.version ?? version + 1;
-        Object.assign(base, changes);
+        await client.updateBreadcrumb(record, { context: next, tags: claimTags(target.breadcrumbId) });
+        lease = next;
         return true;
       } catch (error) {
-        if (isNotFound(error) || isVersionMismatch(error)) {
-          logger.warn('claim lost', { rid, attempt, error });
-          return false;
-        }
-        throw error;
+        if (!isNotFound(error)) throw error;
       }
+      // The record is gone: deleted after an answer (then stop), or by someone else (re-create it).
+      if (await hasResponse(target.breadcrumbId)) {
+        logger.info('claim gone and the request is answered', { rid: target.rid, attempt });
+        return false;
+      }
+      const { id } = await client.createBreadcrumb({ title: `Claim: ${target.breadcrumbId}`, schema_name: SCHEMA.ToolClaim, tags: claimTags(target.breadcrumbId), context: next });
+      logger.warn('claim record was deleted by someone else; re-created it', { rid: target.rid, attempt });
+      record = id;
+      lease = next;
+      return true;
     };
     return {
-      rid,
+      breadcrumbId: target.breadcrumbId,
+      rid: target.rid,
       attempt,
-      breadcrumbId,
-      renew: () => patch({ expires_at: new Date(now() + ttlMs).toISOString() }),
+      renew: () => write({ expires_at: new Date(now() + ttlMs).toISOString() }),
       release: async () => {
-        await patch({ released: true, expires_at: new Date(now()).toISOString() });
+        started.delete(`${target.breadcrumbId}:${attempt}`);
+        await write({ released: true, expires_at: new Date(now()).toISOString() });
       },
       drop: async () => {
+        started.delete(`${target.breadcrumbId}:${attempt}`);
         try {
-          await client.deleteBreadcrumb(breadcrumbId);
+          await client.deleteBreadcrumb(record);
         } catch (error) {
-          if (!isNotFound(error)) logger.warn('claim delete failed', { rid, error });
+          if (!isNotFound(error)) logger.warn('claim delete failed', { rid: target.rid, error });
         }
       },
     };
-  };
-
-  const adopt = async (record: ClaimRecord): Promise<AcquireResult> => {
-    const held = hold(record.context.request_id, record.context.attempt, record.id, { ...record.context }, record.version);
-    if (await hasResponse(record.context.request_id)) {
-      await cleanup(record.context.request_id);
-      return { kind: 'answered' };
-    }
-    return { kind: 'acquired', claim: held };
   };
 
   /** Creates claim `attempt`; 'taken' when that attempt's key was used before (409). */
-  const tryCreate = async (rid: string, requestBreadcrumbId: string, attempt: number): Promise<HeldClaim | 'taken'> => {
-    const context: ClaimContext = {
-      request_id: rid,
-      request_breadcrumb_id: requestBreadcrumbId,
-      attempt,
-      holder,
-      expires_at: new Date(now() + ttlMs).toISOString(),
-    };
+  const tryCreate = async (target: ClaimTarget, attempt: number): Promise<HeldClaim | 'taken'> => {
+    const context = seal({ request_id: target.rid, request_breadcrumb_id: target.breadcrumbId, attempt, holder, expires_at: new Date(now() + ttlMs).toISOString() });
     try {
       const { id } = await client.createBreadcrumb(
-        { title: `Claim: ${rid}`, schema_name: SCHEMA.ToolClaim, tags: [workspace, TAG.Claim, claimTag(rid)], context },
-        { idempotencyKey: `claim:${rid}:${attempt}` },
+        { title: `Claim: ${target.breadcrumbId}`, schema_name: SCHEMA.ToolClaim, tags: claimTags(target.breadcrumbId), context },
+        { idempotencyKey: keys.claimKey(target.breadcrumbId, attempt) },
       );
-      return hold(rid, attempt, id, context);
+      return hold(target, attempt, id, context);
     } catch (error) {
       if (isConflict(error)) return 'taken';
       throw error;
     }
   };
 
+  const acquired = (claim: HeldClaim): AcquireResult => {
+    remember(started, `${claim.breadcrumbId}:${claim.attempt}`, true);
+    return { kind: 'acquired', claim };
+  };
+
   // Fast path: a new request has no claim yet, so attempt 1 is tried straight away (one store
   // call); a 409 sends us to the slow path, which reads the request's claims.
-  const acquire = async (rid: string, requestBreadcrumbId: string): Promise<AcquireResult> => {
+  const acquire = async (target: ClaimTarget): Promise<AcquireResult> => {
+    const id = target.breadcrumbId;
     let attempt = 1;
     for (let probe = 0; probe < MAX_ATTEMPT_PROBES; probe++) {
-      const created = await tryCreate(rid, requestBreadcrumbId, attempt);
+      const created = await tryCreate(target, attempt);
       if (created !== 'taken') {
         // Re-check after acquiring: a replica that just answered deletes its claim only after
-        // writing the response, so a response written before our claim is visible now.
-        if (await hasResponse(rid)) {
+        // writing the answer, so an answer written before our claim is visible now.
+        if (await hasResponse(id)) {
           await created.drop();
           return { kind: 'answered' };
         }
-        if (attempt > 1) logger.info('claim taken over', { rid, attempt });
-        return { kind: 'acquired', claim: created };
+        if (attempt > 1) logger.info('claim taken over', { rid: target.rid, attempt });
+        return acquired(created);
       }
-      const claims = await listClaims(rid);
-      const latest = claims.reduce<ClaimRecord | undefined>((best, c) => (!best || c.context.attempt > best.context.attempt ? c : best), undefined);
-      if (latest && isLive(latest.context)) {
-        // Our own live claim (e.g. a create whose reply was lost to a network error): this replica
-        // runs at most one job per request (the queue is keyed by rid), so adopting it is safe.
-        if (latest.context.holder === holder) return adopt(latest);
-        return { kind: 'busy', holder: latest.context.holder, expiresAt: Date.parse(latest.context.expires_at) };
+      const claims = await listClaims(id);
+      const latest = claims.reduce<ClaimRecord | undefined>((best, c) => {
+        if (!best || c.context.attempt > best.context.attempt) return c;
+        if (c.context.attempt === best.context.attempt && Date.parse(c.context.expires_at) > Date.parse(best.context.expires_at)) return c;
+        return best;
+      }, undefined);
+      if (latest && latest.context.attempt >= attempt) {
+        if (isLive(latest.context)) {
+          const key = `${id}:${latest.context.attempt}`;
+          // Our own live claim that we never ran (its create reply was lost): adopt it.
+          if (latest.context.holder === holder && !started.has(key)) {
+            if (await hasResponse(id)) return { kind: 'answered' };
+            return acquired(hold(target, latest.context.attempt, latest.id, latest.context));
+          }
+          return { kind: 'busy', holder: latest.context.holder, expiresAt: Date.parse(latest.context.expires_at) };
+        }
+        if (await hasResponse(id)) return { kind: 'answered' };
+        attempt = latest.context.attempt + 1;
+        continue;
       }
-      // The claim of our attempt is gone (deleted after its response) or expired: answered, or take over.
-      if ((!latest || latest.context.attempt < attempt) && (await hasResponse(rid))) return { kind: 'answered' };
-      attempt = Math.max(attempt, latest?.context.attempt ?? 0) + 1;
+      // Key `attempt` is taken but no valid record of it exists: deleted after its answer, or
+      // deleted/edited by someone else while its holder may still be running it.
+      if (await hasResponse(id)) return { kind: 'answered' };
+      const key = `${id}:${attempt}`;
+      const firstSeen = suspects.get(key) ?? now();
+      if (!suspects.has(key)) remember(suspects, key, firstSeen);
+      if (now() - firstSeen < ttlMs) return { kind: 'busy', holder: '(unknown: claim record missing or altered)', expiresAt: firstSeen + ttlMs };
+      suspects.delete(key);
+      attempt += 1;
     }
-    throw new Error(`could not find a free claim attempt for request "${rid}" after ${MAX_ATTEMPT_PROBES} probes`);
+    throw new Error(`could not find a free claim attempt for request breadcrumb "${id}" after ${MAX_ATTEMPT_PROBES} probes`);
   };
 
-  const cleanup = async (rid: string): Promise<void> => {
+  const cleanup = async (id: string): Promise<void> => {
     try {
-      for (const claim of await listClaims(rid)) {
+      for (const claim of await listClaims(id)) {
         await client.deleteBreadcrumb(claim.id).catch((error: unknown) => {
           if (!isNotFound(error)) throw error;
         });
       }
     } catch (error) {
-      logger.warn('claim cleanup failed', { rid, error });
+      logger.warn('claim cleanup failed', { requestBreadcrumbId: id, error });
     }
   };
 
-  const listExpired = async (): Promise<Array<{ rid: string; requestBreadcrumbId?: string; breadcrumbId: string }>> => {
+  const listExpired = async (): Promise<ExpiredClaim[]> => {
     const items = await client.listAll({ schema_name: SCHEMA.ToolClaim, tag: workspace, include_context: true });
-    const latest = new Map<string, { attempt: number; live: boolean; requestBreadcrumbId?: string; breadcrumbId: string }>();
+    const latest = new Map<string, ClaimContext>();
     for (const item of items) {
       const parsed = ToolClaimContext.safeParse(item.context);
-      if (!parsed.success) continue;
+      if (!parsed.success || !parsed.data.request_breadcrumb_id) continue;
       const claim = parsed.data;
-      const known = latest.get(claim.request_id);
-      if (!known || claim.attempt > known.attempt) {
-        latest.set(claim.request_id, {
-          attempt: claim.attempt,
-          live: isLive(claim),
-          breadcrumbId: item.id,
-          ...(claim.request_breadcrumb_id ? { requestBreadcrumbId: claim.request_breadcrumb_id } : {}),
-        });
+      const requestId = claim.request_breadcrumb_id as string;
+      if (!isValid(claim, requestId)) continue;
+      const known = latest.get(requestId);
+      if (!known || claim.attempt > known.attempt || (claim.attempt === known.attempt && Date.parse(claim.expires_at) > Date.parse(known.expires_at))) {
+        latest.set(requestId, claim);
       }
     }
-    return [...latest.entries()]
-      .filter(([, claim]) => !claim.live)
-      .map(([rid, claim]) => ({ rid, breadcrumbId: claim.breadcrumbId, ...(claim.requestBreadcrumbId ? { requestBreadcrumbId: claim.requestBreadcrumbId } : {}) }));
+    return [...latest.entries()].filter(([, claim]) => !isLive(claim)).map(([requestBreadcrumbId, claim]) => ({ requestBreadcrumbId, rid: claim.request_id }));
   };
 
   return { acquire, hasResponse, cleanup, listExpired };

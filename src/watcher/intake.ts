@@ -12,13 +12,15 @@
 // harmless: jobs are keyed by request id and the claim decides who runs it.
 
 import type { StoreClient } from '../breadcrumbs/index.js';
-import { SCHEMA, TAG, type StoreEvent } from '../breadcrumbs/messages.js';
+import { requestIdentity, SCHEMA, TAG, type StoreEvent } from '../breadcrumbs/messages.js';
+import { ANSWER_TAG_PREFIX, type RequestKeys } from '../breadcrumbs/request-keys.js';
 import type { Logger } from '../logger.js';
 import type { JobQueue } from '../queue/job-queue.js';
 import type { ClaimManager } from './claims.js';
 
 /** A request to run, as intake knows it (the job fetches the full breadcrumb itself). */
 export interface PendingRequest {
+  /** The request breadcrumb's id: jobs, claims and answers are keyed by it. */
   breadcrumbId: string;
   rid: string;
   tool: string;
@@ -34,6 +36,7 @@ export interface IntakeOptions {
   claims: ClaimManager;
   queue: JobQueue;
   workspace: string;
+  keys: RequestKeys;
   logger: Logger;
   scanIntervalMs: number;
   run(request: PendingRequest, signal: AbortSignal): Promise<JobOutcome>;
@@ -55,15 +58,22 @@ export interface Intake {
 }
 
 const DONE_CACHE = 100_000;
+/** Most requests waiting for a retry after a failed job; beyond it, the next scan is a full one. */
+const MAX_RETRIES_HELD = 10_000;
+/** Longest wait before a failed job's request is tried again. */
+const MAX_RETRY_DELAY_MS = 60_000;
 
 /** Creates the intake. */
 export function createIntake(options: IntakeOptions): Intake {
-  const { client, claims, queue, workspace, logger } = options;
+  const { client, claims, queue, workspace, keys, logger } = options;
   const maxPending = options.maxPending ?? 100_000;
   const marginMs = options.windowMarginMs ?? 5 * 60_000;
   const pageSize = options.pageSize ?? 200;
 
+  /** Answer tags (`answer:<mac>`) of requests known to be answered. */
   const done = new Set<string>();
+  /** Request breadcrumb id -> failed jobs in a row (for the retry backoff). */
+  const failures = new Map<string, number>();
   const pending: PendingRequest[] = [];
   const pendingIds = new Set<string>();
   let feeding = false;
@@ -74,8 +84,9 @@ export function createIntake(options: IntakeOptions): Intake {
   let scanning: Promise<void> | undefined;
   let rescan: boolean | undefined;
 
-  const markDone = (rid: string): void => {
-    done.add(rid);
+  const isDone = (breadcrumbId: string): boolean => done.has(keys.answerTag(breadcrumbId));
+  const markDone = (answerTag: string): void => {
+    done.add(answerTag);
     if (done.size > DONE_CACHE) {
       const oldest = done.values().next().value;
       if (oldest !== undefined) done.delete(oldest);
@@ -90,11 +101,27 @@ export function createIntake(options: IntakeOptions): Intake {
       logger.error('job failed', { rid: request.rid, tool: request.tool, error });
       outcome = 'failed';
     }
-    if (outcome === 'answered') markDone(request.rid);
-    if (outcome === 'failed') {
-      needFullScan = true;
-      setTimeout(() => void scan(true), 1_000).unref();
+    if (outcome === 'answered') {
+      markDone(keys.answerTag(request.breadcrumbId));
+      failures.delete(request.breadcrumbId);
     }
+    if (outcome === 'failed') retryLater(request);
+  };
+
+  // A failed job (store trouble) is retried for that request alone, with backoff: one bad request
+  // never triggers rescans of everything, and never a tight loop.
+  const retryLater = (request: PendingRequest): void => {
+    const count = (failures.get(request.breadcrumbId) ?? 0) + 1;
+    failures.delete(request.breadcrumbId);
+    if (failures.size >= MAX_RETRIES_HELD) {
+      needFullScan = true;
+      return;
+    }
+    failures.set(request.breadcrumbId, count);
+    const delayMs = Math.min(MAX_RETRY_DELAY_MS, 500 * 2 ** Math.min(count, 10));
+    setTimeout(() => {
+      if (!stopped && failures.has(request.breadcrumbId)) enqueue({ breadcrumbId: request.breadcrumbId, rid: request.rid, tool: request.tool });
+    }, delayMs).unref();
   };
 
   const feed = async (): Promise<void> => {
@@ -103,18 +130,18 @@ export function createIntake(options: IntakeOptions): Intake {
     try {
       while (!stopped && pending.length > 0) {
         const next = pending[0] as PendingRequest;
-        if (done.has(next.rid)) {
+        if (isDone(next.breadcrumbId)) {
           pending.shift();
-          pendingIds.delete(next.rid);
+          pendingIds.delete(next.breadcrumbId);
           continue;
         }
-        const result = queue.offer(next.rid, next.tool, job(next));
+        const result = queue.offer(next.breadcrumbId, next.tool, job(next));
         if (result === 'full') {
           await queue.waitForRoom();
           continue;
         }
         pending.shift();
-        pendingIds.delete(next.rid);
+        pendingIds.delete(next.breadcrumbId);
         if (result === 'closed') break;
       }
     } finally {
@@ -123,9 +150,9 @@ export function createIntake(options: IntakeOptions): Intake {
   };
 
   const enqueue = (request: PendingRequest, front = false): void => {
-    if (stopped || done.has(request.rid) || queue.has(request.rid) || pendingIds.has(request.rid)) return;
+    if (stopped || isDone(request.breadcrumbId) || queue.has(request.breadcrumbId) || pendingIds.has(request.breadcrumbId)) return;
     if (pending.length === 0 && !feeding) {
-      const result = queue.offer(request.rid, request.tool, job(request));
+      const result = queue.offer(request.breadcrumbId, request.tool, job(request));
       if (result !== 'full') return;
     }
     if (pending.length >= maxPending) {
@@ -136,23 +163,21 @@ export function createIntake(options: IntakeOptions): Intake {
     const slim: PendingRequest = { breadcrumbId: request.breadcrumbId, rid: request.rid, tool: request.tool };
     if (front) pending.unshift(slim);
     else pending.push(slim);
-    pendingIds.add(request.rid);
+    pendingIds.add(request.breadcrumbId);
     void feed();
   };
 
   const fromItem = (item: { id: string; tags: string[]; context?: Record<string, unknown> | undefined }): PendingRequest | undefined => {
     if (!item.tags.includes(TAG.Request) || !item.tags.includes(workspace)) return undefined;
-    const context = item.context ?? {};
-    const requestId = context['requestId'];
-    const rid = typeof requestId === 'string' && requestId !== '' ? requestId : item.id;
-    const tool = typeof context['tool'] === 'string' && context['tool'] !== '' ? context['tool'] : '(none)';
+    const { rid, tool } = requestIdentity(item);
     return { breadcrumbId: item.id, rid, tool };
   };
 
   const handleEvent = (event: StoreEvent): void => {
     if (event.type !== 'breadcrumb.updated' || !event.breadcrumb_id) return;
     if (event.schema_name === SCHEMA.ToolResponse) {
-      for (const tag of event.tags ?? []) if (tag.startsWith('request:')) markDone(tag.slice('request:'.length));
+      // Only the runner's unforgeable answer tag counts: a `request:<rid>` tag anyone can write.
+      for (const tag of event.tags ?? []) if (tag.startsWith(ANSWER_TAG_PREFIX)) markDone(tag);
       return;
     }
     if (event.schema_name !== SCHEMA.ToolRequest) return;
@@ -184,30 +209,31 @@ export function createIntake(options: IntakeOptions): Intake {
     const responses = await listSince(SCHEMA.ToolResponse, false, since);
     const answered = new Set<string>();
     for (const response of responses) {
-      for (const tag of response.tags) if (tag.startsWith('request:')) answered.add(tag.slice('request:'.length));
+      for (const tag of response.tags) if (tag.startsWith(ANSWER_TAG_PREFIX)) answered.add(tag);
     }
     let found = 0;
     for (let i = requests.length - 1; i >= 0; i--) {
       const request = fromItem(requests[i] as (typeof requests)[number]);
       if (!request) continue;
-      if (answered.has(request.rid)) {
-        markDone(request.rid);
+      const answerTag = keys.answerTag(request.breadcrumbId);
+      if (answered.has(answerTag)) {
+        markDone(answerTag);
         continue;
       }
-      if (done.has(request.rid)) continue;
+      if (done.has(answerTag)) continue;
       found++;
       enqueue(request);
     }
     // Claims whose holder stopped renewing: take the request over (or tidy up if it was answered).
     let takeovers = 0;
     for (const expired of await claims.listExpired()) {
-      if (done.has(expired.rid) || queue.has(expired.rid) || pendingIds.has(expired.rid)) continue;
-      if (await claims.hasResponse(expired.rid)) {
-        markDone(expired.rid);
-        await claims.cleanup(expired.rid);
+      const id = expired.requestBreadcrumbId;
+      if (isDone(id) || queue.has(id) || pendingIds.has(id)) continue;
+      if (await claims.hasResponse(id)) {
+        markDone(keys.answerTag(id));
+        await claims.cleanup(id);
         continue;
       }
-      if (!expired.requestBreadcrumbId) continue;
       try {
         const full = await client.getBreadcrumbFull(expired.requestBreadcrumbId);
         const request = fromItem(full);

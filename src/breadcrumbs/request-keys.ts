@@ -1,0 +1,80 @@
+// The runner's keys: every Idempotency-Key, claim tag and answer tag the runner writes is derived
+// from the request's breadcrumb id (store-assigned, so no agent chooses it) with an HMAC under the
+// runner secret shared by all replicas.
+//
+// Why: agent-chosen strings (a requestId) must never reach an HTTP header raw (a character outside
+// Latin-1 made Node throw; 250 characters made the key too long), and keys other writers can
+// predict can be squatted (junk posted under `response:<rid>` silenced a request; junk under
+// `claim:<rid>:1..4` stalled it forever). A derived key is fixed-length base64url, safe in headers,
+// and unknown to anyone without the secret. Claims also carry a MAC over their lease fields, so a
+// copied or edited claim record is recognised as not ours.
+
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+
+/** Everything the runner derives from the runner secret. */
+export interface RequestKeys {
+  /** Idempotency-Key of claim `attempt` of a request. */
+  claimKey(requestBreadcrumbId: string, attempt: number): string;
+  /** Idempotency-Key of the `n`th answer slot of a request (1 normally; >1 only if slot 1 was squatted). */
+  responseKey(requestBreadcrumbId: string, slot?: number): string;
+  /** Idempotency-Key of the answer to a tool.create.request.v1. */
+  createResponseKey(requestBreadcrumbId: string, slot?: number): string;
+  /** Idempotency-Key of the tool.code.v1 a tool.create.request.v1 deploys. */
+  toolCreateKey(requestBreadcrumbId: string): string;
+  /** Tag carried by the runner's answer to a request: nobody can write it before the runner does. */
+  answerTag(requestBreadcrumbId: string): string;
+  /** Tag of a request's claims. */
+  claimTag(requestBreadcrumbId: string): string;
+  /** MAC over a claim's lease fields. */
+  claimMac(fields: ClaimMacFields): string;
+  /** Whether `mac` is the MAC of `fields`. */
+  verifyClaimMac(fields: ClaimMacFields, mac: unknown): boolean;
+}
+
+/** The lease fields a claim MAC covers. */
+export interface ClaimMacFields {
+  requestBreadcrumbId: string;
+  attempt: number;
+  holder: string;
+  expiresAt: string;
+  released: boolean;
+}
+
+/** Prefix of answer tags (`answer:<mac>`). */
+export const ANSWER_TAG_PREFIX = 'answer:';
+
+/** The secret used when none is configured for an external store: public, so keys are forgeable. */
+export function publicRunnerSecret(workspace: string): Buffer {
+  return createHash('sha256').update(`tools-runner public key derivation\0${workspace}`).digest();
+}
+
+/** Builds the key derivation of one runner secret. */
+export function createRequestKeys(secret: Buffer): RequestKeys {
+  const mac = (...parts: Array<string | number>): string => {
+    const h = createHmac('sha256', secret);
+    // Length-prefixed parts: no two different part lists can produce the same input.
+    for (const part of parts) {
+      const text = String(part);
+      h.update(`${Buffer.byteLength(text)}:${text};`);
+    }
+    return h.digest('base64url');
+  };
+  const short = (value: string): string => value.slice(0, 32);
+  const claimMac = (f: ClaimMacFields): string => mac('claim-mac', f.requestBreadcrumbId, f.attempt, f.holder, f.expiresAt, f.released ? 1 : 0);
+
+  return {
+    claimKey: (id, attempt) => `claim-${short(mac('claim', id, attempt))}`,
+    responseKey: (id, slot = 1) => `response-${short(mac('response', id, slot))}`,
+    createResponseKey: (id, slot = 1) => `create-response-${short(mac('create-response', id, slot))}`,
+    toolCreateKey: (id) => `tool-create-${short(mac('tool-create', id))}`,
+    answerTag: (id) => `${ANSWER_TAG_PREFIX}${short(mac('answer', id))}`,
+    claimTag: (id) => `claim:${short(mac('claim-tag', id))}`,
+    claimMac,
+    verifyClaimMac: (fields, given) => {
+      if (typeof given !== 'string') return false;
+      const expected = Buffer.from(claimMac(fields));
+      const actual = Buffer.from(given);
+      return expected.length === actual.length && timingSafeEqual(expected, actual);
+    },
+  };
+}
