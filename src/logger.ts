@@ -2,7 +2,9 @@
 //
 // Logs go to stderr so that stdout stays free for the CLI's own output (`store listening on ...`).
 // Secret values must never reach a log: callers register them with `redact()` on the root logger
-// and every line written by it or its children has those strings replaced before it leaves.
+// and every line written by it or its children has those strings replaced before it leaves — also
+// in the encodings a tool or a library might print them in (JSON-escaped, hex, URL-encoded, and
+// base64/base64url at any byte alignment inside a longer encoded string).
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
@@ -29,7 +31,39 @@ export interface LoggerOptions {
 interface Shared {
   min: number;
   write: (line: string) => void;
-  secrets: Set<string>;
+  /** Every form to replace (each secret and its encodings), longest first. */
+  secrets: string[];
+}
+
+/** The base64 characters that depend only on `bytes` when they sit at byte offset 0, 1 or 2 of a longer encoded run. */
+function base64Fragments(bytes: Buffer): string[] {
+  const out: string[] = [];
+  for (let pad = 0; pad < 3; pad++) {
+    const encoded = Buffer.concat([Buffer.alloc(pad), bytes]).toString('base64').replace(/=+$/, '');
+    const start = [0, 2, 3][pad] as number;
+    const end = Math.floor(((pad + bytes.length) * 8) / 6);
+    if (end - start >= 4) out.push(encoded.slice(start, end));
+  }
+  return out;
+}
+
+/** A secret and the encodings it may appear in, each also as it reads inside a JSON string. */
+export function secretForms(value: string): string[] {
+  const bytes = Buffer.from(value, 'utf8');
+  const b64 = base64Fragments(bytes);
+  const url = encodeURIComponent(value);
+  const forms = new Set<string>([
+    value,
+    bytes.toString('hex'),
+    bytes.toString('hex').toUpperCase(),
+    url,
+    url.replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase()),
+    url.replace(/%20/g, '+'),
+    ...b64,
+    ...b64.map((f) => f.replace(/\+/g, '-').replace(/\//g, '_')),
+  ]);
+  for (const form of [...forms]) forms.add(JSON.stringify(form).slice(1, -1));
+  return [...forms].filter((form) => form.length >= 4);
 }
 
 /** Creates the root logger. */
@@ -37,7 +71,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   const shared: Shared = {
     min: LEVELS[options.level ?? 'info'],
     write: options.write ?? ((line) => process.stderr.write(line)),
-    secrets: new Set(),
+    secrets: [],
   };
   return build(shared, options.bindings ?? {});
 }
@@ -52,8 +86,8 @@ function build(shared: Shared, bindings: Record<string, unknown>): Logger {
     if (LEVELS[level] < shared.min) return;
     const record = { time: new Date().toISOString(), level, msg, ...bindings, ...normalise(meta) };
     let line = safeJson(record);
-    for (const secret of shared.secrets) {
-      if (line.includes(secret)) line = line.split(secret).join('[REDACTED]');
+    for (const form of shared.secrets) {
+      if (line.includes(form)) line = line.split(form).join('[REDACTED]');
     }
     shared.write(line + '\n');
   };
@@ -64,7 +98,11 @@ function build(shared: Shared, bindings: Record<string, unknown>): Logger {
     error: (msg, meta) => emit('error', msg, meta),
     child: (more) => build(shared, { ...bindings, ...more }),
     redact: (value) => {
-      if (value.length >= 4) shared.secrets.add(value);
+      if (value.length < 4 || shared.secrets.includes(value)) return;
+      const known = new Set(shared.secrets);
+      for (const form of secretForms(value)) if (!known.has(form)) shared.secrets.push(form);
+      // Longest first, so a form that contains another is replaced whole.
+      shared.secrets.sort((a, b) => b.length - a.length);
     },
   };
 }

@@ -157,7 +157,7 @@ export async function putTool(c: StoreClient, context: Record<string, unknown>):
 }
 
 /** Writes a tool.request.v1 and returns its rid; retries while the store is unreachable. */
-export async function request(c: StoreClient, tool: string, input: unknown, rid = crypto.randomUUID(), extra: Record<string, unknown> = {}): Promise<string> {
+export async function request(c: StoreClient, tool: string, input: unknown, rid: string = crypto.randomUUID(), extra: Record<string, unknown> = {}): Promise<string> {
   for (let attempt = 0; ; attempt++) {
     try {
       await c.createBreadcrumb(
