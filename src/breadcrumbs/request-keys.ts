@@ -29,6 +29,8 @@ export interface RequestKeys {
   claimMac(fields: ClaimMacFields): string;
   /** Whether `mac` is the MAC of `fields`. */
   verifyClaimMac(fields: ClaimMacFields, mac: unknown): boolean;
+  /** MAC of a runner state record (`label` names what it is). */
+  stateMac(label: string, value: string): string;
 }
 
 /** The lease fields a claim MAC covers. */
@@ -46,6 +48,14 @@ export const ANSWER_TAG_PREFIX = 'answer:';
 /** The secret used when none is configured for an external store: public, so keys are forgeable. */
 export function publicRunnerSecret(workspace: string): Buffer {
   return createHash('sha256').update(`tools-runner public key derivation\0${workspace}`).digest();
+}
+
+/** Constant-time comparison of an expected MAC with an untrusted value. */
+export function sameText(expected: string, given: unknown): boolean {
+  if (typeof given !== 'string') return false;
+  const a = Buffer.from(expected);
+  const b = Buffer.from(given);
+  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 /** Builds the key derivation of one runner secret. */
@@ -70,11 +80,7 @@ export function createRequestKeys(secret: Buffer): RequestKeys {
     answerTag: (id) => `${ANSWER_TAG_PREFIX}${short(mac('answer', id))}`,
     claimTag: (id) => `claim:${short(mac('claim-tag', id))}`,
     claimMac,
-    verifyClaimMac: (fields, given) => {
-      if (typeof given !== 'string') return false;
-      const expected = Buffer.from(claimMac(fields));
-      const actual = Buffer.from(given);
-      return expected.length === actual.length && timingSafeEqual(expected, actual);
-    },
+    verifyClaimMac: (fields, given) => sameText(claimMac(fields), given),
+    stateMac: (label, value) => mac('state', label, value),
   };
 }

@@ -23,6 +23,7 @@ import { createSandbox, type Sandbox } from '../sandbox/index.js';
 import { createSchemaValidator, validateToolDefinition } from '../screen/index.js';
 import { createStore, type Store } from '../store/index.js';
 import { createClaimManager } from '../watcher/claims.js';
+import { loadAnswerTagCutover } from '../watcher/cutover.js';
 import { createIntake } from '../watcher/intake.js';
 import { startAdminServer, type AdminServer } from './admin-server.js';
 import { createMetrics } from './metrics.js';
@@ -204,8 +205,10 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         admin?.broadcast({ type: 'execution:finished', ts: new Date().toISOString(), replica, ...report });
       },
     });
+    const legacyCutoverMs = await loadAnswerTagCutover({ client, keys, workspace: config.workspace, logger: log });
     const intake = createIntake({
       client,
+      legacyCutoverMs,
       claims,
       queue,
       workspace: config.workspace,

@@ -40,6 +40,8 @@ export interface IntakeOptions {
   logger: Logger;
   scanIntervalMs: number;
   run(request: PendingRequest, signal: AbortSignal): Promise<JobOutcome>;
+  /** Requests last changed before this (epoch ms) also count as answered by a legacy `request:<rid>` response (cutover.ts). */
+  legacyCutoverMs?: number;
   /** Most candidate ids held while the backlog is full. */
   maxPending?: number;
   /** How far back a windowed scan looks before the previous scan started. */
@@ -208,15 +210,21 @@ export function createIntake(options: IntakeOptions): Intake {
     const requests = await listSince(SCHEMA.ToolRequest, true, since);
     const responses = await listSince(SCHEMA.ToolResponse, false, since);
     const answered = new Set<string>();
+    const legacyAnswered = new Set<string>();
     for (const response of responses) {
-      for (const tag of response.tags) if (tag.startsWith(ANSWER_TAG_PREFIX)) answered.add(tag);
+      for (const tag of response.tags) {
+        if (tag.startsWith(ANSWER_TAG_PREFIX)) answered.add(tag);
+        else if (tag.startsWith('request:')) legacyAnswered.add(tag.slice('request:'.length));
+      }
     }
+    const cutover = options.legacyCutoverMs ?? 0;
     let found = 0;
     for (let i = requests.length - 1; i >= 0; i--) {
       const request = fromItem(requests[i] as (typeof requests)[number]);
       if (!request) continue;
       const answerTag = keys.answerTag(request.breadcrumbId);
-      if (answered.has(answerTag)) {
+      const item = requests[i] as (typeof requests)[number];
+      if (answered.has(answerTag) || (Date.parse(item.updated_at) < cutover && legacyAnswered.has(request.rid))) {
         markDone(answerTag);
         continue;
       }

@@ -1,0 +1,46 @@
+// Upgrading from a runner whose answers carried only `request:<rid>` tags: requests answered before
+// the first start of this version are not run again; a request that arrives later is not silenced
+// by such a (forgeable) legacy-style response.
+
+import { afterAll, describe, expect, it } from 'vitest';
+import { SCHEMA, TAG } from '../../src/breadcrumbs/messages.js';
+import { cleanupAll, client, putTool, startRunner, startStoreProcess, tempDir, toolContext, WS } from './harness.js';
+
+afterAll(cleanupAll);
+
+const legacyResponse = (rid: string) => ({
+  title: 'Response: u-count',
+  schema_name: SCHEMA.ToolResponse,
+  tags: [WS, TAG.Response, TAG.request(rid)],
+  context: { request_id: rid, tool: 'u-count', status: 'success', output: { legacy: true }, execution_time_ms: 1, metadata: {}, timestamp: new Date().toISOString() },
+});
+
+describe('answer-tag cutover', () => {
+  it('does not re-run requests answered before the upgrade, and runs later ones despite legacy-style junk', async () => {
+    const { url } = await startStoreProcess(tempDir());
+    const c = client(url);
+    await putTool(
+      c,
+      toolContext('u-count', `export async function execute(input, context) {
+        await context.api.createBreadcrumb({ title: 'exec', schema_name: 'e2e.exec.v1', tags: ['exec:' + input.mark], context: {} });
+        return { ran: true };
+      }`, { permissions: { net: false, api: 'write' } }),
+    );
+    // History written by an older runner: requests with their (tag-only) answers.
+    for (let i = 0; i < 5; i++) {
+      const rid = `old-${i}`;
+      await c.createBreadcrumb({ title: 'Request: u-count', schema_name: SCHEMA.ToolRequest, tags: [TAG.Request, WS], context: { tool: 'u-count', input: { mark: 'old' }, requestId: rid } });
+      await c.createBreadcrumb(legacyResponse(rid));
+    }
+    await startRunner(url);
+    // A new request, pre-empted by a forged legacy-style answer.
+    await c.createBreadcrumb(legacyResponse('new-1'));
+    await c.createBreadcrumb({ title: 'Request: u-count', schema_name: SCHEMA.ToolRequest, tags: [TAG.Request, WS], context: { tool: 'u-count', input: { mark: 'new' }, requestId: 'new-1' } });
+    const deadline = Date.now() + 20_000;
+    while ((await c.listBreadcrumbs({ tag: 'exec:new', limit: 10 })).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(await c.listBreadcrumbs({ tag: 'exec:new', limit: 10 })).toHaveLength(1);
+    // Two full scan intervals later, no old request has run.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await c.listBreadcrumbs({ tag: 'exec:old', limit: 10 })).toHaveLength(0);
+  });
+});
