@@ -219,6 +219,8 @@ export function createClaimManager(options: ClaimManagerOptions): ClaimManager {
         return best;
       }, undefined);
       if (latest && latest.context.attempt >= attempt) {
+        // A valid record again: whatever we suspected of this attempt is over.
+        suspects.delete(`${id}:${latest.context.attempt}`);
         if (isLive(latest.context)) {
           const key = `${id}:${latest.context.attempt}`;
           // Our own live claim that we never ran (its create reply was lost): adopt it.
