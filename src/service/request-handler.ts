@@ -8,7 +8,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { StoreClient } from '../breadcrumbs/index.js';
 import { isNotFound } from '../breadcrumbs/index.js';
-import { requestIdentity, ToolRequestContext, type BreadcrumbFull, type RequestIdentity } from '../breadcrumbs/messages.js';
+import { requestIdentity, SCHEMA, TAG, ToolRequestContext, type BreadcrumbFull, type RequestIdentity } from '../breadcrumbs/messages.js';
 import type { Catalog, Route } from '../catalog/catalog.js';
 import type { Config } from '../config/index.js';
 import { coerceError, ErrorCode } from '../errors.js';
@@ -48,6 +48,8 @@ export interface RequestHandlerOptions {
   replica: string;
   /** Runs a host tool (legacy seam); undefined when no manifests are configured. */
   executeHost?(tool: HostTool, input: unknown, ctx: { rid: string; signal: AbortSignal }): Promise<ExecutionResult>;
+  /** Requests created before this (epoch ms) were answered by an older runner if a `request:<rid>` response exists. */
+  legacyCutoverMs?: number;
   /** Aborted only when the service must stop NOW (not at drain start). */
   hardStop: AbortSignal;
   onStarted?(report: { rid: string; tool: string }): void;
@@ -178,7 +180,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
       claim.renew().catch((error: unknown) => log.warn('claim renewal failed', { error }));
     }, renewEvery);
     try {
-      let full: Pick<BreadcrumbFull, 'tags' | 'context'>;
+      let full: Pick<BreadcrumbFull, 'tags' | 'context' | 'created_at'>;
       try {
         full = request.snapshot ?? (await client.getBreadcrumbFull(request.breadcrumbId));
       } catch (error) {
@@ -190,6 +192,14 @@ export function createRequestHandler(options: RequestHandlerOptions) {
       // The record actually run decides the identity (it may differ from the event that queued it).
       const identity = requestIdentity({ id: request.breadcrumbId, tags: full.tags, context: full.context });
       const { rid } = identity;
+      if (full.created_at !== undefined && Date.parse(full.created_at) < (options.legacyCutoverMs ?? 0)) {
+        const legacy = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolResponse, tag: TAG.request(rid), limit: 1 });
+        if (legacy.length > 0) {
+          log.info('request answered by an older runner; not run again');
+          await claim.drop();
+          return 'answered';
+        }
+      }
       options.onStarted?.({ rid, tool: identity.tool });
       const startedAt = performance.now();
       let executed: Executed;

@@ -178,8 +178,10 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     // One schema validator (compiled-schema cache) for code tools and host tools alike.
     const validator = createSchemaValidator();
     const hostSchemas = createSchemaCache(validator);
+    const legacyCutoverMs = await loadAnswerTagCutover({ client, keys, workspace: config.workspace, logger: log });
     const handler = createRequestHandler({
       client,
+      legacyCutoverMs,
       claims,
       catalog,
       sandbox,
@@ -205,7 +207,6 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         admin?.broadcast({ type: 'execution:finished', ts: new Date().toISOString(), replica, ...report });
       },
     });
-    const legacyCutoverMs = await loadAnswerTagCutover({ client, keys, workspace: config.workspace, logger: log });
     const intake = createIntake({
       client,
       legacyCutoverMs,

@@ -184,7 +184,9 @@ export function createIntake(options: IntakeOptions): Intake {
     }
     if (event.schema_name !== SCHEMA.ToolRequest) return;
     const request = fromItem({ id: event.breadcrumb_id, tags: event.tags ?? [], context: event.context });
-    if (request && event.context) request.snapshot = { tags: event.tags ?? [], context: event.context };
+    // Only a creation event stands in for the record: after an update the job reads the record
+    // itself (it needs created_at to recognise requests answered before the answer-tag cutover).
+    if (request && event.context && event.version === 1) request.snapshot = { tags: event.tags ?? [], context: event.context };
     if (request) enqueue(request);
   };
 

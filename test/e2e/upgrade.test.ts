@@ -27,12 +27,15 @@ describe('answer-tag cutover', () => {
       }`, { permissions: { net: false, api: 'write' } }),
     );
     // History written by an older runner: requests with their (tag-only) answers.
+    const oldIds: string[] = [];
     for (let i = 0; i < 5; i++) {
       const rid = `old-${i}`;
-      await c.createBreadcrumb({ title: 'Request: u-count', schema_name: SCHEMA.ToolRequest, tags: [TAG.Request, WS], context: { tool: 'u-count', input: { mark: 'old' }, requestId: rid } });
+      oldIds.push((await c.createBreadcrumb({ title: 'Request: u-count', schema_name: SCHEMA.ToolRequest, tags: [TAG.Request, WS], context: { tool: 'u-count', input: { mark: 'old' }, requestId: rid } })).id);
       await c.createBreadcrumb(legacyResponse(rid));
     }
     await startRunner(url);
+    // Touching an old request (an update event) does not make it run again either.
+    await c.updateBreadcrumb(oldIds[0]!, { title: 'Request: u-count (edited)' });
     // A new request, pre-empted by a forged legacy-style answer.
     await c.createBreadcrumb(legacyResponse('new-1'));
     await c.createBreadcrumb({ title: 'Request: u-count', schema_name: SCHEMA.ToolRequest, tags: [TAG.Request, WS], context: { tool: 'u-count', input: { mark: 'new' }, requestId: 'new-1' } });
