@@ -123,6 +123,12 @@ export const OPTIONS = {
     doc: 'Bearer token for the store. When unset, the runner mints one at `/auth/token`.',
     secret: true,
   }),
+  runnerSecret: opt(optionalString, {
+    group: 'runner',
+    doc: 'Secret shared by every replica of a workspace; keys the runner derives from it sign what it deploys (tool definitions).',
+    defaultText: 'a key generated into `<data-dir>/runner.key`',
+    secret: true,
+  }),
   ownerId: opt(z.string().min(1).default('00000000-0000-0000-0000-000000000001'), {
     group: 'runner',
     doc: 'owner_id the runner acts as when it mints its own token.',
