@@ -38,6 +38,7 @@ import { createResponder, type Responder } from '../responder/responder.js';
 import type { Sandbox } from '../sandbox/index.js';
 import { createSchemaValidator, SEMVER, validateToolDefinition, type SchemaValidator } from '../screen/index.js';
 import type { ExtensionContext, ServiceExtension } from '../service/service.js';
+import type { SecretResolver } from '../service/secrets.js';
 import { createToolApi } from '../service/tool-api.js';
 import { runExamples } from './examples.js';
 
@@ -50,6 +51,8 @@ interface Deps {
   validator: SchemaValidator;
   stamper: Stamper;
   catalog: Pick<Catalog, 'ownership' | 'refreshName'>;
+  /** Secrets for the examples: workspace/global, and scope tool/<id> only when the owner replaces that definition. */
+  secrets?: SecretResolver;
 }
 
 /** A create request as read from the store (`created_by` from `/full`). */
@@ -130,7 +133,12 @@ export async function processCreateRequest(deps: Deps, breadcrumb: CreateRequest
   if (!check.ok) return reject(prefix(check.errors), prefix(check.warnings));
   const tool = check.tool;
 
+  const secrets =
+    tool.requiredSecrets.length > 0 && deps.secrets
+      ? (await deps.secrets.resolve(tool.requiredSecrets, { tool: tool.name, rid, ...(existingId !== undefined ? { definitionId: existingId } : {}) })).values
+      : undefined;
   const examples = await runExamples(tool, {
+    ...(secrets ? { secrets } : {}),
     sandbox: deps.sandbox,
     validator: deps.validator,
     workspace: config.workspace,
@@ -251,6 +259,7 @@ export function createToolCreationExtension(): ServiceExtension {
         validator: createSchemaValidator(),
         stamper: context.stamper,
         catalog: context.catalog,
+        secrets: context.secrets,
       };
       void scan().catch((error: unknown) => context.logger.warn('create-request scan failed', { error }));
     },

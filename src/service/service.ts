@@ -29,7 +29,7 @@ import { createIntake } from '../watcher/intake.js';
 import { startAdminServer, type AdminServer } from './admin-server.js';
 import { createMetrics } from './metrics.js';
 import { createRequestHandler } from './request-handler.js';
-import { createSecretResolver, loadSecretsFile } from './secrets.js';
+import { createSecretResolver, loadSecretsFile, type SecretResolver } from './secrets.js';
 
 export type Lifecycle = 'INITIALIZED' | 'RUNNING' | 'DRAINING' | 'STOPPED' | 'FAILED';
 
@@ -66,6 +66,7 @@ export interface ExtensionContext {
   stamper: Stamper;
   /** Pins an operator tool: the catalog runs only this definition under its name. */
   pinOperatorTool(pin: OperatorTool): void;
+  secrets: SecretResolver;
 }
 
 export interface Service {
@@ -262,6 +263,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         replica,
         signal: intakeController.signal,
         stamper,
+        secrets,
         pinOperatorTool: (pin) => void operatorTools.set(pin.tool.name, pin),
       });
       if (extension.stop) onStop(extension.name, () => extension.stop!());
