@@ -181,6 +181,22 @@ export const OPTIONS = {
     group: 'runner',
     doc: 'Fallback secrets: a JSON object file `{NAME: value}` consulted after the store\'s secrets API.',
   }),
+  toolApiMaxConcurrent: opt(intish(1, 64).default(2), {
+    group: 'runner',
+    doc: '`context.api` calls of one execution performed at once; later ones wait their turn.',
+  }),
+  toolApiMaxReplyBytes: opt(intish(1024).default(2 * 1024 * 1024), {
+    group: 'runner',
+    doc: 'Largest `context.api` reply (JSON bytes); a bigger one is refused with `rate.exceeded`.',
+  }),
+  toolApiMaxJobBytes: opt(intish(1024).default(16 * 1024 * 1024), {
+    group: 'runner',
+    doc: 'Total `context.api` reply bytes one execution may receive; beyond it calls fail with `rate.exceeded`.',
+  }),
+  toolApiRunnerReaders: opt(listish.default([]), {
+    group: 'runner',
+    doc: 'Tools (names) whose `context.api` may read the runner\'s own `tool.*` records (requests, responses, claims, definitions); others never see them.',
+  }),
 
   // --- sandbox -------------------------------------------------------------------------------
   denoPath: opt(optionalString, {

@@ -8,14 +8,16 @@ export { IssueCode, type Issue, type Origin, type ScreenPermissions, type ToolDe
 export { screenSource, NO_EXECUTE_MESSAGE, type ScreenOptions } from './screen-source.js';
 export { validatePermissions, FFI_MESSAGE, HRTIME_MESSAGE, type PermissionOptions, type PermissionResult } from './permissions.js';
 export { checkNetHost, blockedMessage, type NetHostCheck } from './net-hosts.js';
-export { validateSchemas, type SchemaContext, type SchemaResult } from './schemas.js';
+export { validateSchemas, MAX_SCHEMA_PATTERNS, type SchemaContext, type SchemaResult } from './schemas.js';
 export {
   createSchemaValidator,
   canonicalJson,
   schemaDialect,
+  MAX_REGEX_FORMAT_LENGTH,
   type SchemaError,
   type SchemaValidation,
   type SchemaValidator,
+  type SchemaValidatorOptions,
 } from './schema-validator.js';
 export {
   validateToolDefinition,
@@ -26,5 +28,5 @@ export {
   type DefinitionOptions,
   type DefinitionResult,
 } from './definition.js';
-export { isCatastrophicPattern } from './regex-safety.js';
+export { checkSchemaPattern, createPatternEngine, RegexBudgetError, DEFAULT_REGEX_BUDGET, PER_CHARACTER_STEPS, MAX_PATTERN_LENGTH, MAX_PROGRAM_SIZE, type PatternCheck, type PatternEngine } from './regex-safety.js';
 export { denoApiPermissions, mappedDenoApis, type DenoPermission } from './deno-apis.js';

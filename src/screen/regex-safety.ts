@@ -1,210 +1,154 @@
-// Finding JSON Schema regular expressions that can backtrack catastrophically (ReDoS).
+// Schema patterns on a linear-time regular-expression engine, under a work budget.
 //
-// Tool schemas are written by agents, but their `pattern`s run inside the Node service on every
-// request (input validation happens before the sandbox). `^(a+)+$` takes exponential time on
-// "aaaa…!" and would stall the event loop for every tool, so such schemas are refused at creation.
+// Tool schemas are written by agents, and their `pattern`s / `patternProperties` run inside the Node
+// service on every request (inputs are validated before the sandbox, results after it). A
+// backtracking engine can take exponential time (`^(.*){16}x$` blocked the event loop ~60 s on 18
+// characters), and no static check can tell every such pattern apart. So ajv is given this engine
+// instead of `RegExp`: RE2 semantics (re2js, a pure-JS port of RE2 — the native `re2` binding needs a
+// compiler and Node >= 22), which matches in time linear in the input and never backtracks.
 //
-// The test: a group repeated without bound whose body contains an unbounded repetition (`+`, `*`,
-// `{n,}`) is ambiguous unless every iteration is pinned by a mandatory first or last character that
-// the inner repetitions cannot match. So `(a+)+`, `(\w+\s?)*`, `(a*)*` are refused while `(\.\d+)*`,
-// `(\d+\.)+`, `(-[a-z]+)*` and bounded ones like `(\d{1,3}\.){3}` pass. Characters are analysed over
-// ASCII; anything non-ASCII counts as "may overlap". Known gap: overlapping alternatives such as
-// `(a|a)*` are not detected.
+// Linear is not yet cheap: RE2's worst case is (input length x program size) steps, up to ~250 ns
+// each here (a cold lazy DFA building a new state per character). Every validation therefore gets a
+// budget of such steps (`budget`, charged before each test as `(length + 1) x (programSize + 16)`,
+// the 16 standing for the per-character overhead); a validation that would exceed it fails with a
+// message naming the pattern instead of running. A pattern must be valid ECMA-262 (`u` mode, what JSON Schema means) AND
+// compile on RE2: back-references and lookaround do not, and are definition errors. RE2 keeps a lazy
+// DFA per pattern (up to ~8 MB of states); it is dropped after each validation so that memory stays
+// bounded however many schemas are cached.
+//
+// States of an engine: idle (no budget open) or running (inside `run`, with `remaining` steps and the
+// set of patterns used so far, released when `run` ends). A test outside `run` opens its own run.
 
-/** A set of characters: 128 ASCII flags plus "may match something beyond ASCII". */
-interface CharSet {
-  ascii: Uint8Array;
-  other: boolean;
+import { RE2JS } from 're2js';
+import { quote } from './types.js';
+
+/** Longest pattern source accepted in a schema. */
+export const MAX_PATTERN_LENGTH = 1000;
+/** Largest RE2 program (instructions) one pattern may compile to. */
+export const MAX_PROGRAM_SIZE = 2000;
+/** Default regex work budget of one validation, in (character x instruction) steps (~40 ms worst case measured in plain Node, ~100 ms under vitest on a loaded 2-core VM). */
+export const DEFAULT_REGEX_BUDGET = 150_000;
+/** Steps charged per character on top of the program size. */
+export const PER_CHARACTER_STEPS = 16;
+
+/** The outcome of checking one schema pattern: its RE2 program size, or why it cannot be used. */
+export type PatternCheck = { ok: true; programSize: number } | { ok: false; reason: string };
+
+/** A compiled pattern: the ajv-facing `test`, charged against the engine's budget. */
+export interface SafePattern {
+  readonly source: string;
+  readonly programSize: number;
+  test(text: string): boolean;
+  toString(): string;
 }
 
-type Node = { kind: 'set'; set: CharSet } | { kind: 'group'; alts: Term[][]; zeroWidth: boolean } | { kind: 'empty' };
-interface Term {
-  node: Node;
-  min: number;
-  max: number;
-}
-
-const UNBOUNDED = 16; // a repetition allowing more than this counts as unbounded
-
-function makeSet(test: (code: number) => boolean, other: boolean): CharSet {
-  const ascii = new Uint8Array(128);
-  for (let c = 0; c < 128; c++) ascii[c] = test(c) ? 1 : 0;
-  return { ascii, other };
-}
-const isDigit = (c: number): boolean => c >= 48 && c <= 57;
-const isWord = (c: number): boolean => isDigit(c) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95;
-const isSpace = (c: number): boolean => c === 32 || (c >= 9 && c <= 13);
-const ANY = (): CharSet => makeSet(() => true, true);
-const literal = (code: number): CharSet => (code < 128 ? makeSet((c) => c === code, false) : makeSet(() => false, true));
-
-function union(a: CharSet, b: CharSet): CharSet {
-  const ascii = new Uint8Array(128);
-  for (let c = 0; c < 128; c++) ascii[c] = (a.ascii[c] ?? 0) | (b.ascii[c] ?? 0);
-  return { ascii, other: a.other || b.other };
-}
-function disjoint(a: CharSet, b: CharSet): boolean {
-  if (a.other && b.other) return false;
-  for (let c = 0; c < 128; c++) if (a.ascii[c] && b.ascii[c]) return false;
-  return true;
-}
-const EMPTY_SET = (): CharSet => makeSet(() => false, false);
-
-/** The set of an escape like \d, \W, \n, \. ; `i` points after the backslash. */
-function escapeSet(p: string, i: number): { set: CharSet; next: number } {
-  const e = p[i] ?? '';
-  const classes: Record<string, (c: number) => boolean> = { d: isDigit, w: isWord, s: isSpace };
-  const lower = e.toLowerCase();
-  if (lower in classes) {
-    const test = classes[lower] as (c: number) => boolean;
-    return { set: e === lower ? makeSet(test, lower === 's') : makeSet((c) => !test(c), true), next: i + 1 };
+/** Thrown by `SafePattern.test` when a validation would exceed its work budget. */
+export class RegexBudgetError extends Error {
+  constructor(
+    readonly pattern: string,
+    readonly length: number,
+    readonly budget: number,
+  ) {
+    super(`checking a string of ${length} characters against pattern ${quote(pattern)} would exceed the regex work budget of ${budget} steps for one validation (cost: length x pattern size); send shorter strings or use a simpler pattern`);
+    this.name = 'RegexBudgetError';
   }
-  const controls: Record<string, number> = { n: 10, r: 13, t: 9, f: 12, v: 11, '0': 0 };
-  if (e in controls) return { set: literal(controls[e] as number), next: i + 1 };
-  if (e === 'x' && /^[0-9a-f]{2}/i.test(p.slice(i + 1))) return { set: literal(parseInt(p.slice(i + 1, i + 3), 16)), next: i + 3 };
-  if (e === 'u' && /^[0-9a-f]{4}/i.test(p.slice(i + 1))) return { set: literal(parseInt(p.slice(i + 1, i + 5), 16)), next: i + 5 };
-  if (e === 'u' && p[i + 1] === '{') return { set: ANY(), next: p.indexOf('}', i) + 1 || p.length };
-  if ((e === 'p' || e === 'P') && p[i + 1] === '{') return { set: ANY(), next: p.indexOf('}', i) + 1 || p.length };
-  if (/[1-9k]/.test(e)) return { set: ANY(), next: e === 'k' ? p.indexOf('>', i) + 1 || p.length : i + 1 }; // back-reference
-  return { set: literal(e.codePointAt(0) ?? 0), next: i + (e.length || 1) };
 }
 
-function classSet(p: string, i: number): { set: CharSet; next: number } {
-  let j = i + 1;
-  const negate = p[j] === '^';
-  if (negate) j++;
-  let set = EMPTY_SET();
-  let first = true;
-  while (j < p.length && (p[j] !== ']' || first)) {
-    first = false;
-    let item: CharSet;
-    let code: number | undefined;
-    if (p[j] === '\\') {
-      const esc = escapeSet(p, j + 1);
-      item = esc.set;
-      j = esc.next;
-      const single = [...item.ascii].filter((x) => x).length === 1 && !item.other;
-      code = single ? item.ascii.indexOf(1) : undefined;
-    } else {
-      code = p.codePointAt(j) ?? 0;
-      item = literal(code);
-      j += code > 0xffff ? 2 : 1;
-    }
-    if (code !== undefined && p[j] === '-' && p[j + 1] !== ']' && j + 1 < p.length) {
-      const hiChar = p[j + 1] === '\\' ? escapeSet(p, j + 2) : undefined;
-      const hi = hiChar ? hiChar.set.ascii.indexOf(1) : (p.codePointAt(j + 1) ?? 0);
-      const lo = code;
-      item = makeSet((c) => c >= lo && c <= hi, hi >= 128 || hi < 0);
-      j = hiChar ? hiChar.next : j + 2;
-    }
-    set = union(set, item);
+/** The ajv `code.regExp` engine plus the budget scope that validations run in. */
+export interface PatternEngine {
+  /** For ajv's `code.regExp` option; throws (with the reason) for a pattern that cannot be used. */
+  readonly regExp: ((pattern: string, flags: string) => SafePattern) & { code: string };
+  /** Runs `fn` (one validation) with a fresh budget and releases the patterns' caches afterwards. */
+  run<T>(fn: () => T): T;
+}
+
+const UNSUPPORTED = 'is not supported by the linear-time regex engine (RE2: no back-references, lookahead or lookbehind)';
+
+interface Compiled {
+  re: RE2JS;
+  programSize: number;
+}
+
+function compileRe2(source: string): Compiled | { reason: string } {
+  if (source.length > MAX_PATTERN_LENGTH) return { reason: `is ${source.length} characters long; at most ${MAX_PATTERN_LENGTH} are allowed` };
+  try {
+    // Syntax must be ECMA-262 (what JSON Schema specifies); RegExp only parses here, it never runs.
+    new RegExp(source, 'u');
+  } catch (err) {
+    return { reason: `is not a valid regular expression: ${(err as Error).message}` };
   }
-  if (negate) set = { ascii: set.ascii.map((x) => (x ? 0 : 1)), other: true };
-  return { set, next: j + 1 };
+  // In `u` mode a `\k` or `\1`..`\9` that parsed is a back-reference; the RE2 translation would
+  // silently turn some of them into literals, so they are refused here, by name.
+  const backReference = /\\(?:k<[^>]*>|[1-9]\d*)/.exec(source.replace(/\\\\/g, '  '));
+  if (backReference) return { reason: `${UNSUPPORTED}: back-reference ${quote(backReference[0])}` };
+  let re: RE2JS;
+  try {
+    re = RE2JS.compile(RE2JS.translateRegExp(source));
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    return { reason: `${UNSUPPORTED}: ${why}` };
+  }
+  const programSize = re.programSize();
+  if (programSize > MAX_PROGRAM_SIZE) {
+    return { reason: `compiles to ${programSize} instructions; at most ${MAX_PROGRAM_SIZE} are allowed (shrink counted repetitions like {0,1000})` };
+  }
+  return { re, programSize };
 }
 
-/** Parses alternatives until `)` or the end; returns them and the index after. */
-function parseAlts(p: string, start: number): { alts: Term[][]; next: number } {
-  const alts: Term[][] = [[]];
-  let i = start;
-  while (i < p.length && p[i] !== ')') {
-    const c = p[i] as string;
-    if (c === '|') {
-      alts.push([]);
-      i++;
-      continue;
-    }
-    let node: Node;
-    if (c === '\\') {
-      const isZeroWidth = p[i + 1] === 'b' || p[i + 1] === 'B';
-      const esc = escapeSet(p, i + 1);
-      node = isZeroWidth ? { kind: 'empty' } : { kind: 'set', set: esc.set };
-      i = esc.next;
-    } else if (c === '[') {
-      const cls = classSet(p, i);
-      node = { kind: 'set', set: cls.set };
-      i = cls.next;
-    } else if (c === '(') {
-      let j = i + 1;
-      let zeroWidth = false;
-      if (p[j] === '?') {
-        const look = /^\?(<?[=!])/.exec(p.slice(j));
-        zeroWidth = look !== null;
-        j = look ? j + look[0].length : p[j + 1] === '<' ? p.indexOf('>', j) + 1 || p.length : j + 2;
+/** Checks that `source` can be used as a schema pattern; the reason reads after `Pattern "<source>" `. */
+export function checkSchemaPattern(source: string): PatternCheck {
+  const compiled = compileRe2(source);
+  return 'reason' in compiled ? { ok: false, reason: compiled.reason } : { ok: true, programSize: compiled.programSize };
+}
+
+/** Drops the lazy DFA RE2 keeps per program (re2js 2.10 internals; harmless if the field changes). */
+function release(re: RE2JS): void {
+  re.reset();
+  const inner = re.re2Input as unknown as { lazyDFA?: unknown };
+  if (inner && 'lazyDFA' in inner) inner.lazyDFA = null;
+}
+
+/** Creates an engine whose validations each get `budget` steps (default DEFAULT_REGEX_BUDGET). */
+export function createPatternEngine(options: { budget?: number } = {}): PatternEngine {
+  const budget = options.budget ?? DEFAULT_REGEX_BUDGET;
+  let remaining = budget;
+  let depth = 0;
+  const used = new Set<RE2JS>();
+
+  const run = <T>(fn: () => T): T => {
+    if (depth === 0) remaining = budget;
+    depth++;
+    try {
+      return fn();
+    } finally {
+      depth--;
+      if (depth === 0) {
+        for (const re of used) release(re);
+        used.clear();
       }
-      const inner = parseAlts(p, j);
-      node = { kind: 'group', alts: inner.alts, zeroWidth };
-      i = inner.next + 1;
-    } else if (c === '^' || c === '$') {
-      node = { kind: 'empty' };
-      i++;
-    } else {
-      const code = p.codePointAt(i) ?? 0;
-      node = { kind: 'set', set: c === '.' ? ANY() : literal(code) };
-      i += code > 0xffff ? 2 : 1;
     }
-    const q = /^(?:([*+?])|\{(\d+)(?:(,)(\d*))?\})\??/.exec(p.slice(i));
-    let min = 1;
-    let max = 1;
-    if (q) {
-      if (q[1]) [min, max] = q[1] === '*' ? [0, Infinity] : q[1] === '+' ? [1, Infinity] : [0, 1];
-      else [min, max] = [Number(q[2]), q[3] === undefined ? Number(q[2]) : q[4] === '' ? Infinity : Number(q[4])];
-      i += q[0].length;
-    }
-    (alts[alts.length - 1] as Term[]).push({ node, min, max });
-  }
-  return { alts, next: i };
-}
+  };
 
-const nullable = (t: Term): boolean => t.min === 0 || t.node.kind === 'empty' || (t.node.kind === 'group' && (t.node.zeroWidth || t.node.alts.some((seq) => seq.every(nullable))));
-
-/** Characters that can start a match of the sequence. */
-function seqFirst(seq: Term[]): CharSet {
-  let set = EMPTY_SET();
-  for (const t of seq) {
-    set = union(set, groupFirst(t.node));
-    if (!nullable(t)) break;
-  }
-  return set;
-}
-
-/** Characters that can start a match of a node (a set, or any alternative of a group). */
-function groupFirst(node: Node): CharSet {
-  if (node.kind !== 'group' || node.zeroWidth) return node.kind === 'set' ? node.set : EMPTY_SET();
-  return node.alts.reduce((acc, alt) => union(acc, seqFirst(alt)), EMPTY_SET());
-}
-
-/**
- * Inside one iteration of a repeated group: does a variable-length term (x+, x*, x?, x{m,n}) compete
- * with what follows it for the same characters? `after` is what may follow the sequence.
- */
-function competes(seq: Term[], after: CharSet): boolean {
-  let follow = after;
-  for (let k = seq.length - 1; k >= 0; k--) {
-    const t = seq[k] as Term;
-    const first = groupFirst(t.node);
-    if (t.min < t.max && !disjoint(first, follow)) return true;
-    if (t.node.kind === 'group' && !t.node.zeroWidth) {
-      const inner = t.max > 1 ? union(follow, first) : follow;
-      if (t.node.alts.some((alt) => competes(alt, inner))) return true;
-    }
-    follow = nullable(t) ? union(first, follow) : first;
-  }
-  return false;
-}
-
-function ambiguous(alts: Term[][]): boolean {
-  for (const t of alts.flat()) {
-    if (t.node.kind !== 'group') continue;
-    if (t.max > UNBOUNDED && !t.node.zeroWidth) {
-      const next = groupFirst(t.node);
-      if (t.node.alts.some((alt) => competes(alt, next))) return true;
-    }
-    if (ambiguous(t.node.alts)) return true;
-  }
-  return false;
-}
-
-/** Whether `pattern` can backtrack catastrophically: an unbounded repetition of an ambiguous group. */
-export function isCatastrophicPattern(pattern: string): boolean {
-  return ambiguous(parseAlts(pattern, 0).alts);
+  const regExp = (source: string): SafePattern => {
+    const compiled = compileRe2(source);
+    if ('reason' in compiled) throw new Error(`pattern ${quote(source)} ${compiled.reason}`);
+    const { re, programSize } = compiled;
+    return {
+      source,
+      programSize,
+      // ajv keys its compiled patterns by toString(): it must be the source, or patterns would be mixed up
+      toString: () => source,
+      test(text) {
+        return run(() => {
+          const cost = (text.length + 1) * (programSize + PER_CHARACTER_STEPS);
+          if (cost > remaining) throw new RegexBudgetError(source, text.length, budget);
+          remaining -= cost;
+          used.add(re);
+          return re.test(text);
+        });
+      },
+    };
+  };
+  // ajv only reads `code` when generating standalone modules, which the runner never does.
+  return { regExp: Object.assign(regExp, { code: 'tools-runner linear-time pattern engine' }), run };
 }

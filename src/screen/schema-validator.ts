@@ -9,11 +9,14 @@
 // `maxCached` schemas; an evicted schema is also removed from its ajv instance so memory stays
 // bounded however many tool versions come and go. Every error is reported (allErrors) with a JSON
 // pointer to the offending value; `required`/`additionalProperties` errors point at the property.
+// Patterns run on the linear-time engine of regex-safety.ts (never on RegExp), each validation
+// under that engine's work budget: a validation over budget fails with one error naming the pattern.
 
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { Ajv2019 } from 'ajv/dist/2019.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
+import { createPatternEngine, RegexBudgetError } from './regex-safety.js';
 import { isPlainObject, pointerSegment, quote } from './types.js';
 
 /** One validation error: JSON pointer into the data ("" is the whole value) and ajv's message. */
@@ -42,6 +45,28 @@ type Entry = { fn: ValidateFunction; schema: object; dialect: Dialect } | { erro
 
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
 const AJV_OPTIONS = { allErrors: true, strict: false, allowUnionTypes: true, logger: false as const };
+
+/** Longest string the `regex` format accepts: checking it compiles a RegExp, ~130 ms per megabyte. */
+export const MAX_REGEX_FORMAT_LENGTH = 10_000;
+
+/** ajv-formats' `regex` format with a length cap (its `\Z` rule kept): the data is compiled, never run. */
+function regexFormat(text: string): boolean {
+  if (text.length > MAX_REGEX_FORMAT_LENGTH || /[^\\]\\Z/.test(text)) return false;
+  try {
+    new RegExp(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Options of createSchemaValidator. */
+export interface SchemaValidatorOptions {
+  /** Compiled schemas kept (LRU); default 512. */
+  maxCached?: number;
+  /** Regex work budget of one validation (see regex-safety.ts); default DEFAULT_REGEX_BUDGET. */
+  regexBudget?: number;
+}
 
 /** The dialect `$schema` asks for, or an error message naming it. */
 export function schemaDialect(schema: object): Dialect | { error: string } {
@@ -79,8 +104,10 @@ function toSchemaError(error: ErrorObject): SchemaError {
 }
 
 /** Creates a validator with its own ajv instances and an LRU of `maxCached` compiled schemas. */
-export function createSchemaValidator(options: { maxCached?: number } = {}): SchemaValidator {
+export function createSchemaValidator(options: SchemaValidatorOptions = {}): SchemaValidator {
   const maxCached = options.maxCached ?? 512;
+  const patterns = createPatternEngine(options.regexBudget === undefined ? {} : { budget: options.regexBudget });
+  const ajvOptions = { ...AJV_OPTIONS, code: { regExp: patterns.regExp } };
   const instances = new Map<Dialect, AjvInstance>();
   const cache = new Map<string, Entry>();
   const byIdentity = new WeakMap<object, { key: string; entry: Entry }>();
@@ -88,8 +115,9 @@ export function createSchemaValidator(options: { maxCached?: number } = {}): Sch
   const ajvFor = (dialect: Dialect): AjvInstance => {
     let ajv = instances.get(dialect);
     if (!ajv) {
-      ajv = dialect === '2020-12' ? new Ajv2020(AJV_OPTIONS) : dialect === '2019-09' ? new Ajv2019(AJV_OPTIONS) : new Ajv(AJV_OPTIONS);
+      ajv = dialect === '2020-12' ? new Ajv2020(ajvOptions) : dialect === '2019-09' ? new Ajv2019(ajvOptions) : new Ajv(ajvOptions);
       addFormats(ajv as Ajv);
+      ajv.addFormat('regex', regexFormat);
       instances.set(dialect, ajv);
     }
     return ajv;
@@ -106,7 +134,13 @@ export function createSchemaValidator(options: { maxCached?: number } = {}): Sch
       // ajv caches by object identity: give it a private copy, so a caller mutating its object
       // later can never be served the old compiled function, and eviction frees exactly our copy.
       const copy = structuredClone(schema);
-      return { fn: ajv.compile(copy), schema: copy, dialect };
+      const fn = ajv.compile(copy);
+      if ((fn as { $async?: unknown }).$async === true) {
+        // an async validator answers with a promise, which would read as "valid"
+        ajv.removeSchema(copy);
+        return { error: 'schemas using "$async" are not supported' };
+      }
+      return { fn, schema: copy, dialect };
     } catch (err) {
       if (err instanceof RangeError) return { error: 'schema is nested too deeply' };
       return { error: err instanceof Error ? err.message : String(err) };
@@ -145,8 +179,16 @@ export function createSchemaValidator(options: { maxCached?: number } = {}): Sch
     validate(schema, data) {
       const entry = lookup(schema);
       if ('error' in entry) return { valid: false, errors: [{ path: '', message: `schema does not compile: ${entry.error}` }] };
-      if (entry.fn(data)) return { valid: true, errors: [] };
-      return { valid: false, errors: (entry.fn.errors ?? []).map(toSchemaError) };
+      const fn = entry.fn;
+      let valid: boolean;
+      try {
+        valid = patterns.run(() => fn(data) as boolean);
+      } catch (err) {
+        if (err instanceof RegexBudgetError) return { valid: false, errors: [{ path: '', message: err.message }] };
+        throw err;
+      }
+      if (valid) return { valid: true, errors: [] };
+      return { valid: false, errors: (fn.errors ?? []).map(toSchemaError) };
     },
     check(schema) {
       if (!isPlainObject(schema)) return `a schema must be an object, got ${quote(schema)}`;

@@ -1,11 +1,11 @@
 // validateSchemas: input_schema / output_schema / examples of a tool definition.
 //
 // Errors: a schema that is not an object or does not compile (ajv's text in the message), a
-// `required` key missing from `properties` (RCRT parity), a regex that can backtrack
-// catastrophically, no example, an example whose input (or output, when given) fails its schema —
+// `required` key missing from `properties` (RCRT parity), a pattern the linear-time regex engine
+// cannot run (back-references, lookaround, too large; see regex-safety.ts) or too many patterns, no example, an example whose input (or output, when given) fails its schema —
 // every ajv error with its path — and a bad `match`. Warnings: a property without a description.
 
-import { isCatastrophicPattern } from './regex-safety.js';
+import { checkSchemaPattern } from './regex-safety.js';
 import { createSchemaValidator, type SchemaValidator } from './schema-validator.js';
 import { IssueCode, isPlainObject, pointerSegment, quote, type Issue, type ToolDefinition } from './types.js';
 
@@ -25,10 +25,14 @@ export interface SchemaResult {
 
 const COMPOSITION = ['allOf', 'anyOf', 'oneOf', '$ref', 'if', 'dependentSchemas', 'patternProperties'];
 const MAX_DEPTH = 64;
+/** Most patterns (`pattern` values plus `patternProperties` keys) one schema may hold; each is compiled. */
+export const MAX_SCHEMA_PATTERNS = 100;
 
-/** Every regular expression of a schema (`pattern` values, `patternProperties` keys) with its pointer. */
-function schemaPatterns(schema: unknown, pointer: string, depth: number, found: Array<{ pattern: string; path: string }>): void {
-  if (typeof schema !== 'object' || schema === null || depth > MAX_DEPTH) return;
+/** Every regular expression of a schema (`pattern` values, `patternProperties` keys) with its pointer; false when nested too deeply to tell. */
+function schemaPatterns(schema: unknown, pointer: string, depth: number, found: Array<{ pattern: string; path: string }>): boolean {
+  if (typeof schema !== 'object' || schema === null) return true;
+  if (depth > MAX_DEPTH) return false;
+  let complete = true;
   const isArray = Array.isArray(schema);
   for (const [key, value] of Object.entries(schema)) {
     if (!isArray && (key === 'enum' || key === 'const' || key === 'default' || key === 'examples')) continue;
@@ -37,8 +41,9 @@ function schemaPatterns(schema: unknown, pointer: string, depth: number, found: 
     if (!isArray && key === 'patternProperties' && isPlainObject(value)) {
       for (const name of Object.keys(value)) found.push({ pattern: name, path: `${path}/${pointerSegment(name)}` });
     }
-    schemaPatterns(value, path, depth + 1, found);
+    if (!schemaPatterns(value, path, depth + 1, found)) complete = false;
   }
+  return complete;
 }
 
 /** `required` keys exist in `properties`; every property has a description; recursing into properties and items. */
@@ -72,22 +77,31 @@ function checkSchema(name: 'input_schema' | 'output_schema', schema: unknown, va
     result.errors.push({ code: IssueCode.SchemaInvalid, path: pointer, message });
     return undefined;
   }
+  const patterns: Array<{ pattern: string; path: string }> = [];
+  if (!schemaPatterns(schema, pointer, 0, patterns)) {
+    result.errors.push({ code: IssueCode.SchemaInvalid, path: pointer, message: `${name} is nested deeper than ${MAX_DEPTH} levels` });
+    return undefined;
+  }
+  if (patterns.length > MAX_SCHEMA_PATTERNS) {
+    result.errors.push({ code: IssueCode.SchemaUnsafePattern, path: pointer, message: `${name} holds ${patterns.length} patterns; at most ${MAX_SCHEMA_PATTERNS} are allowed` });
+    return undefined;
+  }
+  let usable = true;
+  for (const { pattern, path } of patterns) {
+    const check = checkSchemaPattern(pattern);
+    if (!check.ok) {
+      usable = false;
+      result.errors.push({ code: IssueCode.SchemaUnsafePattern, path, message: `Pattern ${quote(pattern)} ${check.reason}` });
+    }
+  }
+  if (!usable) return undefined;
   const compileError = validator.check(schema);
   if (compileError !== undefined) {
     result.errors.push({ code: IssueCode.SchemaInvalid, path: pointer, message: `${name} is not a valid JSON Schema: ${compileError}` });
     return undefined;
   }
-  const patterns: Array<{ pattern: string; path: string }> = [];
-  schemaPatterns(schema, pointer, 0, patterns);
-  let usable = true;
-  for (const { pattern, path } of patterns) {
-    if (isCatastrophicPattern(pattern)) {
-      usable = false;
-      result.errors.push({ code: IssueCode.SchemaUnsafePattern, path, message: `Pattern ${quote(pattern)} can backtrack catastrophically (a repeated group that contains a repetition); rewrite it so each repetition is delimited` });
-    }
-  }
   checkStructure(schema, pointer, '', 0, result);
-  return usable ? schema : undefined;
+  return schema;
 }
 
 /**

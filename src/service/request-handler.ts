@@ -147,7 +147,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
       input,
       secrets: resolved.values,
       request: { id: rid, workspace: config.workspace, ...(agentId ? { agentId } : {}) },
-      ...(tool.api ? { api: createToolApi({ client, tool: toolName, rid }) } : {}),
+      ...(tool.api ? { api: createToolApi({ client, tool: toolName, rid, config }) } : {}),
       signal,
     }));
     if (result.ok) {

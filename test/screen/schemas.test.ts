@@ -72,23 +72,32 @@ describe('validateSchemas', () => {
     ]);
   });
 
-  it('refuses patterns that backtrack catastrophically, wherever they are', () => {
+  it('accepts patterns that would backtrack on RegExp (they run on RE2), refuses what RE2 cannot run, wherever it is', () => {
     const input = {
       type: 'object',
-      properties: { name: { type: 'string', description: 'Name', pattern: '^(a+)+$' }, safe: { type: 'string', description: 'S', pattern: '^[a-z]+$' } },
-      patternProperties: { '^(\\w+\\s?)*$': { type: 'string' } },
+      properties: {
+        name: { type: 'string', description: 'Name', pattern: '^(a+)+$' },
+        look: { type: 'string', description: 'L', pattern: '^(?!admin)\\w+$' },
+        safe: { type: 'string', description: 'S', pattern: '^[a-z]+$' },
+      },
+      patternProperties: { '^(\\w+\\s?)*$': { type: 'string' }, '(x)\\1': { type: 'string' } },
     };
     expect(check(base({ input_schema: input, examples: [{ input: {} }] })).errors).toEqual([
       {
         code: 'schema.unsafe-pattern',
-        path: '/input_schema/properties/name/pattern',
-        message: 'Pattern "^(a+)+$" can backtrack catastrophically (a repeated group that contains a repetition); rewrite it so each repetition is delimited',
+        path: '/input_schema/properties/look/pattern',
+        message: 'Pattern "^(?!admin)\\\\w+$" is not supported by the linear-time regex engine (RE2: no back-references, lookahead or lookbehind): error parsing regexp: invalid or unsupported Perl syntax: `(?!`',
       },
       {
         code: 'schema.unsafe-pattern',
-        path: '/input_schema/patternProperties/^(\\w+\\s?)*$',
-        message: 'Pattern "^(\\\\w+\\\\s?)*$" can backtrack catastrophically (a repeated group that contains a repetition); rewrite it so each repetition is delimited',
+        path: '/input_schema/patternProperties/(x)\\1',
+        message: 'Pattern "(x)\\\\1" is not supported by the linear-time regex engine (RE2: no back-references, lookahead or lookbehind): back-reference "\\\\1"',
       },
+    ]);
+    const { look: _look, ...properties } = input.properties;
+    expect(check(base({ input_schema: { type: 'object', properties }, examples: [{ input: { name: 'aaa' } }] })).errors).toEqual([]);
+    expect(check(base({ input_schema: { type: 'object', properties }, examples: [{ input: { name: 'aab!' } }] })).errors).toEqual([
+      { code: 'schema.example-input', path: '/examples/0/input/name', message: 'Example 0 input at /name must match pattern "^(a+)+$"' },
     ]);
   });
 

@@ -66,7 +66,7 @@ export const testCommand: Command = {
           sandbox,
           validator,
           workspace: config.workspace,
-          ...(apiFor ? { api: (t, i) => createToolApi({ client: apiFor, tool: t.name, rid: `test:${t.name}:${i + 1}` }) } : {}),
+          ...(apiFor ? { api: (t, i) => createToolApi({ client: apiFor, tool: t.name, rid: `test:${t.name}:${i + 1}`, config }) } : {}),
         });
         const bad = reports.filter((r) => !r.ok).length;
         examples += reports.length;
