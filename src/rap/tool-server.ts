@@ -66,6 +66,8 @@ interface Call {
 }
 
 const MAX_ID = 200;
+/** Calls waiting for the runner at once; beyond this an invoke is answered 503 (retry later). */
+export const MAX_PENDING_CALLS = 10_000;
 const PRINTABLE = /^[^\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]+$/u;
 
 const bad = (message: string): RapHttpError => new RapHttpError(400, 'input.invalid', message);
@@ -191,6 +193,9 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
     const tool = served().reverse.get(operation);
     if (tool === undefined) throw new RapHttpError(404, 'tool.not_found', `unknown operation ${quoteValue(operation)}: the toolset has no such tool`);
 
+    if (byId.size >= MAX_PENDING_CALLS && !byId.has(id)) {
+      throw new RapHttpError(503, 'rate.exceeded', `${MAX_PENDING_CALLS} RAP calls are already waiting for the runner; retry later`);
+    }
     const derived = keys.stateMac('rap-invoke', `${workspace}\0${id}`);
     const rid = `rap-${derived.slice(0, 24)}`;
     const caller = callerOf(userId, groupId);
