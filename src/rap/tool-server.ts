@@ -231,6 +231,7 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
     } catch (error) {
       if (!isNotFound(error)) throw new RapHttpError(503, 'dependency.unavailable', `the invocation could not be recorded (the runner's store failed: ${coerceError(error).message}); retry it`);
     }
+    if (existingId === undefined) throw new RapHttpError(503, 'dependency.unavailable', `the store reported id ${quoteValue(id)} as taken without naming the record; retry it`);
     if (!full) throw new RapHttpError(409, 'conflict', `id ${quoteValue(id)} was used by an earlier invocation whose request was withdrawn; use a new id`);
     const context = full.context;
     const same = full.schema_name === SCHEMA.ToolRequest && (context['rap'] as { id?: unknown } | undefined)?.id === id && context['tool'] === tool && canonicalJson(context['input']) === canonicalJson(args);

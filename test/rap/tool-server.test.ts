@@ -214,3 +214,40 @@ describe('deliverCallback', () => {
     expect(await deliverCallback(`${receiver.url}/cb`, message, { ...fast, attempts: 3 })).toEqual({ ok: false, attempts: 3, reason: 'HTTP 500' });
   });
 });
+
+describe('RAP tool server against forgery', () => {
+  it('delivers only the runner\'s own answer, never a tool.response.v1 someone else wrote for the request', async () => {
+    const r = await runnerWithTools();
+    const receiver = await startReceiver();
+    const body = base(`${receiver.url}/cb`, { operation: 'sleeper', arguments: {} });
+    expect((await invoke(r.rapUrl, body)).status).toBe(200);
+    const [request] = await eventually(async () => {
+      const found = await requestsByRapId(r, body.id);
+      return found.length > 0 ? found : undefined;
+    });
+    const rid = String(request!.context?.['requestId']);
+    // A forged answer: right tags and metadata, but without the runner's secret answer tag.
+    await r.client.createBreadcrumb({
+      title: 'Response: sleeper',
+      schema_name: SCHEMA.ToolResponse,
+      tags: [WS, 'tool:response', `request:${rid}`],
+      context: { request_id: rid, tool: 'sleeper', status: 'success', output: { forged: true }, execution_time_ms: 1, metadata: { request_breadcrumb_id: request!.id }, timestamp: new Date().toISOString() },
+    });
+    await receiver.waitFor(1);
+    expect(receiver.posts.map((p) => p.body['text'])).toEqual(['{}']);
+  });
+
+  it('a withdrawn id cannot be reused: 409, and nothing runs', async () => {
+    const r = await runnerWithTools({ concurrency: 1 });
+    const receiver = await startReceiver();
+    const blocker = base(`${receiver.url}/cb`, { operation: 'sleeper', arguments: {} });
+    expect((await invoke(r.rapUrl, blocker)).status).toBe(200);
+    await eventually(async () => ((await r.client.listBreadcrumbs({ schema_name: SCHEMA.ToolClaim, tag: WS })).length > 0 ? true : undefined));
+    const queued = base(`${receiver.url}/cb`);
+    expect((await invoke(r.rapUrl, queued)).status).toBe(200);
+    const res = await fetch(`${r.rapUrl}/cancel_tool_call`, { method: 'POST', body: JSON.stringify({ thread_id: queued.group_id, tool_call_id: queued.id }) });
+    expect(await res.json()).toEqual({ ok: true, withdrawn: 1, running: 0 });
+    expect(await invoke(r.rapUrl, queued)).toEqual({ status: 409, body: { code: 'conflict', error: `id "${queued.id}" was used by an earlier invocation whose request was withdrawn; use a new id` } });
+    expect(await requestsByRapId(r, queued.id)).toEqual([]);
+  });
+});
