@@ -7,7 +7,7 @@
 
 import { z } from 'zod';
 
-export type OptionGroup = 'store' | 'runner' | 'sandbox' | 'authoring' | 'legacy' | 'general';
+export type OptionGroup = 'store' | 'runner' | 'sandbox' | 'authoring' | 'legacy' | 'rap' | 'general';
 
 export interface OptionMeta {
   group: OptionGroup;
@@ -307,6 +307,40 @@ export const OPTIONS = {
   redact: opt(listish.default([]), {
     group: 'legacy',
     doc: 'Extra regular expressions whose matches are replaced by `***REDACTED***` in audit records.',
+  }),
+  // --- RAP (Reactive Agent Protocol) -----------------------------------------------------------
+  rapHost: opt(z.string().min(1).default('127.0.0.1'), {
+    group: 'rap',
+    doc: 'Bind address of the RAP listener (tool server routes and the runtime\'s result callbacks).',
+  }),
+  rapPort: opt(intish(-1, 65535).default(-1), {
+    group: 'rap',
+    doc: 'Port of the RAP listener; 0 picks a free port, -1 disables it (then `--rap-servers` cannot be used).',
+  }),
+  rapPublicUrl: opt(z.url({ protocol: /^https?$/ }).optional(), {
+    group: 'rap',
+    doc: 'Base URL under which others reach the RAP listener (used in the served toolset `endpoint` and in callback URLs).',
+    defaultText: 'the listener\'s own address',
+  }),
+  rapToolServer: opt(boolish.default(true), {
+    group: 'rap',
+    doc: 'Whether the RAP listener serves the runnable catalog as a RAP toolset (`/.well-known/rap-toolset`, `/invoke`, `/cancel_tool_call`, `/close_thread`).',
+  }),
+  rapCallbackHosts: opt(listish.default([]), {
+    group: 'rap',
+    doc: 'Hosts (`name` or `name:port`) an invocation\'s `callback_url` may point at besides loopback addresses.',
+  }),
+  rapServers: opt(listish.default([]), {
+    group: 'rap',
+    doc: 'Base URLs of RAP tool servers whose toolsets are published as host tools (fetched from `{base}/.well-known/rap-toolset`).',
+  }),
+  rapRefreshMs: opt(intish(1000).default(300_000), {
+    group: 'rap',
+    doc: 'Interval at which the toolsets of `--rap-servers` are fetched again (also fetched at start).',
+  }),
+  rapResultTimeoutMs: opt(intish(1).default(300_000), {
+    group: 'rap',
+    doc: 'How long a RAP call may take: the runtime waits this long for a tool server\'s result callback, the tool server this long for the runner\'s answer.',
   }),
 } as const;
 

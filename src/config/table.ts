@@ -9,6 +9,7 @@ const GROUP_TITLES: Record<string, string> = {
   sandbox: 'Sandbox',
   authoring: 'Tool authoring',
   legacy: 'Legacy host tools',
+  rap: 'RAP (Reactive Agent Protocol)',
 };
 
 function defaultOf(key: OptionKey): string {

@@ -25,7 +25,7 @@ export interface AuditRecord {
   truncated: boolean;
   /** Names of the environment variables the child received; never their values. */
   envKeys: string[];
-  transport: 'exec' | 'http';
+  transport: 'exec' | 'http' | 'rap';
   /** `ok`, or the error code the call ended with. */
   outcome: string;
   signal?: string;

@@ -61,7 +61,7 @@ export function missingCapabilities(required: readonly string[], grants: readonl
 
 /** Capabilities a transport needs on its own (Runloop tools only; see the module comment). */
 export function impliedCapabilities(transport: HostTransport, format: HostToolFormat): string[] {
-  if (format !== 'runloop') return [];
+  if (format !== 'runloop' || transport.kind === 'rap') return [];
   if (transport.kind === 'exec') return ['exec'];
   return [`net:${new URL(transport.url.replace(/\{[^{}]*\}/g, 'x')).hostname}`];
 }

@@ -18,7 +18,16 @@ import { runExecTool } from './exec-tool.js';
 import { runHttpTool } from './http-tool.js';
 import { isJsonObject, kindOf } from './json-kinds.js';
 import { createSchemaCache, describeIssues, type SchemaCache } from './schema-validator.js';
-import { CONFIRMATION_AUTO_APPROVED, CONFIRMATION_REFUSED, type HostTool, type HostToolConfig } from './types.js';
+import { CONFIRMATION_AUTO_APPROVED, CONFIRMATION_REFUSED, type HostTool, type HostToolConfig, type RapTransport } from './types.js';
+
+/** One call of a remote (RAP) host tool, already checked; answered by the runner's RAP runtime. */
+export interface RemoteCall {
+  tool: HostTool;
+  transport: RapTransport;
+  input: Record<string, unknown>;
+  timeoutMs: number;
+  signal?: AbortSignal;
+}
 
 /** Options of executeHostTool. */
 export interface ExecuteHostToolOptions {
@@ -33,6 +42,8 @@ export interface ExecuteHostToolOptions {
   now?: () => Date;
   /** Compiled-validator cache to reuse across calls; a fresh one per call when omitted. */
   schemas?: SchemaCache;
+  /** Runs `rap` transport calls (src/rap); without it such a tool answers dependency.unavailable. */
+  runRemote?(call: RemoteCall): Promise<CallOutcome>;
 }
 
 type Failed = Extract<CallAnswer, { ok: false }>;
@@ -61,7 +72,7 @@ function normalizeInput(input: unknown): { ok: true; value: Record<string, unkno
 
 function plannedAudit(tool: HostTool): TransportAudit {
   const t = tool.transport;
-  const argv = t.kind === 'exec' ? [...t.command, ...t.args] : [t.method, t.url];
+  const argv = t.kind === 'exec' ? [...t.command, ...t.args] : t.kind === 'rap' ? ['POST', t.endpoint] : [t.method, t.url];
   const cwd = t.kind === 'exec' ? path.dirname(tool.manifestPath) : null;
   return { argv, cwd, exit: null, stdoutBytes: 0, stderrBytes: 0, truncated: false, envKeys: [] };
 }
@@ -101,6 +112,10 @@ async function call(tool: HostTool, input: unknown, options: ExecuteHostToolOpti
   const t = tool.transport;
   const common = { tool, input: args, secrets, timeoutMs: t.timeoutMs ?? config.execTimeoutMs, maxOutputBytes: config.maxOutputBytes, schemas, ...(options.signal ? { signal: options.signal } : {}) };
   if (t.kind === 'exec') return runExecTool({ ...common, transport: t, parentEnv: options.env ?? {} });
+  if (t.kind === 'rap') {
+    if (!options.runRemote) return fail(ErrorCode.DependencyUnavailable, `RAP tool ${JSON.stringify(tool.name)} cannot be called: the RAP runtime is not running`);
+    return options.runRemote({ tool, transport: t, input: args, timeoutMs: common.timeoutMs, ...(options.signal ? { signal: options.signal } : {}) });
+  }
   return runHttpTool({ ...common, transport: t });
 }
 

@@ -4,7 +4,8 @@
 
 export { loadManifest } from './load-manifest.js';
 export { loadHostTools, type HostToolsLoad, type LoadHostToolsOptions } from './load-host-tools.js';
-export { executeHostTool, type ExecuteHostToolOptions } from './execute.js';
+export { executeHostTool, type ExecuteHostToolOptions, type RemoteCall } from './execute.js';
+export type { CallOutcome, TransportAudit } from './call-outcome.js';
 export { exportOpenAI, mangleToolName, MAX_EXPORTED_NAME, type OpenAIExport, type OpenAITool } from './export-openai.js';
 export { createEnvSecretResolver, secretEnvName } from './secrets.js';
 export { createSchemaCache, type SchemaCache, type SchemaIssue } from './schema-validator.js';
@@ -23,7 +24,8 @@ export {
   type HostToolFormat,
   type HostTransport,
   type HttpTransport,
+  type RapTransport,
   type ManifestLoadResult,
 } from './types.js';
 /** Publication of host tools as tool.v1 breadcrumbs (descriptions only). */
-export { publishHostTools, legacyContext, type PublishResult } from './publish.js';
+export { publishHostTools, unpublishHostTools, legacyContext, type PublishResult } from './publish.js';

@@ -28,6 +28,13 @@ export function legacyContext(tool: HostTool): ToolLegacyContext {
     format: tool.format,
     manifest_digest: tool.manifestDigest,
     requires_confirmation: tool.requiresConfirmation,
+    ...(tool.transport.kind === 'rap'
+      ? {
+          toolset: tool.transport.toolset,
+          ...(tool.transport.annotations ? { annotations: tool.transport.annotations } : {}),
+          ...(tool.transport.displayScript !== undefined ? { display_script: tool.transport.displayScript } : {}),
+        }
+      : {}),
   };
 }
 
@@ -75,4 +82,23 @@ export async function publishHostTools(client: StoreClient, tools: readonly Host
     }
   }
   return results;
+}
+
+/** Deletes this workspace's tool.v1 descriptions of `names` (host tools no longer exposed); never fatal. */
+export async function unpublishHostTools(client: StoreClient, names: readonly string[], workspace: string, logger: Logger): Promise<string[]> {
+  const removed: string[] = [];
+  for (const name of names) {
+    try {
+      const items = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolLegacy, tag: TAG.tool(name), limit: 20 });
+      for (const item of items.filter((i) => i.tags.includes(workspace) && i.tags.includes('tool:host'))) {
+        await client.deleteBreadcrumb(item.id).catch((error: unknown) => {
+          if (!isNotFound(error)) throw error;
+        });
+        removed.push(name);
+      }
+    } catch (error) {
+      logger.warn('host tool unpublication failed', { tool: name, error });
+    }
+  }
+  return removed;
 }

@@ -6,8 +6,8 @@
 
 import type { Config } from '../config/index.js';
 
-/** Manifest dialect a host tool came from; decides validation rules and exec conventions. */
-export type HostToolFormat = 'agentcli' | 'runloop';
+/** Manifest dialect a host tool came from; decides validation rules and exec conventions. `rap`: a remote RAP toolset. */
+export type HostToolFormat = 'agentcli' | 'runloop' | 'rap';
 
 /** Run a host program: argv without a shell, JSON in (stdin or a temp file), JSON out on stdout. */
 export interface ExecTransport {
@@ -35,8 +35,27 @@ export interface HttpTransport {
   timeoutMs?: number;
 }
 
-/** Either transport of a host tool. */
-export type HostTransport = ExecTransport | HttpTransport;
+/** Invoke an operation of a remote RAP tool server (src/rap): POST to `endpoint`, result by callback. */
+export interface RapTransport {
+  kind: 'rap';
+  /** The toolset's invocation endpoint (absolute http(s) URL). */
+  endpoint: string;
+  /** Base URL the toolset was fetched from (`/cancel_tool_call` goes there). */
+  base: string;
+  /** Name of the toolset the tool belongs to. */
+  toolset: string;
+  /** The operation name sent in the invocation (the tool's name in its toolset). */
+  operation: string;
+  /** The tool's `displayScript`, if any (cosmetic; see src/rap/display-script.ts). */
+  displayScript?: string;
+  /** The tool's RAP annotations as served (informational). */
+  annotations?: Record<string, unknown>;
+  /** How long to wait for the result callback after the invocation is acknowledged. */
+  timeoutMs?: number;
+}
+
+/** Any transport of a host tool. */
+export type HostTransport = ExecTransport | HttpTransport | RapTransport;
 
 /** One host tool as loaded from a manifest. */
 export interface HostTool {

@@ -47,7 +47,7 @@ export interface RequestHandlerOptions {
   logger: Logger;
   replica: string;
   /** Runs a host tool (legacy seam); undefined when no manifests are configured. */
-  executeHost?(tool: HostTool, input: unknown, ctx: { rid: string; signal: AbortSignal }): Promise<ExecutionResult>;
+  executeHost?(tool: HostTool, input: unknown, ctx: { rid: string; signal: AbortSignal; breadcrumbId?: string }): Promise<ExecutionResult>;
   /** Requests created before this (epoch ms) were answered by an older runner if a `request:<rid>` response exists. */
   legacyCutoverMs?: number;
   /** Aborted only when the service must stop NOW (not at drain start). */
@@ -129,7 +129,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
       if (!options.executeHost) {
         return { tool: toolName, kind: 'host', metadata, result: errorResult(ErrorCode.ToolNotFound, `host tool "${toolName}" has no executor`) };
       }
-      return { tool: toolName, kind: 'host', metadata, result: limitDepth(await options.executeHost(target.tool, input, { rid, signal })) };
+      return { tool: toolName, kind: 'host', metadata, result: limitDepth(await options.executeHost(target.tool, input, { rid, signal, breadcrumbId: identity.breadcrumbId })) };
     }
 
     const tool = target.tool;

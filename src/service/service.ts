@@ -20,6 +20,7 @@ import { coerceError, ErrorCode, RunnerError } from '../errors.js';
 import { createSchemaCache, executeHostTool, loadHostTools, publishHostTools, type HostTool } from '../legacy/index.js';
 import type { Logger } from '../logger.js';
 import { createJobQueue } from '../queue/job-queue.js';
+import { createRap, type Rap } from '../rap/index.js';
 import { createResponder } from '../responder/responder.js';
 import { createSandbox, type Sandbox } from '../sandbox/index.js';
 import { createSchemaValidator, validateToolDefinition } from '../screen/index.js';
@@ -149,6 +150,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     let publish = (): void => {};
     const operatorTools = new Map<string, OperatorTool>();
     const extensions = options.extensions ?? [];
+    // RAP (src/rap): remote toolsets join the host tools; created once the validator exists.
+    let rap: Rap | undefined;
     const catalog = createCatalog({
       client,
       workspace: config.workspace,
@@ -156,7 +159,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       stamper,
       validate: (context, origin) => validateToolDefinition(context, { origin, config }),
       operatorTools: () => operatorTools,
-      hostTools: () => hostTools,
+      hostTools: () => (rap ? rap.hostTools(hostTools) : hostTools),
       onChange: () => publish(),
       onOperatorDrift: (name) => {
         for (const extension of extensions) extension.onOperatorDrift?.(name);
@@ -192,6 +195,18 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     // One schema validator (compiled-schema cache) for code tools and host tools alike.
     const validator = createSchemaValidator();
     const hostSchemas = createSchemaCache(validator);
+    rap = createRap({
+      config,
+      logger: log.child({ component: 'rap' }),
+      client,
+      keys,
+      validator,
+      localHostTools: () => hostTools,
+      catalogEntries: () => catalog.entries(),
+      onChange: () => publish(),
+      out,
+    });
+    const rapRuntime = rap;
     const legacyCutoverMs = await loadAnswerTagCutover({ client, keys, workspace: config.workspace, logger: log });
     const handler = createRequestHandler({
       client,
@@ -214,6 +229,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
           env: hostEnv,
           schemas: hostSchemas,
           resolveSecret: (name) => secrets.resolveOne(name, { tool: tool.name, rid: ctx.rid, operator: true }),
+          ...(rapRuntime ? { runRemote: (call) => rapRuntime.runRemote(call, { rid: ctx.rid, requestBreadcrumbId: ctx.breadcrumbId ?? ctx.rid }) } : {}),
         }),
       onStarted: (report) => admin?.broadcast({ type: 'execution:started', ts: new Date().toISOString(), replica, ...report }),
       onFinished: (report) => {
@@ -246,6 +262,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
             catalog.handleEvent(event).catch((error: unknown) => log.warn('catalog update failed', { error }));
           }
           for (const extension of extensions) extension.handleEvent?.(event);
+          rap?.handleEvent(event);
         },
         onConnected: ({ reconnect }) => {
           streamConnected = true;
@@ -280,6 +297,10 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       if (extension.stop) onStop(extension.name, () => extension.stop!());
     }
     await catalog.load();
+    if (rapRuntime) {
+      onStop('rap', () => rapRuntime.stop());
+      await rapRuntime.start();
+    }
     await publisher.flush();
     intake.start(intakeController.signal);
     const catalogTimer = setInterval(() => {
@@ -307,6 +328,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
           intake: intake.stats(),
           pool: sandbox.stats(),
           catalog: { active: catalog.entries().length, rejected: catalog.rejected().length },
+          ...(rapRuntime ? { rap: rapRuntime.status() } : {}),
         }),
       });
       onStop('admin port', () => admin!.close());

@@ -1,0 +1,92 @@
+// The RAP listener (its own address: `--rap-host`, `--rap-port`): the tool server's routes and the
+// runtime's result callbacks.
+//
+//   GET  /.well-known/rap-toolset   the served toolset            (tool server)
+//   POST /invoke                    an invocation; 200 = recorded (tool server)
+//   POST /cancel_tool_call          always 200                    (tool server)
+//   POST /close_thread              always 200                    (tool server)
+//   POST /callback/<token>          a tool_result for one call    (runtime)
+//
+// Errors are `{error, code}` with a 4xx naming the offending value; a fault inside a route is a
+// logged 500 and the listener keeps serving.
+
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from '../logger.js';
+import type { RapCaller } from './caller.js';
+import { RapHttpError, readJson, sendJson } from './http.js';
+import type { RapToolServer } from './tool-server.js';
+import { WELL_KNOWN_PATH } from './toolset.js';
+
+/** Inputs of the listener; either part may be absent. */
+export interface RapListenerOptions {
+  host: string;
+  port: number;
+  logger: Logger;
+  maxBodyBytes: number;
+  toolServer?: () => RapToolServer | undefined;
+  caller?: () => RapCaller | undefined;
+}
+
+/** A listening RAP listener. */
+export interface RapListener {
+  url: string;
+  close(): Promise<void>;
+}
+
+const TOOL_SERVER_POSTS = new Set(['/invoke', '/cancel_tool_call', '/close_thread']);
+
+/** Starts the listener; resolves once it listens. */
+export async function startRapListener(options: RapListenerOptions): Promise<RapListener> {
+  const { logger } = options;
+
+  const route = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    const server = options.toolServer?.();
+    const caller = options.caller?.();
+    const method = req.method ?? 'GET';
+    const known = (server && (path === WELL_KNOWN_PATH || TOOL_SERVER_POSTS.has(path))) || (caller && path.startsWith('/callback/'));
+    if (!known) throw new RapHttpError(404, 'not_found', `no route ${path}`);
+    const expected = path === WELL_KNOWN_PATH ? 'GET' : 'POST';
+    if (method !== expected && !(expected === 'GET' && method === 'HEAD')) {
+      res.setHeader('allow', expected);
+      throw new RapHttpError(405, 'method_not_allowed', `method ${method} not allowed on ${path}; use ${expected}`);
+    }
+    if (server && path === WELL_KNOWN_PATH) return sendJson(res, 200, server.toolset());
+    if (server && path === '/invoke') return sendJson(res, 200, await server.invoke(await readJson(req, res, options.maxBodyBytes)));
+    if (server && (path === '/cancel_tool_call' || path === '/close_thread')) {
+      // Always 200 (RAP): a malformed body cancels nothing.
+      const body = await readJson(req, res, options.maxBodyBytes).catch(() => undefined);
+      const outcome = path === '/cancel_tool_call' ? await server.cancel(body) : await server.closeThread(body);
+      return sendJson(res, 200, { ok: true, ...outcome });
+    }
+    const token = path.slice('/callback/'.length);
+    return sendJson(res, 200, caller!.callback(token, await readJson(req, res, options.maxBodyBytes)));
+  };
+
+  const server: Server = createServer((req, res) => {
+    route(req, res).catch((error: unknown) => {
+      if (res.headersSent) return void res.end();
+      if (error instanceof RapHttpError) return sendJson(res, error.status, { error: error.message, code: error.code });
+      logger.error('rap request failed', { error, path: req.url });
+      sendJson(res, 500, { error: 'internal error', code: 'internal' });
+    });
+  });
+  server.requestTimeout = 60_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${host}:${address.port}`,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

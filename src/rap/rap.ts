@@ -1,0 +1,172 @@
+// RAP in the running service: the listener, the tool server (the catalog offered to RAP runtimes)
+// and the runtime (remote toolsets published as host tools), wired to the service's parts.
+//
+// Lifecycle: created (config checked) -> start(): listener up, toolsets fetched, RAP tools published
+// as tool.v1 -> refreshed every `rapRefreshMs` -> stop(): timer cleared, calls dropped, listener
+// closed. Nothing runs when `--rap-port` is -1 (then `--rap-servers` is a config error: results
+// arrive by callback, so the runtime needs the listener).
+
+import type { RequestKeys, StoreClient, StoreEvent } from '../breadcrumbs/index.js';
+import type { CatalogEntry } from '../breadcrumbs/messages.js';
+import type { Config } from '../config/index.js';
+import { ErrorCode, RunnerError } from '../errors.js';
+import { publishHostTools, unpublishHostTools, type CallOutcome, type HostTool, type RemoteCall } from '../legacy/index.js';
+import type { Logger } from '../logger.js';
+import type { SchemaValidator } from '../screen/index.js';
+import { createRapCaller, type RapCaller } from './caller.js';
+import { startRapListener, type RapListener } from './listener.js';
+import { createRapRuntime, type RapRuntime, type RapRuntimeStatus } from './runtime.js';
+import { createRapToolServer, type RapToolServer } from './tool-server.js';
+
+/** What RAP needs from the service. */
+export interface RapOptions {
+  config: Config;
+  logger: Logger;
+  client: StoreClient;
+  keys: RequestKeys;
+  validator: SchemaValidator;
+  /** Host tools of the local manifests. */
+  localHostTools(): readonly HostTool[];
+  /** The runnable catalog (code and host tools). */
+  catalogEntries(): CatalogEntry[];
+  /** Called when the set of RAP tools changed (republish the catalog). */
+  onChange(): void;
+  out?(line: string): void;
+}
+
+/** RAP in the service. */
+export interface Rap {
+  /** Host tools to route: local ones (minus P8 clashes) plus the exposed RAP tools. */
+  hostTools(local: readonly HostTool[]): HostTool[];
+  /** The executor of `rap` transport calls. */
+  runRemote(call: RemoteCall, request: { rid: string; requestBreadcrumbId: string }): Promise<CallOutcome>;
+  start(): Promise<void>;
+  handleEvent(event: StoreEvent): void;
+  status(): { url?: string; toolServer: boolean; pending: number; runtime?: RapRuntimeStatus };
+  readonly url: string | undefined;
+  stop(): Promise<void>;
+}
+
+/** Creates RAP for the service, or undefined when the listener is off and no servers are configured. */
+export function createRap(options: RapOptions): Rap | undefined {
+  const { config, logger, client } = options;
+  if (config.rapPort < 0) {
+    if (config.rapServers.length > 0) {
+      throw new RunnerError(ErrorCode.ConfigInvalid, `--rap-servers (${config.rapServers.join(', ')}) needs the RAP listener for result callbacks: set --rap-port (0 picks a free port)`);
+    }
+    return undefined;
+  }
+  let listener: RapListener | undefined;
+  const base = (): string => (config.rapPublicUrl ?? listener?.url ?? '').replace(/\/+$/, '');
+  let published = new Set<string>();
+  let blockedBefore = new Set<string>();
+  let sync = Promise.resolve();
+
+  const runtime: RapRuntime | undefined =
+    config.rapServers.length > 0
+      ? createRapRuntime({
+          servers: config.rapServers,
+          validator: options.validator,
+          logger: logger.child({ part: 'runtime' }),
+          resultTimeoutMs: config.rapResultTimeoutMs,
+          localHostTools: options.localHostTools,
+          codeToolNames: () => options.catalogEntries().filter((e) => e.kind === 'code').map((e) => e.name),
+          onChange: () => {
+            sync = sync.then(syncPublication, () => syncPublication());
+            options.onChange();
+          },
+        })
+      : undefined;
+
+  /** tool.v1 descriptions follow the exposed set: RAP tools published, dropped names and blocked local tools removed. */
+  const syncPublication = async (): Promise<void> => {
+    if (!runtime) return;
+    const tools = runtime.tools();
+    const names = new Set(tools.map((t) => t.name));
+    const blocked = new Set(runtime.blockedLocal());
+    const gone = [...published].filter((name) => !names.has(name));
+    await unpublishHostTools(client, [...gone, ...blocked], config.workspace, logger);
+    const unblocked = options.localHostTools().filter((t) => blockedBefore.has(t.name) && !blocked.has(t.name));
+    await publishHostTools(client, [...tools, ...unblocked], config.workspace, logger);
+    published = names;
+    blockedBefore = blocked;
+  };
+
+  const caller: RapCaller | undefined = runtime
+    ? createRapCaller({ workspace: config.workspace, logger: logger.child({ part: 'caller' }), callbackBase: base, maxResultBytes: config.maxBodyBytes })
+    : undefined;
+
+  const toolServer: RapToolServer | undefined = config.rapToolServer
+    ? createRapToolServer({
+        client,
+        keys: options.keys,
+        workspace: config.workspace,
+        logger: logger.child({ part: 'tool-server' }),
+        endpoint: () => `${base()}/invoke`,
+        allowedCallbackHosts: config.rapCallbackHosts,
+        resultTimeoutMs: config.rapResultTimeoutMs,
+        pollIntervalMs: Math.min(config.scanIntervalMs, 5_000),
+        tools: () => {
+          // Tools imported from RAP servers are not offered again (no loops between runners).
+          const imported = new Set(runtime?.tools().map((t) => t.name) ?? []);
+          const local = new Map(options.localHostTools().map((t) => [t.name, t]));
+          return options
+            .catalogEntries()
+            .filter((e) => !(e.kind === 'host' && imported.has(e.name)))
+            .map((e) => ({
+              name: e.name,
+              description: e.description,
+              inputSchema: e.inputSchema,
+              sideEffect: e.kind === 'host' && local.get(e.name)?.requiresConfirmation ? 'irreversible' : 'unknown',
+            }));
+        },
+      })
+    : undefined;
+
+  let timer: NodeJS.Timeout | undefined;
+  const refresh = (): void => {
+    runtime?.refresh().catch((error: unknown) => logger.warn('rap toolset refresh failed', { error }));
+  };
+
+  return {
+    hostTools: (local) => (runtime ? runtime.hostTools(local) : [...local]),
+    runRemote: (call, request) => {
+      if (!caller) return Promise.reject(new RunnerError(ErrorCode.Internal, 'RAP runtime is not configured'));
+      return caller.call({ ...call, ...request });
+    },
+    async start() {
+      listener = await startRapListener({
+        host: config.rapHost,
+        port: config.rapPort,
+        logger,
+        maxBodyBytes: config.maxBodyBytes,
+        toolServer: () => toolServer,
+        caller: () => caller,
+      });
+      logger.info('rap listening', { url: listener.url, publicUrl: base(), toolServer: toolServer !== undefined, servers: config.rapServers });
+      options.out?.(`rap listening on ${listener.url}`);
+      if (runtime) {
+        await runtime.refresh();
+        await sync;
+        timer = setInterval(refresh, config.rapRefreshMs);
+        timer.unref();
+      }
+    },
+    handleEvent: (event) => toolServer?.handleEvent(event),
+    status: () => ({
+      ...(listener ? { url: base() } : {}),
+      toolServer: toolServer !== undefined,
+      pending: (toolServer?.pending() ?? 0) + (caller?.pending() ?? 0),
+      ...(runtime ? { runtime: runtime.status() } : {}),
+    }),
+    get url() {
+      return listener ? base() : undefined;
+    },
+    async stop() {
+      if (timer) clearInterval(timer);
+      await toolServer?.close();
+      await sync.catch(() => undefined);
+      await listener?.close();
+    },
+  };
+}
