@@ -25,7 +25,7 @@ import { createStore, type Store } from '../store/index.js';
 import { createClaimManager } from '../watcher/claims.js';
 import { loadAnswerTagCutover } from '../watcher/cutover.js';
 import { createIntake } from '../watcher/intake.js';
-import { startAdminServer, type AdminServer } from './admin-server.js';
+import { startAdminServer, type AdminRoute, type AdminServer } from './admin-server.js';
 import { createMetrics } from './metrics.js';
 import { createRequestHandler } from './request-handler.js';
 import { resolveRunnerSecret } from './runner-secret.js';
@@ -50,6 +50,8 @@ export interface ServiceExtension {
   /** Called after the event stream reconnects (run a catch-up scan). */
   onReconnect?(): void;
   stop?(): Promise<void>;
+  /** Routes it serves on the admin port (path → handler), e.g. `/mcp`. */
+  adminRoutes?(): ReadonlyMap<string, AdminRoute>;
 }
 
 export interface ExtensionContext {
@@ -282,6 +284,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         port: config.adminPort,
         logger: log.child({ component: 'admin' }),
         metrics,
+        routes: new Map(extensions.flatMap((extension) => [...(extension.adminRoutes?.() ?? [])])),
         health: () => ({
           ok: state === 'RUNNING',
           status: state === 'RUNNING' ? 'ok' : state.toLowerCase(),
