@@ -4,11 +4,19 @@
 // workspace -> create when absent, update with If-Match when different, skip when identical.
 // Re-running changes nothing. Creates carry an Idempotency-Key derived from the content, so two
 // replicas bootstrapping at once create one breadcrumb, not two.
+//
+// Every write is stamped as the operator's (src/catalog/deployment.ts): a new record is created with
+// a pending stamp, then stamped for its id and version 2; an update is stamped for the version it
+// produces. A record whose content matches but whose stamp does not verify (tampered, or written by a
+// runner with another key) is re-stamped. `pin` hands each valid file's definition to the running
+// service, which then runs only that definition under the name, whatever the store holds.
 
 import { createHash } from 'node:crypto';
 import type { StoreClient } from '../breadcrumbs/index.js';
 import { isConflict, isNotFound, isVersionMismatch } from '../breadcrumbs/index.js';
 import { SCHEMA, TAG, type BreadcrumbFull } from '../breadcrumbs/messages.js';
+import { DEPLOYMENT_FIELD, OPERATOR, type Stamper } from '../catalog/deployment.js';
+import type { OperatorTool } from '../catalog/catalog.js';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../logger.js';
 import { canonicalJson, validateToolDefinition, type SchemaValidator } from '../screen/index.js';
@@ -30,8 +38,9 @@ export interface BootstrapOptions {
   config: Config;
   logger: Logger;
   validator: SchemaValidator;
-  /** Called for every valid file: the catalog gives these (name, source) the bootstrap policy. */
-  trust?(name: string, source: string): void;
+  stamper: Stamper;
+  /** Called for every valid file (after its upsert, with the record id when it succeeded). */
+  pin?(pin: OperatorTool): void;
 }
 
 type Desired = Extract<ToolFile, { ok: true }>['breadcrumb'];
@@ -43,7 +52,8 @@ function sameContent(existing: BreadcrumbFull, desired: Desired): boolean {
     if (canonicalJson(existing[field] ?? null) !== canonicalJson(desired[field] ?? null)) return false;
   }
   if ([...existing.tags].sort().join('\n') !== [...desired.tags].sort().join('\n')) return false;
-  return canonicalJson(existing.context) === canonicalJson(desired.context);
+  const { [DEPLOYMENT_FIELD]: _stamp, ...context } = existing.context;
+  return canonicalJson(context) === canonicalJson(desired.context);
 }
 
 /** Finds the tool.code.v1 that owns `name` in the workspace (the oldest, as the catalog routes). */
@@ -66,26 +76,41 @@ export async function findTool(client: StoreClient, name: string, workspace: str
   return best;
 }
 
-async function upsert(client: StoreClient, desired: Desired, name: string, workspace: string): Promise<{ action: BootstrapAction; id: string }> {
+async function upsert(client: StoreClient, stamper: Stamper, desired: Desired, name: string, workspace: string): Promise<{ action: BootstrapAction; id: string }> {
   const key = `bootstrap:${workspace}:${name}:${createHash('sha256').update(canonicalJson(desired)).digest('hex').slice(0, 32)}`;
-  for (let attempt = 0; attempt < 4; attempt++) {
+  const stamped = (id: string, version: number): Desired => ({
+    ...desired,
+    context: { ...desired.context, [DEPLOYMENT_FIELD]: stamper.stamp({ workspace, name, owner: OPERATOR, id, version, context: desired.context }) },
+  });
+  for (let attempt = 0; attempt < 6; attempt++) {
     const existing = await findTool(client, name, workspace);
     if (existing) {
-      if (sameContent(existing, desired)) return { action: 'unchanged', id: existing.id };
+      const trust = stamper.assess(existing, workspace);
+      if (sameContent(existing, desired) && trust.kind === 'stamped' && trust.owner === OPERATOR) return { action: 'unchanged', id: existing.id };
       try {
-        await client.updateBreadcrumb(existing.id, desired, { ifMatch: existing.version });
+        await client.updateBreadcrumb(existing.id, stamped(existing.id, existing.version + 1), { ifMatch: existing.version });
         return { action: 'updated', id: existing.id };
       } catch (error) {
         if (isVersionMismatch(error) || isNotFound(error)) continue;
         throw error;
       }
     }
+    let id: string;
     try {
       // A spent key (the same content was created once and later deleted) falls back to a plain create.
-      const { id } = await client.createBreadcrumb(desired, attempt === 0 ? { idempotencyKey: key } : {});
-      return { action: 'created', id };
+      const pending = { ...desired, context: { ...desired.context, [DEPLOYMENT_FIELD]: stamper.pending(OPERATOR) } };
+      ({ id } = await client.createBreadcrumb(pending, attempt === 0 ? { idempotencyKey: key } : {}));
     } catch (error) {
       if (!isConflict(error)) throw error;
+      continue;
+    }
+    try {
+      await client.updateBreadcrumb(id, { context: stamped(id, 2).context }, { ifMatch: 1 });
+      return { action: 'created', id };
+    } catch (error) {
+      // Someone wrote to the new record first: look again (the next round re-stamps or updates it).
+      if (isVersionMismatch(error) || isNotFound(error)) continue;
+      throw error;
     }
   }
   throw new Error(`tool "${name}" kept changing while it was being bootstrapped`);
@@ -106,14 +131,17 @@ export async function bootstrapTools(options: BootstrapOptions): Promise<Bootstr
       rows.push({ file: file.path, name: file.name, action: 'rejected', reason });
       continue;
     }
-    options.trust?.(check.tool.name, check.tool.source);
+    const pin: OperatorTool = { tool: check.tool, context: file.breadcrumb.context, file: file.path };
     try {
-      const { action, id } = await upsert(client, file.breadcrumb, file.name, config.workspace);
+      const { action, id } = await upsert(client, options.stamper, file.breadcrumb, file.name, config.workspace);
       rows.push({ file: file.path, name: file.name, action, id });
+      pin.id = id;
     } catch (error) {
       logger.error('bootstrap upsert failed', { file: file.path, error });
       rows.push({ file: file.path, name: file.name, action: 'rejected', reason: `store: ${(error as Error).message}` });
     }
+    // The file is the source of truth: its definition is pinned even when the store write failed.
+    options.pin?.(pin);
   }
   return rows;
 }

@@ -7,11 +7,20 @@
 // bootstrap files cannot be replaced by agents. The catalog picks the new tool up from the event
 // stream, so it is runnable without a restart.
 //
+// Ownership (README "Trust model"): the requester is the store's record of who wrote the request
+// (`created_by`; verified by the store when auth is on), else the declared agent_id. Names of
+// operator tools (bootstrap files, host tools) are reserved; a name owned by another agent is
+// refused (permission.denied); only the owner replaces its tool. What is written is stamped
+// (src/catalog/deployment.ts): a new record first carries a pending stamp, then the stamp for its id
+// and version 2; an update carries the stamp for the version it produces.
+//
 // Several replicas: the answer is written with `Idempotency-Key: create-response:<rid>`, the tool
 // with `tool-create:<workspace>:<rid>` (create) or If-Match (update), so racing replicas produce one
 // tool and one answer. Requests are handled one at a time (they run examples).
 
 import PQueue from 'p-queue';
+import type { Catalog } from '../catalog/catalog.js';
+import { agentOwner, DEPLOYMENT_FIELD, OPERATOR, type Stamper } from '../catalog/deployment.js';
 import type { StoreClient } from '../breadcrumbs/index.js';
 import { ANSWER_TAG_PREFIX, isConflict, isNotFound, isVersionMismatch, requestIdProblem, type RequestKeys } from '../breadcrumbs/index.js';
 import {
@@ -29,8 +38,8 @@ import { createResponder, type Responder } from '../responder/responder.js';
 import type { Sandbox } from '../sandbox/index.js';
 import { createSchemaValidator, SEMVER, validateToolDefinition, type SchemaValidator } from '../screen/index.js';
 import type { ExtensionContext, ServiceExtension } from '../service/service.js';
+import type { SecretResolver } from '../service/secrets.js';
 import { createToolApi } from '../service/tool-api.js';
-import { findTool } from './bootstrap.js';
 import { runExamples } from './examples.js';
 
 interface Deps {
@@ -41,7 +50,20 @@ interface Deps {
   logger: Logger;
   responder: Responder;
   validator: SchemaValidator;
-  isBootstrapTool(name: string, source: string): boolean;
+  stamper: Stamper;
+  catalog: Pick<Catalog, 'ownership' | 'refreshName'>;
+  /** Secrets for the examples: workspace/global, and scope tool/<id> only when the owner replaces that definition. */
+  secrets?: SecretResolver;
+}
+
+/** A create request as read from the store (`created_by` from `/full`). */
+export interface CreateRequestRecord {
+  id: string;
+  tags: string[];
+  context: Record<string, unknown>;
+  created_by?: string | null | undefined;
+  /** Store version; a request changed after it was written (version > 1) is refused. */
+  version?: number;
 }
 
 const issue = (code: string, path: string, message: string): CreateIssue => ({ code, path, message });
@@ -60,7 +82,7 @@ function createRequestRid(breadcrumb: { id: string; context: Record<string, unkn
 }
 
 /** Handles one create request; returns the answer to write (pure policy + store writes of the tool). */
-export async function processCreateRequest(deps: Deps, breadcrumb: { id: string; tags: string[]; context: Record<string, unknown> }): Promise<{ rid: string; answer: ToolCreateResponseContext }> {
+export async function processCreateRequest(deps: Deps, breadcrumb: CreateRequestRecord): Promise<{ rid: string; answer: ToolCreateResponseContext }> {
   const { client, config } = deps;
   const { rid, problem } = createRequestRid(breadcrumb);
   const reject = (errors: CreateIssue[], warnings: CreateIssue[] = [], examples: ToolCreateResponseContext['examples'] = []) => ({
@@ -73,6 +95,9 @@ export async function processCreateRequest(deps: Deps, breadcrumb: { id: string;
   if (!parsed.success) {
     return reject(parsed.error.issues.map((i) => issue(ErrorCode.InputInvalid, '/' + i.path.join('/'), i.message)));
   }
+  if (breadcrumb.version !== undefined && breadcrumb.version > 1) {
+    return reject([issue(ErrorCode.PermissionDenied, '', `tool.create.request.v1 ${breadcrumb.id} was changed after it was written (store version ${breadcrumb.version}); write a new request instead`)]);
+  }
   const agentTag = breadcrumb.tags.find((tag) => tag.startsWith('agent:'))?.slice('agent:'.length);
   const agentId = parsed.data.agent_id ?? agentTag;
   if (!config.toolCreation) return reject([issue(ErrorCode.PermissionDenied, '', 'tool creation is disabled on this runner')]);
@@ -80,15 +105,23 @@ export async function processCreateRequest(deps: Deps, breadcrumb: { id: string;
     return reject([issue(ErrorCode.PermissionDenied, '/agent_id', `agent ${JSON.stringify(agentId ?? null)} may not create tools on this runner`)]);
   }
 
-  const spec = { ...parsed.data.tool_spec };
+  const { [DEPLOYMENT_FIELD]: _ignored, ...spec } = parsed.data.tool_spec;
   const name = typeof spec['name'] === 'string' ? spec['name'] : undefined;
-  const existing = name ? await findTool(client, name, config.workspace) : undefined;
-  const existingVersion = existing && typeof existing.context['version'] === 'string' ? existing.context['version'] : undefined;
-  if (existing) {
-    const source = (existing.context['code'] as { source?: unknown } | undefined)?.source;
-    if (typeof source === 'string' && deps.isBootstrapTool(name as string, source)) {
-      return reject([issue(ErrorCode.Conflict, '/tool_spec/name', `tool "${name}" is managed by the operator's bootstrap files and cannot be replaced by an agent`)]);
-    }
+  const requester = agentOwner(breadcrumb.created_by ?? agentId);
+  if (name !== undefined) await deps.catalog.refreshName(name);
+  const ownership = name !== undefined ? deps.catalog.ownership(name) : ({ kind: 'free' } as const);
+  if ((ownership.kind === 'reserved' && ownership.by === 'bootstrap') || (ownership.kind === 'owned' && ownership.owner === OPERATOR)) {
+    return reject([issue(ErrorCode.Conflict, '/tool_spec/name', `tool "${name}" is managed by the operator's bootstrap files and cannot be replaced by an agent`)]);
+  }
+  if (ownership.kind === 'reserved') {
+    return reject([issue(ErrorCode.Conflict, '/tool_spec/name', `the name "${name}" is reserved by a host tool of the operator's manifests; choose another name`)]);
+  }
+  if (ownership.kind === 'owned' && ownership.owner !== requester) {
+    return reject([issue(ErrorCode.PermissionDenied, '/tool_spec/name', `tool "${name}" belongs to ${ownership.owner}; only its owner can replace it (this request is from ${requester})`)]);
+  }
+  const existingId = ownership.kind === 'owned' ? ownership.id : undefined;
+  const existingVersion = ownership.kind === 'owned' ? ownership.version : undefined;
+  if (existingId !== undefined) {
     if (parsed.data.replaces_version === undefined) {
       return reject([issue(ErrorCode.Conflict, '/tool_spec/name', `a tool named "${name}" already exists (version ${existingVersion ?? 'unknown'}); set replaces_version to "${existingVersion ?? ''}" to replace it`)]);
     }
@@ -109,7 +142,12 @@ export async function processCreateRequest(deps: Deps, breadcrumb: { id: string;
   if (!check.ok) return reject(prefix(check.errors), prefix(check.warnings));
   const tool = check.tool;
 
+  const secrets =
+    tool.requiredSecrets.length > 0 && deps.secrets
+      ? (await deps.secrets.resolve(tool.requiredSecrets, { tool: tool.name, rid, ...(existingId !== undefined ? { definitionId: existingId } : {}) })).values
+      : undefined;
   const examples = await runExamples(tool, {
+    ...(secrets ? { secrets } : {}),
     sandbox: deps.sandbox,
     validator: deps.validator,
     workspace: config.workspace,
@@ -125,23 +163,32 @@ export async function processCreateRequest(deps: Deps, breadcrumb: { id: string;
   }
 
   const tags = [TAG.Tool, TAG.tool(tool.name), config.workspace, ...(agentId ? [`created-by:agent:${agentId}`] : [])];
-  const body = {
+  const context: Record<string, unknown> = { ...spec, name: tool.name, version: tool.version };
+  const stamped = (id: string, version: number): Record<string, unknown> => ({
+    ...context,
+    [DEPLOYMENT_FIELD]: deps.stamper.stamp({ workspace: config.workspace, name: tool.name, owner: requester, id, version, context }),
+  });
+  const body = (deployment: Record<string, unknown>) => ({
     title: tool.name,
     description: tool.description,
     semantic_version: tool.version,
     schema_name: SCHEMA.ToolCode,
     tags,
-    context: { ...spec, name: tool.name, version: tool.version },
-  };
+    context: deployment,
+  });
   let id: string;
   let status: 'created' | 'updated';
   try {
-    if (existing) {
-      await client.updateBreadcrumb(existing.id, body, { ifMatch: existing.version });
-      id = existing.id;
+    if (existingId !== undefined) {
+      // The owner's record, whatever state it is in now (it may have been tampered with): overwritten.
+      const current = await client.getBreadcrumbFull(existingId);
+      await client.updateBreadcrumb(existingId, body(stamped(existingId, current.version + 1)), { ifMatch: current.version });
+      id = existingId;
       status = 'updated';
     } else {
-      ({ id } = await client.createBreadcrumb(body, { idempotencyKey: deps.keys.toolCreateKey(breadcrumb.id) }));
+      const pending = { ...context, [DEPLOYMENT_FIELD]: deps.stamper.pending(requester, rid) };
+      ({ id } = await client.createBreadcrumb(body(pending), { idempotencyKey: deps.keys.toolCreateKey(breadcrumb.id) }));
+      await client.updateBreadcrumb(id, { context: stamped(id, 2) }, { ifMatch: 1 });
       status = 'created';
     }
   } catch (error) {
@@ -165,7 +212,7 @@ export function createToolCreationExtension(): ServiceExtension {
   let deps: Deps | undefined;
   let ctx: ExtensionContext | undefined;
 
-  const handle = (breadcrumb: { id: string; tags: string[]; context: Record<string, unknown> }): void => {
+  const handle = (breadcrumb: CreateRequestRecord): void => {
     if (!deps || seen.has(breadcrumb.id) || ctx?.signal.aborted) return;
     if (seen.size >= MAX_SEEN) {
       const oldest = seen.values().next();
@@ -201,7 +248,13 @@ export function createToolCreationExtension(): ServiceExtension {
     const responses = await deps.client.listAll({ schema_name: SCHEMA.ToolCreateResponse, tag: ctx.config.workspace, limit: 500 });
     const answered = new Set(responses.flatMap((r) => r.tags.filter((t) => t.startsWith(ANSWER_TAG_PREFIX))));
     for (const item of requests.reverse()) {
-      if (!answered.has(deps.keys.answerTag(item.id))) handle({ id: item.id, tags: item.tags, context: item.context ?? {} });
+      if (answered.has(deps.keys.answerTag(item.id)) || seen.has(item.id)) continue;
+      // The full record: who wrote it (created_by) and whether it was changed since (version).
+      const full = await deps.client.getBreadcrumbFull(item.id).catch((error: unknown) => {
+        ctx?.logger.warn('create request unreadable', { id: item.id, error });
+        return undefined;
+      });
+      if (full) handle(full);
     }
   };
 
@@ -217,7 +270,9 @@ export function createToolCreationExtension(): ServiceExtension {
         logger: context.logger,
         responder: createResponder({ client: context.client, workspace: context.config.workspace, keys: context.keys, logger: context.logger }),
         validator: createSchemaValidator(),
-        isBootstrapTool: context.isBootstrapTool,
+        stamper: context.stamper,
+        catalog: context.catalog,
+        secrets: context.secrets,
       };
       void scan().catch((error: unknown) => context.logger.warn('create-request scan failed', { error }));
     },
@@ -227,7 +282,7 @@ export function createToolCreationExtension(): ServiceExtension {
       const id = event.breadcrumb_id;
       void ctx.client
         .getBreadcrumbFull(id)
-        .then((full) => handle({ id, tags: full.tags, context: full.context }))
+        .then((full) => handle(full))
         .catch((error: unknown) => ctx?.logger.warn('create request unreadable', { id, error }));
     },
     onReconnect() {

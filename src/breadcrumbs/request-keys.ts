@@ -9,7 +9,7 @@
 // and unknown to anyone without the secret. Claims also carry a MAC over their lease fields, so a
 // copied or edited claim record is recognised as not ours.
 
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 
 /** Everything the runner derives from the runner secret. */
 export interface RequestKeys {
@@ -44,11 +44,6 @@ export interface ClaimMacFields {
 
 /** Prefix of answer tags (`answer:<mac>`). */
 export const ANSWER_TAG_PREFIX = 'answer:';
-
-/** The secret used when none is configured for an external store: public, so keys are forgeable. */
-export function publicRunnerSecret(workspace: string): Buffer {
-  return createHash('sha256').update(`tools-runner public key derivation\0${workspace}`).digest();
-}
 
 /** Constant-time comparison of an expected MAC with an untrusted value. */
 export function sameText(expected: string, given: unknown): boolean {

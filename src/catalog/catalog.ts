@@ -1,17 +1,22 @@
-// The routing table: which tool runs when a request names N.
+// The routing table: which tool runs when a request names N, and who may change the tool named N.
 //
-// Code tools come from `tool.code.v1` breadcrumbs of the workspace, each validated (screening,
-// permissions, schemas) before it becomes runnable; the table follows the event stream so a tool
-// created or updated after start is runnable at once, and an invalid update takes the tool out
-// (the reason is logged). Host tools come only from the operator's local manifests.
+// Sources: the operator's bootstrap files (pinned: the runner keeps each file's validated definition
+// and runs only that), the operator's host tools (local manifests), and the `tool.code.v1` records of
+// the workspace, which follow the event stream so a tool deployed after start is runnable at once.
 //
-// Routing: the valid tool.code.v1 named N; else the host tool N; else nothing (tool.not_found).
-// Several valid tool.code.v1 with one name: the oldest breadcrumb wins (a later one cannot hijack
-// a name), and the shadowed one is logged.
+// Trust (README "Trust model"): every writer of the store is hostile. A record is a candidate only
+// when its trust (deployment.ts) is `stamped` (deployed by this runner: create flow or bootstrap) or
+// `direct` (written straight into the store and never changed since) and it passes validation
+// (operator policy for operator-stamped records, agent policy otherwise). Reserved names: a pinned
+// bootstrap tool's or a host tool's name belongs to the operator; no record of that name runs.
 //
-// Trust: any agent can write a tool.code.v1 straight into the store, so every such breadcrumb is
-// validated as agent-created — except one whose name and source match a file of this runner's own
-// bootstrap directory, which gets the operator's bootstrap policy.
+// Ownership: each name's owner is remembered from the definition that last ran under it, also after
+// that definition is deleted or tampered with, for as long as this process lives. Only definitions
+// of the remembered owner are candidates; among them the oldest record wins. With no remembered
+// owner (a fresh start), the oldest candidate wins and its owner becomes the name's owner.
+//
+// Routing: pinned operator tool N; else host tool N; else the selected candidate; else nothing
+// (tool.not_found, with the reason why each record of that name is not runnable).
 
 import type { StoreClient } from '../breadcrumbs/index.js';
 import { isNotFound } from '../breadcrumbs/index.js';
@@ -19,9 +24,10 @@ import { SCHEMA, TAG, type CatalogEntry, type StoreEvent } from '../breadcrumbs/
 import type { Logger } from '../logger.js';
 import type { HostTool } from '../legacy/index.js';
 import type { Issue, Origin, ToolDefinition } from '../screen/index.js';
+import { definitionDigest, OPERATOR, type Stamper } from './deployment.js';
 
 export type Route =
-  | { kind: 'code'; tool: ToolDefinition; breadcrumbId: string; breadcrumbVersion: number }
+  | { kind: 'code'; tool: ToolDefinition; breadcrumbId: string; breadcrumbVersion: number; owner: string }
   | { kind: 'host'; tool: HostTool };
 
 export interface ValidationOutcome {
@@ -31,17 +37,36 @@ export interface ValidationOutcome {
   tool?: ToolDefinition;
 }
 
+/** A tool of the operator's bootstrap files, validated with the operator policy when it was loaded. */
+export interface OperatorTool {
+  tool: ToolDefinition;
+  /** The file's context (what bootstrap publishes, without the stamp). */
+  context: Record<string, unknown>;
+  file: string;
+  /** Id of the store record bootstrap published it as (absent when publishing failed). */
+  id?: string;
+}
+
+/** Who may change the tool named N (the create flow asks before it writes). */
+export type Ownership =
+  | { kind: 'reserved'; by: 'bootstrap' | 'host' }
+  | { kind: 'owned'; owner: string; version: string; /** The owner's record, when it still exists. */ id?: string }
+  | { kind: 'free' };
+
 export interface CatalogOptions {
   client: StoreClient;
   workspace: string;
   logger: Logger;
+  stamper: Stamper;
   validate(context: unknown, origin: Origin): ValidationOutcome;
-  /** True when (name, source) is one of this runner's local bootstrap tools. */
-  isBootstrapTool(name: string, source: string): boolean;
+  /** Pinned bootstrap tools by name. */
+  operatorTools(): ReadonlyMap<string, OperatorTool>;
   /** Host tools of the local manifests (already filtered by policy). */
   hostTools(): readonly HostTool[];
   /** Called (debounced by the caller if needed) whenever the runnable set may have changed. */
   onChange?(): void;
+  /** The store's copy of a pinned tool is missing or differs from the file (re-publish it). */
+  onOperatorDrift?(name: string): void;
 }
 
 interface Record_ {
@@ -49,7 +74,19 @@ interface Record_ {
   version: number;
   createdAt: string;
   name?: string;
+  /** Runnable candidate (trusted and valid). */
   tool?: ToolDefinition;
+  owner?: string;
+  /** The store's copy of a pinned operator tool (never routed; not a rejection either). */
+  publication?: boolean;
+  /** The pinned operator tools the record was judged against (a change re-judges it). */
+  pins: string;
+  errors: Issue[];
+}
+
+export interface RejectedTool {
+  id: string;
+  name?: string;
   errors: Issue[];
 }
 
@@ -61,18 +98,72 @@ export interface Catalog {
   /** Looks the name up in the store (closes the race between a tool's event and a request's). */
   refreshName(name: string): Promise<void>;
   resolve(name: string): Route | undefined;
+  /** Who may change the tool named `name`. */
+  ownership(name: string): Ownership;
   /** Runnable tools, for tool.catalog.v1 and exports. */
   entries(): CatalogEntry[];
-  /** Tools that are present but not runnable, with why. */
-  rejected(): Array<{ id: string; name?: string; errors: Issue[] }>;
+  /** Records that are present but not runnable, with why (the most telling reason first per name). */
+  rejected(): RejectedTool[];
 }
+
+const issue = (code: string, path: string, message: string): Issue => ({ code, path, message });
+const older = (a: Record_, b: Record_): boolean => a.createdAt < b.createdAt || (a.createdAt === b.createdAt && a.id < b.id);
 
 /** Creates the catalog. */
 export function createCatalog(options: CatalogOptions): Catalog {
-  const { client, workspace, logger } = options;
+  const { client, workspace, logger, stamper } = options;
   const records = new Map<string, Record_>();
+  /** name -> the owner and version of the definition that last ran under it (kept after deletion). */
+  const owners = new Map<string, { owner: string; id: string; version: string }>();
+  /** name -> selected record; id -> why a valid record is not selected. */
+  let selected = new Map<string, Record_>();
+  let shadowed = new Map<string, Issue>();
+  let loading = 0;
 
-  const changed = (): void => options.onChange?.();
+  const isHostName = (name: string): boolean => options.hostTools().some((tool) => tool.name === name);
+  const pinsKey = (): string => [...options.operatorTools()].map(([name, pin]) => `${name}=${definitionDigest(pin.context)}`).sort().join(',');
+
+  const reindex = (): void => {
+    if (loading > 0) return;
+    const byName = new Map<string, Record_[]>();
+    for (const record of records.values()) {
+      if (!record.tool || !record.owner) continue;
+      byName.set(record.tool.name, [...(byName.get(record.tool.name) ?? []), record]);
+    }
+    const nextSelected = new Map<string, Record_>();
+    const nextShadowed = new Map<string, Issue>();
+    for (const [name, candidates] of byName) {
+      const remembered = owners.get(name);
+      let best: Record_ | undefined;
+      for (const record of candidates) {
+        if (remembered && record.owner !== remembered.owner) continue;
+        if (!best || older(record, best)) best = record;
+      }
+      if (best) {
+        nextSelected.set(name, best);
+        owners.set(name, { owner: best.owner as string, id: best.id, version: (best.tool as ToolDefinition).version });
+      }
+      const owner = owners.get(name)?.owner;
+      for (const record of candidates) {
+        if (record === best) continue;
+        nextShadowed.set(
+          record.id,
+          record.owner !== owner
+            ? issue('trust.owner', '/name', `the name "${name}" belongs to ${owner}; this definition, by ${record.owner}, is not runnable`)
+            : issue('trust.shadowed', '/name', `an older definition of "${name}" (${best?.id}) by the same owner wins`),
+        );
+      }
+    }
+    for (const [name, record] of selected) {
+      if (nextSelected.get(name) !== record) logger.info('tool route changed', { name, from: record.id, to: nextSelected.get(name)?.id });
+    }
+    selected = nextSelected;
+    shadowed = nextShadowed;
+    for (const [name] of options.operatorTools()) {
+      if (![...records.values()].some((record) => record.publication && record.name === name)) options.onOperatorDrift?.(name);
+    }
+    options.onChange?.();
+  };
 
   const fetchAndValidate = async (id: string): Promise<void> => {
     let full;
@@ -80,65 +171,71 @@ export function createCatalog(options: CatalogOptions): Catalog {
       full = await client.getBreadcrumbFull(id);
     } catch (error) {
       if (isNotFound(error)) {
-        if (records.delete(id)) changed();
+        if (records.delete(id)) reindex();
         return;
       }
       throw error;
     }
     if (full.schema_name !== SCHEMA.ToolCode || !full.tags.includes(workspace)) {
-      if (records.delete(id)) changed();
+      if (records.delete(id)) reindex();
       return;
     }
     const context = full.context;
     const name = typeof context['name'] === 'string' ? context['name'] : undefined;
-    const code = context['code'] as { source?: unknown } | undefined;
-    const source = typeof code?.source === 'string' ? code.source : '';
-    const origin: Origin = name !== undefined && options.isBootstrapTool(name, source) ? 'bootstrap' : 'agent';
-    const outcome = options.validate(context, origin);
-    const record: Record_ = {
-      id,
-      version: full.version,
-      createdAt: full.created_at ?? full.updated_at,
-      ...(name !== undefined ? { name } : {}),
-      ...(outcome.ok && outcome.tool ? { tool: outcome.tool } : {}),
-      errors: outcome.errors,
-    };
-    if (name !== undefined && !full.tags.includes(TAG.tool(name))) {
-      logger.warn('tool tag does not match its name', { id, name, tags: full.tags });
-    }
-    if (!record.tool) {
-      logger.warn('tool rejected', { id, name, origin, errors: outcome.errors.map((e) => `${e.path}: ${e.message}`) });
+    const record: Record_ = { id, version: full.version, createdAt: full.created_at ?? full.updated_at, ...(name !== undefined ? { name } : {}), pins: pinsKey(), errors: [] };
+    const trust = stamper.assess(full, workspace);
+    const pinned = name !== undefined ? options.operatorTools().get(name) : undefined;
+    if (pinned) {
+      if (trust.kind === 'stamped' && trust.owner === OPERATOR && definitionDigest(context) === definitionDigest(pinned.context)) {
+        record.publication = true;
+      } else {
+        record.errors = [issue('trust.reserved', '/name', `the name "${name}" is reserved by the operator's bootstrap file; the runner runs only that file's definition, not this record`)];
+      }
+    } else if (name !== undefined && isHostName(name)) {
+      record.errors = [issue('trust.reserved', '/name', `the name "${name}" is reserved by a host tool of the operator's manifests; no tool.code.v1 of that name runs`)];
+    } else if (trust.kind === 'untrusted') {
+      record.errors = [issue('trust.untrusted', '/deployment', trust.reason)];
     } else {
-      logger.info('tool loaded', { id, name, version: record.tool.version, origin, warnings: outcome.warnings.length });
+      const origin: Origin = trust.kind === 'stamped' && trust.owner === OPERATOR ? 'bootstrap' : 'agent';
+      const outcome = options.validate(context, origin);
+      if (outcome.ok && outcome.tool) {
+        record.tool = outcome.tool;
+        record.owner = trust.owner;
+      } else {
+        record.errors = outcome.errors;
+      }
     }
+    if (name !== undefined && !full.tags.includes(TAG.tool(name))) logger.warn('tool tag does not match its name', { id, name, tags: full.tags });
+    if (record.tool) logger.info('tool loaded', { id, name, version: record.tool.version, owner: record.owner, trust: trust.kind });
+    else if (!record.publication) logger.warn('tool rejected', { id, name, errors: record.errors.map((e) => `${e.path}: ${e.message}`) });
     records.set(id, record);
-    changed();
+    reindex();
   };
 
   const load = async (signal?: AbortSignal): Promise<void> => {
-    const items = await client.listAll({ schema_name: SCHEMA.ToolCode, tag: workspace }, signal ? { signal } : {});
-    const seen = new Set<string>();
-    for (const item of items) {
-      seen.add(item.id);
-      const known = records.get(item.id);
-      if (known && known.version === item.version) continue;
-      await fetchAndValidate(item.id);
-    }
-    let removed = false;
-    for (const id of records.keys()) {
-      if (!seen.has(id)) {
-        records.delete(id);
-        removed = true;
+    loading++;
+    try {
+      const items = await client.listAll({ schema_name: SCHEMA.ToolCode, tag: workspace }, signal ? { signal } : {});
+      const seen = new Set<string>();
+      const pins = pinsKey();
+      for (const item of items) {
+        seen.add(item.id);
+        const known = records.get(item.id);
+        if (known && known.version === item.version && known.pins === pins) continue;
+        await fetchAndValidate(item.id);
       }
+      for (const id of records.keys()) if (!seen.has(id)) records.delete(id);
+    } finally {
+      loading--;
+      reindex();
     }
-    if (removed) changed();
   };
 
   const handleEvent = async (event: StoreEvent): Promise<void> => {
     const id = event.breadcrumb_id;
     if (!id) return;
     if (event.type === 'breadcrumb.deleted') {
-      if (records.delete(id)) changed();
+      if (records.delete(id)) reindex();
       return;
     }
     if (event.type !== 'breadcrumb.updated' || event.schema_name !== SCHEMA.ToolCode) return;
@@ -156,24 +253,37 @@ export function createCatalog(options: CatalogOptions): Catalog {
     }
   };
 
-  const codeTool = (name: string): Record_ | undefined => {
-    let best: Record_ | undefined;
-    for (const record of records.values()) {
-      if (record.tool?.name !== name) continue;
-      if (!best || record.createdAt < best.createdAt || (record.createdAt === best.createdAt && record.id < best.id)) best = record;
-    }
-    return best;
+  const resolve = (name: string): Route | undefined => {
+    const pinned = options.operatorTools().get(name);
+    if (pinned) return { kind: 'code', tool: pinned.tool, breadcrumbId: pinned.id ?? '', breadcrumbVersion: 0, owner: OPERATOR };
+    const host = options.hostTools().find((tool) => tool.name === name);
+    if (host) return { kind: 'host', tool: host };
+    const code = selected.get(name);
+    return code?.tool ? { kind: 'code', tool: code.tool, breadcrumbId: code.id, breadcrumbVersion: code.version, owner: code.owner as string } : undefined;
   };
 
-  const resolve = (name: string): Route | undefined => {
-    const code = codeTool(name);
-    if (code?.tool) return { kind: 'code', tool: code.tool, breadcrumbId: code.id, breadcrumbVersion: code.version };
-    const host = options.hostTools().find((tool) => tool.name === name);
-    return host ? { kind: 'host', tool: host } : undefined;
+  const ownership = (name: string): Ownership => {
+    if (options.operatorTools().has(name)) return { kind: 'reserved', by: 'bootstrap' };
+    if (isHostName(name)) return { kind: 'reserved', by: 'host' };
+    const remembered = owners.get(name);
+    if (!remembered) return { kind: 'free' };
+    return { kind: 'owned', owner: remembered.owner, version: remembered.version, ...(records.has(remembered.id) ? { id: remembered.id } : {}) };
   };
+
+  const codeEntry = (tool: ToolDefinition): CatalogEntry => ({
+    name: tool.name,
+    description: tool.description,
+    version: tool.version,
+    kind: 'code',
+    inputSchema: tool.inputSchema,
+    outputSchema: tool.outputSchema,
+    examples: tool.examples.map((example) => ({ description: example.description, input: example.input, output: example.output })),
+    status: 'active',
+  });
 
   const entries = (): CatalogEntry[] => {
     const out = new Map<string, CatalogEntry>();
+    for (const [name, record] of selected) if (record.tool) out.set(name, codeEntry(record.tool));
     for (const host of options.hostTools()) {
       out.set(host.name, {
         name: host.name,
@@ -186,29 +296,22 @@ export function createCatalog(options: CatalogOptions): Catalog {
         status: 'active',
       });
     }
-    const names = new Set<string>();
-    for (const record of records.values()) if (record.tool) names.add(record.tool.name);
-    for (const name of names) {
-      const tool = codeTool(name)?.tool;
-      if (!tool) continue;
-      out.set(name, {
-        name,
-        description: tool.description,
-        version: tool.version,
-        kind: 'code',
-        inputSchema: tool.inputSchema,
-        outputSchema: tool.outputSchema,
-        examples: tool.examples.map((example) => ({ description: example.description, input: example.input, output: example.output })),
-        status: 'active',
-      });
-    }
+    for (const [name, pinned] of options.operatorTools()) out.set(name, codeEntry(pinned.tool));
     return [...out.values()].sort((a, b) => a.name.localeCompare(b.name));
   };
 
-  const rejected = (): Array<{ id: string; name?: string; errors: Issue[] }> =>
-    [...records.values()]
-      .filter((record) => !record.tool)
-      .map((record) => ({ id: record.id, ...(record.name !== undefined ? { name: record.name } : {}), errors: record.errors }));
+  const rejected = (): RejectedTool[] => {
+    const out: RejectedTool[] = [];
+    for (const record of records.values()) {
+      const reason = shadowed.get(record.id);
+      const errors = reason ? [reason] : record.errors;
+      if (errors.length === 0 || record.publication) continue;
+      out.push({ id: record.id, ...(record.name !== undefined ? { name: record.name } : {}), errors });
+    }
+    // The owner's own record first (e.g. the tampered one), then newest first.
+    const rank = (item: RejectedTool): string => `${item.name !== undefined && owners.get(item.name)?.id === item.id ? 1 : 0}${records.get(item.id)?.createdAt ?? ''}`;
+    return out.sort((a, b) => (rank(a) < rank(b) ? 1 : rank(a) > rank(b) ? -1 : 0));
+  };
 
-  return { load, handleEvent, refreshName, resolve, entries, rejected };
+  return { load, handleEvent, refreshName, resolve, ownership, entries, rejected };
 }

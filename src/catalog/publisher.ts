@@ -3,19 +3,22 @@
 // Changes are debounced; a write happens only when the tool list differs from what the store holds
 // (so replicas with the same view do not ping-pong). The breadcrumb is created once per workspace
 // (Idempotency-Key `catalog:<workspace>`) and updated with If-Match; a lost race re-reads and retries.
+// Besides the runnable `tools`, the context lists `rejectedTools`: every tool.code.v1 present but not
+// runnable, with the reason (invalid, changed outside the runner, reserved name, another owner's name).
 
 import type { StoreClient } from '../breadcrumbs/index.js';
 import { isConflict, isNotFound, isVersionMismatch } from '../breadcrumbs/index.js';
 import { SCHEMA, TAG, type CatalogEntry } from '../breadcrumbs/messages.js';
 import type { Logger } from '../logger.js';
+import type { RejectedTool } from './catalog.js';
 
 export interface CatalogPublisherOptions {
   client: StoreClient;
   workspace: string;
   logger: Logger;
   entries(): CatalogEntry[];
-  /** Tools present in the store but not runnable (counted in totalTools). */
-  rejectedCount(): number;
+  /** Tools present in the store but not runnable (counted in totalTools, listed with the reason). */
+  rejected(): RejectedTool[];
   debounceMs?: number;
 }
 
@@ -35,23 +38,32 @@ export function createCatalogPublisher(options: CatalogPublisherOptions): Catalo
   let running: Promise<void> = Promise.resolve();
   let closed = false;
 
-  const find = async (): Promise<{ id: string; version: number; tools: unknown } | undefined> => {
+  const find = async (): Promise<{ id: string; version: number; tools: unknown; rejectedTools: unknown } | undefined> => {
     const items = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolCatalog, tag: workspace, include_context: true, limit: 20 });
     const mine = items.filter((item) => item.tags.includes(TAG.Catalog)).sort((a, b) => a.id.localeCompare(b.id));
     // Several (e.g. written by an older runner): the one with our idempotency-created content wins;
     // any is fine as long as every replica picks the same one.
     const first = mine[0];
-    return first ? { id: first.id, version: first.version, tools: first.context?.['tools'] } : undefined;
+    return first ? { id: first.id, version: first.version, tools: first.context?.['tools'], rejectedTools: first.context?.['rejectedTools'] } : undefined;
   };
 
   const publishOnce = async (): Promise<void> => {
     const tools = options.entries();
+    const rejectedTools = options.rejected().map((item) => ({
+      name: item.name ?? null,
+      id: item.id,
+      reason: item.errors
+        .slice(0, 3)
+        .map((e) => `${e.path || '/'}: ${e.message}`)
+        .join('; '),
+    }));
     const context = {
       workspace,
-      totalTools: tools.length + options.rejectedCount(),
+      totalTools: tools.length + rejectedTools.length,
       activeTools: tools.length,
       lastUpdated: new Date().toISOString(),
       tools,
+      rejectedTools,
     };
     for (let attempt = 0; attempt < 5; attempt++) {
       const existing = await find();
@@ -69,7 +81,7 @@ export function createCatalogPublisher(options: CatalogPublisherOptions): Catalo
           continue;
         }
       }
-      if (JSON.stringify(existing.tools) === JSON.stringify(tools)) return;
+      if (JSON.stringify(existing.tools) === JSON.stringify(tools) && JSON.stringify(existing.rejectedTools) === JSON.stringify(rejectedTools)) return;
       try {
         await client.updateBreadcrumb(existing.id, { context }, { ifMatch: existing.version });
         return;

@@ -180,10 +180,10 @@ export const OPTIONS = {
     group: 'runner',
     doc: 'How long `tools-runner call` waits for the response.',
   }),
-  runnerSecret: opt(optionalString, {
+  runnerSecret: opt(z.string().min(16, 'must be at least 16 characters long').optional(), {
     group: 'runner',
-    doc: 'Secret (16+ characters) the runner derives its Idempotency-Keys, claim MACs and answer tags from, so no other writer can forge or squat them. Every replica of one store must use the same value.',
-    defaultText: 'generated into `<data-dir>/runner.key` with the embedded store; a public derivation (with a warning) with `--store-url`',
+    doc: 'Secret (16+ characters) every key of the runner derives from: Idempotency-Keys, claim MACs and answer tags (so no other writer can forge or squat them) and the stamps on the tools it deploys. Every replica of one store, and `tools-runner bootstrap`, must use the same value; required with `--store-url`.',
+    defaultText: 'generated into `<data-dir>/runner.key` with the embedded store',
     secret: true,
   }),
   secretsFile: opt(optionalString, {

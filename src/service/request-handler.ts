@@ -138,7 +138,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
     if (!inputCheck.valid) {
       return { tool: toolName, kind: 'code', metadata, result: errorResult(ErrorCode.InputInvalid, `input does not match the input_schema of "${toolName}": ${formatErrors(inputCheck.errors)}`, { errors: inputCheck.errors }) };
     }
-    const resolved = await secrets.resolve(tool.requiredSecrets, { tool: toolName, rid });
+    const resolved = await secrets.resolve(tool.requiredSecrets, { tool: toolName, rid, definitionId: target.breadcrumbId, operator: target.owner === 'operator' });
     if (resolved.missing.length > 0) {
       return { tool: toolName, kind: 'code', metadata, result: errorResult(ErrorCode.SecretMissing, `tool "${toolName}" needs secret(s) that are not set: ${resolved.missing.join(', ')}`, { missing: resolved.missing }) };
     }

@@ -1,10 +1,17 @@
 // Resolves the secrets a tool declares (`required_secrets`) for one call.
 //
-// Order: the store's secrets API — scope `tool`/<tool name>, then `workspace`/<workspace>, then
-// `global` — and then the operator's secrets file (a JSON object of name -> value). The runner's own
-// environment is never consulted wholesale. Every value learnt is registered with the logger's
-// redaction so it cannot appear in a log line. Each store decrypt is audited by the store with a
-// reason naming the tool and request.
+// Order: the store's secrets API — scope `tool`, then `workspace`/<workspace>, then `global` — and
+// then the operator's secrets file (a JSON object of name -> value). The runner's own environment is
+// never consulted wholesale. Every value learnt is registered with the logger's redaction so it
+// cannot appear in a log line. Each store decrypt is audited by the store with a reason naming the
+// tool and request.
+//
+// Scope `tool` goes only to the definition it was granted to: a secret whose scope_id is the id of
+// the tool.code.v1 record being run (a UUID, as upstream rcrt-server requires for scope_id); a
+// scope_id equal to the tool's *name* counts only for operator tools (host tools and pinned bootstrap
+// tools), whose names agents cannot take. Secrets are listed by `scope_type` alone and matched on
+// scope_id here, because upstream types scope_id as a UUID: `?scope_id=<name>` or
+// `?scope_id=workspace:tools` would be refused there (400), while listing by type works on both stores.
 
 import { readFile } from 'node:fs/promises';
 import type { StoreClient } from '../breadcrumbs/index.js';
@@ -16,10 +23,20 @@ export interface SecretResolution {
   missing: string[];
 }
 
+/** Whom a call's secrets are for. */
+export interface SecretScope {
+  tool: string;
+  rid: string;
+  /** Id of the tool.code.v1 record being run (scope `tool`/<id>). */
+  definitionId?: string;
+  /** True for operator tools (host tools, pinned bootstrap tools): scope `tool`/<name> applies too. */
+  operator?: boolean;
+}
+
 export interface SecretResolver {
-  resolve(names: readonly string[], scope: { tool: string; rid: string }): Promise<SecretResolution>;
+  resolve(names: readonly string[], scope: SecretScope): Promise<SecretResolution>;
   /** One secret by name (host tools' header placeholders). */
-  resolveOne(name: string, scope: { tool: string; rid: string }): Promise<string | undefined>;
+  resolveOne(name: string, scope: SecretScope): Promise<string | undefined>;
 }
 
 export interface SecretResolverOptions {
@@ -60,31 +77,33 @@ export async function loadSecretsFile(path: string, logger: Logger): Promise<Rec
   return out;
 }
 
-type Scope = { scope_type: string; scope_id?: string };
+type Listed = { id: string; name: string; scope_type: string; scope_id?: string | null };
 
 /** Creates the secret resolver. */
 export function createSecretResolver(options: SecretResolverOptions): SecretResolver {
   const { client, workspace, logger } = options;
   const listCacheMs = options.listCacheMs ?? 5_000;
-  const listCache = new Map<string, { at: number; items: Array<{ id: string; name: string }> }>();
+  const listCache = new Map<string, { at: number; items: Listed[] }>();
 
-  const list = async (scope: Scope): Promise<Array<{ id: string; name: string }>> => {
-    const key = `${scope.scope_type}/${scope.scope_id ?? ''}`;
-    const cached = listCache.get(key);
+  const list = async (scopeType: string): Promise<Listed[]> => {
+    const cached = listCache.get(scopeType);
     if (cached && Date.now() - cached.at < listCacheMs) return cached.items;
-    const items = await client.listSecrets(scope);
-    listCache.set(key, { at: Date.now(), items });
+    const items = await client.listSecrets({ scope_type: scopeType });
+    listCache.set(scopeType, { at: Date.now(), items });
     return items;
   };
 
-  const resolveOne = async (name: string, ctx: { tool: string; rid: string }): Promise<string | undefined> => {
-    const scopes: Scope[] = [
-      { scope_type: 'tool', scope_id: ctx.tool },
-      { scope_type: 'workspace', scope_id: workspace },
-      { scope_type: 'global' },
+  const resolveOne = async (name: string, ctx: SecretScope): Promise<string | undefined> => {
+    const scopes: Array<{ type: string; matches: (scopeId: string | null | undefined) => boolean }> = [
+      {
+        type: 'tool',
+        matches: (scopeId) => (ctx.definitionId !== undefined && ctx.definitionId !== '' && scopeId === ctx.definitionId) || (ctx.operator === true && scopeId === ctx.tool),
+      },
+      { type: 'workspace', matches: (scopeId) => scopeId === workspace },
+      { type: 'global', matches: () => true },
     ];
     for (const scope of scopes) {
-      const match = (await list(scope)).find((item) => item.name === name);
+      const match = (await list(scope.type)).find((item) => item.name === name && item.scope_type === scope.type && scope.matches(item.scope_id));
       if (!match) continue;
       const value = await client.decryptSecret(match.id, `tool:${ctx.tool} request:${ctx.rid}`);
       logger.redact(value);
@@ -93,7 +112,7 @@ export function createSecretResolver(options: SecretResolverOptions): SecretReso
     return options.fileSecrets?.[name];
   };
 
-  const resolve = async (names: readonly string[], ctx: { tool: string; rid: string }): Promise<SecretResolution> => {
+  const resolve = async (names: readonly string[], ctx: SecretScope): Promise<SecretResolution> => {
     const values: Record<string, string> = {};
     const missing: string[] = [];
     for (const name of names) {

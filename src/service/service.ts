@@ -11,8 +11,10 @@ import { hostname } from 'node:os';
 import { createRequestKeys, createStoreClient, type RequestKeys, type StoreClient } from '../breadcrumbs/index.js';
 import { openEventStream } from '../breadcrumbs/index.js';
 import { SCHEMA, type StoreEvent } from '../breadcrumbs/messages.js';
-import { createCatalog, type Catalog } from '../catalog/catalog.js';
+import { createCatalog, type Catalog, type OperatorTool } from '../catalog/catalog.js';
+import { createStamper, type Stamper } from '../catalog/deployment.js';
 import { createCatalogPublisher } from '../catalog/publisher.js';
+import { deriveKey, REQUEST_KEYS_PURPOSE, resolveRunnerKey } from '../catalog/runner-key.js';
 import { hostEnvironment, type Config } from '../config/index.js';
 import { coerceError, ErrorCode, RunnerError } from '../errors.js';
 import { createSchemaCache, executeHostTool, loadHostTools, publishHostTools, type HostTool } from '../legacy/index.js';
@@ -28,8 +30,7 @@ import { createIntake } from '../watcher/intake.js';
 import { startAdminServer, type AdminRoute, type AdminServer } from './admin-server.js';
 import { createMetrics } from './metrics.js';
 import { createRequestHandler } from './request-handler.js';
-import { resolveRunnerSecret } from './runner-secret.js';
-import { createSecretResolver, loadSecretsFile } from './secrets.js';
+import { createSecretResolver, loadSecretsFile, type SecretResolver } from './secrets.js';
 
 export type Lifecycle = 'INITIALIZED' | 'RUNNING' | 'DRAINING' | 'STOPPED' | 'FAILED';
 
@@ -49,6 +50,8 @@ export interface ServiceExtension {
   handleEvent?(event: StoreEvent): void;
   /** Called after the event stream reconnects (run a catch-up scan). */
   onReconnect?(): void;
+  /** The store's copy of a pinned operator tool is missing or differs from its file. */
+  onOperatorDrift?(name: string): void;
   stop?(): Promise<void>;
   /** Routes it serves on the admin port (path → handler), e.g. `/mcp`. */
   adminRoutes?(): ReadonlyMap<string, AdminRoute>;
@@ -64,9 +67,11 @@ export interface ExtensionContext {
   logger: Logger;
   replica: string;
   signal: AbortSignal;
-  /** Gives (name, source) the operator's bootstrap policy in the catalog. */
-  trustBootstrapTool(name: string, source: string): void;
-  isBootstrapTool(name: string, source: string): boolean;
+  /** Signs what the runner deploys (deployment stamps). */
+  stamper: Stamper;
+  /** Pins an operator tool: the catalog runs only this definition under its name. */
+  pinOperatorTool(pin: OperatorTool): void;
+  secrets: SecretResolver;
 }
 
 export interface Service {
@@ -100,6 +105,12 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   };
 
   try {
+    // First: a runner that cannot derive its keys must not touch the store.
+    const runnerKey = resolveRunnerKey({ runnerSecret: config.runnerSecret, dataDir: config.dataDir, logger: log, storeUrl: config.storeUrl });
+    log.info('runner keys derived', { source: runnerKey.source, ...(runnerKey.file ? { file: runnerKey.file } : {}) });
+    const stamper = createStamper(runnerKey.key);
+    const keys = createRequestKeys(deriveKey(runnerKey.master, REQUEST_KEYS_PURPOSE));
+
     let storeUrl = config.storeUrl;
     let store: Store | undefined;
     if (!storeUrl) {
@@ -108,9 +119,6 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       storeUrl = store.url;
       out(`store listening on ${store.url}`);
     }
-
-    if (config.runnerSecret !== undefined) logger.redact(config.runnerSecret);
-    const keys = createRequestKeys(resolveRunnerSecret(config, log));
 
     const client = createStoreClient({
       baseUrl: storeUrl,
@@ -136,26 +144,32 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       log.info('host tools loaded', { tools: hostTools.map((t) => t.name), denied: loaded.denied.length, published: published.filter((p) => p.action !== 'unchanged').length });
     }
 
+
     const fileSecrets = config.secretsFile ? await loadSecretsFile(config.secretsFile, logger) : undefined;
     const secrets = createSecretResolver({ client, workspace: config.workspace, logger: log, ...(fileSecrets ? { fileSecrets } : {}) });
 
     let publish = (): void => {};
-    const bootstrapSources = new Map<string, string>();
+    const operatorTools = new Map<string, OperatorTool>();
+    const extensions = options.extensions ?? [];
     const catalog = createCatalog({
       client,
       workspace: config.workspace,
       logger: log.child({ component: 'catalog' }),
+      stamper,
       validate: (context, origin) => validateToolDefinition(context, { origin, config }),
-      isBootstrapTool: (name, source) => bootstrapSources.get(name) === source,
+      operatorTools: () => operatorTools,
       hostTools: () => hostTools,
       onChange: () => publish(),
+      onOperatorDrift: (name) => {
+        for (const extension of extensions) extension.onOperatorDrift?.(name);
+      },
     });
     const publisher = createCatalogPublisher({
       client,
       workspace: config.workspace,
       logger: log.child({ component: 'catalog' }),
       entries: () => catalog.entries(),
-      rejectedCount: () => catalog.rejected().length,
+      rejected: () => catalog.rejected(),
     });
     publish = () => publisher.schedule();
     onStop('catalog publisher', () => publisher.close());
@@ -201,7 +215,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
           config,
           env: hostEnv,
           schemas: hostSchemas,
-          resolveSecret: (name) => secrets.resolveOne(name, { tool: tool.name, rid: ctx.rid }),
+          resolveSecret: (name) => secrets.resolveOne(name, { tool: tool.name, rid: ctx.rid, operator: true }),
         }),
       onStarted: (report) => admin?.broadcast({ type: 'execution:started', ts: new Date().toISOString(), replica, ...report }),
       onFinished: (report) => {
@@ -221,7 +235,6 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       run: (request, signal) => handler.handle(request, signal),
     });
 
-    const extensions = options.extensions ?? [];
     let streamConnected = false;
     const firstConnection = new Promise<void>((resolve) => {
       openEventStream({
@@ -262,8 +275,9 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         logger: log.child({ component: extension.name }),
         replica,
         signal: intakeController.signal,
-        trustBootstrapTool: (name, source) => void bootstrapSources.set(name, source),
-        isBootstrapTool: (name, source) => bootstrapSources.get(name) === source,
+        stamper,
+        secrets,
+        pinOperatorTool: (pin) => void operatorTools.set(pin.tool.name, pin),
       });
       if (extension.stop) onStop(extension.name, () => extension.stop!());
     }

@@ -16,8 +16,8 @@
 // - this replica adopts its own live claim only if it never started running it (a create whose
 //   reply was lost), so no path re-executes a run this replica started.
 //
-// Invariants: a replica executes a request only after it holds a claim AND has re-checked, after
-// acquiring it, that no answer exists (answers are written before claims are deleted).
+// Invariants: a replica executes a request only after it holds a claim AND, for a takeover, has
+// re-checked after acquiring it that no answer exists (answers are written before claims are deleted).
 
 import type { StoreClient } from '../breadcrumbs/index.js';
 import { isConflict, isNotFound } from '../breadcrumbs/index.js';
@@ -203,9 +203,10 @@ export function createClaimManager(options: ClaimManagerOptions): ClaimManager {
     for (let probe = 0; probe < MAX_ATTEMPT_PROBES; probe++) {
       const created = await tryCreate(target, attempt);
       if (created !== 'taken') {
-        // Re-check after acquiring: a replica that just answered deletes its claim only after
-        // writing the answer, so an answer written before our claim is visible now.
-        if (await hasResponse(id)) {
+        // Re-check after a takeover: a replica that just answered deletes its claim only after
+        // writing the answer, so an answer written before our claim is visible now. Attempt 1
+        // needs no re-check: its key was free, so nobody ever held the request, so nobody answered.
+        if (attempt > 1 && (await hasResponse(id))) {
           await created.drop();
           return { kind: 'answered' };
         }

@@ -16,6 +16,8 @@ const cli = join(root, 'dist', 'cli', 'main.js');
 const cleanups: Array<() => Promise<void> | void> = [];
 
 export const WS = 'workspace:tools';
+/** The runner secret every process started by runCli shares (override with env). */
+export const E2E_RUNNER_SECRET = 'e2e-runner-secret-0123456789';
 
 /** Runs every registered cleanup (newest first). */
 export async function cleanupAll(): Promise<void> {
@@ -46,7 +48,8 @@ export function runCli(args: string[], env: Record<string, string> = {}): CliPro
   const tmp = tempDir('tr-e2e-tmp-');
   const proc = spawn(process.execPath, [cli, ...args], {
     cwd: root,
-    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/tmp', TMPDIR: tmp, TOOLS_RUNNER_LOG_LEVEL: 'warn', ...env },
+    // One runner secret for every process of a test (replicas and CLI commands must share it).
+    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/tmp', TMPDIR: tmp, TOOLS_RUNNER_LOG_LEVEL: 'warn', TOOLS_RUNNER_RUNNER_SECRET: E2E_RUNNER_SECRET, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const stdout: string[] = [];

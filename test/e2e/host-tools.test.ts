@@ -1,5 +1,5 @@
 // Host tools end to end: manifests loaded by a real runner process, published as tool.v1, routed
-// after tool.code.v1 (code tool preferred, host tool as fallback when the code tool goes away),
+// with their names reserved (an agent's tool.code.v1 of the same name never answers in their place),
 // rogue tool.v1 breadcrumbs never executed, confirmation failing closed, and the OpenAI export.
 
 import { writeFileSync } from 'node:fs';
@@ -91,15 +91,25 @@ describe('host tools', () => {
 });
 
 describe('routing', () => {
-  it('prefers the tool.code.v1 of a name, and falls back to the host tool when it is deleted', async () => {
+  it("never lets an agent's tool.code.v1 shadow a host tool: the operator's name is reserved", async () => {
     expect((await answer(c, await request(c, 'shared-name', { v: 1 }))).metadata['kind']).toBe('host');
     const id = await putTool(c, toolContext('shared-name', 'export async function execute() { return { from: "code" }; }'));
-    let kind: unknown;
-    for (let i = 0; i < 20 && kind !== 'code'; i++) kind = (await answer(c, await request(c, 'shared-name', {}))).metadata['kind'];
-    expect(kind).toBe('code');
+    // Once the catalog has seen the record (it lists it as rejected, saying why), calls still reach the host tool.
+    let reason: string | undefined;
+    for (let i = 0; i < 100 && reason === undefined; i++) {
+      const items = await c.listBreadcrumbs({ schema_name: SCHEMA.ToolCatalog, tag: WS, include_context: true });
+      const rejected = (items[0]?.context?.['rejectedTools'] ?? []) as Array<{ id: string; reason: string }>;
+      reason = rejected.find((r) => r.id === id)?.reason;
+      if (reason === undefined) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(reason).toBe(`/name: the name "shared-name" is reserved by a host tool of the operator's manifests; no tool.code.v1 of that name runs`);
+    for (let i = 0; i < 3; i++) {
+      const response = await answer(c, await request(c, 'shared-name', { v: i }));
+      expect(response.metadata['kind']).toBe('host');
+      expect(response.output).not.toEqual({ from: 'code' });
+    }
     await c.deleteBreadcrumb(id);
-    for (let i = 0; i < 20 && kind !== 'host'; i++) kind = (await answer(c, await request(c, 'shared-name', { v: 2 }))).metadata['kind'];
-    expect(kind).toBe('host');
+    expect((await answer(c, await request(c, 'shared-name', { v: 2 }))).metadata['kind']).toBe('host');
   });
 });
 

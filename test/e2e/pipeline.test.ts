@@ -82,18 +82,19 @@ describe('error codes reach the caller as tagged responses', () => {
 });
 
 describe('catalog follows the store', () => {
-  it('runs a tool created after start, and its update at once', async () => {
+  it('runs a tool created after start; a direct PATCH of it takes it out, saying why (trust model)', async () => {
     const id = await putTool(c, toolContext('e2e-late', 'export async function execute() { return { v: 1 }; }'));
     expect((await answer(c, await request(c, 'e2e-late', {}))).output).toEqual({ v: 1 });
     await c.updateBreadcrumb(id, { context: toolContext('e2e-late', 'export async function execute() { return { v: 2 }; }', { version: '2.0.0' }) });
-    let output: unknown;
+    let response: Awaited<ReturnType<typeof answer>> | undefined;
     // The update's event may race the next request; the catalog must converge within a few calls.
-    for (let i = 0; i < 20 && JSON.stringify(output) !== '{"v":2}'; i++) {
-      const response = await answer(c, await request(c, 'e2e-late', {}));
-      output = response.output;
-      if (JSON.stringify(output) === '{"v":2}') expect(response.metadata['tool_version']).toBe('2.0.0');
+    for (let i = 0; i < 20 && response?.error?.code !== 'tool.not_found'; i++) {
+      response = await answer(c, await request(c, 'e2e-late', {}));
+      expect(response.output).not.toEqual({ v: 2 });
     }
-    expect(output).toEqual({ v: 2 });
+    expect(response?.error?.message).toBe(
+      `no runnable tool named "e2e-late" (a tool.code.v1 named "e2e-late" exists but was rejected: /deployment: definition ${id} was changed after it was written (store version 2) and not through the runner; a tool changes only through a tool.create.request.v1 of its owner with replaces_version)`,
+    );
   });
 
   it('an invalid update takes the tool out', async () => {
@@ -109,15 +110,19 @@ describe('catalog follows the store', () => {
 
   it('publishes one tool.catalog.v1 listing only runnable tools', async () => {
     let names: string[] = [];
-    for (let i = 0; i < 50 && !names.includes('e2e-late'); i++) {
+    let rejected: string[] = [];
+    for (let i = 0; i < 50 && !rejected.includes('e2e-late'); i++) {
       const items = await c.listBreadcrumbs({ schema_name: SCHEMA.ToolCatalog, tag: WS, include_context: true });
       expect(items.length).toBe(1);
       const catalog = ToolCatalogContext.parse(items[0]?.context);
       names = catalog.tools.map((t) => t.name);
-      if (!names.includes('e2e-late')) await new Promise((r) => setTimeout(r, 100));
+      rejected = ((catalog['rejectedTools'] ?? []) as Array<{ name: string }>).map((t) => t.name);
+      if (!rejected.includes('e2e-late')) await new Promise((r) => setTimeout(r, 100));
     }
     expect(names).toContain('e2e-echo');
-    expect(names).toContain('e2e-late');
+    expect(names).not.toContain('e2e-late');
+    expect(rejected).toContain('e2e-late');
     expect(names).not.toContain('e2e-evil');
+    expect(rejected).toContain('e2e-evil');
   });
 });

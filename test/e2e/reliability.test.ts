@@ -79,6 +79,13 @@ describe('crashes and restarts', () => {
     await startRunner(url);
     const responses = await waitForResponses(c, rids, 120_000);
     expectExactlyOnce(responses, rids);
+    // The requests the killed runner was running were taken over after their leases expired.
+    const attempts = rids.map((rid) => Number(responses.get(rid)?.[0]?.metadata['attempt']));
+    expect(attempts.filter((n) => n > 1).length).toBeGreaterThan(0);
+    expect(attempts.every((n) => n === 1 || n === 2)).toBe(true);
+    // Executions never exceed attempts: at most the killed attempt and its takeover.
+    const counts = await executions(c);
+    expect(rids.filter((rid, i) => (counts.get(rid) ?? 0) > (attempts[i] ?? 1))).toEqual([]);
   });
 
   it('the store restarted under load loses nothing', async () => {

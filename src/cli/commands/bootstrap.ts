@@ -2,6 +2,8 @@
 // the store (create / update / unchanged / rejected); exit 1 when a file is rejected.
 
 import { bootstrapTools, renderBootstrapTable } from '../../authoring/bootstrap.js';
+import { createStamper } from '../../catalog/deployment.js';
+import { resolveRunnerKey } from '../../catalog/runner-key.js';
 import { loadToolFiles } from '../../authoring/tool-files.js';
 import { createSchemaValidator } from '../../screen/index.js';
 import type { Command } from '../command.js';
@@ -23,7 +25,9 @@ export const bootstrapCommand: Command = {
     const client = cliStoreClient(config, logger, config.agentId, ['curator', 'emitter', 'subscriber']);
     try {
       await client.health();
-      const rows = await bootstrapTools({ client, files, config, logger, validator: createSchemaValidator() });
+      // Signed with the same key as the runner (same --runner-secret, or the same --data-dir's runner.key).
+      const stamper = createStamper(resolveRunnerKey({ runnerSecret: config.runnerSecret, dataDir: config.dataDir, logger }).key);
+      const rows = await bootstrapTools({ client, files, config, logger, validator: createSchemaValidator(), stamper });
       out(renderBootstrapTable(rows));
       return rows.some((row) => row.action === 'rejected') ? 1 : 0;
     } finally {

@@ -1,0 +1,158 @@
+// The canonical tool contract (ARuntime's field set, which publishes no schema of its own): what a
+// tool does to the world and the policies that follow from it — side effect, idempotency, approval,
+// rate limits, retries, data classification, owner and deprecation.
+//
+// `tool.code.v1` carries it as `context.contract`; host tools (agentcli, Runloop, RAP) are mapped into
+// it by their loaders. Every field is optional: an absent `side_effect` means *unknown*, and unknown
+// fails closed wherever a gate depends on it (docs/contract.schema.json is generated from this file).
+
+import { z } from 'zod';
+
+/** The side-effect classes, from least to most consequential. */
+export const SIDE_EFFECTS = [
+  'read-only',
+  'reversible-write',
+  'irreversible',
+  'financial',
+  'external-communication',
+  'code-execution',
+  'administrative',
+] as const;
+export type SideEffect = (typeof SIDE_EFFECTS)[number];
+
+const SideEffectSchema = z.enum(SIDE_EFFECTS);
+const isoDate = z.iso.datetime({ offset: true });
+
+const RateLimit = z.strictObject({
+  /** Calls allowed per window. */
+  limit: z.int().min(1).max(1_000_000),
+  /** Window length in ms (tokens refill evenly over it). */
+  window_ms: z.int().min(1).max(86_400_000),
+  /** Extra calls allowed at once beyond the steady rate (bucket size = limit + burst). */
+  burst: z.int().min(0).max(1_000_000).optional(),
+});
+
+/** The `contract` of a tool. */
+export const ToolContractSchema = z.strictObject({
+  side_effect: SideEffectSchema.optional(),
+  idempotent: z.boolean().optional(),
+  approval: z
+    .strictObject({
+      /** `never`, `always`, or only for calls of these side-effect classes. */
+      when: z.union([z.enum(['never', 'always']), z.strictObject({ side_effects: z.array(SideEffectSchema).min(1) })]),
+      /** Agent ids (or `operator`) allowed to approve; empty/absent = the operator only. */
+      approvers: z.array(z.string().min(1).max(200)).max(100).optional(),
+      /** How long an approval request waits before it counts as denied. */
+      timeout_ms: z.int().min(1000).max(7 * 86_400_000).optional(),
+    })
+    .optional(),
+  rate_limits: z.strictObject({ per_tool: RateLimit.optional(), per_agent: RateLimit.optional() }).optional(),
+  retry: z
+    .strictObject({
+      max_attempts: z.int().min(1).max(10),
+      backoff_ms: z.int().min(0).max(600_000).optional(),
+      /** Codes worth retrying (a subset of the retryable ones). */
+      on: z.array(z.enum(['sandbox.crashed', 'dependency.unavailable', 'rate.exceeded'])).min(1).optional(),
+    })
+    .optional(),
+  data_classification: z.enum(['public', 'internal', 'confidential', 'restricted']).optional(),
+  owner: z.string().min(1).max(200).optional(),
+  deprecation: z
+    .strictObject({
+      deprecated_at: isoDate.optional(),
+      removal_at: isoDate.optional(),
+      replacement: z.string().min(1).max(200).optional(),
+    })
+    .optional(),
+});
+export type ToolContract = z.infer<typeof ToolContractSchema>;
+
+/** One problem of a contract, with its JSON path (e.g. `/contract/rate_limits/per_tool/limit`). */
+export interface ContractIssue {
+  path: string;
+  message: string;
+}
+
+/** Validates `value` as a contract; every problem with its JSON path under `base`. */
+export function parseContract(value: unknown, base = '/contract'): { contract?: ToolContract; issues: ContractIssue[] } {
+  const parsed = ToolContractSchema.safeParse(value);
+  if (parsed.success) {
+    const issues: ContractIssue[] = [];
+    const d = parsed.data.deprecation;
+    if (d?.deprecated_at && d.removal_at && Date.parse(d.removal_at) < Date.parse(d.deprecated_at)) {
+      issues.push({ path: `${base}/deprecation/removal_at`, message: `removal_at (${d.removal_at}) is before deprecated_at (${d.deprecated_at})` });
+    }
+    return issues.length > 0 ? { issues } : { contract: parsed.data, issues };
+  }
+  return {
+    issues: parsed.error.issues.map((issue) => ({
+      path: [base, ...issue.path.map(String)].join('/'),
+      message: issue.code === 'unrecognized_keys' ? `unknown field(s) ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}` : issue.message,
+    })),
+  };
+}
+
+/** MCP's four annotation hints. */
+export interface McpHints {
+  readOnlyHint: boolean;
+  destructiveHint: boolean;
+  idempotentHint: boolean;
+  openWorldHint: boolean;
+}
+
+/** What a side effect implies elsewhere (docs/contracts.md §5.2): hints, RAP annotations, the gate. */
+export interface SideEffectPolicy {
+  mcp: McpHints;
+  rap: { readOnly?: true; destructive?: true };
+  /** Runloop's `requires_confirmation`. */
+  requiresConfirmation: boolean;
+  /** `none`: run; `policy`: the contract decides; `confirm`: approval needed; `fail-closed`: unknown. */
+  gate: 'none' | 'policy' | 'confirm' | 'fail-closed';
+  /** Whether calls must carry an idempotency key. */
+  needsIdempotencyKey: boolean;
+}
+
+/** The side-effect crosswalk; `idempotent`/`openWorld` fill the cells the class leaves open. */
+export function sideEffectPolicy(sideEffect: SideEffect | undefined, facts: { idempotent?: boolean; openWorld?: boolean } = {}): SideEffectPolicy {
+  const openWorld = facts.openWorld ?? true;
+  switch (sideEffect) {
+    case 'read-only':
+      return { mcp: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: openWorld }, rap: { readOnly: true }, requiresConfirmation: false, gate: 'none', needsIdempotencyKey: false };
+    case 'reversible-write':
+      return { mcp: { readOnlyHint: false, destructiveHint: false, idempotentHint: facts.idempotent ?? false, openWorldHint: openWorld }, rap: {}, requiresConfirmation: false, gate: 'policy', needsIdempotencyKey: false };
+    case 'irreversible':
+    case 'administrative':
+    case 'code-execution':
+      return { mcp: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: openWorld }, rap: { destructive: true }, requiresConfirmation: true, gate: 'confirm', needsIdempotencyKey: false };
+    case 'financial':
+    case 'external-communication':
+      return { mcp: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true }, rap: { destructive: true }, requiresConfirmation: true, gate: 'confirm', needsIdempotencyKey: true };
+    default:
+      return { mcp: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true }, rap: {}, requiresConfirmation: true, gate: 'fail-closed', needsIdempotencyKey: false };
+  }
+}
+
+/** The side effect RAP annotations imply (`readOnly` wins; neither = unknown). */
+export function sideEffectFromRap(annotations: { readOnly?: unknown; destructive?: unknown } | undefined): SideEffect | undefined {
+  if (annotations?.readOnly === true) return 'read-only';
+  if (annotations?.destructive === true) return 'irreversible';
+  return undefined;
+}
+
+/** The side effect MCP hints imply (only an explicit readOnlyHint or destructiveHint tells anything). */
+export function sideEffectFromMcp(hints: Partial<McpHints> | undefined): SideEffect | undefined {
+  if (hints?.readOnlyHint === true) return 'read-only';
+  if (hints?.destructiveHint === false) return 'reversible-write';
+  if (hints?.destructiveHint === true) return 'irreversible';
+  return undefined;
+}
+
+/** The JSON Schema of the contract (written to docs/contract.schema.json by scripts/contract-schema.mjs). */
+export function contractJsonSchema(): Record<string, unknown> {
+  return {
+    ...(z.toJSONSchema(ToolContractSchema) as Record<string, unknown>),
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    $id: 'urn:tools-runner:tool-contract:v1',
+    title: 'tools-runner tool contract',
+  };
+}

@@ -1,0 +1,61 @@
+// Token buckets for contract rate limits: one bucket per key (a tool, or a tool × calling agent).
+//
+// A bucket holds up to `limit + burst` tokens and refills `limit` tokens evenly per `window_ms`; a
+// call takes one token or is refused with the time until one is back. Buckets live in this replica's
+// memory: with N replicas a tool may see up to N times its limit (README: "Rate limits").
+// Full buckets carry no information, so the least recently used ones are dropped beyond `maxKeys`.
+
+/** A limit: `limit` calls per `windowMs`, plus `burst` at once. */
+export interface RateLimitSpec {
+  limit: number;
+  windowMs: number;
+  burst?: number;
+}
+
+export type RateDecision = { ok: true } | { ok: false; retryAfterMs: number };
+
+const EPSILON = 1e-9;
+
+interface Bucket {
+  tokens: number;
+  at: number;
+}
+
+/** Per-key token buckets. */
+export interface RateLimiter {
+  /** Takes a token for `key` under `spec`, or says how long until one is available. */
+  take(key: string, spec: RateLimitSpec): RateDecision;
+  /** Keys currently tracked. */
+  size(): number;
+}
+
+/** Creates an in-memory limiter. */
+export function createRateLimiter(options: { now?: () => number; maxKeys?: number } = {}): RateLimiter {
+  const now = options.now ?? Date.now;
+  const maxKeys = options.maxKeys ?? 100_000;
+  const buckets = new Map<string, Bucket>();
+
+  return {
+    take(key, spec) {
+      const capacity = spec.limit + (spec.burst ?? 0);
+      const perMs = spec.limit / spec.windowMs;
+      const t = now();
+      const known = buckets.get(key);
+      const bucket = known ? { tokens: Math.min(capacity, known.tokens + (t - known.at) * perMs), at: t } : { tokens: capacity, at: t };
+      // Re-insert: Map order is then least recently used first.
+      buckets.delete(key);
+      buckets.set(key, bucket);
+      if (buckets.size > maxKeys) {
+        const oldest = buckets.keys().next();
+        if (!oldest.done) buckets.delete(oldest.value);
+      }
+      // EPSILON: refills are sums of float fractions; a token 1e-12 short is a whole token.
+      if (bucket.tokens >= 1 - EPSILON) {
+        bucket.tokens = Math.max(0, bucket.tokens - 1);
+        return { ok: true };
+      }
+      return { ok: false, retryAfterMs: Math.max(1, Math.ceil((1 - bucket.tokens) / perMs - EPSILON)) };
+    },
+    size: () => buckets.size,
+  };
+}

@@ -1,0 +1,100 @@
+// Deployment stamps and the runner key: every way a stamped definition can be altered, copied,
+// rolled back or forged is refused with its reason; the key file is created once and shared.
+
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { agentOwner, createStamper, definitionDigest, DEPLOYMENT_FIELD } from '../../src/catalog/deployment.js';
+import { resolveRunnerKey } from '../../src/catalog/runner-key.js';
+import { silentLogger } from '../../src/logger.js';
+import { tempDir } from '../store/helpers.js';
+
+const WS = 'workspace:tools';
+const ID = '3f1e2d4c-0000-4000-8000-000000000001';
+const key = (text: string): Buffer => resolveRunnerKey({ runnerSecret: text, dataDir: ':memory:', logger: silentLogger() }).key;
+const stamper = createStamper(key('secret-a'));
+const base = { name: 'vault', version: '1.0.0', code: { language: 'typescript', source: 'export async function execute() { return {}; }' }, permissions: { net: false } };
+
+function deployed(context: Record<string, unknown> = base, id = ID, version = 2): { id: string; version: number; context: Record<string, unknown> } {
+  return { id, version, context: { ...context, [DEPLOYMENT_FIELD]: stamper.stamp({ workspace: WS, name: context['name'] as string, owner: 'agent:alice', id, version, context }) } };
+}
+
+describe('deployment stamps', () => {
+  it('verify for the record they were made for', () => {
+    expect(stamper.assess(deployed(), WS)).toEqual({ kind: 'stamped', owner: 'agent:alice' });
+    expect(stamper.isStamped(deployed(), WS)).toBe(true);
+  });
+
+  it('refuse a later write by anyone (source, schemas, permissions, tags: any version bump)', () => {
+    const record = deployed();
+    expect(stamper.assess({ ...record, version: 3 }, WS)).toEqual({
+      kind: 'untrusted',
+      reason: `definition ${ID} was changed outside the runner after its deployment (deployed as store version 2, now version 3); only its owner (agent:alice) can change it, through tool.create.request.v1`,
+    });
+  });
+
+  it('refuse a changed context at the same version (digest), a copy into another record and a rollback', () => {
+    const record = deployed();
+    const changed = { ...record, context: { ...record.context, permissions: { net: ['evil.example.com'] } } };
+    expect(stamper.assess(changed, WS)).toEqual({ kind: 'untrusted', reason: `definition ${ID} differs from what the runner deployed` });
+    expect(stamper.assess({ ...record, id: 'other-id' }, WS)).toEqual({ kind: 'untrusted', reason: `definition other-id carries the deployment stamp of definition ${ID}: it was copied, not deployed` });
+    // An older stamped context written back later lands at a newer store version.
+    expect(stamper.assess({ ...deployed(base, ID, 2), version: 5 }, WS).kind).toBe('untrusted');
+  });
+
+  it('refuse a stamp under another name, workspace, owner or key, and forged or malformed stamps', () => {
+    const record = deployed();
+    const forged = `definition ${ID} carries a deployment stamp that does not verify with this runner's key (forged or altered, or signed by a runner with another --runner-secret)`;
+    expect(stamper.assess({ ...record, context: { ...record.context, name: 'other' } }, WS)).toEqual({ kind: 'untrusted', reason: forged });
+    expect(stamper.assess(record, 'workspace:other')).toEqual({ kind: 'untrusted', reason: forged });
+    const stamp = record.context[DEPLOYMENT_FIELD] as Record<string, unknown>;
+    expect(stamper.assess({ ...record, context: { ...record.context, [DEPLOYMENT_FIELD]: { ...stamp, owner: 'agent:mallory' } } }, WS)).toEqual({ kind: 'untrusted', reason: forged });
+    expect(stamper.assess({ ...record, context: { ...record.context, [DEPLOYMENT_FIELD]: { ...stamp, sig: 'hmac-sha256:00' } } }, WS)).toEqual({ kind: 'untrusted', reason: forged });
+    expect(createStamper(key('secret-b')).assess(record, WS)).toEqual({ kind: 'untrusted', reason: forged });
+    expect(stamper.assess({ ...record, context: { ...record.context, [DEPLOYMENT_FIELD]: 'trust me' } }, WS)).toEqual({ kind: 'untrusted', reason: `definition ${ID} has a "deployment" field that is not a runner stamp` });
+    expect(stamper.assess({ ...record, context: { ...record.context, [DEPLOYMENT_FIELD]: { ...stamp, version: '2' } } }, WS)).toEqual({ kind: 'untrusted', reason: `definition ${ID} has a malformed deployment stamp` });
+    expect(stamper.assess({ ...record, context: { ...record.context, [DEPLOYMENT_FIELD]: stamper.pending('agent:alice', 'r1') } }, WS)).toEqual({ kind: 'untrusted', reason: `definition ${ID} is being deployed (its stamp is not written yet)` });
+  });
+
+  it('treat an unstamped record as a direct write only while it was never changed', () => {
+    expect(stamper.assess({ id: ID, version: 1, context: base, created_by: 'alice' }, WS)).toEqual({ kind: 'direct', owner: 'agent:alice' });
+    expect(stamper.assess({ id: ID, version: 1, context: base, created_by: null }, WS)).toEqual({ kind: 'direct', owner: 'agent:(unknown)' });
+    expect(stamper.assess({ id: ID, version: 2, context: base, created_by: 'alice' }, WS)).toEqual({
+      kind: 'untrusted',
+      reason: `definition ${ID} was changed after it was written (store version 2) and not through the runner; a tool changes only through a tool.create.request.v1 of its owner with replaces_version`,
+    });
+  });
+
+  it('digest the context without the stamp, independent of key order', () => {
+    expect(definitionDigest({ b: 1, a: { y: 2, x: 1 } })).toBe(definitionDigest({ a: { x: 1, y: 2 }, b: 1, [DEPLOYMENT_FIELD]: { any: 'thing' } }));
+    expect(definitionDigest({ a: 1 })).not.toBe(definitionDigest({ a: 2 }));
+    expect(agentOwner('')).toBe('agent:(unknown)');
+  });
+});
+
+describe('runner key', () => {
+  it('is created once in the data dir (mode 0600) and shared by every later start', () => {
+    const dir = join(tempDir(), 'nested');
+    const first = resolveRunnerKey({ runnerSecret: undefined, dataDir: dir, logger: silentLogger() });
+    const second = resolveRunnerKey({ runnerSecret: undefined, dataDir: dir, logger: silentLogger() });
+    expect(first.source).toBe('key-file');
+    expect(second.key.equals(first.key)).toBe(true);
+    expect(statSync(join(dir, 'runner.key')).mode & 0o777).toBe(0o600);
+    expect(readFileSync(join(dir, 'runner.key'), 'utf8')).toMatch(/^[0-9a-f]{64}\n$/);
+  });
+
+  it('derives from --runner-secret (same secret, same key; never the raw secret)', () => {
+    const a = resolveRunnerKey({ runnerSecret: 'shared', dataDir: tempDir(), logger: silentLogger() });
+    expect(a.source).toBe('runner-secret');
+    expect(a.key.equals(key('shared'))).toBe(true);
+    expect(a.key.equals(Buffer.from('shared'))).toBe(false);
+  });
+
+  it('refuses a corrupt key file, naming it', () => {
+    const dir = tempDir();
+    resolveRunnerKey({ runnerSecret: undefined, dataDir: dir, logger: silentLogger() });
+    const file = join(dir, 'runner.key');
+    writeFileSync(file, 'not a key');
+    expect(() => resolveRunnerKey({ runnerSecret: undefined, dataDir: dir, logger: silentLogger() })).toThrow(`runner key file "${file}" must hold 64 lower-case hex characters`);
+  });
+});
