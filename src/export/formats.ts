@@ -4,7 +4,6 @@
 // the live MCP endpoint lists.
 
 import { qualifiesForOpenAIStrict } from './schemas.js';
-import { rapAnnotations } from './side-effects.js';
 import { buildToolViews, type CatalogTool, type Omission, type ToolView } from './tool-views.js';
 import { emitTypeScript } from './typescript.js';
 
@@ -63,12 +62,12 @@ export interface RapTool {
   name: string;
   description: string;
   inputSchema: Record<string, unknown>;
-  annotations: Record<string, boolean>;
+  annotations: { readOnly?: true; destructive?: true };
 }
 
 /** The RAP tool of a view (RAP names allow 1–128 of [A-Za-z0-9_-]; the mangled name fits). */
 export function toRapTool(view: ToolView): RapTool {
-  return { name: view.exportName, description: view.description, inputSchema: view.inputSchema, annotations: rapAnnotations(view.sideEffect) };
+  return { name: view.exportName, description: view.description, inputSchema: view.inputSchema, annotations: view.rap };
 }
 
 /** What `renderExport` needs beyond the catalog. */

@@ -9,7 +9,8 @@
 
 import { mangleToolName } from '../legacy/export-openai.js';
 import { asObjectRoot, derefSchema } from './schemas.js';
-import { mcpHints, sideEffectOf, type McpHints, type SideEffect } from './side-effects.js';
+import type { McpHints } from '../contract/contract.js';
+import { policyOf, sideEffectOf } from './side-effects.js';
 
 /** What the mapping reads of a catalog entry (tool.catalog.v1 `tools[]`; extra fields allowed). */
 export interface CatalogTool {
@@ -37,8 +38,11 @@ export interface ToolView {
   outputSchema?: Record<string, unknown>;
   /** The tool's declared output schema (after `$ref` inlining), when it is not object-rooted. */
   rawOutputSchema?: unknown;
-  sideEffect: SideEffect;
+  /** The contract's side-effect class, or `unknown`. */
+  sideEffect: string;
   hints: McpHints;
+  /** RAP annotations of the class. */
+  rap: { readOnly?: true; destructive?: true };
 }
 
 /** A catalog tool that is not exported, and why. */
@@ -83,8 +87,7 @@ export function buildToolViews(entries: readonly CatalogTool[]): ToolViews {
       }
       const rawOutput = entry.outputSchema === undefined ? undefined : derefSchema(entry.outputSchema, entry.name);
       const output = rawOutput === undefined || rawOutput === null ? undefined : asObjectRoot(rawOutput);
-      const sideEffect = sideEffectOf(entry);
-      const openWorld = typeof entry['openWorld'] === 'boolean' ? entry['openWorld'] : undefined;
+      const policy = policyOf(entry);
       tools.push({
         name: entry.name,
         exportName,
@@ -94,8 +97,9 @@ export function buildToolViews(entries: readonly CatalogTool[]): ToolViews {
         inputSchema: input,
         ...(output ? { outputSchema: output } : {}),
         ...(rawOutput !== undefined && rawOutput !== null && !output ? { rawOutputSchema: rawOutput } : {}),
-        sideEffect,
-        hints: mcpHints(sideEffect, openWorld),
+        sideEffect: sideEffectOf(entry) ?? 'unknown',
+        hints: policy.mcp,
+        rap: policy.rap,
       });
     } catch (error) {
       omitted.push({ name: entry.name, exportName, reason: (error as Error).message });

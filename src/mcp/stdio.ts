@@ -8,7 +8,8 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { createRequestKeys, createStoreClient, openEventStream } from '../breadcrumbs/index.js';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../logger.js';
-import { resolveRunnerSecret } from '../service/runner-secret.js';
+import { deriveKey, REQUEST_KEYS_PURPOSE, resolveRunnerKey } from '../catalog/runner-key.js';
+import { coerceError } from '../errors.js';
 import { createMcpBridge, type McpBridge } from './bridge.js';
 import { createMcpSession } from './server.js';
 
@@ -21,9 +22,15 @@ export function connectBridge(config: Config, logger: Logger, signal: AbortSigna
       ? { token: config.storeToken }
       : { mint: { owner_id: config.ownerId, agent_id: 'tools-runner-mcp', roles: ['emitter', 'subscriber'], ...(config.adminKey ? { adminKey: config.adminKey } : {}) } },
   });
-  // Answers are checked for the runner's answer tag only when the runner secret is given: a
-  // guessed (public) derivation would reject every genuine answer of a runner that has one.
-  const keys = config.runnerSecret !== undefined ? createRequestKeys(resolveRunnerSecret(config, logger)) : undefined;
+  // Answers are checked for the runner's answer tag when this process knows the runner secret
+  // (--runner-secret, or the runner's <data-dir>/runner.key beside its embedded store).
+  let keys;
+  try {
+    const runnerKey = resolveRunnerKey({ runnerSecret: config.runnerSecret, dataDir: config.dataDir, logger, storeUrl: config.storeUrl });
+    keys = createRequestKeys(deriveKey(runnerKey.master, REQUEST_KEYS_PURPOSE));
+  } catch (error) {
+    logger.warn('runner secret unknown: answers are matched by request id and request breadcrumb id only, without the runner\'s answer tag (pass --runner-secret)', { reason: coerceError(error).message });
+  }
   const bridge = createMcpBridge({ client, workspace: config.workspace, logger, callTimeoutMs: config.callTimeoutMs, ...(keys ? { keys } : {}) });
   openEventStream({
     client,
