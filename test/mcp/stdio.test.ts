@@ -7,7 +7,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { cleanupAll, client as storeClient, FAST, putTool, startRunnerWithStore, tempDir, toolContext } from '../e2e/harness.js';
+import { cleanupAll, client as storeClient, E2E_RUNNER_SECRET, FAST, putTool, startRunnerWithStore, tempDir, toolContext } from '../e2e/harness.js';
 
 const cli = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -20,12 +20,12 @@ afterEach(async () => {
 });
 
 /** Spawns `tools-runner mcp <args>` and connects the SDK client; stderr lines are collected. */
-async function spawnMcp(args: string[]): Promise<{ mcp: Client; stderr: string[]; errors: Error[] }> {
+async function spawnMcp(args: string[], env: Record<string, string> = {}): Promise<{ mcp: Client; stderr: string[]; errors: Error[] }> {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [cli, 'mcp', ...args],
     cwd: root,
-    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/tmp', TMPDIR: tempDir('tr-mcp-tmp-') },
+    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/tmp', TMPDIR: tempDir('tr-mcp-tmp-'), ...env },
     stderr: 'pipe',
   });
   const stderr: string[] = [];
@@ -48,14 +48,14 @@ async function untilListed(mcp: Client, name: string): Promise<void> {
 
 describe('tools-runner mcp (stdio)', () => {
   it('as a client of a running runner: lists, calls, reports input.invalid, and notifies list_changed', async () => {
-    const { url, dataDir } = await startRunnerWithStore();
+    const { url } = await startRunnerWithStore();
     const store = storeClient(url);
     await putTool(store, toolContext('double', 'export async function execute(input) { return { value: input.n * 2 }; }', {
       input_schema: { type: 'object', properties: { n: { type: 'number', description: 'a number' } }, required: ['n'] },
       examples: [{ description: 'example', input: { n: 1 } }],
     }));
-    // --data-dir: the runner's key file, so answers are checked for its answer tag.
-    const { mcp, stderr, errors } = await spawnMcp(['--store-url', url, '--data-dir', dataDir, '--log-level', 'warn']);
+    // The runner's secret, so answers are checked for its answer tag.
+    const { mcp, stderr, errors } = await spawnMcp(['--store-url', url, '--log-level', 'warn'], { TOOLS_RUNNER_RUNNER_SECRET: E2E_RUNNER_SECRET });
     await untilListed(mcp, 'double');
     const ok = await mcp.callTool({ name: 'double', arguments: { n: 21 } });
     expect(ok.structuredContent).toEqual({ value: 42 });
@@ -67,6 +67,18 @@ describe('tools-runner mcp (stdio)', () => {
     expect((await mcp.callTool({ name: 'later', arguments: {} })).structuredContent).toEqual({ later: true });
     expect(errors).toEqual([]);
     expect(stderr.join('')).not.toContain('runner secret unknown');
+  });
+
+  it('without the runner secret it still works (answers matched without the answer tag) and says so', async () => {
+    const { url } = await startRunnerWithStore();
+    await putTool(storeClient(url), toolContext('one', 'export async function execute() { return 1; }', { output_schema: { type: 'number' } }));
+    const { mcp, stderr } = await spawnMcp(['--store-url', url, '--data-dir', tempDir(), '--log-level', 'warn']);
+    await untilListed(mcp, 'one');
+    const tool = (await mcp.listTools()).tools.find((t) => t.name === 'one');
+    expect(tool?.outputSchema).toBeUndefined();
+    // A non-object output travels as {result: ...}.
+    expect(await mcp.callTool({ name: 'one', arguments: {} })).toMatchObject({ structuredContent: { result: 1 }, content: [{ type: 'text', text: '1' }] });
+    expect(stderr.join('')).toContain('runner secret unknown: answers are matched by request id and request breadcrumb id only');
   });
 
   it('with an embedded service: the store, runner and MCP in one process', async () => {
