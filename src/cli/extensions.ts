@@ -3,6 +3,7 @@
 import { createBootstrapExtension } from '../authoring/bootstrap-extension.js';
 import { createToolCreationExtension } from '../authoring/create-flow.js';
 import type { Config } from '../config/index.js';
+import { createMcpExtension } from '../mcp/extension.js';
 import type { ServiceExtension } from '../service/service.js';
 
 /** Extensions enabled by this configuration. Bootstrap runs first so its tools are trusted. */
@@ -12,5 +13,7 @@ export function serviceExtensions(config: Config): ServiceExtension[] {
     // Always installed: when creation is disabled it answers every request with a rejection
     // (permission.denied) instead of leaving agents without an answer.
     createToolCreationExtension(),
+    // MCP over Streamable HTTP at `/mcp` on the admin port.
+    createMcpExtension(),
   ];
 }

@@ -9,12 +9,13 @@ import { bootstrapCommand } from './commands/bootstrap.js';
 import { callCommand } from './commands/call.js';
 import { configCommand } from './commands/config.js';
 import { exportCommand } from './commands/export.js';
+import { mcpCommand } from './commands/mcp.js';
 import { startCommand } from './commands/start.js';
 import { storeCommand } from './commands/store.js';
 import { tailCommand } from './commands/tail.js';
 import { testCommand } from './commands/test.js';
 
-const COMMANDS: Command[] = [startCommand, storeCommand, callCommand, tailCommand, testCommand, bootstrapCommand, exportCommand, configCommand];
+const COMMANDS: Command[] = [startCommand, storeCommand, callCommand, tailCommand, testCommand, bootstrapCommand, exportCommand, mcpCommand, configCommand];
 
 function help(out: (line: string) => void): void {
   out('usage: tools-runner <command> [options] [args]');

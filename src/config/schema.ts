@@ -66,9 +66,9 @@ export const OPTIONS = {
     doc: 'Minimum level of the JSON log lines written to stderr.',
   }),
 
-  format: opt(z.enum(['openai']).default('openai'), {
+  format: opt(z.enum(['openai', 'mcp', 'rap', 'typescript']).default('openai'), {
     group: 'general',
-    doc: 'Output format of `tools-runner export`.',
+    doc: 'Output format of `tools-runner export`: OpenAI function tools, MCP `tools/list` entries, a RAP toolset, or TypeScript declarations.',
   }),
 
   // --- embedded store ------------------------------------------------------------------------
@@ -142,6 +142,15 @@ export const OPTIONS = {
   adminPort: opt(intish(-1, 65535).default(8082), {
     group: 'runner',
     doc: 'Admin port; 0 picks a free port, -1 disables it.',
+  }),
+  adminToken: opt(z.string().min(16).optional(), {
+    group: 'runner',
+    doc: 'Bearer token (16+ characters) required by the admin port\'s `/mcp` endpoint (`Authorization: Bearer <token>`). When unset, `/mcp` is open to whoever can reach the admin port.',
+    secret: true,
+  }),
+  mcpProgressMs: opt(intish(100).default(2_000), {
+    group: 'runner',
+    doc: 'MCP `tools/call`: interval of progress notifications while a call runs (sent only when the client asked with a progress token).',
   }),
   concurrency: opt(intish(1, 1024).default(4), {
     group: 'runner',

@@ -1,5 +1,6 @@
 // The admin port: `/health` (JSON; 503 unless RUNNING), `/metrics` (Prometheus text) and `/live`
-// (WebSocket: one JSON message per execution start/finish, for `tools-runner tail`).
+// (WebSocket: one JSON message per execution start/finish, for `tools-runner tail`), plus the
+// routes service extensions add (e.g. `/mcp`), which handle every method themselves.
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -13,6 +14,9 @@ export interface LiveMessage {
   [key: string]: unknown;
 }
 
+/** A route an extension serves on the admin port (any method; it writes the whole response). */
+export type AdminRoute = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+
 export interface AdminServerOptions {
   host: string;
   port: number;
@@ -20,6 +24,8 @@ export interface AdminServerOptions {
   metrics: Metrics;
   /** Health document; `ok` decides 200 vs 503. */
   health(): { ok: boolean; [key: string]: unknown };
+  /** Extra routes by exact path. */
+  routes?: ReadonlyMap<string, AdminRoute>;
 }
 
 export interface AdminServer {
@@ -38,7 +44,12 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
   const clients = new Set<WebSocket>();
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const path = (req.url ?? '/').split('?')[0];
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    const route = options.routes?.get(path);
+    if (route) {
+      await route(req, res);
+      return;
+    }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { 'content-type': 'application/json', allow: 'GET' }).end(JSON.stringify({ error: `method ${req.method} not allowed`, code: 'method_not_allowed' }));
       return;

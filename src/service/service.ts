@@ -28,7 +28,7 @@ import { createStore, type Store } from '../store/index.js';
 import { createClaimManager } from '../watcher/claims.js';
 import { loadAnswerTagCutover } from '../watcher/cutover.js';
 import { createIntake } from '../watcher/intake.js';
-import { startAdminServer, type AdminServer } from './admin-server.js';
+import { startAdminServer, type AdminRoute, type AdminServer } from './admin-server.js';
 import { createMetrics } from './metrics.js';
 import { createRequestHandler } from './request-handler.js';
 import { createSecretResolver, loadSecretsFile, type SecretResolver } from './secrets.js';
@@ -54,6 +54,8 @@ export interface ServiceExtension {
   /** The store's copy of a pinned operator tool is missing or differs from its file. */
   onOperatorDrift?(name: string): void;
   stop?(): Promise<void>;
+  /** Routes it serves on the admin port (path → handler), e.g. `/mcp`. */
+  adminRoutes?(): ReadonlyMap<string, AdminRoute>;
 }
 
 export interface ExtensionContext {
@@ -317,6 +319,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         port: config.adminPort,
         logger: log.child({ component: 'admin' }),
         metrics,
+        routes: new Map(extensions.flatMap((extension) => [...(extension.adminRoutes?.() ?? [])])),
         health: () => ({
           ok: state === 'RUNNING',
           status: state === 'RUNNING' ? 'ok' : state.toLowerCase(),

@@ -1,28 +1,29 @@
-// `tools-runner export --format openai`: prints the workspace's runnable catalog (its
-// tool.catalog.v1, kept current by the runner) as OpenAI function tools plus the reverse name map.
+// `tools-runner export --format openai|mcp|rap|typescript`: prints the workspace's runnable catalog
+// (its tool.catalog.v1, kept current by the runner) in one target format, built by src/export — the
+// same mapping the live MCP endpoint serves. Tools that cannot be exported (name collisions,
+// unexportable schemas) are left out of every format, reported on stderr, and make the exit code 1.
 
-import { SCHEMA, TAG, ToolCatalogContext } from '../../breadcrumbs/messages.js';
-import { exportOpenAI } from '../../legacy/index.js';
+import { readPublishedCatalog, renderExport } from '../../export/index.js';
 import type { Command } from '../command.js';
 import { cliStoreClient } from '../store-client.js';
 
 export const exportCommand: Command = {
   name: 'export',
-  summary: 'print the runnable catalog as OpenAI function tools',
-  usage: 'tools-runner export [--format openai] [--store-url URL]',
+  summary: 'print the runnable catalog as OpenAI tools, MCP tools, a RAP toolset or TypeScript types',
+  usage: 'tools-runner export [--format openai|mcp|rap|typescript] [--store-url URL]',
   async run({ config, logger, out, err }) {
     const client = cliStoreClient(config, logger, 'tools-runner-cli', ['subscriber']);
     try {
-      const items = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolCatalog, tag: config.workspace, include_context: true, limit: 20 });
-      const item = items.filter((i) => i.tags.includes(TAG.Catalog)).sort((a, b) => a.id.localeCompare(b.id))[0];
-      const catalog = ToolCatalogContext.safeParse(item?.context);
-      if (!catalog.success) {
+      const tools = await readPublishedCatalog(client, config.workspace);
+      if (!tools) {
         err(`tools-runner export: no tool.catalog.v1 for ${config.workspace} in the store (is a runner running?)`);
         return 1;
       }
-      const exported = exportOpenAI(catalog.data.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema })));
-      out(JSON.stringify({ format: config.format, ...exported }, null, 2));
-      return 0;
+      const adminHost = config.adminHost.includes(':') ? `[${config.adminHost}]` : config.adminHost;
+      const rendered = renderExport(config.format, tools, { workspace: config.workspace, rapEndpoint: `http://${adminHost}:${config.adminPort}/rap/invoke` });
+      out(rendered.text);
+      for (const omission of rendered.omitted) err(`tools-runner export: not exported: ${omission.reason}`);
+      return rendered.omitted.length > 0 ? 1 : 0;
     } finally {
       client.close();
     }

@@ -1,0 +1,144 @@
+// MCP over Streamable HTTP at `/mcp` on the admin port (stateful: one SDK server + transport per
+// session, keyed by `Mcp-Session-Id`).
+//
+// Gate, before the SDK sees a request: with an admin token configured, `Authorization: Bearer
+// <token>` (constant-time compare; else 401 + WWW-Authenticate); a browser `Origin` other than the
+// server's own (DNS-rebinding / cross-site requests from web pages) → 403. Sessions: POST without a
+// session id starts one (the SDK accepts only `initialize` there); an unknown id → 404 (the client
+// re-initialises); at most MAX_SESSIONS live sessions, the least recently used is closed to make
+// room; a session idle for IDLE_MS is closed.
+
+import { randomUUID, timingSafeEqual, createHash } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { Logger } from '../logger.js';
+import type { McpBridge } from './bridge.js';
+import { createMcpSession } from './server.js';
+
+/** Most concurrent sessions. */
+export const MAX_SESSIONS = 256;
+/** A session unused this long is closed. */
+export const IDLE_MS = 30 * 60_000;
+
+export interface McpHttpOptions {
+  bridge: McpBridge;
+  logger: Logger;
+  progressMs: number;
+  /** Bearer token required on every request when set. */
+  token?: string;
+}
+
+export interface McpHttpHandler {
+  handle(req: IncomingMessage, res: ServerResponse): Promise<void>;
+  /** Live sessions. */
+  sessions(): number;
+  close(): Promise<void>;
+}
+
+interface Session {
+  transport: StreamableHTTPServerTransport;
+  lastUsed: number;
+}
+
+function digest(text: string): Buffer {
+  return createHash('sha256').update(text).digest();
+}
+
+function jsonRpcError(res: ServerResponse, status: number, code: number, message: string, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
+}
+
+/** Whether a browser Origin is the server itself (same host:port as the request's Host). */
+function sameOrigin(origin: string, host: string | undefined): boolean {
+  try {
+    return host !== undefined && new URL(origin).host === host;
+  } catch {
+    return false;
+  }
+}
+
+/** Creates the `/mcp` handler. */
+export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
+  const { bridge, logger, progressMs } = options;
+  const tokenDigest = options.token !== undefined ? digest(`Bearer ${options.token}`) : undefined;
+  const sessions = new Map<string, Session>();
+  const log = logger.child({ component: 'mcp-http' });
+
+  const closeSession = (id: string, why: string): void => {
+    const session = sessions.get(id);
+    if (!session) return;
+    sessions.delete(id);
+    log.info('MCP session closed', { session: id, why });
+    void session.transport.close().catch(() => undefined);
+  };
+
+  const sweep = setInterval(() => {
+    const now = Date.now();
+    for (const [id, session] of sessions) if (now - session.lastUsed > IDLE_MS) closeSession(id, 'idle');
+  }, 60_000);
+  sweep.unref();
+
+  const start = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (sessions.size >= MAX_SESSIONS) {
+      let oldest: [string, Session] | undefined;
+      for (const entry of sessions) if (!oldest || entry[1].lastUsed < oldest[1].lastUsed) oldest = entry;
+      if (oldest) closeSession(oldest[0], 'session limit');
+    }
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => {
+        sessions.set(id, { transport, lastUsed: Date.now() });
+        log.info('MCP session started', { session: id });
+      },
+    });
+    transport.onclose = () => {
+      if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
+    };
+    const server = createMcpSession({ bridge, logger: log, progressMs });
+    await server.connect(transport);
+    await transport.handleRequest(req, res);
+    // Anything but a successful initialize leaves no session: drop the server again.
+    if (transport.sessionId === undefined || !sessions.has(transport.sessionId)) await server.close();
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (tokenDigest) {
+      const given = req.headers.authorization;
+      if (given === undefined || !timingSafeEqual(digest(given), tokenDigest)) {
+        jsonRpcError(res, 401, -32001, given === undefined ? 'the MCP endpoint requires "Authorization: Bearer <admin token>"' : 'the bearer token is not the admin token', { 'www-authenticate': 'Bearer realm="tools-runner"' });
+        return;
+      }
+    }
+    const origin = req.headers.origin;
+    if (origin !== undefined && !sameOrigin(origin, req.headers.host)) {
+      jsonRpcError(res, 403, -32000, `requests from the web origin ${JSON.stringify(origin.slice(0, 200))} are not allowed`);
+      return;
+    }
+    const header = req.headers['mcp-session-id'];
+    const id = Array.isArray(header) ? header[0] : header;
+    if (id === undefined) {
+      if (req.method !== 'POST') {
+        jsonRpcError(res, 400, -32000, `${req.method} /mcp needs an Mcp-Session-Id header (start a session with POST initialize)`);
+        return;
+      }
+      await start(req, res);
+      return;
+    }
+    const session = sessions.get(id);
+    if (!session) {
+      jsonRpcError(res, 404, -32001, `no MCP session ${JSON.stringify(id.slice(0, 100))} (expired or closed); initialize a new one`);
+      return;
+    }
+    session.lastUsed = Date.now();
+    await session.transport.handleRequest(req, res);
+  };
+
+  return {
+    handle,
+    sessions: () => sessions.size,
+    async close() {
+      clearInterval(sweep);
+      for (const id of [...sessions.keys()]) closeSession(id, 'server stopping');
+    },
+  };
+}

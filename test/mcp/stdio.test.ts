@@ -1,0 +1,98 @@
+// `tools-runner mcp` over stdio, as a desktop client runs it, driven by the SDK's own Client and
+// StdioClientTransport (spawning `node dist/cli/main.js mcp ...`): as a client of a running
+// runner's store (--store-url) and with an embedded service. stdout must carry MCP frames only.
+
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { cleanupAll, client as storeClient, E2E_RUNNER_SECRET, FAST, putTool, startRunnerWithStore, tempDir, toolContext } from '../e2e/harness.js';
+
+const cli = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+const root = fileURLToPath(new URL('../..', import.meta.url));
+let open: Client[] = [];
+
+afterEach(async () => {
+  for (const c of open) await c.close().catch(() => undefined);
+  open = [];
+  await cleanupAll();
+});
+
+/** Spawns `tools-runner mcp <args>` and connects the SDK client; stderr lines are collected. */
+async function spawnMcp(args: string[], env: Record<string, string> = {}): Promise<{ mcp: Client; stderr: string[]; errors: Error[] }> {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [cli, 'mcp', ...args],
+    cwd: root,
+    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/tmp', TMPDIR: tempDir('tr-mcp-tmp-'), ...env },
+    stderr: 'pipe',
+  });
+  const stderr: string[] = [];
+  transport.stderr?.on('data', (chunk: Buffer) => stderr.push(chunk.toString()));
+  const mcp = new Client({ name: 'stdio-test', version: '1.0.0' });
+  const errors: Error[] = [];
+  mcp.onerror = (error) => errors.push(error);
+  open.push(mcp);
+  await mcp.connect(transport);
+  return { mcp, stderr, errors };
+}
+
+async function untilListed(mcp: Client, name: string): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    if ((await mcp.listTools()).tools.some((t) => t.name === name)) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`${name} never listed`);
+}
+
+describe('tools-runner mcp (stdio)', () => {
+  it('as a client of a running runner: lists, calls, reports input.invalid, and notifies list_changed', async () => {
+    const { url } = await startRunnerWithStore();
+    const store = storeClient(url);
+    await putTool(store, toolContext('double', 'export async function execute(input) { return { value: input.n * 2 }; }', {
+      input_schema: { type: 'object', properties: { n: { type: 'number', description: 'a number' } }, required: ['n'] },
+      examples: [{ description: 'example', input: { n: 1 } }],
+    }));
+    // The runner's secret, so answers are checked for its answer tag.
+    const { mcp, stderr, errors } = await spawnMcp(['--store-url', url, '--log-level', 'warn'], { TOOLS_RUNNER_RUNNER_SECRET: E2E_RUNNER_SECRET });
+    await untilListed(mcp, 'double');
+    const ok = await mcp.callTool({ name: 'double', arguments: { n: 21 } });
+    expect(ok.structuredContent).toEqual({ value: 42 });
+    const bad = await mcp.callTool({ name: 'double', arguments: {} });
+    expect(bad).toMatchObject({ isError: true, content: [{ type: 'text', text: 'input.invalid: input does not match the input_schema of "double": /n: must have required property \'n\'' }] });
+    const changed = new Promise<void>((resolve) => mcp.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()));
+    await putTool(store, toolContext('later', 'export async function execute() { return { later: true }; }'));
+    await changed;
+    expect((await mcp.callTool({ name: 'later', arguments: {} })).structuredContent).toEqual({ later: true });
+    expect(errors).toEqual([]);
+    expect(stderr.join('')).not.toContain('runner secret unknown');
+  });
+
+  it('without the runner secret it still works (answers matched without the answer tag) and says so', async () => {
+    const { url } = await startRunnerWithStore();
+    await putTool(storeClient(url), toolContext('one', 'export async function execute() { return 1; }', { output_schema: { type: 'number' } }));
+    const { mcp, stderr } = await spawnMcp(['--store-url', url, '--data-dir', tempDir(), '--log-level', 'warn']);
+    await untilListed(mcp, 'one');
+    const tool = (await mcp.listTools()).tools.find((t) => t.name === 'one');
+    expect(tool?.outputSchema).toBeUndefined();
+    // A non-object output travels as {result: ...}.
+    expect(await mcp.callTool({ name: 'one', arguments: {} })).toMatchObject({ structuredContent: { result: 1 }, content: [{ type: 'text', text: '1' }] });
+    expect(stderr.join('')).toContain('runner secret unknown: answers are matched by request id and request breadcrumb id only');
+  });
+
+  it('with an embedded service: the store, runner and MCP in one process', async () => {
+    const dataDir = tempDir();
+    const { mcp, stderr, errors } = await spawnMcp(['--port', '0', '--data-dir', dataDir, ...FAST, '--log-level', 'info']);
+    expect((await mcp.listTools()).tools).toEqual([]);
+    const line = stderr.join('').split('\n').find((l) => l.includes('"msg":"store listening on '));
+    const url = (JSON.parse(line as string) as { msg: string }).msg.replace('store listening on ', '');
+    const changed = new Promise<void>((resolve) => mcp.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()));
+    await putTool(storeClient(url), toolContext('greet', 'export async function execute(input) { return { hello: input.who ?? "world" }; }'));
+    await changed;
+    const result = await mcp.callTool({ name: 'greet', arguments: { who: 'mcp' } });
+    expect(result).toMatchObject({ structuredContent: { hello: 'mcp' }, content: [{ type: 'text', text: '{"hello":"mcp"}' }] });
+    expect(errors).toEqual([]);
+  });
+});
+
