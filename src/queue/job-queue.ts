@@ -39,6 +39,8 @@ export interface JobQueue {
   waitForRoom(): Promise<void>;
   /** Stops intake, drops queued jobs, waits up to `graceMs` for running jobs, then aborts them. */
   drain(graceMs: number): Promise<{ dropped: number; aborted: number }>;
+  /** Drops job `key` if queued, or aborts it with `reason` if running. */
+  cancel(key: string, reason: Error): 'dropped' | 'aborted' | 'unknown';
 }
 
 interface Entry {
@@ -143,5 +145,16 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
     return { dropped, aborted };
   };
 
-  return { offer, has: (key) => entries.has(key), stats, waitForRoom, drain };
+  const cancel = (key: string, reason: Error): 'dropped' | 'aborted' | 'unknown' => {
+    const entry = entries.get(key);
+    if (!entry) return 'unknown';
+    if (!entry.started) {
+      entry.cancelled = true;
+      return 'dropped';
+    }
+    entry.controller.abort(reason);
+    return 'aborted';
+  };
+
+  return { offer, has: (key) => entries.has(key), stats, waitForRoom, drain, cancel };
 }

@@ -18,7 +18,7 @@ import type { Responder } from '../responder/responder.js';
 import { failure, jsonDepthExceeds, MAX_JSON_DEPTH, type ExecutionResult } from '../result.js';
 import type { Sandbox } from '../sandbox/index.js';
 import type { ClaimManager } from '../watcher/claims.js';
-import type { JobOutcome, PendingRequest } from '../watcher/intake.js';
+import { RequestWithdrawn, type JobOutcome, type PendingRequest } from '../watcher/intake.js';
 import type { SecretResolver } from './secrets.js';
 import { createToolApi } from './tool-api.js';
 
@@ -215,6 +215,11 @@ export function createRequestHandler(options: RequestHandlerOptions) {
           metadata: { replica: options.replica },
           result: { ok: false, error: failure(e.code, e.message), durationMs: performance.now() - startedAt, logs: [], logsTruncated: false },
         };
+      }
+      if (signal.aborted && signal.reason instanceof RequestWithdrawn) {
+        log.info('request deleted while it ran; no answer');
+        await claim.drop();
+        return 'withdrawn';
       }
       if (signal.aborted) {
         log.warn('job aborted by drain, releasing its claim');

@@ -28,8 +28,16 @@ export interface PendingRequest {
   snapshot?: { tags: string[]; context: Record<string, unknown> };
 }
 
-/** How a job ended, from intake's point of view. */
-export type JobOutcome = 'answered' | 'busy' | 'released' | 'failed';
+/** How a job ended, from intake's point of view (`withdrawn`: the request was deleted; no answer). */
+export type JobOutcome = 'answered' | 'withdrawn' | 'busy' | 'released' | 'failed';
+
+/** The abort reason of a job whose request breadcrumb was deleted (by its requester, or anyone). */
+export class RequestWithdrawn extends Error {
+  constructor(readonly breadcrumbId: string) {
+    super(`request breadcrumb ${breadcrumbId} was deleted`);
+    this.name = 'RequestWithdrawn';
+  }
+}
 
 export interface IntakeOptions {
   client: StoreClient;
@@ -103,7 +111,7 @@ export function createIntake(options: IntakeOptions): Intake {
       logger.error('job failed', { rid: request.rid, tool: request.tool, error });
       outcome = 'failed';
     }
-    if (outcome === 'answered') {
+    if (outcome === 'answered' || outcome === 'withdrawn') {
       markDone(keys.answerTag(request.breadcrumbId));
       failures.delete(request.breadcrumbId);
     }
@@ -175,7 +183,21 @@ export function createIntake(options: IntakeOptions): Intake {
     return { breadcrumbId: item.id, rid, tool };
   };
 
+  // A deleted request is withdrawn: dropped if queued or waiting, aborted if running (no answer).
+  const withdraw = (breadcrumbId: string): void => {
+    const at = pending.findIndex((p) => p.breadcrumbId === breadcrumbId);
+    if (at !== -1) pending.splice(at, 1);
+    pendingIds.delete(breadcrumbId);
+    failures.delete(breadcrumbId);
+    const result = queue.cancel(breadcrumbId, new RequestWithdrawn(breadcrumbId));
+    if (result !== 'unknown') logger.info('request withdrawn', { requestBreadcrumbId: breadcrumbId, job: result });
+  };
+
   const handleEvent = (event: StoreEvent): void => {
+    if (event.type === 'breadcrumb.deleted' && event.breadcrumb_id && event.schema_name === SCHEMA.ToolRequest) {
+      withdraw(event.breadcrumb_id);
+      return;
+    }
     if (event.type !== 'breadcrumb.updated' || !event.breadcrumb_id) return;
     if (event.schema_name === SCHEMA.ToolResponse) {
       // Only the runner's unforgeable answer tag counts: a `request:<rid>` tag anyone can write.

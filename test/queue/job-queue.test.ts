@@ -87,4 +87,33 @@ describe('job queue', () => {
     expect(await queue.drain(10)).toEqual({ dropped: 0, aborted: 1 });
     expect(String(reason)).toMatch(/grace period/);
   });
+
+  it('cancels: a queued job never runs, a running one is aborted with the reason, an unknown key is reported', async () => {
+    const queue = createJobQueue({ concurrency: 1, toolConcurrency: 1, backlog: 10 });
+    const reason = new Error('withdrawn');
+    let abortedWith: unknown;
+    let release!: () => void;
+    const started = new Promise<void>((resolve) => {
+      queue.offer('running', 't', (signal) => {
+        resolve();
+        return new Promise<void>((done) => {
+          release = done;
+          signal.addEventListener('abort', () => {
+            abortedWith = signal.reason;
+            done();
+          });
+        });
+      });
+    });
+    let queuedRan = false;
+    queue.offer('queued', 't', async () => void (queuedRan = true));
+    await started;
+    expect(queue.cancel('queued', reason)).toBe('dropped');
+    expect(queue.cancel('running', reason)).toBe('aborted');
+    expect(queue.cancel('nope', reason)).toBe('unknown');
+    await queue.drain(1000);
+    expect(abortedWith).toBe(reason);
+    expect(queuedRan).toBe(false);
+    release();
+  });
 });
