@@ -34,7 +34,7 @@ export interface OutcomeContext {
 
 const MIB = 1024 * 1024;
 /** RSS a Deno process holds besides its JS heap, at least (idle RSS is ~32 MB; conservative). */
-const MIN_RUNTIME_RSS = 24 * MIB;
+const MIN_RUNTIME_RSS = 28 * MIB;
 
 /** The host's own memory samples of one call (RSS, from the memory guard). */
 export interface MemoryEvidence {

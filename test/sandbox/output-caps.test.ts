@@ -136,7 +136,7 @@ describe('createApiProxy framing budgets', () => {
     const r = createApiProxy({ tool: tool('echo', { api: 'read' }), api: hostApi('w'.repeat(300)), budgets: { maxReplyBytes: 400, maxTotalReplyBytes: 1000 } });
     const lines: unknown[] = [];
     for (let id = 1; id <= 4; id++) lines.push(JSON.parse(r.replyLine((await r.handle(`{"id":${id},"op":"getBreadcrumb","args":["a"]}`))!)));
-    expect(lines.map((line) => (line as { ok: boolean }).ok)).toEqual([true, true, true, false]);
-    expect(lines[3]).toEqual({ t: 'api', id: 4, ok: false, code: 'rate.exceeded', message: 'context.api replies exceeded 1000 bytes in one execution' });
+    expect(lines.map((line) => (line as { ok: boolean }).ok)).toEqual([true, true, false, false]);
+    expect(lines[2]).toEqual({ t: 'api', id: 3, ok: false, code: 'rate.exceeded', message: 'context.api replies exceeded 1000 bytes in one execution' });
   });
 });
