@@ -149,7 +149,6 @@ class ApiError extends ErrorCtor {
     super(message);
     defineProperty(this, 'name', { __proto__: null, value: 'ApiError', writable: true, configurable: true } as PropertyDescriptor);
     defineProperty(this, 'code', { __proto__: null, value: code, writable: true, enumerable: true, configurable: true } as PropertyDescriptor);
-    this.code = code;
   }
 }
 
