@@ -98,9 +98,6 @@ export async function createMemoryGuard(options: { logger: Logger; location?: Cg
     watch(target) {
       watched.add(target);
       timer ??= setInterval(sample, SAMPLE_INTERVAL_MS);
-      // a first sample at once: the call's baseline, before tool code allocates anything
-      const rss = readRssBytes(target.pid);
-      if (rss !== undefined) target.sampled?.(rss);
     },
     unwatch(target) {
       watched.delete(target);

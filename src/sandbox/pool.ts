@@ -78,8 +78,8 @@ export function createPool(options: PoolOptions): Pool {
   const idleTimers = new Map<SandboxProcess, NodeJS.Timeout>();
   const idleWatches = new Map<SandboxProcess, Watched>();
   const idleCpu = options.idleCpu ?? IDLE_CPU_RULE;
-  // parked reuse processes: when parked, CPU ms then, and CPU ms when the grace ended
-  const parkedCpu = new Map<SandboxProcess, { since: number; atPark: number; atGrace: number | undefined }>();
+  // parked reuse processes: when parked, CPU ms at the first check after that, and when the grace ended
+  const parkedCpu = new Map<SandboxProcess, { since: number; atFirst: number | undefined; atGrace: number | undefined }>();
   let cpuTimer: NodeJS.Timeout | undefined;
   let spawned = 0;
   let closed = false;
@@ -134,24 +134,30 @@ export function createPool(options: PoolOptions): Pool {
     idleTimers.set(proc, timer);
   };
 
-  // A parked process that uses CPU still runs tool code: retire it (true when it was retired).
-  const retireIfBusy = (proc: SandboxProcess, now: number, fromPark: boolean): boolean => {
+  // A parked process that uses CPU still runs tool code: retire it (true when it was retired). The
+  // periodic check (atAcquire false) records the CPU time at its first look after parking and after
+  // the grace, and judges from there; at hand-out (atAcquire true) CPU since the first look counts.
+  // Nothing is read on the hot path of back-to-back reuse: a process not yet looked at is handed out.
+  const retireIfBusy = (proc: SandboxProcess, now: number, atAcquire: boolean): boolean => {
     const entry = parkedCpu.get(proc);
-    if (!entry || proc.pid === undefined) return false;
+    if (!entry || proc.pid === undefined || (atAcquire && entry.atFirst === undefined)) return false;
     const cpu = readCpuMs(proc.pid);
     if (cpu === undefined) return false;
     const parkedMs = now - entry.since;
-    let busy: boolean;
-    if (fromPark) busy = busyWhileParked(idleCpu, cpu - entry.atPark, parkedMs + idleCpu.graceMs);
-    else if (entry.atGrace === undefined) {
+    let from: number;
+    if (atAcquire) from = entry.atFirst as number;
+    else if (entry.atFirst === undefined) {
+      entry.atFirst = cpu;
+      return false;
+    } else if (entry.atGrace === undefined) {
       if (parkedMs >= idleCpu.graceMs) entry.atGrace = cpu;
       return false;
-    } else busy = busyWhileParked(idleCpu, cpu - entry.atGrace, parkedMs);
-    if (!busy) return false;
+    } else from = entry.atGrace;
+    if (!busyWhileParked(idleCpu, cpu - from, atAcquire ? parkedMs + idleCpu.graceMs : parkedMs)) return false;
     logger.warn('retired a parked reuse process that kept running after its call', {
       key: proc.key,
       pid: proc.pid,
-      cpuMs: Math.round(cpu - (fromPark || entry.atGrace === undefined ? entry.atPark : entry.atGrace)),
+      cpuMs: Math.round(cpu - from),
       parkedMs: Math.round(parkedMs),
     });
     remove(idle, proc);
@@ -286,13 +292,10 @@ export function createPool(options: PoolOptions): Pool {
       idleWatches.set(proc, watched);
       guard.watch(watched);
       retireAfterIdle(proc, idle);
-      const atPark = proc.pid === undefined ? undefined : readCpuMs(proc.pid);
-      if (atPark !== undefined) {
-        parkedCpu.set(proc, { since: performance.now(), atPark, atGrace: undefined });
-        if (!cpuTimer) {
-          cpuTimer = setInterval(checkParkedCpu, CPU_CHECK_MS);
-          cpuTimer.unref();
-        }
+      parkedCpu.set(proc, { since: performance.now(), atFirst: undefined, atGrace: undefined });
+      if (!cpuTimer) {
+        cpuTimer = setInterval(checkParkedCpu, CPU_CHECK_MS);
+        cpuTimer.unref();
       }
     },
     release(spec) {
