@@ -7,15 +7,50 @@
 //   harness -> host (stderr): "\n<nonce>S<seq> \n" right before an R/E frame, so the host knows that
 //                             every stderr line the tool wrote during the call has arrived
 // The nonce is random per process and lives only in this module's closure; anything else on stdout or
-// stderr is untrusted log text. Everything used after tool code runs is captured first, because tool
-// code shares this heap and may patch globals and prototypes.
+// stderr is untrusted log text.
+//
+// Tool code shares this heap and may replace or hook any global, prototype method, getter, setter or
+// species constructor (issue 9 item 8). So once tool code can run, nothing here reaches the nonce, a
+// frame's text or its bytes through anything the tool can touch:
+// - every primitive is captured below, before the tool module is imported, and called uncurried
+//   (`uncurry(f)(thisArg, ...args)` holds the original Function.prototype.call, so later patches of
+//   call/apply/bind do not matter); no method is looked up on an object at call time;
+// - frame bytes live in buffers this module allocates with captured constructors and sizes itself
+//   (no `length` getter, no subarray/species, no TextEncoder.prototype lookups);
+// - property descriptors and records are null-prototype objects (no Object.prototype setters/getters);
+// - promises of stdin reads get an own `constructor: undefined`, so `then` never consults a species;
+// - Deno's internal namespace (`Deno[Deno.internal]`: core ops, webidl converters, promise hooks) is
+//   removed before the tool loads.
+
+type AnyFn = (...args: never[]) => unknown;
+const uncurry = Function.prototype.bind.bind(Function.prototype.call) as <F extends AnyFn>(fn: F) => (self: unknown, ...args: Parameters<F>) => ReturnType<F>;
+const getter = (proto: object, name: PropertyKey) => uncurry(Object.getOwnPropertyDescriptor(proto, name)!.get as () => unknown);
 
 const P = Promise;
+const U8 = Uint8Array;
+const AB = ArrayBuffer;
+const ErrorCtor = Error;
+const StringCtor = String;
 const parse = JSON.parse;
 const stringify = JSON.stringify;
-const StringCtor = String;
-const ErrorCtor = Error;
-const slice = Function.prototype.call.bind(String.prototype.slice) as (s: string, from: number, to: number) => string;
+const freeze = Object.freeze;
+const hasOwn = Object.hasOwn;
+const defineProperty = Object.defineProperty;
+const createObject = Object.create;
+const TypedArrayProto = Object.getPrototypeOf(U8.prototype) as object;
+const taLength = getter(TypedArrayProto, 'length') as (a: Uint8Array) => number;
+const taBuffer = getter(TypedArrayProto, 'buffer') as (a: Uint8Array) => ArrayBuffer;
+const taOffset = getter(TypedArrayProto, 'byteOffset') as (a: Uint8Array) => number;
+const u8IndexOf = uncurry(U8.prototype.indexOf) as (a: Uint8Array, v: number, from?: number) => number;
+const u8Set = uncurry(U8.prototype.set) as (a: Uint8Array, src: Uint8Array, at: number) => void;
+const strSlice = uncurry(String.prototype.slice) as (s: string, from: number, to: number) => string;
+const strIndexOf = uncurry(String.prototype.indexOf) as (s: string, search: string) => number;
+const charCodeAt = uncurry(String.prototype.charCodeAt) as (s: string, i: number) => number;
+const promiseThen = uncurry(P.prototype.then) as (p: Promise<unknown>, ok: (v: unknown) => void, fail: (e: unknown) => void) => unknown;
+const hasInstance = uncurry(Function.prototype[Symbol.hasInstance]) as (ctor: unknown, value: unknown) => boolean;
+const preventDefault = uncurry(Event.prototype.preventDefault) as (e: Event) => void;
+const rejectionReason = getter(PromiseRejectionEvent.prototype, 'reason') as (e: Event) => unknown;
+const errorEventError = getter(ErrorEvent.prototype, 'error') as (e: Event) => unknown;
 const exit = Deno.exit;
 const NotCapable = Deno.errors.NotCapable;
 const PermissionDenied = Deno.errors.PermissionDenied;
@@ -23,24 +58,80 @@ const inspect = Deno.inspect;
 const readIn = Deno.stdin.read.bind(Deno.stdin);
 const writeOut = Deno.stdout.writeSync.bind(Deno.stdout);
 const writeErr = Deno.stderr.writeSync.bind(Deno.stderr);
-const encoder = new TextEncoder();
-const encode = encoder.encode.bind(encoder);
-const decoder = new TextDecoder();
-const decode = decoder.decode.bind(decoder);
-const u8IndexOf = Function.prototype.call.bind(Uint8Array.prototype.indexOf) as (a: Uint8Array, v: number, from?: number) => number;
-const u8Sub = Function.prototype.call.bind(Uint8Array.prototype.subarray) as (a: Uint8Array, s: number, e?: number) => Uint8Array;
-const u8Set = Function.prototype.call.bind(Uint8Array.prototype.set) as (a: Uint8Array, src: Uint8Array, at: number) => void;
-const regexTest = Function.prototype.call.bind(RegExp.prototype.test) as (r: RegExp, s: string) => boolean;
-const freeze = Object.freeze;
 const addListener = globalThis.addEventListener.bind(globalThis);
-const PERMISSION_TEXT = /Requires \w+ access to|--no-npm is specified|--no-remote is specified/;
+const PERMISSION_TEXTS = ['Requires ', '--no-npm is specified', '--no-remote is specified'];
 
-// Persistent storage survives the process otherwise (keyed by the main module path under DENO_DIR).
+// Native string <-> UTF-8 of Deno's (frozen) core when present; else the code below / TextDecoder.
+const internalKey = (Deno as unknown as { internal?: symbol }).internal;
+const internal = internalKey === undefined ? undefined : (Deno as unknown as Record<symbol, { core?: { encode?: unknown; decode?: unknown } } | undefined>)[internalKey];
+const coreEncode = typeof internal?.core?.encode === 'function' ? (internal.core.encode as (s: string) => Uint8Array) : undefined;
+const coreDecode = typeof internal?.core?.decode === 'function' ? (internal.core.decode as (b: Uint8Array) => string) : undefined;
+const textDecoder = new TextDecoder();
+const textDecode = uncurry(TextDecoder.prototype.decode) as (d: TextDecoder, b: Uint8Array) => string;
+
+// Persistent storage survives the process otherwise (keyed by the main module path under DENO_DIR);
+// Deno's internal namespace hands tool code core ops, promise hooks and the webidl converters.
 for (const name of ['localStorage', 'sessionStorage', 'caches']) delete (globalThis as Record<string, unknown>)[name];
+if (internalKey !== undefined) delete (Deno as unknown as Record<symbol, unknown>)[internalKey];
 
-const nonceBytes = crypto.getRandomValues(new Uint8Array(16));
+/** UTF-8 of `text` (lone surrogates become U+FFFD), in a buffer this module allocated. */
+function utf8(text: string): Uint8Array {
+  if (coreEncode !== undefined) return coreEncode(text);
+  const n = text.length;
+  let size = 0;
+  for (let i = 0; i < n; i++) {
+    const c = charCodeAt(text, i);
+    if (c < 0x80) size += 1;
+    else if (c < 0x800) size += 2;
+    else if (c >= 0xd800 && c < 0xdc00 && i + 1 < n && (charCodeAt(text, i + 1) & 0xfc00) === 0xdc00) {
+      size += 4;
+      i++;
+    } else size += 3;
+  }
+  const out = new U8(new AB(size));
+  let j = 0;
+  for (let i = 0; i < n; i++) {
+    let c = charCodeAt(text, i);
+    if (c < 0x80) {
+      out[j++] = c;
+      continue;
+    }
+    if (c < 0x800) {
+      out[j++] = 0xc0 | (c >> 6);
+      out[j++] = 0x80 | (c & 63);
+      continue;
+    }
+    if (c >= 0xd800 && c < 0xdc00 && i + 1 < n && (charCodeAt(text, i + 1) & 0xfc00) === 0xdc00) {
+      c = 0x10000 + ((c - 0xd800) << 10) + (charCodeAt(text, ++i) - 0xdc00);
+      out[j++] = 0xf0 | (c >> 18);
+      out[j++] = 0x80 | ((c >> 12) & 63);
+      out[j++] = 0x80 | ((c >> 6) & 63);
+      out[j++] = 0x80 | (c & 63);
+      continue;
+    }
+    if (c >= 0xd800 && c < 0xe000) c = 0xfffd;
+    out[j++] = 0xe0 | (c >> 12);
+    out[j++] = 0x80 | ((c >> 6) & 63);
+    out[j++] = 0x80 | (c & 63);
+  }
+  return out;
+}
+
+function fromUtf8(bytes: Uint8Array): string {
+  return coreDecode !== undefined ? coreDecode(bytes) : textDecode(textDecoder, bytes);
+}
+
+/** A view of `len` bytes of `bytes` from `from`, made without subarray (no species lookup). */
+function view(bytes: Uint8Array, from: number, len: number): Uint8Array {
+  return new U8(taBuffer(bytes), taOffset(bytes) + from, len);
+}
+
+const nonceBytes = crypto.getRandomValues(new U8(16));
 let nonce = '';
-for (const b of nonceBytes) nonce += (b < 16 ? '0' : '') + b.toString(16);
+for (let i = 0; i < 16; i++) {
+  const b = nonceBytes[i] as number;
+  nonce += (b < 16 ? '0' : '') + b.toString(16);
+}
 
 interface Job {
   t: 'job'; seq: number; source64: string; input: unknown; secrets: Record<string, string>;
@@ -50,39 +141,60 @@ type Waiter = { resolve: (v: unknown) => void; reject: (e: unknown) => void };
 
 let current: Job | null = null;
 let apiSeq = 0;
-const waiters: Record<number, Waiter> = Object.create(null);
+const waiters: Record<number, Waiter> = createObject(null);
 
-class ApiError extends Error {
+class ApiError extends ErrorCtor {
   code: string;
   constructor(code: string, message: string) {
     super(message);
-    this.name = 'ApiError';
-    this.code = code;
+    defineProperty(this, 'name', { __proto__: null, value: 'ApiError', writable: true, configurable: true } as PropertyDescriptor);
+    defineProperty(this, 'code', { __proto__: null, value: code, writable: true, enumerable: true, configurable: true } as PropertyDescriptor);
   }
 }
 
+function own(record: unknown, key: string): unknown {
+  return record !== null && typeof record === 'object' && hasOwn(record, key) ? (record as Record<string, unknown>)[key] : undefined;
+}
+
 function writeAll(write: (b: Uint8Array) => number, bytes: Uint8Array): void {
+  const total = taLength(bytes);
   let off = 0;
-  while (off < bytes.length) off += write(u8Sub(bytes, off));
+  while (off < total) {
+    const n = write(off === 0 ? bytes : view(bytes, off, total - off));
+    if (!(n > 0)) return;
+    off += n;
+  }
 }
 
 function frame(type: string, seq: number, json: string): void {
-  if (type !== 'A') writeAll(writeErr, encode('\n' + nonce + 'S' + seq + ' \n'));
-  writeAll(writeOut, encode('\n' + nonce + type + seq + ' ' + json + '\n'));
+  if (type !== 'A') writeAll(writeErr, utf8('\n' + nonce + 'S' + seq + ' \n'));
+  writeAll(writeOut, utf8('\n' + nonce + type + seq + ' ' + json + '\n'));
 }
 
 function text(value: unknown, fallback: string): string {
   try {
-    return typeof value === 'string' ? value : value === undefined ? fallback : StringCtor(value);
+    if (typeof value === 'string') return value;
+    if (value === undefined) return fallback;
+    const s = StringCtor(value);
+    return typeof s === 'string' ? s : fallback;
   } catch {
     return fallback;
   }
 }
 
 function isPermission(err: unknown, message: string): boolean {
-  if (err instanceof NotCapable || err instanceof PermissionDenied) return true;
-  if (err instanceof ApiError) return err.code === 'permission.denied';
-  return regexTest(PERMISSION_TEXT, message);
+  try {
+    if (hasInstance(NotCapable, err) || hasInstance(PermissionDenied, err)) return true;
+    if (hasInstance(ApiError, err)) return own(err, 'code') === 'permission.denied';
+  } catch {
+    // a hostile prototype chain (Proxy): classify by the message only
+  }
+  for (let i = 0; i < PERMISSION_TEXTS.length; i++) {
+    const needle = PERMISSION_TEXTS[i] as string;
+    const at = strIndexOf(message, needle);
+    if (at !== -1 && (needle !== 'Requires ' || strIndexOf(strSlice(message, at, at + 40), ' access to') !== -1)) return true;
+  }
+  return false;
 }
 
 function sendError(seq: number, err: unknown, kind?: 'output'): void {
@@ -104,7 +216,8 @@ function sendError(seq: number, err: unknown, kind?: 'output'): void {
     message = 'unreadable error thrown';
   }
   const resolved = kind ?? (isPermission(err, message) ? 'permission' : 'tool');
-  frame('E', seq, stringify({ kind: resolved, name: slice(name, 0, 200), message: slice(message, 0, 8192), stack: slice(stack, 0, 16384) }));
+  const json = stringify({ __proto__: null, kind: resolved, name: strSlice(name, 0, 200), message: strSlice(message, 0, 8192), stack: strSlice(stack, 0, 16384) });
+  frame('E', seq, json);
 }
 
 function finish(job: Job): void {
@@ -122,29 +235,44 @@ function sendResult(job: Job, value: unknown): void {
   try {
     json = stringify(value);
   } catch (err) {
-    return sendError(job.seq, new ErrorCtor(`result is not JSON-serialisable: ${text((err as Error)?.message, '?')}`), 'output');
+    let why = '?';
+    try {
+      why = text((err as Error)?.message, '?');
+    } catch {
+      // unreadable
+    }
+    return sendError(job.seq, new ErrorCtor(`result is not JSON-serialisable: ${why}`), 'output');
   }
   if (typeof json !== 'string') return sendError(job.seq, new ErrorCtor(`result of type ${typeof value} is not JSON`), 'output');
-  const bytes = json.length > max ? json.length : encode(json).length;
+  const bytes = json.length > max ? json.length : taLength(utf8(json));
   if (bytes > max) return sendError(job.seq, new ErrorCtor(`result is ${bytes} bytes of JSON, over the limit of ${max} bytes`), 'output');
   frame('R', job.seq, json);
 }
 
+function rejected(err: unknown): Promise<never> {
+  return new P<never>((_resolve, reject) => reject(err));
+}
+
 function apiCall(job: Job, op: string, args: unknown[]): Promise<unknown> {
-  if (current !== job) return P.reject(new ApiError('conflict', `context.api.${op} called after the call ended`));
-  let json: string;
+  if (current !== job) return rejected(new ApiError('conflict', `context.api.${op} called after the call ended`));
+  let json: unknown;
+  const id = ++apiSeq;
   try {
-    json = stringify({ id: ++apiSeq, op, args });
+    json = stringify({ __proto__: null, id, op, args });
   } catch (err) {
-    return P.reject(new ApiError('input.invalid', `context.api.${op} arguments are not JSON: ${text((err as Error)?.message, '?')}`));
+    return rejected(new ApiError('input.invalid', `context.api.${op} arguments are not JSON: ${text((err as Error)?.message, '?')}`));
   }
-  if (json.length > job.maxResultBytes) {
-    return P.reject(new ApiError('input.invalid', `context.api.${op} arguments are ${json.length} bytes, over the limit of ${job.maxResultBytes}`));
+  if (typeof json !== 'string') return rejected(new ApiError('input.invalid', `context.api.${op} arguments are not JSON`));
+  const bytes = json.length > job.maxResultBytes ? json.length : taLength(utf8(json));
+  if (bytes > job.maxResultBytes) {
+    return rejected(new ApiError('input.invalid', `context.api.${op} arguments are ${bytes} bytes, over the limit of ${job.maxResultBytes}`));
   }
-  const id = apiSeq;
   return new P((resolve, reject) => {
-    waiters[id] = { resolve, reject };
-    frame('A', job.seq, json);
+    const waiter: Waiter = createObject(null);
+    waiter.resolve = resolve;
+    waiter.reject = reject;
+    waiters[id] = waiter;
+    frame('A', job.seq, json as string);
   });
 }
 
@@ -154,7 +282,7 @@ function log(...args: unknown[]): void {
     const a = args[i];
     line += (i > 0 ? ' ' : '') + (typeof a === 'string' ? a : inspect(a, { colors: false, depth: 4 }));
   }
-  writeAll(writeErr, encode(line + '\n'));
+  writeAll(writeErr, utf8(line + '\n'));
 }
 
 function makeContext(job: Job): unknown {
@@ -204,54 +332,66 @@ function onStray(err: unknown): void {
 }
 
 function onFrame(line: string): void {
-  const msg = parse(line) as { t?: string; id?: number; ok?: boolean; value?: unknown; code?: string; message?: string };
-  if (msg.t === 'job') {
-    if (current === null) void runJob(msg as unknown as Job);
+  const msg = parse(line) as unknown;
+  const t = own(msg, 't');
+  if (t === 'job') {
+    if (current === null) void runJob(msg as Job);
     return;
   }
-  if (msg.t === 'api' && typeof msg.id === 'number') {
-    const waiter = waiters[msg.id];
+  const id = own(msg, 'id');
+  if (t === 'api' && typeof id === 'number') {
+    const waiter = waiters[id];
     if (waiter === undefined) return;
-    delete waiters[msg.id];
-    if (msg.ok === true) waiter.resolve(msg.value);
-    else waiter.reject(new ApiError(text(msg.code, 'internal'), text(msg.message, 'context.api call failed')));
+    delete waiters[id];
+    if (own(msg, 'ok') === true) waiter.resolve(own(msg, 'value'));
+    else waiter.reject(new ApiError(text(own(msg, 'code'), 'internal'), text(own(msg, 'message'), 'context.api call failed')));
   }
 }
 
-async function readLoop(): Promise<void> {
-  let buf = new Uint8Array(1 << 16);
-  let len = 0;
-  for (;;) {
-    if (len === buf.length) {
-      const bigger = new Uint8Array(buf.length * 2);
-      u8Set(bigger, buf, 0);
-      buf = bigger;
-    }
-    const n = await readIn(u8Sub(buf, len));
-    if (n === null) return exit(0);
-    len += n;
-    const filled = u8Sub(buf, 0, len);
-    let start = 0;
-    let nl = u8IndexOf(filled, 10, len - n);
-    while (nl !== -1) {
-      if (nl > start) onFrame(decode(u8Sub(filled, start, nl)));
-      start = nl + 1;
-      nl = u8IndexOf(filled, 10, start);
-    }
-    if (start > 0) {
-      u8Set(buf, u8Sub(buf, start, len), 0);
-      len -= start;
-    }
+// stdin: read into a growing buffer, one JSON frame per line. The read promise is Deno's; an own
+// `constructor: undefined` makes `then` use the intrinsic Promise, whatever tool code did to species.
+let inBuf = new U8(new AB(1 << 16));
+let inCap = 1 << 16;
+let inLen = 0;
+const undefinedConstructor = { __proto__: null, value: undefined } as PropertyDescriptor;
+
+function readMore(): void {
+  if (inLen === inCap) {
+    const bigger = new U8(new AB(inCap * 2));
+    u8Set(bigger, inBuf, 0);
+    inBuf = bigger;
+    inCap *= 2;
   }
+  const pending = readIn(view(inBuf, inLen, inCap - inLen));
+  defineProperty(pending, 'constructor', undefinedConstructor);
+  promiseThen(pending, onRead, () => exit(0));
+}
+
+function onRead(result: unknown): void {
+  if (typeof result !== 'number') return exit(0);
+  const n = result;
+  inLen += n;
+  let start = 0;
+  let nl = u8IndexOf(inBuf, 10, inLen - n);
+  while (nl !== -1 && nl < inLen) {
+    if (nl > start) onFrame(fromUtf8(view(inBuf, start, nl - start)));
+    start = nl + 1;
+    nl = u8IndexOf(inBuf, 10, start);
+  }
+  if (start > 0) {
+    u8Set(inBuf, view(inBuf, start, inLen - start), 0);
+    inLen -= start;
+  }
+  readMore();
 }
 
 addListener('unhandledrejection', (e: PromiseRejectionEvent) => {
-  e.preventDefault();
-  onStray(e.reason);
+  preventDefault(e);
+  onStray(rejectionReason(e));
 });
 addListener('error', (e: ErrorEvent) => {
-  e.preventDefault();
-  onStray(e.error);
+  preventDefault(e);
+  onStray(errorEventError(e));
 });
-writeAll(writeOut, encode('TRH1 ' + nonce + '\n'));
-void readLoop();
+writeAll(writeOut, utf8('TRH1 ' + nonce + '\n'));
+readMore();

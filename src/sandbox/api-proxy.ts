@@ -1,12 +1,38 @@
 // Host side of `context.api`: the harness forwards each call as an 'A' frame; this module treats it
 // as hostile input (shape, identifiers, call count), enforces the tool's grant, performs the call
 // with the host's SandboxApi and builds the reply frame. The tool never holds a token.
+//
+// Framing budgets per job (the policy's own per-call caps live in src/service/tool-api.ts): request
+// frame bytes and frame count (over either, the caller kills the process: output_limit), host calls
+// in flight at once (the rest wait in order), and reply bytes per reply and in total (over either, the
+// tool gets a rate.exceeded refusal instead of the value, so the service never queues unbounded
+// bytes for a process that does not read its stdin).
 
 import { ErrorCode, coerceError } from '../errors.js';
 import type { SandboxApi, SandboxTool } from './types.js';
 
 /** Most context.api calls one job may make. */
 export const MAX_API_CALLS = 100;
+/** Most context.api request frames one job may send (refused ones included); beyond, the process is killed. */
+export const MAX_API_FRAMES = 2 * MAX_API_CALLS;
+/** Most bytes of context.api request frames per job; beyond, the process is killed. */
+export const MAX_API_REQUEST_BYTES = 16 * 1024 * 1024;
+/** Most host calls of one job running at once; later calls wait for a slot. */
+export const MAX_API_IN_FLIGHT = 8;
+/** Largest single reply line handed to the harness. */
+export const MAX_API_REPLY_BYTES = 8 * 1024 * 1024;
+/** Most reply bytes per job. */
+export const MAX_API_TOTAL_REPLY_BYTES = 32 * 1024 * 1024;
+
+/** Framing budgets of one job's context.api (defaults: the MAX_API_* constants). */
+export interface ApiBudgets {
+  maxCalls: number;
+  maxFrames: number;
+  maxRequestBytes: number;
+  maxInFlight: number;
+  maxReplyBytes: number;
+  maxTotalReplyBytes: number;
+}
 
 const READ_OPS = new Set(['getBreadcrumb', 'searchBreadcrumbs']);
 const WRITE_OPS = new Set(['createBreadcrumb', 'updateBreadcrumb']);
@@ -24,8 +50,15 @@ export interface ApiReply {
 
 /** Per-job handler of context.api frames. */
 export interface ApiProxy {
+  /**
+   * Charges one 'A' frame of `bytes` payload bytes to the job's request budgets before it is parsed;
+   * returns why the process must be killed when a budget is exhausted, else undefined.
+   */
+  admit(bytes: number): string | undefined;
   /** Handles one 'A' payload; undefined when the frame itself is malformed (the process is then killed). */
   handle(payload: string): Promise<ApiReply> | undefined;
+  /** The reply line (with its newline) for the harness, within the reply budgets. */
+  replyLine(reply: ApiReply): string;
   readonly calls: number;
 }
 
@@ -94,13 +127,64 @@ async function perform(api: SandboxApi, op: string, args: unknown[]): Promise<un
 }
 
 /** Creates the per-job proxy for `tool`, backed by `api` (absent: granted calls fail as dependency.unavailable). */
-export function createApiProxy(options: { tool: SandboxTool; api: SandboxApi | undefined; maxCalls?: number }): ApiProxy {
+export function createApiProxy(options: { tool: SandboxTool; api: SandboxApi | undefined; maxCalls?: number; budgets?: Partial<ApiBudgets> }): ApiProxy {
   const { tool, api } = options;
-  const maxCalls = options.maxCalls ?? MAX_API_CALLS;
+  const budgets: ApiBudgets = {
+    maxCalls: options.maxCalls ?? MAX_API_CALLS,
+    maxFrames: MAX_API_FRAMES,
+    maxRequestBytes: MAX_API_REQUEST_BYTES,
+    maxInFlight: MAX_API_IN_FLIGHT,
+    maxReplyBytes: MAX_API_REPLY_BYTES,
+    maxTotalReplyBytes: MAX_API_TOTAL_REPLY_BYTES,
+    ...options.budgets,
+  };
+  const maxCalls = budgets.maxCalls;
   let calls = 0;
+  let frames = 0;
+  let requestBytes = 0;
+  let replyBytes = 0;
+  let inFlight = 0;
+  const waiting: Array<() => void> = [];
+  // a slot among maxInFlight host calls; released in order
+  const slot = async (): Promise<void> => {
+    if (inFlight < budgets.maxInFlight) {
+      inFlight++;
+      return;
+    }
+    await new Promise<void>((resolve) => waiting.push(resolve));
+  };
+  const release = (): void => {
+    const next = waiting.shift();
+    if (next) next();
+    else inFlight--;
+  };
   return {
     get calls() {
       return calls;
+    },
+    admit(bytes) {
+      frames++;
+      requestBytes += bytes;
+      if (frames > budgets.maxFrames) return `more than ${budgets.maxFrames} context.api requests in one execution`;
+      if (requestBytes > budgets.maxRequestBytes) return `more than ${budgets.maxRequestBytes} bytes of context.api requests in one execution`;
+      return undefined;
+    },
+    replyLine(reply) {
+      let line: string;
+      try {
+        line = JSON.stringify({ t: 'api', ...reply });
+      } catch (err) {
+        line = JSON.stringify({ t: 'api', id: reply.id, ok: false, code: ErrorCode.Internal, message: `context.api reply is not JSON: ${(err as Error).message}` });
+      }
+      const bytes = Buffer.byteLength(line) + 1;
+      if (bytes > budgets.maxReplyBytes || replyBytes + bytes > budgets.maxTotalReplyBytes) {
+        const message = bytes > budgets.maxReplyBytes
+          ? `context.api reply of ${bytes} bytes is over the limit of ${budgets.maxReplyBytes} bytes per reply`
+          : `context.api replies exceeded ${budgets.maxTotalReplyBytes} bytes in one execution`;
+        line = JSON.stringify({ t: 'api', id: reply.id, ok: false, code: ErrorCode.RateExceeded, message });
+      }
+      replyBytes += Buffer.byteLength(line) + 1;
+      return line + '\n';
     },
     handle(payload) {
       let frame: unknown;
@@ -121,8 +205,13 @@ export function createApiProxy(options: { tool: SandboxTool; api: SandboxApi | u
           calls++;
           if (calls > maxCalls) throw new Refusal(ErrorCode.RateExceeded, `context.api: more than ${maxCalls} calls in one execution`);
           if (!api) throw new Refusal(ErrorCode.DependencyUnavailable, `context.api.${op}: the breadcrumb API is not available to this call`);
-          const value = await perform(api, op, args);
-          return { id, ok: true, value: value === undefined ? null : value };
+          await slot();
+          try {
+            const value = await perform(api, op, args);
+            return { id, ok: true, value: value === undefined ? null : value };
+          } finally {
+            release();
+          }
         } catch (err) {
           if (err instanceof Refusal) return { id, ok: false, code: err.code, message: err.message };
           const coerced = coerceError(err);

@@ -1,7 +1,8 @@
 // Enforces a sandbox process's total memory (heap + ArrayBuffers + runtime), beyond the V8 heap flag.
 //
 // Mode 'cgroup': each process gets its own cgroup v2 with memory.max, set before its job is sent;
-// the kernel kills it over the limit and memory.events tells us so. Mode 'rss-sampling' (cgroup v1
+// the kernel kills it over the limit and memory.events tells us so (RSS is still sampled, without
+// killing, as evidence for heap-OOM deaths: outcome.ts). Mode 'rss-sampling' (cgroup v1
 // machines, no delegation): while a process runs tool code, its VmRSS is read from /proc every
 // SAMPLE_INTERVAL_MS and the process group is SIGKILLed over the limit. An ArrayBuffer loop that
 // touches its pages grows at roughly 0.5-5 GB/s, so the overshoot stays in the tens of MB.
@@ -22,8 +23,10 @@ const MIB = 1024 * 1024;
 export interface Watched {
   readonly pid: number;
   readonly limitBytes: number;
-  /** Called once when the limit is exceeded. */
+  /** Called once when the limit is exceeded (rss-sampling mode; in cgroup mode the kernel kills). */
   overLimit(rssBytes: number): void;
+  /** Called with every sample (both modes): the host's own record of the process's memory. */
+  sampled?(rssBytes: number): void;
 }
 
 /** The active memory enforcement, shared by all processes of a sandbox. */
@@ -33,7 +36,7 @@ export interface MemoryGuard {
   limitBytes(memoryMb: number): number;
   /** cgroup mode: a memory-limited cgroup holding `pid`; undefined in rss-sampling mode. */
   confine(pid: number, name: string, memoryMb: number): Promise<ProcessCgroup | undefined>;
-  /** rss-sampling mode: start sampling (no-op in cgroup mode). */
+  /** Starts sampling `target`'s RSS (both modes; only rss-sampling mode kills over the limit). */
   watch(target: Watched): void;
   unwatch(target: Watched): void;
   close(): void;
@@ -66,7 +69,8 @@ export async function createMemoryGuard(options: { logger: Logger; location?: Cg
   const sample = (): void => {
     for (const target of watched) {
       const rss = readRssBytes(target.pid);
-      if (rss !== undefined && rss > target.limitBytes) {
+      if (rss !== undefined) target.sampled?.(rss);
+      if (mode === 'rss-sampling' && rss !== undefined && rss > target.limitBytes) {
         watched.delete(target);
         target.overLimit(rss);
       }
@@ -92,7 +96,6 @@ export async function createMemoryGuard(options: { logger: Logger; location?: Cg
       return cgroup;
     },
     watch(target) {
-      if (mode !== 'rss-sampling') return;
       watched.add(target);
       timer ??= setInterval(sample, SAMPLE_INTERVAL_MS);
     },

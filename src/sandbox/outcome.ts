@@ -4,8 +4,12 @@
 //   tool.error         the tool threw (or an uncaught error/rejection happened during the call)
 //   permission.denied  a Deno permission error, a refused import, or a context.api grant refusal
 //   timeout            wall-clock limit; the process group was SIGKILLed
-//   memory_limit       RSS sampler / cgroup OOM kill, or V8 heap OOM (SIGTRAP, exit 133)
-//   output_limit       more than maxOutputBytes on stdout+stderr
+//   memory_limit       RSS sampler / cgroup OOM kill, or V8 heap OOM: death by SIGTRAP *and* the host's
+//                      own RSS samples show the call really filled its heap. Never an exit code or a
+//                      signal alone: tool code picks its exit code (Deno.exit(133)) and may signal its
+//                      own pid without permission (Deno.kill(Deno.pid, "SIGTRAP"/"SIGKILL"))
+//   output_limit       more than maxOutputBytes on stdout+stderr (frame-looking bytes included), or
+//                      context.api request frames over their budget (api-proxy.ts)
 //   output.invalid     no result, forged/malformed frame, oversized, non-JSON (circular, BigInt, undefined)
 //   sandbox.crashed    anything else, with exit code/signal; also aborts and a closed sandbox
 
@@ -29,6 +33,26 @@ export interface OutcomeContext {
 }
 
 const MIB = 1024 * 1024;
+/** RSS a Deno process holds besides its JS heap, at least (idle RSS is ~32 MB; conservative). */
+const MIN_RUNTIME_RSS = 28 * MIB;
+
+/** The host's own memory samples of one call (RSS, from the memory guard). */
+export interface MemoryEvidence {
+  /** First sample of the call; undefined when none was taken. */
+  baselineBytes: number | undefined;
+  peakBytes: number;
+}
+
+/**
+ * Whether the host's samples show a heap that reached `memoryMb`: RSS grew by half the heap size
+ * during the call, or stood above heap + runtime. V8 spends hundreds of ms in last-resort GCs at the
+ * full heap before it gives up, so the 10 ms sampler sees it.
+ */
+export function heapFilled(memory: MemoryEvidence | undefined, memoryMb: number): boolean {
+  if (!memory || memory.baselineBytes === undefined) return false;
+  const heap = memoryMb * MIB;
+  return memory.peakBytes - memory.baselineBytes >= heap / 2 || memory.peakBytes >= heap + MIN_RUNTIME_RSS;
+}
 
 /** The failure for a kill the host decided on. */
 export function killFailure(ctx: OutcomeContext, reason: KillReason, detail: string | undefined): ExecutionFailure {
@@ -45,6 +69,8 @@ export function killFailure(ctx: OutcomeContext, reason: KillReason, detail: str
         ...(rssMb !== undefined && Number.isFinite(rssMb) ? { rssMb } : {}),
       });
     }
+    case 'api_limit':
+      return failure(ErrorCode.OutputLimit, `tool ${tool} sent ${detail ?? 'too many context.api requests'} and was killed`, { reason: 'api_limit' });
     case 'output_limit':
       return failure(ErrorCode.OutputLimit, `tool ${tool} wrote more than ${ctx.maxOutputBytes} bytes to stdout/stderr and was killed`, {
         maxOutputBytes: ctx.maxOutputBytes,
@@ -64,11 +90,11 @@ export function killFailure(ctx: OutcomeContext, reason: KillReason, detail: str
   }
 }
 
-/** The failure for a process that exited on its own before the call ended. */
-export function exitFailure(ctx: OutcomeContext, info: ExitInfo): ExecutionFailure {
+/** The failure for a process that exited on its own before the call ended (`memory`: the host's samples). */
+export function exitFailure(ctx: OutcomeContext, info: ExitInfo, memory?: MemoryEvidence): ExecutionFailure {
   const tool = JSON.stringify(ctx.tool);
   const details = { exitCode: info.exitCode, signal: info.signal };
-  if (info.oomKilled || info.signal === 'SIGTRAP' || info.exitCode === 133) {
+  if (info.oomKilled || (info.signal === 'SIGTRAP' && heapFilled(memory, ctx.memoryMb))) {
     return failure(ErrorCode.MemoryLimit, `tool ${tool} ran out of memory (${ctx.memoryMb} MB) and was killed`, { memoryMb: ctx.memoryMb, ...details });
   }
   if (info.exitCode === 0) {

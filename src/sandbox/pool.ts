@@ -9,14 +9,20 @@
 // failures back off exponentially (250 ms .. 30 s) so a broken Deno cannot spin the pool; acquire()
 // still spawns directly when nothing is warm, so callers get a clear error per call.
 // Reuse mode: a process that finished a call of a reuse-enabled tool may be parked as 'idle' under
-// that tool version's key and handed to the next call of the same version (acquireReuse).
+// that tool version's key and handed to the next call of the same version (acquireReuse). A parked
+// process must be idle: tool code left running after its call (a busy timer, a setTimeout chain, a
+// spinning Worker) shows as CPU time, which is read every CPU_CHECK_MS; a process over the idle
+// allowance (cpu.ts) is retired at once, and one is never handed out while busy.
 
 import type { Logger } from '../logger.js';
+import { IDLE_CPU_RULE, busyWhileParked, readCpuMs, type IdleCpuRule } from './cpu.js';
 import type { MemoryGuard, Watched } from './memory-guard.js';
 import type { SandboxProcess } from './process.js';
 
 /** A reuse-mode process serves at most this many calls, then is retired. */
 export const MAX_REUSE_CALLS = 500;
+/** How often the CPU time of parked reuse processes is read. */
+export const CPU_CHECK_MS = 100;
 const BACKOFF_MIN_MS = 250;
 const BACKOFF_MAX_MS = 30_000;
 
@@ -37,6 +43,8 @@ export interface PoolOptions {
   spawn(spec: ProcessSpec): SandboxProcess;
   guard: MemoryGuard;
   logger: Logger;
+  /** How much CPU a parked reuse process may use (default IDLE_CPU_RULE). */
+  idleCpu?: IdleCpuRule;
 }
 
 /** The warm pool of one sandbox. */
@@ -69,6 +77,10 @@ export function createPool(options: PoolOptions): Pool {
   const specs = new Map<string, ProcessSpec & { lastUsed: number }>();
   const idleTimers = new Map<SandboxProcess, NodeJS.Timeout>();
   const idleWatches = new Map<SandboxProcess, Watched>();
+  const idleCpu = options.idleCpu ?? IDLE_CPU_RULE;
+  // parked reuse processes: when parked, CPU ms at the first check after that, and when the grace ended
+  const parkedCpu = new Map<SandboxProcess, { since: number; atFirst: number | undefined; atGrace: number | undefined }>();
+  let cpuTimer: NodeJS.Timeout | undefined;
   let spawned = 0;
   let closed = false;
   let failures = 0;
@@ -100,6 +112,11 @@ export function createPool(options: PoolOptions): Pool {
     return undefined;
   };
   const unpark = (proc: SandboxProcess): void => {
+    parkedCpu.delete(proc);
+    if (parkedCpu.size === 0 && cpuTimer) {
+      clearInterval(cpuTimer);
+      cpuTimer = undefined;
+    }
     clearTimeout(idleTimers.get(proc));
     idleTimers.delete(proc);
     const watched = idleWatches.get(proc);
@@ -115,6 +132,42 @@ export function createPool(options: PoolOptions): Pool {
     }, poolIdleMs);
     timer.unref();
     idleTimers.set(proc, timer);
+  };
+
+  // A parked process that uses CPU still runs tool code: retire it (true when it was retired). The
+  // periodic check (atAcquire false) records the CPU time at its first look after parking and after
+  // the grace, and judges from there; at hand-out (atAcquire true) CPU since the first look counts.
+  // Nothing is read on the hot path of back-to-back reuse: a process not yet looked at is handed out.
+  const retireIfBusy = (proc: SandboxProcess, now: number, atAcquire: boolean): boolean => {
+    const entry = parkedCpu.get(proc);
+    if (!entry || proc.pid === undefined || (atAcquire && entry.atFirst === undefined)) return false;
+    const cpu = readCpuMs(proc.pid);
+    if (cpu === undefined) return false;
+    const parkedMs = now - entry.since;
+    let from: number;
+    if (atAcquire) from = entry.atFirst as number;
+    else if (entry.atFirst === undefined) {
+      entry.atFirst = cpu;
+      return false;
+    } else if (entry.atGrace === undefined) {
+      if (parkedMs >= idleCpu.graceMs) entry.atGrace = cpu;
+      return false;
+    } else from = entry.atGrace;
+    if (!busyWhileParked(idleCpu, cpu - from, atAcquire ? parkedMs + idleCpu.graceMs : parkedMs)) return false;
+    logger.warn('retired a parked reuse process that kept running after its call', {
+      key: proc.key,
+      pid: proc.pid,
+      cpuMs: Math.round(cpu - from),
+      parkedMs: Math.round(parkedMs),
+    });
+    remove(idle, proc);
+    unpark(proc);
+    proc.kill('busy_idle');
+    return true;
+  };
+  const checkParkedCpu = (): void => {
+    const now = performance.now();
+    for (const proc of [...parkedCpu.keys()]) retireIfBusy(proc, now, false);
   };
 
   const spawn = (spec: ProcessSpec): SandboxProcess => {
@@ -217,9 +270,14 @@ export function createPool(options: PoolOptions): Pool {
       return fresh;
     },
     acquireReuse(reuseKey) {
-      const proc = take(idle.get(reuseKey), 'idle', 'tail');
-      if (proc) unpark(proc);
-      return proc;
+      for (;;) {
+        const proc = take(idle.get(reuseKey), 'idle', 'tail');
+        if (!proc) return undefined;
+        // never hand out a process still busy with its previous call's leftovers
+        if (retireIfBusy(proc, performance.now(), true)) continue;
+        unpark(proc);
+        return proc;
+      }
     },
     park(proc, reuseKey) {
       const parked = list(idle, reuseKey);
@@ -234,6 +292,11 @@ export function createPool(options: PoolOptions): Pool {
       idleWatches.set(proc, watched);
       guard.watch(watched);
       retireAfterIdle(proc, idle);
+      parkedCpu.set(proc, { since: performance.now(), atFirst: undefined, atGrace: undefined });
+      if (!cpuTimer) {
+        cpuTimer = setInterval(checkParkedCpu, CPU_CHECK_MS);
+        cpuTimer.unref();
+      }
     },
     release(spec) {
       fill(spec.key);

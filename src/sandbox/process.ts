@@ -23,6 +23,8 @@ import { createStreamReader, type StreamEvents } from './stream-reader.js';
 export const SANDBOX_NICENESS = 10;
 /** Prefix of every sandbox temp dir (tests scan for leftovers by it). */
 export const TEMP_PREFIX = 'tools-runner-sbx-';
+/** Bytes of a frame line around its payload ("\n" + nonce + type + seq + " " ... "\n"), at least. */
+const NONCE_OVERHEAD = 36;
 /** How long a process may take to print its hello before it counts as a failed spawn. */
 export const SPAWN_TIMEOUT_MS = 20_000;
 
@@ -31,7 +33,7 @@ export type ProcessState = 'starting' | 'ready' | 'busy' | 'idle' | 'closing' | 
 /** Why the host killed a process; the first reason wins. */
 export type KillReason =
   | 'timeout' | 'memory_limit' | 'output_limit' | 'frame_too_large' | 'bad_frame' | 'aborted'
-  | 'finished' | 'retired' | 'closed' | 'spawn_failed' | 'stray_output';
+  | 'finished' | 'retired' | 'closed' | 'spawn_failed' | 'stray_output' | 'api_limit' | 'busy_idle';
 
 /** How a process ended. */
 export interface ExitInfo {
@@ -138,8 +140,11 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
     },
     badHello: (line) => proc.kill('spawn_failed', `the harness did not start (first line ${JSON.stringify(line.slice(0, 120))})`),
     frame: (type, seq, payload, bytes) => {
-      if (listener) listener.frame(type, seq, payload, bytes);
-      else proc.kill('stray_output', 'frame while no job was attached');
+      if (!listener) return proc.kill('stray_output', 'frame while no job was attached');
+      // Every byte counts: the one result/error frame of a call is bounded by maxFrameBytes and
+      // context.api requests by the api proxy's budget; every other frame counts as output.
+      if (type !== 'R' && type !== 'E' && type !== 'A') countOutput(bytes + NONCE_OVERHEAD);
+      if (proc.state !== 'closing' && proc.state !== 'dead') listener.frame(type, seq, payload, bytes);
     },
     frameTooLarge: (type) => proc.kill('frame_too_large', type),
     badFrame: (line) => proc.kill('bad_frame', line),
@@ -149,11 +154,14 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
     },
     output: (bytes) => {
       if (!framed && proc.state === 'starting') return;
-      outputBytes += bytes;
-      if (!listener && proc.state !== 'starting') proc.kill('stray_output', 'output while no job was attached');
-      else if (outputBytes > limits.maxOutputBytes) proc.kill('output_limit', String(outputBytes));
+      countOutput(bytes);
     },
   });
+  const countOutput = (bytes: number): void => {
+    outputBytes += bytes;
+    if (!listener && proc.state !== 'starting') proc.kill('stray_output', 'output while no job was attached');
+    else if (outputBytes > limits.maxOutputBytes) proc.kill('output_limit', String(outputBytes));
+  };
 
   const proc: SandboxProcess = {
     id: options.id,

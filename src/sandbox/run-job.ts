@@ -7,7 +7,7 @@ import { ErrorCode } from '../errors.js';
 import { failure, type ExecutionFailure, type ExecutionResult } from '../result.js';
 import { createApiProxy } from './api-proxy.js';
 import type { MemoryGuard, Watched } from './memory-guard.js';
-import { errorFrameFailure, exitFailure, killFailure, type OutcomeContext } from './outcome.js';
+import { errorFrameFailure, exitFailure, killFailure, type MemoryEvidence, type OutcomeContext } from './outcome.js';
 import type { SandboxProcess } from './process.js';
 import { createLogCollector } from './sanitise.js';
 import type { SandboxJob } from './types.js';
@@ -53,6 +53,7 @@ export function runJob(proc: SandboxProcess, job: SandboxJob, settings: JobSetti
 
   return new Promise<JobOutcome>((resolve) => {
     let done = false;
+    let ending = false;
     let synced = false;
     let pendingEnding: (() => void) | undefined;
     let syncTimer: NodeJS.Timeout | undefined;
@@ -89,10 +90,16 @@ export function runJob(proc: SandboxProcess, job: SandboxJob, settings: JobSetti
       fail(failure(ErrorCode.OutputInvalid, `tool ${JSON.stringify(job.tool.name)} produced a malformed ${what} frame`));
 
     const onAbort = (): void => proc.kill('aborted');
+    // the host's own record of the call's memory: evidence for a heap-OOM death (see outcome.ts)
+    const memory: MemoryEvidence = { baselineBytes: undefined, peakBytes: 0 };
     const watched: Watched = {
       pid: proc.pid ?? -1,
       limitBytes: proc.limitBytes,
       overLimit: (rss) => proc.kill('memory_limit', String(rss)),
+      sampled: (rss) => {
+        memory.baselineBytes ??= rss;
+        if (rss > memory.peakBytes) memory.peakBytes = rss;
+      },
     };
 
     proc.attach({
@@ -102,13 +109,18 @@ export function runJob(proc: SandboxProcess, job: SandboxJob, settings: JobSetti
       // a complete result frame that only waits for its sync marker wins over a later kill or exit
       killed: (reason, detail) => (pendingEnding ? pendingEnding() : fail(killFailure(ctx, reason, detail))),
       exited: (info) =>
-        pendingEnding ? pendingEnding() : fail(info.killReason ? killFailure(ctx, info.killReason, undefined) : exitFailure(ctx, info)),
+        pendingEnding ? pendingEnding() : fail(info.killReason ? killFailure(ctx, info.killReason, undefined) : exitFailure(ctx, info, memory)),
       frame: (type, seq, payload, bytes) => {
         if (done) return;
         if (seq !== settings.seq) return malformed(`out-of-sequence (${seq} instead of ${settings.seq})`);
         if (type === 'S') {
           synced = true;
           return pendingEnding?.();
+        }
+        if (type === 'R' || type === 'E') {
+          // one ending per call: a second result/error frame is never parsed
+          if (ending) return malformed(`second ${type === 'R' ? 'result' : 'error'}`);
+          ending = true;
         }
         if (type === 'R') {
           if (bytes > settings.maxResultBytes) {
@@ -128,17 +140,12 @@ export function runJob(proc: SandboxProcess, job: SandboxJob, settings: JobSetti
           return error ? afterSync(() => fail(error, true)) : malformed('error');
         }
         if (type === 'A') {
+          const over = proxy.admit(bytes);
+          if (over !== undefined) return proc.kill('api_limit', over);
           const reply = proxy.handle(payload);
           if (!reply) return malformed('context.api');
           void reply.then((answer) => {
-            if (done) return;
-            let line: string;
-            try {
-              line = JSON.stringify({ t: 'api', ...answer });
-            } catch (err) {
-              line = JSON.stringify({ t: 'api', id: answer.id, ok: false, code: ErrorCode.Internal, message: `context.api reply is not JSON: ${(err as Error).message}` });
-            }
-            proc.send(line + '\n');
+            if (!done) proc.send(proxy.replyLine(answer));
           });
           return;
         }

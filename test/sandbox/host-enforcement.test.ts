@@ -5,6 +5,7 @@
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/logger.js';
+import { MAX_API_FRAMES } from '../../src/sandbox/api-proxy.js';
 import { resolveDeno } from '../../src/sandbox/index.js';
 import { createMemoryGuard, type MemoryGuard } from '../../src/sandbox/memory-guard.js';
 import { createDirectLauncher } from '../../src/sandbox/launcher.js';
@@ -64,6 +65,33 @@ describe('host-side enforcement against a lying harness', () => {
     expect(codeOf(result)).toBe('output.invalid');
     expect(result.ok ? '' : result.error.message).toBe(message);
     expect(reusable).toBe(false);
+    expect(exit.signal).toBe('SIGKILL');
+  });
+
+  it('a second result frame before the call ended is refused: output.invalid', async () => {
+    const { result, exit } = await runLying('double-result');
+    expect(codeOf(result)).toBe('output.invalid');
+    expect(result.ok ? '' : result.error.message).toBe('tool "echo" produced a malformed second result frame');
+    expect(exit.signal).toBe('SIGKILL');
+  });
+
+  it('a frame written a few bytes at a time (split across chunks, multi-byte characters cut) is read whole', async () => {
+    const { result } = await runLying('split-frame');
+    expect(result, JSON.stringify(result)).toMatchObject({ ok: true, output: { split: 'é€😀 across writes' } });
+  });
+
+  it('a flood of valid sync frames counts against the output cap: output_limit', async () => {
+    const { result, exit } = await runLying('flood-sync');
+    expect(codeOf(result)).toBe('output_limit');
+    expect(result.ok ? '' : result.error.message).toBe(`tool "echo" wrote more than ${1 << 20} bytes to stdout/stderr and was killed`);
+    expect(exit.signal).toBe('SIGKILL');
+  });
+
+  it('a flood of valid context.api frames ends at the frame budget: output_limit (api_limit)', async () => {
+    const { result, exit } = await runLying('flood-api');
+    expect(codeOf(result)).toBe('output_limit');
+    expect(result.ok ? '' : result.error.message).toBe(`tool "echo" sent more than ${MAX_API_FRAMES} context.api requests in one execution and was killed`);
+    expect(result.ok ? {} : result.error.details).toEqual({ reason: 'api_limit' });
     expect(exit.signal).toBe('SIGKILL');
   });
 

@@ -1,0 +1,90 @@
+// Issue 9 (fragile): a parked reuse process must not keep running tool code after its call. Tools that
+// leave a busy interval, a setTimeout chain, a spinning Worker or a delayed busy loop behind are
+// retired as soon as the pool sees their CPU time grow (far before poolIdleMs), and the next call
+// starts fresh; a quiet reused process stays parked and keeps serving.
+
+import { existsSync } from 'node:fs';
+import { afterEach, beforeAll, afterAll, describe, expect, it } from 'vitest';
+import { busyWhileParked, IDLE_CPU_RULE, readCpuMs } from '../../src/sandbox/cpu.js';
+import { createSandbox, type Sandbox, type SandboxTool } from '../../src/sandbox/index.js';
+import { captureLogger, expectNoLeaks, isolateTmp, job, testConfig, tool, waitFor } from './helpers.js';
+
+let tmp: ReturnType<typeof isolateTmp>;
+let sandbox: Sandbox | undefined;
+
+beforeAll(() => {
+  tmp = isolateTmp();
+});
+
+afterEach(async () => {
+  await sandbox?.close();
+  sandbox = undefined;
+  expectNoLeaks(tmp.dir);
+});
+
+afterAll(() => {
+  tmp.restore();
+});
+
+const LEFTOVERS: Array<[string, string]> = [
+  ['busy-interval', 'setInterval(() => { for (;;) {} }, 1);'],
+  ['busy-timeout-chain', 'const f = () => { for (let i = 0; i < 200000; i++); setTimeout(f, 0); }; setTimeout(f, 0);'],
+  ['microtask-then-spin', 'queueMicrotask(() => setTimeout(() => { for (;;) {} }, 0));'],
+  ['spinning-worker', 'new Worker("data:application/javascript," + encodeURIComponent("for (;;) {}"), { type: "module" });'],
+  ['delayed-spin', 'setTimeout(() => { for (;;) {} }, 400);'],
+];
+
+function reusable(name: string, leftover: string): SandboxTool {
+  const source = `let n = 0; export async function execute(input) { n++; if (input.leave) { ${leftover} } return { n, pid: Deno.pid }; }`;
+  return { ...tool('echo'), name, source };
+}
+
+type Served = { n: number; pid: number };
+const served = (result: Awaited<ReturnType<Sandbox['run']>>): Served => {
+  if (!result.ok) throw new Error(`call failed: ${result.error.code} ${result.error.message}`);
+  return result.output as Served;
+};
+
+describe('parked reuse processes that keep running tool code', () => {
+  it.each(LEFTOVERS)('%s: retired long before poolIdleMs; the next call gets a fresh process', async (name, leftover) => {
+    const { logger, lines } = captureLogger();
+    sandbox = await createSandbox({ config: testConfig({ reuseTools: [name], poolIdleMs: 600_000 }), logger });
+    const t = reusable(name, leftover);
+    const first = served(await sandbox.run(job(t, { leave: true })));
+    expect(first.n).toBe(1);
+    await waitFor(() => !existsSync(`/proc/${first.pid}`), 30_000, `the busy parked process ${first.pid} to be retired`);
+    const retired = lines.filter((line) => line.includes('retired a parked reuse process that kept running after its call'));
+    expect(retired).toHaveLength(1);
+    expect(JSON.parse(retired[0] as string)).toMatchObject({ level: 'warn', pid: first.pid });
+    const second = served(await sandbox.run(job(t, {})));
+    expect(second.n).toBe(1);
+    expect(second.pid).not.toBe(first.pid);
+  });
+
+  it('a quiet parked process stays parked across CPU checks while a busy one is retired', async () => {
+    const { logger, lines } = captureLogger();
+    sandbox = await createSandbox({ config: testConfig({ reuseTools: ['quiet', 'busy'], poolIdleMs: 600_000, poolSize: 2 }), logger });
+    const quiet = reusable('quiet', '');
+    const busy = reusable('busy', 'setInterval(() => { for (;;) {} }, 1);');
+    const q1 = served(await sandbox.run(job(quiet, {})));
+    const b1 = served(await sandbox.run(job(busy, { leave: true })));
+    await waitFor(() => !existsSync(`/proc/${b1.pid}`), 30_000, 'the busy process to be retired');
+    const q2 = served(await sandbox.run(job(quiet, {})));
+    expect(q2).toEqual({ n: 2, pid: q1.pid });
+    expect(lines.filter((line) => line.includes('retired a parked reuse process'))).toHaveLength(1);
+  });
+});
+
+describe('idle CPU rule', () => {
+  it('allows the grace allowance and a trickle; anything more is busy', () => {
+    expect(busyWhileParked(IDLE_CPU_RULE, 30, 250)).toBe(false);
+    expect(busyWhileParked(IDLE_CPU_RULE, 40, 250)).toBe(true);
+    expect(busyWhileParked(IDLE_CPU_RULE, 100, 60_000)).toBe(false);
+    expect(busyWhileParked(IDLE_CPU_RULE, 700, 60_000)).toBe(true);
+  });
+
+  it('reads CPU time of live processes only', () => {
+    expect(readCpuMs(process.pid)).toBeGreaterThan(0);
+    expect(readCpuMs(2 ** 22 + 12345)).toBeUndefined();
+  });
+});
