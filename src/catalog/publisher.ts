@@ -5,16 +5,42 @@
 // (Idempotency-Key `catalog:<workspace>`) and updated with If-Match; a lost race re-reads and retries.
 // Besides the runnable `tools`, the context lists `rejectedTools`: every tool.code.v1 present but not
 // runnable, with the reason (invalid, changed outside the runner, reserved name, another owner's name).
+//
+// Any writer could create a look-alike catalog, so the context carries `mac`: a MAC under the runner
+// secret over the canonical JSON of the rest. The publisher and every reader (exports, MCP) use the
+// first catalog, by id, whose MAC verifies; forged or edited ones are ignored (and re-published over).
 
 import type { StoreClient } from '../breadcrumbs/index.js';
 import { isConflict, isNotFound, isVersionMismatch } from '../breadcrumbs/index.js';
 import { SCHEMA, TAG, type CatalogEntry } from '../breadcrumbs/messages.js';
+import { sameText, type RequestKeys } from '../breadcrumbs/request-keys.js';
+import { inputHash } from '../contract/canonical.js';
 import type { Logger } from '../logger.js';
 import type { RejectedTool } from './catalog.js';
+
+const CATALOG_MAC = 'tool.catalog.v1';
+
+/** The catalog context with its MAC. */
+export function sealCatalog(keys: RequestKeys, context: Record<string, unknown>): Record<string, unknown> {
+  const { mac: _ignored, ...rest } = context;
+  return { ...rest, mac: keys.stateMac(CATALOG_MAC, inputHash(rest)) };
+}
+
+/** Whether a catalog context carries the runner's MAC over exactly its content. */
+export function isSealedCatalog(keys: RequestKeys, context: Record<string, unknown> | undefined): boolean {
+  if (!context) return false;
+  const { mac, ...rest } = context;
+  try {
+    return sameText(keys.stateMac(CATALOG_MAC, inputHash(rest)), mac);
+  } catch {
+    return false;
+  }
+}
 
 export interface CatalogPublisherOptions {
   client: StoreClient;
   workspace: string;
+  keys: RequestKeys;
   logger: Logger;
   entries(): CatalogEntry[];
   /** Tools present in the store but not runnable (counted in totalTools, listed with the reason). */
@@ -32,7 +58,7 @@ export interface CatalogPublisher {
 
 /** Creates the catalog publisher. */
 export function createCatalogPublisher(options: CatalogPublisherOptions): CatalogPublisher {
-  const { client, workspace, logger } = options;
+  const { client, workspace, keys, logger } = options;
   const debounceMs = options.debounceMs ?? 200;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> = Promise.resolve();
@@ -40,9 +66,9 @@ export function createCatalogPublisher(options: CatalogPublisherOptions): Catalo
 
   const find = async (): Promise<{ id: string; version: number; tools: unknown; rejectedTools: unknown } | undefined> => {
     const items = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolCatalog, tag: workspace, include_context: true, limit: 20 });
-    const mine = items.filter((item) => item.tags.includes(TAG.Catalog)).sort((a, b) => a.id.localeCompare(b.id));
-    // Several (e.g. written by an older runner): the one with our idempotency-created content wins;
-    // any is fine as long as every replica picks the same one.
+    // Only a sealed catalog is ours; among several (a race, an older runner), every replica picks
+    // the same one: the first by id.
+    const mine = items.filter((item) => item.tags.includes(TAG.Catalog) && isSealedCatalog(keys, item.context)).sort((a, b) => a.id.localeCompare(b.id));
     const first = mine[0];
     return first ? { id: first.id, version: first.version, tools: first.context?.['tools'], rejectedTools: first.context?.['rejectedTools'] } : undefined;
   };
@@ -57,14 +83,14 @@ export function createCatalogPublisher(options: CatalogPublisherOptions): Catalo
         .map((e) => `${e.path || '/'}: ${e.message}`)
         .join('; '),
     }));
-    const context = {
+    const context = sealCatalog(keys, {
       workspace,
       totalTools: tools.length + rejectedTools.length,
       activeTools: tools.length,
       lastUpdated: new Date().toISOString(),
       tools,
       rejectedTools,
-    };
+    });
     for (let attempt = 0; attempt < 5; attempt++) {
       const existing = await find();
       if (!existing) {

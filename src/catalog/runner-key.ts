@@ -13,6 +13,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { createRequestKeys, type RequestKeys } from '../breadcrumbs/request-keys.js';
 import { ErrorCode, RunnerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 
@@ -78,6 +79,11 @@ export function resolveRunnerKey(options: { runnerSecret: string | undefined; da
   }
   if (!HEX.test(text)) throw new RunnerError(ErrorCode.ConfigInvalid, `runner key file "${file}" must hold 64 lower-case hex characters`);
   return resolved(Buffer.from(text, 'hex'), 'key-file', file);
+}
+
+/** The request keys of this runner secret (for commands that read what the runner signed: catalog, answers). */
+export function resolveRequestKeys(options: { runnerSecret: string | undefined; dataDir: string; logger: Logger; storeUrl?: string | undefined }): RequestKeys {
+  return createRequestKeys(deriveKey(resolveRunnerKey(options).master, REQUEST_KEYS_PURPOSE));
 }
 
 function missingSecret(storeUrl: string): RunnerError {

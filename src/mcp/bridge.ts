@@ -32,7 +32,8 @@ export interface McpBridgeOptions {
   workspace: string;
   logger: Logger;
   /** The runner's key derivation, when this process knows the runner secret (answers are then checked for the answer tag). */
-  keys?: RequestKeys;
+  /** The runner's keys: verify the published catalog and the runner's answer tags. */
+  keys: RequestKeys;
   /** Longest wait for an answer before the call ends as `timeout`. */
   callTimeoutMs: number;
 }
@@ -79,7 +80,7 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
   let again = false;
 
   const load = async (): Promise<ToolViews> => {
-    const entries = (await readPublishedCatalog(client, workspace)) ?? [];
+    const entries = (await readPublishedCatalog(client, workspace, keys)) ?? [];
     const views = buildToolViews(entries);
     const key = JSON.stringify([views.tools, views.omitted]);
     if (key !== currentKey) {
@@ -112,7 +113,7 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
 
   const isOurAnswer = (entry: Pending, tags: readonly string[], context: unknown): ToolResponseContext | undefined => {
     if (entry.breadcrumbId === undefined || !tags.includes(workspace) || !tags.includes(TAG.request(entry.rid))) return undefined;
-    if (keys && !tags.includes(keys.answerTag(entry.breadcrumbId))) return undefined;
+    if (!tags.includes(keys.answerTag(entry.breadcrumbId))) return undefined;
     const parsed = ToolResponseContext.safeParse(context);
     if (!parsed.success || parsed.data.request_id !== entry.rid || parsed.data.metadata['request_breadcrumb_id'] !== entry.breadcrumbId) return undefined;
     return parsed.data;

@@ -5,11 +5,10 @@
 // `mcp` command). Nothing but MCP frames may go to stdout: logs go to stderr.
 
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { createRequestKeys, createStoreClient, openEventStream } from '../breadcrumbs/index.js';
+import { createStoreClient, openEventStream } from '../breadcrumbs/index.js';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../logger.js';
-import { deriveKey, REQUEST_KEYS_PURPOSE, resolveRunnerKey } from '../catalog/runner-key.js';
-import { coerceError } from '../errors.js';
+import { resolveRequestKeys } from '../catalog/runner-key.js';
 import { createMcpBridge, type McpBridge } from './bridge.js';
 import { createMcpSession } from './server.js';
 
@@ -22,16 +21,10 @@ export function connectBridge(config: Config, logger: Logger, signal: AbortSigna
       ? { token: config.storeToken }
       : { mint: { owner_id: config.ownerId, agent_id: 'tools-runner-mcp', roles: ['emitter', 'subscriber'], ...(config.adminKey ? { adminKey: config.adminKey } : {}) } },
   });
-  // Answers are checked for the runner's answer tag when this process knows the runner secret
-  // (--runner-secret, or the runner's <data-dir>/runner.key beside its embedded store).
-  let keys;
-  try {
-    const runnerKey = resolveRunnerKey({ runnerSecret: config.runnerSecret, dataDir: config.dataDir, logger, storeUrl: config.storeUrl });
-    keys = createRequestKeys(deriveKey(runnerKey.master, REQUEST_KEYS_PURPOSE));
-  } catch (error) {
-    logger.warn('runner secret unknown: answers are matched by request id and request breadcrumb id only, without the runner\'s answer tag (pass --runner-secret)', { reason: coerceError(error).message });
-  }
-  const bridge = createMcpBridge({ client, workspace: config.workspace, logger, callTimeoutMs: config.callTimeoutMs, ...(keys ? { keys } : {}) });
+  // The runner secret (--runner-secret, or the runner's <data-dir>/runner.key beside its embedded
+  // store) verifies the published catalog and the runner's answers; without it nothing can be trusted.
+  const keys = resolveRequestKeys({ runnerSecret: config.runnerSecret, dataDir: config.dataDir, logger, storeUrl: config.storeUrl });
+  const bridge = createMcpBridge({ client, workspace: config.workspace, logger, callTimeoutMs: config.callTimeoutMs, keys });
   openEventStream({
     client,
     signal,

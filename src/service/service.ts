@@ -169,6 +169,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     });
     const publisher = createCatalogPublisher({
       client,
+      keys,
       workspace: config.workspace,
       logger: log.child({ component: 'catalog' }),
       entries: () => catalog.entries(),

@@ -8,6 +8,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpError, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { createRequestKeys, createStoreClient, openEventStream, SCHEMA, TAG, type StoreClient, type StoreEvent } from '../../src/breadcrumbs/index.js';
+import { sealCatalog } from '../../src/catalog/publisher.js';
 import { silentLogger } from '../../src/logger.js';
 import { createMcpBridge, type McpBridge } from '../../src/mcp/bridge.js';
 import { createMcpSession } from '../../src/mcp/server.js';
@@ -27,7 +28,7 @@ async function setup(names: string[], logger = silentLogger()): Promise<{ store:
   onCleanup(() => store.close());
   const { id: catalogId } = await store.createBreadcrumb({
     title: 'catalog', schema_name: SCHEMA.ToolCatalog, tags: [WS, TAG.Catalog],
-    context: { workspace: WS, totalTools: names.length, activeTools: names.length, lastUpdated: new Date().toISOString(), tools: names.map((n) => entry(n)) },
+    context: sealCatalog(keys, { workspace: WS, totalTools: names.length, activeTools: names.length, lastUpdated: new Date().toISOString(), tools: names.map((n) => entry(n)) }),
   });
   const bridge = createMcpBridge({ client: store, workspace: WS, logger, keys, callTimeoutMs: 10_000 });
   onCleanup(() => bridge.close());
@@ -102,13 +103,13 @@ describe('tools/list', () => {
     const full = await store.getBreadcrumbFull(catalogId);
     // An equal rewrite (only lastUpdated differs), then two real changes: notifications arrive in
     // order, so when the second real change's arrives, a spurious one would already be counted.
-    await store.updateBreadcrumb(catalogId, { context: { ...full.context, lastUpdated: 'later' } });
+    await store.updateBreadcrumb(catalogId, { context: sealCatalog(keys, { ...full.context, lastUpdated: 'later' }) });
     const first = nth(1);
-    await store.updateBreadcrumb(catalogId, { context: { ...full.context, tools: [entry('a'), entry('b')] } });
+    await store.updateBreadcrumb(catalogId, { context: sealCatalog(keys, { ...full.context, tools: [entry('a'), entry('b')] }) });
     await first;
     expect((await mcp.listTools()).tools.map((t) => t.name)).toEqual(['a', 'b']);
     const second = nth(2);
-    await store.updateBreadcrumb(catalogId, { context: { ...full.context, tools: [entry('a'), entry('b'), entry('c')] } });
+    await store.updateBreadcrumb(catalogId, { context: sealCatalog(keys, { ...full.context, tools: [entry('a'), entry('b'), entry('c')] }) });
     await second;
     expect(count).toBe(2);
     expect(await allNames(mcp)).toEqual(['a', 'b', 'c']);
@@ -141,6 +142,18 @@ describe('tools/call answers', () => {
     expect(result.isError).toBeUndefined();
     expect(result.structuredContent).toEqual({ got: 1 });
     expect(result.content).toEqual([{ type: 'text', text: '{"got":1}' }]);
+  });
+
+  it('ignores catalogs not sealed with the runner secret, whatever their id', async () => {
+    const { store, mcp } = await setup(['real']);
+    for (const context of [
+      { workspace: WS, totalTools: 1, activeTools: 1, lastUpdated: 'x', tools: [entry('evil')] },
+      sealCatalog(createRequestKeys(Buffer.alloc(32, 9)), { workspace: WS, totalTools: 1, activeTools: 1, lastUpdated: 'x', tools: [entry('evil')] }),
+      { ...sealCatalog(keys, { workspace: WS, totalTools: 1, activeTools: 1, lastUpdated: 'x', tools: [entry('real')] }), tools: [entry('evil')] },
+    ]) {
+      await store.createBreadcrumb({ title: 'catalog', schema_name: SCHEMA.ToolCatalog, tags: [WS, TAG.Catalog], context });
+    }
+    expect((await mcp.listTools()).tools.map((t) => t.name)).toEqual(['real']);
   });
 
   it('a tool name that is not in the catalog is an isError tool.not_found naming it', async () => {

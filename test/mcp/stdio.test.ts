@@ -7,7 +7,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { cleanupAll, client as storeClient, E2E_RUNNER_SECRET, FAST, putTool, startRunnerWithStore, tempDir, toolContext } from '../e2e/harness.js';
+import { cleanupAll, client as storeClient, E2E_RUNNER_SECRET, FAST, putTool, runCli, startRunnerWithStore, tempDir, toolContext } from '../e2e/harness.js';
 
 const cli = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -69,16 +69,11 @@ describe('tools-runner mcp (stdio)', () => {
     expect(stderr.join('')).not.toContain('runner secret unknown');
   });
 
-  it('without the runner secret it still works (answers matched without the answer tag) and says so', async () => {
+  it('against a store, without the runner secret, it refuses to start and says why', async () => {
     const { url } = await startRunnerWithStore();
-    await putTool(storeClient(url), toolContext('one', 'export async function execute() { return 1; }', { output_schema: { type: 'number' } }));
-    const { mcp, stderr } = await spawnMcp(['--store-url', url, '--data-dir', tempDir(), '--log-level', 'warn']);
-    await untilListed(mcp, 'one');
-    const tool = (await mcp.listTools()).tools.find((t) => t.name === 'one');
-    expect(tool?.outputSchema).toBeUndefined();
-    // A non-object output travels as {result: ...}.
-    expect(await mcp.callTool({ name: 'one', arguments: {} })).toMatchObject({ structuredContent: { result: 1 }, content: [{ type: 'text', text: '1' }] });
-    expect(stderr.join('')).toContain('runner secret unknown: answers are matched by request id and request breadcrumb id only');
+    const cli = runCli(['mcp', '--store-url', url, '--data-dir', tempDir()], { TOOLS_RUNNER_RUNNER_SECRET: '' });
+    expect(await cli.exited).not.toBe(0);
+    expect(cli.stderr.join('')).toContain(`--store-url ${url} needs --runner-secret`);
   });
 
   it('with an embedded service: the store, runner and MCP in one process', async () => {

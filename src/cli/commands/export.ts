@@ -3,6 +3,7 @@
 // same mapping the live MCP endpoint serves. Tools that cannot be exported (name collisions,
 // unexportable schemas) are left out of every format, reported on stderr, and make the exit code 1.
 
+import { resolveRequestKeys } from '../../catalog/runner-key.js';
 import { readPublishedCatalog, renderExport } from '../../export/index.js';
 import type { Command } from '../command.js';
 import { cliStoreClient } from '../store-client.js';
@@ -14,9 +15,10 @@ export const exportCommand: Command = {
   async run({ config, logger, out, err }) {
     const client = cliStoreClient(config, logger, 'tools-runner-cli', ['subscriber']);
     try {
-      const tools = await readPublishedCatalog(client, config.workspace);
+      const keys = resolveRequestKeys({ runnerSecret: config.runnerSecret, dataDir: config.dataDir, logger, storeUrl: config.storeUrl });
+      const tools = await readPublishedCatalog(client, config.workspace, keys);
       if (!tools) {
-        err(`tools-runner export: no tool.catalog.v1 for ${config.workspace} in the store (is a runner running?)`);
+        err(`tools-runner export: no tool.catalog.v1 sealed by this runner secret for ${config.workspace} in the store (is a runner with the same --runner-secret running?)`);
         return 1;
       }
       const adminHost = config.adminHost.includes(':') ? `[${config.adminHost}]` : config.adminHost;
