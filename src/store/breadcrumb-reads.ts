@@ -171,7 +171,7 @@ export function createBreadcrumbReads(db: Db): BreadcrumbReads {
   };
   const mustSee = (id: string, actor: Actor): BreadcrumbRow => {
     const row = visibleRow(id, actor);
-    if (!row) throw httpErrors.notFound(`not found: breadcrumb "${id}" not found`);
+    if (!row) throw httpErrors.notFound(`breadcrumb "${id}" not found`);
     return row;
   };
 

@@ -33,11 +33,14 @@ export interface BreadcrumbSearch {
 export const DEFAULT_NN = 5;
 const MAX_TERMS = 64;
 
-/** The FTS5 MATCH expression of free text: its words, each quoted, OR-ed (no query syntax reaches FTS5). */
+/**
+ * The FTS5 MATCH expression of free text: its words as quoted prefix terms, OR-ed — so no query
+ * syntax of the caller ever reaches FTS5, and `weather` also finds `weatherby`.
+ */
 export function ftsMatch(text: string): string | undefined {
-  const words = text.match(/[\p{L}\p{N}_]+/gu);
+  const words = text.match(/[\p{L}\p{N}]+/gu);
   if (!words) return undefined;
-  return [...new Set(words)].slice(0, MAX_TERMS).map((w) => `"${w}"`).join(' OR ');
+  return [...new Set(words)].slice(0, MAX_TERMS).map((w) => `"${w}"*`).join(' OR ');
 }
 
 function filters(query: SearchQuery, actor: Actor): { where: string; params: Record<string, unknown> } {

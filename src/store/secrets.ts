@@ -67,7 +67,7 @@ export function createSecretsRepo(db: Db, key: Buffer): SecretsRepo {
 
   const visible = (id: string, actor: Actor): SecretRow => {
     const row = byId.get(id) as SecretRow | undefined;
-    if (!row || (actor.scoped && row.owner_id !== actor.ownerId)) throw httpErrors.notFound(`secret not found: no secret "${id}"`);
+    if (!row || (actor.scoped && row.owner_id !== actor.ownerId)) throw httpErrors.notFound(`secret "${id}" not found`);
     return row;
   };
 

@@ -127,7 +127,8 @@ describe('openEventStream', () => {
     expect(rec.events.map((e) => [e.id, e.event.version])).toEqual([['7', 1], ['8', 2]]);
     expect(fake.requests[0]!.headers['last-event-id']).toBeUndefined();
     expect(fake.requests[1]!.headers['last-event-id']).toBe('7');
-    expect(fake.requests[1]!.url).toBe('/events/stream');
+    // Our extensions are opt-in by name; upstream ignores the parameter.
+    expect(fake.requests[1]!.url).toBe('/events/stream?x_ext=deleted%2Cids%2Cgap');
   });
 
   it('treats a silent connection as dead after stallMs and retries failed connects with backoff', async () => {
@@ -168,7 +169,7 @@ describe('openEventStream', () => {
     controller.abort();
     await stream.closed;
     expect(seen).toEqual(['x.one', 'x.two']);
-    expect(fake.requests[0]!.url).toBe('/events/stream?tag=tool%3Arequest');
+    expect(fake.requests[0]!.url).toBe('/events/stream?x_ext=deleted%2Cids%2Cgap&x_tag=tool%3Arequest');
     expect(fake.requests[0]!.headers.authorization).toBe('Bearer tok-123');
     expect(fake.requests[0]!.headers.accept).toBe('text/event-stream');
   });
