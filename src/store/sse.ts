@@ -56,7 +56,9 @@ export function parseExtensions(query: URLSearchParams): Set<StreamExtension> {
 /** Builds the SSE hub over `log`. */
 export function createSseHub(options: { log: EventLog; pingIntervalMs: number; bufferCapBytes: number; logger: Logger }): SseHub {
   const { log, logger, bufferCapBytes } = options;
-  const highWater = Math.max(64 * 1024, Math.floor(bufferCapBytes / 4));
+  // Replay writes at most this much ahead of a reader per turn, so many replaying readers share
+  // the event loop in small slices (and hold little memory each).
+  const highWater = Math.min(256 * 1024, Math.max(64 * 1024, Math.floor(bufferCapBytes / 4)));
   const streams = new Set<ServerResponse>();
   let pinger: NodeJS.Timeout | undefined;
 
