@@ -25,6 +25,18 @@ const noWebhooks = (): never => {
 export function createRegistryRoutes(deps: { auth: StoreAuth; registry: Registry }): Route[] {
   const { auth, registry } = deps;
   return [
+    // Upstream's OpenRouter demo; listed before /agents/:id so "run" is never taken for an agent id.
+    {
+      pattern: /^\/agents\/run$/,
+      methods: {
+        POST: {
+          need: 'read',
+          handle: () => {
+            throw new HttpError(501, 'not_implemented', 'POST /agents/run (upstream\'s OpenRouter demo) is not supported by the embedded store');
+          },
+        },
+      },
+    },
     {
       pattern: /^\/agents$/,
       methods: { GET: { need: 'read', handle: ({ res, principal }) => sendJson(res, 200, registry.listAgents(principal)) } },

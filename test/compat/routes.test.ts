@@ -126,3 +126,26 @@ describe('compat: secrets, history, visibility (upstream update_secret, get_brea
     expect(await call(store.url, 'POST', '/breadcrumbs', { body: crumb({ sensitivity: 'topsecret' }) })).toMatchObject({ status: 400, body: { error: 'sensitivity must be one of Low, Pii, Secret, got "topsecret"' } });
   });
 });
+
+describe('compat: the remaining rows of docs/compat.md', () => {
+  it('create answers 2xx {id} (upstream 200, ours 201); /health 200; /admin/purge keeps upstream keys; search ignores limit like upstream; path ids need not be UUIDs', async () => {
+    const store = await startStore();
+    const created = await call(store.url, 'POST', '/breadcrumbs', { body: crumb({ title: 'apple' }) });
+    expect(created.status).toBe(201);
+    expect(Object.keys(created.body)).toEqual(['id']);
+    expect((await call(store.url, 'GET', '/health')).status).toBe(200);
+    expect((await call(store.url, 'POST', '/admin/purge')).body).toEqual({ purged: 0, ttl_purged: 0, health_checks_purged: 0, expired_purged: 0 });
+    for (let i = 0; i < 6; i++) await call(store.url, 'POST', '/breadcrumbs', { body: crumb({ title: `apple ${i}` }) });
+    expect((await call(store.url, 'GET', '/breadcrumbs/search?q=apple&limit=2')).body).toHaveLength(5);
+    expect((await call(store.url, 'POST', '/agents/not-a-uuid', { body: { roles: [] } })).status).toBe(200);
+  });
+
+  it('operational upstream routes that no SDK call uses are 404 route_not_found; /agents/run is 501, never an agent named "run"', async () => {
+    const store = await startStore();
+    expect(await call(store.url, 'POST', '/agents/run', { body: {} })).toMatchObject({ status: 501, body: { code: 'not_implemented' } });
+    expect(await call(store.url, 'GET', '/agents/run')).toMatchObject({ status: 405 });
+    for (const [method, path] of [['GET', '/metrics'], ['GET', '/hygiene/stats'], ['POST', '/hygiene/run'], ['GET', '/openapi.json']] as const) {
+      expect(await call(store.url, method, path, method === 'POST' ? { body: {} } : {})).toMatchObject({ status: 404, body: { code: 'route_not_found' } });
+    }
+  });
+});
