@@ -131,7 +131,7 @@ export function createRoutes(deps: RouteDeps): Route[] {
     },
     {
       pattern: /^\/breadcrumbs\/search$/,
-      methods: { GET: { need: 'read', handle: async ({ res, query, principal }) => sendJson(res, 200, await search.search(searchQuery(query), principal)) } },
+      methods: { GET: { need: 'read', handle: async ({ res, query, principal }) => sendJsonArray(res, await search.search(searchQuery(query), principal)) } },
     },
     {
       pattern: new RegExp(`^/breadcrumbs/${id}$`),

@@ -10,7 +10,7 @@
 import type { Logger } from '../logger.js';
 import { coerceError } from '../errors.js';
 import type { Actor } from './breadcrumb-writes.js';
-import { listColumns, toItem, type BreadcrumbReads, type ListRow } from './breadcrumb-reads.js';
+import type { BreadcrumbReads, ListCursor } from './breadcrumb-reads.js';
 import type { Db } from './db.js';
 import { cosine, decodeVector, type Embedder } from './embeddings.js';
 
@@ -26,7 +26,8 @@ export interface SearchQuery {
 
 /** The search service. */
 export interface BreadcrumbSearch {
-  search(query: SearchQuery, actor: Actor): Promise<Array<Record<string, unknown>>>;
+  /** The ranked results as a cursor: only their row ids are held; each row is read when it is sent. */
+  search(query: SearchQuery, actor: Actor): Promise<ListCursor>;
 }
 
 /** Default `nn`, as upstream. */
@@ -74,17 +75,34 @@ export function createBreadcrumbSearch(options: { db: Db; reads: BreadcrumbReads
     return stmt;
   };
 
-  const byText = (text: string, query: SearchQuery, actor: Actor): Array<Record<string, unknown>> => {
+  // Reads each winner when the route asks for it, so nn = "everything" never builds one huge reply.
+  const cursorOver = (seqs: number[], includeContext: boolean): ListCursor => {
+    let index = 0;
+    return {
+      next() {
+        while (index < seqs.length) {
+          const item = reads.itemAt(seqs[index++] as number, includeContext);
+          if (item) return item;
+        }
+        return undefined;
+      },
+      close() {
+        index = seqs.length;
+      },
+    };
+  };
+
+  const byText = (text: string, query: SearchQuery, actor: Actor): number[] => {
     const match = ftsMatch(text);
     if (match === undefined) return [];
     const { where, params } = filters(query, actor);
-    const sql = `SELECT ${listColumns(query.includeContext)} FROM breadcrumbs_fts f JOIN breadcrumbs b ON b.write_seq = f.rowid
+    const sql = `SELECT b.write_seq FROM breadcrumbs_fts f JOIN breadcrumbs b ON b.write_seq = f.rowid
       WHERE breadcrumbs_fts MATCH @match AND ${where} ORDER BY bm25(breadcrumbs_fts, 2.0, 1.0), b.write_seq DESC LIMIT @nn`;
-    return (prepare(sql).all({ ...params, match, nn: query.nn }) as ListRow[]).map(toItem);
+    return prepare(sql).pluck().all({ ...params, match, nn: query.nn }) as number[];
   };
 
   // One pass over (seq, vector) only — contexts are read for the `nn` winners alone.
-  const byVector = (qvec: number[], query: SearchQuery, actor: Actor): Array<Record<string, unknown>> => {
+  const byVector = (qvec: number[], query: SearchQuery, actor: Actor): number[] => {
     const { where, params } = filters(query, actor);
     const sql = `SELECT b.write_seq AS seq, e.vec AS vec FROM breadcrumbs b LEFT JOIN breadcrumb_embeddings e ON e.breadcrumb_id = b.id
       WHERE ${where} ORDER BY b.write_seq DESC`;
@@ -95,27 +113,24 @@ export function createBreadcrumbSearch(options: { db: Db; reads: BreadcrumbReads
       scored.push({ seq: row.seq, score });
     }
     scored.sort((a, b) => b.score - a.score || 0);
-    const out: Array<Record<string, unknown>> = [];
-    for (const { seq } of scored.slice(0, query.nn)) {
-      const item = reads.itemAt(seq, query.includeContext);
-      if (item) out.push(item);
+    return scored.slice(0, query.nn).map((entry) => entry.seq);
+  };
+
+  const ranked = async (query: SearchQuery, actor: Actor): Promise<number[]> => {
+    if (query.qvec !== undefined) return byVector(query.qvec, query, actor);
+    if (query.q === undefined) return [];
+    if (embedder) {
+      try {
+        const vector = await embedder.embed(query.q, AbortSignal.timeout(30_000));
+        return byVector(vector, query, actor);
+      } catch (error) {
+        logger.warn('embedding the search text failed; ranking it with full-text search', { embedder: embedder.describe, error: coerceError(error).message });
+      }
     }
-    return out;
+    return byText(query.q, query, actor);
   };
 
   return {
-    async search(query, actor) {
-      if (query.qvec !== undefined) return byVector(query.qvec, query, actor);
-      if (query.q === undefined) return [];
-      if (embedder) {
-        try {
-          const vector = await embedder.embed(query.q, AbortSignal.timeout(30_000));
-          return byVector(vector, query, actor);
-        } catch (error) {
-          logger.warn('embedding the search text failed; ranking it with full-text search', { embedder: embedder.describe, error: coerceError(error).message });
-        }
-      }
-      return byText(query.q, query, actor);
-    },
+    search: async (query, actor) => cursorOver(await ranked(query, actor), query.includeContext),
   };
 }
