@@ -81,10 +81,13 @@ describe('openEventStream', () => {
     expect(rec.connects).toEqual([{ reconnect: false, attempt: 1 }]);
     const a = await client.createBreadcrumb({ title: 'a', context: { x: 1 }, tags: ['t'] });
     await client.updateBreadcrumb(a.id, { context: { x: 2 } });
-    await rec.events$(2);
+    // The runner's catalog relies on breadcrumb.deleted: our client opts in to it by default.
+    await client.deleteBreadcrumb(a.id);
+    await rec.events$(3);
     expect(rec.events.map((e) => [e.id, e.event.type, e.event.breadcrumb_id, e.event.version])).toEqual([
       ['1', 'breadcrumb.updated', a.id, 1],
       ['2', 'breadcrumb.updated', a.id, 2],
+      ['3', 'breadcrumb.deleted', a.id, 2],
     ]);
   });
 
