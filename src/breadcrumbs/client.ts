@@ -29,11 +29,19 @@ export interface ListQuery {
   include_context?: boolean;
 }
 
-/** Query of `GET /breadcrumbs/search` (`q` is a text match on the embedded store). */
+/**
+ * Query of `GET /breadcrumbs/search`: `nn` results (default 5) nearest to `qvec`, or to `q`
+ * (embedded by the store's embedder; the embedded store without one ranks `q` by full-text
+ * relevance). `limit` is kept for callers and sent as `nn` (upstream has no `limit` here).
+ */
 export interface SearchQuery {
   q?: string;
+  qvec?: number[];
+  nn?: number;
   tag?: string;
   schema_name?: string;
+  include_context?: boolean;
+  /** @deprecated alias of `nn`. */
   limit?: number;
 }
 
@@ -161,7 +169,14 @@ export function createStoreClient(options: StoreClientOptions): StoreClient {
       }
     },
     history: (id, opts) => get(HistoryReply, `/breadcrumbs/${pathId(id)}/history`, undefined, opts),
-    search: (query, opts) => get(ListReply, '/breadcrumbs/search', { ...query }, opts),
+    search(query, opts) {
+      const { limit, qvec, nn, ...rest } = query;
+      const count = nn ?? limit;
+      // Search results carry context only when asked; ours always ask so callers keep getting it.
+      return get(ListReply, '/breadcrumbs/search', {
+        include_context: true, ...rest, ...(count !== undefined ? { nn: count } : {}), ...(qvec !== undefined ? { qvec: qvec.join(',') } : {}),
+      }, opts);
+    },
     async createSecret(secret, opts) {
       if (secret.value.length >= 4) logger.redact(secret.value);
       const reply = await call('POST', '/secrets', { body: secret, signal: opts?.signal });

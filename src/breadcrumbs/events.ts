@@ -20,8 +20,13 @@ export interface EventStreamOptions {
   client: StoreClient;
   signal: AbortSignal;
   logger: Logger;
-  /** Server-side filter; an embedded-store extension that upstream IGNORES (callers must still filter). Opt-in. */
+  /** Server-side filter; an embedded-store extension (sent as `x_schema_name`/`x_tag`) that upstream IGNORES (callers must still filter). */
   query?: { schema_name?: string; tag?: string };
+  /**
+   * Embedded-store stream extensions to ask for (`x_ext`; upstream ignores the parameter). Default:
+   * all — `deleted` (the catalog drops deleted tools), `ids` (resume with Last-Event-ID) and `gap`.
+   */
+  extensions?: ReadonlyArray<'deleted' | 'ids' | 'gap'>;
   /** Every non-ping event (including unknown types such as `stream.gap`), with its SSE id when sent. */
   onEvent(event: StoreEvent, id?: string): void;
   /** After each successful connect; `reconnect: true` for all but the first (run a catch-up scan then).
@@ -57,7 +62,12 @@ export function openEventStream(options: EventStreamOptions): { closed: Promise<
   const { client, signal, logger } = options;
   const stallMs = options.stallMs ?? 15_000;
   const backoff = options.backoff ?? { initialMs: 250, maxMs: 15_000 };
-  const path = withQuery('/events/stream', options.query ? { ...options.query } : undefined);
+  const extensions = options.extensions ?? ['deleted', 'ids', 'gap'];
+  const path = withQuery('/events/stream', {
+    ...(extensions.length > 0 ? { x_ext: extensions.join(',') } : {}),
+    ...(options.query?.schema_name !== undefined ? { x_schema_name: options.query.schema_name } : {}),
+    ...(options.query?.tag !== undefined ? { x_tag: options.query.tag } : {}),
+  });
   let lastId: string | undefined;
   let connections = 0;
 

@@ -112,6 +112,18 @@ export const OPTIONS = {
     group: 'store',
     doc: 'Events kept for `Last-Event-ID` resume; older ones are pruned.',
   }),
+  authMint: opt(z.enum(['admin-key', 'open']).default('admin-key'), {
+    group: 'store',
+    doc: 'Who may mint tokens at `POST /auth/token` when auth is on: `admin-key` (needs `X-Admin-Key`) or `open` (ANYONE who can reach the port mints a token for ANY owner, like upstream rcrt-server; see docs/compat.md).',
+  }),
+  embedUrl: opt(optionalString, {
+    group: 'store',
+    doc: 'HTTP endpoint that embeds text for `/breadcrumbs/search` (POST `{"text"}` → `{"embedding":[numbers]}`); unset: text search ranks with SQLite FTS5.',
+  }),
+  embedCommand: opt(optionalString, {
+    group: 'store',
+    doc: 'Command that embeds text (text on stdin, a JSON array of numbers on stdout); used when `embedUrl` is unset.',
+  }),
 
   // --- runner --------------------------------------------------------------------------------
   storeUrl: opt(optionalString, {

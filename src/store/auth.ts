@@ -1,11 +1,11 @@
 // Bearer-token auth of the embedded store (HS256 JWTs via jose).
 //
 // Auth is ON when `authSecret` is set: every route but /health needs a valid token (SSE also reads
-// `?access_token=` / `?token=`), minting needs the admin key, and records are scoped to the token's
-// owner. Auth is OFF otherwise: everything is open, minting signs with a random per-process key,
+// `?access_token=` / `?token=`), minting needs the admin key — or, in the opt-in `open` mint mode
+// (upstream's behaviour), nothing at all — and records are scoped to the token's owner. Auth is OFF otherwise: everything is open, minting signs with a random per-process key,
 // and a presented token is only decoded (unverified) to learn the owner and agent.
 
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { SignJWT, decodeJwt, jwtVerify } from 'jose';
 import type { Actor } from './breadcrumb-writes.js';
@@ -15,8 +15,11 @@ import { HttpError, describe, httpErrors } from './http-util.js';
 export const DEFAULT_OWNER_ID = '00000000-0000-0000-0000-000000000001';
 /** Roles a token may carry. */
 export const ROLES = ['curator', 'emitter', 'subscriber'] as const;
-/** What a route needs: any role, a writer role (emitter/curator), or curator. */
-export type Need = 'read' | 'write' | 'curator';
+/** What a route needs: any role, a writer role (emitter/curator), a subscriber role (subscriber/curator), or curator. */
+export type Need = 'read' | 'write' | 'subscribe' | 'curator';
+
+/** Who may mint tokens when auth is on: admin-key holders only, or anyone (upstream's behaviour). */
+export type MintMode = 'admin-key' | 'open';
 
 /** An authenticated caller: the record scope plus its roles. */
 export interface Principal extends Actor {
@@ -72,8 +75,14 @@ function validateMint(body: Record<string, unknown>): { ownerId: string; agentId
   return { ownerId, agentId, roles: roles === undefined ? [...ROLES] : [...new Set(roles as string[])], ttlSec: (ttlSec as number | undefined) ?? DEFAULT_TTL_SEC };
 }
 
-/** Builds the token service; `authSecret` undefined means auth off. */
-export function createStoreAuth(options: { authSecret: string | undefined; adminKey: string | undefined }): StoreAuth {
+/** Builds the token service; `authSecret` undefined means auth off. `onMint` sees every minted identity. */
+export function createStoreAuth(options: {
+  authSecret: string | undefined;
+  adminKey: string | undefined;
+  mintMode?: MintMode;
+  onMint?: (ownerId: string, agentId: string, roles: string[]) => void;
+}): StoreAuth {
+  const open = options.mintMode === 'open';
   const enabled = options.authSecret !== undefined;
   const key = enabled ? new TextEncoder().encode(options.authSecret) : new Uint8Array(randomBytes(32));
   const adminDigest = options.adminKey === undefined ? undefined : digest(options.adminKey);
@@ -87,7 +96,7 @@ export function createStoreAuth(options: { authSecret: string | undefined; admin
     try {
       ({ payload } = await jwtVerify(token, key, { algorithms: ['HS256'] }));
     } catch (error) {
-      throw httpErrors.unauthorized(`invalid bearer token: ${(error as Error).message}`);
+      throw httpErrors.unauthorized(`invalid token: ${(error as Error).message}`);
     }
     const principal = claimsToPrincipal(payload);
     if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value as string);
@@ -113,7 +122,10 @@ export function createStoreAuth(options: { authSecret: string | undefined; admin
   return {
     enabled,
     async mint(body, adminKeyHeader) {
-      if (enabled) {
+      if (enabled && open) {
+        // Upstream-compatible minting: no admin key; missing ids get upstream's usual defaults.
+        body = { ...body, owner_id: body.owner_id ?? DEFAULT_OWNER_ID, agent_id: body.agent_id ?? randomUUID() };
+      } else if (enabled) {
         if (adminDigest === undefined) throw httpErrors.forbidden('token minting is disabled: the store has no admin key configured');
         if (adminKeyHeader === undefined || adminKeyHeader === '') throw httpErrors.forbidden('token minting requires the X-Admin-Key header');
         if (!timingSafeEqual(digest(adminKeyHeader), adminDigest)) throw httpErrors.forbidden('X-Admin-Key does not match the store admin key');
@@ -127,22 +139,28 @@ export function createStoreAuth(options: { authSecret: string | undefined; admin
         .setIssuedAt(iat)
         .setExpirationTime(exp)
         .sign(key);
+      options.onMint?.(request.ownerId, request.agentId, request.roles);
       return { token, owner_id: request.ownerId, agent_id: request.agentId, roles: request.roles, exp };
     },
     async authenticate(req, query) {
       const token = bearer(req, query);
       if (!enabled) return unverified(token);
-      if (token === undefined) throw httpErrors.unauthorized('missing bearer token (Authorization: Bearer <token>)');
-      if (token === '') throw httpErrors.unauthorized('malformed Authorization header; expected "Bearer <token>"');
+      if (token === undefined) throw httpErrors.unauthorized('missing Authorization: send a bearer token (Authorization: Bearer <token>)');
+      if (token === '') throw httpErrors.unauthorized('invalid Authorization header; expected "Bearer <token>"');
       return verify(token);
     },
     authorize(principal, need) {
       if (!enabled) return;
       const has = (role: string): boolean => principal.roles.includes(role);
-      const ok = need === 'curator' ? has('curator') : need === 'write' ? has('emitter') || has('curator') : principal.roles.some((r) => (ROLES as readonly string[]).includes(r));
+      const ok = need === 'curator' ? has('curator')
+        : need === 'write' ? has('emitter') || has('curator')
+        : need === 'subscribe' ? has('subscriber') || has('curator')
+        : principal.roles.some((r) => (ROLES as readonly string[]).includes(r));
       if (!ok) {
-        const wanted = need === 'curator' ? 'curator' : need === 'write' ? 'emitter or curator' : 'curator, emitter or subscriber';
-        throw new HttpError(403, 'forbidden', `token of agent "${principal.agentId}" lacks a role (${wanted}) required for this route`);
+        // Upstream's phrase first ("curator role required"), clients match on it.
+        const phrase = need === 'curator' ? 'curator role required' : need === 'write' ? 'emitter role required' : need === 'subscribe' ? 'subscriber role required' : 'forbidden';
+        const wanted = need === 'curator' ? 'curator' : need === 'write' ? 'emitter or curator' : need === 'subscribe' ? 'subscriber or curator' : 'curator, emitter or subscriber';
+        throw new HttpError(403, 'forbidden', `${phrase}: token of agent "${principal.agentId}" lacks a role (${wanted}) required for this route`);
       }
     },
   };

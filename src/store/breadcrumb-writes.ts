@@ -59,8 +59,21 @@ function uniqueTags(tags: string[]): string[] {
   return tags.length < 2 ? tags : [...new Set(tags)];
 }
 
+/** Text a breadcrumb is embedded from, like upstream: its title, a space, its compact context JSON. */
+export function embeddingText(title: string, contextJson: string): string {
+  return `${title} ${contextJson}`;
+}
+
+/** Called after a create or update committed, so an embedder can (re)compute the record's vector. */
+export type AfterWrite = (id: string, version: number, text: string) => void;
+
+/** Encodes an embedding as the stored blob (little-endian float32). */
+export function encodeVector(values: number[]): Buffer {
+  return Buffer.from(Float32Array.from(values).buffer);
+}
+
 /** Builds the write side over `db`, appending to and publishing through `log`. */
-export function createBreadcrumbWrites(db: Db, log: EventLog): BreadcrumbWrites {
+export function createBreadcrumbWrites(db: Db, log: EventLog, afterWrite?: AfterWrite): BreadcrumbWrites {
   const insert = db.prepare(`INSERT INTO breadcrumbs (id, owner_id, title, description, semantic_version, context, tags,
     schema_name, llm_hints, visibility, sensitivity, version, checksum, size_bytes, ttl, expires_ms, created_at, updated_at,
     updated_ms, created_by, updated_by, write_seq) VALUES (@id, @owner_id, @title, @description, @semantic_version, @context,
@@ -78,6 +91,12 @@ export function createBreadcrumbWrites(db: Db, log: EventLog): BreadcrumbWrites 
   const insertHistory = db.prepare('INSERT INTO breadcrumb_history (breadcrumb_id, version, context, updated_at, updated_by) VALUES (?, ?, ?, ?, ?)');
   const deleteHistory = db.prepare('DELETE FROM breadcrumb_history WHERE breadcrumb_id = ?');
   const deleteRow = db.prepare('DELETE FROM breadcrumbs WHERE write_seq = ?');
+  // The full-text index is keyed by write_seq, so it moves with the row on every update.
+  const insertFts = db.prepare('INSERT INTO breadcrumbs_fts (rowid, title, body) VALUES (?, ?, ?)');
+  const deleteFts = db.prepare('DELETE FROM breadcrumbs_fts WHERE rowid = ?');
+  const upsertVector = db.prepare('INSERT INTO breadcrumb_embeddings (breadcrumb_id, dim, vec) VALUES (?, ?, ?) ON CONFLICT (breadcrumb_id) DO UPDATE SET dim = excluded.dim, vec = excluded.vec');
+  const deleteVector = db.prepare('DELETE FROM breadcrumb_embeddings WHERE breadcrumb_id = ?');
+  const ftsBody = (description: string | null, context: string): string => `${description ?? ''} ${context}`;
   const selectKey = db.prepare('SELECT breadcrumb_id, owner_id FROM idempotency_keys WHERE key = ?');
   const insertKey = db.prepare('INSERT INTO idempotency_keys (key, breadcrumb_id, owner_id, created_at) VALUES (?, ?, ?, ?)');
   const selectExpired = db.prepare('SELECT * FROM breadcrumbs WHERE expires_ms IS NOT NULL AND expires_ms <= ? LIMIT 500');
@@ -104,6 +123,8 @@ export function createBreadcrumbWrites(db: Db, log: EventLog): BreadcrumbWrites 
     const tags = JSON.parse(row.tags) as string[];
     deleteTags(row, tags);
     deleteHistory.run(row.id);
+    deleteFts.run(row.write_seq);
+    deleteVector.run(row.id);
     deleteRow.run(row.write_seq);
     return log.append({
       type: 'breadcrumb.deleted', breadcrumb_id: row.id, owner_id: row.owner_id, version: row.version,
@@ -114,7 +135,7 @@ export function createBreadcrumbWrites(db: Db, log: EventLog): BreadcrumbWrites 
   const createTx = db.transaction((fields: CreateFields, actor: Actor, key: string | undefined) => {
     if (key !== undefined) {
       const existing = selectKey.get(key) as { breadcrumb_id: string; owner_id: string } | undefined;
-      if (existing) return { conflict: existing, id: existing.breadcrumb_id, event: undefined };
+      if (existing) return { conflict: existing, id: existing.breadcrumb_id, event: undefined, text: undefined };
     }
     const now = tick();
     const id = randomUUID();
@@ -133,14 +154,16 @@ export function createBreadcrumbWrites(db: Db, log: EventLog): BreadcrumbWrites 
       created_by: actor.agentId, updated_by: actor.agentId, write_seq: event.seq,
     });
     for (const tag of uniqueTags(fields.tags)) insertTag.run(tag, event.seq);
+    insertFts.run(event.seq, fields.title, ftsBody(fields.description, context));
+    if (fields.embedding) upsertVector.run(id, fields.embedding.length, encodeVector(fields.embedding));
     if (key !== undefined) insertKey.run(key, id, actor.ownerId, now.iso);
-    return { conflict: undefined, id, event };
+    return { conflict: undefined, id, event, text: fields.embedding ? undefined : embeddingText(fields.title, context) };
   });
 
   const updateTx = db.transaction((id: string, patch: PatchFields, actor: Actor, ifMatch: number | undefined) => {
     const row = visibleRow(id, actor);
     if (ifMatch !== undefined && row.version !== ifMatch) {
-      throw new HttpError(412, 'version_mismatch', `breadcrumb "${id}" is at version ${row.version}, not ${ifMatch}`, { version: row.version });
+      throw new HttpError(412, 'version_mismatch', `version_mismatch: breadcrumb "${id}" is at version ${row.version}, not ${ifMatch}`, { version: row.version });
     }
     const now = tick();
     const version = row.version + 1;
@@ -164,8 +187,16 @@ export function createBreadcrumbWrites(db: Db, log: EventLog): BreadcrumbWrites 
     });
     deleteTags(row, oldTags);
     for (const tag of uniqueTags(tags)) insertTag.run(tag, event.seq);
+    const title = pick('title', patch.title);
+    deleteFts.run(row.write_seq);
+    insertFts.run(event.seq, title, ftsBody(pick('description', patch.description), context));
     insertHistory.run(id, row.version, row.context, row.updated_at, row.updated_by);
-    return { version, event };
+    // An explicit embedding wins; otherwise a changed title/context is re-embedded after the commit.
+    let text: string | undefined;
+    if (patch.embedding === null) deleteVector.run(id);
+    else if (patch.embedding) upsertVector.run(id, patch.embedding.length, encodeVector(patch.embedding));
+    else if (patch.title !== undefined || patch.context !== undefined) text = embeddingText(title, context);
+    return { version, event, text };
   });
 
   const removeTx = db.transaction((id: string, actor: Actor) => removeRow(visibleRow(id, actor), undefined));
@@ -177,14 +208,16 @@ export function createBreadcrumbWrites(db: Db, log: EventLog): BreadcrumbWrites 
       const result = createTx(fields, actor, idempotencyKey);
       if (result.conflict !== undefined) {
         const sameOwner = result.conflict.owner_id === actor.ownerId;
-        throw new HttpError(409, 'conflict', `Idempotency-Key ${JSON.stringify(idempotencyKey)} was already used`, sameOwner ? { id: result.conflict.breadcrumb_id } : undefined);
+        throw new HttpError(409, 'conflict', `duplicate idempotency key: Idempotency-Key ${JSON.stringify(idempotencyKey)} was already used`, sameOwner ? { id: result.conflict.breadcrumb_id } : undefined);
       }
       if (result.event) log.publish(result.event);
+      if (result.text !== undefined) afterWrite?.(result.id, 1, result.text);
       return { id: result.id };
     },
     update(id, patch, actor, ifMatch) {
       const result = updateTx(id, patch, actor, ifMatch);
       log.publish(result.event);
+      if (result.text !== undefined) afterWrite?.(id, result.version, result.text);
       return { version: result.version };
     },
     remove(id, actor) {

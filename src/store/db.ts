@@ -17,7 +17,7 @@ import { WRITER_AUTOCHECKPOINT_PAGES } from './checkpointer.js';
 
 export type Db = Database.Database;
 
-const SCHEMA_VERSION = '1';
+const SCHEMA_VERSION = '2';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -87,6 +87,36 @@ CREATE TABLE IF NOT EXISTS secrets (
   created_by TEXT,
   UNIQUE (owner_id, name, scope_type, scope_key)
 );
+CREATE TABLE IF NOT EXISTS breadcrumb_embeddings (
+  breadcrumb_id TEXT PRIMARY KEY,
+  dim INTEGER NOT NULL,
+  vec BLOB NOT NULL
+) WITHOUT ROWID;
+CREATE VIRTUAL TABLE IF NOT EXISTS breadcrumbs_fts USING fts5(title, body, tokenize = 'unicode61 remove_diacritics 2');
+CREATE TABLE IF NOT EXISTS agents (
+  owner_id TEXT NOT NULL,
+  id TEXT NOT NULL,
+  roles TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  PRIMARY KEY (owner_id, id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS tenants (id TEXT PRIMARY KEY, name TEXT NOT NULL, created_at TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS acls (
+  id TEXT PRIMARY KEY,
+  owner_id TEXT NOT NULL,
+  breadcrumb_id TEXT NOT NULL,
+  grantee_agent_id TEXT NOT NULL,
+  actions TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  UNIQUE (owner_id, breadcrumb_id, grantee_agent_id)
+);
+CREATE TABLE IF NOT EXISTS selectors (
+  id TEXT PRIMARY KEY,
+  owner_id TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  selector TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS secret_audit (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   secret_id TEXT NOT NULL,
@@ -129,6 +159,12 @@ export function openDatabase(dataDir: string): Db {
   const row = db.prepare('SELECT value FROM meta WHERE key = ?').get('schema_version') as { value: string } | undefined;
   if (row === undefined) {
     db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)').run('schema_version', SCHEMA_VERSION);
+  } else if (row.value === '1') {
+    // Version 1 lacked the search index (the new tables above were created empty): fill it once.
+    db.transaction(() => {
+      db.exec(`INSERT INTO breadcrumbs_fts (rowid, title, body) SELECT write_seq, title, coalesce(description, '') || ' ' || context FROM breadcrumbs`);
+      db.prepare('UPDATE meta SET value = ? WHERE key = ?').run(SCHEMA_VERSION, 'schema_version');
+    })();
   } else if (row.value !== SCHEMA_VERSION) {
     db.close();
     throw new RunnerError(
@@ -137,4 +173,12 @@ export function openDatabase(dataDir: string): Db {
     );
   }
   return db;
+}
+
+/** A read-only connection to the same file, for long reads that must not hold the writer (listings). */
+export function openReader(db: Db): Db | undefined {
+  if (db.memory) return undefined;
+  const reader = new Database(db.name, { readonly: true, fileMustExist: true });
+  reader.pragma('busy_timeout = 5000');
+  return reader;
 }

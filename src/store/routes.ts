@@ -6,12 +6,15 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../logger.js';
 import type { Need, Principal, StoreAuth } from './auth.js';
 import type { BreadcrumbReads } from './breadcrumb-reads.js';
-import { DEFAULT_LIMIT, MAX_LIMIT } from './breadcrumb-reads.js';
 import type { BreadcrumbWrites } from './breadcrumb-writes.js';
 import { describe, httpErrors, parseJsonObject, readBody, sendJson } from './http-util.js';
+import type { Registry } from './registry.js';
+import { createRegistryRoutes } from './registry-routes.js';
+import { DEFAULT_NN, type BreadcrumbSearch } from './search.js';
 import type { SecretsRepo } from './secrets.js';
 import type { SseHub } from './sse.js';
-import { boolParam, intParam, parseIfMatch, single, validateCreate, validatePatch } from './validate.js';
+import { sendJsonArray } from './stream-json.js';
+import { MAX_EMBEDDING_DIM, boolParam, clampedInt, parseIfMatch, single, validateCreate, validatePatch } from './validate.js';
 
 /** What a handler gets. */
 export interface RouteContext {
@@ -41,6 +44,8 @@ export interface RouteDeps {
   auth: StoreAuth;
   reads: BreadcrumbReads;
   writes: BreadcrumbWrites;
+  search: BreadcrumbSearch;
+  registry: Registry;
   secrets: SecretsRepo;
   sse: SseHub;
   logger: Logger;
@@ -53,21 +58,46 @@ function header(req: IncomingMessage, name: string): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-function listFilter(query: URLSearchParams, search: boolean) {
-  const q = search ? single(query, 'q') : undefined;
+// Upstream's listing parameters: no default limit, `limit` clamped up to 1, `offset` up to 0.
+function listFilter(query: URLSearchParams) {
+  const limit = clampedInt(query, 'limit', 1);
   return {
-    tag: single(query, 'tag'),
-    schemaName: single(query, 'schema_name'),
-    q: q === '' ? undefined : q,
-    limit: intParam(query, 'limit', DEFAULT_LIMIT, 1, MAX_LIMIT),
-    offset: intParam(query, 'offset', 0, 0, Number.MAX_SAFE_INTEGER),
-    includeContext: search || boolParam(query, 'include_context'),
+    ...(single(query, 'tag') !== undefined ? { tag: single(query, 'tag') as string } : {}),
+    ...(single(query, 'schema_name') !== undefined ? { schemaName: single(query, 'schema_name') as string } : {}),
+    ...(limit !== undefined ? { limit } : {}),
+    offset: clampedInt(query, 'offset', 0) ?? 0,
+    includeContext: boolParam(query, 'include_context'),
+  };
+}
+
+// `qvec`: comma-separated numbers; also accepts the `[a,b,c]` form upstream's own SDK sends
+// (upstream's parser silently drops the bracketed first and last numbers of that form).
+function parseQvec(raw: string): number[] {
+  const text = raw.trim().replace(/^\[/, '').replace(/\]$/, '');
+  const parts = text === '' ? [] : text.split(',');
+  const values = parts.map((part) => (/^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/.test(part) ? Number(part) : Number.NaN));
+  if (values.length === 0 || values.length > MAX_EMBEDDING_DIM || !values.every(Number.isFinite)) {
+    throw httpErrors.invalidQuery(`qvec must be 1 to ${MAX_EMBEDDING_DIM} comma-separated numbers, got ${JSON.stringify(raw.length > 80 ? raw.slice(0, 80) + '…' : raw)}`);
+  }
+  return values;
+}
+
+function searchQuery(query: URLSearchParams) {
+  const q = single(query, 'q');
+  const qvec = single(query, 'qvec');
+  return {
+    ...(q !== undefined ? { q } : {}),
+    ...(qvec !== undefined ? { qvec: parseQvec(qvec) } : {}),
+    nn: clampedInt(query, 'nn', 1) ?? DEFAULT_NN,
+    ...(single(query, 'tag') !== undefined ? { tag: single(query, 'tag') as string } : {}),
+    ...(single(query, 'schema_name') !== undefined ? { schemaName: single(query, 'schema_name') as string } : {}),
+    includeContext: boolParam(query, 'include_context'),
   };
 }
 
 /** Builds the route table. */
 export function createRoutes(deps: RouteDeps): Route[] {
-  const { auth, reads, writes, secrets, sse, logger } = deps;
+  const { auth, reads, writes, secrets, sse, logger, search, registry } = deps;
   const id = '([^/]+)';
   return [
     {
@@ -85,7 +115,7 @@ export function createRoutes(deps: RouteDeps): Route[] {
     {
       pattern: /^\/breadcrumbs$/,
       methods: {
-        GET: { need: 'read', handle: ({ res, query, principal }) => sendJson(res, 200, reads.list(listFilter(query, false), principal)) },
+        GET: { need: 'read', handle: ({ res, query, principal }) => sendJsonArray(res, reads.list(listFilter(query), principal)) },
         POST: {
           need: 'write',
           async handle({ req, res, principal, body }) {
@@ -101,7 +131,7 @@ export function createRoutes(deps: RouteDeps): Route[] {
     },
     {
       pattern: /^\/breadcrumbs\/search$/,
-      methods: { GET: { need: 'read', handle: ({ res, query, principal }) => sendJson(res, 200, reads.list(listFilter(query, true), principal)) } },
+      methods: { GET: { need: 'read', handle: async ({ res, query, principal }) => sendJsonArray(res, await search.search(searchQuery(query), principal)) } },
     },
     {
       pattern: new RegExp(`^/breadcrumbs/${id}$`),
@@ -156,6 +186,16 @@ export function createRoutes(deps: RouteDeps): Route[] {
     {
       pattern: new RegExp(`^/secrets/${id}$`),
       methods: {
+        PUT: {
+          need: 'curator',
+          async handle({ res, params, principal, body }) {
+            const value = (await body()).value;
+            if (typeof value !== 'string') throw httpErrors.invalidBody(`value must be a string, got ${describe(value)}`);
+            logger.redact(value);
+            secrets.update(params[0] as string, value, principal);
+            sendJson(res, 200, { ok: true });
+          },
+        },
         DELETE: {
           need: 'curator',
           handle({ res, params, principal }) {
@@ -183,6 +223,19 @@ export function createRoutes(deps: RouteDeps): Route[] {
         },
       },
     },
+    {
+      pattern: /^\/admin\/purge$/,
+      methods: {
+        POST: {
+          need: 'curator',
+          handle({ res }) {
+            const purged = writes.pruneExpired();
+            sendJson(res, 200, { purged, ttl_purged: purged, health_checks_purged: 0, expired_purged: 0 });
+          },
+        },
+      },
+    },
+    ...createRegistryRoutes({ auth, registry }),
   ];
 }
 

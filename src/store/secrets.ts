@@ -22,6 +22,8 @@ export interface SecretsRepo {
   list(scopeType: string | undefined, scopeId: string | undefined, actor: Actor): SecretInfo[];
   decrypt(id: string, reason: string | null, actor: Actor): string;
   remove(id: string, actor: Actor): void;
+  /** Replaces the value of secret `id` (upstream's `PUT /secrets/:id`). */
+  update(id: string, value: string, actor: Actor): void;
 }
 
 interface SecretRow extends SecretInfo {
@@ -54,6 +56,14 @@ export function createSecretsRepo(db: Db, key: Buffer): SecretsRepo {
     ORDER BY created_at, name`);
   const audit = db.prepare('INSERT INTO secret_audit (secret_id, owner_id, actor, reason, at) VALUES (?, ?, ?, ?, ?)');
   const deleteRow = db.prepare('DELETE FROM secrets WHERE id = ?');
+  const setValue = db.prepare('UPDATE secrets SET iv = ?, ciphertext = ?, auth_tag = ? WHERE id = ?');
+  const encrypt = (value: string, name: string, scopeType: string, scopeId: string | null) => {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', key, iv);
+    cipher.setAAD(aad(name, scopeType, scopeId));
+    const ciphertext = Buffer.concat([cipher.update(value, 'utf8'), cipher.final()]);
+    return { iv, ciphertext, tag: cipher.getAuthTag() };
+  };
 
   const visible = (id: string, actor: Actor): SecretRow => {
     const row = byId.get(id) as SecretRow | undefined;
@@ -71,14 +81,11 @@ export function createSecretsRepo(db: Db, key: Buffer): SecretsRepo {
     const scopeId = (rawScopeId as string | null | undefined) ?? null;
     const value = requireString(body, 'value', true);
     if (exists.get(actor.ownerId, name, scopeType, scopeId ?? '')) {
-      throw new HttpError(409, 'conflict', `a secret named ${JSON.stringify(name)} already exists in scope ${scopeType}${scopeId === null ? '' : ':' + scopeId}`);
+      throw new HttpError(409, 'conflict', `a secret named ${JSON.stringify(name)} already exists in scope ${scopeType}${scopeId === null ? '' : ':' + scopeId}; change its value with PUT /secrets/<id>`);
     }
-    const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', key, iv);
-    cipher.setAAD(aad(name, scopeType, scopeId));
-    const ciphertext = Buffer.concat([cipher.update(value, 'utf8'), cipher.final()]);
+    const { iv, ciphertext, tag } = encrypt(value, name, scopeType, scopeId);
     const id = randomUUID();
-    insert.run(id, actor.ownerId, name, scopeType, scopeId, scopeId ?? '', iv, ciphertext, cipher.getAuthTag(), new Date().toISOString(), actor.agentId);
+    insert.run(id, actor.ownerId, name, scopeType, scopeId, scopeId ?? '', iv, ciphertext, tag, new Date().toISOString(), actor.agentId);
     return { id, value };
   });
 
@@ -106,6 +113,12 @@ export function createSecretsRepo(db: Db, key: Buffer): SecretsRepo {
     },
     remove(id, actor) {
       deleteRow.run(visible(id, actor).id);
+    },
+    update(id, value, actor) {
+      const row = visible(id, actor);
+      const { iv, ciphertext, tag } = encrypt(value, row.name, row.scope_type, row.scope_id);
+      setValue.run(iv, ciphertext, tag, row.id);
+      audit.run(row.id, row.owner_id, actor.agentId, 'value updated', new Date().toISOString());
     },
   };
 }

@@ -1,40 +1,72 @@
 // `GET /events/stream`: Server-Sent Events of the embedded store.
 //
-// A connection is REPLAYING (sending stored events after its cursor, page by page, waiting for
-// 'drain' between pages) until a page comes back short; from that same tick on it is LIVE (each
-// published event is written directly). Both paths advance one cursor and skip seq <= cursor, so
-// the seam between replay and live has no gap and no duplicate. A LIVE consumer whose unsent
-// buffer grows past the cap is disconnected (it may resume with Last-Event-ID) instead of letting
-// memory grow. A cursor older than retention (or newer than anything stored) first gets a
-// `{"type":"stream.gap"}` frame so the client knows to rescan.
+// By default a stream is exactly upstream's: `data:` frames only, `breadcrumb.updated` events and
+// `ping` — no `id:` lines, no resume, no other event types, and upstream's own query parameters
+// (`schema_name`, `tag`, `agent_id`, `filters`) are ignored as upstream ignores them. Our
+// extensions are opt-in with `x_ext` (comma-separated; docs/compat.md):
+//   deleted  `breadcrumb.deleted` events (delete and TTL expiry)
+//   ids      `id:` lines and resume from `Last-Event-ID` (or `?last_event_id=`)
+//   gap      a `{"type":"stream.gap"}` frame when a resume point is older than retention
+// and our filters are `x_schema_name` / `x_tag`.
+//
+// A resuming connection is REPLAYING (stored events after its cursor, a bounded page at a time,
+// continuing within the page after each 'drain' — never re-reading it) until it has caught up
+// with the latest committed seq; from that same tick on it is LIVE (each published event is
+// written directly). Both paths advance one cursor and skip seq <= cursor, so the seam has no
+// gap and no duplicate. A LIVE consumer whose unsent buffer grows past the cap is disconnected.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../logger.js';
 import type { Principal } from './auth.js';
 import { sseFrame, type EventLog, type StoredEvent } from './event-log.js';
+import { httpErrors } from './http-util.js';
 import { single } from './validate.js';
 
 /** The set of open streams. */
 export interface SseHub {
+  /** Validates the query (throws 400 before any byte is sent), then streams until the client leaves. */
   open(req: IncomingMessage, res: ServerResponse, principal: Principal, query: URLSearchParams): void;
   /** Ends every stream (store shutdown). */
   closeAll(): void;
   count(): number;
 }
 
+/** Stream extensions a client may ask for with `x_ext`. */
+export const STREAM_EXTENSIONS = ['deleted', 'ids', 'gap'] as const;
+export type StreamExtension = (typeof STREAM_EXTENSIONS)[number];
+
 const PAGE = 256;
+const PAGE_BYTES = 1024 * 1024;
+
+/** Parses `x_ext`; an unknown name is a 400 naming it. */
+export function parseExtensions(query: URLSearchParams): Set<StreamExtension> {
+  const raw = single(query, 'x_ext');
+  const out = new Set<StreamExtension>();
+  for (const part of (raw ?? '').split(',')) {
+    const name = part.trim();
+    if (name === '') continue;
+    if (!(STREAM_EXTENSIONS as readonly string[]).includes(name)) {
+      throw httpErrors.invalidQuery(`x_ext names an unknown stream extension ${JSON.stringify(name)} (known: ${STREAM_EXTENSIONS.join(', ')})`);
+    }
+    out.add(name as StreamExtension);
+  }
+  return out;
+}
 
 /** Builds the SSE hub over `log`. */
 export function createSseHub(options: { log: EventLog; pingIntervalMs: number; bufferCapBytes: number; logger: Logger }): SseHub {
   const { log, logger, bufferCapBytes } = options;
-  const highWater = Math.max(64 * 1024, Math.floor(bufferCapBytes / 4));
+  // Replay writes at most this much ahead of a reader per turn, so many replaying readers share
+  // the event loop in small slices (and hold little memory each).
+  const highWater = Math.min(256 * 1024, Math.max(64 * 1024, Math.floor(bufferCapBytes / 4)));
   const streams = new Set<ServerResponse>();
   let pinger: NodeJS.Timeout | undefined;
 
   const ensurePinger = (): void => {
     if (pinger || streams.size === 0) return;
     pinger = setInterval(() => {
-      const frame = sseFrame(JSON.stringify({ type: 'ping', ts: new Date().toISOString() }));
+      // Upstream's ping: RFC 3339 to the second, `Z` suffix.
+      const frame = sseFrame(JSON.stringify({ type: 'ping', ts: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z') }));
       for (const res of streams) send(res, frame);
     }, options.pingIntervalMs);
     pinger.unref();
@@ -52,13 +84,16 @@ export function createSseHub(options: { log: EventLog; pingIntervalMs: number; b
 
   return {
     open(req, res, principal, query) {
-      const schema = single(query, 'schema_name');
-      const tag = single(query, 'tag');
+      const ext = parseExtensions(query);
+      const schema = single(query, 'x_schema_name');
+      const tag = single(query, 'x_tag');
+      const withIds = ext.has('ids');
       const matches = (event: StoredEvent): boolean =>
+        (event.type !== 'breadcrumb.deleted' || ext.has('deleted')) &&
         (!principal.scoped || event.ownerId === principal.ownerId) &&
         (schema === undefined || event.schemaName === schema) &&
         (tag === undefined || event.tags.includes(tag));
-      const rawLast = req.headers['last-event-id'] ?? query.get('last_event_id') ?? undefined;
+      const rawLast = withIds ? (req.headers['last-event-id'] ?? query.get('last_event_id') ?? undefined) : undefined;
       const lastHeader = Array.isArray(rawLast) ? rawLast[0] : rawLast;
 
       req.socket.setNoDelay(true);
@@ -71,15 +106,17 @@ export function createSseHub(options: { log: EventLog; pingIntervalMs: number; b
       });
       res.flushHeaders();
 
-      const { oldest, latest } = log.bounds();
-      let cursor = latest;
+      const gapFrame = (last: string, oldest: number | null, latest: number): string =>
+        sseFrame(JSON.stringify({ type: 'stream.gap', last_event_id: last, oldest_event_id: oldest, latest_event_id: latest }));
+      let cursor = log.latestSeq();
       let live = true;
       let closed = false;
       if (lastHeader !== undefined && lastHeader !== '') {
+        const { oldest, latest } = log.bounds();
         const lastId = /^\d{1,15}$/.test(lastHeader.trim()) ? Number(lastHeader.trim()) : Number.NaN;
         const firstKept = oldest ?? latest + 1;
         if (!(lastId <= latest) || lastId < firstKept - 1) {
-          send(res, sseFrame(JSON.stringify({ type: 'stream.gap', last_event_id: lastHeader, oldest_event_id: oldest ?? null, latest_event_id: latest })));
+          if (ext.has('gap')) send(res, gapFrame(lastHeader, oldest ?? null, latest));
           cursor = Number.isNaN(lastId) || lastId > latest ? latest : firstKept - 1;
         } else {
           cursor = lastId;
@@ -87,21 +124,35 @@ export function createSseHub(options: { log: EventLog; pingIntervalMs: number; b
         live = cursor >= latest;
       }
 
-      const deliver = (event: StoredEvent, frame: string): void => {
+      const deliver = (event: StoredEvent, frameWithId: string, plain: string): void => {
         if (event.seq <= cursor) return;
         cursor = event.seq;
-        if (matches(event)) send(res, frame);
+        if (matches(event)) send(res, withIds ? frameWithId : plain);
       };
-      // Replay writes only while the socket keeps up (below highWater), then waits for 'drain':
-      // stored events are re-read from the table, never buffered here, so replay needs no cap.
+
+      // Replay writes while the socket keeps up (below highWater), then waits for 'drain' and
+      // continues in the same page; a page holds at most PAGE events and about PAGE_BYTES.
+      let page: StoredEvent[] = [];
+      let index = 0;
       const replay = (): void => {
         if (closed || res.destroyed) return;
-        const page = log.readAfter(cursor, PAGE);
-        const first = page[0];
-        if (first && first.seq > cursor + 1) {
-          res.write(sseFrame(JSON.stringify({ type: 'stream.gap', last_event_id: String(cursor), oldest_event_id: first.seq, latest_event_id: log.bounds().latest })));
+        if (index >= page.length) {
+          if (cursor >= log.latestSeq()) {
+            live = true;
+            page = [];
+            return;
+          }
+          page = log.readAfter(cursor, PAGE, PAGE_BYTES);
+          index = 0;
+          const first = page[0];
+          if (!first) {
+            live = true;
+            return;
+          }
+          if (first.seq > cursor + 1 && ext.has('gap')) res.write(gapFrame(String(cursor), first.seq, log.latestSeq()));
         }
-        for (const event of page) {
+        while (index < page.length) {
+          const event = page[index++] as StoredEvent;
           cursor = event.seq;
           if (matches(event)) res.write(sseFrame(event.data, event.seq));
           if (res.writableLength > highWater) {
@@ -109,17 +160,17 @@ export function createSseHub(options: { log: EventLog; pingIntervalMs: number; b
             return;
           }
         }
-        if (page.length < PAGE) live = true;
-        else setImmediate(replay);
+        setImmediate(replay);
       };
 
-      const unsubscribe = log.subscribe((event, frame) => {
-        if (live) deliver(event, frame);
+      const unsubscribe = log.subscribe((event, frameWithId, plain) => {
+        if (live) deliver(event, frameWithId, plain);
       });
       streams.add(res);
       ensurePinger();
       res.once('close', () => {
         closed = true;
+        page = [];
         unsubscribe();
         streams.delete(res);
         if (streams.size === 0 && pinger) {

@@ -10,12 +10,16 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Config } from '../config/index.js';
 import { ErrorCode, RunnerError, coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { createStoreAuth } from './auth.js';
+import { DEFAULT_OWNER_ID, createStoreAuth } from './auth.js';
 import { createBreadcrumbReads } from './breadcrumb-reads.js';
 import { createBreadcrumbWrites } from './breadcrumb-writes.js';
 import { startCheckpointer } from './checkpointer.js';
 import { openDatabase } from './db.js';
+import { createEmbeddingQueue, embedderFromConfig, type Embedder, type EmbeddingQueue } from './embeddings.js';
 import { createEventLog } from './event-log.js';
+import { createRegistry } from './registry.js';
+import { createBreadcrumbSearch } from './search.js';
+import type { BreadcrumbReads } from './breadcrumb-reads.js';
 import { HttpError, isLoopbackHost, sendError } from './http-util.js';
 import { createRoutes } from './routes.js';
 import { createSecretsRepo } from './secrets.js';
@@ -27,7 +31,9 @@ import { dispatch, listen, startPruning } from './server-util.js';
 export type StoreOptions = Pick<
   Config,
   'host' | 'port' | 'dataDir' | 'maxBodyBytes' | 'authSecret' | 'adminKey' | 'secretsKey' | 'pingIntervalMs' | 'eventRetention'
-> & {
+> & Partial<Pick<Config, 'authMint' | 'embedUrl' | 'embedCommand'>> & {
+  /** An embedder given in code (tests, embedding hosts); wins over embedUrl/embedCommand. */
+  embedder?: Embedder;
   logger: Logger;
   /** Unsent bytes after which a live SSE consumer is disconnected; default max(8 MiB, 4 × maxBodyBytes). */
   sseBufferCapBytes?: number;
@@ -40,6 +46,8 @@ export interface Store {
   /** `http://host:port` with the real port. */
   url: string;
   port: number;
+  /** Resolves once no breadcrumb is waiting to be embedded (immediately without an embedder). */
+  embeddingsIdle(): Promise<void>;
   /** Ends SSE streams, stops the server, closes the database. Idempotent. */
   close(): Promise<void>;
 }
@@ -62,6 +70,8 @@ export async function createStore(options: StoreOptions): Promise<Store> {
   let server: Server;
   let sse: SseHub;
   let stopPrune: () => void = () => {};
+  let reads: BreadcrumbReads | undefined;
+  let embeddings: EmbeddingQueue | undefined;
   let inflight = 0;
   let idle: (() => void) | undefined;
   let state: 'RUNNING' | 'CLOSING' | 'CLOSED' = 'RUNNING';
@@ -69,14 +79,28 @@ export async function createStore(options: StoreOptions): Promise<Store> {
   try {
     const key = configuredKey ?? resolveSecretsKey({ secretsKey: undefined, dataDir: options.dataDir, logger });
     const log = createEventLog(db, options.eventRetention);
-    const writes = createBreadcrumbWrites(db, log);
+    const embedder = options.embedder ?? embedderFromConfig(options);
+    embeddings = embedder ? createEmbeddingQueue(db, embedder, logger) : undefined;
+    const queue = embeddings;
+    const writes = createBreadcrumbWrites(db, log, queue ? (id, version, text) => queue.schedule(id, version, text) : undefined);
+    reads = createBreadcrumbReads(db);
+    const registry = createRegistry(db);
+    registry.ensureTenant(DEFAULT_OWNER_ID, 'Default Tenant');
     sse = createSseHub({
       log, logger, pingIntervalMs: options.pingIntervalMs,
       bufferCapBytes: options.sseBufferCapBytes ?? Math.max(8 * 1024 * 1024, 4 * options.maxBodyBytes),
     });
-    const auth = createStoreAuth({ authSecret: options.authSecret, adminKey: options.adminKey });
+    const auth = createStoreAuth({
+      authSecret: options.authSecret, adminKey: options.adminKey, mintMode: options.authMint ?? 'admin-key',
+      onMint: (ownerId, agentId, roles) => registry.upsertAgent(ownerId, agentId, roles),
+    });
+    if (auth.enabled && options.authMint === 'open') {
+      logger.warn('OPEN TOKEN MINTING: anyone who can reach this port can mint a token for any owner (upstream-compatible mode, --auth-mint open)', { host });
+    }
+    if (embedder) logger.info('search embeds text with the configured embedder', { embedder: embedder.describe });
     const routes = createRoutes({
-      auth, writes, sse, logger, reads: createBreadcrumbReads(db), secrets: createSecretsRepo(db, key),
+      auth, writes, sse, logger, reads, registry, secrets: createSecretsRepo(db, key),
+      search: createBreadcrumbSearch({ db, reads, embedder, logger }),
       maxBodyBytes: options.maxBodyBytes, startedMs: Date.now(),
     });
     stopPrune = startPruning(writes.pruneExpired, options.pruneIntervalMs ?? 30_000, logger);
@@ -107,6 +131,8 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     await listen(server, options.port, host);
   } catch (error) {
     stopPrune();
+    embeddings?.close();
+    reads?.close();
     await checkpointer?.stop();
     db.close();
     throw error;
@@ -136,10 +162,13 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     clearInterval(sweep);
     clearTimeout(timer);
     if (inflight > 0) await new Promise<void>((resolve) => (idle = resolve));
+    embeddings?.close();
+    await embeddings?.idle();
+    reads?.close();
     await checkpointer?.stop();
     db.close();
     state = 'CLOSED';
     logger.info('store closed', { url });
   };
-  return { url, port, close: () => (closing ??= close()) };
+  return { url, port, embeddingsIdle: () => embeddings?.idle() ?? Promise.resolve(), close: () => (closing ??= close()) };
 }

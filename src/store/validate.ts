@@ -16,6 +16,8 @@ export interface CreateFields {
   sensitivity: string;
   ttl: string | null;
   expiresMs: number | null;
+  /** Our extension: a caller-supplied embedding (upstream computes its own and ignores this field). */
+  embedding?: number[] | null;
 }
 
 /** A validated patch body: only the fields that were present. */
@@ -23,6 +25,9 @@ export type PatchFields = Partial<CreateFields>;
 
 /** Deepest nesting a stored JSON value (context, llm_hints) may have; keeps every later JSON.stringify safe. */
 export const MAX_JSON_DEPTH = 256;
+
+/** Most dimensions an embedding (stored or `qvec`) may have. */
+export const MAX_EMBEDDING_DIM = 4096;
 
 /** Most tags one breadcrumb may carry (each is a row of the tags index). */
 export const MAX_TAGS = 1000;
@@ -68,6 +73,23 @@ function oneOf(body: Record<string, unknown>, field: string, allowed: string[], 
   return match;
 }
 
+// Upstream maps only known visibility words and silently keeps its default for anything else;
+// visibility guards nothing in this store, so an unknown value is ignored the same way (undefined).
+function visibilityOf(body: Record<string, unknown>): string | undefined {
+  const value = body.visibility;
+  if (typeof value !== 'string') return undefined;
+  return VISIBILITY.find((a) => a.toLowerCase() === value.toLowerCase());
+}
+
+function embeddingOf(body: Record<string, unknown>): number[] | null | undefined {
+  const value = body.embedding;
+  if (value === undefined || value === null) return value;
+  if (!Array.isArray(value) || value.length === 0 || value.length > MAX_EMBEDDING_DIM || !value.every((n) => typeof n === 'number' && Number.isFinite(n))) {
+    throw httpErrors.invalidBody(`embedding must be an array of 1 to ${MAX_EMBEDDING_DIM} finite numbers, got ${Array.isArray(value) ? `an array of ${value.length}` : describe(value)}`);
+  }
+  return value as number[];
+}
+
 function ttlOf(body: Record<string, unknown>): { ttl: string | null; expiresMs: number | null } {
   const value = body.ttl;
   if (value === undefined || value === null) return { ttl: null, expiresMs: null };
@@ -94,7 +116,7 @@ function fieldOf(body: Record<string, unknown>, field: keyof CreateFields): unkn
       return tags;
     }
     case 'visibility':
-      return oneOf(body, 'visibility', VISIBILITY, 'Team');
+      return visibilityOf(body);
     case 'sensitivity':
       return oneOf(body, 'sensitivity', SENSITIVITY, 'Low');
     case 'llm_hints':
@@ -111,7 +133,9 @@ const SIMPLE_FIELDS = ['title', 'context', 'tags', 'schema_name', 'description',
 export function validateCreate(body: Record<string, unknown>): CreateFields {
   const out = {} as Record<string, unknown>;
   for (const field of SIMPLE_FIELDS) out[field] = fieldOf(body, field);
-  return { ...(out as Omit<CreateFields, 'ttl' | 'expiresMs'>), ...ttlOf(body) };
+  out.visibility ??= 'Team';
+  const embedding = embeddingOf(body);
+  return { ...(out as Omit<CreateFields, 'ttl' | 'expiresMs'>), ...ttlOf(body), ...(embedding ? { embedding } : {}) };
 }
 
 /** Validates a `PATCH /breadcrumbs/:id` body: any subset of the create fields. */
@@ -122,9 +146,11 @@ export function validatePatch(body: Record<string, unknown>): PatchFields {
     if (body[field] === null && (field === 'title' || field === 'context' || field === 'tags')) {
       throw httpErrors.invalidBody(`${field} cannot be null`);
     }
-    out[field] = fieldOf(body, field);
+    const value = fieldOf(body, field);
+    if (value !== undefined) out[field] = value;
   }
   if (body.ttl !== undefined) Object.assign(out, ttlOf(body));
+  if (body.embedding !== undefined) out.embedding = embeddingOf(body);
   return out as PatchFields;
 }
 
@@ -160,4 +186,18 @@ export function boolParam(query: URLSearchParams, name: string): boolean {
   if (raw === undefined || raw === '' || raw === 'false' || raw === '0') return false;
   if (raw === 'true' || raw === '1') return true;
   throw httpErrors.invalidQuery(`query parameter "${name}" must be true or false, got ${JSON.stringify(raw)}`);
+}
+
+/**
+ * An optional integer query parameter clamped up to `min`, the way upstream treats `limit`
+ * (`max(1)`), `offset` (`max(0)`) and `nn` (`max(1)`): any integer is accepted, only a
+ * non-integer is a 400. Values beyond the safe-integer range saturate.
+ */
+export function clampedInt(query: URLSearchParams, name: string, min: number): number | undefined {
+  const raw = single(query, name);
+  if (raw === undefined) return undefined;
+  const text = raw.trim();
+  if (!/^[+-]?\d+$/.test(text)) throw httpErrors.invalidQuery(`query parameter "${name}" must be an integer, got ${JSON.stringify(raw)}`);
+  const value = Number(text);
+  return Math.max(min, Math.min(Number.MAX_SAFE_INTEGER, value));
 }

@@ -52,7 +52,7 @@ describe('store client against the embedded store', () => {
 
     const conflict = await rejection(client.createBreadcrumb(body(), { idempotencyKey: 'once' }));
     expect(conflict).toMatchObject({ status: 409, storeCode: 'conflict', code: 'conflict', retryable: false });
-    expect(conflict.message).toBe('store POST /breadcrumbs answered 409 conflict: Idempotency-Key "once" was already used');
+    expect(conflict.message).toBe('store POST /breadcrumbs answered 409 conflict: duplicate idempotency key: Idempotency-Key "once" was already used');
     expect(isConflict(conflict)).toBe(true);
     expect(conflictId(conflict)).toBe(id);
 

@@ -81,10 +81,13 @@ describe('openEventStream', () => {
     expect(rec.connects).toEqual([{ reconnect: false, attempt: 1 }]);
     const a = await client.createBreadcrumb({ title: 'a', context: { x: 1 }, tags: ['t'] });
     await client.updateBreadcrumb(a.id, { context: { x: 2 } });
-    await rec.events$(2);
+    // The runner's catalog relies on breadcrumb.deleted: our client opts in to it by default.
+    await client.deleteBreadcrumb(a.id);
+    await rec.events$(3);
     expect(rec.events.map((e) => [e.id, e.event.type, e.event.breadcrumb_id, e.event.version])).toEqual([
       ['1', 'breadcrumb.updated', a.id, 1],
       ['2', 'breadcrumb.updated', a.id, 2],
+      ['3', 'breadcrumb.deleted', a.id, 2],
     ]);
   });
 
@@ -127,7 +130,8 @@ describe('openEventStream', () => {
     expect(rec.events.map((e) => [e.id, e.event.version])).toEqual([['7', 1], ['8', 2]]);
     expect(fake.requests[0]!.headers['last-event-id']).toBeUndefined();
     expect(fake.requests[1]!.headers['last-event-id']).toBe('7');
-    expect(fake.requests[1]!.url).toBe('/events/stream');
+    // Our extensions are opt-in by name; upstream ignores the parameter.
+    expect(fake.requests[1]!.url).toBe('/events/stream?x_ext=deleted%2Cids%2Cgap');
   });
 
   it('treats a silent connection as dead after stallMs and retries failed connects with backoff', async () => {
@@ -168,7 +172,7 @@ describe('openEventStream', () => {
     controller.abort();
     await stream.closed;
     expect(seen).toEqual(['x.one', 'x.two']);
-    expect(fake.requests[0]!.url).toBe('/events/stream?tag=tool%3Arequest');
+    expect(fake.requests[0]!.url).toBe('/events/stream?x_ext=deleted%2Cids%2Cgap&x_tag=tool%3Arequest');
     expect(fake.requests[0]!.headers.authorization).toBe('Bearer tok-123');
     expect(fake.requests[0]!.headers.accept).toBe('text/event-stream');
   });

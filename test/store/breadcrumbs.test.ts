@@ -70,29 +70,38 @@ describe('store: breadcrumb routes', () => {
     expect((await call(store.url, 'GET', '/breadcrumbs?tag=none')).body).toEqual([]);
   });
 
-  it('searches title, description and context text, with tag/schema filters; qvec/nn are ignored', async () => {
+  it('searches title, description and context text by FTS5 relevance, nn results (default 5), with tag/schema filters', async () => {
     const store = await startStore();
     await call(store.url, 'POST', '/breadcrumbs', { body: crumb({ title: 'Weather tool', tags: ['tool'] }) });
-    await call(store.url, 'POST', '/breadcrumbs', { body: crumb({ title: 'x', description: 'about WEATHER', tags: ['doc'] }) });
+    await call(store.url, 'POST', '/breadcrumbs', { body: crumb({ title: 'x', description: 'about WEATHER and more words here', tags: ['doc'] }) });
     await call(store.url, 'POST', '/breadcrumbs', { body: crumb({ title: 'y', context: { city: 'weatherby' }, tags: ['tool'] }) });
     await call(store.url, 'POST', '/breadcrumbs', { body: crumb({ title: '100%_literal', tags: ['tool'] }) });
-    const hits = await call(store.url, 'GET', '/breadcrumbs/search?q=weather&qvec=0.1,0.2&nn=3');
+    const hits = await call(store.url, 'GET', '/breadcrumbs/search?q=weather&nn=3');
     expect(hits.status).toBe(200);
-    expect(hits.body.map((b: { title: string }) => b.title)).toEqual(['y', 'x', 'Weather tool']);
-    expect(hits.body[0].context).toEqual({ city: 'weatherby' });
-    const tagged = await call(store.url, 'GET', '/breadcrumbs/search?q=weather&tag=tool&limit=1');
-    expect(tagged.body.map((b: { title: string }) => b.title)).toEqual(['y']);
-    const literal = await call(store.url, 'GET', '/breadcrumbs/search?q=' + encodeURIComponent('0%_'));
+    expect(hits.body).toHaveLength(3);
+    expect(hits.body[0].title).toBe('Weather tool');
+    expect(hits.body.map((b: { title: string }) => b.title).sort()).toEqual(['Weather tool', 'x', 'y']);
+    expect(Object.keys(hits.body[0]).sort()).toEqual(['id', 'schema_name', 'tags', 'title', 'updated_at', 'version']);
+    const withContext = await call(store.url, 'GET', '/breadcrumbs/search?q=weatherby&include_context=true');
+    expect(withContext.body.map((b: { context: unknown }) => b.context)).toEqual([{ city: 'weatherby' }]);
+    const tagged = await call(store.url, 'GET', '/breadcrumbs/search?q=weather&tag=tool&nn=1');
+    expect(tagged.body.map((b: { title: string }) => b.title)).toEqual(['Weather tool']);
+    // FTS5 query syntax in q is treated as words, never as syntax.
+    const literal = await call(store.url, 'GET', '/breadcrumbs/search?q=' + encodeURIComponent('100%_ OR "NEAR(*'));
+    expect(literal.status).toBe(200);
     expect(literal.body.map((b: { title: string }) => b.title)).toEqual(['100%_literal']);
+    expect((await call(store.url, 'GET', '/breadcrumbs/search')).body).toEqual([]);
   });
 
   it('deletes: the record, its listing and history are gone; a second delete is 404', async () => {
     const store = await startStore();
     const { body: { id } } = await call(store.url, 'POST', '/breadcrumbs', { body: crumb() });
     expect(await call(store.url, 'DELETE', `/breadcrumbs/${id}`)).toMatchObject({ status: 200, body: { ok: true } });
-    for (const path of [`/breadcrumbs/${id}`, `/breadcrumbs/${id}/full`, `/breadcrumbs/${id}/history`]) {
+    for (const path of [`/breadcrumbs/${id}`, `/breadcrumbs/${id}/full`]) {
       expect(await call(store.url, 'GET', path)).toMatchObject({ status: 404, body: { code: 'not_found', error: `breadcrumb "${id}" not found` } });
     }
+    // Upstream answers history of an unknown id with 200 [].
+    expect(await call(store.url, 'GET', `/breadcrumbs/${id}/history`)).toMatchObject({ status: 200, body: [] });
     expect((await call(store.url, 'GET', '/breadcrumbs?tag=t:a')).body).toEqual([]);
     expect((await call(store.url, 'DELETE', `/breadcrumbs/${id}`)).status).toBe(404);
     expect((await call(store.url, 'PATCH', `/breadcrumbs/${id}`, { body: { title: 'x' } })).status).toBe(404);
@@ -119,7 +128,7 @@ describe('store: breadcrumb routes', () => {
     const lost = replies.filter((r) => r.status === 409);
     expect(won).toHaveLength(1);
     expect(lost).toHaveLength(19);
-    for (const reply of lost) expect(reply.body).toEqual({ error: 'Idempotency-Key "claim:req-1" was already used', code: 'conflict', id: won[0]?.body.id });
+    for (const reply of lost) expect(reply.body).toEqual({ error: 'duplicate idempotency key: Idempotency-Key "claim:req-1" was already used', code: 'conflict', id: won[0]?.body.id });
     expect((await call(store.url, 'GET', '/breadcrumbs?tag=t:a')).body).toHaveLength(1);
     expect((await call(store.url, 'POST', '/breadcrumbs', { body: crumb(), headers: { 'Idempotency-Key': 'claim:req-2' } })).status).toBe(201);
   });
@@ -135,7 +144,7 @@ describe('store: breadcrumb routes', () => {
     expect(won[0]?.body).toEqual({ ok: true, version: 2 });
     const lost = replies.filter((r) => r.status === 412);
     expect(lost).toHaveLength(19);
-    for (const reply of lost) expect(reply.body).toEqual({ error: `breadcrumb "${id}" is at version 2, not 1`, code: 'version_mismatch', version: 2 });
+    for (const reply of lost) expect(reply.body).toEqual({ error: `version_mismatch: breadcrumb "${id}" is at version 2, not 1`, code: 'version_mismatch', version: 2 });
     const winner = replies.indexOf(won[0]!);
     expect((await call(store.url, 'GET', `/breadcrumbs/${id}`)).body.context).toEqual({ winner });
     expect((await call(store.url, 'PATCH', `/breadcrumbs/${id}`, { body: {}, headers: { 'If-Match': '"2"' } })).body).toEqual({ ok: true, version: 3 });

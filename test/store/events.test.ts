@@ -2,13 +2,15 @@ import http from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { call, captureLogger, crumb, openSse, startStore, type SseFrame } from './helpers.js';
 
+// These tests cover our stream extensions, so every stream opts in to all of them.
+const ALL = '?x_ext=deleted,ids,gap';
 const ids = (frames: SseFrame[]): number[] => frames.map((frame) => Number(frame.id));
 const consecutive = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
 describe('store: /events/stream', () => {
   it('emits one breadcrumb.updated per create and update and a breadcrumb.deleted, as data frames with ids', async () => {
     const store = await startStore();
-    const sse = await openSse(store.url);
+    const sse = await openSse(store.url, { query: ALL });
     expect(sse.status).toBe(200);
     const { body: { id } } = await call(store.url, 'POST', '/breadcrumbs', { body: crumb({ context: { a: 1 }, tags: ['x'], schema_name: 's.v1' }) });
     await call(store.url, 'PATCH', `/breadcrumbs/${id}`, { body: { context: { a: 2 } } });
@@ -22,7 +24,7 @@ describe('store: /events/stream', () => {
 
   it('delivers every event exactly once, in commit order, to several streams under concurrent writes', async () => {
     const store = await startStore();
-    const streams = await Promise.all([openSse(store.url), openSse(store.url), openSse(store.url)]);
+    const streams = await Promise.all([openSse(store.url, { query: ALL }), openSse(store.url, { query: ALL }), openSse(store.url, { query: ALL })]);
     const created: string[] = [];
     for (let batch = 0; batch < 5; batch++) {
       const replies = await Promise.all(Array.from({ length: 20 }, (_, i) => call(store.url, 'POST', '/breadcrumbs', { body: crumb({ context: { batch, i } }) })));
@@ -46,7 +48,7 @@ describe('store: /events/stream', () => {
 
   it('resumes after Last-Event-ID across the replay/live seam with no gap and no duplicate', async () => {
     const store = await startStore({ eventRetention: 10_000 });
-    const first = await openSse(store.url);
+    const first = await openSse(store.url, { query: ALL });
     for (let i = 0; i < 5; i++) await call(store.url, 'POST', '/breadcrumbs', { body: crumb({ context: { i } }) });
     await first.waitForEvents(5);
     first.close();
@@ -60,7 +62,7 @@ describe('store: /events/stream', () => {
       }
       return n;
     })();
-    const resumed = await openSse(store.url, { headers: { 'Last-Event-ID': '5' } });
+    const resumed = await openSse(store.url, { query: ALL, headers: { 'Last-Event-ID': '5' } });
     await resumed.waitForEvents(650);
     writing = false;
     const during = await writer;
@@ -69,14 +71,14 @@ describe('store: /events/stream', () => {
     expect(ids(events)).toEqual(consecutive(6, last));
     expect(events[0]!.data.context).toEqual({ offline: expect.any(Number) });
 
-    const byQuery = await openSse(store.url, { query: `?last_event_id=${last - 2}` });
+    const byQuery = await openSse(store.url, { query: `${ALL}&last_event_id=${last - 2}` });
     expect(ids(await byQuery.waitForEvents(2))).toEqual([last - 1, last]);
   });
 
   it('sends stream.gap first when the resume point is older than retention, unknown, or in the future', async () => {
     const store = await startStore({ eventRetention: 100 });
     for (let i = 0; i < 300; i++) await call(store.url, 'POST', '/breadcrumbs', { body: crumb({ context: { i } }) });
-    const old = await openSse(store.url, { headers: { 'Last-Event-ID': '3' } });
+    const old = await openSse(store.url, { query: ALL, headers: { 'Last-Event-ID': '3' } });
     const frames = await old.waitForEvents(2);
     expect(frames[0]).toEqual({ data: { type: 'stream.gap', last_event_id: '3', oldest_event_id: expect.any(Number), latest_event_id: 300 } });
     const oldest = frames[0]!.data.oldest_event_id as number;
@@ -86,7 +88,7 @@ describe('store: /events/stream', () => {
     expect(ids(all.slice(1))).toEqual(consecutive(oldest, 300));
 
     for (const bad of ['99999', 'not-a-number']) {
-      const sse = await openSse(store.url, { headers: { 'Last-Event-ID': bad } });
+      const sse = await openSse(store.url, { query: ALL, headers: { 'Last-Event-ID': bad } });
       await call(store.url, 'POST', '/breadcrumbs', { body: crumb() });
       const [gap, next] = await sse.waitForEvents(2);
       expect(gap!.data).toMatchObject({ type: 'stream.gap', last_event_id: bad });
@@ -97,8 +99,8 @@ describe('store: /events/stream', () => {
 
   it('filters by ?schema_name= and ?tag= (extension) and pings without ids', async () => {
     const store = await startStore({ pingIntervalMs: 50 });
-    const bySchema = await openSse(store.url, { query: '?schema_name=tool.request.v1' });
-    const byTag = await openSse(store.url, { query: '?tag=tool:request' });
+    const bySchema = await openSse(store.url, { query: `${ALL}&x_schema_name=tool.request.v1` });
+    const byTag = await openSse(store.url, { query: `${ALL}&x_tag=tool:request` });
     await call(store.url, 'POST', '/breadcrumbs', { body: crumb({ schema_name: 'other', tags: ['x'] }) });
     await call(store.url, 'POST', '/breadcrumbs', { body: crumb({ schema_name: 'tool.request.v1', tags: ['x'] }) });
     await call(store.url, 'POST', '/breadcrumbs', { body: crumb({ schema_name: 'other', tags: ['tool:request'] }) });
@@ -119,7 +121,7 @@ describe('store: /events/stream', () => {
 
   it('emits breadcrumb.deleted with reason expired when the sweep prunes an expired breadcrumb', async () => {
     const store = await startStore({ pruneIntervalMs: 50 });
-    const sse = await openSse(store.url);
+    const sse = await openSse(store.url, { query: ALL });
     const { body: { id } } = await call(store.url, 'POST', '/breadcrumbs', { body: crumb({ ttl: new Date(Date.now() + 150).toISOString() }) });
     const [, expired] = await sse.waitForEvents(2);
     expect(expired!.data).toMatchObject({ type: 'breadcrumb.deleted', breadcrumb_id: id, reason: 'expired' });
@@ -142,7 +144,7 @@ describe('store: /events/stream', () => {
     expect(line.bufferedBytes as number).toBeGreaterThan(256 * 1024);
     req.destroy();
     // The store stays healthy and the consumer can come back.
-    const again = await openSse(store.url, { headers: { 'Last-Event-ID': '1' } });
+    const again = await openSse(store.url, { query: ALL, headers: { 'Last-Event-ID': '1' } });
     expect(Number((await again.waitForEvents(1))[0]!.id)).toBe(2);
   });
 });

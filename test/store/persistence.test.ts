@@ -17,7 +17,7 @@ describe('store: persistence in <dataDir>/store.db', () => {
     expect((await call(second.url, 'POST', '/breadcrumbs', { body: crumb(), headers: { 'Idempotency-Key': 'once' } })).body).toMatchObject({ code: 'conflict', id });
 
     // Event ids continue after the restart, and a client can resume from before it.
-    const resumed = await openSse(second.url, { headers: { 'Last-Event-ID': '1' } });
+    const resumed = await openSse(second.url, { query: '?x_ext=ids', headers: { 'Last-Event-ID': '1' } });
     await call(second.url, 'PATCH', `/breadcrumbs/${id}`, { body: { context: { v: 3 } } });
     const events = await resumed.waitForEvents(2);
     expect(events.map((e) => [e.id, e.data.version])).toEqual([['2', 2], ['3', 3]]);

@@ -14,7 +14,7 @@ describe('store: secrets', () => {
     expect(created).toMatchObject({ status: 200, body: { id: expect.any(String) } });
     await call(store.url, 'POST', '/secrets', { body: { name: 'API_KEY', scope_type: 'global', value: 'other' } });
     const dup = await call(store.url, 'POST', '/secrets', { body: { name: 'API_KEY', scope_type: 'agent', scope_id: 'a1', value: 'x' } });
-    expect(dup).toMatchObject({ status: 409, body: { code: 'conflict', error: 'a secret named "API_KEY" already exists in scope agent:a1' } });
+    expect(dup).toMatchObject({ status: 409, body: { code: 'conflict', error: 'a secret named "API_KEY" already exists in scope agent:a1; change its value with PUT /secrets/<id>' } });
     const listed = await call(store.url, 'GET', '/secrets?scope_type=agent&scope_id=a1');
     expect(listed.body).toEqual([{ id: created.body.id, name: 'API_KEY', scope_type: 'agent', scope_id: 'a1', created_at: expect.any(String) }]);
     expect((await call(store.url, 'GET', '/secrets')).body).toHaveLength(2);

@@ -29,6 +29,9 @@ export const storeCommand: Command = {
         secretsKey: config.secretsKey,
         pingIntervalMs: config.pingIntervalMs,
         eventRetention: config.eventRetention,
+        authMint: config.authMint,
+        embedUrl: config.embedUrl,
+        embedCommand: config.embedCommand,
         logger: logger.child({ component: 'store' }),
       });
     } catch (error) {
