@@ -1,10 +1,14 @@
 // A small structured logger: one JSON object per line, constant messages, data in meta.
 //
 // Logs go to stderr so that stdout stays free for the CLI's own output (`store listening on ...`).
+// Format `json` (default) writes one JSON object per line; `text` writes `HH:MM:SS.mmm LEVEL msg
+// key=value ...` for a person at a terminal. Either way no raw control, C1 or bidi character is
+// written (log data carries agent-chosen strings): JSON escapes them as `\uXXXX`, text likewise.
 // Secret values must never reach a log: callers register them with `redact()` on the root logger
 // and every line written by it or its children has those strings replaced before it leaves.
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
+export type LogFormat = 'json' | 'text';
 
 export interface Logger {
   debug(msg: string, meta?: Record<string, unknown>): void;
@@ -21,6 +25,8 @@ const LEVELS: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error:
 
 export interface LoggerOptions {
   level?: LogLevel;
+  /** `json` (default): one object per line; `text`: human-readable lines. */
+  format?: LogFormat;
   /** Where lines go; defaults to process.stderr. */
   write?: (line: string) => void;
   bindings?: Record<string, unknown>;
@@ -28,6 +34,7 @@ export interface LoggerOptions {
 
 interface Shared {
   min: number;
+  format: LogFormat;
   write: (line: string) => void;
   secrets: Set<string>;
 }
@@ -36,6 +43,7 @@ interface Shared {
 export function createLogger(options: LoggerOptions = {}): Logger {
   const shared: Shared = {
     min: LEVELS[options.level ?? 'info'],
+    format: options.format ?? 'json',
     write: options.write ?? ((line) => process.stderr.write(line)),
     secrets: new Set(),
   };
@@ -51,7 +59,7 @@ function build(shared: Shared, bindings: Record<string, unknown>): Logger {
   const emit = (level: Exclude<LogLevel, 'silent'>, msg: string, meta?: Record<string, unknown>): void => {
     if (LEVELS[level] < shared.min) return;
     const record = { time: new Date().toISOString(), level, msg, ...bindings, ...normalise(meta) };
-    let line = safeJson(record);
+    let line = shared.format === 'text' ? textLine(record) : safeJson(record);
     for (const secret of shared.secrets) {
       if (line.includes(secret)) line = line.split(secret).join('[REDACTED]');
     }
@@ -78,10 +86,31 @@ function normalise(meta: Record<string, unknown> | undefined): Record<string, un
   return out;
 }
 
+// Characters JSON.stringify leaves raw that a terminal acts on (DEL, C1, separators, bidi controls).
+const RAW_IN_JSON = /[\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g;
+// The same plus C0 controls, for text lines.
+const UNSAFE_TEXT = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g;
+const escapeChar = (ch: string): string => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`;
+
 function safeJson(value: unknown): string {
+  let text: string;
   try {
-    return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+    text = JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
   } catch {
-    return JSON.stringify({ level: 'error', msg: 'unserialisable log record' });
+    text = JSON.stringify({ level: 'error', msg: 'unserialisable log record' });
   }
+  return text.replace(RAW_IN_JSON, escapeChar);
+}
+
+function textValue(value: unknown): string {
+  const text = typeof value === 'string' ? value : safeJson(value);
+  const escaped = text.replace(UNSAFE_TEXT, escapeChar);
+  return typeof value === 'string' && (escaped === '' || /[\s="]/.test(escaped)) ? `"${escaped.replace(/"/g, '\\"')}"` : escaped;
+}
+
+function textLine(record: Record<string, unknown>): string {
+  const { time, level, msg, ...rest } = record;
+  const clock = typeof time === 'string' ? time.slice(11, 23) : '';
+  const fields = Object.entries(rest).map(([key, value]) => `${key}=${textValue(value)}`);
+  return [clock, String(level).toUpperCase().padEnd(5), String(msg).replace(UNSAFE_TEXT, escapeChar), ...fields].join(' ');
 }
