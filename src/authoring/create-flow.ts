@@ -172,7 +172,9 @@ export function createToolCreationExtension(): ServiceExtension {
         result = { rid, answer: { request_id: rid, status: 'rejected', errors: [issue(e.code, '', e.message)], warnings: [], examples: [] } };
       }
       const extraTags = breadcrumb.tags.filter((tag) => tag.startsWith('agent:'));
-      await d.responder.respondCreate(result.rid, result.answer, extraTags);
+      const spec = breadcrumb.context['tool_spec'] as { name?: unknown } | undefined;
+      const specName = typeof spec?.name === 'string' && spec.name !== '' ? spec.name : undefined;
+      await d.responder.respondCreate(result.rid, result.answer, extraTags, undefined, specName);
       d.logger.info('tool creation answered', { rid, status: result.answer.status, tool: result.answer.tool?.name, errors: result.answer.errors.length });
     }).catch((error: unknown) => {
       seen.delete(breadcrumb.id);

@@ -33,7 +33,8 @@ export type WriteOutcome = 'written' | 'duplicate';
 
 export interface Responder {
   respond(answer: ToolAnswer, signal?: AbortSignal): Promise<WriteOutcome>;
-  respondCreate(rid: string, context: ToolCreateResponseContext, extraTags: string[], signal?: AbortSignal): Promise<WriteOutcome>;
+  /** Titled `Tool <status>: <tool name>` (the spec's `toolName` when nothing was created), else the rid. */
+  respondCreate(rid: string, context: ToolCreateResponseContext, extraTags: string[], signal?: AbortSignal, toolName?: string): Promise<WriteOutcome>;
 }
 
 /** Builds the context of a tool.response.v1 from an execution result. */
@@ -107,11 +108,11 @@ export function createResponder(options: ResponderOptions): Responder {
     }
   };
 
-  const respondCreate = (rid: string, context: ToolCreateResponseContext, extraTags: string[], signal?: AbortSignal): Promise<WriteOutcome> =>
+  const respondCreate = (rid: string, context: ToolCreateResponseContext, extraTags: string[], signal?: AbortSignal, toolName?: string): Promise<WriteOutcome> =>
     write(
       `create-response:${rid}`,
       {
-        title: `Tool ${context.status}: ${context.tool?.name ?? rid}`,
+        title: `Tool ${context.status}: ${context.tool?.name ?? toolName ?? rid}`,
         schema_name: SCHEMA.ToolCreateResponse,
         tags: [workspace, TAG.Response, TAG.request(rid), ...extraTags],
         context,
