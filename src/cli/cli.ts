@@ -16,7 +16,7 @@ const EXIT_TABLE: Array<[number, string]> = [
   [EXIT.Usage, 'bad usage: unknown command or option, invalid value, bad JSON input'],
   [EXIT.Timeout, '`call`: no response within --call-timeout-ms'],
   [EXIT.Unavailable, 'a client command could not reach the store, or the store refused its credentials'],
-  [EXIT.Interrupted, 'a second SIGINT/SIGTERM: exited without draining'],
+  [EXIT.Interrupted, 'interrupted: `call` stopped by SIGINT/SIGTERM, or a second signal made `start` exit without draining'],
 ];
 
 const optionLine = (key: OptionKey): string => `  --${flagName(key).padEnd(26)} ${envName(key).padEnd(40)} ${OPTIONS[key].meta.doc}`;

@@ -48,6 +48,7 @@ export const COMMANDS: readonly Command[] = [
       [EXIT.Usage, 'bad usage, or the input is not valid JSON'],
       [EXIT.Timeout, 'no response within --call-timeout-ms'],
       STORE,
+      [EXIT.Interrupted, 'stopped by SIGINT/SIGTERM before the response came'],
     ],
     client: true,
     load: async () => (await import('./call.js')).run,
