@@ -1,12 +1,16 @@
 // A small structured logger: one JSON object per line, constant messages, data in meta.
 //
 // Logs go to stderr so that stdout stays free for the CLI's own output (`store listening on ...`).
+// Format `json` (default) writes one JSON object per line; `text` writes `HH:MM:SS.mmm LEVEL msg
+// key=value ...` for a person at a terminal. Either way no raw control, C1 or bidi character is
+// written (log data carries agent-chosen strings): JSON escapes them as `\uXXXX`, text likewise.
 // Secret values must never reach a log: callers register them with `redact()` on the root logger
 // and every line written by it or its children has those strings replaced before it leaves — also
 // in the encodings a tool or a library might print them in (JSON-escaped, hex, URL-encoded, and
 // base64/base64url at any byte alignment inside a longer encoded string).
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
+export type LogFormat = 'json' | 'text';
 
 export interface Logger {
   debug(msg: string, meta?: Record<string, unknown>): void;
@@ -23,6 +27,8 @@ const LEVELS: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error:
 
 export interface LoggerOptions {
   level?: LogLevel;
+  /** `json` (default): one object per line; `text`: human-readable lines. */
+  format?: LogFormat;
   /** Where lines go; defaults to process.stderr. */
   write?: (line: string) => void;
   bindings?: Record<string, unknown>;
@@ -30,6 +36,7 @@ export interface LoggerOptions {
 
 interface Shared {
   min: number;
+  format: LogFormat;
   write: (line: string) => void;
   /** Every form to replace (each secret and its encodings), longest first. */
   secrets: string[];
@@ -70,6 +77,7 @@ export function secretForms(value: string): string[] {
 export function createLogger(options: LoggerOptions = {}): Logger {
   const shared: Shared = {
     min: LEVELS[options.level ?? 'info'],
+    format: options.format ?? 'json',
     write: options.write ?? ((line) => process.stderr.write(line)),
     secrets: [],
   };
@@ -85,7 +93,7 @@ function build(shared: Shared, bindings: Record<string, unknown>): Logger {
   const emit = (level: Exclude<LogLevel, 'silent'>, msg: string, meta?: Record<string, unknown>): void => {
     if (LEVELS[level] < shared.min) return;
     const record = { time: new Date().toISOString(), level, msg, ...bindings, ...normalise(meta) };
-    let line = safeJson(record);
+    let line = shared.format === 'text' ? textLine(record) : safeJson(record);
     for (const form of shared.secrets) {
       if (line.includes(form)) line = line.split(form).join('[REDACTED]');
     }
@@ -116,10 +124,31 @@ function normalise(meta: Record<string, unknown> | undefined): Record<string, un
   return out;
 }
 
+// Characters JSON.stringify leaves raw that a terminal acts on (DEL, C1, separators, bidi controls).
+const RAW_IN_JSON = /[\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g;
+// The same plus C0 controls, for text lines.
+const UNSAFE_TEXT = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g;
+const escapeChar = (ch: string): string => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`;
+
 function safeJson(value: unknown): string {
+  let text: string;
   try {
-    return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+    text = JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
   } catch {
-    return JSON.stringify({ level: 'error', msg: 'unserialisable log record' });
+    text = JSON.stringify({ level: 'error', msg: 'unserialisable log record' });
   }
+  return text.replace(RAW_IN_JSON, escapeChar);
+}
+
+function textValue(value: unknown): string {
+  const text = typeof value === 'string' ? value : safeJson(value);
+  const escaped = text.replace(UNSAFE_TEXT, escapeChar);
+  return typeof value === 'string' && (escaped === '' || /[\s="]/.test(escaped)) ? `"${escaped.replace(/"/g, '\\"')}"` : escaped;
+}
+
+function textLine(record: Record<string, unknown>): string {
+  const { time, level, msg, ...rest } = record;
+  const clock = typeof time === 'string' ? time.slice(11, 23) : '';
+  const fields = Object.entries(rest).map(([key, value]) => `${key}=${textValue(value)}`);
+  return [clock, String(level).toUpperCase().padEnd(5), String(msg).replace(UNSAFE_TEXT, escapeChar), ...fields].join(' ');
 }

@@ -3,12 +3,16 @@
 // operator's files under those names. When the store's copy of a pinned tool goes missing or is
 // changed by someone else, the catalog reports drift and this extension publishes the file again
 // (one republish at a time, at most once per second per tool; the pinned definition keeps serving
-// calls meanwhile).
+// calls meanwhile). As with `tools-runner bootstrap`, a tool that would be created or updated at start
+// runs its examples first (in the service's sandbox; `context.api` against a throwaway store) and is
+// rejected when one fails, unless --skip-examples.
 
 import { existsSync } from 'node:fs';
-import { createSchemaValidator } from '../screen/index.js';
+import { createSchemaValidator, validateToolDefinition, type ToolDefinition } from '../screen/index.js';
 import type { ExtensionContext, ServiceExtension } from '../service/service.js';
 import { bootstrapTools, renderBootstrapTable } from './bootstrap.js';
+import { createExampleEnv } from './example-env.js';
+import { checkNetwork } from './network-probe.js';
 import { loadToolFiles, type ToolFile } from './tool-files.js';
 
 const REPUBLISH_GAP_MS = 1_000;
@@ -46,18 +50,35 @@ export function createBootstrapExtension(): ServiceExtension {
         return;
       }
       files = await loadToolFiles(dir, context.config.workspace);
-      const rows = await bootstrapTools({
-        client: context.client,
-        files,
-        config: context.config,
-        logger: context.logger,
-        validator,
-        stamper: context.stamper,
-        pin: context.pinOperatorTool,
-      });
+      const env = context.config.skipExamples ? undefined : createExampleEnv({ config: context.config, logger: context.logger, validator, sandbox: context.sandbox });
+      let rows;
+      try {
+        const tools = files.flatMap((file) => {
+          if (!file.ok || !env) return [];
+          const check = validateToolDefinition(file.breadcrumb.context, { origin: 'bootstrap', config: context.config, validator });
+          return check.ok ? [check.tool] : [];
+        });
+        // Probed once, on the first tool whose examples run (nothing probed when nothing changes).
+        let probed: ReturnType<typeof checkNetwork> | undefined;
+        const network = async (tool: ToolDefinition) => (await (probed ??= checkNetwork(tools, context.config.networkProbe)))(tool);
+        rows = await bootstrapTools({
+          client: context.client,
+          files,
+          config: context.config,
+          logger: context.logger,
+          validator,
+          stamper: context.stamper,
+          pin: context.pinOperatorTool,
+          ...(env ? { examples: { run: (tool, status) => env.run(tool, status), network } } : {}),
+        });
+      } finally {
+        await env?.close();
+      }
       const counts = Object.fromEntries(['created', 'updated', 'unchanged', 'rejected'].map((a) => [a, rows.filter((r) => r.action === a).length]));
-      for (const row of rows.filter((r) => r.action === 'rejected')) context.logger.error('bootstrap file rejected', { file: row.file, reason: row.reason });
-      context.logger.info('bootstrap finished', { dir, ...counts });
+      for (const row of rows.filter((r) => r.action === 'rejected')) context.logger.error('bootstrap file rejected', { file: row.file, tool: row.name, reason: row.reason });
+      const skipped = rows.filter((r) => (r.examples?.skipped ?? 0) > 0).map((r) => r.name);
+      if (skipped.length > 0) context.logger.warn('bootstrap: network examples skipped (network unreachable)', { tools: skipped });
+      context.logger.info('bootstrap finished', { dir, ...counts, examples: env ? 'run' : 'skipped (--skip-examples)' });
       context.logger.debug('bootstrap table', { table: renderBootstrapTable(rows) });
     },
     onOperatorDrift: republish,

@@ -1,7 +1,9 @@
 // Bootstrap: upserts the operator's tool files as tool.code.v1 breadcrumbs.
 //
 // Per file: validate (operator policy: origin "bootstrap") -> find the tool of that name in the
-// workspace -> create when absent, update with If-Match when different, skip when identical.
+// workspace -> skip when identical; otherwise run its examples in the sandbox (as the agent path
+// does; a failing example rejects the file unless examples are skipped) -> create when absent,
+// update with If-Match when different.
 // Re-running changes nothing. Creates carry an Idempotency-Key derived from the content, so two
 // replicas bootstrapping at once create one breadcrumb, not two.
 //
@@ -19,7 +21,9 @@ import { DEPLOYMENT_FIELD, OPERATOR, type Stamper } from '../catalog/deployment.
 import type { OperatorTool } from '../catalog/catalog.js';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../logger.js';
-import { canonicalJson, validateToolDefinition, type SchemaValidator } from '../screen/index.js';
+import { canonicalJson, validateToolDefinition, type SchemaValidator, type ToolDefinition } from '../screen/index.js';
+import type { ExampleReport } from './examples.js';
+import type { NetworkStatus } from './network-probe.js';
 import type { ToolFile } from './tool-files.js';
 
 export type BootstrapAction = 'created' | 'updated' | 'unchanged' | 'rejected';
@@ -30,6 +34,8 @@ export interface BootstrapRow {
   action: BootstrapAction;
   id?: string;
   reason?: string;
+  /** Examples run before the write: passed / skipped (network unreachable) counts. */
+  examples?: { passed: number; skipped: number };
 }
 
 export interface BootstrapOptions {
@@ -39,8 +45,17 @@ export interface BootstrapOptions {
   logger: Logger;
   validator: SchemaValidator;
   stamper: Stamper;
-  /** Called for every valid file (after its upsert, with the record id when it succeeded). */
+  /** Called for every accepted file (after its upsert, with the record id when it succeeded). */
   pin?(pin: OperatorTool): void;
+  /**
+   * Runs a tool's examples before it is created or updated; absent = examples are skipped
+   * (`--skip-examples`). `network` tells which tools' network examples cannot run (called only for
+   * tools whose examples run, so an unchanged directory costs no network probe).
+   */
+  examples?: {
+    run(tool: ToolDefinition, network?: NetworkStatus): Promise<ExampleReport[]>;
+    network?(tool: ToolDefinition): Promise<NetworkStatus>;
+  };
 }
 
 type Desired = Extract<ToolFile, { ok: true }>['breadcrumb'];
@@ -132,9 +147,26 @@ export async function bootstrapTools(options: BootstrapOptions): Promise<Bootstr
       continue;
     }
     const pin: OperatorTool = { tool: check.tool, context: file.breadcrumb.context, file: file.path };
+    let examples: BootstrapRow['examples'];
     try {
+      if (options.examples) {
+        const existing = await findTool(client, file.name, config.workspace);
+        const trust = existing ? options.stamper.assess(existing, config.workspace) : undefined;
+        const unchanged = existing !== undefined && sameContent(existing, file.breadcrumb) && trust?.kind === 'stamped' && trust.owner === OPERATOR;
+        if (!unchanged) {
+          const reports = await options.examples.run(check.tool, await options.examples.network?.(check.tool));
+          const failed = reports.map((r, i) => ({ r, i })).filter(({ r }) => !r.ok);
+          if (failed.length > 0) {
+            const reason = failed.map(({ r, i }) => `example ${i + 1} (${r.description}) failed: ${r.error ?? 'unknown'}`).join('; ');
+            // Not pinned either: a file whose examples fail does not run.
+            rows.push({ file: file.path, name: file.name, action: 'rejected', reason: `${reason} (--skip-examples to bootstrap anyway)` });
+            continue;
+          }
+          examples = { passed: reports.filter((r) => !r.skipped).length, skipped: reports.filter((r) => r.skipped).length };
+        }
+      }
       const { action, id } = await upsert(client, options.stamper, file.breadcrumb, file.name, config.workspace);
-      rows.push({ file: file.path, name: file.name, action, id });
+      rows.push({ file: file.path, name: file.name, action, id, ...(examples ? { examples } : {}) });
       pin.id = id;
     } catch (error) {
       logger.error('bootstrap upsert failed', { file: file.path, error });
@@ -148,7 +180,12 @@ export async function bootstrapTools(options: BootstrapOptions): Promise<Bootstr
 
 /** Renders the summary table printed by `tools-runner bootstrap` and logged by `start`. */
 export function renderBootstrapTable(rows: readonly BootstrapRow[]): string {
-  const lines = rows.map((row) => `${row.action.padEnd(9)} ${(row.name ?? '-').padEnd(24)} ${row.file}${row.reason ? `  — ${row.reason}` : ''}`);
+  const note = (row: BootstrapRow): string => {
+    if (row.reason) return `  — ${row.reason}`;
+    if (!row.examples) return row.action === 'unchanged' ? '' : '  (examples not run: --skip-examples)';
+    return `  (${row.examples.passed} example(s) passed${row.examples.skipped ? `, ${row.examples.skipped} skipped: network unreachable` : ''})`;
+  };
+  const lines = rows.map((row) => `${row.action.padEnd(9)} ${(row.name ?? '-').padEnd(24)} ${row.file}${note(row)}`);
   const count = (action: BootstrapAction): number => rows.filter((row) => row.action === action).length;
   lines.push(`${rows.length} file(s): ${count('created')} created, ${count('updated')} updated, ${count('unchanged')} unchanged, ${count('rejected')} rejected`);
   return lines.join('\n');

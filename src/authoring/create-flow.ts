@@ -233,7 +233,10 @@ export function createToolCreationExtension(): ServiceExtension {
         result = { rid, answer: { request_id: rid, status: 'rejected', errors: [issue(e.code, '', e.message)], warnings: [], examples: [] } };
       }
       const extraTags = breadcrumb.tags.filter((tag) => tag.startsWith('agent:'));
-      const title = `Tool ${result.answer.status}: ${result.answer.tool?.name ?? result.rid}`;
+      // Titled with the tool's name (the spec's when nothing was created), else the request id.
+      const spec = breadcrumb.context['tool_spec'] as { name?: unknown } | undefined;
+      const specName = typeof spec?.name === 'string' && spec.name !== '' ? spec.name : undefined;
+      const title = `Tool ${result.answer.status}: ${result.answer.tool?.name ?? specName ?? result.rid}`;
       await d.responder.respondCreate({ breadcrumbId: breadcrumb.id, rid: result.rid }, result.answer, extraTags, title);
       d.logger.info('tool creation answered', { rid, status: result.answer.status, tool: result.answer.tool?.name, errors: result.answer.errors.length });
     }).catch((error: unknown) => {

@@ -1,15 +1,20 @@
 // Examples are tests: every example of a tool runs in the real sandbox and must succeed, with an
 // output that validates against output_schema — and deep-equals `output` when `match` is "exact".
+// An example marked `requires_network` is skipped (ok, with `skipped` saying why) when the caller
+// found the network unreachable; without a network status every example runs.
 
 import { isDeepStrictEqual } from 'node:util';
 import type { Sandbox, SandboxApi } from '../sandbox/index.js';
 import type { SchemaValidator, ToolDefinition } from '../screen/index.js';
+import type { NetworkStatus } from './network-probe.js';
 
 export type ExampleReport = {
   description: string;
   ok: boolean;
   duration_ms: number;
   error?: string;
+  /** Not run, and why (e.g. the network is unreachable); such a report is ok. */
+  skipped?: string;
 };
 
 export interface RunExamplesOptions {
@@ -20,6 +25,8 @@ export interface RunExamplesOptions {
   api?(tool: ToolDefinition, exampleIndex: number): SandboxApi | undefined;
   /** Values for the tool's required secrets (examples of tools needing absent secrets fail). */
   secrets?: Record<string, string>;
+  /** Reachability of the tool's network (see network-probe.ts); unreachable skips `requires_network` examples. */
+  network?: NetworkStatus;
   signal?: AbortSignal;
 }
 
@@ -34,6 +41,10 @@ function shorten(value: unknown): string {
 export async function runExamples(tool: ToolDefinition, options: RunExamplesOptions): Promise<ExampleReport[]> {
   const reports: ExampleReport[] = [];
   for (const [index, example] of tool.examples.entries()) {
+    if (example.requiresNetwork && options.network && !options.network.reachable) {
+      reports.push({ description: example.description, ok: true, duration_ms: 0, skipped: options.network.reason ?? 'network unreachable' });
+      continue;
+    }
     const missing = tool.requiredSecrets.filter((name) => options.secrets?.[name] === undefined);
     if (missing.length > 0) {
       reports.push({ description: example.description, ok: false, duration_ms: 0, error: `secret.missing: ${missing.join(', ')}` });

@@ -5,7 +5,7 @@
 // concurrent callers mint once) → HELD (token + expiry) → back to MINTING when near expiry or
 // invalidated. A failed mint returns to EMPTY and the error goes to every waiting caller.
 
-import { decodeJwt } from 'jose';
+import { decodeJwt } from 'jose/jwt/decode';
 import type { Logger } from '../logger.js';
 
 /** How the client authenticates. */

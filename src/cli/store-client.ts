@@ -1,9 +1,11 @@
 // CLI client commands (call, bootstrap, export) reach the store: its URL (--store-url, else the local
-// embedded store's address from --host/--port) and a client with the right credentials.
+// embedded store's address from --host/--port), a client with the right credentials, and one line
+// that says what is missing and how to fix it when the store cannot be used.
 
 import { createStoreClient, type StoreClient } from '../breadcrumbs/index.js';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../logger.js';
+import { EXIT } from './command.js';
 
 /** The store base URL a client command should talk to. */
 export function clientStoreUrl(config: Config): string {
@@ -24,4 +26,53 @@ export function cliStoreClient(config: Config, logger: Logger, agentId: string, 
       ? { token: config.storeToken }
       : { mint: { owner_id: config.ownerId, agent_id: agentId, roles, ...(config.adminKey ? { adminKey: config.adminKey } : {}) } },
   });
+}
+
+interface StoreFailure {
+  status?: unknown;
+  storeCode?: unknown;
+  message?: unknown;
+  cause?: unknown;
+}
+
+/** The network reason of a failed call (ECONNREFUSED, ENOTFOUND, ...), if any. */
+function networkReason(error: StoreFailure): string | undefined {
+  const cause = error.cause as { code?: unknown; cause?: { code?: unknown } } | undefined;
+  const code = cause?.code ?? cause?.cause?.code;
+  if (typeof code === 'string') return code;
+  const match = typeof error.message === 'string' ? /\b(E[A-Z]{3,})\b/.exec(error.message) : null;
+  return match?.[1];
+}
+
+const REASONS: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ENOTFOUND: 'host not found',
+  EAI_AGAIN: 'host name lookup failed',
+  ETIMEDOUT: 'connection timed out',
+  EHOSTUNREACH: 'host unreachable',
+  ECONNRESET: 'connection reset',
+};
+
+/**
+ * When `error` means the store is unusable (unreachable, or refused the credentials), one line that
+ * says what is missing and how to fix it, with exit code 4; otherwise undefined.
+ */
+export function storeProblem(error: unknown, config: Config, command: string, hint?: string): { line: string; exit: number } | undefined {
+  const e = (error ?? {}) as StoreFailure;
+  const url = clientStoreUrl(config);
+  if (e.status === 0 && e.storeCode === 'network') {
+    const code = networkReason(e);
+    const why = code ? (REASONS[code] ?? code) : 'no answer';
+    return {
+      line: `tools-runner ${command}: no store at ${url} (${why}). Start one with "tools-runner start", or point --store-url (TOOLS_RUNNER_STORE_URL) at a running store.${hint ? ` ${hint}` : ''}`,
+      exit: EXIT.Unavailable,
+    };
+  }
+  if (e.status === 401 || e.status === 403) {
+    return {
+      line: `tools-runner ${command}: the store at ${url} refused the CLI's credentials (HTTP ${String(e.status)}: ${String(e.message)}). With auth on, pass --admin-key (to mint a token) or --store-token.`,
+      exit: EXIT.Unavailable,
+    };
+  }
+  return undefined;
 }

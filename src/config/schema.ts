@@ -63,12 +63,22 @@ export const OPTIONS = {
   // --- general -------------------------------------------------------------------------------
   logLevel: opt(z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'), {
     group: 'general',
-    doc: 'Minimum level of the JSON log lines written to stderr.',
+    doc: 'Minimum level of the log lines written to stderr. Client commands (`call`, `export`, ...) write only warn and above unless this is `debug`.',
+  }),
+
+  logFormat: opt(z.enum(['auto', 'json', 'text']).default('auto'), {
+    group: 'general',
+    doc: 'Log line format on stderr: `text` (human-readable), `json` (one object per line), or `auto`: text when stderr is a terminal, JSON otherwise.',
   }),
 
   format: opt(z.enum(['openai', 'mcp', 'rap', 'typescript']).default('openai'), {
     group: 'general',
     doc: 'Output format of `tools-runner export`: OpenAI function tools, MCP `tools/list` entries, a RAP toolset, or TypeScript declarations.',
+  }),
+
+  fromFiles: opt(boolish.default(false), {
+    group: 'general',
+    doc: '`tools-runner export` reads the bootstrap directory and `--manifests` instead of a running store (works offline).',
   }),
 
   // --- embedded store ------------------------------------------------------------------------
@@ -286,6 +296,14 @@ export const OPTIONS = {
   bootstrapAllow: opt(listish.default([]), {
     group: 'authoring',
     doc: 'Extra Deno permissions (`read`, `write`, `env`, `run`, `sys`, `ffi`) that bootstrapped tools may declare.',
+  }),
+  skipExamples: opt(boolish.default(false), {
+    group: 'authoring',
+    doc: 'Bootstrap (`bootstrap`, and `start` unless `--no-bootstrap`) without running the tools\' examples first; by default a tool whose example fails is rejected.',
+  }),
+  networkProbe: opt(z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[^\s:\[\]]+):\d{1,5}$/).optional(), {
+    group: 'authoring',
+    doc: '`host:port` checked once (TCP connect, 1.5 s) before running examples marked `requires_network`; unreachable → those examples are skipped. Default: the first declared host of each such tool, port 443.',
   }),
   toolCreation: opt(boolish.default(true), {
     group: 'authoring',

@@ -59,8 +59,11 @@ export interface Pool {
   release(spec: ProcessSpec): void;
   /** Returns an unused ready process (e.g. the caller was aborted while waiting). */
   giveBack(proc: SandboxProcess): void;
-  /** Starts filling `spec`'s key in the background. */
-  prewarm(spec: ProcessSpec): void;
+  /**
+   * Starts filling `spec`'s key in the background. With `count`: at most that many processes, only
+   * into free room (never evicting another key), and the key counts as least recently used.
+   */
+  prewarm(spec: ProcessSpec, count?: number): void;
   stats(): { warm: number; busy: number; spawned: number };
   /** Every live process (for shutdown). */
   live(): SandboxProcess[];
@@ -217,11 +220,12 @@ export function createPool(options: PoolOptions): Pool {
     return true;
   };
 
-  const fill = (key: string): void => {
+  const fill = (key: string, target = poolSize, evict = true): void => {
     const spec = specs.get(key);
     if (closed || !spec || poolSize === 0) return;
     if (Date.now() < backoffUntil) return;
-    while (list(warm, key).length + list(starting, key).length < poolSize && makeRoom(key)) {
+    const room = (): boolean => (evict ? makeRoom(key) : count(warm) + count(starting) + count(idle) < poolMax);
+    while (list(warm, key).length + list(starting, key).length < Math.min(target, poolSize) && room()) {
       const proc = spawn(spec);
       list(starting, key).push(proc);
       proc.ready.then(
@@ -306,9 +310,13 @@ export function createPool(options: PoolOptions): Pool {
       list(warm, proc.key).push(proc);
       retireAfterIdle(proc, warm);
     },
-    prewarm(spec) {
-      touch(spec);
-      fill(spec.key);
+    prewarm(spec, count) {
+      if (count === undefined) {
+        touch(spec);
+        return fill(spec.key);
+      }
+      if (!specs.has(spec.key)) specs.set(spec.key, { ...spec, lastUsed: 0 });
+      fill(spec.key, count, false);
     },
     stats() {
       let busy = 0;

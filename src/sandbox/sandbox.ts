@@ -173,6 +173,23 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
   return {
     run,
     stats: () => ({ ...pool.stats(), memoryEnforcement: guard.mode }),
+    prewarm(tools) {
+      const keys = new Set<string>();
+      for (const tool of closed ? [] : tools) {
+        let net: string[];
+        try {
+          net = validateNetHosts(tool.net);
+        } catch {
+          continue; // run() answers such a tool with permission.denied; nothing to warm
+        }
+        const extra = [...new Set(tool.extraPermissions ?? [])].sort();
+        if (extra.some((name) => !EXTRA_PERMISSIONS.has(name) || !config.bootstrapAllow.includes(name))) continue;
+        const spec = specFor(net, clamp(tool.memoryMb, config.defaultMemoryMb, MIN_MEMORY_MB, config.maxMemoryMb), extra);
+        if (keys.has(spec.key)) continue;
+        keys.add(spec.key);
+        pool.prewarm(spec, 1);
+      }
+    },
     async close() {
       if (closed) return;
       closed = true;

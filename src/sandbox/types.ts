@@ -62,6 +62,11 @@ export interface Sandbox {
   /** Runs one call; never throws for tool behaviour (every ending is an ExecutionResult). */
   run(job: SandboxJob): Promise<ExecutionResult>;
   stats(): SandboxStats;
+  /**
+   * Warms one process per distinct permission set of `tools` (net list, memory, extra permissions)
+   * in the pool's free room, so the first call of each skips a cold spawn; never evicts warm processes.
+   */
+  prewarm?(tools: readonly SandboxTool[]): void;
   /** Kills every process and removes every temp dir; running calls end as sandbox.crashed. */
   close(): Promise<void>;
 }

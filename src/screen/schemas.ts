@@ -137,6 +137,10 @@ export function validateSchemas(context: SchemaContext, options: { validator?: S
     if (match !== 'schema' && match !== 'exact') {
       result.errors.push({ code: IssueCode.ExampleInvalid, path: `${at}/match`, message: `Example ${i} match must be "exact" or "schema", got ${quote(match)}` });
     }
+    const requiresNetwork = example.requires_network;
+    if (requiresNetwork !== undefined && typeof requiresNetwork !== 'boolean') {
+      result.errors.push({ code: IssueCode.ExampleInvalid, path: `${at}/requires_network`, message: `Example ${i} requires_network must be true or false, got ${quote(requiresNetwork)}` });
+    }
     const hasOutput = example.output !== undefined;
     if (match === 'exact' && !hasOutput) {
       result.errors.push({ code: IssueCode.ExampleInvalid, path: `${at}/output`, message: `Example ${i} has match "exact" but no "output"` });
@@ -154,6 +158,7 @@ export function validateSchemas(context: SchemaContext, options: { validator?: S
       input: example.input,
       ...(hasOutput ? { output: example.output } : {}),
       match: match === 'exact' ? 'exact' : 'schema',
+      ...(requiresNetwork === true ? { requiresNetwork: true } : {}),
     });
   });
   return result;

@@ -30,7 +30,8 @@ export interface ToolDefinition {
   timeoutMs: number;
   memoryMb: number;
   requiredSecrets: string[];
-  examples: Array<{ description: string; input: unknown; output?: unknown; match: 'exact' | 'schema' }>;
+  /** `requiresNetwork`: the example reaches a real host (`requires_network: true`); skipped when the network is unreachable. */
+  examples: Array<{ description: string; input: unknown; output?: unknown; match: 'exact' | 'schema'; requiresNetwork?: true }>;
 }
 
 /** The permissions screening needs to judge `Deno.*` calls: the validated net list and extra grants. */

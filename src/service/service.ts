@@ -304,6 +304,11 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       onStop('rap', () => rapRuntime.stop());
       await rapRuntime.start();
     }
+    // One warm process per permission set of the catalog's code tools: first calls skip a cold spawn.
+    sandbox.prewarm?.(catalog.entries().flatMap((entry) => {
+      const route = catalog.resolve(entry.name);
+      return route?.kind === 'code' ? [route.tool] : [];
+    }));
     await publisher.flush();
     intake.start(intakeController.signal);
     const catalogTimer = setInterval(() => {

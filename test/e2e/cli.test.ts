@@ -24,9 +24,10 @@ async function call(args: string[]): Promise<{ code: number | string; out: strin
 }
 
 describe('tools-runner call', () => {
-  it('prints the response and exits 0 on success', async () => {
-    const { code, out } = await call(['cli-echo', '{"n":1}']);
+  it('prints the response and exits 0 on success, with nothing on stderr', async () => {
+    const { code, out, err } = await call(['cli-echo', '{"n":1}']);
     expect(code).toBe(0);
+    expect(err).toBe('');
     expect(JSON.parse(out)).toMatchObject({ tool: 'cli-echo', status: 'success', output: { got: { n: 1 } } });
   });
 
@@ -52,9 +53,10 @@ describe('admin port', () => {
 
   it('tools-runner tail prints executions as they happen', async () => {
     const port = new URL(admin).port;
-    const tail = runCli(['tail', '--admin-port', port]);
+    // tail's "tailing" line is a log line: client commands show it only at --log-level debug.
+    const tail = runCli(['tail', '--admin-port', port, '--log-level', 'debug']);
     await new Promise<void>((resolve) => {
-      const check = (): void => (tail.stderr.join('').includes('tailing') ? resolve() : void setTimeout(check, 20));
+      const check = (): void => (tail.stderr.join('').includes('"msg":"tailing"') ? resolve() : void setTimeout(check, 20));
       check();
     });
     await call(['cli-echo', '{"n":2}']);

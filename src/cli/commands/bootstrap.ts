@@ -1,37 +1,76 @@
-// `tools-runner bootstrap [dir]`: validates every tool JSON file of the directory and upserts it into
-// the store (create / update / unchanged / rejected); exit 1 when a file is rejected.
+// `tools-runner bootstrap [dir]`: validates every tool JSON file of the directory, runs the examples
+// of each tool that would change (unless --skip-examples) and upserts it into the store (created /
+// updated / unchanged / rejected, with the reason); exit 1 when a file is rejected.
 
+import { resolve } from 'node:path';
 import { bootstrapTools, renderBootstrapTable } from '../../authoring/bootstrap.js';
+import { createExampleEnv } from '../../authoring/example-env.js';
+import { checkNetwork } from '../../authoring/network-probe.js';
+import { loadToolFiles } from '../../authoring/tool-files.js';
 import { createStamper } from '../../catalog/deployment.js';
 import { resolveRunnerKey } from '../../catalog/runner-key.js';
-import { loadToolFiles } from '../../authoring/tool-files.js';
-import { createSchemaValidator } from '../../screen/index.js';
-import type { Command } from '../command.js';
-import { cliStoreClient } from '../store-client.js';
+import { createSchemaValidator, validateToolDefinition, type ToolDefinition } from '../../screen/index.js';
+import { EXIT, type CommandContext } from '../command.js';
+import { cliStoreClient, storeProblem } from '../store-client.js';
 
-export const bootstrapCommand: Command = {
-  name: 'bootstrap',
-  summary: 'upsert tool JSON files into the store (default dir: --bootstrap-dir)',
-  usage: 'tools-runner bootstrap [dir] [--store-url URL]',
-  async run({ config, positionals, logger, out, err }) {
-    const dir = positionals[0] ?? config.bootstrapDir;
-    let files;
-    try {
-      files = await loadToolFiles(dir, config.workspace);
-    } catch (error) {
-      err(`tools-runner bootstrap: ${dir}: ${(error as Error).message}`);
-      return 2;
+/** Runs `tools-runner bootstrap`. */
+export async function run({ config, positionals, logger, out, err }: CommandContext): Promise<number> {
+  if (positionals.length > 1) {
+    err(`tools-runner bootstrap: unexpected argument ${JSON.stringify(positionals[1])} (usage: tools-runner bootstrap [dir])`);
+    return EXIT.Usage;
+  }
+  const dir = positionals[0] ?? config.bootstrapDir;
+  let files;
+  try {
+    files = await loadToolFiles(dir, config.workspace);
+  } catch (error) {
+    err(`tools-runner bootstrap: ${dir}: ${(error as Error).message}`);
+    return EXIT.Usage;
+  }
+  const validator = createSchemaValidator();
+  // Signed with the runner's key (the same --runner-secret, or the runner's <data-dir>/runner.key).
+  let stamper;
+  try {
+    stamper = createStamper(resolveRunnerKey({ runnerSecret: config.runnerSecret, dataDir: config.dataDir, logger, storeUrl: config.storeUrl }).key);
+  } catch (error) {
+    err(`tools-runner bootstrap: ${(error as Error).message}`);
+    return EXIT.Usage;
+  }
+  const client = cliStoreClient(config, logger, config.agentId, ['curator', 'emitter', 'subscriber']);
+  const env = config.skipExamples ? undefined : createExampleEnv({ config, logger: logger.child({ component: 'examples' }), validator });
+  try {
+    await client.token();
+    const tools = files.flatMap((file) => {
+      if (!file.ok || !env) return [];
+      const check = validateToolDefinition(file.breadcrumb.context, { origin: 'bootstrap', config, validator });
+      return check.ok ? [check.tool] : [];
+    });
+    // Probed once, on the first tool whose examples run (nothing probed when nothing changes).
+    let probed: ReturnType<typeof checkNetwork> | undefined;
+    const network = async (tool: ToolDefinition) => (await (probed ??= checkNetwork(tools, config.networkProbe)))(tool);
+    const rows = await bootstrapTools({
+      client,
+      files,
+      config,
+      logger,
+      validator,
+      stamper,
+      ...(env ? { examples: { run: (tool, status) => env.run(tool, status), network } } : {}),
+    });
+    out(renderBootstrapTable(rows));
+    if (resolve(dir) !== resolve(config.bootstrapDir) && rows.some((row) => row.action !== 'rejected')) {
+      out(`note: ${dir} is not this runner's --bootstrap-dir (${config.bootstrapDir}): a runner trusts only the tools of its own bootstrap directory, so it validates these like an agent's tools (agent policy).`);
     }
-    const client = cliStoreClient(config, logger, config.agentId, ['curator', 'emitter', 'subscriber']);
-    try {
-      await client.health();
-      // Signed with the same key as the runner (same --runner-secret, or the same --data-dir's runner.key).
-      const stamper = createStamper(resolveRunnerKey({ runnerSecret: config.runnerSecret, dataDir: config.dataDir, logger }).key);
-      const rows = await bootstrapTools({ client, files, config, logger, validator: createSchemaValidator(), stamper });
-      out(renderBootstrapTable(rows));
-      return rows.some((row) => row.action === 'rejected') ? 1 : 0;
-    } finally {
-      client.close();
+    return rows.some((row) => row.action === 'rejected') ? EXIT.Failed : EXIT.Ok;
+  } catch (error) {
+    const problem = storeProblem(error, config, 'bootstrap');
+    if (problem) {
+      err(problem.line);
+      return problem.exit;
     }
-  },
-};
+    throw error;
+  } finally {
+    client.close();
+    await env?.close();
+  }
+}

@@ -1,12 +1,14 @@
 // `tools-runner call <tool> [json|-]`: writes a tool.request.v1, waits for its tool.response.v1,
-// prints the response context as JSON; exit 0 on success, 1 on an error response, 3 on timeout.
+// prints the response context as JSON; exit 0 on success, 1 on an error response (or a request the
+// store refused), 2 on bad input, 3 on timeout, 4 when no store is reachable.
 
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { openEventStream } from '../../breadcrumbs/index.js';
 import { SCHEMA, TAG, ToolResponseContext, type ToolResponseContext as Response } from '../../breadcrumbs/messages.js';
-import type { Command } from '../command.js';
-import { cliStoreClient } from '../store-client.js';
+import { EXIT, type CommandContext } from '../command.js';
+import { safeJson } from '../sanitize.js';
+import { cliStoreClient, storeProblem } from '../store-client.js';
 
 function parseInput(raw: string | undefined): unknown {
   if (raw === undefined) return {};
@@ -18,72 +20,109 @@ function parseInput(raw: string | undefined): unknown {
   }
 }
 
-export const callCommand: Command = {
-  name: 'call',
-  summary: 'run a tool through the store and print its response',
-  usage: 'tools-runner call <tool> [json | -] [--store-url URL] [--call-timeout-ms MS]',
-  async run({ config, positionals, logger, out, err, signal }) {
-    const [tool, raw] = positionals;
-    if (!tool) {
-      err(`usage: ${callCommand.usage}`);
-      return 2;
+/** After this long without an answer, `call` follows the event stream instead of polling quickly. */
+const STREAM_AFTER_MS = 1_000;
+
+/** Waits `ms` or until `signal` aborts. */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
     }
-    let input: unknown;
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+/** Runs `tools-runner call`. */
+export async function run({ config, positionals, logger, out, err, signal }: CommandContext): Promise<number> {
+  const [tool, raw, extra] = positionals;
+  if (!tool || extra !== undefined) {
+    err(`usage: tools-runner call <tool> [json | -]${extra !== undefined ? ` (unexpected argument ${JSON.stringify(extra)}; quote the JSON input)` : ''}`);
+    return EXIT.Usage;
+  }
+  let input: unknown;
+  try {
+    input = parseInput(raw);
+  } catch (error) {
+    err(`tools-runner call: ${(error as Error).message}`);
+    return EXIT.Usage;
+  }
+  const client = cliStoreClient(config, logger, 'tools-runner-cli', ['emitter', 'subscriber']);
+  const rid = randomUUID();
+  const stop = new AbortController();
+  const done = AbortSignal.any([stop.signal, signal, AbortSignal.timeout(config.callTimeoutMs)]);
+  let response: Response | undefined;
+  const check = async (): Promise<void> => {
+    const items = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolResponse, tag: TAG.request(rid), include_context: true, limit: 1 });
+    const parsed = ToolResponseContext.safeParse(items[0]?.context);
+    if (parsed.success) {
+      response = parsed.data;
+      stop.abort();
+    }
+  };
+  const body = {
+    title: `Request: ${tool}`,
+    schema_name: SCHEMA.ToolRequest,
+    tags: [TAG.Request, config.workspace],
+    context: { tool, input, requestId: rid, requestedBy: 'tools-runner-cli' },
+  };
+  try {
+    // Mint the token first: an absent store or refused credentials end here, in one line.
+    await client.token();
     try {
-      input = parseInput(raw);
+      await client.createBreadcrumb(body);
     } catch (error) {
-      err(`tools-runner call: ${(error as Error).message}`);
-      return 2;
-    }
-    const client = cliStoreClient(config, logger, 'tools-runner-cli', ['emitter', 'subscriber']);
-    const rid = randomUUID();
-    const stop = new AbortController();
-    const done = AbortSignal.any([stop.signal, signal, AbortSignal.timeout(config.callTimeoutMs)]);
-    let response: Response | undefined;
-
-    const check = async (): Promise<void> => {
-      const items = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolResponse, tag: TAG.request(rid), include_context: true, limit: 1 });
-      const parsed = ToolResponseContext.safeParse(items[0]?.context);
-      if (parsed.success) {
-        response = parsed.data;
-        stop.abort();
+      const status = (error as { status?: unknown }).status;
+      if (status === 413) {
+        const bytes = Buffer.byteLength(JSON.stringify(body));
+        err(`tools-runner call: the store refused the request with HTTP 413 (payload too large): the request is ${bytes} bytes, over the store's body limit. Send a smaller input, or raise the limit with --max-body-bytes (TOOLS_RUNNER_MAX_BODY_BYTES) on the process that runs the store.`);
+        return EXIT.Failed;
       }
-    };
-
-    const connected = new Promise<void>((resolve) => {
-      openEventStream({
-        client,
-        signal: done,
-        logger,
-        onConnected: () => resolve(),
-        onEvent: (event) => {
-          if (event.schema_name === SCHEMA.ToolResponse && event.tags?.includes(TAG.request(rid))) void check().catch(() => {});
-        },
-      });
-    });
-    await Promise.race([connected, new Promise((r) => setTimeout(r, 2_000).unref())]);
-    await client.createBreadcrumb({
-      title: `Request: ${tool}`,
-      schema_name: SCHEMA.ToolRequest,
-      tags: [TAG.Request, config.workspace],
-      context: { tool, input, requestId: rid, requestedBy: 'tools-runner-cli' },
-    });
-    // The stream delivers the answer; a slow poll covers a stream that is not connected.
+      throw error;
+    }
+    // A quick tool answers within milliseconds: poll with a growing interval first. A call still
+    // running after STREAM_AFTER_MS follows the event stream instead (plus a slow poll, in case the
+    // stream is not connected), so long calls cost no busy polling.
+    let waited = 0;
+    let interval = 4;
+    let streaming = false;
     while (!done.aborted) {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, 1_000);
-        done.addEventListener('abort', () => {
-          clearTimeout(timer);
-          resolve();
-        }, { once: true });
-      });
+      await pause(interval, done);
+      waited += interval;
       if (!response && !done.aborted) await check().catch(() => {});
+      if (!streaming && !done.aborted && waited >= STREAM_AFTER_MS) {
+        streaming = true;
+        openEventStream({
+          client,
+          signal: done,
+          logger,
+          onEvent: (event) => {
+            if (event.schema_name === SCHEMA.ToolResponse && event.tags?.includes(TAG.request(rid))) void check().catch(() => {});
+          },
+        });
+      }
+      interval = streaming ? 1_000 : Math.min(interval * 2, 250);
     }
-    if (!response) {
-      err(`tools-runner call: no response for request ${rid} within ${config.callTimeoutMs} ms`);
-      return 3;
+  } catch (error) {
+    const problem = storeProblem(error, config, 'call');
+    if (problem) {
+      err(problem.line);
+      return problem.exit;
     }
-    out(JSON.stringify(response, null, 2));
-    return response.status === 'success' ? 0 : 1;
-  },
-};
+    throw error;
+  } finally {
+    stop.abort();
+    client.close();
+  }
+  if (!response) {
+    if (signal.aborted) return EXIT.Interrupted;
+    err(`tools-runner call: no response for request ${rid} within ${config.callTimeoutMs} ms (is a runner serving ${config.workspace}? --call-timeout-ms to wait longer)`);
+    return EXIT.Timeout;
+  }
+  out(safeJson(response, 2));
+  return response.status === 'success' ? EXIT.Ok : EXIT.Failed;
+}

@@ -1,33 +1,100 @@
 // `tools-runner export --format openai|mcp|rap|typescript`: prints the workspace's runnable catalog
-// (its tool.catalog.v1, kept current by the runner) in one target format, built by src/export — the
-// same mapping the live MCP endpoint serves. Tools that cannot be exported (name collisions,
-// unexportable schemas) are left out of every format, reported on stderr, and make the exit code 1.
+// (its tool.catalog.v1, kept current by the runner and sealed with the runner secret) in one target
+// format, built by src/export — the same mapping the live MCP endpoint serves. `--from-files` builds
+// the catalog offline from the bootstrap directory (valid tools) and the `--manifests` host tools.
+// Tools that cannot be exported (name collisions, unexportable schemas) are left out of every
+// format, reported on stderr, and make the exit code 1.
 
+import { existsSync } from 'node:fs';
+import { loadToolFiles } from '../../authoring/tool-files.js';
 import { resolveRequestKeys } from '../../catalog/runner-key.js';
-import { readPublishedCatalog, renderExport } from '../../export/index.js';
-import type { Command } from '../command.js';
-import { cliStoreClient } from '../store-client.js';
+import { readPublishedCatalog, renderExport, type CatalogTool } from '../../export/index.js';
+import { loadHostTools } from '../../legacy/index.js';
+import { createSchemaValidator, validateToolDefinition } from '../../screen/index.js';
+import { EXIT, type CommandContext } from '../command.js';
+import { cliStoreClient, storeProblem } from '../store-client.js';
 
-export const exportCommand: Command = {
-  name: 'export',
-  summary: 'print the runnable catalog as OpenAI tools, MCP tools, a RAP toolset or TypeScript types',
-  usage: 'tools-runner export [--format openai|mcp|rap|typescript] [--store-url URL]',
-  async run({ config, logger, out, err }) {
-    const client = cliStoreClient(config, logger, 'tools-runner-cli', ['subscriber']);
-    try {
-      const keys = resolveRequestKeys({ runnerSecret: config.runnerSecret, dataDir: config.dataDir, logger, storeUrl: config.storeUrl });
-      const tools = await readPublishedCatalog(client, config.workspace, keys);
-      if (!tools) {
-        err(`tools-runner export: no tool.catalog.v1 sealed by this runner secret for ${config.workspace} in the store (is a runner with the same --runner-secret running?)`);
-        return 1;
+type Entry = CatalogTool;
+
+/** The catalog from the bootstrap directory and the manifests; problems are reported on `err`. */
+async function catalogFromFiles({ config, logger, err }: CommandContext): Promise<Entry[] | undefined> {
+  const entries = new Map<string, Entry>();
+  let problems = 0;
+  if (existsSync(config.bootstrapDir)) {
+    const validator = createSchemaValidator();
+    for (const file of await loadToolFiles(config.bootstrapDir, config.workspace)) {
+      const check = file.ok ? validateToolDefinition(file.breadcrumb.context, { origin: 'bootstrap', config, validator }) : undefined;
+      if (!check?.ok) {
+        problems++;
+        err(`tools-runner export: skipped ${file.path}: ${file.ok ? (check && !check.ok ? check.errors[0]?.message : '') : file.error}`);
+        continue;
       }
-      const adminHost = config.adminHost.includes(':') ? `[${config.adminHost}]` : config.adminHost;
-      const rendered = renderExport(config.format, tools, { workspace: config.workspace, rapEndpoint: `http://${adminHost}:${config.adminPort}/rap/invoke` });
-      out(rendered.text);
-      for (const omission of rendered.omitted) err(`tools-runner export: not exported: ${omission.reason}`);
-      return rendered.omitted.length > 0 ? 1 : 0;
-    } finally {
-      client.close();
+      const t = check.tool;
+      entries.set(t.name, { name: t.name, description: t.description, version: t.version, kind: 'code', inputSchema: t.inputSchema, outputSchema: t.outputSchema });
     }
-  },
-};
+  } else if (config.manifests.length === 0) {
+    err(`tools-runner export: --from-files: the bootstrap directory ${config.bootstrapDir} does not exist and no --manifests are given`);
+    return undefined;
+  }
+  if (config.manifests.length > 0) {
+    const loaded = await loadHostTools({ paths: config.manifests, grantedCapabilities: config.grantedCapabilities, logger });
+    for (const error of loaded.errors) err(`tools-runner export: manifest ${error.path} rejected: ${error.message}`);
+    problems += loaded.errors.length;
+    for (const tool of loaded.tools) {
+      if (!entries.has(tool.name)) entries.set(tool.name, { name: tool.name, description: tool.description, kind: 'host', inputSchema: tool.inputSchema ?? { type: 'object' } });
+    }
+  }
+  if (entries.size === 0) {
+    err(`tools-runner export: --from-files found no valid tool (${problems} problem(s) above)`);
+    return undefined;
+  }
+  return [...entries.values()].sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/** The catalog a running runner published to the store. */
+async function catalogFromStore({ config, logger, err }: CommandContext): Promise<Entry[] | number> {
+  const client = cliStoreClient(config, logger, 'tools-runner-cli', ['subscriber']);
+  try {
+    // The store first: "no store" is the more basic problem to report.
+    await client.token();
+    let keys;
+    try {
+      keys = resolveRequestKeys({ runnerSecret: config.runnerSecret, dataDir: config.dataDir, logger, storeUrl: config.storeUrl });
+    } catch (error) {
+      err(`tools-runner export: ${(error as Error).message}; or export offline with --from-files`);
+      return EXIT.Usage;
+    }
+    const tools = await readPublishedCatalog(client, config.workspace, keys);
+    if (!tools) {
+      err(`tools-runner export: no tool.catalog.v1 sealed with this runner secret for ${config.workspace} in the store: start a runner ("tools-runner start", same --runner-secret) to publish it, or export offline with --from-files`);
+      return EXIT.Failed;
+    }
+    return tools;
+  } catch (error) {
+    const problem = storeProblem(error, config, 'export', 'To export without a store: tools-runner export --from-files.');
+    if (problem) {
+      err(problem.line);
+      return problem.exit;
+    }
+    throw error;
+  } finally {
+    client.close();
+  }
+}
+
+/** Runs `tools-runner export`. */
+export async function run(ctx: CommandContext): Promise<number> {
+  if (ctx.positionals.length > 0) {
+    ctx.err(`tools-runner export: unexpected argument ${JSON.stringify(ctx.positionals[0])} (usage: tools-runner export [--format openai|mcp|rap|typescript] [--from-files])`);
+    return EXIT.Usage;
+  }
+  const tools = ctx.config.fromFiles ? await catalogFromFiles(ctx) : await catalogFromStore(ctx);
+  if (tools === undefined) return EXIT.Failed;
+  if (typeof tools === 'number') return tools;
+  const { config } = ctx;
+  const adminHost = config.adminHost.includes(':') ? `[${config.adminHost}]` : config.adminHost;
+  const rendered = renderExport(config.format, tools, { workspace: config.workspace, rapEndpoint: `http://${adminHost}:${config.adminPort}/rap/invoke` });
+  ctx.out(rendered.text);
+  for (const omission of rendered.omitted) ctx.err(`tools-runner export: not exported: ${omission.reason}`);
+  return rendered.omitted.length > 0 ? EXIT.Failed : EXIT.Ok;
+}

@@ -5,42 +5,37 @@
 
 import { coerceError } from '../../errors.js';
 import { createStore } from '../../store/index.js';
-import type { Command } from '../command.js';
+import { EXIT, type CommandContext } from '../command.js';
 
-/** The `store` subcommand. */
-export const storeCommand: Command = {
-  name: 'store',
-  summary: 'run the embedded RCRT-compatible breadcrumb store (HTTP + SQLite)',
-  usage: 'tools-runner store [--host H] [--port P] [--data-dir D] [--auth-secret S --admin-key K] [--secrets-key K]',
-  async run({ config, positionals, logger, out, err, signal }) {
-    if (positionals.length > 0) {
-      err(`tools-runner store: unexpected argument ${JSON.stringify(positionals[0])} (usage: ${storeCommand.usage})`);
-      return 2;
-    }
-    let store;
-    try {
-      store = await createStore({
-        host: config.host,
-        port: config.port,
-        dataDir: config.dataDir,
-        maxBodyBytes: config.maxBodyBytes,
-        authSecret: config.authSecret,
-        adminKey: config.adminKey,
-        secretsKey: config.secretsKey,
-        pingIntervalMs: config.pingIntervalMs,
-        eventRetention: config.eventRetention,
-        authMint: config.authMint,
-        embedUrl: config.embedUrl,
-        embedCommand: config.embedCommand,
-        logger: logger.child({ component: 'store' }),
-      });
-    } catch (error) {
-      err(`tools-runner store: ${coerceError(error).message}`);
-      return 1;
-    }
-    out(`store listening on ${store.url}`);
-    if (!signal.aborted) await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
-    await store.close();
-    return 0;
-  },
-};
+/** Runs `tools-runner store` until SIGTERM/SIGINT. */
+export async function run({ config, positionals, logger, out, err, signal }: CommandContext): Promise<number> {
+  if (positionals.length > 0) {
+    err(`tools-runner store: unexpected argument ${JSON.stringify(positionals[0])} (usage: tools-runner store [--host H] [--port P] [--data-dir D])`);
+    return EXIT.Usage;
+  }
+  let store;
+  try {
+    store = await createStore({
+      host: config.host,
+      port: config.port,
+      dataDir: config.dataDir,
+      maxBodyBytes: config.maxBodyBytes,
+      authSecret: config.authSecret,
+      adminKey: config.adminKey,
+      secretsKey: config.secretsKey,
+      pingIntervalMs: config.pingIntervalMs,
+      eventRetention: config.eventRetention,
+      authMint: config.authMint,
+      embedUrl: config.embedUrl,
+      embedCommand: config.embedCommand,
+      logger: logger.child({ component: 'store' }),
+    });
+  } catch (error) {
+    err(`tools-runner store: ${coerceError(error).message}`);
+    return EXIT.Failed;
+  }
+  out(`store listening on ${store.url}`);
+  if (!signal.aborted) await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+  await store.close();
+  return EXIT.Ok;
+}

@@ -1,41 +1,52 @@
 // `tools-runner tail`: prints the runner's live execution feed (admin port, WebSocket /live).
-// Positional `json` prints the raw messages instead of one readable line each.
+// Positional `json` prints the raw messages instead of one readable line each. Names and ids in the
+// feed are chosen by agents: every field is printed through safeField (no terminal escapes).
 
 import WebSocket from 'ws';
-import type { Command } from '../command.js';
+import { EXIT, type CommandContext } from '../command.js';
+import { safeField } from '../sanitize.js';
 
-export const tailCommand: Command = {
-  name: 'tail',
-  summary: 'print executions as they happen (from the admin port)',
-  usage: 'tools-runner tail [json] [--admin-host H] [--admin-port P]',
-  async run({ config, positionals, out, err, signal }) {
-    const host = config.adminHost.includes(':') ? `[${config.adminHost}]` : config.adminHost;
-    const url = `ws://${host}:${config.adminPort}/live`;
-    const raw = positionals[0] === 'json';
-    return new Promise<number>((resolve) => {
-      const ws = new WebSocket(url);
-      const onAbort = (): void => ws.close();
-      signal.addEventListener('abort', onAbort, { once: true });
-      ws.on('open', () => err(`tailing ${url}`));
-      ws.on('message', (data) => {
-        const text = data.toString();
-        if (raw) return out(text);
-        try {
-          const m = JSON.parse(text) as Record<string, unknown>;
-          const what = m['type'] === 'execution:started' ? 'start ' : 'finish';
-          const detail = m['type'] === 'execution:finished'
-            ? ` ${String(m['status'])}${m['code'] ? ` ${String(m['code'])}` : ''} ${Number(m['durationMs']).toFixed(1)}ms`
-            : '';
-          out(`${String(m['ts'])} ${what} ${String(m['tool'])}${detail} rid=${String(m['rid'])}`);
-        } catch {
-          out(text);
-        }
-      });
-      ws.on('error', (error) => err(`tools-runner tail: ${url}: ${error.message}`));
-      ws.on('close', () => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(signal.aborted ? 0 : 1);
-      });
+/** One readable line of a /live message (every agent-chosen field escaped). */
+export function renderLiveMessage(text: string): string {
+  let m: Record<string, unknown>;
+  try {
+    const parsed = JSON.parse(text) as unknown;
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return safeField(text);
+    m = parsed as Record<string, unknown>;
+  } catch {
+    return safeField(text);
+  }
+  const what = m['type'] === 'execution:started' ? 'start ' : m['type'] === 'execution:finished' ? 'finish' : safeField(m['type']);
+  const duration = Number(m['durationMs']);
+  const detail = m['type'] === 'execution:finished'
+    ? ` ${safeField(m['status'])}${m['code'] ? ` ${safeField(m['code'])}` : ''} ${Number.isFinite(duration) ? duration.toFixed(1) : '?'}ms`
+    : '';
+  return `${safeField(m['ts'])} ${what} ${safeField(m['tool'])}${detail} rid=${safeField(m['rid'])}`;
+}
+
+/** Runs `tools-runner tail` until SIGINT/SIGTERM or the feed closes. */
+export async function run({ config, positionals, logger, out, err, signal }: CommandContext): Promise<number> {
+  if (positionals.length > 1 || (positionals[0] !== undefined && positionals[0] !== 'json')) {
+    err(`tools-runner tail: unexpected argument ${JSON.stringify(positionals.find((p) => p !== 'json'))} (usage: tools-runner tail [json])`);
+    return EXIT.Usage;
+  }
+  const host = config.adminHost.includes(':') ? `[${config.adminHost}]` : config.adminHost;
+  const url = `ws://${host}:${config.adminPort}/live`;
+  const raw = positionals[0] === 'json';
+  return new Promise<number>((resolve) => {
+    const ws = new WebSocket(url);
+    const onAbort = (): void => ws.close();
+    signal.addEventListener('abort', onAbort, { once: true });
+    // Progress, not data: a log line (shown with --log-level debug), so stdout carries only the feed.
+    ws.on('open', () => logger.info('tailing', { url }));
+    ws.on('message', (data) => {
+      const text = data.toString();
+      out(raw ? safeField(text) : renderLiveMessage(text));
     });
-  },
-};
+    ws.on('error', (error) => err(`tools-runner tail: ${url}: ${error.message} (is "tools-runner start" running with --admin-port ${config.adminPort}?)`));
+    ws.on('close', () => {
+      signal.removeEventListener('abort', onAbort);
+      resolve(signal.aborted ? EXIT.Ok : EXIT.Failed);
+    });
+  });
+}

@@ -1,0 +1,57 @@
+// Where operator-side example runs happen (`tools-runner test`, `bootstrap`, bootstrap at `start`):
+// the sandbox (the caller's, or one created on first use) and, for tools granted `context.api`, a
+// throwaway in-memory store, so examples never write into the real store. Both are created lazily
+// and released by close().
+
+import { createStoreClient, type StoreClient } from '../breadcrumbs/index.js';
+import type { Config } from '../config/index.js';
+import type { Logger } from '../logger.js';
+import { createSandbox, type Sandbox } from '../sandbox/index.js';
+import type { SchemaValidator, ToolDefinition } from '../screen/index.js';
+import { createToolApi } from '../service/tool-api.js';
+import { createStore, type Store } from '../store/index.js';
+import { runExamples, type ExampleReport } from './examples.js';
+import type { NetworkStatus } from './network-probe.js';
+
+/** Runs a tool's examples for the operator; close() stops what it started. */
+export interface ExampleEnv {
+  run(tool: ToolDefinition, network?: NetworkStatus): Promise<ExampleReport[]>;
+  close(): Promise<void>;
+}
+
+/** Creates the environment; `sandbox` given = used and left open, else one is created on first use. */
+export function createExampleEnv(options: { config: Config; logger: Logger; validator: SchemaValidator; sandbox?: Sandbox }): ExampleEnv {
+  const { config, logger, validator } = options;
+  let sandbox: Promise<Sandbox> | undefined = options.sandbox ? Promise.resolve(options.sandbox) : undefined;
+  let ownSandbox = false;
+  let store: Promise<{ store: Store; client: StoreClient }> | undefined;
+  const apiStore = (): Promise<{ store: Store; client: StoreClient }> =>
+    (store ??= createStore({ ...config, host: '127.0.0.1', port: 0, dataDir: ':memory:', authSecret: undefined, logger }).then((s) => ({
+      store: s,
+      client: createStoreClient({ baseUrl: s.url, logger }),
+    })));
+  return {
+    async run(tool, network) {
+      if (!sandbox) {
+        ownSandbox = true;
+        sandbox = createSandbox({ config, logger });
+      }
+      const api = tool.api ? (await apiStore()).client : undefined;
+      return runExamples(tool, {
+        sandbox: await sandbox,
+        validator,
+        workspace: config.workspace,
+        ...(network ? { network } : {}),
+        ...(api ? { api: (t, i) => createToolApi({ client: api, tool: t.name, rid: `example:${t.name}:${i + 1}`, config }) } : {}),
+      });
+    },
+    async close() {
+      if (ownSandbox && sandbox) await (await sandbox).close();
+      if (store) {
+        const { store: s, client } = await store;
+        client.close();
+        await s.close();
+      }
+    },
+  };
+}

@@ -1,0 +1,67 @@
+// Is the network reachable for examples marked `requires_network: true`? Checked once per target,
+// up front, before any example runs: a TCP connect (DNS included) with a short timeout. The target
+// is the operator's `--network-probe host:port`, else the tool's first declared host on port 443
+// (the host the example will really use). Offline, those examples are skipped with the reason
+// instead of failing on a DNS error, so `npm test` passes on a machine without internet.
+
+import { connect } from 'node:net';
+import type { ToolDefinition } from '../screen/index.js';
+
+/** The probe's default timeout: long enough for a slow DNS answer, short enough not to stall a test run. */
+export const NETWORK_PROBE_TIMEOUT_MS = 1_500;
+
+export interface NetworkStatus {
+  reachable: boolean;
+  /** Why not (host, port and the error), when unreachable. */
+  reason?: string;
+}
+
+/** `host:port` → [host, port]; IPv6 literals in brackets. */
+function splitTarget(target: string): [string, number] {
+  const cut = target.lastIndexOf(':');
+  const host = target.slice(0, cut).replace(/^\[(.*)\]$/, '$1');
+  return [host, Number(target.slice(cut + 1))];
+}
+
+/** The probe target of a tool with network examples, or undefined when it declares no host. */
+export function probeTarget(tool: Pick<ToolDefinition, 'net'>, override: string | undefined): string | undefined {
+  if (override) return override;
+  const first = tool.net[0];
+  if (first === undefined) return undefined;
+  const host = first.replace(/^\*\./, '');
+  return /:\d+$/.test(host) && !host.endsWith(']') ? host : `${host}:443`;
+}
+
+/** One TCP connect to `target` within `timeoutMs`; never throws. */
+export function probe(target: string, timeoutMs = NETWORK_PROBE_TIMEOUT_MS): Promise<NetworkStatus> {
+  const [host, port] = splitTarget(target);
+  return new Promise((resolve) => {
+    const socket = connect({ host, port });
+    const finish = (status: NetworkStatus): void => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(status);
+    };
+    const timer = setTimeout(() => finish({ reachable: false, reason: `network unreachable: no TCP connection to ${target} within ${timeoutMs} ms` }), timeoutMs);
+    socket.once('connect', () => finish({ reachable: true }));
+    socket.once('error', (error: NodeJS.ErrnoException) => finish({ reachable: false, reason: `network unreachable: ${target}: ${error.code ?? error.message}` }));
+  });
+}
+
+/**
+ * Probes, in parallel and once each, the targets of every tool that has an example marked
+ * `requires_network`; returns the status of a tool by its probe target.
+ */
+export async function checkNetwork(tools: ReadonlyArray<Pick<ToolDefinition, 'net' | 'examples'>>, override: string | undefined, timeoutMs = NETWORK_PROBE_TIMEOUT_MS): Promise<(tool: Pick<ToolDefinition, 'net'>) => NetworkStatus> {
+  const targets = new Set<string>();
+  for (const tool of tools) {
+    if (!tool.examples.some((example) => example.requiresNetwork)) continue;
+    const target = probeTarget(tool, override);
+    if (target) targets.add(target);
+  }
+  const results = new Map(await Promise.all([...targets].map(async (target) => [target, await probe(target, timeoutMs)] as const)));
+  return (tool) => {
+    const target = probeTarget(tool, override);
+    return (target && results.get(target)) || { reachable: true };
+  };
+}

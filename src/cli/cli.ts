@@ -1,0 +1,138 @@
+// tools-runner CLI: `tools-runner <command> [--flags] [args]` (entry: main.ts). The only module that
+// calls process.exit.
+// It loads only the configuration and the chosen command's code (commands are imported on demand),
+// and everything it prints goes through the terminal-safety escaping of ./sanitize.js.
+
+import { loadConfig, OPTIONS, envName, flagName, type Config, type OptionKey } from '../config/index.js';
+import { coerceError } from '../errors.js';
+import { createLogger, type LogLevel } from '../logger.js';
+import { EXIT, type Command } from './command.js';
+import { COMMANDS } from './commands/index.js';
+import { safeText } from './sanitize.js';
+
+const EXIT_TABLE: Array<[number, string]> = [
+  [EXIT.Ok, 'success'],
+  [EXIT.Failed, 'the command ran and the outcome is a failure (error response, rejected file, failed example)'],
+  [EXIT.Usage, 'bad usage: unknown command or option, invalid value, bad JSON input'],
+  [EXIT.Timeout, '`call`: no response within --call-timeout-ms'],
+  [EXIT.Unavailable, 'a client command could not reach the store, or the store refused its credentials'],
+  [EXIT.Interrupted, 'interrupted: `call` stopped by SIGINT/SIGTERM, or a second signal made `start` exit without draining'],
+];
+
+const optionLine = (key: OptionKey): string => `  --${flagName(key).padEnd(26)} ${envName(key).padEnd(40)} ${OPTIONS[key].meta.doc}`;
+
+function help(out: (line: string) => void): void {
+  out('usage: tools-runner <command> [options] [args]    (tools-runner <command> --help: that command\'s help)');
+  out('');
+  out('commands:');
+  for (const command of COMMANDS) out(`  ${command.name.padEnd(10)} ${command.summary}`);
+  out('');
+  out('exit codes:');
+  for (const [code, meaning] of EXIT_TABLE) out(`  ${String(code).padEnd(4)} ${meaning}`);
+  out('');
+  out('options (every flag also reads its environment variable):');
+  for (const key of Object.keys(OPTIONS) as OptionKey[]) out(optionLine(key));
+}
+
+function commandHelp(command: Command, out: (line: string) => void): void {
+  out(`usage: ${command.usage}`);
+  out('');
+  for (const line of command.description) out(line);
+  out('');
+  out('exit codes:');
+  for (const [code, meaning] of command.exits) out(`  ${String(code).padEnd(4)} ${meaning}`);
+  const options: OptionKey[] = [...command.options, 'logLevel'].filter((key, i, all) => all.indexOf(key) === i) as OptionKey[];
+  out('');
+  out('options (also read from their environment variables; every option of `tools-runner help` is accepted):');
+  for (const key of options) out(optionLine(key));
+}
+
+/** `--help`/`-h` among the arguments (before a `--`). */
+function wantsHelp(args: readonly string[]): boolean {
+  const end = args.indexOf('--');
+  return (end === -1 ? args : args.slice(0, end)).some((arg) => arg === '--help' || arg === '-h');
+}
+
+const LEVEL_ORDER: LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
+
+/** Client commands log only warn and above unless asked for debug: stdout carries the answer, stderr problems. */
+function logLevelFor(command: Command, config: Config): LogLevel {
+  if (!command.client || config.logLevel === 'debug') return config.logLevel;
+  return LEVEL_ORDER.indexOf(config.logLevel) < LEVEL_ORDER.indexOf('warn') ? 'warn' : config.logLevel;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const out = (line: string): void => void process.stdout.write(safeText(line) + '\n');
+  const err = (line: string): void => void process.stderr.write(safeText(line) + '\n');
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h') {
+    help(out);
+    return name === undefined ? EXIT.Usage : EXIT.Ok;
+  }
+  if (name === 'help') {
+    const target = rest[0] === undefined ? undefined : COMMANDS.find((c) => c.name === rest[0]);
+    if (rest[0] !== undefined && !target) {
+      err(`tools-runner help: unknown command "${rest[0]}" (known: ${COMMANDS.map((c) => c.name).join(', ')})`);
+      return EXIT.Usage;
+    }
+    if (target) commandHelp(target, out);
+    else help(out);
+    return EXIT.Ok;
+  }
+  const command = COMMANDS.find((candidate) => candidate.name === name);
+  if (!command) {
+    err(`tools-runner: unknown command "${name}" (known: ${COMMANDS.map((c) => c.name).join(', ')}; tools-runner help)`);
+    return EXIT.Usage;
+  }
+  if (wantsHelp(rest)) {
+    commandHelp(command, out);
+    return EXIT.Ok;
+  }
+  let loaded;
+  try {
+    loaded = loadConfig({ argv: rest });
+  } catch (error) {
+    err(`tools-runner ${name}: ${coerceError(error).message}`);
+    return EXIT.Usage;
+  }
+  const { config } = loaded;
+  const format = config.logFormat === 'auto' ? (process.stderr.isTTY ? 'text' : 'json') : config.logFormat;
+  const logger = createLogger({ level: logLevelFor(command, config), format }).child({ cmd: name });
+  const controller = new AbortController();
+  let signals = 0;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    signals += 1;
+    if (signals === 1) {
+      logger.info('signal received, draining', { signal });
+      controller.abort(new Error(`received ${signal}`));
+    } else {
+      logger.warn('second signal, exiting now', { signal });
+      process.exit(EXIT.Interrupted);
+    }
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  try {
+    const run = await command.load();
+    return await run({ config, positionals: loaded.positionals, logger, out, err, signal: controller.signal });
+  } catch (error) {
+    const e = coerceError(error);
+    err(`tools-runner ${name}: ${e.code}: ${e.message}`);
+    return EXIT.Failed;
+  } finally {
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+    // Commands close their handles; exit anyway so a stray timer cannot keep a finished CLI alive.
+    setTimeout(() => process.exit(code), 50).unref();
+  },
+  (error: unknown) => {
+    process.stderr.write(safeText(`tools-runner: ${String(error)}`) + '\n');
+    process.exit(EXIT.Failed);
+  },
+);

@@ -1,0 +1,167 @@
+// Every JSON and shell example of the README runs here, as written, against a real runner with its
+// embedded store (free ports; the README's fixed ports 8081/8082 are given to the commands through
+// TOOLS_RUNNER_PORT / TOOLS_RUNNER_ADMIN_PORT, and to curl by rewriting `localhost:8081/8082`).
+// Blocks that cannot run here carry a `skip:` marker with the reason; that list is pinned below, so a
+// new example cannot be skipped silently and a marker cannot go missing.
+
+import { writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BreadcrumbCreate, SCHEMA, TAG, ToolCreateResponseContext, ToolRequestContext, ToolResponseContext } from '../../src/breadcrumbs/messages.js';
+import { defaultConfig } from '../../src/config/index.js';
+import { validateToolDefinition } from '../../src/screen/index.js';
+import { cleanupAll, client, runCli, startRunnerWithStore, tempDir } from '../e2e/harness.js';
+import { commandLines, readme, shell, startShell } from './readme-blocks.js';
+
+const doc = readme();
+
+/** Blocks that run in this file. */
+const TESTED = ['quick-start-call', 'request', 'response', 'request-curl', 'no-store', 'tool-definition', 'create-request'];
+/** Blocks that cannot run in a test, each with its marker's reason. */
+const SKIPPED = {
+  'quick-start-install': 'installs packages and starts a service on the fixed ports 8081/8082 (the test runs the same service on free ports for the blocks below)',
+  'quick-start-test': 'runs the whole test suite, which contains this test',
+  diagram: 'a diagram, not a command',
+  docker: 'needs Docker, which the test machine does not have',
+  'mcp-desktop-config': "a desktop client's configuration file; test/mcp/stdio.test.ts runs the same command",
+};
+
+// Nothing listens on port 1: a refused connection, at once — "the network is unreachable".
+const OFFLINE_PROBE = '127.0.0.1:1';
+
+let storeUrl: string;
+let adminUrl: string;
+let cwd: string;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  const started = await startRunnerWithStore(['--bootstrap', '--admin-port', '0', '--network-probe', OFFLINE_PROBE], { TOOLS_RUNNER_LOG_LEVEL: 'info' });
+  storeUrl = started.url;
+  const line = started.runner.stderr.join('').split('\n').find((l) => l.includes('"msg":"admin port listening"'));
+  adminUrl = (JSON.parse(line as string) as { url: string }).url;
+  cwd = tempDir('tr-readme-');
+  env = {
+    PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+    HOME: process.env['HOME'] ?? '/tmp',
+    TOOLS_RUNNER_PORT: new URL(storeUrl).port,
+    TOOLS_RUNNER_ADMIN_PORT: new URL(adminUrl).port,
+  };
+});
+
+afterAll(cleanupAll);
+
+/** A README line with the fixed example ports pointed at this test's service. */
+const local = (line: string): string =>
+  line.replace(/localhost:8081/g, new URL(storeUrl).host).replace(/localhost:8082/g, new URL(adminUrl).host);
+
+const json = (id: string): Record<string, unknown> => JSON.parse(doc.byId(id).body) as Record<string, unknown>;
+
+describe('README examples', () => {
+  it('every fenced block is marked; the skipped ones are exactly the pinned list', () => {
+    expect(doc.blocks.filter((b) => b.id === undefined).map((b) => `line ${b.line}`)).toEqual([]);
+    const ids = doc.blocks.map((b) => b.id as string);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(Object.fromEntries(doc.blocks.filter((b) => b.skip).map((b) => [b.id, b.skip]))).toEqual(SKIPPED);
+    expect(doc.blocks.filter((b) => !b.skip).map((b) => b.id).sort()).toEqual([...TESTED].sort());
+    for (const block of doc.blocks.filter((b) => !b.skip)) expect(['json', 'sh']).toContain(block.lang);
+  });
+
+  it('quick-start-call: call prints the response, tail shows the execution, /metrics counts it', async () => {
+    const [call, tail, metrics] = commandLines(doc.byId('quick-start-call'));
+    const tailing = startShell(tail as string, { cwd, env: { ...env, TOOLS_RUNNER_LOG_LEVEL: 'debug' } });
+    // tail writes its "tailing" log line (visible at debug) once the WebSocket is open.
+    await expect.poll(() => tailing.errors(), { timeout: 20_000 }).toMatch(/"msg":"tailing"/);
+    const called = await shell(call as string, { cwd, env });
+    expect(called.stderr).toBe('');
+    expect(called.code).toBe(0);
+    expect(JSON.parse(called.stdout)).toMatchObject({ tool: 'calculator', status: 'success', output: { result: 14 } });
+    await expect.poll(() => tailing.output(), { timeout: 20_000 }).toMatch(/ finish calculator success [\d.]+ms rid=/);
+    tailing.stop();
+    expect((await tailing.done).code).toBe(0);
+    const counted = await shell(local(metrics as string), { cwd, env });
+    expect(counted.code).toBe(0);
+    expect(counted.stdout).toMatch(/^tools_runner_requests_total\{tool="calculator",status="success",code="ok"\} [1-9]\d*$/m);
+  });
+
+  it('request, response, request-curl: the request is posted with curl as written and answered as documented', async () => {
+    const request = json('request');
+    expect(BreadcrumbCreate.safeParse(request).success).toBe(true);
+    const context = ToolRequestContext.parse(request['context']);
+    writeFileSync(join(cwd, 'request.json'), doc.byId('request').body);
+    const [post, list] = commandLines(doc.byId('request-curl'));
+    const posted = await shell(local(post as string), { cwd, env });
+    expect(posted.code).toBe(0);
+    expect(JSON.parse(posted.stdout)).toMatchObject({ id: expect.any(String) });
+    let items: Array<{ context: unknown; title?: string; tags: string[] }> = [];
+    await expect.poll(async () => {
+      const listed = await shell(local(list as string), { cwd, env });
+      items = JSON.parse(listed.stdout) as typeof items;
+      return items.length;
+    }, { timeout: 30_000 }).toBe(1);
+    const real = ToolResponseContext.parse(items[0]?.context);
+    const documented = ToolResponseContext.parse(json('response'));
+    // What the README shows is what the runner answers (timings and ids aside).
+    expect(real).toMatchObject({ request_id: context.requestId, tool: documented.tool, status: documented.status, output: documented.output });
+    expect(Object.keys(documented).sort()).toEqual(Object.keys(real).sort());
+    const documentedMeta = Object.keys(documented.metadata ?? {}).filter((k) => k !== 'logs');
+    expect(Object.keys(real.metadata ?? {})).toEqual(expect.arrayContaining(documentedMeta));
+    expect(items[0]?.tags).toEqual(expect.arrayContaining(['workspace:tools', TAG.Response, TAG.request('req-123')]));
+  });
+
+  it('no-store: a client command without a store says what is missing in one line and exits 4', async () => {
+    const block = doc.byId('no-store');
+    const [command] = commandLines(block);
+    const expected = block.body.split('\n').find((l) => l.startsWith('# '))?.slice(2);
+    const run = await shell(command as string, { cwd, env });
+    expect(run.code).toBe(4);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toBe(`${expected}\n`);
+  });
+
+  it('tool-definition: valid under the agent policy; its network example is skipped offline and runs when the network is up', async () => {
+    const definition = json('tool-definition');
+    const check = validateToolDefinition(definition, { origin: 'agent', config: defaultConfig() });
+    expect(check.ok ? [] : check.errors).toEqual([]);
+    const file = join(cwd, 'weather-now.json');
+    writeFileSync(file, doc.byId('tool-definition').body);
+    const offline = runCli(['test', file, '--network-probe', OFFLINE_PROBE]);
+    expect(await offline.exited).toBe(0);
+    expect(offline.stdout).toContain(`    - example 1: Paris skipped (network unreachable: ${OFFLINE_PROBE}: ECONNREFUSED)`);
+    expect(offline.stdout.at(-1)).toBe('1 tool(s), 1 example(s): 1 tool(s) passed, 0 failed; 0 example(s) passed, 0 failed, 1 skipped');
+    // "Online" (the probe reaches a listening port): the example runs, and fails for want of its secret.
+    const server = await listening();
+    const port = (server.address() as { port: number }).port;
+    const online = runCli(['test', file, '--network-probe', `127.0.0.1:${port}`]);
+    expect(await online.exited).toBe(1);
+    expect(online.stdout.join('\n')).toContain('✗ example 1: Paris (0 ms)\n        secret.missing: WEATHER_KEY');
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  it('create-request: posted as written, it creates the tool, which then runs', async () => {
+    const request = json('create-request');
+    const store = client(storeUrl);
+    await store.createBreadcrumb(BreadcrumbCreate.parse(request));
+    const rid = (request['context'] as { request_id: string }).request_id;
+    let answer: { context?: unknown; title?: string } | undefined;
+    await expect.poll(async () => {
+      [answer] = await store.listBreadcrumbs({ schema_name: SCHEMA.ToolCreateResponse, tag: TAG.request(rid), include_context: true });
+      return answer !== undefined;
+    }, { timeout: 30_000 }).toBe(true);
+    const created = ToolCreateResponseContext.parse(answer?.context);
+    expect(created).toMatchObject({ request_id: rid, status: 'created', errors: [], tool: { name: 'doubler', version: '1.0.0' } });
+    expect(created.examples).toEqual([{ description: 'two doubled', ok: true, duration_ms: expect.any(Number) }]);
+    expect(answer?.title).toBe('Tool created: doubler');
+    const called = await shell(`npx tools-runner call doubler '{"n":21}'`, { cwd, env });
+    expect(called.code).toBe(0);
+    expect(JSON.parse(called.stdout)).toMatchObject({ tool: 'doubler', status: 'success', output: { doubled: 42 } });
+  });
+});
+
+/** A TCP server on a free local port (the "reachable network" for the probe). */
+function listening(): Promise<Server> {
+  return new Promise((resolve) => {
+    const server = createServer((socket) => socket.destroy());
+    server.listen(0, '127.0.0.1', () => resolve(server));
+  });
+}
