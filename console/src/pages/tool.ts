@@ -103,12 +103,17 @@ const page = async (root: HTMLElement, args: string[]): Promise<() => void> => {
   let codeNames: string[] = [];
 
   const draw = (stats: Stats): void => {
-    const xs = stats.buckets.map((b) => b.t / 1000);
-    const lat = [xs, stats.buckets.map((b) => b.p50), stats.buckets.map((b) => b.p99)] as any;
+    // The last 30 minutes, one slot per minute (minutes without calls are gaps / zeros).
+    const nowMin = Math.floor(Date.now() / 60_000) * 60_000;
+    const minutes = Array.from({ length: 30 }, (_, i) => nowMin - (29 - i) * 60_000);
+    const byT = new Map(stats.buckets.map((b) => [b.t, b]));
+    const slots = minutes.map((t) => byT.get(t));
+    const xs = minutes.map((t) => t / 1000);
+    const lat = [xs, slots.map((b) => b?.p50 ?? null), slots.map((b) => b?.p99 ?? null)] as any;
     if (latency) latency.update(lat);
     else latency = charts.timeChart(latencyEl, { title: 'Latency per minute', series: ['p50', 'p99'], unit: 'ms' }, lat);
     const names = [...new Set(stats.buckets.flatMap((b) => Object.keys(b.codes)))].sort();
-    const codeData = [xs, ...(names.length > 0 ? names : ['errors']).map((c) => stats.buckets.map((b) => b.codes[c] ?? 0))] as any;
+    const codeData = [xs, ...(names.length > 0 ? names : ['errors']).map((c) => slots.map((b) => b?.codes[c] ?? 0))] as any;
     if (codes && names.join() === codeNames.join()) codes.update(codeData);
     else {
       codes?.destroy();

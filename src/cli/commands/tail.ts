@@ -13,7 +13,7 @@ export const tailCommand: Command = {
     const url = `ws://${host}:${config.adminPort}/live`;
     const raw = positionals[0] === 'json';
     return new Promise<number>((resolve) => {
-      const ws = new WebSocket(url);
+      const ws = new WebSocket(url, config.adminToken !== undefined ? { headers: { authorization: `Bearer ${config.adminToken}` } } : {});
       const onAbort = (): void => ws.close();
       signal.addEventListener('abort', onAbort, { once: true });
       ws.on('open', () => err(`tailing ${url}`));
