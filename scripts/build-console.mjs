@@ -3,7 +3,7 @@
 // shipped, nothing fetched from a network at run time. `node scripts/build-console.mjs`.
 
 import { build } from 'esbuild';
-import { cpSync, mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -30,7 +30,14 @@ export async function buildConsole() {
     metafile: true,
     logLevel: 'warning',
   });
-  cpSync(join(root, 'console', 'index.html'), join(out, 'index.html'));
+  // Preload the chunks main.js imports statically, so they load alongside it, not after it.
+  const main = Object.entries(result.metafile.outputs).find(([file]) => file.endsWith('/assets/main.js'))?.[1];
+  const preloads = (main?.imports ?? [])
+    .filter((imp) => imp.kind === 'import-statement')
+    .map((imp) => `<link rel="modulepreload" href="/assets/${imp.path.replace(/^.*\/assets\//, '')}">`)
+    .join('\n');
+  const html = readFileSync(join(root, 'console', 'index.html'), 'utf8').replace('<!-- preloads -->', preloads);
+  writeFileSync(join(out, 'index.html'), html);
   const bytes = Object.fromEntries(Object.entries(result.metafile.outputs).map(([file, info]) => [file.replace(/^.*public\//, ''), info.bytes]));
   return { out, bytes };
 }

@@ -4,12 +4,14 @@
 import 'uplot/dist/uPlot.min.css';
 import './style.css';
 import { h, mount } from './dom.js';
+import catalogPage, { prefetchCatalog } from './pages/catalog.js';
 
 /** What a page module exports: render into `root`; the returned function runs when the page is left. */
 export type Page = (root: HTMLElement, args: string[]) => (() => void) | void | Promise<(() => void) | void>;
 
 const pages: Record<string, () => Promise<{ default: Page }>> = {
-  catalog: () => import('./pages/catalog.js'),
+  // The default page ships in main.js (no chunk round trips before its data is asked for).
+  catalog: async () => ({ default: catalogPage }),
   tool: () => import('./pages/tool.js'),
   editor: () => import('./pages/editor.js'),
   live: () => import('./pages/live.js'),
@@ -37,5 +39,7 @@ async function route(): Promise<void> {
   }
 }
 
+// The catalog's data is requested while the rest of the page starts.
+if (/^#?\/?(catalog)?$/.test(location.hash)) prefetchCatalog();
 window.addEventListener('hashchange', () => void route());
 void route();

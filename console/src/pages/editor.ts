@@ -237,6 +237,7 @@ const page = async (root: HTMLElement, args: string[]): Promise<() => void> => {
   );
   void lastOk;
   document.body.dataset['ready'] = 'editor';
+  performance.mark('console:ready');
   return () => {
     clearTimeout(defTimer);
     for (const m of merges) m.destroy();

@@ -151,6 +151,7 @@ const page = async (root: HTMLElement): Promise<() => void> => {
   void tick();
   const timer = setInterval(() => void tick(), 1000);
   document.body.dataset['ready'] = 'live';
+  performance.mark('console:ready');
   return () => {
     closed = true;
     clearInterval(timer);

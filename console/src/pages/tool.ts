@@ -31,11 +31,10 @@ function recentTable(calls: Call[]): HTMLElement {
 const page = async (root: HTMLElement, args: string[]): Promise<() => void> => {
   const name = args[0] ?? '';
   const id = args[1];
-  const doc = await api<ToolDoc>(`/tools/${encodeURIComponent(name)}${id ? `?id=${encodeURIComponent(id)}` : ''}`);
+  const [doc, charts] = await Promise.all([api<ToolDoc>(`/tools/${encodeURIComponent(name)}${id ? `?id=${encodeURIComponent(id)}` : ''}`), import('../charts.js')]);
   const t = doc.tool;
   const def = doc.definition ?? {};
   const runnable = t.state === 'runnable' || t.state === 'deprecated';
-  const charts = await import('../charts.js');
 
   const examples: any[] = Array.isArray(def['examples']) ? def['examples'] : [];
   const exampleEls = examples.map((ex, i) => {
@@ -151,6 +150,7 @@ const page = async (root: HTMLElement, args: string[]): Promise<() => void> => {
   draw(doc.stats);
   const timer = setInterval(() => void refresh(), 5000);
   document.body.dataset['ready'] = 'tool';
+  performance.mark('console:ready');
   return () => {
     clearInterval(timer);
     latency?.destroy();
