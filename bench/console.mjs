@@ -46,7 +46,10 @@ const tool = (name, source) => ({
 });
 
 const dir = mkdtempSync(join(tmpdir(), 'bench-console-'));
-const config = defaultConfig({ port: 0, dataDir: dir, adminPort: 0, bootstrap: false, poolSize: 2, concurrency: 8, toolConcurrency: 8, logLevel: 'silent' });
+// The real-execution part calls 19 tools; --reuse opts them into process reuse (README "Sandbox").
+const REUSE = process.argv.includes('--reuse');
+const reuseTools = REUSE ? Array.from({ length: 19 }, (_, i) => `bench-${String(i).padStart(4, '0')}`) : [];
+const config = defaultConfig({ port: 0, dataDir: dir, adminPort: 0, bootstrap: false, poolSize: 2, concurrency: 8, toolConcurrency: 8, logLevel: 'silent', reuseTools });
 const service = await startService({ config, logger: silentLogger(), extensions: serviceExtensions(config) });
 const admin = service.adminUrl;
 const client = createStoreClient({ baseUrl: service.storeUrl, logger: silentLogger(), auth: { mint: { owner_id: '00000000-0000-0000-0000-000000000001', agent_id: 'bench' } } });
@@ -169,7 +172,7 @@ try {
   await page.waitForFunction((n) => document.getElementById('live-count')?.textContent === String(n), N * 2, { timeout: 120_000 }).catch(() => undefined);
   const doneMs = performance.now() - t0;
   const shown = Number(await page.evaluate(() => document.getElementById('live-count')?.textContent));
-  out.live_real = { requests: N, offered_per_s: Math.round((N / writtenMs) * 1000), executions_per_s: Math.round((shown / 2 / doneMs) * 1000), messages_shown: shown, all_shown: shown === N * 2, seconds_to_last: Math.round(doneMs / 100) / 10 };
+  out.live_real = { reuse: REUSE, requests: N, offered_per_s: Math.round((N / writtenMs) * 1000), executions_per_s: Math.round((shown / 2 / doneMs) * 1000), messages_shown: shown, all_shown: shown === N * 2, seconds_to_last: Math.round(doneMs / 100) / 10 };
   await page.close();
 } finally {
   await browser.close();
