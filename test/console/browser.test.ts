@@ -95,7 +95,11 @@ describe('web console in Chromium', () => {
     await page.click('.cm-content');
     await page.keyboard.press('Control+A');
     await page.keyboard.insertText(UPPER);
-    await page.waitForFunction("document.querySelector('.diagnostics li.error') === null && (document.querySelector('.bar .ok')?.textContent ?? '').startsWith('no problems')");
+    await page.waitForFunction(() => {
+      // Runs in the page (the CSP forbids string evaluation, so a function it is).
+      const doc = (globalThis as unknown as { document: { querySelector(s: string): { textContent: string | null } | null } }).document;
+      return doc.querySelector('.diagnostics li.error') === null && (doc.querySelector('.bar .ok')?.textContent ?? '').startsWith('no problems');
+    });
     await page.click('text=Run examples');
     await page.locator('.results .example').first().waitFor({ timeout: 30_000 });
     await expect(page.locator('.results .example').first().getAttribute('data-ok')).resolves.toBe('true');
