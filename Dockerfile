@@ -1,6 +1,9 @@
 # tools-runner container image.
 #   docker build -t tools-runner .
-#   docker run --rm -p 8082:8082 -v tools-runner-data:/data tools-runner
+#   docker run --rm -p 8082:8082 -v tools-runner-data:/data \
+#     -e TOOLS_RUNNER_ADMIN_HOST=0.0.0.0 -e TOOLS_RUNNER_ADMIN_TOKEN=<16+ chars> tools-runner
+# The admin port (console, /metrics, /live) binds to a non-loopback address only with an admin token;
+# without one it stays on 127.0.0.1 inside the container (the HEALTHCHECK still works).
 # With an upstream RCRT server instead of the embedded store: see docs/docker-compose.example.yml.
 
 # --- production dependencies (better-sqlite3 compiles here; deno ships its binary in an npm package)
@@ -17,6 +20,8 @@ FROM deps AS build
 RUN npm ci
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
+COPY console ./console
+COPY scripts/build-console.mjs ./scripts/
 RUN npm run build
 
 # --- runtime
@@ -35,7 +40,6 @@ COPY bootstrap-breadcrumbs ./bootstrap-breadcrumbs
 ENV NODE_ENV=production \
     TOOLS_RUNNER_DATA_DIR=/data \
     TOOLS_RUNNER_AUDIT_DIR=/data/audit \
-    TOOLS_RUNNER_ADMIN_HOST=0.0.0.0 \
     TOOLS_RUNNER_ADMIN_PORT=8082
 USER node
 EXPOSE 8082

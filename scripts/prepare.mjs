@@ -19,3 +19,11 @@ try {
 execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
 // The bin must be executable for `npx tools-runner` (npm sets the mode only for installed packages).
 chmodSync(`${root}dist/cli/main.js`, 0o755);
+// The web console's assets, when its bundler is installed (dev dependencies).
+try {
+  createRequire(`${root}package.json`).resolve('esbuild');
+  execFileSync(process.execPath, [`${root}scripts/build-console.mjs`], { cwd: root, stdio: 'inherit' });
+} catch (error) {
+  if (error?.code !== 'MODULE_NOT_FOUND') throw error;
+  console.error('tools-runner prepare: esbuild is not installed (--omit=dev?); the web console is not built');
+}

@@ -159,7 +159,7 @@ export const OPTIONS = {
   }),
   adminHost: opt(z.string().min(1).default('127.0.0.1'), {
     group: 'runner',
-    doc: 'Bind address of the admin port (`/health`, `/metrics`, `/live`).',
+    doc: 'Bind address of the admin port (`/health`, `/metrics`, `/live`, the web console). A non-loopback address needs `adminToken`.',
   }),
   adminPort: opt(intish(-1, 65535).default(8082), {
     group: 'runner',
@@ -167,7 +167,7 @@ export const OPTIONS = {
   }),
   adminToken: opt(z.string().min(16).optional(), {
     group: 'runner',
-    doc: 'Bearer token (16+ characters) required by the admin port\'s `/mcp` endpoint (`Authorization: Bearer <token>`). When unset, `/mcp` is open to whoever can reach the admin port.',
+    doc: 'Bearer token (16+ characters) the admin port requires for the web console and its API, `/mcp`, `/live` and `/metrics` (`Authorization: Bearer <token>`, or the console\'s login cookie); `/health` stays open. Without it the admin port only binds to loopback addresses.',
     secret: true,
   }),
   mcpProgressMs: opt(intish(100).default(2_000), {

@@ -1,10 +1,16 @@
 // The admin port: `/health` (JSON; 503 unless RUNNING), `/metrics` (Prometheus text) and `/live`
 // (WebSocket: one JSON message per execution start/finish, for `tools-runner tail`), plus the
-// routes service extensions add (e.g. `/mcp`), which handle every method themselves.
+// routes service extensions add (e.g. `/mcp`), which handle every method (and their auth) themselves,
+// and the web console (`/`, `/api/*`, src/console). The console, `/live` and `/metrics` pass the
+// access guard (src/console/access.ts): the admin token when one is set, else loopback Host names
+// only; a non-loopback bind without a token is refused at start.
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { createAccessGuard, type Refusal } from '../console/access.js';
+import { loginPage, nonLoopbackWithoutToken, readBody, SECURITY_HEADERS } from '../console/http.js';
+import { isLoopbackHost } from '../store/http-util.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from './metrics.js';
 
@@ -26,6 +32,10 @@ export interface AdminServerOptions {
   health(): { ok: boolean; [key: string]: unknown };
   /** Extra routes by exact path. */
   routes?: ReadonlyMap<string, AdminRoute>;
+  /** When set, the console, `/live` and `/metrics` require it; without it only loopback binds are allowed. */
+  adminToken?: string;
+  /** The web console (pages and /api); served behind the access guard. */
+  console?: { handle(req: IncomingMessage, res: ServerResponse, path: string): Promise<boolean> };
 }
 
 export interface AdminServer {
@@ -40,6 +50,30 @@ const MAX_CLIENT_BUFFER = 1024 * 1024;
 /** Starts the admin server; resolves once it listens. */
 export async function startAdminServer(options: AdminServerOptions): Promise<AdminServer> {
   const { logger, metrics } = options;
+  if (!isLoopbackHost(options.host) && options.adminToken === undefined) throw nonLoopbackWithoutToken(options.host);
+  if (options.adminToken !== undefined) logger.redact(options.adminToken);
+  const guard = createAccessGuard({ token: options.adminToken });
+  /** Paths behind the guard: the console's, `/live` and `/metrics` (`/health` stays open for probes). */
+  const guarded = (path: string): boolean =>
+    path === '/' || path === '/index.html' || path === '/login' || path === '/live' || path === '/metrics' || path.startsWith('/api/') || path.startsWith('/assets/');
+  const refuse = (req: IncomingMessage, res: ServerResponse, refusal: Refusal): void => {
+    const wantsPage = req.method === 'GET' && (req.headers.accept ?? '').includes('text/html');
+    if (wantsPage && refusal.status === 401) {
+      res.writeHead(401, { ...SECURITY_HEADERS, 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' }).end(loginPage(undefined));
+      return;
+    }
+    res.writeHead(refusal.status, { ...SECURITY_HEADERS, 'content-type': 'application/json' }).end(JSON.stringify({ error: refusal.message, code: refusal.code }));
+  };
+  /** POST /login (form): the admin token in, a session cookie out. */
+  const login = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const token = new URLSearchParams(await readBody(req, 4096)).get('token') ?? '';
+    if (!guard.tokenMatches(token)) {
+      logger.warn('console login refused', { remote: req.socket.remoteAddress });
+      res.writeHead(401, { ...SECURITY_HEADERS, 'content-type': 'text/html; charset=utf-8' }).end(loginPage(guard.tokenRequired ? 'That is not the admin token.' : 'This admin port has no token configured; nothing to log in to.'));
+      return;
+    }
+    res.writeHead(303, { ...SECURITY_HEADERS, 'set-cookie': guard.sessionCookie(), location: '/' }).end();
+  };
   const wss = new WebSocketServer({ noServer: true });
   const clients = new Set<WebSocket>();
 
@@ -49,6 +83,18 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     if (route) {
       await route(req, res);
       return;
+    }
+    if (guarded(path)) {
+      const mutating = req.method !== 'GET' && req.method !== 'HEAD';
+      if (path === '/login' && req.method === 'POST') {
+        // The login form is the one mutating route that needs no token (it checks the token itself).
+        const refusal = guard.check(req, { mutating: true });
+        if (refusal && refusal.status !== 401) return refuse(req, res, refusal);
+        return login(req, res);
+      }
+      const refusal = guard.check(req, { mutating });
+      if (refusal) return refuse(req, res, refusal);
+      if (options.console && (await options.console.handle(req, res, path))) return;
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { 'content-type': 'application/json', allow: 'GET' }).end(JSON.stringify({ error: `method ${req.method} not allowed`, code: 'method_not_allowed' }));
@@ -77,6 +123,12 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
   server.on('upgrade', (req, socket, head) => {
     if ((req.url ?? '').split('?')[0] !== '/live') {
       socket.end('HTTP/1.1 404 Not Found\r\n\r\n');
+      return;
+    }
+    const refusal = guard.check(req, { mutating: true });
+    if (refusal) {
+      const body = JSON.stringify({ error: refusal.message, code: refusal.code });
+      socket.end(`HTTP/1.1 ${refusal.status} ${refusal.status === 401 ? 'Unauthorized' : refusal.status === 403 ? 'Forbidden' : 'Bad Request'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws) => {

@@ -33,6 +33,8 @@ export interface ExecutionReport {
   status: 'success' | 'error';
   code?: string;
   durationMs: number;
+  /** The requesting agent, when the request names one. */
+  agentId?: string;
 }
 
 export interface RequestHandlerOptions {
@@ -52,7 +54,7 @@ export interface RequestHandlerOptions {
   legacyCutoverMs?: number;
   /** Aborted only when the service must stop NOW (not at drain start). */
   hardStop: AbortSignal;
-  onStarted?(report: { rid: string; tool: string }): void;
+  onStarted?(report: { rid: string; tool: string; agentId?: string }): void;
   onFinished?(report: ExecutionReport): void;
 }
 
@@ -200,7 +202,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
           return 'answered';
         }
       }
-      options.onStarted?.({ rid, tool: identity.tool });
+      options.onStarted?.({ rid, tool: identity.tool, ...(identity.agentId ? { agentId: identity.agentId } : {}) });
       const startedAt = performance.now();
       let executed: Executed;
       try {
@@ -256,6 +258,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
         status: executed.result.ok ? 'success' : 'error',
         ...(executed.result.ok ? {} : { code: executed.result.error.code }),
         durationMs: totalMs,
+        ...(identity.agentId ? { agentId: identity.agentId } : {}),
       };
       options.onFinished?.(report);
       log.info('request answered', { status: report.status, code: report.code, durationMs: Math.round(totalMs) });

@@ -28,6 +28,7 @@ import { createStore, type Store } from '../store/index.js';
 import { createClaimManager } from '../watcher/claims.js';
 import { loadAnswerTagCutover } from '../watcher/cutover.js';
 import { createIntake } from '../watcher/intake.js';
+import { createConsoleApi } from '../console/api.js';
 import { startAdminServer, type AdminRoute, type AdminServer } from './admin-server.js';
 import { createMetrics } from './metrics.js';
 import { createRequestHandler } from './request-handler.js';
@@ -188,6 +189,20 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     const responder = createResponder({ client, workspace: config.workspace, keys, logger: log.child({ component: 'responder' }) });
 
     let admin: AdminServer | undefined;
+    const startedAt = Date.now();
+    const healthDoc = () => ({
+      ok: state === 'RUNNING',
+      status: state === 'RUNNING' ? 'ok' : state.toLowerCase(),
+      lifecycle: state,
+      replica,
+      uptimeS: Math.round((Date.now() - startedAt) / 1000),
+      store: { url: storeUrl, streamConnected },
+      queue: queue.stats(),
+      intake: intake.stats(),
+      pool: sandbox.stats(),
+      catalog: { active: catalog.entries().length, rejected: catalog.rejected().length },
+      ...(rap ? { rap: rap.status() } : {}),
+    });
     const metrics = createMetrics({
       queue: () => queue.stats(),
       pool: () => sandbox.stats(),
@@ -211,6 +226,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     });
     const rapRuntime = rap;
     const legacyCutoverMs = await loadAnswerTagCutover({ client, keys, workspace: config.workspace, logger: log });
+    // The web console's API (served on the admin port); its figures come from the handler's reports.
+    const consoleApi = createConsoleApi({ config, client, keys, catalog, sandbox, validator, logger: log.child({ component: 'console' }), health: () => healthDoc() });
     const handler = createRequestHandler({
       client,
       legacyCutoverMs,
@@ -234,9 +251,13 @@ export async function startService(options: ServiceOptions): Promise<Service> {
           resolveSecret: (name) => secrets.resolveOne(name, { tool: tool.name, rid: ctx.rid, operator: true }),
           ...(rapRuntime ? { runRemote: (call) => rapRuntime.runRemote(call, { rid: ctx.rid, requestBreadcrumbId: ctx.breadcrumbId ?? ctx.rid }) } : {}),
         }),
-      onStarted: (report) => admin?.broadcast({ type: 'execution:started', ts: new Date().toISOString(), replica, ...report }),
+      onStarted: (report) => {
+        consoleApi.stats.started(report);
+        admin?.broadcast({ type: 'execution:started', ts: new Date().toISOString(), replica, ...report });
+      },
       onFinished: (report) => {
         metrics.recordExecution(report);
+        consoleApi.stats.finished(report);
         admin?.broadcast({ type: 'execution:finished', ts: new Date().toISOString(), replica, ...report });
       },
     });
@@ -318,7 +339,6 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     onStop('catalog timer', async () => clearInterval(catalogTimer));
     void intake.scan(true);
 
-    const startedAt = Date.now();
     if (config.adminPort >= 0) {
       admin = await startAdminServer({
         host: config.adminHost,
@@ -326,19 +346,9 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         logger: log.child({ component: 'admin' }),
         metrics,
         routes: new Map(extensions.flatMap((extension) => [...(extension.adminRoutes?.() ?? [])])),
-        health: () => ({
-          ok: state === 'RUNNING',
-          status: state === 'RUNNING' ? 'ok' : state.toLowerCase(),
-          lifecycle: state,
-          replica,
-          uptimeS: Math.round((Date.now() - startedAt) / 1000),
-          store: { url: storeUrl, streamConnected },
-          queue: queue.stats(),
-          intake: intake.stats(),
-          pool: sandbox.stats(),
-          catalog: { active: catalog.entries().length, rejected: catalog.rejected().length },
-          ...(rapRuntime ? { rap: rapRuntime.status() } : {}),
-        }),
+        health: healthDoc,
+        ...(config.adminToken !== undefined ? { adminToken: config.adminToken } : {}),
+        console: consoleApi,
       });
       onStop('admin port', () => admin!.close());
       log.info('admin port listening', { url: admin.url });

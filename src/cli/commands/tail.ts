@@ -34,7 +34,7 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
   const url = `ws://${host}:${config.adminPort}/live`;
   const raw = positionals[0] === 'json';
   return new Promise<number>((resolve) => {
-    const ws = new WebSocket(url);
+    const ws = new WebSocket(url, config.adminToken !== undefined ? { headers: { authorization: `Bearer ${config.adminToken}` } } : {});
     const onAbort = (): void => ws.close();
     signal.addEventListener('abort', onAbort, { once: true });
     // Progress, not data: a log line (shown with --log-level debug), so stdout carries only the feed.

@@ -1,0 +1,253 @@
+// The console's JSON API under /api (and its built pages at /): the catalog, a tool's page, live
+// screening, example runs in the real sandbox, calls and tool creation through the store (real
+// tool.request.v1 / tool.create.request.v1 records, answered by the runner like any agent's), and
+// the request inspector. Access control happens before this (admin-server + access.ts).
+
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { RequestKeys, StoreClient } from '../breadcrumbs/index.js';
+import { isNotFound } from '../breadcrumbs/index.js';
+import { SCHEMA, TAG } from '../breadcrumbs/messages.js';
+import type { Catalog } from '../catalog/catalog.js';
+import type { Config } from '../config/index.js';
+import type { Logger } from '../logger.js';
+import type { Sandbox } from '../sandbox/index.js';
+import { validateToolDefinition, type SchemaValidator, type ToolDefinition } from '../screen/index.js';
+import { createToolApi } from '../service/tool-api.js';
+import { ApiError, defaultAssetsDir, loadAssets, readJsonObject, sendError, sendJson } from './http.js';
+import { inspectRequest } from './inspect.js';
+import { runAllExamples, runExample, type RunExampleOptions } from './run-example.js';
+import { createConsoleStats, type ConsoleStats } from './stats.js';
+import { createToolIndex } from './tool-index.js';
+
+/** The agent id the console writes requests as (`agent:console`). */
+export const CONSOLE_AGENT = 'console';
+
+export interface ConsoleOptions {
+  config: Config;
+  client: StoreClient;
+  keys: RequestKeys;
+  catalog: Catalog;
+  sandbox: Sandbox;
+  validator: SchemaValidator;
+  logger: Logger;
+  /** The runner's health document (queue, pool, intake). */
+  health(): Record<string, unknown>;
+  /** Where the built browser files are (default dist/console/public). */
+  assetsDir?: string;
+}
+
+export interface ConsoleApi {
+  /** Execution figures; feed it the request handler's reports. */
+  stats: ConsoleStats;
+  /** Serves a console path (pages, /api/*); false when the path is not the console's. */
+  handle(req: IncomingMessage, res: ServerResponse, path: string): Promise<boolean>;
+}
+
+const MAX_REMEMBERED = 10_000;
+const NAME = /^[A-Za-z0-9_.:-]{1,128}$/;
+
+function remember(map: Map<string, string>, key: string, value: string): void {
+  map.set(key, value);
+  if (map.size > MAX_REMEMBERED) map.delete(map.keys().next().value as string);
+}
+
+function decode(raw: string, what: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw new ApiError(400, 'bad_request', `${what} ${JSON.stringify(raw.slice(0, 140))} is not valid percent-encoding`);
+  }
+}
+
+function toolName(raw: string): string {
+  const name = decode(raw, 'tool name');
+  if (!NAME.test(name)) throw new ApiError(404, 'not_found', `no tool named ${JSON.stringify(name.slice(0, 140))}`);
+  return name;
+}
+
+function specOf(body: Record<string, unknown>): Record<string, unknown> {
+  const spec = body['tool_spec'];
+  if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
+    throw new ApiError(400, 'bad_request', `tool_spec must be a JSON object, got ${spec === null ? 'null' : Array.isArray(spec) ? 'an array' : typeof spec}`);
+  }
+  return spec as Record<string, unknown>;
+}
+
+/** Builds the console API. */
+export function createConsoleApi(options: ConsoleOptions): ConsoleApi {
+  const { config, client, keys, catalog, sandbox, validator, logger } = options;
+  const workspace = config.workspace;
+  const stats = createConsoleStats();
+  const index = createToolIndex({ client, workspace, catalog, stats });
+  const assets = loadAssets(options.assetsDir ?? defaultAssetsDir());
+  const requests = new Map<string, string>();
+  const creates = new Map<string, string>();
+  const maxBody = config.maxSourceBytes * 2 + 256 * 1024;
+  const exampleOptions: RunExampleOptions = {
+    sandbox,
+    validator,
+    workspace,
+    api: (tool, i) => createToolApi({ client, tool: tool.name, rid: `console-example:${tool.name}:${i + 1}`, config }),
+  };
+
+  const validate = (spec: Record<string, unknown>) => validateToolDefinition(spec, { origin: 'agent', config, validator });
+
+  const currentTool = (name: string): ToolDefinition => {
+    const route = catalog.resolve(name);
+    if (route?.kind !== 'code') throw new ApiError(404, 'not_found', `no runnable code tool named ${JSON.stringify(name)}`);
+    return route.tool;
+  };
+
+  const toolPage = async (name: string, id: string | null) => {
+    const rows = (await index.rows()).filter((row) => row.name === name);
+    const row = (id ? rows.find((r) => r.breadcrumbId === id) : undefined) ?? rows.find((r) => r.state === 'runnable' || r.state === 'deprecated') ?? rows[0];
+    if (!row) throw new ApiError(404, 'not_found', `no tool named ${JSON.stringify(name)}`);
+    const route = catalog.resolve(name);
+    let definition: Record<string, unknown> | null = null;
+    let warnings: unknown[] = [];
+    if (row.kind === 'code' && row.breadcrumbId) {
+      const record = (await index.records()).get(row.breadcrumbId);
+      definition = record?.context ?? null;
+      if (definition) warnings = validate(definition).warnings;
+    }
+    if (!definition && route?.kind === 'code') {
+      const t = route.tool;
+      definition = {
+        name: t.name,
+        description: t.description,
+        version: t.version,
+        code: { language: t.language, source: t.source },
+        input_schema: t.inputSchema,
+        output_schema: t.outputSchema,
+        permissions: { net: t.net.length > 0 ? t.net : false, api: t.api },
+        limits: { timeout_ms: t.timeoutMs, memory_mb: t.memoryMb },
+        required_secrets: t.requiredSecrets,
+        examples: t.examples,
+      };
+    } else if (route?.kind === 'host') {
+      const host = route.tool;
+      definition = { name: host.name, description: host.description, input_schema: host.inputSchema, output_schema: host.resultSchema, transport: host.transport.kind, format: host.format, manifest: host.manifestPath, capabilities: host.capabilities, requires_confirmation: host.requiresConfirmation };
+    }
+    return { tool: row, others: rows.filter((r) => r !== row), definition, warnings, stats: stats.tool(name) };
+  };
+
+  const api = async (req: IncomingMessage, res: ServerResponse, path: string, query: URLSearchParams): Promise<void> => {
+    const method = req.method ?? 'GET';
+    const parts = path.split('/').slice(2);
+    const route = `${method} /${parts.map((p, i) => (i === 1 && (parts[0] === 'tools' || parts[0] === 'requests' || parts[0] === 'create') ? ':x' : i === 3 && parts[2] === 'examples' ? ':i' : p)).join('/')}`;
+    switch (route) {
+      case 'GET /catalog': {
+        const rows = await index.rows();
+        const counts = { total: rows.length, runnable: 0, deprecated: 0, rejected: 0 };
+        for (const row of rows) counts[row.state] += 1;
+        return sendJson(res, 200, { workspace, counts, tools: rows });
+      }
+      case 'GET /health':
+        return sendJson(res, 200, options.health());
+      case 'GET /tools/:x':
+        return sendJson(res, 200, await toolPage(toolName(parts[1] as string), query.get('id')));
+      case 'GET /tools/:x/history': {
+        const name = toolName(parts[1] as string);
+        const route = catalog.resolve(name);
+        if (route?.kind !== 'code') throw new ApiError(404, 'not_found', `no runnable code tool named ${JSON.stringify(name)}`);
+        const history = await client.history(route.breadcrumbId);
+        return sendJson(res, 200, { id: route.breadcrumbId, versions: history.map((h) => ({ version: h.version, tool_version: h.context['version'] ?? null, updated_at: h.updated_at, updated_by: h.updated_by ?? null })) });
+      }
+      case 'POST /tools/:x/examples/:i': {
+        const tool = currentTool(toolName(parts[1] as string));
+        const i = Number(parts[3]);
+        if (!Number.isInteger(i) || i < 0 || i >= tool.examples.length) {
+          throw new ApiError(404, 'not_found', `tool "${tool.name}" has ${tool.examples.length} example(s); there is no example ${JSON.stringify(parts[3])}`);
+        }
+        return sendJson(res, 200, await runExample(tool, i, exampleOptions));
+      }
+      case 'POST /tools/:x/call': {
+        const name = toolName(parts[1] as string);
+        const body = await readJsonObject(req, maxBody);
+        if (!('input' in body)) throw new ApiError(400, 'bad_request', 'body must have an "input" field (the tool input)');
+        const rid = randomUUID();
+        const { id } = await client.createBreadcrumb({
+          title: `Request: ${name}`,
+          schema_name: SCHEMA.ToolRequest,
+          tags: [TAG.Request, workspace, TAG.agent(CONSOLE_AGENT)],
+          context: { tool: name, input: body['input'], requestId: rid, requestedBy: CONSOLE_AGENT },
+        });
+        remember(requests, rid, id);
+        logger.info('console call written', { rid, tool: name });
+        return sendJson(res, 202, { rid, request_breadcrumb_id: id });
+      }
+      case 'POST /screen': {
+        const result = validate(specOf(await readJsonObject(req, maxBody)));
+        return sendJson(res, 200, { ok: result.ok, errors: result.errors, warnings: result.warnings });
+      }
+      case 'POST /examples': {
+        const result = validate(specOf(await readJsonObject(req, maxBody)));
+        if (!result.ok) return sendJson(res, 422, { ok: false, errors: result.errors, warnings: result.warnings, examples: [] });
+        const runs = await runAllExamples(result.tool, exampleOptions);
+        return sendJson(res, 200, { ok: runs.every((r) => r.ok), errors: [], warnings: result.warnings, examples: runs });
+      }
+      case 'POST /create': {
+        const body = await readJsonObject(req, maxBody);
+        const spec = specOf(body);
+        const replaces = body['replaces_version'];
+        if (replaces !== undefined && (typeof replaces !== 'string' || replaces === '')) {
+          throw new ApiError(400, 'bad_request', `replaces_version must be a non-empty string, got ${JSON.stringify(replaces)}`);
+        }
+        const rid = randomUUID();
+        const { id } = await client.createBreadcrumb({
+          title: `Create tool: ${typeof spec['name'] === 'string' ? spec['name'].slice(0, 64) : '?'}`,
+          schema_name: SCHEMA.ToolCreateRequest,
+          tags: [workspace, TAG.agent(CONSOLE_AGENT)],
+          context: { request_id: rid, agent_id: CONSOLE_AGENT, tool_spec: spec, ...(replaces !== undefined ? { replaces_version: replaces } : {}) },
+        });
+        remember(creates, rid, id);
+        logger.info('console create request written', { rid, tool: spec['name'] });
+        return sendJson(res, 202, { rid, request_breadcrumb_id: id });
+      }
+      case 'GET /create/:x': {
+        const rid = decode(parts[1] as string, 'request id');
+        const id = creates.get(rid);
+        if (id === undefined) throw new ApiError(404, 'not_found', `no create request ${JSON.stringify(rid.slice(0, 140))} was made from this console`);
+        const items = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolCreateResponse, tag: keys.answerTag(id), include_context: true, limit: 1 });
+        const answer = items.find((item) => item.tags.includes(workspace));
+        return sendJson(res, 200, answer ? { rid, status: 'answered', response: answer.context } : { rid, status: 'pending' });
+      }
+      case 'GET /requests/:x': {
+        const rid = decode(parts[1] as string, 'request id');
+        if (rid === '' || rid.length > 200) throw new ApiError(400, 'bad_request', `request id must be 1-200 characters, got ${rid.length}`);
+        const found = await inspectRequest({ client, keys, workspace, knownRequest: (r) => requests.get(r), liveCall: (r) => stats.call(r) }, rid);
+        return sendJson(res, found.found ? 200 : 404, found.found ? found : { ...found, error: `no request ${JSON.stringify(rid)} in ${workspace}`, code: 'not_found' });
+      }
+      default:
+        throw new ApiError(404, 'not_found', `no console API route ${method} ${path}`);
+    }
+  };
+
+  return {
+    stats,
+    async handle(req, res, path) {
+      const method = req.method ?? 'GET';
+      if (path.startsWith('/api/')) {
+        const query = new URL(req.url ?? '/', 'http://console').searchParams;
+        try {
+          await api(req, res, path, query);
+        } catch (error) {
+          if (error instanceof ApiError) sendError(res, error.status, error.code, error.message);
+          else if (isNotFound(error)) sendError(res, 404, 'not_found', (error as Error).message);
+          else {
+            logger.error('console API failed', { path, error });
+            sendError(res, 500, 'internal', `console API ${method} ${path} failed: ${(error as Error).message}`);
+          }
+        }
+        return true;
+      }
+      if (method !== 'GET' && method !== 'HEAD') return false;
+      if (path === '/' && !assets.built) {
+        sendError(res, 503, 'console_not_built', 'the console is not built: run `npm run build` (dist/console/public is missing)');
+        return true;
+      }
+      return assets.serve(res, path, method === 'HEAD');
+    },
+  };
+}
