@@ -2,6 +2,7 @@
 // type routes throw to answer a 4xx with `{error, code}`.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { HttpError, readBody } from '../store/http-util.js';
 
 /** An answer other than 200: status, stable code, message naming the offending value. */
 export class RapHttpError extends Error {
@@ -21,41 +22,15 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
 }
 
-/** Reads the body (at most `maxBytes`) and parses it as JSON; RapHttpError 413/400 otherwise. */
+/** Reads the body (at most `maxBytes`, with the store's reader) and parses it as JSON; RapHttpError 413/400 otherwise. */
 export async function readJson(req: IncomingMessage, res: ServerResponse, maxBytes: number): Promise<unknown> {
-  const text = await new Promise<string>((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let done = false;
-    const tooLarge = (): void => {
-      done = true;
-      chunks.length = 0;
-      // Discard the rest unread (the client still gets the 413) and close the connection after it.
-      res.shouldKeepAlive = false;
-      req.removeListener('data', onData);
-      req.resume();
-      reject(new RapHttpError(413, 'payload_too_large', `request body exceeds the limit of ${maxBytes} bytes`));
-    };
-    const onData = (chunk: Buffer): void => {
-      if (done) return;
-      size += chunk.length;
-      if (size > maxBytes) tooLarge();
-      else chunks.push(chunk);
-    };
-    const declared = Number(req.headers['content-length']);
-    if (Number.isFinite(declared) && declared > maxBytes) return tooLarge();
-    req.on('data', onData);
-    req.once('end', () => {
-      if (done) return;
-      done = true;
-      resolve(Buffer.concat(chunks).toString('utf8'));
-    });
-    req.once('error', (error) => {
-      if (done) return;
-      done = true;
-      reject(error);
-    });
-  });
+  let text: string;
+  try {
+    text = await readBody(req, res, maxBytes);
+  } catch (error) {
+    if (error instanceof HttpError) throw new RapHttpError(error.status, error.code, error.message);
+    throw error;
+  }
   if (text.trim() === '') throw new RapHttpError(400, 'input.invalid', 'request body is empty; expected a JSON object');
   try {
     return JSON.parse(text) as unknown;
