@@ -124,6 +124,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
 
     const client = createStoreClient({
       baseUrl: storeUrl,
+      ...(store && config.storeTransport === 'auto' ? { local: store.local } : {}),
       logger: log.child({ component: 'client' }),
       auth: config.storeToken
         ? { token: config.storeToken }
