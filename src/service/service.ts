@@ -369,7 +369,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     });
 
     state = 'RUNNING';
-    log.info('runner ready', { store: storeUrl, workspace: config.workspace, tools: catalog.entries().length });
+    log.info('runner ready', { store: storeUrl, storeTransport: client.transport, workspace: config.workspace, tools: catalog.entries().length });
     out('runner ready');
 
     let stopping: Promise<void> | undefined;
