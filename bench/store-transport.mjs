@@ -2,9 +2,10 @@
 //  1. store-call latency: the runner's store client against one embedded store in this process,
 //     over HTTP and in-process, the calls of one served request (create with Idempotency-Key,
 //     PATCH with If-Match, GET full, listing by tag), interleaved so both see the same machine.
-//  2. e2e call latency: `tools-runner start` (embedded store, bootstrapped echo) with
-//     `--store-transport http` and `auto` (in-process), one call at a time, measured from the
-//     bench's own client (over HTTP for both): request created -> its tool.response.v1 event.
+//  2. e2e call latency: two `tools-runner start` (embedded store, bootstrapped echo), one with
+//     `--store-transport http`, one with `auto` (in-process), calls alternating between them one at
+//     a time, measured from the bench's own client (over HTTP for both): request created -> its
+//     tool.response.v1 event.
 // Prints one JSON object. Flags: --calls=N (store calls per kind, default 2000), --e2e-n=N (default 200).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -85,27 +86,28 @@ function start(args) {
   return { proc, line: (re) => lines.find((l) => re.test(l)) ?? new Promise((resolve) => waiters.push({ re, resolve })) };
 }
 
-async function e2e(transport) {
+// A runner with its embedded store over `transport`, and a driver measuring one call at a time.
+async function e2eRunner(transport) {
   const runner = start(['start', '--port', '0', '--data-dir', join(dir, `e2e-${transport}`), '--admin-port', '-1', '--bootstrap-dir', join(root, 'bootstrap-breadcrumbs'), '--store-transport', transport]);
-  try {
-    const url = (await runner.line(/^store listening on /)).replace('store listening on ', '');
-    await runner.line(/^runner ready$/);
-    const client = createStoreClient({ baseUrl: url, logger });
-    const controller = new AbortController();
-    const waiting = new Map();
-    let connected;
-    const ready = new Promise((r) => (connected = r));
-    openEventStream({
-      client, logger, signal: controller.signal, onConnected: () => connected(),
-      onEvent(event) {
-        if (event.schema_name !== 'tool.response.v1') return;
-        const tag = event.tags?.find((t) => t.startsWith('request:'));
-        if (tag) waiting.get(tag.slice(8))?.();
-      },
-    });
-    await ready;
-    let seq = 0;
-    const once = async () => {
+  const url = (await runner.line(/^store listening on /)).replace('store listening on ', '');
+  await runner.line(/^runner ready$/);
+  const client = createStoreClient({ baseUrl: url, logger });
+  const controller = new AbortController();
+  const waiting = new Map();
+  let connected;
+  const ready = new Promise((r) => (connected = r));
+  openEventStream({
+    client, logger, signal: controller.signal, onConnected: () => connected(),
+    onEvent(event) {
+      if (event.schema_name !== 'tool.response.v1') return;
+      const tag = event.tags?.find((t) => t.startsWith('request:'));
+      if (tag) waiting.get(tag.slice(8))?.();
+    },
+  });
+  await ready;
+  let seq = 0;
+  return {
+    async once() {
       const t0 = performance.now();
       const rid = `bench-${transport}-${seq++}`;
       const done = new Promise((r) => waiting.set(rid, r));
@@ -113,16 +115,27 @@ async function e2e(transport) {
       await done;
       waiting.delete(rid);
       return performance.now() - t0;
-    };
-    for (let i = 0; i < 20; i++) await once();
-    const lat = [];
-    for (let i = 0; i < E2E_N; i++) lat.push(await once());
-    controller.abort();
-    client.close();
-    return { p50_ms: pct(lat, 50), p99_ms: pct(lat, 99) };
+    },
+    async stop() {
+      controller.abort();
+      client.close();
+      runner.proc.kill('SIGTERM');
+      await new Promise((r) => (runner.proc.exitCode !== null ? r() : runner.proc.once('exit', r)));
+    },
+  };
+}
+
+// Both runners run side by side; calls alternate between them, one at a time, so drift on a
+// shared machine hits both alike.
+async function e2e() {
+  const runners = { http: await e2eRunner('http'), 'in-process': await e2eRunner('auto') };
+  try {
+    const lat = { http: [], 'in-process': [] };
+    for (let i = 0; i < 20; i++) for (const r of Object.values(runners)) await r.once();
+    for (let i = 0; i < E2E_N; i++) for (const [name, r] of Object.entries(runners)) lat[name].push(await r.once());
+    return Object.fromEntries(Object.entries(lat).map(([name, xs]) => [name, { p50_ms: pct(xs, 50), p99_ms: pct(xs, 99) }]));
   } finally {
-    runner.proc.kill('SIGTERM');
-    await new Promise((r) => (runner.proc.exitCode !== null ? r() : runner.proc.once('exit', r)));
+    for (const r of Object.values(runners)) await r.stop();
   }
 }
 
@@ -130,9 +143,7 @@ try {
   log(`store calls: ${CALLS} rounds of create/patch/get/list per transport`);
   const calls = await storeCalls();
   log(`e2e: ${E2E_N} echo calls one at a time per transport`);
-  const e2eHttp = await e2e('http');
-  const e2eLocal = await e2e('auto');
-  console.log(JSON.stringify({ store_call: calls, e2e_call_c1: { http: e2eHttp, 'in-process': e2eLocal } }, null, 2));
+  console.log(JSON.stringify({ store_call: calls, e2e_call_c1: await e2e() }, null, 2));
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
