@@ -43,10 +43,17 @@ interface LocalRoute {
   methods: Record<string, { need: Need | null; run: Handler }>;
 }
 
-const drain = (cursor: ListCursor): unknown[] => {
+const YIELD_EVERY = 256;
+
+// Reads a listing cursor to its end; like the HTTP route between chunks, it lets other work run
+// every YIELD_EVERY rows, so a long listing does not hold the event loop.
+const drain = async (cursor: ListCursor): Promise<unknown[]> => {
   const out: unknown[] = [];
   try {
-    for (let item = cursor.next(); item !== undefined; item = cursor.next()) out.push(item);
+    for (let item = cursor.next(); item !== undefined; item = cursor.next()) {
+      out.push(item);
+      if (out.length % YIELD_EVERY === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    }
   } finally {
     cursor.close();
   }
@@ -81,7 +88,7 @@ export function createLocalEndpoint(deps: { url: string; auth: StoreAuth; ops: S
         POST: { need: 'write', run: (p, _a, r) => ops.create(p, objectBody(r), r.headers['Idempotency-Key']) },
       },
     },
-    { pattern: /^\/breadcrumbs\/search$/, methods: { GET: { need: 'read', run: async (p, _a, r) => drain(await ops.search(p, r.query)) } } },
+    { pattern: /^\/breadcrumbs\/search$/, methods: { GET: { need: 'read', run: async (p, _a, r) => await drain(await ops.search(p, r.query)) } } },
     {
       pattern: new RegExp(`^/breadcrumbs/${id}$`),
       methods: {

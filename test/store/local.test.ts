@@ -60,6 +60,18 @@ describe('store in-process endpoint: same failures as HTTP', () => {
     await closing;
   });
 
+  it('lists long listings whole and in the same order as HTTP, letting other work run meanwhile', async () => {
+    const store = await startStore();
+    for (let i = 0; i < 700; i++) await store.local.call('POST', '/breadcrumbs', request('', { body: crumb({ tags: ['many'], context: { i } }) }));
+    let otherWorkRan = false;
+    setImmediate(() => (otherWorkRan = true));
+    const local = await store.local.call('GET', '/breadcrumbs', request('/breadcrumbs?tag=many&include_context=true', {}));
+    expect(otherWorkRan).toBe(true);
+    const http = await call(store.url, 'GET', '/breadcrumbs?tag=many&include_context=true');
+    expect((local as { value: unknown[] }).value).toHaveLength(700);
+    expect(local).toEqual({ status: 200, value: http.body });
+  });
+
   it('authenticates the presented token and scopes records to its owner, like HTTP', async () => {
     const store = await startStore({ authSecret: 'local-secret-123', adminKey: 'local-admin-123' });
     const none = errorOf(await store.local.call('GET', '/breadcrumbs', request('', {})));
