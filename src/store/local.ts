@@ -7,8 +7,9 @@
 import type { Need, Principal, StoreAuth } from './auth.js';
 import type { ListCursor } from './breadcrumb-reads.js';
 import { HttpError } from './http-util.js';
-import type { StoreOperations } from './operations.js';
+import { checkIdempotencyKey, type StoreOperations } from './operations.js';
 import type { SseHub } from './sse.js';
+import { parseIfMatch } from './validate.js';
 
 /** One in-process request, as the HTTP transport would have sent it. */
 export interface LocalRequest {
@@ -85,7 +86,14 @@ export function createLocalEndpoint(deps: { url: string; auth: StoreAuth; ops: S
       pattern: /^\/breadcrumbs$/,
       methods: {
         GET: { need: 'read', run: (p, _a, r) => drain(ops.list(p, r.query)) },
-        POST: { need: 'write', run: (p, _a, r) => ops.create(p, objectBody(r), r.headers['Idempotency-Key']) },
+        POST: {
+          need: 'write',
+          run: (p, _a, r) => {
+            // Header checks first, as the HTTP route makes them before reading the body.
+            checkIdempotencyKey(r.headers['Idempotency-Key']);
+            return ops.create(p, objectBody(r), r.headers['Idempotency-Key']);
+          },
+        },
       },
     },
     { pattern: /^\/breadcrumbs\/search$/, methods: { GET: { need: 'read', run: async (p, _a, r) => await drain(await ops.search(p, r.query)) } } },
@@ -93,7 +101,13 @@ export function createLocalEndpoint(deps: { url: string; auth: StoreAuth; ops: S
       pattern: new RegExp(`^/breadcrumbs/${id}$`),
       methods: {
         GET: { need: 'read', run: (p, a) => ops.contextView(p, p0(a)) },
-        PATCH: { need: 'write', run: (p, a, r) => ops.update(p, p0(a), objectBody(r), r.headers['If-Match']) },
+        PATCH: {
+          need: 'write',
+          run: (p, a, r) => {
+            parseIfMatch(r.headers['If-Match']);
+            return ops.update(p, p0(a), objectBody(r), r.headers['If-Match']);
+          },
+        },
         DELETE: { need: 'write', run: (p, a) => ops.remove(p, p0(a)) },
       },
     },

@@ -80,15 +80,20 @@ function searchQuery(query: URLSearchParams) {
   };
 }
 
+/** Throws 400 unless an Idempotency-Key (when given) is 1 to 256 characters. */
+export function checkIdempotencyKey(key: string | undefined): void {
+  if (key !== undefined && (key === '' || key.length > 256)) {
+    throw httpErrors.invalidBody(`Idempotency-Key must be 1 to 256 characters, got ${key.length}`);
+  }
+}
+
 /** Builds the operations over the store's parts. */
 export function createStoreOperations(deps: OperationDeps): StoreOperations {
   const { auth, reads, writes, secrets, logger, search } = deps;
   return {
     health: () => ({ status: 'ok', auth: auth.enabled ? 'on' : 'off', streams: deps.streams(), uptime_ms: Date.now() - deps.startedMs }),
     create(principal, body, key) {
-      if (key !== undefined && (key === '' || key.length > 256)) {
-        throw httpErrors.invalidBody(`Idempotency-Key must be 1 to 256 characters, got ${key.length}`);
-      }
+      checkIdempotencyKey(key);
       return writes.create(validateCreate(body), principal, key);
     },
     contextView: (principal, id) => reads.contextView(id, principal),

@@ -6,7 +6,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Need, Principal, StoreAuth } from './auth.js';
 import { parseJsonObject, readBody, sendJson } from './http-util.js';
-import type { StoreOperations } from './operations.js';
+import { checkIdempotencyKey, type StoreOperations } from './operations.js';
+import { parseIfMatch } from './validate.js';
 import type { Registry } from './registry.js';
 import { createRegistryRoutes } from './registry-routes.js';
 import type { SseHub } from './sse.js';
@@ -69,7 +70,15 @@ export function createRoutes(deps: RouteDeps): Route[] {
       pattern: /^\/breadcrumbs$/,
       methods: {
         GET: { need: 'read', handle: ({ res, query, principal }) => sendJsonArray(res, ops.list(principal, query)) },
-        POST: { need: 'write', handle: async ({ req, res, principal, body }) => sendJson(res, 201, ops.create(principal, await body(), header(req, 'idempotency-key'))) },
+        POST: {
+          need: 'write',
+          async handle({ req, res, principal, body }) {
+            // Header checks come before the body is read (a bad key is reported even with a bad body).
+            const key = header(req, 'idempotency-key');
+            checkIdempotencyKey(key);
+            sendJson(res, 201, ops.create(principal, await body(), key));
+          },
+        },
       },
     },
     {
@@ -84,6 +93,7 @@ export function createRoutes(deps: RouteDeps): Route[] {
           need: 'write',
           handle: async ({ req, res, params, principal, body }) => {
             const ifMatch = req.headers['if-match'];
+            parseIfMatch(ifMatch);
             sendJson(res, 200, ops.update(principal, params[0] as string, await body(), ifMatch));
           },
         },

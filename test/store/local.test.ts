@@ -60,6 +60,16 @@ describe('store in-process endpoint: same failures as HTTP', () => {
     await closing;
   });
 
+  it('checks Idempotency-Key and If-Match before the body, like HTTP', async () => {
+    const store = await startStore();
+    const key = await store.local.call('POST', '/breadcrumbs', request('', { body: [1], headers: { 'Idempotency-Key': '' } }));
+    expect(errorOf(key)).toEqual({ error: 'Idempotency-Key must be 1 to 256 characters, got 0', code: 'invalid_body' });
+    expect((await call(store.url, 'POST', '/breadcrumbs', { body: [1], headers: { 'Idempotency-Key': '' } })).body).toEqual(errorOf(key));
+    const ifMatch = await store.local.call('PATCH', '/breadcrumbs/x', request('', { body: [1], headers: { 'If-Match': 'soon' } }));
+    expect(errorOf(ifMatch)).toEqual({ error: 'If-Match must be a version number, got "soon"', code: 'invalid_body' });
+    expect((await call(store.url, 'PATCH', '/breadcrumbs/x', { body: [1], headers: { 'If-Match': 'soon' } })).body).toEqual(errorOf(ifMatch));
+  });
+
   it('lists long listings whole and in the same order as HTTP, letting other work run meanwhile', async () => {
     const store = await startStore();
     for (let i = 0; i < 700; i++) await store.local.call('POST', '/breadcrumbs', request('', { body: crumb({ tags: ['many'], context: { i } }) }));
