@@ -8,7 +8,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { ErrorCode } from '../errors.js';
 import type { TokenSource } from './token-source.js';
-import { StoreError, errorFromResponse } from './store-error.js';
+import { StoreError, errorFromBody, errorFromResponse } from './store-error.js';
 
 /** Query values; undefined ones are left out. */
 export type QueryValues = Record<string, string | number | boolean | undefined>;
@@ -32,6 +32,13 @@ export interface HttpCall {
 
 /** A header value Node accepts: visible ASCII, spaces and tabs (Latin-1 is refused too: servers differ on it). */
 const HEADER_VALUE = /^[\t\x20-\x7e]*$/;
+
+/** Throws unless every header value is one HTTP can carry (both transports refuse the same values). */
+export function checkHeaders(headers: Record<string, string | number> | undefined): void {
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    if (typeof value === 'string' && !HEADER_VALUE.test(value)) throw new Error(`header ${name} holds characters HTTP headers cannot carry`);
+  }
+}
 
 /** Appends `query` to `path`. */
 export function withQuery(path: string, query: QueryValues | undefined): string {
@@ -78,9 +85,7 @@ export function createHttpCall(options: { baseUrl: string; tokens: TokenSource; 
       let body: string | undefined;
       let req: http.ClientRequest;
       try {
-        for (const [name, value] of Object.entries(headers)) {
-          if (typeof value === 'string' && !HEADER_VALUE.test(value)) throw new Error(`header ${name} holds characters HTTP headers cannot carry`);
-        }
+        checkHeaders(headers);
         if (call.body !== undefined) {
           body = JSON.stringify(call.body);
           headers['Content-Type'] = 'application/json';
@@ -135,16 +140,28 @@ export function createHttpCall(options: { baseUrl: string; tokens: TokenSource; 
       req.end(body);
     });
 
+  return withRetryOnRefusedToken(tokens, (method, path, call, token) => once(method, path, call, token, method === 'GET' || method === 'HEAD'), () => agent.destroy());
+}
+
+/** A reply: HTTP's status and body text, or the in-process transport's status with its value or `{error, code}` failure body. */
+export type Reply = { status: number; text: string } | { status: number; value: unknown } | { status: number; error: Record<string, unknown> };
+
+/** One attempt of a call with a given token. */
+export type SendOnce = (method: string, path: string, call: CallOptions, token: string | undefined) => Promise<Reply>;
+
+/** Wraps `send` into a call: bearer token, one re-mint and retry after a 401, StoreError for non-2xx, JSON parsing. */
+export function withRetryOnRefusedToken(tokens: TokenSource, send: SendOnce, close: () => void): HttpCall {
   const perform: HttpCall = Object.assign(async (method: string, path: string, call: CallOptions = {}): Promise<unknown> => {
     const useAuth = call.auth !== false;
     let token = useAuth ? await tokens.get() : undefined;
-    const retryStale = method === 'GET' || method === 'HEAD';
-    let reply = await once(method, path, call, token, retryStale);
+    let reply = await send(method, path, call, token);
     if (reply.status === 401 && token !== undefined && tokens.renewable) {
       tokens.invalidate(token);
       token = await tokens.get();
-      reply = await once(method, path, call, token, retryStale);
+      reply = await send(method, path, call, token);
     }
+    if ('error' in reply) throw errorFromBody(method, path, reply.status, reply.error);
+    if ('value' in reply) return reply.value;
     if (reply.status < 200 || reply.status >= 300) throw errorFromResponse(method, path, reply.status, reply.text);
     if (reply.text.trim() === '') return undefined;
     try {
@@ -152,6 +169,6 @@ export function createHttpCall(options: { baseUrl: string; tokens: TokenSource; 
     } catch (error) {
       throw new StoreError({ status: reply.status, storeCode: 'invalid_response', code: ErrorCode.DependencyUnavailable, message: `store ${method} ${path} answered ${reply.status} with a body that is not JSON`, cause: error });
     }
-  }, { close: () => agent.destroy() });
+  }, { close });
   return perform;
 }

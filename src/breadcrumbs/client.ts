@@ -8,6 +8,7 @@ import type { z } from 'zod';
 import { ErrorCode, RunnerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { createHttpCall, type QueryValues } from './client-http.js';
+import { createLocalCall, type LocalEndpoint } from './client-local.js';
 import {
   BreadcrumbContextView, BreadcrumbFull, BreadcrumbHistoryEntry, BreadcrumbListItem, SecretInfo,
   type BreadcrumbCreate, type BreadcrumbPatch,
@@ -78,6 +79,10 @@ export interface StoreClient {
   invalidateToken(token: string): void;
   /** Closes idle keep-alive connections (the client stays usable). */
   close(): void;
+  /** Which transport the client uses. */
+  transport: 'http' | 'in-process';
+  /** The in-process endpoint (in-process transport only; the event stream subscribes through it). */
+  local?: LocalEndpoint;
 }
 
 /** Options of `createStoreClient`. */
@@ -85,8 +90,10 @@ export interface StoreClientOptions {
   baseUrl: string;
   auth?: StoreAuth;
   logger: Logger;
-  /** Per-call timeout; default 10 s. */
+  /** Per-call timeout; default 10 s (HTTP only). */
   timeoutMs?: number;
+  /** The embedded store's in-process endpoint (`Store.local`): calls skip HTTP; `baseUrl` is then its URL. */
+  local?: LocalEndpoint;
 }
 
 export type { StoreAuth } from './token-source.js';
@@ -126,7 +133,7 @@ export function createStoreClient(options: StoreClientOptions): StoreClient {
   let call: ReturnType<typeof createHttpCall>;
   const tokens = createTokenSource(options.auth, (body, adminKey) =>
     call('POST', '/auth/token', { body, auth: false, ...(adminKey ? { headers: { 'X-Admin-Key': adminKey } } : {}) }), logger);
-  call = createHttpCall({ baseUrl, tokens, timeoutMs: options.timeoutMs ?? 10_000 });
+  call = options.local ? createLocalCall(options.local, tokens) : createHttpCall({ baseUrl, tokens, timeoutMs: options.timeoutMs ?? 10_000 });
   const get = async <T>(schema: z.ZodType<T>, path: string, query: QueryValues | undefined, opts: RequestOptions | undefined): Promise<T> =>
     check(schema, await call('GET', path, { query, signal: opts?.signal }), 'GET', path);
 
@@ -199,6 +206,8 @@ export function createStoreClient(options: StoreClientOptions): StoreClient {
     token: () => tokens.get(),
     invalidateToken: (token) => tokens.invalidate(token),
     close: () => call.close(),
+    transport: options.local ? 'in-process' : 'http',
+    ...(options.local ? { local: options.local } : {}),
   };
   return client;
 }

@@ -12,8 +12,9 @@ import { coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { StoreClient } from './client.js';
 import { withQuery } from './client-http.js';
+import { searchParams, type LocalEndpoint } from './client-local.js';
 import { EVENT, StoreEvent } from './messages.js';
-import { errorFromResponse } from './store-error.js';
+import { errorFromBody, errorFromResponse } from './store-error.js';
 
 /** Options of `openEventStream`. */
 export interface EventStreamOptions {
@@ -63,11 +64,12 @@ export function openEventStream(options: EventStreamOptions): { closed: Promise<
   const stallMs = options.stallMs ?? 15_000;
   const backoff = options.backoff ?? { initialMs: 250, maxMs: 15_000 };
   const extensions = options.extensions ?? ['deleted', 'ids', 'gap'];
-  const path = withQuery('/events/stream', {
+  const streamQuery = {
     ...(extensions.length > 0 ? { x_ext: extensions.join(',') } : {}),
     ...(options.query?.schema_name !== undefined ? { x_schema_name: options.query.schema_name } : {}),
     ...(options.query?.tag !== undefined ? { x_tag: options.query.tag } : {}),
-  });
+  };
+  const path = withQuery('/events/stream', streamQuery);
   let lastId: string | undefined;
   let connections = 0;
 
@@ -92,7 +94,53 @@ export function openEventStream(options: EventStreamOptions): { closed: Promise<
     }
   };
 
+  const connected = (attempt: number): void => {
+    const reconnect = connections > 0;
+    connections++;
+    logger.info('event stream connected', { reconnect, attempt, lastEventId: lastId });
+    try {
+      options.onConnected?.({ reconnect, attempt });
+    } catch (error) {
+      logger.error('onConnected handler threw', { error: coerceError(error) });
+    }
+  };
+
+  // In-process: the embedded store's subscription delivers each committed event's JSON in commit
+  // order (no stall timer: nothing can stall but the store itself, which ends the subscription on close).
+  const connectLocal = async (local: LocalEndpoint, attempt: number): Promise<Outcome> => {
+    let token: string | undefined;
+    let subscription: { close(): void } | undefined;
+    let ended!: () => void;
+    const end = new Promise<void>((resolve) => (ended = resolve));
+    const onAbort = (): void => ended();
+    try {
+      token = await options.client.token();
+      try {
+        subscription = await local.stream(searchParams(streamQuery), token, lastId, {
+          frame: (data, id) => handle(id === undefined ? { data, event: undefined, id: undefined } : { data, event: undefined, id }),
+          end: () => ended(),
+        });
+      } catch (failure) {
+        const reply = failure as { status?: unknown; error?: unknown };
+        if (typeof reply.status !== 'number' || typeof reply.error !== 'object' || reply.error === null) throw failure;
+        if (reply.status === 401 && token !== undefined) client.invalidateToken(token);
+        throw errorFromBody('GET', '/events/stream', reply.status, reply.error as Record<string, unknown>);
+      }
+      connected(attempt);
+      if (signal.aborted) return { connected: true, healthy: true };
+      signal.addEventListener('abort', onAbort, { once: true });
+      await end;
+      return { connected: true, healthy: true };
+    } catch (error) {
+      return { connected: subscription !== undefined, healthy: false, error };
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      subscription?.close();
+    }
+  };
+
   const connectOnce = async (attempt: number): Promise<Outcome> => {
+    if (client.local) return connectLocal(client.local, attempt);
     const conn = new AbortController();
     const connSignal = AbortSignal.any([signal, conn.signal]);
     let stall: NodeJS.Timeout | undefined;
@@ -100,7 +148,7 @@ export function openEventStream(options: EventStreamOptions): { closed: Promise<
       clearTimeout(stall);
       stall = setTimeout(() => conn.abort(new Error(`no frame for ${stallMs} ms`)), stallMs);
     };
-    let connected = false;
+    let isConnected = false;
     let frames = 0;
     let connectedMs = 0;
     let token: string | undefined;
@@ -116,17 +164,10 @@ export function openEventStream(options: EventStreamOptions): { closed: Promise<
         if (response.status === 401 && token !== undefined) client.invalidateToken(token);
         throw errorFromResponse('GET', '/events/stream', response.status, text);
       }
-      connected = true;
+      isConnected = true;
       connectedMs = Date.now();
       arm();
-      const reconnect = connections > 0;
-      connections++;
-      logger.info('event stream connected', { reconnect, attempt, lastEventId: lastId });
-      try {
-        options.onConnected?.({ reconnect, attempt });
-      } catch (error) {
-        logger.error('onConnected handler threw', { error: coerceError(error) });
-      }
+      connected(attempt);
       const parser = createParser({
         onEvent: (message) => {
           arm();
@@ -138,10 +179,10 @@ export function openEventStream(options: EventStreamOptions): { closed: Promise<
       });
       const decoder = new TextDecoder();
       for await (const chunk of response.body) parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
-      return { connected, healthy: frames > 0 || Date.now() - connectedMs >= stallMs };
+      return { connected: isConnected, healthy: frames > 0 || Date.now() - connectedMs >= stallMs };
     } catch (error) {
       const reason = conn.signal.aborted ? conn.signal.reason : error;
-      return { connected, healthy: connected && (frames > 0 || Date.now() - connectedMs >= stallMs), error: reason };
+      return { connected: isConnected, healthy: isConnected && (frames > 0 || Date.now() - connectedMs >= stallMs), error: reason };
     } finally {
       clearTimeout(stall);
       conn.abort();

@@ -51,20 +51,28 @@ export function storeCodeForStatus(status: number): string {
 
 /** Builds the StoreError of a non-2xx reply from its status and body text. */
 export function errorFromResponse(method: string, path: string, status: number, text: string): StoreError {
-  let message = text.trim();
-  let storeCode = storeCodeForStatus(status);
-  let details: Record<string, unknown> | undefined;
+  const message = text.trim();
   if (message.startsWith('{')) {
     try {
-      const body = JSON.parse(message) as Record<string, unknown>;
-      if (typeof body.code === 'string' && body.code !== '') storeCode = body.code;
-      if (typeof body.error === 'string') message = body.error;
-      else if (typeof body.message === 'string') message = body.message;
-      const { error: _e, code: _c, message: _m, ...rest } = body;
-      if (Object.keys(rest).length > 0) details = rest;
+      return errorFromBody(method, path, status, JSON.parse(message) as Record<string, unknown>, message);
     } catch {
       // Not JSON after all: keep the text.
     }
+  }
+  return errorFromBody(method, path, status, undefined, message);
+}
+
+/** Builds the StoreError of a non-2xx reply from its parsed JSON body (`{error|message, code, ...details}`), or from `text` without one. */
+export function errorFromBody(method: string, path: string, status: number, body: Record<string, unknown> | undefined, text = ''): StoreError {
+  let message = text;
+  let storeCode = storeCodeForStatus(status);
+  let details: Record<string, unknown> | undefined;
+  if (body !== undefined) {
+    if (typeof body.code === 'string' && body.code !== '') storeCode = body.code;
+    if (typeof body.error === 'string') message = body.error;
+    else if (typeof body.message === 'string') message = body.message;
+    const { error: _e, code: _c, message: _m, ...rest } = body;
+    if (Object.keys(rest).length > 0) details = rest;
   }
   if (message.length > 500) message = message.slice(0, 500) + '…';
   return new StoreError({

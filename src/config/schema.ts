@@ -140,6 +140,10 @@ export const OPTIONS = {
     group: 'runner',
     doc: 'URL of an external RCRT store. When unset, `start` runs the embedded store in-process.',
   }),
+  storeTransport: opt(z.enum(['auto', 'http']).default('auto'), {
+    group: 'runner',
+    doc: 'How `start` talks to its embedded store: `auto` calls it in-process (no HTTP, same semantics), `http` over its HTTP port like an external store. Ignored with --store-url.',
+  }),
   storeToken: opt(optionalString, {
     group: 'runner',
     doc: 'Bearer token for the store. When unset, the runner mints one at `/auth/token`.',

@@ -124,6 +124,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
 
     const client = createStoreClient({
       baseUrl: storeUrl,
+      ...(store && config.storeTransport === 'auto' ? { local: store.local } : {}),
       logger: log.child({ component: 'client' }),
       auth: config.storeToken
         ? { token: config.storeToken }
@@ -368,7 +369,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     });
 
     state = 'RUNNING';
-    log.info('runner ready', { store: storeUrl, workspace: config.workspace, tools: catalog.entries().length });
+    log.info('runner ready', { store: storeUrl, storeTransport: client.transport, workspace: config.workspace, tools: catalog.entries().length });
     out('runner ready');
 
     let stopping: Promise<void> | undefined;

@@ -33,6 +33,8 @@ export interface StoreAuth {
   mint(body: Record<string, unknown>, adminKeyHeader: string | undefined): Promise<Record<string, unknown>>;
   /** The caller of `req`; throws 401 when auth is on and the token is missing or invalid. */
   authenticate(req: IncomingMessage, query: URLSearchParams | null): Promise<Principal>;
+  /** The caller presenting `token` (undefined: none sent; '' : a malformed Authorization header), as `authenticate` decides it. */
+  principalOf(token: string | undefined): Promise<Principal>;
   /** Throws 403 unless `principal` may do `need`. */
   authorize(principal: Principal, need: Need): void;
 }
@@ -119,6 +121,13 @@ export function createStoreAuth(options: {
     }
   };
 
+  const principalOf = async (token: string | undefined): Promise<Principal> => {
+    if (!enabled) return unverified(token);
+    if (token === undefined) throw httpErrors.unauthorized('missing Authorization: send a bearer token (Authorization: Bearer <token>)');
+    if (token === '') throw httpErrors.unauthorized('invalid Authorization header; expected "Bearer <token>"');
+    return verify(token);
+  };
+
   return {
     enabled,
     async mint(body, adminKeyHeader) {
@@ -142,13 +151,10 @@ export function createStoreAuth(options: {
       options.onMint?.(request.ownerId, request.agentId, request.roles);
       return { token, owner_id: request.ownerId, agent_id: request.agentId, roles: request.roles, exp };
     },
-    async authenticate(req, query) {
-      const token = bearer(req, query);
-      if (!enabled) return unverified(token);
-      if (token === undefined) throw httpErrors.unauthorized('missing Authorization: send a bearer token (Authorization: Bearer <token>)');
-      if (token === '') throw httpErrors.unauthorized('invalid Authorization header; expected "Bearer <token>"');
-      return verify(token);
+    authenticate(req, query) {
+      return principalOf(bearer(req, query));
     },
+    principalOf,
     authorize(principal, need) {
       if (!enabled) return;
       const has = (role: string): boolean => principal.roles.includes(role);

@@ -26,9 +26,28 @@ import { single } from './validate.js';
 export interface SseHub {
   /** Validates the query (throws 400 before any byte is sent), then streams until the client leaves. */
   open(req: IncomingMessage, res: ServerResponse, principal: Principal, query: URLSearchParams): void;
+  /**
+   * Subscribes `sink` to committed events as a stream opened with `query` (x_ext, x_schema_name,
+   * x_tag) and Last-Event-ID `lastEventId` would see them; returns the unsubscribe function.
+   */
+  subscribe(principal: Principal, query: URLSearchParams, lastEventId: string | undefined, sink: StreamSink): () => void;
+  /** Counts an in-process subscription as a stream until the returned function is called; `end` runs at store shutdown. */
+  track(end: () => void): () => void;
   /** Ends every stream (store shutdown). */
   closeAll(): void;
   count(): number;
+}
+
+/** Where a subscription delivers: matched events (live ones with their ready-made frames), gap notices, and backpressure. */
+export interface StreamSink {
+  event(event: StoredEvent, frameWithId?: string, plainFrame?: string): void;
+  /** The JSON data of a `stream.gap` notice. */
+  gap(data: string): void;
+  /** Bytes (or events) delivered but not yet consumed. */
+  buffered(): number;
+  /** Calls `resume` once the sink has room again (after `buffered()` passed the replay high-water mark). */
+  onDrain(resume: () => void): void;
+  destroyed(): boolean;
 }
 
 /** Stream extensions a client may ask for with `x_ext`. */
@@ -61,6 +80,7 @@ export function createSseHub(options: { log: EventLog; pingIntervalMs: number; b
   const highWater = Math.min(256 * 1024, Math.max(64 * 1024, Math.floor(bufferCapBytes / 4)));
   const streams = new Set<ServerResponse>();
   let pinger: NodeJS.Timeout | undefined;
+  const locals = new Set<() => void>();
 
   const ensurePinger = (): void => {
     if (pinger || streams.size === 0) return;
@@ -82,17 +102,89 @@ export function createSseHub(options: { log: EventLog; pingIntervalMs: number; b
     }
   };
 
+  // The subscription core, shared by SSE and the in-process transport (local.ts): filters, resume
+  // from a last id with gap notices, paged replay with backpressure, then live delivery.
+  const subscribe = (principal: Principal, query: URLSearchParams, lastHeader: string | undefined, sink: StreamSink): (() => void) => {
+    const ext = parseExtensions(query);
+    const schema = single(query, 'x_schema_name');
+    const tag = single(query, 'x_tag');
+    const matches = (event: StoredEvent): boolean =>
+      (event.type !== 'breadcrumb.deleted' || ext.has('deleted')) &&
+      (!principal.scoped || event.ownerId === principal.ownerId) &&
+      (schema === undefined || event.schemaName === schema) &&
+      (tag === undefined || event.tags.includes(tag));
+    const gapData = (last: string, oldest: number | null, latest: number): string =>
+      JSON.stringify({ type: 'stream.gap', last_event_id: last, oldest_event_id: oldest, latest_event_id: latest });
+    let cursor = log.latestSeq();
+    let live = true;
+    let closed = false;
+    if (ext.has('ids') && lastHeader !== undefined && lastHeader !== '') {
+      const { oldest, latest } = log.bounds();
+      const lastId = /^\d{1,15}$/.test(lastHeader.trim()) ? Number(lastHeader.trim()) : Number.NaN;
+      const firstKept = oldest ?? latest + 1;
+      if (!(lastId <= latest) || lastId < firstKept - 1) {
+        if (ext.has('gap')) sink.gap(gapData(lastHeader, oldest ?? null, latest));
+        cursor = Number.isNaN(lastId) || lastId > latest ? latest : firstKept - 1;
+      } else {
+        cursor = lastId;
+      }
+      live = cursor >= latest;
+    }
+
+    // Replay writes while the sink keeps up (below highWater), then waits for its drain and
+    // continues in the same page; a page holds at most PAGE events and about PAGE_BYTES.
+    let page: StoredEvent[] = [];
+    let index = 0;
+    const replay = (): void => {
+      if (closed || sink.destroyed()) return;
+      if (index >= page.length) {
+        if (cursor >= log.latestSeq()) {
+          live = true;
+          page = [];
+          return;
+        }
+        page = log.readAfter(cursor, PAGE, PAGE_BYTES);
+        index = 0;
+        const first = page[0];
+        if (!first) {
+          live = true;
+          return;
+        }
+        if (first.seq > cursor + 1 && ext.has('gap')) sink.gap(gapData(String(cursor), first.seq, log.latestSeq()));
+      }
+      while (index < page.length) {
+        const event = page[index++] as StoredEvent;
+        cursor = event.seq;
+        if (matches(event)) sink.event(event);
+        if (sink.buffered() > highWater) {
+          sink.onDrain(replay);
+          return;
+        }
+      }
+      setImmediate(replay);
+    };
+
+    const unsubscribe = log.subscribe((event, frameWithId, plain) => {
+      if (!live || event.seq <= cursor) return;
+      cursor = event.seq;
+      if (matches(event)) sink.event(event, frameWithId, plain);
+    });
+    if (!live) replay();
+    return () => {
+      closed = true;
+      page = [];
+      unsubscribe();
+    };
+  };
+
   return {
+    subscribe,
     open(req, res, principal, query) {
+      // Every 400 before the first byte: the subscription parses these again, they cannot fail then.
       const ext = parseExtensions(query);
-      const schema = single(query, 'x_schema_name');
-      const tag = single(query, 'x_tag');
+      single(query, 'x_schema_name');
+      single(query, 'x_tag');
       const withIds = ext.has('ids');
-      const matches = (event: StoredEvent): boolean =>
-        (event.type !== 'breadcrumb.deleted' || ext.has('deleted')) &&
-        (!principal.scoped || event.ownerId === principal.ownerId) &&
-        (schema === undefined || event.schemaName === schema) &&
-        (tag === undefined || event.tags.includes(tag));
       const rawLast = withIds ? (req.headers['last-event-id'] ?? query.get('last_event_id') ?? undefined) : undefined;
       const lastHeader = Array.isArray(rawLast) ? rawLast[0] : rawLast;
 
@@ -106,85 +198,39 @@ export function createSseHub(options: { log: EventLog; pingIntervalMs: number; b
       });
       res.flushHeaders();
 
-      const gapFrame = (last: string, oldest: number | null, latest: number): string =>
-        sseFrame(JSON.stringify({ type: 'stream.gap', last_event_id: last, oldest_event_id: oldest, latest_event_id: latest }));
-      let cursor = log.latestSeq();
-      let live = true;
-      let closed = false;
-      if (lastHeader !== undefined && lastHeader !== '') {
-        const { oldest, latest } = log.bounds();
-        const lastId = /^\d{1,15}$/.test(lastHeader.trim()) ? Number(lastHeader.trim()) : Number.NaN;
-        const firstKept = oldest ?? latest + 1;
-        if (!(lastId <= latest) || lastId < firstKept - 1) {
-          if (ext.has('gap')) send(res, gapFrame(lastHeader, oldest ?? null, latest));
-          cursor = Number.isNaN(lastId) || lastId > latest ? latest : firstKept - 1;
-        } else {
-          cursor = lastId;
-        }
-        live = cursor >= latest;
-      }
-
-      const deliver = (event: StoredEvent, frameWithId: string, plain: string): void => {
-        if (event.seq <= cursor) return;
-        cursor = event.seq;
-        if (matches(event)) send(res, withIds ? frameWithId : plain);
-      };
-
-      // Replay writes while the socket keeps up (below highWater), then waits for 'drain' and
-      // continues in the same page; a page holds at most PAGE events and about PAGE_BYTES.
-      let page: StoredEvent[] = [];
-      let index = 0;
-      const replay = (): void => {
-        if (closed || res.destroyed) return;
-        if (index >= page.length) {
-          if (cursor >= log.latestSeq()) {
-            live = true;
-            page = [];
-            return;
-          }
-          page = log.readAfter(cursor, PAGE, PAGE_BYTES);
-          index = 0;
-          const first = page[0];
-          if (!first) {
-            live = true;
-            return;
-          }
-          if (first.seq > cursor + 1 && ext.has('gap')) res.write(gapFrame(String(cursor), first.seq, log.latestSeq()));
-        }
-        while (index < page.length) {
-          const event = page[index++] as StoredEvent;
-          cursor = event.seq;
-          if (matches(event)) res.write(sseFrame(event.data, event.seq));
-          if (res.writableLength > highWater) {
-            res.once('drain', replay);
-            return;
-          }
-        }
-        setImmediate(replay);
-      };
-
-      const unsubscribe = log.subscribe((event, frameWithId, plain) => {
-        if (live) deliver(event, frameWithId, plain);
+      const stop = subscribe(principal, query, lastHeader, {
+        // Replayed frames are written as they come (bounded by highWater); live ones go through the cap.
+        event: (event, frameWithId, plain) => {
+          const frame = frameWithId !== undefined ? (withIds ? frameWithId : (plain as string)) : withIds ? sseFrame(event.data, event.seq) : sseFrame(event.data);
+          if (frameWithId === undefined) res.write(frame);
+          else send(res, frame);
+        },
+        gap: (data) => send(res, sseFrame(data)),
+        buffered: () => res.writableLength,
+        onDrain: (resume) => res.once('drain', resume),
+        destroyed: () => res.destroyed,
       });
       streams.add(res);
       ensurePinger();
       res.once('close', () => {
-        closed = true;
-        page = [];
-        unsubscribe();
+        stop();
         streams.delete(res);
         if (streams.size === 0 && pinger) {
           clearInterval(pinger);
           pinger = undefined;
         }
       });
-      if (!live) replay();
+    },
+    track(end) {
+      locals.add(end);
+      return () => locals.delete(end);
     },
     closeAll() {
       for (const res of streams) res.end();
+      for (const end of [...locals]) end();
       if (pinger) clearInterval(pinger);
       pinger = undefined;
     },
-    count: () => streams.size,
+    count: () => streams.size + locals.size,
   };
 }

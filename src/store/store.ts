@@ -21,6 +21,8 @@ import { createRegistry } from './registry.js';
 import { createBreadcrumbSearch } from './search.js';
 import type { BreadcrumbReads } from './breadcrumb-reads.js';
 import { HttpError, isLoopbackHost, sendError } from './http-util.js';
+import { createLocalEndpoint, type LocalEndpoint } from './local.js';
+import { createStoreOperations } from './operations.js';
 import { createRoutes } from './routes.js';
 import { createSecretsRepo } from './secrets.js';
 import { resolveSecretsKey } from './secrets-key.js';
@@ -46,6 +48,8 @@ export interface Store {
   /** `http://host:port` with the real port. */
   url: string;
   port: number;
+  /** The in-process endpoint (same calls and semantics as the HTTP routes, no sockets, no JSON). */
+  local: LocalEndpoint;
   /** Resolves once no breadcrumb is waiting to be embedded (immediately without an embedder). */
   embeddingsIdle(): Promise<void>;
   /** Ends SSE streams, stops the server, closes the database. Idempotent. */
@@ -72,6 +76,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
   let stopPrune: () => void = () => {};
   let reads: BreadcrumbReads | undefined;
   let embeddings: EmbeddingQueue | undefined;
+  let local: ((url: string) => LocalEndpoint) | undefined;
   let inflight = 0;
   let idle: (() => void) | undefined;
   let state: 'RUNNING' | 'CLOSING' | 'CLOSED' = 'RUNNING';
@@ -98,11 +103,14 @@ export async function createStore(options: StoreOptions): Promise<Store> {
       logger.warn('OPEN TOKEN MINTING: anyone who can reach this port can mint a token for any owner (upstream-compatible mode, --auth-mint open)', { host });
     }
     if (embedder) logger.info('search embeds text with the configured embedder', { embedder: embedder.describe });
-    const routes = createRoutes({
-      auth, writes, sse, logger, reads, registry, secrets: createSecretsRepo(db, key),
+    const hub = sse;
+    const ops = createStoreOperations({
+      auth, writes, logger, reads, secrets: createSecretsRepo(db, key),
       search: createBreadcrumbSearch({ db, reads, embedder, logger }),
-      maxBodyBytes: options.maxBodyBytes, startedMs: Date.now(),
+      startedMs: Date.now(), streams: () => hub.count(),
     });
+    const routes = createRoutes({ auth, ops, writes, sse, registry });
+    local = (url) => createLocalEndpoint({ url, auth, ops, sse: hub, running: () => state === 'RUNNING' });
     stopPrune = startPruning(writes.pruneExpired, options.pruneIntervalMs ?? 30_000, logger);
     const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
       if (state !== 'RUNNING') {
@@ -170,5 +178,6 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     state = 'CLOSED';
     logger.info('store closed', { url });
   };
-  return { url, port, embeddingsIdle: () => embeddings?.idle() ?? Promise.resolve(), close: () => (closing ??= close()) };
+  const endpoint = (local as (url: string) => LocalEndpoint)(url);
+  return { url, port, local: endpoint, embeddingsIdle: () => embeddings?.idle() ?? Promise.resolve(), close: () => (closing ??= close()) };
 }

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { StoreError, conflictId, createStoreClient, isConflict, isNotFound, isVersionMismatch } from '../../src/breadcrumbs/index.js';
 import { silentLogger } from '../../src/logger.js';
 import { onCleanup, startStore } from '../store/helpers.js';
+import { TRANSPORTS, connect } from './transports.js';
 
 const logger = silentLogger();
 const body = (extra: Record<string, unknown> = {}) => ({ title: 'c', context: { n: 1 }, tags: ['t'], ...extra });
@@ -14,10 +15,10 @@ async function rejection(promise: Promise<unknown>): Promise<StoreError> {
   return error as StoreError;
 }
 
-describe('store client against the embedded store', () => {
+describe.each(TRANSPORTS)('store client against the embedded store (%s)', (transport) => {
   it('covers every breadcrumb call with typed results', async () => {
     const store = await startStore();
-    const client = createStoreClient({ baseUrl: store.url + '/', logger });
+    const client = connect(transport, store, { baseUrl: store.url + '/' });
     onCleanup(() => client.close());
     expect(client.baseUrl).toBe(store.url);
     const { id } = await client.createBreadcrumb(body({ schema_name: 's.v1', context: { a: 1 } }), { idempotencyKey: 'k' });
@@ -35,7 +36,7 @@ describe('store client against the embedded store', () => {
 
   it('listAll pages with offset until exhausted', async () => {
     const store = await startStore();
-    const client = createStoreClient({ baseUrl: store.url, logger });
+    const client = connect(transport, store);
     onCleanup(() => client.close());
     const ids: string[] = [];
     for (let i = 0; i < 23; i++) ids.push((await client.createBreadcrumb(body({ tags: ['page'], context: { i } }))).id);
@@ -46,7 +47,7 @@ describe('store client against the embedded store', () => {
 
   it('maps failures to StoreError with status, storeCode and runner code', async () => {
     const store = await startStore();
-    const client = createStoreClient({ baseUrl: store.url, logger });
+    const client = connect(transport, store);
     onCleanup(() => client.close());
     const { id } = await client.createBreadcrumb(body(), { idempotencyKey: 'once' });
 
@@ -70,7 +71,7 @@ describe('store client against the embedded store', () => {
     expect(invalid.message).toContain('tags must be an array of strings');
   });
 
-  it('reports network failure, timeout and cancellation as status 0', async () => {
+  it.runIf(transport === 'http')('reports network failure, timeout and cancellation as status 0', async () => {
     const store = await startStore();
     const port = store.port;
     await store.close();
@@ -97,7 +98,7 @@ describe('store client against the embedded store', () => {
 
   it('round-trips secrets', async () => {
     const store = await startStore();
-    const client = createStoreClient({ baseUrl: store.url, logger });
+    const client = connect(transport, store);
     onCleanup(() => client.close());
     const { id } = await client.createSecret({ name: 'KEY', scope_type: 'global', value: 's3cr3t-value' });
     expect(await client.listSecrets({ scope_type: 'global' })).toEqual([{ id, name: 'KEY', scope_type: 'global', scope_id: null, created_at: expect.any(String) }]);
@@ -107,13 +108,13 @@ describe('store client against the embedded store', () => {
   });
 });
 
-describe('store client auth', () => {
+describe.each(TRANSPORTS)('store client auth (%s)', (transport) => {
   const SECRET = 'client-test-secret-xyz';
   const ADMIN = 'client-test-admin-xyz';
 
   it('mints once for concurrent callers, uses the token, and maps 401/403 to permission.denied', async () => {
     const store = await startStore({ authSecret: SECRET, adminKey: ADMIN });
-    const client = createStoreClient({ baseUrl: store.url, logger, auth: { mint: { owner_id: 'o1', agent_id: 'runner', adminKey: ADMIN } } });
+    const client = connect(transport, store, { auth: { mint: { owner_id: 'o1', agent_id: 'runner', adminKey: ADMIN } } });
     onCleanup(() => client.close());
     const [a, b] = await Promise.all([client.token(), client.token()]);
     expect(a).toBeDefined();
@@ -121,19 +122,19 @@ describe('store client auth', () => {
     const { id } = await client.createBreadcrumb(body());
     expect(await client.getBreadcrumbFull(id)).toMatchObject({ owner_id: 'o1', created_by: 'runner' });
 
-    const anonymous = createStoreClient({ baseUrl: store.url, logger });
+    const anonymous = connect(transport, store);
     const denied = await rejection(anonymous.listBreadcrumbs({}));
     expect(denied).toMatchObject({ status: 401, storeCode: 'unauthorized', code: 'permission.denied' });
-    const reader = createStoreClient({ baseUrl: store.url, logger, auth: { mint: { owner_id: 'o1', agent_id: 'r', roles: ['subscriber'], adminKey: ADMIN } } });
+    const reader = connect(transport, store, { auth: { mint: { owner_id: 'o1', agent_id: 'r', roles: ['subscriber'], adminKey: ADMIN } } });
     expect(await rejection(reader.createBreadcrumb(body()))).toMatchObject({ status: 403, storeCode: 'forbidden', code: 'permission.denied' });
-    const badAdmin = createStoreClient({ baseUrl: store.url, logger, auth: { mint: { owner_id: 'o1', agent_id: 'r', adminKey: 'wrong' } } });
+    const badAdmin = connect(transport, store, { auth: { mint: { owner_id: 'o1', agent_id: 'r', adminKey: 'wrong' } } });
     expect(await rejection(badAdmin.listBreadcrumbs({}))).toMatchObject({ status: 403, message: expect.stringContaining('POST /auth/token answered 403') });
-    const fixed = createStoreClient({ baseUrl: store.url, logger, auth: { token: (await client.token())! } });
+    const fixed = connect(transport, store, { auth: { token: (await client.token())! } });
     expect((await fixed.listBreadcrumbs({})).map((x) => x.id)).toEqual([id]);
     for (const c of [anonymous, reader, badAdmin, fixed]) c.close();
   });
 
-  it('re-mints and retries once when the store refuses a minted token (401)', async () => {
+  it.runIf(transport === 'http')('re-mints and retries once when the store refuses a minted token (401)', async () => {
     const first = await startStore({ authSecret: SECRET, adminKey: ADMIN });
     const client = createStoreClient({ baseUrl: first.url, logger, auth: { mint: { owner_id: 'o', agent_id: 'a', adminKey: ADMIN } } });
     onCleanup(() => client.close());
@@ -148,7 +149,7 @@ describe('store client auth', () => {
 
   it('re-mints shortly before the token expires', async () => {
     const store = await startStore({ authSecret: SECRET, adminKey: ADMIN });
-    const client = createStoreClient({ baseUrl: store.url, logger, auth: { mint: { owner_id: 'o', agent_id: 'a', adminKey: ADMIN, ttl_sec: 1 } } });
+    const client = connect(transport, store, { auth: { mint: { owner_id: 'o', agent_id: 'a', adminKey: ADMIN, ttl_sec: 1 } } });
     onCleanup(() => client.close());
     const first = await client.token();
     const deadline = Date.now() + 10_000;
@@ -159,5 +160,47 @@ describe('store client auth', () => {
     }
     expect(next).not.toBe(first);
     expect(await client.listBreadcrumbs({})).toEqual([]);
+  });
+});
+
+describe.each(TRANSPORTS)('store client values over %s', (transport) => {
+  it('isolates values as if serialised: neither side can change the other\'s objects', async () => {
+    const store = await startStore();
+    const client = connect(transport, store);
+    const input = { title: 'iso', context: { nested: { n: 1 }, list: [1, 2], gone: undefined as unknown, when: new Date(0) }, tags: ['iso'], description: undefined };
+    const { id } = await client.createBreadcrumb(input);
+    input.context.nested.n = 99;
+    input.context.list.push(3);
+    input.tags.push('late');
+    const first = await client.getBreadcrumb(id);
+    // Exactly what JSON carries: undefined dropped, Date as its ISO text.
+    expect(first.context).toEqual({ nested: { n: 1 }, list: [1, 2], when: '1970-01-01T00:00:00.000Z' });
+    expect(first.tags).toEqual(['iso']);
+    (first.context.nested as { n: number }).n = 7;
+    first.tags.push('mine');
+    const again = await client.getBreadcrumb(id);
+    expect(again.context.nested).toEqual({ n: 1 });
+    expect(again.tags).toEqual(['iso']);
+    const [listed] = await client.listBreadcrumbs({ tag: 'iso', include_context: true });
+    (listed!.context as { nested: { n: number } }).nested.n = 5;
+    expect((await client.getBreadcrumbFull(id)).context).toEqual({ nested: { n: 1 }, list: [1, 2], when: '1970-01-01T00:00:00.000Z' });
+  });
+
+  it('refuses what HTTP cannot carry, the same way on both transports', async () => {
+    const store = await startStore();
+    const client = connect(transport, store);
+    const badKey = await rejection(client.createBreadcrumb(body(), { idempotencyKey: 'line\nbreak' }));
+    expect(badKey).toMatchObject({ status: 0, storeCode: 'unsendable', code: 'input.invalid', message: 'store POST /breadcrumbs was not sent: header Idempotency-Key holds characters HTTP headers cannot carry' });
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    const badBody = await rejection(client.createBreadcrumb(body({ context: cyclic })));
+    expect(badBody).toMatchObject({ status: 0, storeCode: 'unsendable', code: 'input.invalid' });
+    expect(badBody.message).toMatch(/^store POST \/breadcrumbs was not sent: Converting circular structure to JSON/);
+    const longKey = await rejection(client.createBreadcrumb(body(), { idempotencyKey: 'k'.repeat(257) }));
+    expect(longKey.message).toBe('store POST /breadcrumbs answered 400 invalid_body: Idempotency-Key must be 1 to 256 characters, got 257');
+    const badSearch = await rejection(client.search({ qvec: [] }));
+    expect(badSearch).toMatchObject({ status: 400, storeCode: 'invalid_query' });
+    expect(await client.listBreadcrumbs({ limit: 0, tag: 'none' })).toEqual([]);
+    expect(await rejection(client.getBreadcrumb('%zz'))).toMatchObject({ status: 404 });
   });
 });

@@ -188,3 +188,88 @@ describe('openEventStream', () => {
     await stream.closed;
   });
 });
+
+describe.each(['http', 'in-process'] as const)('openEventStream over %s', (transport) => {
+  const connectTo = (store: Awaited<ReturnType<typeof startStore>>, auth?: Parameters<typeof createStoreClient>[0]['auth']) => {
+    const client = createStoreClient({ baseUrl: store.url, logger, ...(transport === 'in-process' ? { local: store.local } : {}), ...(auth ? { auth } : {}) });
+    onCleanup(() => client.close());
+    return client;
+  };
+
+  it('delivers committed events in order with ids and deletions; without extensions exactly upstream\'s stream', async () => {
+    const store = await startStore();
+    const client = connectTo(store);
+    expect(client.transport).toBe(transport);
+    const all = recorder();
+    const plain = recorder();
+    const tagged = recorder();
+    open(client, all);
+    open(client, plain, { extensions: [] });
+    open(client, tagged, { query: { tag: 'keep' } });
+    await Promise.all([all.connects$(1), plain.connects$(1), tagged.connects$(1)]);
+    const a = await client.createBreadcrumb({ title: 'a', context: { x: 1 }, tags: ['keep'] });
+    const b = await client.createBreadcrumb({ title: 'b', context: { x: 1 }, tags: ['drop'] });
+    await client.updateBreadcrumb(a.id, { context: { x: 2 } });
+    await client.deleteBreadcrumb(b.id);
+    await all.events$(4);
+    await plain.events$(3);
+    await tagged.events$(2);
+    expect(all.events.map((e) => [e.id, e.event.type, e.event.breadcrumb_id, e.event.version])).toEqual([
+      ['1', 'breadcrumb.updated', a.id, 1],
+      ['2', 'breadcrumb.updated', b.id, 1],
+      ['3', 'breadcrumb.updated', a.id, 2],
+      ['4', 'breadcrumb.deleted', b.id, 1],
+    ]);
+    expect(plain.events.map((e) => [e.id, e.event.type, e.event.breadcrumb_id])).toEqual([
+      [undefined, 'breadcrumb.updated', a.id],
+      [undefined, 'breadcrumb.updated', b.id],
+      [undefined, 'breadcrumb.updated', a.id],
+    ]);
+    expect(tagged.events.map((e) => [e.event.breadcrumb_id, e.event.version])).toEqual([[a.id, 1], [a.id, 2]]);
+    // Each consumer gets its own objects: changing one cannot reach another or the store.
+    (all.events[0]!.event.context as Record<string, unknown>).x = 'mutated';
+    expect(plain.events[0]!.event.context).toEqual({ x: 1 });
+    expect((await client.history(a.id)).find((h) => h.version === 1)?.context).toEqual({ x: 1 });
+  });
+
+  it('scopes events to the token\'s owner and refuses a stream without a valid token', async () => {
+    const store = await startStore({ authSecret: 'events-secret-123', adminKey: 'events-admin-123' });
+    const mine = connectTo(store, { mint: { owner_id: 'o1', agent_id: 'runner', adminKey: 'events-admin-123' } });
+    const theirs = connectTo(store, { mint: { owner_id: 'o2', agent_id: 'other', adminKey: 'events-admin-123' } });
+    const rec = recorder();
+    open(mine, rec);
+    await rec.connects$(1);
+    await theirs.createBreadcrumb({ title: 'x', context: {}, tags: ['t'] });
+    const own = await mine.createBreadcrumb({ title: 'y', context: {}, tags: ['t'] });
+    await rec.events$(1);
+    expect(rec.events.map((e) => e.event.breadcrumb_id)).toEqual([own.id]);
+
+    const anonymous = connectTo(store, { token: 'not-a-jwt' });
+    const denied = recorder();
+    const warnings: string[] = [];
+    const capture = { ...logger, warn: (msg: string, fields?: Record<string, unknown>) => void warnings.push(`${msg}: ${String(fields?.error)}`), child: () => capture };
+    open(anonymous, denied, { logger: capture as typeof logger });
+    await new Promise<void>((resolve) => {
+      const timer = setInterval(() => {
+        if (warnings.length > 0) {
+          clearInterval(timer);
+          resolve();
+        }
+      }, 5);
+    });
+    expect(warnings[0]).toBe('event stream lost, reconnecting: store GET /events/stream answered 401 unauthorized: invalid token: Invalid Compact JWS');
+    expect(denied.connects).toEqual([]);
+  });
+
+  it('ends the stream when the store closes and resolves closed on abort', async () => {
+    const store = await startStore();
+    const client = connectTo(store);
+    const rec = recorder();
+    const { controller, stream } = open(client, rec, { backoff: { initialMs: 60_000, maxMs: 60_000 } });
+    await rec.connects$(1);
+    expect(await client.health()).toMatchObject({ streams: 1 });
+    await store.close();
+    controller.abort();
+    await stream.closed;
+  });
+});

@@ -1,0 +1,140 @@
+// The store's operations below the HTTP layer: every breadcrumb and secret route's business logic
+// (input validation, auth scope, the reply's JSON shape), called by the HTTP routes (routes.ts) and
+// by the in-process transport (local.ts) alike, so both answer the same values and errors.
+
+import type { Logger } from '../logger.js';
+import type { Principal, StoreAuth } from './auth.js';
+import type { ListCursor, BreadcrumbReads } from './breadcrumb-reads.js';
+import type { BreadcrumbWrites } from './breadcrumb-writes.js';
+import { describe, httpErrors } from './http-util.js';
+import { DEFAULT_NN, type BreadcrumbSearch } from './search.js';
+import type { SecretInfo, SecretsRepo } from './secrets.js';
+import { MAX_EMBEDDING_DIM, boolParam, clampedInt, parseIfMatch, single, validateCreate, validatePatch } from './validate.js';
+
+/** What the operations use. */
+export interface OperationDeps {
+  auth: StoreAuth;
+  reads: BreadcrumbReads;
+  writes: BreadcrumbWrites;
+  search: BreadcrumbSearch;
+  secrets: SecretsRepo;
+  logger: Logger;
+  startedMs: number;
+  /** Open event streams (for /health). */
+  streams(): number;
+}
+
+/** The store's operations; each throws HttpError (status, code, message, extra) on failure. */
+export interface StoreOperations {
+  health(): Record<string, unknown>;
+  create(principal: Principal, body: Record<string, unknown>, idempotencyKey: string | undefined): { id: string };
+  contextView(principal: Principal, id: string): Record<string, unknown>;
+  full(principal: Principal, id: string): Record<string, unknown>;
+  history(principal: Principal, id: string): Array<Record<string, unknown>>;
+  /** `ifMatch`: the raw If-Match header value. */
+  update(principal: Principal, id: string, body: Record<string, unknown>, ifMatch: string | string[] | undefined): { ok: true; version: number };
+  remove(principal: Principal, id: string): { ok: true };
+  list(principal: Principal, query: URLSearchParams): ListCursor;
+  search(principal: Principal, query: URLSearchParams): Promise<ListCursor>;
+  listSecrets(principal: Principal, query: URLSearchParams): SecretInfo[];
+  createSecret(principal: Principal, body: Record<string, unknown>): { id: string };
+  updateSecret(principal: Principal, id: string, body: Record<string, unknown>): { ok: true };
+  decryptSecret(principal: Principal, id: string, body: Record<string, unknown>): { value: string };
+  removeSecret(principal: Principal, id: string): { ok: true };
+}
+
+// Upstream's listing parameters: no default limit, `limit` clamped up to 1, `offset` up to 0.
+function listFilter(query: URLSearchParams) {
+  const limit = clampedInt(query, 'limit', 1);
+  return {
+    ...(single(query, 'tag') !== undefined ? { tag: single(query, 'tag') as string } : {}),
+    ...(single(query, 'schema_name') !== undefined ? { schemaName: single(query, 'schema_name') as string } : {}),
+    ...(limit !== undefined ? { limit } : {}),
+    offset: clampedInt(query, 'offset', 0) ?? 0,
+    includeContext: boolParam(query, 'include_context'),
+  };
+}
+
+// `qvec`: comma-separated numbers; also accepts the `[a,b,c]` form upstream's own SDK sends
+// (upstream's parser silently drops the bracketed first and last numbers of that form).
+function parseQvec(raw: string): number[] {
+  const text = raw.trim().replace(/^\[/, '').replace(/\]$/, '');
+  const parts = text === '' ? [] : text.split(',');
+  const values = parts.map((part) => (/^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/.test(part) ? Number(part) : Number.NaN));
+  if (values.length === 0 || values.length > MAX_EMBEDDING_DIM || !values.every(Number.isFinite)) {
+    throw httpErrors.invalidQuery(`qvec must be 1 to ${MAX_EMBEDDING_DIM} comma-separated numbers, got ${JSON.stringify(raw.length > 80 ? raw.slice(0, 80) + '…' : raw)}`);
+  }
+  return values;
+}
+
+function searchQuery(query: URLSearchParams) {
+  const q = single(query, 'q');
+  const qvec = single(query, 'qvec');
+  return {
+    ...(q !== undefined ? { q } : {}),
+    ...(qvec !== undefined ? { qvec: parseQvec(qvec) } : {}),
+    nn: clampedInt(query, 'nn', 1) ?? DEFAULT_NN,
+    ...(single(query, 'tag') !== undefined ? { tag: single(query, 'tag') as string } : {}),
+    ...(single(query, 'schema_name') !== undefined ? { schemaName: single(query, 'schema_name') as string } : {}),
+    includeContext: boolParam(query, 'include_context'),
+  };
+}
+
+/** Throws 400 unless an Idempotency-Key (when given) is 1 to 256 characters. */
+export function checkIdempotencyKey(key: string | undefined): void {
+  if (key !== undefined && (key === '' || key.length > 256)) {
+    throw httpErrors.invalidBody(`Idempotency-Key must be 1 to 256 characters, got ${key.length}`);
+  }
+}
+
+/** Builds the operations over the store's parts. */
+export function createStoreOperations(deps: OperationDeps): StoreOperations {
+  const { auth, reads, writes, secrets, logger, search } = deps;
+  return {
+    health: () => ({ status: 'ok', auth: auth.enabled ? 'on' : 'off', streams: deps.streams(), uptime_ms: Date.now() - deps.startedMs }),
+    create(principal, body, key) {
+      checkIdempotencyKey(key);
+      return writes.create(validateCreate(body), principal, key);
+    },
+    contextView: (principal, id) => reads.contextView(id, principal),
+    full: (principal, id) => reads.full(id, principal),
+    history: (principal, id) => reads.history(id, principal),
+    update(principal, id, body, ifMatchHeader) {
+      const ifMatch = parseIfMatch(ifMatchHeader);
+      const patch = validatePatch(body);
+      return { ok: true, ...writes.update(id, patch, principal, ifMatch) };
+    },
+    remove(principal, id) {
+      writes.remove(id, principal);
+      return { ok: true };
+    },
+    list: (principal, query) => reads.list(listFilter(query), principal),
+    search: (principal, query) => search.search(searchQuery(query), principal),
+    listSecrets: (principal, query) => secrets.list(single(query, 'scope_type'), single(query, 'scope_id'), principal),
+    createSecret(principal, body) {
+      const created = secrets.create(body, principal);
+      logger.redact(created.value);
+      return { id: created.id };
+    },
+    updateSecret(principal, id, body) {
+      const value = body.value;
+      if (typeof value !== 'string') throw httpErrors.invalidBody(`value must be a string, got ${describe(value)}`);
+      logger.redact(value);
+      secrets.update(id, value, principal);
+      return { ok: true };
+    },
+    decryptSecret(principal, id, body) {
+      const reason = body.reason;
+      if (reason !== undefined && reason !== null && typeof reason !== 'string') {
+        throw httpErrors.invalidBody(`reason must be a string, got ${describe(reason)}`);
+      }
+      const value = secrets.decrypt(id, (reason as string | null | undefined) ?? null, principal);
+      logger.redact(value);
+      return { value };
+    },
+    removeSecret(principal, id) {
+      secrets.remove(id, principal);
+      return { ok: true };
+    },
+  };
+}
