@@ -19,8 +19,6 @@ import { IDLE_CPU_RULE, busyWhileParked, readCpuMs, type IdleCpuRule } from './c
 import type { MemoryGuard, Watched } from './memory-guard.js';
 import type { SandboxProcess } from './process.js';
 
-/** A reuse-mode process serves at most this many calls, then is retired. */
-export const MAX_REUSE_CALLS = 500;
 /** How often the CPU time of parked reuse processes is read. */
 export const CPU_CHECK_MS = 100;
 const BACKOFF_MIN_MS = 250;
@@ -43,6 +41,8 @@ export interface PoolOptions {
   spawn(spec: ProcessSpec): SandboxProcess;
   guard: MemoryGuard;
   logger: Logger;
+  /** A warm (reuse-mode) process serves at most this many calls, then is retired. */
+  maxReuseCalls: number;
   /** How much CPU a parked reuse process may use (default IDLE_CPU_RULE). */
   idleCpu?: IdleCpuRule;
 }
@@ -286,7 +286,7 @@ export function createPool(options: PoolOptions): Pool {
     park(proc, reuseKey) {
       const parked = list(idle, reuseKey);
       const room = count(warm) + count(starting) + count(idle) < poolMax;
-      if (closed || proc.state !== 'busy' || proc.jobsServed >= MAX_REUSE_CALLS || parked.length >= Math.max(1, poolSize) || !room) {
+      if (closed || proc.state !== 'busy' || proc.jobsServed >= options.maxReuseCalls || parked.length >= Math.max(1, poolSize) || !room) {
         proc.kill('retired');
         return;
       }
