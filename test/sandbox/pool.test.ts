@@ -81,7 +81,7 @@ describe('strict single-use pool', () => {
 
 describe('reuse mode', () => {
   it('serves several calls of the same tool version from one process, each with a fresh module instance', async () => {
-    sandbox = await createSandbox({ config: testConfig({ isolation: 'process', reuseTools: ['counter'] }), logger: captureLogger().logger });
+    sandbox = await createSandbox({ config: testConfig({ isolation: 'process', reuseTools: ['counter'], poolMax: 8 }), logger: captureLogger().logger });
     const calls = [];
     for (let i = 0; i < 3; i++) calls.push(counterOf(await sandbox.run(job(tool('counter')))));
     expect(calls.map((c) => c.calls)).toEqual([1, 1, 1]);
