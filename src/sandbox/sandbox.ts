@@ -22,7 +22,7 @@ import { createPool, type ProcessSpec } from './pool.js';
 import { createDirectLauncher, createSpawnerLauncher } from './launcher.js';
 import { spawnSandboxProcess, sweepTempDirs, type SandboxProcess } from './process.js';
 import { runJob } from './run-job.js';
-import { createToolCompiler } from './transpile.js';
+import { createToolCompiler, type ToolCompiler } from './transpile.js';
 import type { Sandbox, SandboxJob } from './types.js';
 
 const MIN_MEMORY_MB = 16;
@@ -35,6 +35,8 @@ export interface CreateSandboxOptions {
   logger: Logger;
   /** Memory enforcement override (tests): a ready guard instead of detecting one. */
   guard?: MemoryGuard;
+  /** Tool compiler override (tests, bench): e.g. one without a transpiler. */
+  compiler?: ToolCompiler;
 }
 
 function clamp(value: number, fallback: number, min: number, max: number): number {
@@ -72,7 +74,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
   let nextId = 0;
   let nextSeq = 0;
   let closed = false;
-  const compiler = await createToolCompiler();
+  const compiler = options.compiler ?? (await createToolCompiler());
   if (!compiler.transpiles) logger.warn('esbuild is not installed: tools are sent as TypeScript and Deno transpiles them on every call');
   const pool = createPool({
     maxReuseCalls: config.warmMaxCalls,
