@@ -40,9 +40,18 @@ const typedTool = {
     'interface Input { i: number; text: string }',
     'type Output = { i: number; text: string; length: number };',
     'enum Kind { A = 1, B = 2 }',
+    // ~200 lines of typed helpers, as a real tool has: transpiling them is what code caching saves
+    ...Array.from({ length: 40 }, (_, n) => [
+      `interface Row${n}<T extends string | number> { id: T; label: string; tags?: readonly string[] }`,
+      `function helper${n}<T extends string | number>(row: Row${n}<T>, scale: number = ${n}): Row${n}<T> & { score: number } {`,
+      `  const score: number = (row.tags?.length ?? 0) * scale + (row.label as string).length;`,
+      '  return { ...row, score };',
+      '}',
+    ]).flat(),
     'export async function execute(input: Input): Promise<Output> {',
     '  const kind: Kind = input.i % 2 === 0 ? Kind.A : Kind.B;',
-    '  return { i: input.i, text: input.text, length: input.text.length * kind };',
+    '  const extra = helper0<number>({ id: input.i, label: input.text }).score - helper39({ id: "x", label: input.text }, 0).score;',
+    '  return { i: input.i, text: input.text, length: input.text.length * kind + extra };',
     '}',
   ].join('\n'),
 };

@@ -20,6 +20,8 @@ export interface JobSettings {
   source64: string;
   /** Media type of source64: transpiled JavaScript, or TypeScript Deno transpiles itself. */
   lang: 'js' | 'ts';
+  /** Maps positions of transpiled code back to the tool source (for error stacks). */
+  mapPosition?: OutcomeContext['mapPosition'];
   timeoutMs: number;
   reuse: boolean;
   maxResultBytes: number;
@@ -51,6 +53,7 @@ export function runJob(proc: SandboxProcess, job: SandboxJob, settings: JobSetti
     maxOutputBytes: settings.maxOutputBytes,
     maxResultBytes: settings.maxResultBytes,
     secrets,
+    ...(settings.mapPosition ? { mapPosition: settings.mapPosition } : {}),
   };
   const proxy = createApiProxy({ tool: job.tool, api: job.api });
 

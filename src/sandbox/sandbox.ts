@@ -151,6 +151,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
         seq: ++nextSeq,
         source64: compiled.source64,
         lang: compiled.lang,
+        ...(compiled.mapPosition ? { mapPosition: compiled.mapPosition } : {}),
         timeoutMs,
         reuse,
         maxResultBytes: config.maxResultBytes,

@@ -182,7 +182,7 @@ describe('process isolation', () => {
 });
 
 describe('code caching', () => {
-  it('transpiles once per source, keeps the tool lines in the source map, and falls back to TypeScript on a syntax error', async () => {
+  it('transpiles once per source, maps positions back to the tool lines, and falls back to TypeScript on a syntax error', async () => {
     const compiler = await createToolCompiler();
     expect(compiler.transpiles).toBe(true);
     const source = 'type N = number;\nexport async function execute(i: { n: N }): Promise<N> {\n  return i.n;\n}\n';
@@ -191,7 +191,11 @@ describe('code caching', () => {
     expect(compiler.compile(source)).toBe(first);
     const js = Buffer.from(first.source64, 'base64').toString('utf8');
     expect(js).not.toContain(': N');
-    expect(js).toContain('//# sourceMappingURL=data:application/json;base64,');
+    expect(js).not.toContain('sourceMappingURL');
+    // `return i.n;` is line 3 of the source; in the JavaScript it is line 2
+    const jsLine = js.split('\n').findIndex((line) => line.includes('return i.n')) + 1;
+    expect(jsLine).toBe(2);
+    expect(first.mapPosition?.(jsLine, 3)).toEqual({ line: 3, column: 3 });
     const broken = compiler.compile('export async function execute( {');
     expect(broken).toEqual({ lang: 'ts', source64: Buffer.from('export async function execute( {').toString('base64') });
   });
