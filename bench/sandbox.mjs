@@ -2,13 +2,19 @@
 //   node bench/sandbox.mjs                    pooled mode and spawn-per-call mode, side by side
 //   node bench/sandbox.mjs --spawn-per-call   only the spawn-per-call mode (one fresh process per call)
 //   node bench/sandbox.mjs --pooled           only the pooled mode
-// Figures: cold_spawn_ms (p50 spawn -> result, no pool), latency p50/p99 at concurrency 1 (pooled:
-// the pool refilled between calls, i.e. a warm process is waiting, as for sporadic requests),
-// calls/s at concurrency 4 (saturated), RSS per idle pooled process, and reuse-mode figures.
+// Figures: cold_spawn_ms (p50 spawn -> result, no pool), latency p50/p99 at concurrency 1 (pooled,
+// `isolation: process`: the pool refilled between calls, i.e. a pre-spawned process is waiting, as
+// for sporadic requests), calls/s at concurrency 4 (saturated), RSS per idle pooled process, and
+// warm-isolation figures (`isolation: warm`, the default: one process per tool version, a fresh
+// module instance per call; `warm_*`, and `reuse_*` as the same figures under their older name).
+// `warm_ts_*`: warm calls of a tool with real TypeScript (types, interfaces), transpiled once on the
+// host; `warm_ts_deno_transpile_*`: the same with the host transpiler off (Deno transpiles every call).
 import { readFileSync, readdirSync } from 'node:fs';
 import { defaultConfig } from '../dist/config/index.js';
 import { silentLogger } from '../dist/logger.js';
-import { createSandbox } from '../dist/sandbox/index.js';
+import * as sandboxModule from '../dist/sandbox/index.js';
+
+const { createSandbox } = sandboxModule;
 
 const args = new Set(process.argv.slice(2));
 const modes = args.has('--spawn-per-call') ? ['spawn_per_call'] : args.has('--pooled') ? ['pooled'] : ['pooled', 'spawn_per_call'];
@@ -26,6 +32,28 @@ const tool = {
   api: false,
   timeoutMs: 30_000,
   memoryMb: 128,
+};
+const typedTool = {
+  ...tool,
+  name: 'echo-typed',
+  source: [
+    'interface Input { i: number; text: string }',
+    'type Output = { i: number; text: string; length: number };',
+    'enum Kind { A = 1, B = 2 }',
+    // ~200 lines of typed helpers, as a real tool has: transpiling them is what code caching saves
+    ...Array.from({ length: 40 }, (_, n) => [
+      `interface Row${n}<T extends string | number> { id: T; label: string; tags?: readonly string[] }`,
+      `function helper${n}<T extends string | number>(row: Row${n}<T>, scale: number = ${n}): Row${n}<T> & { score: number } {`,
+      `  const score: number = (row.tags?.length ?? 0) * scale + (row.label as string).length;`,
+      '  return { ...row, score };',
+      '}',
+    ]).flat(),
+    'export async function execute(input: Input): Promise<Output> {',
+    '  const kind: Kind = input.i % 2 === 0 ? Kind.A : Kind.B;',
+    '  const extra = helper0<number>({ id: input.i, label: input.text }).score - helper39({ id: "x", label: input.text }, 0).score;',
+    '  return { i: input.i, text: input.text, length: input.text.length * kind + extra };',
+    '}',
+  ].join('\n'),
 };
 const job = (i, t = tool) => ({ tool: t, input: { i, text: 'hello' }, secrets: {}, request: { id: `bench-${i}`, workspace: 'workspace:tools' } });
 
@@ -88,7 +116,7 @@ function idleRssMb() {
 
 async function pooled() {
   const reuseTool = { ...tool, name: 'echo-reuse' };
-  const config = defaultConfig({ poolSize: POOL_SIZE, poolMax: 16, reuseTools: ['echo-reuse'], logLevel: 'silent' });
+  const config = defaultConfig({ poolSize: POOL_SIZE, poolMax: 16, isolation: 'process', reuseTools: ['echo-reuse', 'echo-typed'], logLevel: 'silent' });
   const sandbox = await createSandbox({ config, logger: silentLogger() });
   try {
     await until(() => sandbox.stats().warm === POOL_SIZE);
@@ -106,10 +134,29 @@ async function pooled() {
     log('pooled: c4', callsPerSecond, 'calls/s');
     const reuse = [];
     for (let i = 0; i < N_LATENCY; i++) reuse.push(await timed(sandbox, i, reuseTool));
-    log('reuse: c1 p50', pct(reuse.slice(1), 50), 'ms');
+    log('warm: c1 p50', pct(reuse.slice(1), 50), 'ms');
     const reuseCallsPerSecond = await throughput(sandbox, N_THROUGHPUT * 4, reuseTool);
-    log('reuse: c4', reuseCallsPerSecond, 'calls/s');
+    log('warm: c4', reuseCallsPerSecond, 'calls/s');
+    const typed = [];
+    for (let i = 0; i < N_LATENCY; i++) typed.push(await timed(sandbox, i, typedTool));
+    log('warm typed: c1 p50', pct(typed.slice(1), 50), 'ms');
+    const typedCallsPerSecond = await throughput(sandbox, N_THROUGHPUT * 4, typedTool);
+    log('warm typed: c4', typedCallsPerSecond, 'calls/s');
+    let denoTranspile = {};
+    if (sandboxModule.createToolCompiler) {
+      const plain = await createSandbox({ config, logger: silentLogger(), compiler: await sandboxModule.createToolCompiler(null) });
+      try {
+        const viaDeno = [];
+        for (let i = 0; i < N_LATENCY; i++) viaDeno.push(await timed(plain, i, typedTool));
+        const viaDenoPerSecond = await throughput(plain, N_THROUGHPUT * 4, typedTool);
+        log('warm typed, Deno transpiles per call: c1 p50', pct(viaDeno.slice(1), 50), 'ms; c4', viaDenoPerSecond, 'calls/s');
+        denoTranspile = { warm_ts_deno_transpile_latency_c1_p50_ms: pct(viaDeno.slice(1), 50), warm_ts_deno_transpile_calls_per_s_c4: viaDenoPerSecond };
+      } finally {
+        await plain.close();
+      }
+    }
     return {
+      ...denoTranspile,
       pool_size: POOL_SIZE,
       latency_c1_p50_ms: pct(latencies, 50),
       latency_c1_p99_ms: pct(latencies, 99),
@@ -118,6 +165,11 @@ async function pooled() {
       reuse_latency_c1_p50_ms: pct(reuse.slice(1), 50),
       reuse_latency_c1_p99_ms: pct(reuse.slice(1), 99),
       reuse_calls_per_s_c4: reuseCallsPerSecond,
+      warm_latency_c1_p50_ms: pct(reuse.slice(1), 50),
+      warm_latency_c1_p99_ms: pct(reuse.slice(1), 99),
+      warm_calls_per_s_c4: reuseCallsPerSecond,
+      warm_ts_latency_c1_p50_ms: pct(typed.slice(1), 50),
+      warm_ts_calls_per_s_c4: typedCallsPerSecond,
       spawned: sandbox.stats().spawned,
     };
   } finally {
@@ -126,7 +178,7 @@ async function pooled() {
 }
 
 async function spawnPerCall() {
-  const config = defaultConfig({ poolSize: 0, logLevel: 'silent' });
+  const config = defaultConfig({ poolSize: 0, isolation: 'process', logLevel: 'silent' });
   const sandbox = await createSandbox({ config, logger: silentLogger() });
   try {
     await timed(sandbox, -1);

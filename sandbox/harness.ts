@@ -134,7 +134,7 @@ for (let i = 0; i < 16; i++) {
 }
 
 interface Job {
-  t: 'job'; seq: number; source64: string; input: unknown; secrets: Record<string, string>;
+  t: 'job'; seq: number; source64: string; lang: 'js' | 'ts'; input: unknown; secrets: Record<string, string>;
   request: { id: string; workspace: string; agentId?: string }; maxResultBytes: number; reuse: boolean;
 }
 type Waiter = { resolve: (v: unknown) => void; reject: (e: unknown) => void };
@@ -304,7 +304,9 @@ async function runJob(job: Job): Promise<void> {
   current = job;
   let execute: unknown;
   try {
-    const url = 'data:application/typescript;base64,' + job.source64;
+    // A fragment unique per call makes a new module instance: module-level state of one call is
+    // never seen by the next call a warm process serves (the module map is keyed by the full URL).
+    const url = (job.lang === 'js' ? 'data:application/javascript;base64,' : 'data:application/typescript;base64,') + job.source64 + '#' + job.seq;
     const mod = (await import(url)) as { execute?: unknown };
     execute = mod.execute;
   } catch (err) {

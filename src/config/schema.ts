@@ -257,7 +257,15 @@ export const OPTIONS = {
   }),
   reuseTools: opt(listish.default([]), {
     group: 'sandbox',
-    doc: 'Tools (names) whose processes may serve several calls of the same version; only for tools without secrets.',
+    doc: 'Tools (names) served by warm processes even when `isolation` is `process` (unless the tool itself demands `process`).',
+  }),
+  isolation: opt(z.enum(['warm', 'process']).default('warm'), {
+    group: 'sandbox',
+    doc: 'Default isolation of tool calls: `warm` (a process serves consecutive calls of exactly one tool version, permission set and secrets, one at a time, each with a fresh module instance) or `process` (one fresh process per call, for all tools). A tool may demand `process` with `limits.isolation`.',
+  }),
+  warmMaxCalls: opt(intish(1, 1_000_000).default(100), {
+    group: 'sandbox',
+    doc: 'A warm process is retired after serving this many calls.',
   }),
   defaultTimeoutMs: opt(intish(1).default(30_000), {
     group: 'sandbox',

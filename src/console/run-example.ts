@@ -41,7 +41,7 @@ export async function runExample(tool: ToolDefinition, index: number, options: R
   }
   const api = tool.api ? options.api?.(tool, index) : undefined;
   const result = await options.sandbox.run({
-    tool: { name: tool.name, version: tool.version, source: tool.source, net: tool.net, api: tool.api, extraPermissions: tool.extraPermissions, timeoutMs: tool.timeoutMs, memoryMb: tool.memoryMb },
+    tool: { name: tool.name, version: tool.version, source: tool.source, net: tool.net, api: tool.api, extraPermissions: tool.extraPermissions, timeoutMs: tool.timeoutMs, memoryMb: tool.memoryMb, ...(tool.isolation ? { isolation: tool.isolation } : {}) },
     input: example.input,
     secrets: {},
     request: { id: `console-example:${tool.name}:${index + 1}`, workspace: options.workspace, agentId: 'console' },

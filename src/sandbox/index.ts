@@ -6,5 +6,7 @@ export { createSandbox, type CreateSandboxOptions } from './sandbox.js';
 export { resolveDeno, REQUIRED_DENO_VERSION } from './deno-binary.js';
 /** Re-validation of tool host lists and the always-on private-range deny list. */
 export { validateNetHosts, DENY_NET } from './net-policy.js';
+/** Code caching: tool TypeScript transpiled once per version (createSandbox's `compiler` option). */
+export { createToolCompiler, type ToolCompiler } from './transpile.js';
 /** Public types. */
 export type { Sandbox, SandboxApi, SandboxJob, SandboxStats, SandboxTool, MemoryEnforcement } from './types.js';

@@ -30,6 +30,18 @@ export interface OutcomeContext {
   maxOutputBytes: number;
   maxResultBytes: number;
   secrets: readonly string[];
+  /** Maps a `tool.ts:L:C` of the transpiled module back to the tool's source (code caching). */
+  mapPosition?: (line: number, column: number) => { line: number; column: number } | undefined;
+}
+
+/** Rewrites `tool.ts:L:C` positions of transpiled code to the tool's own lines and columns. */
+function mapPositions(ctx: OutcomeContext, text: string): string {
+  const map = ctx.mapPosition;
+  if (!map) return text;
+  return text.replace(/tool\.ts:(\d+):(\d+)/g, (whole, line: string, column: string) => {
+    const at = map(Number(line), Number(column));
+    return at ? `tool.ts:${at.line}:${at.column}` : whole;
+  });
 }
 
 const MIB = 1024 * 1024;
@@ -114,11 +126,11 @@ export function errorFrameFailure(ctx: OutcomeContext, payload: string): Executi
   if (typeof frame !== 'object' || frame === null) return undefined;
   const { kind, name, message, stack } = frame as Record<string, unknown>;
   if (typeof kind !== 'string' || typeof message !== 'string') return undefined;
-  const text = cleanToolText(message, ctx.secrets, MAX_MESSAGE_BYTES, false) || 'tool error without a message';
+  const text = mapPositions(ctx, cleanToolText(message, ctx.secrets, MAX_MESSAGE_BYTES, false)) || 'tool error without a message';
   if (kind === 'output') return failure(ErrorCode.OutputInvalid, `tool ${JSON.stringify(ctx.tool)}: ${text}`);
   const details: Record<string, unknown> = {
     name: typeof name === 'string' ? cleanToolText(name, ctx.secrets, 200, false) : 'Error',
-    ...(typeof stack === 'string' && stack !== '' ? { stack: cleanToolText(stack, ctx.secrets, MAX_STACK_BYTES, true) } : {}),
+    ...(typeof stack === 'string' && stack !== '' ? { stack: mapPositions(ctx, cleanToolText(stack, ctx.secrets, MAX_STACK_BYTES, true)) } : {}),
   };
   if (kind === 'permission') return failure(ErrorCode.PermissionDenied, text, details);
   if (kind === 'tool') return failure(ErrorCode.ToolError, text, details);

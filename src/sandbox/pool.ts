@@ -8,8 +8,9 @@
 // process unused for `poolIdleMs` is retired and not replaced until its key is used again. Spawn
 // failures back off exponentially (250 ms .. 30 s) so a broken Deno cannot spin the pool; acquire()
 // still spawns directly when nothing is warm, so callers get a clear error per call.
-// Reuse mode: a process that finished a call of a reuse-enabled tool may be parked as 'idle' under
-// that tool version's key and handed to the next call of the same version (acquireReuse). A parked
+// Warm (reuse) mode: a process that finished a call cleanly may be parked as 'idle' under that tool
+// version's key and handed to the next call of the same version (acquireReuse). At poolMax, the
+// process parked longest ago under another key gives up its room. A parked
 // process must be idle: tool code left running after its call (a busy timer, a setTimeout chain, a
 // spinning Worker) shows as CPU time, which is read every CPU_CHECK_MS; a process over the idle
 // allowance (cpu.ts) is retired at once, and one is never handed out while busy.
@@ -19,8 +20,6 @@ import { IDLE_CPU_RULE, busyWhileParked, readCpuMs, type IdleCpuRule } from './c
 import type { MemoryGuard, Watched } from './memory-guard.js';
 import type { SandboxProcess } from './process.js';
 
-/** A reuse-mode process serves at most this many calls, then is retired. */
-export const MAX_REUSE_CALLS = 500;
 /** How often the CPU time of parked reuse processes is read. */
 export const CPU_CHECK_MS = 100;
 const BACKOFF_MIN_MS = 250;
@@ -43,6 +42,8 @@ export interface PoolOptions {
   spawn(spec: ProcessSpec): SandboxProcess;
   guard: MemoryGuard;
   logger: Logger;
+  /** A warm (reuse-mode) process serves at most this many calls, then is retired. */
+  maxReuseCalls: number;
   /** How much CPU a parked reuse process may use (default IDLE_CPU_RULE). */
   idleCpu?: IdleCpuRule;
 }
@@ -173,6 +174,27 @@ export function createPool(options: PoolOptions): Pool {
     for (const proc of [...parkedCpu.keys()]) retireIfBusy(proc, now, false);
   };
 
+  // The process parked longest ago under another tool version's key gives up its room (true if one did).
+  const evictParked = (reuseKey: string): boolean => {
+    let victim: SandboxProcess | undefined;
+    let since = Infinity;
+    for (const [key, entries] of idle) {
+      if (key === reuseKey) continue;
+      for (const proc of entries) {
+        const parkedSince = parkedCpu.get(proc)?.since ?? -1;
+        if (parkedSince < since) {
+          victim = proc;
+          since = parkedSince;
+        }
+      }
+    }
+    if (!victim) return false;
+    remove(idle, victim);
+    unpark(victim);
+    victim.kill('retired');
+    return true;
+  };
+
   const spawn = (spec: ProcessSpec): SandboxProcess => {
     const proc = options.spawn(spec);
     spawned++;
@@ -285,8 +307,9 @@ export function createPool(options: PoolOptions): Pool {
     },
     park(proc, reuseKey) {
       const parked = list(idle, reuseKey);
-      const room = count(warm) + count(starting) + count(idle) < poolMax;
-      if (closed || proc.state !== 'busy' || proc.jobsServed >= MAX_REUSE_CALLS || parked.length >= Math.max(1, poolSize) || !room) {
+      let room = count(warm) + count(starting) + count(idle) < poolMax;
+      if (!room && parked.length < Math.max(1, poolSize)) room = evictParked(reuseKey);
+      if (closed || proc.state !== 'busy' || proc.jobsServed >= options.maxReuseCalls || parked.length >= Math.max(1, poolSize) || !room) {
         proc.kill('retired');
         return;
       }

@@ -1,7 +1,8 @@
 // Runs one job on a ready sandbox process and turns whatever happens into an ExecutionResult.
 // The first ending wins (result frame, error frame, kill, exit); every timer, listener and memory
-// watch is removed when it does. In strict mode the process is killed afterwards; in reuse mode it
-// is handed back healthy only when the harness itself ended the call (result or error frame).
+// watch is removed when it does. In process mode the process is killed afterwards; in warm mode it
+// is handed back only when the harness itself ended the call with a result frame (any error,
+// timeout, kill or crash retires it).
 
 import { ErrorCode } from '../errors.js';
 import { failure, type ExecutionFailure, type ExecutionResult } from '../result.js';
@@ -17,6 +18,10 @@ export interface JobSettings {
   seq: number;
   /** base64 of the tool source (computed once per tool version by the caller). */
   source64: string;
+  /** Media type of source64: transpiled JavaScript, or TypeScript Deno transpiles itself. */
+  lang: 'js' | 'ts';
+  /** Maps positions of transpiled code back to the tool source (for error stacks). */
+  mapPosition?: OutcomeContext['mapPosition'];
   timeoutMs: number;
   reuse: boolean;
   maxResultBytes: number;
@@ -48,6 +53,7 @@ export function runJob(proc: SandboxProcess, job: SandboxJob, settings: JobSetti
     maxOutputBytes: settings.maxOutputBytes,
     maxResultBytes: settings.maxResultBytes,
     secrets,
+    ...(settings.mapPosition ? { mapPosition: settings.mapPosition } : {}),
   };
   const proxy = createApiProxy({ tool: job.tool, api: job.api });
 
@@ -137,7 +143,8 @@ export function runJob(proc: SandboxProcess, job: SandboxJob, settings: JobSetti
         }
         if (type === 'E') {
           const error = errorFrameFailure(ctx, payload);
-          return error ? afterSync(() => fail(error, true)) : malformed('error');
+          // a call that ended in an error retires its process, even in warm mode
+          return error ? afterSync(() => fail(error, false)) : malformed('error');
         }
         if (type === 'A') {
           const over = proxy.admit(bytes);
@@ -166,6 +173,7 @@ export function runJob(proc: SandboxProcess, job: SandboxJob, settings: JobSetti
         t: 'job',
         seq: settings.seq,
         source64: settings.source64,
+        lang: settings.lang,
         input: job.input,
         secrets: job.secrets,
         request: job.request,

@@ -1,6 +1,9 @@
-// Composition of the sandbox: Deno binary check, memory enforcement, warm pool, and run() which
-// normalises a job's limits, picks a process (strict single-use, or reuse for opted-in tools without
-// secrets) and returns an ExecutionResult for every ending.
+// Composition of the sandbox: Deno binary check, memory enforcement, warm pool, tool compiler, and
+// run() which normalises a job's limits, picks a process and returns an ExecutionResult for every
+// ending. Isolation per call: `warm` (default) serves consecutive calls of exactly one tool version,
+// permission set, limits and secrets from one process, one call at a time, each call importing a new
+// module instance; `process` (config.isolation, or a tool's own `isolation: 'process'`) gives every
+// call a fresh process that is killed afterwards.
 //
 // States: open -> closed. After close() every process is killed, every temp dir removed, and run()
 // answers sandbox.crashed without spawning anything.
@@ -19,6 +22,7 @@ import { createPool, type ProcessSpec } from './pool.js';
 import { createDirectLauncher, createSpawnerLauncher } from './launcher.js';
 import { spawnSandboxProcess, sweepTempDirs, type SandboxProcess } from './process.js';
 import { runJob } from './run-job.js';
+import { createToolCompiler, type ToolCompiler } from './transpile.js';
 import type { Sandbox, SandboxJob } from './types.js';
 
 const MIN_MEMORY_MB = 16;
@@ -31,6 +35,8 @@ export interface CreateSandboxOptions {
   logger: Logger;
   /** Memory enforcement override (tests): a ready guard instead of detecting one. */
   guard?: MemoryGuard;
+  /** Tool compiler override (tests, bench): e.g. one without a transpiler. */
+  compiler?: ToolCompiler;
 }
 
 function clamp(value: number, fallback: number, min: number, max: number): number {
@@ -68,8 +74,10 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
   let nextId = 0;
   let nextSeq = 0;
   let closed = false;
-  const warnedReuse = new Set<string>();
+  const compiler = options.compiler ?? (await createToolCompiler());
+  if (!compiler.transpiles) logger.warn('esbuild is not installed: tools are sent as TypeScript and Deno transpiles them on every call');
   const pool = createPool({
+    maxReuseCalls: config.warmMaxCalls,
     poolSize: config.poolSize,
     poolMax: config.poolMax,
     poolIdleMs: config.poolIdleMs,
@@ -115,17 +123,10 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
       return errorResult(failure(ErrorCode.PermissionDenied, `tool ${JSON.stringify(tool.name)} asks for permission(s) the operator does not allow: ${refused.join(', ')}`), startedAt);
     }
     const spec = specFor(net, memoryMb, extra);
-    const hasSecrets = Object.keys(job.secrets).length > 0;
-    const wantsReuse = config.reuseTools.includes(tool.name);
-    const reuse = wantsReuse && !hasSecrets;
-    if (wantsReuse && hasSecrets && !warnedReuse.has(tool.name)) {
-      warnedReuse.add(tool.name);
-      logger.warn('reuse refused for a tool with secrets', { tool: tool.name });
-    }
-    const source64 = Buffer.from(tool.source, 'utf8').toString('base64');
-    const reuseKey = reuse
-      ? `${tool.name}@${tool.version}#${createHash('sha256').update(tool.source).digest('hex').slice(0, 24)}|${spec.key}`
-      : '';
+    const reuse = tool.isolation !== 'process' && (config.isolation === 'warm' || config.reuseTools.includes(tool.name));
+    const compiled = compiler.compile(tool.source);
+    // A warm process serves exactly one tool version with one permission set, limits and secrets.
+    const reuseKey = reuse ? warmKey(tool, spec.key, timeoutMs, job.secrets) : '';
 
     let proc = reuse ? pool.acquireReuse(reuseKey) : undefined;
     // a process can die between being handed out and receiving its job (rare): then take another once
@@ -148,7 +149,9 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
       job,
       {
         seq: ++nextSeq,
-        source64,
+        source64: compiled.source64,
+        lang: compiled.lang,
+        ...(compiled.mapPosition ? { mapPosition: compiled.mapPosition } : {}),
         timeoutMs,
         reuse,
         maxResultBytes: config.maxResultBytes,
@@ -202,6 +205,14 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
 }
 
 const ABORTED = Symbol('aborted');
+
+/** The key of the warm processes that may serve a call: tool version, source, permissions, limits, secrets. */
+function warmKey(tool: SandboxJob['tool'], specKey: string, timeoutMs: number, secrets: Record<string, string>): string {
+  const digest = createHash('sha256');
+  digest.update(tool.source).update('\0');
+  for (const name of Object.keys(secrets).sort()) digest.update(JSON.stringify([name, secrets[name]]));
+  return `${tool.name}@${tool.version}#${digest.digest('hex').slice(0, 32)}|${specKey}|${timeoutMs}|${tool.api}`;
+}
 
 function usable(proc: SandboxProcess | undefined): proc is SandboxProcess {
   return proc?.state === 'ready' || proc?.state === 'idle';

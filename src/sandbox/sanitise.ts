@@ -7,7 +7,7 @@ const OSC = /\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?/g;
 const ESC = /\x1b[@-_]?/g;
 const CONTROL_KEEP_NL = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 const CONTROL = /[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
-const DATA_URL = /data:application\/typescript;base64,[A-Za-z0-9+/=.]*/g;
+const DATA_URL = /data:application\/(?:typescript|javascript);base64,[A-Za-z0-9+/=.]*(?:#\d+)?/g;
 const MIN_SECRET_LENGTH = 4;
 
 /** Strips terminal escapes and control characters; keeps tabs, and newlines when `multiline`. */

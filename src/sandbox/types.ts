@@ -20,6 +20,8 @@ export interface SandboxTool {
   extraPermissions?: readonly string[];
   timeoutMs: number;
   memoryMb: number;
+  /** `'process'`: the tool demands a fresh process per call, whatever the configured isolation. */
+  isolation?: 'warm' | 'process';
 }
 
 /** `context.api` performed by the HOST with its own credentials; the tool never sees a token. */

@@ -36,7 +36,7 @@ export const SEMVER = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\
 export const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_.-]{0,127}$/;
 const DEFAULT_VERSION = '1.0.0';
 const MIN_MEMORY_MB = 16;
-const KNOWN_LIMITS = new Set(['timeout_ms', 'memory_mb', 'cpu_percent']);
+const KNOWN_LIMITS = new Set(['timeout_ms', 'memory_mb', 'cpu_percent', 'isolation']);
 
 /** Validates and normalises a tool definition written by an agent or shipped in the bootstrap directory. */
 export function validateToolDefinition(context: unknown, options: DefinitionOptions): DefinitionResult {
@@ -104,14 +104,15 @@ export function validateToolDefinition(context: unknown, options: DefinitionOpti
     extraPermissions: permissions.extraPermissions,
     timeoutMs: limits.timeoutMs,
     memoryMb: limits.memoryMb,
+    ...(limits.isolation === 'process' ? { isolation: 'process' as const } : {}),
     requiredSecrets,
     examples: structuredClone(schemas.examples),
   };
   return { ok: true, errors, warnings, tool: deepFreeze(tool) };
 }
 
-function readLimits(limits: unknown, config: DefinitionConfig, errors: Issue[], warnings: Issue[]): { timeoutMs: number; memoryMb: number } {
-  const out = { timeoutMs: config.defaultTimeoutMs, memoryMb: config.defaultMemoryMb };
+function readLimits(limits: unknown, config: DefinitionConfig, errors: Issue[], warnings: Issue[]): { timeoutMs: number; memoryMb: number; isolation?: 'warm' | 'process' } {
+  const out: { timeoutMs: number; memoryMb: number; isolation?: 'warm' | 'process' } = { timeoutMs: config.defaultTimeoutMs, memoryMb: config.defaultMemoryMb };
   if (limits === undefined || limits === null) return out;
   if (!isPlainObject(limits)) {
     errors.push({ code: IssueCode.Limits, path: '/limits', message: `limits must be an object, got ${quote(limits)}` });
@@ -126,6 +127,11 @@ function readLimits(limits: unknown, config: DefinitionConfig, errors: Issue[], 
   };
   out.timeoutMs = integer('timeout_ms', 1, config.maxTimeoutMs) ?? out.timeoutMs;
   out.memoryMb = integer('memory_mb', MIN_MEMORY_MB, config.maxMemoryMb) ?? out.memoryMb;
+  const isolation = limits.isolation;
+  if (isolation === 'warm' || isolation === 'process') out.isolation = isolation;
+  else if (isolation !== undefined) {
+    errors.push({ code: IssueCode.Limits, path: '/limits/isolation', message: `limits.isolation must be "warm" or "process", got ${quote(isolation)}` });
+  }
   const cpu = limits.cpu_percent;
   if (cpu !== undefined && !(typeof cpu === 'number' && cpu >= 1 && cpu <= 100)) {
     errors.push({ code: IssueCode.Limits, path: '/limits/cpu_percent', message: `limits.cpu_percent must be a number from 1 to 100, got ${quote(cpu)}` });

@@ -29,6 +29,8 @@ export interface ToolDefinition {
   extraPermissions: string[];
   timeoutMs: number;
   memoryMb: number;
+  /** `limits.isolation: "process"`: every call of this tool gets a fresh process (never a warm one). */
+  isolation?: 'process';
   requiredSecrets: string[];
   /** `requiresNetwork`: the example reaches a real host (`requires_network: true`); skipped when the network is unreachable. */
   examples: Array<{ description: string; input: unknown; output?: unknown; match: 'exact' | 'schema'; requiresNetwork?: true }>;

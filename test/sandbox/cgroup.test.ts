@@ -122,7 +122,7 @@ describe('per-process cgroups', () => {
     const { logger } = captureLogger();
     const guard = await createMemoryGuard({ logger, location });
     expect(guard.mode).toBe('cgroup');
-    const sandbox = await createSandbox({ config: testConfig({ poolSize: 1 }), logger, guard });
+    const sandbox = await createSandbox({ config: testConfig({ poolSize: 1, isolation: 'process' }), logger, guard });
     try {
       expect(sandbox.stats().memoryEnforcement).toBe('cgroup');
       const groups = (): string[] => readdirSync(base).filter((name) => name.startsWith('tools-runner-sbx-'));

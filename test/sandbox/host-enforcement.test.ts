@@ -40,6 +40,7 @@ async function runLying(mode: string) {
   const settings = {
     seq: 7,
     source64: '',
+    lang: 'ts' as const,
     timeoutMs: 30_000,
     reuse: false,
     maxResultBytes: MAX_RESULT,

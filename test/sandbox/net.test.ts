@@ -127,6 +127,7 @@ async function fetchThroughHarness(net: string[], url: string) {
   const settings = {
     seq: 1,
     source64: Buffer.from(fixture('fetch-url')).toString('base64'),
+    lang: 'ts' as const,
     timeoutMs: 30_000,
     reuse: false,
     maxResultBytes: 1 << 16,

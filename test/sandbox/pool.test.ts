@@ -32,7 +32,7 @@ const counterOf = (result: Awaited<ReturnType<Sandbox['run']>>): Counter => {
 
 describe('strict single-use pool', () => {
   it('pre-spawns poolSize processes, hands one out per call and replenishes in the background', async () => {
-    sandbox = await createSandbox({ config: testConfig({ poolSize: 2 }), logger: captureLogger().logger });
+    sandbox = await createSandbox({ config: testConfig({ poolSize: 2, isolation: 'process' }), logger: captureLogger().logger });
     const s = sandbox;
     await waitFor(() => s.stats().warm === 2, 30_000, 'two warm processes');
     expect(s.stats()).toMatchObject({ warm: 2, busy: 0, spawned: 2 });
@@ -73,41 +73,45 @@ describe('strict single-use pool', () => {
   });
 
   it('poolSize 0 spawns one fresh process per call and keeps nothing warm', async () => {
-    sandbox = await createSandbox({ config: testConfig({ poolSize: 0 }), logger: captureLogger().logger });
+    sandbox = await createSandbox({ config: testConfig({ poolSize: 0, isolation: 'process' }), logger: captureLogger().logger });
     expect(await sandbox.run(job(tool('echo')))).toMatchObject({ ok: true });
     expect(sandbox.stats()).toMatchObject({ warm: 0, spawned: 1 });
   });
 });
 
 describe('reuse mode', () => {
-  it('serves several calls of the same tool version from one process when the tool has no secrets', async () => {
-    const { logger, lines } = captureLogger();
-    sandbox = await createSandbox({ config: testConfig({ reuseTools: ['counter'] }), logger });
+  it('serves several calls of the same tool version from one process, each with a fresh module instance', async () => {
+    sandbox = await createSandbox({ config: testConfig({ isolation: 'process', reuseTools: ['counter'], poolMax: 8 }), logger: captureLogger().logger });
     const calls = [];
     for (let i = 0; i < 3; i++) calls.push(counterOf(await sandbox.run(job(tool('counter')))));
-    expect(calls.map((c) => c.calls)).toEqual([1, 2, 3]);
+    expect(calls.map((c) => c.calls)).toEqual([1, 1, 1]);
     expect(new Set(calls.map((c) => c.pid)).size).toBe(1);
 
     const otherVersion = counterOf(await sandbox.run(job(tool('counter', { version: '2.0.0' }))));
-    expect(otherVersion.calls).toBe(1);
     expect(otherVersion.pid).not.toBe(calls[0]?.pid);
 
+    // secrets are part of the key: other secret values never share a process with these calls
     const withSecrets = [];
     for (let i = 0; i < 2; i++) withSecrets.push(counterOf(await sandbox.run(job(tool('counter'), {}, { secrets: { K: 'v-secret' } }))));
-    expect(withSecrets.map((c) => c.calls)).toEqual([1, 1]);
-    expect(lines.filter((line) => line.includes('reuse refused for a tool with secrets'))).toHaveLength(1);
+    expect(withSecrets[1]?.pid).toBe(withSecrets[0]?.pid);
+    expect(withSecrets[0]?.pid).not.toBe(calls[0]?.pid);
+    const otherSecret = counterOf(await sandbox.run(job(tool('counter'), {}, { secrets: { K: 'w-secret' } })));
+    expect(otherSecret.pid).not.toBe(withSecrets[0]?.pid);
 
-    expect(counterOf(await sandbox.run(job(tool('counter')))).calls).toBe(4);
+    expect(counterOf(await sandbox.run(job(tool('counter')))).pid).toBe(calls[0]?.pid);
   });
 
   it('a reused process that times out is killed; the next call starts fresh', async () => {
     sandbox = await createSandbox({ config: testConfig({ reuseTools: ['reuse-loop'] }), logger: captureLogger().logger });
-    const source = 'let n = 0; export async function execute(i) { n++; if (i.spin) while (true) {} return n }';
+    const source = 'let n = 0; export async function execute(i) { n++; if (i.spin) while (true) {} return { n, pid: Deno.pid } }';
     const t = { ...tool('echo'), name: 'reuse-loop', source, timeoutMs: 1500 };
-    expect(await sandbox.run(job(t, {}))).toMatchObject({ ok: true, output: 1 });
-    expect(await sandbox.run(job(t, {}))).toMatchObject({ ok: true, output: 2 });
+    const first = await sandbox.run(job(t, {}));
+    expect(first).toMatchObject({ ok: true, output: { n: 1 } });
+    expect(await sandbox.run(job(t, {}))).toMatchObject({ ok: true, output: { n: 1, pid: (first.ok && (first.output as { pid: number }).pid) as number } });
     expect(codeOf(await sandbox.run(job(t, { spin: true })))).toBe('timeout');
-    expect(await sandbox.run(job(t, {}))).toMatchObject({ ok: true, output: 1 });
+    const after = await sandbox.run(job(t, {}));
+    expect(after).toMatchObject({ ok: true, output: { n: 1 } });
+    expect((after.ok && (after.output as { pid: number }).pid) as number).not.toBe((first.ok && (first.output as { pid: number }).pid) as number);
   });
 });
 
@@ -123,7 +127,7 @@ describe('reuse mode: idle processes', () => {
     expect(second.n).toBe(1);
     expect(second.pid).not.toBe(first.pid);
     const third = counterOf2(await sandbox.run(job(t, {})));
-    expect(third).toEqual({ n: 2, pid: second.pid });
+    expect(third).toEqual({ n: 1, pid: second.pid });
   });
 });
 
@@ -165,7 +169,7 @@ describe('failures and shutdown', () => {
   });
 
   it('an abort while waiting for a process returns at once and the process goes back to the pool', async () => {
-    sandbox = await createSandbox({ config: testConfig({ poolSize: 0 }), logger: captureLogger().logger });
+    sandbox = await createSandbox({ config: testConfig({ poolSize: 0, isolation: 'process' }), logger: captureLogger().logger });
     const controller = new AbortController();
     const pending = sandbox.run(job(tool('echo'), {}, { signal: controller.signal }));
     controller.abort();

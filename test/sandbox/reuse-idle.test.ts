@@ -70,7 +70,7 @@ describe('parked reuse processes that keep running tool code', () => {
     const b1 = served(await sandbox.run(job(busy, { leave: true })));
     await waitFor(() => !existsSync(`/proc/${b1.pid}`), 30_000, 'the busy process to be retired');
     const q2 = served(await sandbox.run(job(quiet, {})));
-    expect(q2).toEqual({ n: 2, pid: q1.pid });
+    expect(q2).toEqual({ n: 1, pid: q1.pid }); // same process, fresh module instance
     expect(lines.filter((line) => line.includes('retired a parked reuse process'))).toHaveLength(1);
   });
 });

@@ -127,6 +127,8 @@ describe('validateToolDefinition', () => {
     [{ memory_mb: 8 }, '/limits/memory_mb', 'limits.memory_mb must be an integer from 16 to 1024, got 8'],
     [{ memory_mb: '64' }, '/limits/memory_mb', 'limits.memory_mb must be an integer from 16 to 1024, got "64"'],
     [{ cpu_percent: 150 }, '/limits/cpu_percent', 'limits.cpu_percent must be a number from 1 to 100, got 150'],
+    [{ isolation: 'thread' }, '/limits/isolation', 'limits.isolation must be "warm" or "process", got "thread"'],
+    [{ isolation: true }, '/limits/isolation', 'limits.isolation must be "warm" or "process", got true'],
   ])('refuses limits %j', (limits, path, message) => {
     expect(validateToolDefinition({ ...weather(), limits }, AGENT).errors).toEqual([{ code: 'definition.limits', path, message }]);
   });
@@ -135,6 +137,12 @@ describe('validateToolDefinition', () => {
     const result = validateToolDefinition({ ...weather(), limits: { timeout_ms: 300000, memory_mb: 16, gpu: 1 } }, AGENT);
     expect(result.tool).toMatchObject({ timeoutMs: 300000, memoryMb: 16 });
     expect(result.warnings).toContainEqual({ code: 'definition.limits', path: '/limits/gpu', message: 'Unknown limit "gpu" ignored' });
+  });
+
+  it('limits.isolation "process" marks the tool; "warm" or none leaves the default', () => {
+    expect(validateToolDefinition({ ...weather(), limits: { isolation: 'process' } }, AGENT).tool).toMatchObject({ isolation: 'process' });
+    expect(validateToolDefinition({ ...weather(), limits: { isolation: 'warm' } }, AGENT).tool).not.toHaveProperty('isolation');
+    expect(validateToolDefinition(weather(), AGENT).tool).not.toHaveProperty('isolation');
   });
 
   it('refuses bad and duplicate secret names', () => {
