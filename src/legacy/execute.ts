@@ -44,6 +44,8 @@ export interface ExecuteHostToolOptions {
   schemas?: SchemaCache;
   /** Runs `rap` transport calls (src/rap); without it such a tool answers dependency.unavailable. */
   runRemote?(call: RemoteCall): Promise<CallOutcome>;
+  /** The input was already normalised and checked against the input schema (the runner's request path does it once). */
+  inputChecked?: boolean;
 }
 
 type Failed = Extract<CallAnswer, { ok: false }>;
@@ -55,7 +57,8 @@ const fail = (code: ErrorCode, message: string, details?: Record<string, unknown
   logsTruncated: false,
 });
 
-function normalizeInput(input: unknown): { ok: true; value: Record<string, unknown> } | Failed {
+/** A host tool's arguments as agentcli reads them (R8): blank or null input is `{}`, a JSON string is parsed, anything but an object is input.invalid. */
+export function normalizeHostInput(input: unknown): { ok: true; value: Record<string, unknown> } | Failed {
   let value = input;
   if (typeof value === 'string') {
     if (value.trim() === '') return { ok: true, value: {} };
@@ -79,11 +82,11 @@ function plannedAudit(tool: HostTool): TransportAudit {
 
 async function call(tool: HostTool, input: unknown, options: ExecuteHostToolOptions, log: Logger, secrets: Map<string, string>, state: { approval?: string }): Promise<CallAnswer | CallOutcome> {
   const { config } = options;
-  const normalized = normalizeInput(input);
+  const normalized = normalizeHostInput(input);
   if (!normalized.ok) return normalized;
   const args = normalized.value;
   const schemas = options.schemas ?? createSchemaCache();
-  if (tool.inputSchema) {
+  if (tool.inputSchema && !options.inputChecked) {
     const issues = schemas.check(tool.inputSchema, args);
     if (issues) return fail(ErrorCode.InputInvalid, `input does not match the input schema of ${JSON.stringify(tool.name)}: ${describeIssues(issues)}`, { errors: issues });
   }
