@@ -13,7 +13,7 @@
 // harmless: jobs are keyed by request id and the claim decides who runs it.
 
 import type { StoreClient } from '../breadcrumbs/index.js';
-import { SCHEMA } from '../breadcrumbs/messages.js';
+import { ridOfRequestTag, SCHEMA } from '../breadcrumbs/messages.js';
 import { ANSWER_TAG_PREFIX, type RequestKeys } from '../breadcrumbs/request-keys.js';
 import type { Logger } from '../logger.js';
 import type { JobQueue } from '../queue/job-queue.js';
@@ -211,7 +211,8 @@ export function createIntake(options: IntakeOptions): Intake {
     for (const response of responses) {
       for (const tag of response.tags) {
         if (tag.startsWith(ANSWER_TAG_PREFIX)) answered.add(tag);
-        else if (tag.startsWith('request:')) legacyAnswered.add(tag.slice('request:'.length));
+        const rid = ridOfRequestTag(tag);
+        if (rid !== undefined) legacyAnswered.add(rid);
       }
     }
     const cutover = options.legacyCutoverMs ?? 0;

@@ -10,7 +10,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { StoreClient } from '../breadcrumbs/index.js';
 import { isNotFound } from '../breadcrumbs/index.js';
-import { requestIdentity, SCHEMA, TAG, type BreadcrumbFull, type RequestIdentity } from '../breadcrumbs/messages.js';
+import { agentTagsOf, requestIdentity, SCHEMA, TAG, type BreadcrumbFull, type RequestIdentity } from '../breadcrumbs/messages.js';
 import type { Catalog } from '../catalog/catalog.js';
 import type { Config } from '../config/index.js';
 import { coerceError } from '../errors.js';
@@ -142,7 +142,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
         return 'released';
       }
       const totalMs = performance.now() - startedAt;
-      const extraTags = full.tags.filter((tag) => tag.startsWith('agent:'));
+      const extraTags = agentTagsOf(full.tags);
       const answer = {
         requestBreadcrumbId: request.breadcrumbId,
         rid,
