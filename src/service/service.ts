@@ -197,12 +197,14 @@ async function buildService(
   onStop('store client', async () => client.close());
   await waitForStore(client, log, intakeController.signal);
 
+  // One schema validator (compiled-schema cache) for manifests, tool definitions, code tools and host tools alike.
+  const validator = createSchemaValidator();
   const sandbox = await createSandbox({ config, logger: log.child({ component: 'sandbox' }) });
   onStop('sandbox', () => sandbox.close());
 
   let hostTools: HostTool[] = [];
   if (config.manifests.length > 0) {
-    const loaded = await loadHostTools({ paths: config.manifests, grantedCapabilities: config.grantedCapabilities, logger: log.child({ component: 'legacy' }) });
+    const loaded = await loadHostTools({ paths: config.manifests, grantedCapabilities: config.grantedCapabilities, logger: log.child({ component: 'legacy' }), validator });
     for (const error of loaded.errors) log.error('manifest rejected', { path: error.path, error: error.message });
     for (const denied of loaded.denied) log.warn('host tool denied', { ...denied });
     hostTools = loaded.tools;
@@ -223,7 +225,7 @@ async function buildService(
     workspace: config.workspace,
     logger: log.child({ component: 'catalog' }),
     stamper,
-    validate: (context, origin) => validateToolDefinition(context, { origin, config }),
+    validate: (context, origin) => validateToolDefinition(context, { origin, config, validator }),
     operatorTools: () => operatorTools,
     hostTools: () => (rap ? rap.hostTools(hostTools) : hostTools),
     onChange: () => publish(),
@@ -272,8 +274,6 @@ async function buildService(
     isKnownTool: (name) => catalog.resolve(name) !== undefined,
   });
   const hostEnv = hostEnvironment();
-  // One schema validator (compiled-schema cache) for code tools and host tools alike.
-  const validator = createSchemaValidator();
   const hostSchemas = createSchemaCache(validator);
   rap = createRap({
     config,
