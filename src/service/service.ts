@@ -195,7 +195,7 @@ async function buildService(
   });
   // Drop keep-alive sockets before the embedded store closes (it would wait for them).
   onStop('store client', async () => client.close());
-  await waitForStore(client, log, intakeController.signal);
+  await waitForStore(client, log, config.storeWaitMs, intakeController.signal);
 
   // One schema validator (compiled-schema cache) for manifests, tool definitions, code tools and host tools alike.
   const validator = createSchemaValidator();
@@ -466,8 +466,9 @@ async function stopService(parts: Parts, runCleanups: () => Promise<void>): Prom
   state.lifecycle = 'STOPPED';
 }
 
-async function waitForStore(client: StoreClient, logger: Logger, signal: AbortSignal): Promise<void> {
-  const deadline = Date.now() + 30_000;
+/** Polls the store's health with backoff until it answers, `waitMs` passes or `signal` aborts. */
+async function waitForStore(client: StoreClient, logger: Logger, waitMs: number, signal: AbortSignal): Promise<void> {
+  const deadline = Date.now() + waitMs;
   let wait = 100;
   for (;;) {
     try {
