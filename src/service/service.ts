@@ -371,10 +371,11 @@ function routeEvents(parts: Parts): Promise<void> {
         const late = !reconnect && state.streamLate;
         if (reconnect) metrics.recordReconnect();
         if (reconnect || late) {
-          log.info('event stream reconnected, catching up');
+          log.info(reconnect ? 'event stream reconnected, catching up' : 'event stream connected late, catching up');
           void intake.scan(false);
           catalog.load().catch((error: unknown) => log.warn('catalog reload failed', { error }));
-          for (const extension of extensions) extension.onReconnect?.();
+          // Extensions catch up only once started (their start runs its own first scan).
+          if (state.lifecycle === 'RUNNING') for (const extension of extensions) extension.onReconnect?.();
         }
       },
     });

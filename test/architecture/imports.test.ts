@@ -86,6 +86,13 @@ describe('import direction', () => {
     expect([...EXCEPTIONS.keys()].filter((edge) => !upward.includes(edge))).toEqual([]);
   });
 
+  it('screen and sandbox import from breadcrumbs/ only the message shapes (never the store client)', () => {
+    const bad = edges()
+      .filter(({ from, to }) => ['screen', 'sandbox'].includes(folderOf(from)) && folderOf(to) === 'breadcrumbs' && to.split(sep).join('/') !== 'breadcrumbs/messages.ts')
+      .map(({ from, to }) => `${from} -> ${to}`);
+    expect(bad).toEqual([]);
+  });
+
   it('the Deno harness (sandbox/) never imports from src/', () => {
     const harness = join(root, 'sandbox');
     const bad = tsFiles(harness).flatMap((file) =>
