@@ -34,7 +34,7 @@ import {
 import type { Config } from '../config/index.js';
 import { coerceError, ErrorCode } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { createResponder, type Responder } from '../responder/responder.js';
+import { createResponder, type Responder } from '../request/7-respond.js';
 import type { Sandbox } from '../sandbox/index.js';
 import { createSchemaValidator, SEMVER, validateToolDefinition, type SchemaValidator } from '../screen/index.js';
 import type { ExtensionContext, ServiceExtension } from '../service/service.js';

@@ -4,7 +4,7 @@
 // found the network unreachable; without a network status every example runs.
 
 import { isDeepStrictEqual } from 'node:util';
-import type { Sandbox, SandboxApi } from '../sandbox/index.js';
+import { sandboxToolOf, type Sandbox, type SandboxApi } from '../sandbox/index.js';
 import type { SchemaValidator, ToolDefinition } from '../screen/index.js';
 import type { NetworkStatus } from './network-probe.js';
 
@@ -54,7 +54,7 @@ export async function runExamples(tool: ToolDefinition, options: RunExamplesOpti
     for (const name of tool.requiredSecrets) secrets[name] = options.secrets?.[name] as string;
     const api = tool.api ? options.api?.(tool, index) : undefined;
     const result = await options.sandbox.run({
-      tool: { name: tool.name, version: tool.version, source: tool.source, net: tool.net, api: tool.api, extraPermissions: tool.extraPermissions, timeoutMs: tool.timeoutMs, memoryMb: tool.memoryMb, ...(tool.isolation ? { isolation: tool.isolation } : {}) },
+      tool: sandboxToolOf(tool),
       input: example.input,
       secrets,
       request: { id: `example:${tool.name}:${index + 1}`, workspace: options.workspace },

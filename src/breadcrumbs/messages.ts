@@ -32,6 +32,16 @@ export const TAG = {
   agent: (id: string) => `agent:${id}`,
 } as const;
 
+/** The rid a `request:<rid>` tag names, or undefined for any other tag. */
+export function ridOfRequestTag(tag: string): string | undefined {
+  return tag.startsWith('request:') ? tag.slice('request:'.length) : undefined;
+}
+
+/** The `agent:<id>` tags of a record (a request's are copied onto its answer). */
+export function agentTagsOf(tags: readonly string[]): string[] {
+  return tags.filter((tag) => tag.startsWith('agent:'));
+}
+
 export const Visibility = z.enum(['Public', 'Team', 'Private']);
 export const Sensitivity = z.enum(['Low', 'Pii', 'Secret']);
 
@@ -252,27 +262,6 @@ export const ToolExample = z.looseObject({
   match: z.enum(['exact', 'schema']).optional(),
 });
 export type ToolExample = z.infer<typeof ToolExample>;
-
-/** Context of `tool.code.v1` (see seeds/rcrt-self-contained-tools.md). */
-export const ToolCodeContext = z.looseObject({
-  name: z.string(),
-  description: z.string().optional(),
-  version: z.string().optional(),
-  code: z.looseObject({ language: z.string().optional(), source: z.string() }),
-  input_schema: z.unknown(),
-  output_schema: z.unknown(),
-  permissions: ToolPermissions.optional(),
-  limits: z
-    .looseObject({
-      timeout_ms: z.number().optional(),
-      memory_mb: z.number().optional(),
-      cpu_percent: z.number().optional(),
-    })
-    .optional(),
-  required_secrets: z.array(z.string()).optional(),
-  examples: z.array(ToolExample).optional(),
-});
-export type ToolCodeContext = z.infer<typeof ToolCodeContext>;
 
 /** Context of `tool.v1` (legacy host tool, published by the runner from local manifests). */
 export const ToolLegacyContext = z.looseObject({

@@ -69,7 +69,8 @@ export interface CatalogOptions {
   onOperatorDrift?(name: string): void;
 }
 
-interface Record_ {
+/** What the catalog knows of one tool.code.v1 breadcrumb. */
+interface CodeRecord {
   id: string;
   version: number;
   createdAt: string;
@@ -107,16 +108,16 @@ export interface Catalog {
 }
 
 const issue = (code: string, path: string, message: string): Issue => ({ code, path, message });
-const older = (a: Record_, b: Record_): boolean => a.createdAt < b.createdAt || (a.createdAt === b.createdAt && a.id < b.id);
+const older = (a: CodeRecord, b: CodeRecord): boolean => a.createdAt < b.createdAt || (a.createdAt === b.createdAt && a.id < b.id);
 
 /** Creates the catalog. */
 export function createCatalog(options: CatalogOptions): Catalog {
   const { client, workspace, logger, stamper } = options;
-  const records = new Map<string, Record_>();
+  const records = new Map<string, CodeRecord>();
   /** name -> the owner and version of the definition that last ran under it (kept after deletion). */
   const owners = new Map<string, { owner: string; id: string; version: string }>();
   /** name -> selected record; id -> why a valid record is not selected. */
-  let selected = new Map<string, Record_>();
+  let selected = new Map<string, CodeRecord>();
   let shadowed = new Map<string, Issue>();
   let loading = 0;
 
@@ -125,16 +126,16 @@ export function createCatalog(options: CatalogOptions): Catalog {
 
   const reindex = (): void => {
     if (loading > 0) return;
-    const byName = new Map<string, Record_[]>();
+    const byName = new Map<string, CodeRecord[]>();
     for (const record of records.values()) {
       if (!record.tool || !record.owner) continue;
       byName.set(record.tool.name, [...(byName.get(record.tool.name) ?? []), record]);
     }
-    const nextSelected = new Map<string, Record_>();
+    const nextSelected = new Map<string, CodeRecord>();
     const nextShadowed = new Map<string, Issue>();
     for (const [name, candidates] of byName) {
       const remembered = owners.get(name);
-      let best: Record_ | undefined;
+      let best: CodeRecord | undefined;
       for (const record of candidates) {
         if (remembered && record.owner !== remembered.owner) continue;
         if (!best || older(record, best)) best = record;
@@ -182,7 +183,7 @@ export function createCatalog(options: CatalogOptions): Catalog {
     }
     const context = full.context;
     const name = typeof context['name'] === 'string' ? context['name'] : undefined;
-    const record: Record_ = { id, version: full.version, createdAt: full.created_at ?? full.updated_at, ...(name !== undefined ? { name } : {}), pins: pinsKey(), errors: [] };
+    const record: CodeRecord = { id, version: full.version, createdAt: full.created_at ?? full.updated_at, ...(name !== undefined ? { name } : {}), pins: pinsKey(), errors: [] };
     const trust = stamper.assess(full, workspace);
     const pinned = name !== undefined ? options.operatorTools().get(name) : undefined;
     if (pinned) {

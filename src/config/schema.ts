@@ -198,6 +198,10 @@ export const OPTIONS = {
     group: 'runner',
     doc: 'Interval of the periodic catch-up scan (also run at start and after every reconnect).',
   }),
+  storeWaitMs: opt(intish(0).default(30_000), {
+    group: 'runner',
+    doc: 'At start, how long the runner waits for the store to answer before it gives up (dependency.unavailable).',
+  }),
   drainGraceMs: opt(intish(0).default(15_000), {
     group: 'runner',
     doc: 'On SIGTERM, how long running jobs may finish before they are killed.',

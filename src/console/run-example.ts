@@ -6,7 +6,7 @@
 // the create flow, each report also carries the output and the tool's logs.
 
 import { isDeepStrictEqual } from 'node:util';
-import type { Sandbox, SandboxApi } from '../sandbox/index.js';
+import { sandboxToolOf, type Sandbox, type SandboxApi } from '../sandbox/index.js';
 import type { SchemaValidator, ToolDefinition } from '../screen/index.js';
 
 /** One example's outcome. */
@@ -41,7 +41,7 @@ export async function runExample(tool: ToolDefinition, index: number, options: R
   }
   const api = tool.api ? options.api?.(tool, index) : undefined;
   const result = await options.sandbox.run({
-    tool: { name: tool.name, version: tool.version, source: tool.source, net: tool.net, api: tool.api, extraPermissions: tool.extraPermissions, timeoutMs: tool.timeoutMs, memoryMb: tool.memoryMb, ...(tool.isolation ? { isolation: tool.isolation } : {}) },
+    tool: sandboxToolOf(tool),
     input: example.input,
     secrets: {},
     request: { id: `console-example:${tool.name}:${index + 1}`, workspace: options.workspace, agentId: 'console' },

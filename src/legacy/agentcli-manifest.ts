@@ -9,6 +9,7 @@
 import path from 'node:path';
 import type { AgentcliSpec } from './agentcli-decode.js';
 import { goQuote, isJsonObject, kindOf } from './json-kinds.js';
+import type { SchemaValidator } from '../screen/index.js';
 import { schemaCompileError } from './schema-validator.js';
 import type { HostTool, ManifestLoadResult } from './types.js';
 
@@ -16,6 +17,8 @@ import type { HostTool, ManifestLoadResult } from './types.js';
 export interface ManifestSource {
   manifestPath: string;
   manifestDigest: string;
+  /** The runner's schema validator (compiled-schema cache); a fresh one per check when omitted. */
+  validator?: SchemaValidator;
 }
 
 class ManifestError extends Error {}
@@ -64,10 +67,10 @@ function resolveProgram(cmd0: string, manifestDir: string, prefix: string): stri
   return path.resolve(manifestDir, norm.slice(2));
 }
 
-function checkSchema(schema: unknown, prefix: string): object | null {
+function checkSchema(schema: unknown, prefix: string, validator: SchemaValidator | undefined): object | null {
   if (schema === null) return null;
   if (!isJsonObject(schema)) throw new ManifestError(`${prefix}: schema must be a JSON object (got ${kindOf(schema)})`);
-  const problem = schemaCompileError(schema);
+  const problem = schemaCompileError(schema, validator);
   if (problem !== null) throw new ManifestError(`${prefix}: invalid schema: ${problem}`);
   return schema;
 }
@@ -87,7 +90,7 @@ function buildTool(spec: AgentcliSpec, index: number, seen: Set<string>, source:
   const [cmd0 = '', ...fixedArgs] = spec.command;
   const program = resolveProgram(cmd0, path.dirname(source.manifestPath), prefix);
   if (spec.timeoutSec < 0) throw new ManifestError(`${prefix}: timeoutSec must not be negative (got ${spec.timeoutSec})`);
-  const inputSchema = checkSchema(spec.schema, prefix);
+  const inputSchema = checkSchema(spec.schema, prefix, source.validator);
   return {
     name: spec.name,
     description: spec.description,

@@ -1,8 +1,10 @@
 // What a transport hands back to executeHostTool: the tool's answer (or failure) and the facts for
-// the audit line. Also the text hygiene shared by both transports: messages and logs never carry
-// ANSI escapes or control characters, and error messages are capped at 1000 bytes (agentcli C3).
+// the audit line. Also the text hygiene shared by both transports: messages and logs are cleaned
+// exactly as the sandbox cleans code tools' text (src/sandbox/sanitise.ts: no terminal escapes, no
+// C0/C1 controls, no bidi overrides), and error messages are capped at 1000 bytes (agentcli C3).
 
 import type { ExecutionFailure } from '../result.js';
+import { stripControl } from '../sandbox/sanitise.js';
 import type { AuditRecord } from './audit.js';
 
 /** Audit fields a transport knows; executeHostTool adds ts, tool, ms, outcome, approval. */
@@ -23,12 +25,9 @@ export const MAX_MESSAGE_BYTES = 1000;
 /** Log text kept from a successful call's stderr. */
 export const MAX_LOG_BYTES = 16 * 1024;
 
-const ANSI = /\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])/g;
-const CONTROL = /[\x00-\x08\x0b-\x1f\x7f]/g;
-
-/** Removes ANSI escapes and control characters (tabs and newlines stay). */
+/** Removes terminal escapes, control and bidi characters the way the sandbox does (tabs and newlines stay; CR LF becomes LF). */
 export function sanitizeText(text: string): string {
-  return text.replace(ANSI, '').replace(/\r\n?/g, '\n').replace(CONTROL, '');
+  return stripControl(text.replace(/\r\n?/g, '\n'), true);
 }
 
 /** Cuts `text` to at most `maxBytes` UTF-8 bytes without splitting a character; appends "…" when cut. */

@@ -1,6 +1,6 @@
-// executeHostTool(): one call of a host tool, in the ARuntime authorization order (contracts.md
-// §2.5): check the input (object, input schema) -> confirmation gate (L10/L11) -> resolve secrets
-// -> run the transport under its timeout -> validate the result -> redact -> audit.
+// executeHostTool(): one call of a host tool: check the input (object, input schema; skipped when
+// the runner's request path already did, `inputChecked`) -> confirmation gate -> resolve secrets
+// -> run the transport under its timeout -> validate the result -> clean and redact -> audit.
 //
 // Tool behaviour never throws: every ending is an ExecutionResult. Secret values are registered
 // with the logger, removed from the result (messages, logs, output) and, together with the values
@@ -12,7 +12,8 @@ import { ErrorCode, coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { failure, type ExecutionResult } from '../result.js';
 import { createRedactor, writeAuditRecord, type Redactor } from './audit.js';
-import type { CallAnswer, CallOutcome, TransportAudit } from './call-outcome.js';
+import { createLogCollector } from '../sandbox/sanitise.js';
+import { MAX_LOG_BYTES, type CallAnswer, type CallOutcome, type TransportAudit } from './call-outcome.js';
 import { capDenial } from './capabilities.js';
 import { runExecTool } from './exec-tool.js';
 import { runHttpTool } from './http-tool.js';
@@ -44,6 +45,8 @@ export interface ExecuteHostToolOptions {
   schemas?: SchemaCache;
   /** Runs `rap` transport calls (src/rap); without it such a tool answers dependency.unavailable. */
   runRemote?(call: RemoteCall): Promise<CallOutcome>;
+  /** The input was already normalised and checked against the input schema (the runner's request path does it once). */
+  inputChecked?: boolean;
 }
 
 type Failed = Extract<CallAnswer, { ok: false }>;
@@ -55,7 +58,8 @@ const fail = (code: ErrorCode, message: string, details?: Record<string, unknown
   logsTruncated: false,
 });
 
-function normalizeInput(input: unknown): { ok: true; value: Record<string, unknown> } | Failed {
+/** A host tool's arguments as agentcli reads them (R8): blank or null input is `{}`, a JSON string is parsed, anything but an object is input.invalid. */
+export function normalizeHostInput(input: unknown): { ok: true; value: Record<string, unknown> } | Failed {
   let value = input;
   if (typeof value === 'string') {
     if (value.trim() === '') return { ok: true, value: {} };
@@ -79,11 +83,11 @@ function plannedAudit(tool: HostTool): TransportAudit {
 
 async function call(tool: HostTool, input: unknown, options: ExecuteHostToolOptions, log: Logger, secrets: Map<string, string>, state: { approval?: string }): Promise<CallAnswer | CallOutcome> {
   const { config } = options;
-  const normalized = normalizeInput(input);
+  const normalized = normalizeHostInput(input);
   if (!normalized.ok) return normalized;
   const args = normalized.value;
   const schemas = options.schemas ?? createSchemaCache();
-  if (tool.inputSchema) {
+  if (tool.inputSchema && !options.inputChecked) {
     const issues = schemas.check(tool.inputSchema, args);
     if (issues) return fail(ErrorCode.InputInvalid, `input does not match the input schema of ${JSON.stringify(tool.name)}: ${describeIssues(issues)}`, { errors: issues });
   }
@@ -119,8 +123,11 @@ async function call(tool: HostTool, input: unknown, options: ExecuteHostToolOpti
   return runHttpTool({ ...common, transport: t });
 }
 
-function redactAnswer(answer: CallAnswer, redactor: Redactor, durationMs: number): ExecutionResult {
-  const base = { durationMs, logs: answer.logs.map(redactor.text), logsTruncated: answer.logsTruncated };
+// Logs end as a code tool's do: the sandbox's log collector cleans, redacts and caps them at `maxLogBytes`.
+function redactAnswer(answer: CallAnswer, redactor: Redactor, secrets: readonly string[], maxLogBytes: number, durationMs: number): ExecutionResult {
+  const logs = createLogCollector(maxLogBytes, secrets);
+  for (const line of answer.logs) logs.add(redactor.text(line));
+  const base = { durationMs, logs: logs.lines, logsTruncated: answer.logsTruncated || logs.truncated };
   return answer.ok ? { ok: true, output: redactor.deep(answer.output), ...base } : { ok: false, error: redactor.deep(answer.error), ...base };
 }
 
@@ -139,7 +146,7 @@ export async function executeHostTool(tool: HostTool, input: unknown, options: E
     answer = fail(ErrorCode.Internal, `host tool ${JSON.stringify(tool.name)} failed inside the runner: ${error.message}`);
   }
   const durationMs = performance.now() - started;
-  const result = redactAnswer(answer, createRedactor(secrets.values()), durationMs);
+  const result = redactAnswer(answer, createRedactor(secrets.values()), [...secrets.values()], options.config.maxLogBytes ?? MAX_LOG_BYTES, durationMs);
 
   const t = tool.transport;
   // Passed-through values are not secrets by contract (TZ=UTC); only those of 4+ characters are masked.

@@ -4,10 +4,10 @@
 
 export { loadManifest } from './load-manifest.js';
 export { loadHostTools, type HostToolsLoad, type LoadHostToolsOptions } from './load-host-tools.js';
-export { executeHostTool, type ExecuteHostToolOptions, type RemoteCall } from './execute.js';
+export { executeHostTool, normalizeHostInput, type ExecuteHostToolOptions, type RemoteCall } from './execute.js';
 export type { CallOutcome, TransportAudit } from './call-outcome.js';
 export { exportOpenAI, mangleToolName, MAX_EXPORTED_NAME, type OpenAIExport, type OpenAITool } from './export-openai.js';
-export { createEnvSecretResolver, secretEnvName } from './secrets.js';
+export { secretEnvName } from './secrets.js';
 export { createSchemaCache, type SchemaCache, type SchemaIssue } from './schema-validator.js';
 export { isCapabilityGranted, missingCapabilities, type CapAuditRecord } from './capabilities.js';
 export { auditFileName, type AuditRecord } from './audit.js';

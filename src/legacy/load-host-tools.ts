@@ -8,6 +8,7 @@
 
 import path from 'node:path';
 import type { Logger } from '../logger.js';
+import type { SchemaValidator } from '../screen/index.js';
 import { capDenial, missingCapabilities } from './capabilities.js';
 import { loadManifest } from './load-manifest.js';
 import { CAPABILITY_FAMILIES, type DeniedHostTool, type HostTool } from './types.js';
@@ -17,6 +18,8 @@ export interface LoadHostToolsOptions {
   paths: readonly string[];
   grantedCapabilities: readonly string[];
   logger: Logger;
+  /** The runner's schema validator, shared with code tools; a fresh one when omitted. */
+  validator?: SchemaValidator;
 }
 
 /** Exposable tools, denied tools and rejected manifests. */
@@ -49,7 +52,7 @@ export async function loadHostTools(options: LoadHostToolsOptions): Promise<Host
       continue;
     }
     seenPaths.add(absolute);
-    const result = await loadManifest(absolute);
+    const result = await loadManifest(absolute, options.validator ? { validator: options.validator } : {});
     if (!result.ok) {
       errors.push({ path: manifestPath, message: result.error });
       logger.error('host tool manifest rejected', { path: manifestPath, error: result.error });

@@ -9,6 +9,7 @@
 import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
+import type { SchemaValidator } from '../screen/index.js';
 import { decodeAgentcli } from './agentcli-decode.js';
 import { buildAgentcliTools } from './agentcli-manifest.js';
 import { isJsonObject } from './json-kinds.js';
@@ -28,14 +29,14 @@ function looksLikeRunloop(doc: unknown): boolean {
   return Array.isArray(tools) && tools.some((tool) => isJsonObject(tool) && ('id' in tool || 'transport' in tool));
 }
 
-function parseToolsJson(bytes: Buffer, manifestPath: string, digest: string, runloopOnly: boolean): ManifestLoadResult {
+function parseToolsJson(bytes: Buffer, manifestPath: string, digest: string, runloopOnly: boolean, validator: SchemaValidator | undefined): ManifestLoadResult {
   let doc: unknown;
   try {
     doc = JSON.parse(bytes.toString('utf8'));
   } catch (err) {
     return { ok: false, error: `parse manifest: ${errorText(err)}` };
   }
-  const source = { manifestPath, manifestDigest: digest };
+  const source = { manifestPath, manifestDigest: digest, ...(validator ? { validator } : {}) };
   if (runloopOnly || looksLikeRunloop(doc)) {
     const decoded = decodeRunloop(doc);
     if (!decoded.ok) return { ok: false, error: `invalid JSON: ${decoded.error}` };
@@ -46,22 +47,23 @@ function parseToolsJson(bytes: Buffer, manifestPath: string, digest: string, run
   return buildAgentcliTools(decoded.tools, source);
 }
 
-/** Loads one manifest: a tools.json file, a Runloop bundle directory, or its manifest.toml. */
-export async function loadManifest(manifestPath: string): Promise<ManifestLoadResult> {
+/** Loads one manifest: a tools.json file, a Runloop bundle directory, or its manifest.toml (schemas compiled with `options.validator`). */
+export async function loadManifest(manifestPath: string, options: { validator?: SchemaValidator } = {}): Promise<ManifestLoadResult> {
+  const { validator } = options;
   const absolute = path.resolve(manifestPath);
   try {
     if ((await stat(absolute)).isDirectory()) {
-      return await loadBundle(path.join(absolute, 'manifest.toml'), (b, p, d) => parseToolsJson(b, p, d, true));
+      return await loadBundle(path.join(absolute, 'manifest.toml'), (b, p, d) => parseToolsJson(b, p, d, true, validator));
     }
   } catch (err) {
     return { ok: false, error: `read manifest: ${errorText(err)}` };
   }
-  if (absolute.endsWith('.toml')) return loadBundle(absolute, (b, p, d) => parseToolsJson(b, p, d, true));
+  if (absolute.endsWith('.toml')) return loadBundle(absolute, (b, p, d) => parseToolsJson(b, p, d, true, validator));
   let bytes: Buffer;
   try {
     bytes = await readFile(absolute);
   } catch (err) {
     return { ok: false, error: `read manifest: ${errorText(err)}` };
   }
-  return parseToolsJson(bytes, absolute, createHash('sha256').update(bytes).digest('hex'), false);
+  return parseToolsJson(bytes, absolute, createHash('sha256').update(bytes).digest('hex'), false, validator);
 }

@@ -12,6 +12,7 @@ import { effectiveCapabilities, impliedCapabilities } from './capabilities.js';
 import { isJsonObject, kindOf } from './json-kinds.js';
 import type { RunloopSpec, RunloopTransportSpec } from './runloop-decode.js';
 import { SchemaRefError, resolveSchemaRefs } from './schema-refs.js';
+import type { SchemaValidator } from '../screen/index.js';
 import { schemaCompileError } from './schema-validator.js';
 import { secretEnvName, secretPlaceholders } from './secrets.js';
 import type { HostTool, HostTransport, ManifestLoadResult } from './types.js';
@@ -62,7 +63,7 @@ function checkTransport(t: RunloopTransportSpec, spec: RunloopSpec, fail: (m: st
   return { kind: 'http', method, url: t.url, headers: t.headers, ...timeout };
 }
 
-function checkSchema(spec: RunloopSpec, field: 'input_schema' | 'result_schema', fail: (m: string) => never): object | null {
+function checkSchema(spec: RunloopSpec, field: 'input_schema' | 'result_schema', fail: (m: string) => never, validator: SchemaValidator | undefined): object | null {
   const present = field === 'input_schema' ? spec.hasInputSchema : spec.hasResultSchema;
   if (!present) fail(`${field} is required (null is accepted for none)`);
   let schema = field === 'input_schema' ? spec.inputSchema : spec.resultSchema;
@@ -74,7 +75,7 @@ function checkSchema(spec: RunloopSpec, field: 'input_schema' | 'result_schema',
   }
   if (schema === null) return null;
   if (!isJsonObject(schema)) fail(`${field} must be a JSON Schema object or {"$ref":"schema:<id>"} (got ${kindOf(schema)})`);
-  const problem = schemaCompileError(schema);
+  const problem = schemaCompileError(schema, validator);
   if (problem !== null) fail(`invalid ${field}: ${problem}`);
   return schema;
 }
@@ -109,8 +110,8 @@ function buildTool(spec: RunloopSpec, idx: number, seen: Set<string>, source: Ma
   spec.capabilities.forEach((cap, i) => {
     if (cap.trim() === '') fail(`capabilities[${i}] cannot be empty`);
   });
-  const inputSchema = checkSchema(spec, 'input_schema', fail);
-  const resultSchema = checkSchema(spec, 'result_schema', fail);
+  const inputSchema = checkSchema(spec, 'input_schema', fail, source.validator);
+  const resultSchema = checkSchema(spec, 'result_schema', fail, source.validator);
   const usd = spec.budget?.usd;
   if (usd !== undefined && !(Number.isFinite(usd) && usd >= 0)) fail(`budget.usd must be a non-negative number (got ${usd})`);
   for (const [field, schema] of [['input_schema', inputSchema], ['result_schema', resultSchema]] as const) {

@@ -28,7 +28,8 @@ export function createSchemaCache(validator: SchemaValidator = createSchemaValid
 }
 
 /** Why `schema` does not compile, or null when it does (used at manifest load). */
-export function schemaCompileError(schema: object, validator: SchemaValidator = createSchemaValidator()): string | null {
+export function schemaCompileError(schema: object, validator: SchemaValidator | undefined): string | null {
+  validator ??= createSchemaValidator();
   return validator.check(schema) ?? null;
 }
 

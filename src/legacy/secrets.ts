@@ -25,16 +25,3 @@ export function fillSecretPlaceholders(text: string, values: ReadonlyMap<string,
     return value;
   });
 }
-
-/**
- * Runloop's environment secret lookup (L9): the exact name first, then its secretEnvName().
- * An empty value counts as absent. `env` is supplied by the caller (the config module owns process.env).
- */
-export function createEnvSecretResolver(env: Readonly<Record<string, string | undefined>>): (name: string) => string | undefined {
-  return (name) => {
-    const exact = env[name];
-    if (exact !== undefined && exact !== '') return exact;
-    const mapped = env[secretEnvName(name)];
-    return mapped !== undefined && mapped !== '' ? mapped : undefined;
-  };
-}

@@ -96,7 +96,8 @@ export interface DeniedHostTool {
 export type HostToolConfig = Pick<
   Config,
   'execTimeoutMs' | 'maxOutputBytes' | 'auditDir' | 'redact' | 'confirmExternalActions'
->;
+> &
+  Partial<Pick<Config, 'maxLogBytes'>>;
 
 /** The capability families of Runloop's policy.caps. */
 export const CAPABILITY_FAMILIES = ['fs', 'net', 'time', 'kb_read', 'kb_write', 'secrets', 'model', 'exec'] as const;

@@ -10,3 +10,4 @@ export { validateNetHosts, DENY_NET } from './net-policy.js';
 export { createToolCompiler, type ToolCompiler } from './transpile.js';
 /** Public types. */
 export type { Sandbox, SandboxApi, SandboxJob, SandboxStats, SandboxTool, MemoryEnforcement } from './types.js';
+export { sandboxToolOf } from './tool-spec.js';

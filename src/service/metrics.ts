@@ -1,7 +1,7 @@
 // Prometheus metrics of one runner (its own registry, so tests and several services never clash).
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { ExecutionReport } from './request-handler.js';
+import type { ExecutionReport } from '../request/handler.js';
 
 export interface MetricsSources {
   queue(): { queued: number; running: number; backlog: number; capacity: number };

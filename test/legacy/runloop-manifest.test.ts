@@ -3,7 +3,7 @@
 
 import { readFile } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createEnvSecretResolver, loadManifest, type HostTool } from '../../src/legacy/index.js';
+import { loadManifest, type HostTool } from '../../src/legacy/index.js';
 import { createTempDirs, writeManifest } from './helpers.js';
 
 const temp = createTempDirs();
@@ -93,14 +93,6 @@ describe('Runloop manifest (L1-L9)', () => {
     expect(await loadError({ version: 1, tools: [execTool({ capabilities: 'net' })] })).toBe(
       'invalid JSON: invalid type: string "net", expected a sequence at tools[0].capabilities',
     );
-  });
-
-  it('L9: env secret lookup tries the exact name, then UPPER with _', () => {
-    const resolve = createEnvSecretResolver({ RUNLOOP_TEST_SECRET: 'value123', 'exact.name': 'exact' });
-    expect(resolve('runloop.test-secret')).toBe('value123');
-    expect(resolve('exact.name')).toBe('exact');
-    expect(resolve('absent')).toBeUndefined();
-    expect(createEnvSecretResolver({ EMPTY: '' })('empty')).toBeUndefined();
   });
 });
 

@@ -1,4 +1,5 @@
-// Request intake: turns store events and catch-up scans into queued jobs, losing nothing.
+// Step 2 of a request's life: intake turns requests (from events, via 1-events.ts) and catch-up
+// scans into queued jobs, losing nothing. The job itself (handler.ts) runs steps 3 to 7.
 //
 // Sources: (1) `tool.request.v1` events from the stream; (2) catch-up scans — a full scan at start
 // and whenever something may have been missed (backlog overflow, a failed job), a windowed scan
@@ -12,24 +13,15 @@
 // harmless: jobs are keyed by request id and the claim decides who runs it.
 
 import type { StoreClient } from '../breadcrumbs/index.js';
-import { requestIdentity, SCHEMA, TAG, type StoreEvent } from '../breadcrumbs/messages.js';
+import { ridOfRequestTag, SCHEMA } from '../breadcrumbs/messages.js';
 import { ANSWER_TAG_PREFIX, type RequestKeys } from '../breadcrumbs/request-keys.js';
 import type { Logger } from '../logger.js';
 import type { JobQueue } from '../queue/job-queue.js';
-import type { ClaimManager } from './claims.js';
+import { pendingRequestOf, type PendingRequest } from './1-events.js';
+import type { ClaimManager } from './3-claims.js';
 
-/** A request to run, as intake knows it (the job fetches the full breadcrumb itself). */
-export interface PendingRequest {
-  /** The request breadcrumb's id: jobs, claims and answers are keyed by it. */
-  breadcrumbId: string;
-  rid: string;
-  tool: string;
-  /** The request as an event carried it (saves the job a read); absent for scanned requests. */
-  snapshot?: { tags: string[]; context: Record<string, unknown> };
-}
-
-/** How a job ended, from intake's point of view (`withdrawn`: the request was deleted; no answer). */
-export type JobOutcome = 'answered' | 'withdrawn' | 'busy' | 'released' | 'failed';
+/** How a request's job ended, from intake's point of view (`withdrawn`: the request was deleted; no answer). */
+export type RequestOutcome = 'answered' | 'withdrawn' | 'busy' | 'released' | 'failed';
 
 /** The abort reason of a job whose request breadcrumb was deleted (by its requester, or anyone). */
 export class RequestWithdrawn extends Error {
@@ -47,7 +39,7 @@ export interface IntakeOptions {
   keys: RequestKeys;
   logger: Logger;
   scanIntervalMs: number;
-  run(request: PendingRequest, signal: AbortSignal): Promise<JobOutcome>;
+  run(request: PendingRequest, signal: AbortSignal): Promise<RequestOutcome>;
   /** Requests last changed before this (epoch ms) also count as answered by a legacy `request:<rid>` response (cutover.ts). */
   legacyCutoverMs?: number;
   /** Most candidate ids held while the backlog is full. */
@@ -58,8 +50,12 @@ export interface IntakeOptions {
 }
 
 export interface Intake {
-  /** Feeds one store event (ignores everything but this workspace's requests and responses). */
-  handleEvent(event: StoreEvent): void;
+  /** Offers a request seen in an event (1-events.ts); duplicates and answered ones are ignored. */
+  offer(request: PendingRequest): void;
+  /** The request breadcrumb was deleted: drop it if waiting, abort its job if running (no answer). */
+  withdraw(breadcrumbId: string): void;
+  /** Answer tags seen on a response: those requests need no run. */
+  answered(answerTags: readonly string[]): void;
   /** Runs a catch-up scan now; `full` ignores the window. Concurrent calls coalesce. */
   scan(full: boolean): Promise<void>;
   /** Starts the periodic scans; stops them when `signal` aborts. */
@@ -104,7 +100,7 @@ export function createIntake(options: IntakeOptions): Intake {
   };
 
   const job = (request: PendingRequest) => async (signal: AbortSignal) => {
-    let outcome: JobOutcome;
+    let outcome: RequestOutcome;
     try {
       outcome = await options.run(request, signal);
     } catch (error) {
@@ -177,11 +173,7 @@ export function createIntake(options: IntakeOptions): Intake {
     void feed();
   };
 
-  const fromItem = (item: { id: string; tags: string[]; context?: Record<string, unknown> | undefined }): PendingRequest | undefined => {
-    if (!item.tags.includes(TAG.Request) || !item.tags.includes(workspace)) return undefined;
-    const { rid, tool } = requestIdentity(item);
-    return { breadcrumbId: item.id, rid, tool };
-  };
+  const fromItem = (item: { id: string; tags: string[]; context?: Record<string, unknown> | undefined }): PendingRequest | undefined => pendingRequestOf(item, workspace);
 
   // A deleted request is withdrawn: dropped if queued or waiting, aborted if running (no answer).
   const withdraw = (breadcrumbId: string): void => {
@@ -191,25 +183,6 @@ export function createIntake(options: IntakeOptions): Intake {
     failures.delete(breadcrumbId);
     const result = queue.cancel(breadcrumbId, new RequestWithdrawn(breadcrumbId));
     if (result !== 'unknown') logger.info('request withdrawn', { requestBreadcrumbId: breadcrumbId, job: result });
-  };
-
-  const handleEvent = (event: StoreEvent): void => {
-    if (event.type === 'breadcrumb.deleted' && event.breadcrumb_id && event.schema_name === SCHEMA.ToolRequest) {
-      withdraw(event.breadcrumb_id);
-      return;
-    }
-    if (event.type !== 'breadcrumb.updated' || !event.breadcrumb_id) return;
-    if (event.schema_name === SCHEMA.ToolResponse) {
-      // Only the runner's unforgeable answer tag counts: a `request:<rid>` tag anyone can write.
-      for (const tag of event.tags ?? []) if (tag.startsWith(ANSWER_TAG_PREFIX)) markDone(tag);
-      return;
-    }
-    if (event.schema_name !== SCHEMA.ToolRequest) return;
-    const request = fromItem({ id: event.breadcrumb_id, tags: event.tags ?? [], context: event.context });
-    // Only a creation event stands in for the record: after an update the job reads the record
-    // itself (it needs created_at to recognise requests answered before the answer-tag cutover).
-    if (request && event.context && event.version === 1) request.snapshot = { tags: event.tags ?? [], context: event.context };
-    if (request) enqueue(request);
   };
 
   /** Lists newest-first pages until an item is older than `since`. */
@@ -238,7 +211,8 @@ export function createIntake(options: IntakeOptions): Intake {
     for (const response of responses) {
       for (const tag of response.tags) {
         if (tag.startsWith(ANSWER_TAG_PREFIX)) answered.add(tag);
-        else if (tag.startsWith('request:')) legacyAnswered.add(tag.slice('request:'.length));
+        const rid = ridOfRequestTag(tag);
+        if (rid !== undefined) legacyAnswered.add(rid);
       }
     }
     const cutover = options.legacyCutoverMs ?? 0;
@@ -322,7 +296,11 @@ export function createIntake(options: IntakeOptions): Intake {
   };
 
   return {
-    handleEvent,
+    offer: (request) => enqueue(request),
+    withdraw,
+    answered: (answerTags) => {
+      for (const tag of answerTags) markDone(tag);
+    },
     scan,
     start,
     stats: () => ({ pending: pending.length, done: done.size, ...(lastScanAt ? { lastScanAt } : {}), needFullScan }),

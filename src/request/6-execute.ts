@@ -1,0 +1,90 @@
+// Step 6 of a request's life: run the checked input. Code tools and host tools are two executors
+// behind one interface; everything around them (reading, routing, checking, answering, claims,
+// reports) is the same path (handler.ts).
+//
+// The code executor resolves the tool's secrets, then runs it in the Deno sandbox (with
+// `context.api` when the tool was granted it). The host executor hands the call to the host-tool
+// runner (src/legacy: confirmation gate, secrets through the same resolver, transport, redaction,
+// audit line); the input it receives was already normalised and checked by 5-check.ts.
+
+import type { StoreClient } from '../breadcrumbs/index.js';
+import type { Route } from '../catalog/catalog.js';
+import type { Config } from '../config/index.js';
+import { ErrorCode } from '../errors.js';
+import type { HostTool } from '../legacy/index.js';
+import type { ExecutionResult } from '../result.js';
+import { sandboxToolOf, type Sandbox } from '../sandbox/index.js';
+import type { SecretResolver } from '../service/secrets.js';
+import { createToolApi } from '../service/tool-api.js';
+import { errorResult } from './4-route.js';
+
+/** Who the run is for. */
+export interface RunContext {
+  rid: string;
+  breadcrumbId: string;
+  agentId?: string;
+  signal: AbortSignal;
+}
+
+/** Runs one kind of tool; never throws for tool behaviour (infrastructure trouble may throw). */
+export interface Executor<R extends Route = Route> {
+  readonly kind: R['kind'];
+  /** What the answer's metadata says about the run. */
+  metadata(route: R): Record<string, unknown>;
+  run(route: R, input: unknown, ctx: RunContext): Promise<ExecutionResult>;
+}
+
+/** Both executors, by route kind. */
+export interface Executors {
+  code: Executor<Extract<Route, { kind: 'code' }>>;
+  host: Executor<Extract<Route, { kind: 'host' }>>;
+}
+
+/** Runs `route` with the executor of its kind. */
+export function execute(executors: Executors, route: Route, input: unknown, ctx: RunContext): Promise<ExecutionResult> {
+  return route.kind === 'code' ? executors.code.run(route, input, ctx) : executors.host.run(route, input, ctx);
+}
+
+/** The answer metadata of `route`'s executor. */
+export function executorMetadata(executors: Executors, route: Route): Record<string, unknown> {
+  return route.kind === 'code' ? executors.code.metadata(route) : executors.host.metadata(route);
+}
+
+/** The executor of tool.code.v1 tools: secrets, then the Deno sandbox. */
+export function createCodeExecutor(options: { client: StoreClient; sandbox: Sandbox; secrets: SecretResolver; config: Config; replica: string }): Executors['code'] {
+  const { client, sandbox, secrets, config } = options;
+  return {
+    kind: 'code',
+    metadata: (route) => ({ kind: 'code', tool_version: route.tool.version, tool_id: route.breadcrumbId, replica: options.replica }),
+    async run(route, input, ctx) {
+      const tool = route.tool;
+      const resolved = await secrets.resolve(tool.requiredSecrets, { tool: tool.name, rid: ctx.rid, definitionId: route.breadcrumbId, operator: route.owner === 'operator' });
+      if (resolved.missing.length > 0) {
+        return errorResult(ErrorCode.SecretMissing, `tool "${tool.name}" needs secret(s) that are not set: ${resolved.missing.join(', ')}`, { missing: resolved.missing });
+      }
+      return sandbox.run({
+        tool: sandboxToolOf(tool),
+        input,
+        secrets: resolved.values,
+        request: { id: ctx.rid, workspace: config.workspace, ...(ctx.agentId ? { agentId: ctx.agentId } : {}) },
+        ...(tool.api ? { api: createToolApi({ client, tool: tool.name, rid: ctx.rid, config }) } : {}),
+        signal: ctx.signal,
+      });
+    },
+  };
+}
+
+/** Runs one checked host-tool call (the service wires src/legacy's executeHostTool with `inputChecked`). */
+export type HostRun = (tool: HostTool, input: Record<string, unknown>, ctx: RunContext) => Promise<ExecutionResult>;
+
+/** The executor of host tools (tools.json manifests, RAP toolsets); `run` is undefined when none are configured. */
+export function createHostExecutor(options: { run?: HostRun; replica: string }): Executors['host'] {
+  return {
+    kind: 'host',
+    metadata: (route) => ({ kind: 'host', transport: route.tool.transport.kind, replica: options.replica }),
+    async run(route, input, ctx) {
+      if (!options.run) return errorResult(ErrorCode.ToolNotFound, `host tool "${route.tool.name}" has no executor`);
+      return options.run(route.tool, input as Record<string, unknown>, ctx);
+    },
+  };
+}

@@ -1,0 +1,188 @@
+// The life of one request, as the job intake (2-intake.ts) queued runs it — each step in its own
+// file of this folder, in order: 3 claim (3-claims.ts; the answer-tag cutover in 3-cutover.ts) ->
+// read and route (4-route.ts) -> check the input (5-check.ts) -> execute with the code or host
+// executor (6-execute.ts) -> check the output (5-check.ts) -> respond (7-respond.ts) -> tidy the claim.
+//
+// Every path that owns a claim ends in exactly one tool.response.v1, except a drain that aborts the
+// job mid-run: then the claim is released without an answer so another replica (or this one after
+// a restart) runs the request. The claim's lease is renewed while the job runs.
+
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { StoreClient } from '../breadcrumbs/index.js';
+import { isNotFound } from '../breadcrumbs/index.js';
+import { agentTagsOf, requestIdentity, SCHEMA, TAG, type BreadcrumbFull, type RequestIdentity } from '../breadcrumbs/messages.js';
+import type { Catalog } from '../catalog/catalog.js';
+import type { Config } from '../config/index.js';
+import { coerceError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { failure, type ExecutionResult } from '../result.js';
+import type { SchemaValidator } from '../screen/index.js';
+import type { PendingRequest } from './1-events.js';
+import { RequestWithdrawn, type RequestOutcome } from './2-intake.js';
+import type { ClaimManager } from './3-claims.js';
+import { readRequest, routeRequest } from './4-route.js';
+import { checkInput, checkOutput } from './5-check.js';
+import { execute, executorMetadata, type Executors } from './6-execute.js';
+import type { Responder } from './7-respond.js';
+
+/** What the service's metrics, console and live feed learn about one answered request. */
+export interface ExecutionReport {
+  rid: string;
+  tool: string;
+  kind: 'code' | 'host' | 'none';
+  status: 'success' | 'error';
+  code?: string;
+  durationMs: number;
+  /** The requesting agent, when the request names one. */
+  agentId?: string;
+}
+
+export interface RequestHandlerOptions {
+  client: StoreClient;
+  claims: ClaimManager;
+  catalog: Catalog;
+  /** The runner's one schema validator (compiled-schema cache). */
+  validator: SchemaValidator;
+  executors: Executors;
+  responder: Responder;
+  config: Config;
+  logger: Logger;
+  replica: string;
+  /** Requests created before this (epoch ms) were answered by an older runner if a `request:<rid>` response exists. */
+  legacyCutoverMs?: number;
+  /** Aborted only when the service must stop NOW (not at drain start). */
+  hardStop: AbortSignal;
+  onStarted?(report: { rid: string; tool: string; agentId?: string }): void;
+  onFinished?(report: ExecutionReport): void;
+}
+
+interface Executed {
+  tool: string;
+  kind: ExecutionReport['kind'];
+  result: ExecutionResult;
+  metadata: Record<string, unknown>;
+}
+
+/** How often a completed run's answer write is attempted before the job gives up (its lease then expires). */
+const ANSWER_TRIES = 8;
+
+/** Creates the per-request pipeline used by the queue's jobs. */
+export function createRequestHandler(options: RequestHandlerOptions) {
+  const { client, claims, catalog, responder, validator, executors, config, logger } = options;
+
+  // Steps 4 to 6 (and the output check of 5): every ending is a result to answer with.
+  const run = async (full: Pick<BreadcrumbFull, 'tags' | 'context'>, identity: RequestIdentity, signal: AbortSignal): Promise<Executed> => {
+    const { rid, tool: toolName, agentId } = identity;
+    const read = readRequest(full, identity);
+    if (!read.ok) return { tool: toolName, kind: 'none', metadata: {}, result: read.result };
+    const routed = await routeRequest(catalog, toolName);
+    if (!routed.ok) return { tool: toolName, kind: 'none', metadata: {}, result: routed.result };
+    const { route } = routed;
+    const metadata = executorMetadata(executors, route);
+    const checked = checkInput(route, read.input, validator);
+    if (!checked.ok) return { tool: toolName, kind: route.kind, metadata, result: checked.result };
+    const result = await execute(executors, route, checked.input, { rid, breadcrumbId: identity.breadcrumbId, signal, ...(agentId ? { agentId } : {}) });
+    return { tool: toolName, kind: route.kind, metadata, result: checkOutput(route, result, validator) };
+  };
+
+  const handle = async (request: PendingRequest, signal: AbortSignal): Promise<RequestOutcome> => {
+    const acquired = await claims.acquire({ breadcrumbId: request.breadcrumbId, rid: request.rid });
+    if (acquired.kind !== 'acquired') return acquired.kind;
+    const claim = acquired.claim;
+    const log = logger.child({ rid: request.rid, tool: request.tool, attempt: claim.attempt });
+    const renewEvery = Math.max(250, Math.floor(config.claimTtlMs / 3));
+    const renewal = setInterval(() => {
+      claim.renew().catch((error: unknown) => log.warn('claim renewal failed', { error }));
+    }, renewEvery);
+    try {
+      let full: Pick<BreadcrumbFull, 'tags' | 'context' | 'created_at'>;
+      try {
+        full = request.snapshot ?? (await client.getBreadcrumbFull(request.breadcrumbId));
+      } catch (error) {
+        if (!isNotFound(error)) throw error;
+        log.info('request deleted before it ran');
+        await claims.cleanup(request.breadcrumbId);
+        return 'answered';
+      }
+      // The record actually run decides the identity (it may differ from the event that queued it).
+      const identity = requestIdentity({ id: request.breadcrumbId, tags: full.tags, context: full.context });
+      const { rid } = identity;
+      if (full.created_at !== undefined && Date.parse(full.created_at) < (options.legacyCutoverMs ?? 0)) {
+        const legacy = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolResponse, tag: TAG.request(rid), limit: 1 });
+        if (legacy.length > 0) {
+          log.info('request answered by an older runner; not run again');
+          await claim.drop();
+          return 'answered';
+        }
+      }
+      options.onStarted?.({ rid, tool: identity.tool, ...(identity.agentId ? { agentId: identity.agentId } : {}) });
+      const startedAt = performance.now();
+      let executed: Executed;
+      try {
+        executed = await run(full, identity, signal);
+      } catch (error) {
+        // Infrastructure trouble on the way (secrets API, catalog refresh): still an answer.
+        const e = coerceError(error);
+        log.warn('request failed before or around execution', { code: e.code, error: e.message });
+        executed = {
+          tool: identity.tool,
+          kind: 'none',
+          metadata: { replica: options.replica },
+          result: { ok: false, error: failure(e.code, e.message), durationMs: performance.now() - startedAt, logs: [], logsTruncated: false },
+        };
+      }
+      if (signal.aborted && signal.reason instanceof RequestWithdrawn) {
+        log.info('request deleted while it ran; no answer');
+        await claim.drop();
+        return 'withdrawn';
+      }
+      if (signal.aborted) {
+        log.warn('job aborted by drain, releasing its claim');
+        await claim.release().catch((error: unknown) => log.warn('claim release failed', { error }));
+        return 'released';
+      }
+      const totalMs = performance.now() - startedAt;
+      const extraTags = agentTagsOf(full.tags);
+      const answer = {
+        requestBreadcrumbId: request.breadcrumbId,
+        rid,
+        tool: executed.tool,
+        result: executed.result,
+        extraTags,
+        metadata: { ...executed.metadata, attempt: claim.attempt, total_ms: Math.round(totalMs * 1000) / 1000 },
+      };
+      // A completed run always ends in an answer: keep trying through store trouble until the
+      // service must stop (then the lease runs out and another attempt answers).
+      for (let tries = 1; ; tries++) {
+        try {
+          await responder.respond(answer, options.hardStop);
+          break;
+        } catch (error) {
+          if (options.hardStop.aborted || tries >= ANSWER_TRIES) throw error;
+          log.warn('answer write failed, retrying', { tries, error });
+          await sleep(Math.min(5_000, 200 * 2 ** tries), undefined, { signal: options.hardStop }).catch(() => undefined);
+        }
+      }
+      void claim.drop();
+      const report: ExecutionReport = {
+        rid,
+        tool: executed.tool,
+        kind: executed.kind,
+        status: executed.result.ok ? 'success' : 'error',
+        ...(executed.result.ok ? {} : { code: executed.result.error.code }),
+        durationMs: totalMs,
+        ...(identity.agentId ? { agentId: identity.agentId } : {}),
+      };
+      options.onFinished?.(report);
+      log.info('request answered', { status: report.status, code: report.code, durationMs: Math.round(totalMs) });
+      return 'answered';
+    } finally {
+      clearInterval(renewal);
+    }
+  };
+
+  return { handle };
+}
+
+export type RequestHandler = ReturnType<typeof createRequestHandler>;
+

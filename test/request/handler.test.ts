@@ -1,0 +1,171 @@
+// The request handler's orchestration with the real store, claims, catalog, checks and responder;
+// only the host executor is replaced, at its typed boundary (Executor), by a body the test settles.
+// Covers: one answer with the claim's attempt, the input the executor receives (after R8), a drain
+// that releases the claim without an answer, a withdrawal that answers nothing, an executor that
+// throws (still one answer), and output nested too deeply.
+
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { createRequestKeys, createStoreClient, SCHEMA, TAG, type StoreClient } from '../../src/breadcrumbs/index.js';
+import { createCatalog } from '../../src/catalog/catalog.js';
+import { createStamper } from '../../src/catalog/deployment.js';
+import { loadConfig } from '../../src/config/index.js';
+import { RunnerError, ErrorCode } from '../../src/errors.js';
+import { loadManifest, type HostTool } from '../../src/legacy/index.js';
+import { silentLogger } from '../../src/logger.js';
+import type { ExecutionResult } from '../../src/result.js';
+import { RequestWithdrawn } from '../../src/request/2-intake.js';
+import { createClaimManager } from '../../src/request/3-claims.js';
+import { createCodeExecutor, createHostExecutor, type RunContext } from '../../src/request/6-execute.js';
+import { createResponder } from '../../src/request/7-respond.js';
+import { createRequestHandler } from '../../src/request/handler.js';
+import { createSandbox } from '../../src/sandbox/index.js';
+import { createSchemaValidator, validateToolDefinition } from '../../src/screen/index.js';
+import { createSecretResolver } from '../../src/service/secrets.js';
+import { onCleanup, startStore, tempDir } from '../store/helpers.js';
+
+const WS = 'workspace:tools';
+const keys = createRequestKeys(Buffer.alloc(32, 5));
+
+interface Run {
+  input: Record<string, unknown>;
+  ctx: RunContext;
+  finish(result: ExecutionResult | Error): void;
+}
+
+async function rig() {
+  const store = await startStore();
+  const c: StoreClient = createStoreClient({ baseUrl: store.url, logger: silentLogger() });
+  onCleanup(() => c.close());
+  const { config } = loadConfig({ env: {}, argv: ['--workspace', WS, '--claim-ttl-ms', '60000'] });
+  const dir = tempDir('handler-test-');
+  const manifest = join(dir, 'tools.json');
+  writeFileSync(manifest, JSON.stringify({ tools: [{ name: 'host.t', description: 'a host tool', schema: { type: 'object' }, command: ['/bin/true'] }] }));
+  const loaded = await loadManifest(manifest);
+  if (!loaded.ok) throw new Error(loaded.error);
+  const hostTools: HostTool[] = loaded.tools;
+  const validator = createSchemaValidator();
+  const catalog = createCatalog({
+    client: c,
+    workspace: WS,
+    logger: silentLogger(),
+    stamper: createStamper(Buffer.alloc(32, 6)),
+    validate: (context, origin) => validateToolDefinition(context, { origin, config, validator }),
+    operatorTools: () => new Map(),
+    hostTools: () => hostTools,
+  });
+  await catalog.load();
+  const runs: Run[] = [];
+  const waiting: Array<(run: Run) => void> = [];
+  const hardStop = new AbortController();
+  onCleanup(() => hardStop.abort());
+  // The code executor is real but unused here (no tool.code.v1 exists); the sandbox is never started.
+  const sandbox = await createSandbox({ config, logger: silentLogger() });
+  onCleanup(() => sandbox.close());
+  const handler = createRequestHandler({
+    client: c,
+    claims: createClaimManager({ client: c, workspace: WS, holder: 'A', ttlMs: config.claimTtlMs, keys, logger: silentLogger() }),
+    catalog,
+    validator,
+    executors: {
+      code: createCodeExecutor({ client: c, sandbox, secrets: createSecretResolver({ client: c, workspace: WS, logger: silentLogger() }), config, replica: 'A' }),
+      host: createHostExecutor({
+        replica: 'A',
+        run: (_tool, input, ctx) =>
+          new Promise<ExecutionResult>((resolve, reject) => {
+            const run = { input, ctx, finish: (r: ExecutionResult | Error) => (r instanceof Error ? reject(r) : resolve(r)) };
+            runs.push(run);
+            waiting.shift()?.(run);
+          }),
+      }),
+    },
+    responder: createResponder({ client: c, workspace: WS, keys, logger: silentLogger() }),
+    config,
+    logger: silentLogger(),
+    replica: 'A',
+    hardStop: hardStop.signal,
+  });
+  const nextRun = (): Promise<Run> => new Promise((resolve) => waiting.push(resolve));
+  const createRequest = async (input: unknown) => {
+    const created = await c.createBreadcrumb({ title: 'r', schema_name: SCHEMA.ToolRequest, tags: [TAG.Request, WS, TAG.agent('ag')], context: { tool: 'host.t', input } });
+    return { breadcrumbId: created.id, rid: created.id, tool: 'host.t' };
+  };
+  const answers = async (breadcrumbId: string) =>
+    c.listBreadcrumbs({ schema_name: SCHEMA.ToolResponse, tag: keys.answerTag(breadcrumbId), include_context: true });
+  return { c, handler, nextRun, createRequest, answers };
+}
+
+const ok = (output: unknown): ExecutionResult => ({ ok: true, output, durationMs: 1, logs: [], logsTruncated: false });
+
+describe('request handler', () => {
+  it('answers once, with the attempt, the agent tag and the normalised input the executor saw', async () => {
+    const r = await rig();
+    const request = await r.createRequest(null);
+    const outcome = r.handler.handle(request, new AbortController().signal);
+    const run = await r.nextRun();
+    expect(run.input).toEqual({});
+    expect(run.ctx).toMatchObject({ breadcrumbId: request.breadcrumbId, agentId: 'ag' });
+    run.finish(ok({ done: true }));
+    expect(await outcome).toBe('answered');
+    const answers = await r.answers(request.breadcrumbId);
+    expect(answers).toHaveLength(1);
+    expect(answers[0]?.tags).toContain('agent:ag');
+    expect(answers[0]?.context).toMatchObject({ status: 'success', output: { done: true }, metadata: { kind: 'host', transport: 'exec', attempt: 1, replica: 'A' } });
+  });
+
+  it('a drain that aborts the run releases the claim and writes no answer', async () => {
+    const r = await rig();
+    const request = await r.createRequest({});
+    const drain = new AbortController();
+    const outcome = r.handler.handle(request, drain.signal);
+    const run = await r.nextRun();
+    drain.abort(new Error('service stopping'));
+    run.finish({ ok: false, error: { code: ErrorCode.Timeout, message: 'aborted', retryable: true }, durationMs: 1, logs: [], logsTruncated: false });
+    expect(await outcome).toBe('released');
+    expect(await r.answers(request.breadcrumbId)).toEqual([]);
+  });
+
+  it('a withdrawn request is not answered', async () => {
+    const r = await rig();
+    const request = await r.createRequest({});
+    const job = new AbortController();
+    const outcome = r.handler.handle(request, job.signal);
+    const run = await r.nextRun();
+    job.abort(new RequestWithdrawn(request.breadcrumbId));
+    run.finish(ok({}));
+    expect(await outcome).toBe('withdrawn');
+    expect(await r.answers(request.breadcrumbId)).toEqual([]);
+  });
+
+  it('an executor that throws still ends in exactly one answer carrying its code and message', async () => {
+    const r = await rig();
+    const request = await r.createRequest({});
+    const outcome = r.handler.handle(request, new AbortController().signal);
+    (await r.nextRun()).finish(new RunnerError(ErrorCode.DependencyUnavailable, 'secrets API at http://x is down'));
+    expect(await outcome).toBe('answered');
+    const answers = await r.answers(request.breadcrumbId);
+    expect(answers).toHaveLength(1);
+    expect(answers[0]?.context).toMatchObject({ status: 'error', error: { code: 'dependency.unavailable', message: 'secrets API at http://x is down' } });
+  });
+
+  it('output nested deeper than the limit is answered output.invalid', async () => {
+    const r = await rig();
+    const request = await r.createRequest({});
+    const outcome = r.handler.handle(request, new AbortController().signal);
+    let deep: unknown = 1;
+    for (let i = 0; i < 200; i++) deep = [deep];
+    (await r.nextRun()).finish(ok(deep));
+    expect(await outcome).toBe('answered');
+    const answers = await r.answers(request.breadcrumbId);
+    expect(answers[0]?.context).toMatchObject({ status: 'error', error: { code: 'output.invalid', message: 'output is nested deeper than 128 levels' } });
+  });
+
+  it('input that is not an object never reaches the executor', async () => {
+    const r = await rig();
+    const request = await r.createRequest([1, 2]);
+    expect(await r.handler.handle(request, new AbortController().signal)).toBe('answered');
+    const answers = await r.answers(request.breadcrumbId);
+    expect(answers[0]?.context).toMatchObject({ status: 'error', error: { code: 'input.invalid', message: 'input must be a JSON object (got array)' }, metadata: { kind: 'host' } });
+  });
+});

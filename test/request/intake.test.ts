@@ -1,0 +1,195 @@
+// Intake and the event filter, driven step by step: the job body is a deferred promise the test
+// settles, the store is the real embedded one, the queue and claims are the real ones. Covers
+// duplicates (event + event + scan), answers seen before a request, withdrawal while queued and
+// while running, the backlog holding requests until room frees, and the one event filter.
+
+import { describe, expect, it, vi } from 'vitest';
+import { createRequestKeys, createStoreClient, SCHEMA, TAG, type StoreClient } from '../../src/breadcrumbs/index.js';
+import type { StoreEvent } from '../../src/breadcrumbs/messages.js';
+import { silentLogger } from '../../src/logger.js';
+import { createJobQueue } from '../../src/queue/job-queue.js';
+import { classifyRequestEvent, type PendingRequest } from '../../src/request/1-events.js';
+import { createIntake, RequestWithdrawn, type Intake, type RequestOutcome } from '../../src/request/2-intake.js';
+import { createClaimManager } from '../../src/request/3-claims.js';
+import { onCleanup, startStore } from '../store/helpers.js';
+
+const WS = 'workspace:tools';
+const keys = createRequestKeys(Buffer.alloc(32, 9));
+
+interface Deferred<T> {
+  promise: Promise<T>;
+  resolve(value: T): void;
+}
+
+function deferred<T>(): Deferred<T> {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+/** One call of the job body: what it was asked to run, and the outcome the test gives it. */
+interface Call {
+  request: PendingRequest;
+  signal: AbortSignal;
+  finish(outcome: RequestOutcome): void;
+}
+
+interface Rig {
+  c: StoreClient;
+  intake: Intake;
+  calls: Call[];
+  /** Resolves with the n-th call (0-based) once the body has been called that often. */
+  call(n: number): Promise<Call>;
+  createRequest(tool?: string): Promise<{ id: string; event: StoreEvent }>;
+}
+
+async function rig(queue = { concurrency: 4, toolConcurrency: 4, backlog: 100 }): Promise<Rig> {
+  const store = await startStore();
+  const c = createStoreClient({ baseUrl: store.url, logger: silentLogger() });
+  onCleanup(() => c.close());
+  const claims = createClaimManager({ client: c, workspace: WS, holder: 'A', ttlMs: 10_000, keys, logger: silentLogger() });
+  const calls: Call[] = [];
+  const waiters: Array<{ n: number; resolve(call: Call): void }> = [];
+  const intake = createIntake({
+    client: c,
+    claims,
+    queue: createJobQueue(queue),
+    workspace: WS,
+    keys,
+    logger: silentLogger(),
+    scanIntervalMs: 60_000,
+    run: (request, signal) => {
+      const done = deferred<RequestOutcome>();
+      const call = { request, signal, finish: done.resolve };
+      calls.push(call);
+      for (const waiter of waiters.filter((w) => w.n === calls.length - 1)) waiter.resolve(call);
+      return done.promise;
+    },
+  });
+  const stop = new AbortController();
+  intake.start(stop.signal);
+  onCleanup(() => stop.abort());
+  return {
+    c,
+    intake,
+    calls,
+    call: (n) => (calls[n] ? Promise.resolve(calls[n]) : new Promise((resolve) => waiters.push({ n, resolve }))),
+    async createRequest(tool = 't') {
+      const created = await c.createBreadcrumb({ title: 'r', schema_name: SCHEMA.ToolRequest, tags: [TAG.Request, WS], context: { tool, input: {} } });
+      const event: StoreEvent = { type: 'breadcrumb.updated', breadcrumb_id: created.id, schema_name: SCHEMA.ToolRequest, tags: [TAG.Request, WS], context: { tool, input: {} }, version: 1 };
+      return { id: created.id, event };
+    },
+  };
+}
+
+/** Feeds an event through the one filter, the way the service routes it. */
+function feed(intake: Intake, event: StoreEvent): void {
+  const meaning = classifyRequestEvent(event, WS);
+  if (meaning.kind === 'request') intake.offer(meaning.request);
+  if (meaning.kind === 'withdrawn') intake.withdraw(meaning.breadcrumbId);
+  if (meaning.kind === 'answered') intake.answered(meaning.answerTags);
+}
+
+describe('event filter', () => {
+  it('a creation event of this workspace is a request carrying its snapshot', () => {
+    const event: StoreEvent = { type: 'breadcrumb.updated', breadcrumb_id: 'b1', schema_name: SCHEMA.ToolRequest, tags: [TAG.Request, WS], context: { tool: 'x', requestId: 'r1', input: {} }, version: 1 };
+    expect(classifyRequestEvent(event, WS)).toEqual({ kind: 'request', request: { breadcrumbId: 'b1', rid: 'r1', tool: 'x', snapshot: { tags: [TAG.Request, WS], context: { tool: 'x', requestId: 'r1', input: {} } } } });
+    expect(classifyRequestEvent({ ...event, version: 2 }, WS)).toEqual({ kind: 'request', request: { breadcrumbId: 'b1', rid: 'r1', tool: 'x' } });
+  });
+
+  it('another workspace, a missing tool:request tag, pings and unknown types mean nothing', () => {
+    const event: StoreEvent = { type: 'breadcrumb.updated', breadcrumb_id: 'b1', schema_name: SCHEMA.ToolRequest, tags: [TAG.Request, 'workspace:other'], context: { tool: 'x' }, version: 1 };
+    expect(classifyRequestEvent(event, WS)).toEqual({ kind: 'none' });
+    expect(classifyRequestEvent({ ...event, tags: [WS] }, WS)).toEqual({ kind: 'none' });
+    expect(classifyRequestEvent({ type: 'ping' }, WS)).toEqual({ kind: 'none' });
+    expect(classifyRequestEvent({ ...event, type: 'breadcrumb.created', tags: [TAG.Request, WS] }, WS)).toEqual({ kind: 'none' });
+  });
+
+  it('only answer tags of a response count, never its request:<rid> tag', () => {
+    const answer = keys.answerTag('b1');
+    const event: StoreEvent = { type: 'breadcrumb.updated', breadcrumb_id: 'x', schema_name: SCHEMA.ToolResponse, tags: [WS, TAG.request('r1'), answer] };
+    expect(classifyRequestEvent(event, WS)).toEqual({ kind: 'answered', answerTags: [answer] });
+  });
+
+  it('a deleted request is withdrawn; other deletions are not', () => {
+    expect(classifyRequestEvent({ type: 'breadcrumb.deleted', breadcrumb_id: 'b1', schema_name: SCHEMA.ToolRequest }, WS)).toEqual({ kind: 'withdrawn', breadcrumbId: 'b1' });
+    expect(classifyRequestEvent({ type: 'breadcrumb.deleted', breadcrumb_id: 'b1', schema_name: SCHEMA.ToolCode }, WS)).toEqual({ kind: 'none' });
+  });
+});
+
+describe('intake', () => {
+  it('runs a request once however often it is offered and scanned, and never again once answered', async () => {
+    const r = await rig();
+    const { id, event } = await r.createRequest();
+    feed(r.intake, event);
+    const first = await r.call(0);
+    expect(first.request).toMatchObject({ breadcrumbId: id, rid: id, tool: 't' });
+    feed(r.intake, event);
+    await r.intake.scan(true);
+    expect(r.calls).toHaveLength(1);
+    first.finish('answered');
+    await vi.waitFor(() => expect(r.intake.stats().done).toBe(1));
+    feed(r.intake, event);
+    expect(r.calls).toHaveLength(1);
+    expect(r.intake.stats()).toMatchObject({ pending: 0, done: 1 });
+  });
+
+  it('a request whose answer tag was seen first is never run', async () => {
+    const r = await rig();
+    const { id, event } = await r.createRequest();
+    feed(r.intake, { type: 'breadcrumb.updated', breadcrumb_id: 'resp', schema_name: SCHEMA.ToolResponse, tags: [WS, keys.answerTag(id)] });
+    feed(r.intake, event);
+    const other = await r.createRequest();
+    feed(r.intake, other.event);
+    // The later request runs; the answered one was skipped before it.
+    expect((await r.call(0)).request.breadcrumbId).toBe(other.id);
+    expect(r.calls).toHaveLength(1);
+  });
+
+  it('a request deleted while it runs has its job aborted with RequestWithdrawn', async () => {
+    const r = await rig();
+    const { id, event } = await r.createRequest();
+    feed(r.intake, event);
+    const call = await r.call(0);
+    expect(call.signal.aborted).toBe(false);
+    feed(r.intake, { type: 'breadcrumb.deleted', breadcrumb_id: id, schema_name: SCHEMA.ToolRequest });
+    expect(call.signal.aborted).toBe(true);
+    expect(call.signal.reason).toBeInstanceOf(RequestWithdrawn);
+    expect((call.signal.reason as RequestWithdrawn).breadcrumbId).toBe(id);
+    call.finish('withdrawn');
+  });
+
+  it('holds requests while the backlog is full and feeds them in order as room frees; a withdrawn waiting one never runs', async () => {
+    const r = await rig({ concurrency: 1, toolConcurrency: 1, backlog: 1 });
+    const a = await r.createRequest();
+    const b = await r.createRequest();
+    const gone = await r.createRequest();
+    const c = await r.createRequest();
+    for (const item of [a, b, gone, c]) feed(r.intake, item.event);
+    const first = await r.call(0);
+    expect(first.request.breadcrumbId).toBe(a.id);
+    expect(r.intake.stats().pending).toBe(3);
+    feed(r.intake, { type: 'breadcrumb.deleted', breadcrumb_id: gone.id, schema_name: SCHEMA.ToolRequest });
+    expect(r.intake.stats().pending).toBe(2);
+    first.finish('answered');
+    const second = await r.call(1);
+    expect(second.request.breadcrumbId).toBe(b.id);
+    second.finish('answered');
+    const third = await r.call(2);
+    expect(third.request.breadcrumbId).toBe(c.id);
+    third.finish('answered');
+    expect(r.calls.map((call) => call.request.breadcrumbId)).toEqual([a.id, b.id, c.id]);
+  });
+
+  it('a catch-up scan finds a request no event announced, and skips one answered in the store', async () => {
+    const r = await rig();
+    const answered = await r.createRequest();
+    await r.c.createBreadcrumb({ title: 'Response: t', schema_name: SCHEMA.ToolResponse, tags: [WS, TAG.Response, keys.answerTag(answered.id)], context: {} });
+    const missed = await r.createRequest();
+    await r.intake.scan(true);
+    const call = await r.call(0);
+    expect(call.request).toEqual({ breadcrumbId: missed.id, rid: missed.id, tool: 't' });
+    call.finish('answered');
+    expect(r.calls).toHaveLength(1);
+  });
+});
