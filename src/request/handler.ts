@@ -24,6 +24,7 @@ import { readRequest, routeRequest } from './4-route.js';
 import { checkInput, checkOutput } from './5-check.js';
 import { execute, executorMetadata, type Executors } from './6-execute.js';
 import type { Responder } from './7-respond.js';
+import { renderDisplay } from '../rap/display-script.js';
 
 /** What the service's metrics, console and live feed learn about one answered request. */
 export interface ExecutionReport {
@@ -35,6 +36,8 @@ export interface ExecutionReport {
   durationMs: number;
   /** The requesting agent, when the request names one. */
   agentId?: string;
+  /** A human-readable line for the call (a RAP tool's `displayScript`), for `tools-runner tail`. */
+  display?: string;
 }
 
 export interface RequestHandlerOptions {
@@ -61,6 +64,7 @@ interface Executed {
   kind: ExecutionReport['kind'];
   result: ExecutionResult;
   metadata: Record<string, unknown>;
+  display?: string;
 }
 
 /** How often a completed run's answer write is attempted before the job gives up (its lease then expires). */
@@ -82,7 +86,8 @@ export function createRequestHandler(options: RequestHandlerOptions) {
     const checked = checkInput(route, read.input, validator);
     if (!checked.ok) return { tool: toolName, kind: route.kind, metadata, result: checked.result };
     const result = await execute(executors, route, checked.input, { rid, breadcrumbId: identity.breadcrumbId, signal, ...(agentId ? { agentId } : {}) });
-    return { tool: toolName, kind: route.kind, metadata, result: checkOutput(route, result, validator) };
+    const display = route.kind === 'host' && route.tool.transport.kind === 'rap' ? renderDisplay(route.tool.name, route.tool.transport.displayScript, checked.input) : undefined;
+    return { tool: toolName, kind: route.kind, metadata, result: checkOutput(route, result, validator), ...(display !== undefined ? { display } : {}) };
   };
 
   const handle = async (request: PendingRequest, signal: AbortSignal): Promise<RequestOutcome> => {
@@ -172,6 +177,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
         ...(executed.result.ok ? {} : { code: executed.result.error.code }),
         durationMs: totalMs,
         ...(identity.agentId ? { agentId: identity.agentId } : {}),
+        ...(executed.display !== undefined ? { display: executed.display } : {}),
       };
       options.onFinished?.(report);
       log.info('request answered', { status: report.status, code: report.code, durationMs: Math.round(totalMs) });

@@ -59,6 +59,12 @@ describe('tail lines', () => {
     expect(line).toBe(`2026-01-01T00:00:00.000Z finish ${safeField(hostile)} ${safeField(hostile)} ${safeField(hostile)} 3.3ms rid=${safeField(hostile)}`);
   });
 
+  it.each(VARIANTS)('%s in a RAP display line: printed escaped after the finish line', (_name, hostile) => {
+    const line = renderLiveMessage(JSON.stringify({ type: 'execution:finished', ts: 't', tool: 'get_pr', rid: 'r', status: 'success', durationMs: 1, display: `PR #42 ${hostile}` }));
+    expect(line).not.toMatch(RAW);
+    expect(line).toBe(`t finish get_pr success 1.0ms rid=r — ${safeField(`PR #42 ${hostile}`)}`);
+  });
+
   it('an unknown message type or a non-JSON frame is escaped too', () => {
     expect(renderLiveMessage('\u001b[2Jnot json')).toBe('\\u001b[2Jnot json');
     expect(renderLiveMessage(JSON.stringify({ type: '\u009b2J', ts: 't', tool: 'x', rid: 'r' }))).toBe('t \\u009b2J x rid=r');

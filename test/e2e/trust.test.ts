@@ -130,20 +130,24 @@ describe('trust model, auth off', () => {
     const [record] = await toolRecords(mallory, 'calculator');
     const fileSource = (record!.context['code'] as { source: string }).source;
     await mallory.deleteBreadcrumb(record!.id);
-    await mallory.createBreadcrumb({ title: 'calculator', schema_name: SCHEMA.ToolCode, tags: [TAG.Tool, TAG.tool('calculator'), WS], context: toolContext('calculator', EVIL) });
+    const { id: evilId } = await mallory.createBreadcrumb({ title: 'calculator', schema_name: SCHEMA.ToolCode, tags: [TAG.Tool, TAG.tool('calculator'), WS], context: toolContext('calculator', EVIL) });
     for (let i = 0; i < 3; i++) {
       const response = await answer(alice, await request(alice, 'calculator', { expression: '1 + 1' }));
       expect(response.output).toEqual({ result: 2, expression: '1 + 1' });
     }
-    // The runner re-publishes the file under the name: no record of it keeps the attacker's source.
+    // The runner re-publishes the file under the name. Depending on whether the attacker's record or
+    // the re-publication came first, the attacker's record is overwritten with the file or stays
+    // beside it, never runnable (the name is reserved).
     let sources: string[] = [];
-    for (let i = 0; i < 100; i++) {
+    for (let i = 0; i < 100 && !sources.includes(fileSource); i++) {
       sources = (await toolRecords(mallory, 'calculator')).map((r) => (r.context['code'] as { source: string }).source);
-      if (sources.length > 0 && sources.every((source) => source === fileSource)) break;
-      await new Promise((r) => setTimeout(r, 100));
+      if (!sources.includes(fileSource)) await new Promise((r) => setTimeout(r, 100));
     }
-    expect(sources.length).toBeGreaterThan(0);
-    expect(sources.every((source) => source === fileSource)).toBe(true);
+    expect(sources).toContain(fileSource);
+    const evil = (await toolRecords(mallory, 'calculator')).find((r) => r.id === evilId);
+    if (evil && (evil.context['code'] as { source: string }).source !== fileSource) {
+      expect(await rejectedReason(alice, evilId)).toMatch(/calculator/);
+    }
     await healthy(alice);
   });
 

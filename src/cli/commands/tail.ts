@@ -21,7 +21,9 @@ export function renderLiveMessage(text: string): string {
   const detail = m['type'] === 'execution:finished'
     ? ` ${safeField(m['status'])}${m['code'] ? ` ${safeField(m['code'])}` : ''} ${Number.isFinite(duration) ? duration.toFixed(1) : '?'}ms`
     : '';
-  return `${safeField(m['ts'])} ${what} ${safeField(m['tool'])}${detail} rid=${safeField(m['rid'])}`;
+  // A RAP tool's displayScript line ("PR #42 on acme/widgets"), escaped like every agent-chosen field.
+  const display = m['display'] !== undefined ? ` — ${safeField(m['display'])}` : '';
+  return `${safeField(m['ts'])} ${what} ${safeField(m['tool'])}${detail} rid=${safeField(m['rid'])}${display}`;
 }
 
 /** Runs `tools-runner tail` until SIGINT/SIGTERM or the feed closes. */
