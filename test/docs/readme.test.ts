@@ -106,7 +106,7 @@ describe('README examples', () => {
     expect(Object.keys(documented).sort()).toEqual(Object.keys(real).sort());
     const documentedMeta = Object.keys(documented.metadata ?? {}).filter((k) => k !== 'logs');
     expect(Object.keys(real.metadata ?? {})).toEqual(expect.arrayContaining(documentedMeta));
-    expect(items[0]?.tags).toEqual(expect.arrayContaining(['workspace:tools', TAG.Response, TAG.request('req-123')]));
+    expect(items[0]?.tags).toEqual(expect.arrayContaining(['workspace:tools', TAG.Response, TAG.request('req-123'), expect.stringMatching(/^answer:[A-Za-z0-9_-]{32}$/)]));
   });
 
   it('no-store: a client command without a store says what is missing in one line and exits 4', async () => {
