@@ -3,36 +3,14 @@
 // HTTP (token, 401 re-mint, StoreError building), so both transports fail with the same errors.
 // Bodies are copied as JSON would carry them (undefined fields dropped, toJSON applied), so
 // neither side can touch the other's objects; replies are fresh objects built by the store.
-// Structural types only: breadcrumbs/ does not import store/.
+// The protocol types live in src/local-transport.ts: breadcrumbs/ does not import store/.
 
 import { ErrorCode } from '../errors.js';
 import { checkHeaders, withQuery, withRetryOnRefusedToken, type CallOptions, type HttpCall, type QueryValues } from './client-http.js';
 import { StoreError } from './store-error.js';
+import type { LocalEndpoint, LocalReply, LocalRequest, LocalStreamSink } from '../local-transport.js';
 import type { TokenSource } from './token-source.js';
 
-/** One in-process request (see store/local.ts). */
-export interface LocalRequest {
-  query: URLSearchParams;
-  headers: Record<string, string>;
-  body: unknown;
-  token: string | undefined;
-}
-
-/** An in-process reply. */
-export type LocalReply = { status: number; value: unknown } | { status: number; error: Record<string, unknown> };
-
-/** Where an in-process event subscription delivers. */
-export interface LocalStreamSink {
-  frame(data: string, id: string | undefined): void;
-  end(): void;
-}
-
-/** The embedded store's in-process endpoint (`Store.local`). */
-export interface LocalEndpoint {
-  url: string;
-  call(method: string, path: string, request: LocalRequest): Promise<LocalReply>;
-  stream(query: URLSearchParams, token: string | undefined, lastEventId: string | undefined, sink: LocalStreamSink): Promise<{ close(): void }>;
-}
 
 /** Copies `value` exactly as JSON.stringify + JSON.parse would carry it; undefined for undefined. */
 export function jsonCopy(value: unknown): unknown {
@@ -63,3 +41,5 @@ export function createLocalCall(endpoint: LocalEndpoint, tokens: TokenSource): H
     return endpoint.call(method, path, { query: searchParams(call.query), headers: { ...call.headers }, body, token });
   }, () => {});
 }
+
+export type { LocalEndpoint, LocalReply, LocalRequest, LocalStreamSink } from '../local-transport.js';

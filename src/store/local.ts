@@ -4,39 +4,13 @@
 // event stream as an in-process subscription (sse.ts `subscribe`). Request bodies arrive already
 // copied by the client; replies are objects built fresh per call from SQLite rows.
 
+import type { LocalEndpoint, LocalReply, LocalRequest, LocalStreamSink } from '../local-transport.js';
 import type { Need, Principal, StoreAuth } from './auth.js';
 import type { ListCursor } from './breadcrumb-reads.js';
 import { HttpError } from './http-util.js';
 import { checkIdempotencyKey, type StoreOperations } from './operations.js';
 import type { SseHub } from './sse.js';
 import { parseIfMatch } from './validate.js';
-
-/** One in-process request, as the HTTP transport would have sent it. */
-export interface LocalRequest {
-  query: URLSearchParams;
-  headers: Record<string, string>;
-  /** The JSON body (a fresh copy owned by the store from here on); undefined when none. */
-  body: unknown;
-  token: string | undefined;
-}
-
-/** An in-process reply: the status and either the value or the `{error, code, ...}` failure body. */
-export type LocalReply = { status: number; value: unknown } | { status: number; error: Record<string, unknown> };
-
-/** Receives stream items in commit order: the event's JSON and its id (when `ids` was asked for). */
-export interface LocalStreamSink {
-  frame(data: string, id: string | undefined): void;
-  /** The store ended the subscription (shutdown), as a server ends an SSE response. */
-  end(): void;
-}
-
-/** The store's in-process endpoint (structurally the `LocalEndpoint` of breadcrumbs/client-local.ts). */
-export interface LocalEndpoint {
-  url: string;
-  call(method: string, path: string, request: LocalRequest): Promise<LocalReply>;
-  /** Opens an event subscription as `GET /events/stream` with `query` would; resolves with its close function or rejects with the failure reply. */
-  stream(query: URLSearchParams, token: string | undefined, lastEventId: string | undefined, sink: LocalStreamSink): Promise<{ close(): void }>;
-}
 
 type Handler = (principal: Principal, params: string[], request: LocalRequest) => unknown;
 interface LocalRoute {
@@ -204,3 +178,5 @@ export function createLocalEndpoint(deps: { url: string; auth: StoreAuth; ops: S
     },
   };
 }
+
+export type { LocalEndpoint, LocalReply, LocalRequest, LocalStreamSink } from '../local-transport.js';
