@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { expect } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { defaultConfig, type Config, type OptionKey } from '../../src/config/index.js';
 import { createLogger, type Logger } from '../../src/logger.js';
 import type { ExecutionResult } from '../../src/result.js';
@@ -116,4 +116,23 @@ export async function waitFor(condition: () => boolean, timeoutMs = 30_000, what
 /** The error code of a result, or 'ok'. */
 export function codeOf(result: ExecutionResult): string {
   return result.ok ? 'ok' : result.error.code;
+}
+
+/**
+ * The lifecycle most sandbox test files share: a private TMPDIR for the file, and after each test the
+ * test's sandbox closed (`current`, then `forget` it) and nothing left behind.
+ */
+export function useIsolatedSandboxes(current: () => { close(): Promise<void> } | undefined, forget: () => void): void {
+  let tmp: ReturnType<typeof isolateTmp>;
+  beforeAll(() => {
+    tmp = isolateTmp();
+  });
+  afterEach(async () => {
+    await current()?.close();
+    forget();
+    expectNoLeaks(tmp.dir);
+  });
+  afterAll(() => {
+    tmp.restore();
+  });
 }

@@ -4,27 +4,13 @@
 // starts fresh; a quiet reused process stays parked and keeps serving.
 
 import { existsSync } from 'node:fs';
-import { afterEach, beforeAll, afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { busyWhileParked, IDLE_CPU_RULE, readCpuMs } from '../../src/sandbox/cpu.js';
 import { createSandbox, type Sandbox, type SandboxTool } from '../../src/sandbox/index.js';
-import { captureLogger, expectNoLeaks, isolateTmp, job, testConfig, tool, waitFor } from './helpers.js';
+import { captureLogger, job, testConfig, tool, useIsolatedSandboxes, waitFor } from './helpers.js';
 
-let tmp: ReturnType<typeof isolateTmp>;
 let sandbox: Sandbox | undefined;
-
-beforeAll(() => {
-  tmp = isolateTmp();
-});
-
-afterEach(async () => {
-  await sandbox?.close();
-  sandbox = undefined;
-  expectNoLeaks(tmp.dir);
-});
-
-afterAll(() => {
-  tmp.restore();
-});
+useIsolatedSandboxes(() => sandbox, () => void (sandbox = undefined));
 
 const LEFTOVERS: Array<[string, string]> = [
   ['busy-interval', 'setInterval(() => { for (;;) {} }, 1);'],

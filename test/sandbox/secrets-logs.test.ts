@@ -2,30 +2,16 @@
 // tool's process, not in logs), and logs are captured, sanitised and capped.
 
 import { readFileSync } from 'node:fs';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import { captureLogger, codeOf, expectNoLeaks, isolateTmp, job, ourDenoProcesses, testConfig, tool, waitFor } from './helpers.js';
+import { captureLogger, codeOf, job, ourDenoProcesses, testConfig, tool, useIsolatedSandboxes, waitFor } from './helpers.js';
 
 const SECRET_A = 'tok-A-7f3c9e2b1d';
 const SECRET_B = 'tok-B-44aa19c0ee';
 const EXPECTED_ENV = ['DENO_DIR', 'DENO_EMIT_CACHE_MODE', 'DENO_NO_PACKAGE_JSON', 'DENO_NO_UPDATE_CHECK', 'DENO_TLS_CA_STORE', 'NO_COLOR', 'PATH'];
 
-let tmp: ReturnType<typeof isolateTmp>;
 let sandbox: Sandbox | undefined;
-
-beforeAll(() => {
-  tmp = isolateTmp();
-});
-
-afterEach(async () => {
-  await sandbox?.close();
-  sandbox = undefined;
-  expectNoLeaks(tmp.dir);
-});
-
-afterAll(() => {
-  tmp.restore();
-});
+useIsolatedSandboxes(() => sandbox, () => void (sandbox = undefined));
 
 /** The environment of a live process; undefined when it exited meanwhile (pool processes come and go). */
 function environOf(pid: number): Record<string, string> | undefined {

@@ -4,28 +4,14 @@
 // demands `process`, or `isolation: 'process'` for all, gives every call a fresh process. The
 // global-state test pins down exactly what still carries over between calls of one warm process.
 
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ExecutionResult } from '../../src/result.js';
 import { createSandbox, type Sandbox, type SandboxTool } from '../../src/sandbox/index.js';
 import { createToolCompiler } from '../../src/sandbox/transpile.js';
-import { captureLogger, codeOf, expectNoLeaks, isolateTmp, job, testConfig, tool } from './helpers.js';
+import { captureLogger, codeOf, job, testConfig, tool, useIsolatedSandboxes } from './helpers.js';
 
-let tmp: ReturnType<typeof isolateTmp>;
 let sandbox: Sandbox | undefined;
-
-beforeAll(() => {
-  tmp = isolateTmp();
-});
-
-afterEach(async () => {
-  await sandbox?.close();
-  sandbox = undefined;
-  expectNoLeaks(tmp.dir);
-});
-
-afterAll(() => {
-  tmp.restore();
-});
+useIsolatedSandboxes(() => sandbox, () => void (sandbox = undefined));
 
 type Counter = { calls: number; pid: number };
 function outputOf<T>(result: ExecutionResult): T {
