@@ -2,19 +2,15 @@
 // stream (no second connection), requests are written with the service's store client, answers are
 // checked against the runner's answer tag, and `/mcp` is served on the admin port.
 
-import { isIP } from 'node:net';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ServiceExtension } from '../service/service.js';
+import { isLoopbackHost } from '../store/http-util.js';
 import { createMcpBridge, type McpBridge } from './bridge.js';
 import { createMcpHttpHandler, type McpHttpHandler } from './http.js';
 
 /** The MCP service extension; `bridge()` is available once the service has started it. */
 export interface McpExtension extends ServiceExtension {
   bridge(): McpBridge | undefined;
-}
-
-function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || (isIP(host) === 4 && host.startsWith('127.'));
 }
 
 /** Creates the extension (`start` installs it in every service). */
@@ -33,7 +29,7 @@ export function createMcpExtension(): McpExtension {
     async start(ctx) {
       const { config, logger } = ctx;
       if (config.adminToken !== undefined) logger.redact(config.adminToken);
-      else if (config.adminPort >= 0 && !isLoopback(config.adminHost)) {
+      else if (config.adminPort >= 0 && !isLoopbackHost(config.adminHost)) {
         logger.warn('the admin port is not on loopback and no --admin-token is set: anyone who can reach it can call tools over /mcp', { adminHost: config.adminHost });
       }
       bridge = createMcpBridge({ client: ctx.client, workspace: config.workspace, logger, keys: ctx.keys, callTimeoutMs: config.callTimeoutMs });

@@ -11,8 +11,8 @@
 // logged 500 and the listener keeps serving.
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Logger } from '../logger.js';
+import { listenUrl } from '../store/server-util.js';
 import type { RapCaller } from './caller.js';
 import { RapHttpError, readJson, sendJson } from './http.js';
 import type { RapToolServer } from './tool-server.js';
@@ -73,17 +73,9 @@ export async function startRapListener(options: RapListenerOptions): Promise<Rap
     });
   });
   server.requestTimeout = 60_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const address = server.address() as AddressInfo;
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = await listenUrl(server, options.port, options.host);
   return {
-    url: `http://${host}:${address.port}`,
+    url,
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -6,11 +6,11 @@
 // only; a non-loopback bind without a token is refused at start.
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { createAccessGuard, type Refusal } from '../console/access.js';
 import { loginPage, nonLoopbackWithoutToken, readBody, SECURITY_HEADERS } from '../console/http.js';
 import { isLoopbackHost } from '../store/http-util.js';
+import { listenUrl } from '../store/server-util.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from './metrics.js';
 
@@ -137,18 +137,10 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
       ws.on('error', () => clients.delete(ws));
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const address = server.address() as AddressInfo;
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = await listenUrl(server, options.port, options.host);
 
   return {
-    url: `http://${host}:${address.port}`,
+    url,
     broadcast(message) {
       if (clients.size === 0) return;
       const text = JSON.stringify(message);

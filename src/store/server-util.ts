@@ -2,6 +2,7 @@
 // role checks), listening with clear startup errors, and the periodic expiry sweep.
 
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { ErrorCode, RunnerError, coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { ROLES, type Principal, type StoreAuth } from './auth.js';
@@ -66,6 +67,13 @@ export function listen(server: Server, port: number, host: string): Promise<void
     server.once('listening', onListening);
     server.listen(port, host);
   });
+}
+
+/** Listens like `listen` and resolves with the server's URL (`http://HOST:PORT`, IPv6 in brackets). */
+export async function listenUrl(server: Server, port: number, host: string): Promise<string> {
+  await listen(server, port, host);
+  const address = server.address() as AddressInfo;
+  return `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
 }
 
 /** Sweeps expired breadcrumbs now and every `intervalMs`; returns the stop function. */
