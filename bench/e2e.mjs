@@ -6,7 +6,6 @@
 //   saturation: N requests written at once; calls/s until the last response arrives
 //   10k pending: 10,000 requests written while the runner is stopped, then the runner starts;
 //                its RSS (the Node process, Deno children not included) is sampled for 20 s
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +13,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { createStoreClient, openEventStream } from '../dist/breadcrumbs/index.js';
 import { silentLogger } from '../dist/logger.js';
+import { startCli } from './cli-process.mjs';
 
 const arg = (name, dflt) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? dflt);
 const LATENCY_N = arg('latency-n', 300);
@@ -24,30 +24,11 @@ const REUSE = process.argv.includes('--reuse');
 // Extra runner flags, e.g. --runner=--pool-size=4
 const EXTRA = process.argv.filter((a) => a.startsWith('--runner=')).map((a) => a.slice('--runner='.length));
 const root = fileURLToPath(new URL('..', import.meta.url));
-const cli = join(root, 'dist', 'cli', 'main.js');
 const dir = mkdtempSync(join(tmpdir(), 'bench-e2e-'));
 const procs = new Set();
 const log = (msg) => process.stderr.write(`[e2e] ${msg}\n`);
 
-function start(args) {
-  const proc = spawn(process.execPath, [cli, ...args], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env: { PATH: process.env.PATH, HOME: process.env.HOME, TOOLS_RUNNER_LOG_LEVEL: 'error' } });
-  procs.add(proc);
-  proc.on('exit', () => procs.delete(proc));
-  const lines = [];
-  const waiters = [];
-  let buf = '';
-  proc.stdout.on('data', (d) => {
-    buf += d;
-    let i;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, i);
-      buf = buf.slice(i + 1);
-      lines.push(line);
-      for (const w of [...waiters]) if (w.re.test(line)) { waiters.splice(waiters.indexOf(w), 1); w.resolve(line); }
-    }
-  });
-  return { proc, line: (re) => lines.find((l) => re.test(l)) ?? new Promise((resolve) => waiters.push({ re, resolve })) };
-}
+const start = (args) => startCli(args, procs);
 
 const rssMb = (pid) => {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -132,7 +113,7 @@ async function main() {
   client.close();
   console.log(JSON.stringify({
     tool: 'echo',
-    mode: REUSE ? 'reuse (echo opted in)' : 'strict (one process per call)',
+    mode: REUSE ? 'reuse (echo kept warm even under --isolation process)' : EXTRA.some((a) => a.includes('isolation=process') || a.includes('isolation process')) ? 'process (one process per call)' : 'default isolation (warm per tool version)',
     runner_flags: EXTRA,
     latency_c1_p50_ms: pct(lat, 50),
     latency_c1_p99_ms: pct(lat, 99),

@@ -7,7 +7,6 @@
 //     a time, measured from the bench's own client (over HTTP for both): request created -> its
 //     tool.response.v1 event.
 // Prints one JSON object. Flags: --calls=N (store calls per kind, default 2000), --e2e-n=N (default 200).
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,12 +15,12 @@ import { fileURLToPath } from 'node:url';
 import { createStoreClient, openEventStream } from '../dist/breadcrumbs/index.js';
 import { silentLogger } from '../dist/logger.js';
 import { createStore } from '../dist/store/index.js';
+import { startCli } from './cli-process.mjs';
 
 const arg = (name, dflt) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? dflt);
 const CALLS = arg('calls', 2000);
 const E2E_N = arg('e2e-n', 200);
 const root = fileURLToPath(new URL('..', import.meta.url));
-const cli = join(root, 'dist', 'cli', 'main.js');
 const dir = mkdtempSync(join(tmpdir(), 'bench-transport-'));
 const logger = silentLogger();
 const log = (msg) => process.stderr.write(`[transport] ${msg}\n`);
@@ -68,23 +67,7 @@ async function storeCalls() {
   return out;
 }
 
-function start(args) {
-  const proc = spawn(process.execPath, [cli, ...args], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env: { PATH: process.env.PATH, HOME: process.env.HOME, TOOLS_RUNNER_LOG_LEVEL: 'error' } });
-  const lines = [];
-  const waiters = [];
-  let buf = '';
-  proc.stdout.on('data', (d) => {
-    buf += d;
-    let i;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, i);
-      buf = buf.slice(i + 1);
-      lines.push(line);
-      for (const w of [...waiters]) if (w.re.test(line)) { waiters.splice(waiters.indexOf(w), 1); w.resolve(line); }
-    }
-  });
-  return { proc, line: (re) => lines.find((l) => re.test(l)) ?? new Promise((resolve) => waiters.push({ re, resolve })) };
-}
+const start = (args) => startCli(args);
 
 // A runner with its embedded store over `transport`, and a driver measuring one call at a time.
 async function e2eRunner(transport) {

@@ -1,0 +1,33 @@
+// Starts `node dist/cli/main.js <args>` for the benches and lets them wait for a stdout line
+// (e.g. /^store listening on /). Logs only errors; stderr passes through.
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const cli = join(root, 'dist', 'cli', 'main.js');
+/** Every process a bench starts shares one runner secret (required by a runner with --store-url). */
+const BENCH_RUNNER_SECRET = 'bench-runner-secret-0123456789';
+
+/** Spawns the CLI; `procs` (optional) tracks it until it exits. */
+export function startCli(args, procs) {
+  const proc = spawn(process.execPath, [cli, ...args], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env: { PATH: process.env.PATH, HOME: process.env.HOME, TOOLS_RUNNER_LOG_LEVEL: 'error', TOOLS_RUNNER_RUNNER_SECRET: BENCH_RUNNER_SECRET } });
+  if (procs) {
+    procs.add(proc);
+    proc.on('exit', () => procs.delete(proc));
+  }
+  const lines = [];
+  const waiters = [];
+  let buf = '';
+  proc.stdout.on('data', (d) => {
+    buf += d;
+    let i;
+    while ((i = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      lines.push(line);
+      for (const w of [...waiters]) if (w.re.test(line)) { waiters.splice(waiters.indexOf(w), 1); w.resolve(line); }
+    }
+  });
+  return { proc, line: (re) => lines.find((l) => re.test(l)) ?? new Promise((resolve) => waiters.push({ re, resolve })) };
+}
