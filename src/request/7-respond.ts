@@ -16,7 +16,7 @@ import type { StoreClient } from '../breadcrumbs/index.js';
 import { conflictId, isConflict, isNotFound, StoreError } from '../breadcrumbs/index.js';
 import { SCHEMA, TAG, type ToolCreateResponseContext, type ToolResponseContext } from '../breadcrumbs/messages.js';
 import type { RequestKeys } from '../breadcrumbs/request-keys.js';
-import { coerceError, ErrorCode } from '../errors.js';
+import { ErrorCode } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { failure, type ExecutionResult } from '../result.js';
 
@@ -94,11 +94,6 @@ export function createResponder(options: ResponderOptions): Responder {
   };
 
   const write = async (keyOf: (slot: number) => string, body: Body, answerTag: string, signal: AbortSignal | undefined): Promise<WriteOutcome> => {
-    try {
-      JSON.stringify(body);
-    } catch (error) {
-      throw new Unstorable(`the answer cannot be serialised: ${coerceError(error).message}`);
-    }
     let delay = retry.initialMs;
     for (let slot = 1; ; ) {
       const key = keyOf(slot);
@@ -112,6 +107,8 @@ export function createResponder(options: ResponderOptions): Responder {
           if (++slot > MAX_SLOTS) throw new Error(`every answer slot of the request is taken by foreign records`);
           continue;
         }
+        // The client refuses a body it cannot serialise before sending anything (storeCode `unsendable`).
+        if (error instanceof StoreError && error.storeCode === 'unsendable') throw new Unstorable(`the answer cannot be serialised: ${error.message}`);
         if (error instanceof StoreError && (error.status === 400 || error.status === 413 || error.status === 422)) {
           throw new Unstorable(`the store refused the answer (HTTP ${error.status}: ${error.message})`);
         }

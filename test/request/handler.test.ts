@@ -161,6 +161,20 @@ describe('request handler', () => {
     expect(answers[0]?.context).toMatchObject({ status: 'error', error: { code: 'output.invalid', message: 'output is nested deeper than 128 levels' } });
   });
 
+  it.each([
+    ['a BigInt', { n: 10n }, /^the answer cannot be serialised: .*BigInt/],
+    ['a cycle (caught as endless nesting)', (() => { const o: Record<string, unknown> = {}; o['self'] = o; return o; })(), /^output is nested deeper than 128 levels$/],
+  ])('output the store cannot take (%s) is answered output.invalid, once', async (_what, output, reason) => {
+    const r = await rig();
+    const request = await r.createRequest({});
+    const outcome = r.handler.handle(request, new AbortController().signal);
+    (await r.nextRun()).finish(ok(output));
+    expect(await outcome).toBe('answered');
+    const answers = await r.answers(request.breadcrumbId);
+    expect(answers).toHaveLength(1);
+    expect(answers[0]?.context).toMatchObject({ status: 'error', error: { code: 'output.invalid', message: expect.stringMatching(reason) } });
+  });
+
   it('input that is not an object never reaches the executor', async () => {
     const r = await rig();
     const request = await r.createRequest([1, 2]);
