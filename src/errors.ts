@@ -14,6 +14,12 @@ export const ErrorCode = {
   ToolError: 'tool.error',
   /** The tool exceeded its wall-clock limit and was killed. */
   Timeout: 'timeout',
+  /** A side-effecting tool timed out after it had an effect: whether its action committed is unknown (never retried blindly). */
+  TimeoutUnknownCommit: 'timeout.unknown-commit',
+  /** A side-effecting tool timed out before any effect: safe to retry. */
+  TimeoutBeforeSubmit: 'timeout.before-submit',
+  /** A side-effecting tool failed after some of its effects happened; the effects are listed in details. */
+  PartialEffect: 'partial-effect',
   /** The tool exceeded its memory limit and was killed. */
   MemoryLimit: 'memory_limit',
   /** The tool wrote more to stdout/stderr than allowed and was killed. */
@@ -49,6 +55,7 @@ const RETRYABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   ErrorCode.RateExceeded,
   ErrorCode.SandboxCrashed,
   ErrorCode.Internal,
+  ErrorCode.TimeoutBeforeSubmit,
 ]);
 
 /** Whether a caller may retry a call that failed with `code` without risking duplicate effects. */

@@ -168,6 +168,10 @@ export const ToolRequestContext = z.looseObject({
   requestedBy: z.string().optional(),
   config_id: z.string().optional(),
   return_to_llm: z.boolean().optional(),
+  /** Which version of the tool: exact (`2.1.0`) or a range (`^2`, `~2.1`, `2.x`); absent = the default version. */
+  version: z.string().min(1).max(100).optional(),
+  /** The caller's idempotency key: a repeat with the same key and input gets the stored result. */
+  idempotency_key: z.string().min(1).max(200).optional(),
 });
 export type ToolRequestContext = z.infer<typeof ToolRequestContext>;
 

@@ -5,6 +5,7 @@
 // it back to executeHostTool later; nothing in it is live (no handles, no compiled validators).
 
 import type { Config } from '../config/index.js';
+import type { ToolContract } from '../contract/contract.js';
 
 /** Manifest dialect a host tool came from; decides validation rules and exec conventions. `rap`: a remote RAP toolset. */
 export type HostToolFormat = 'agentcli' | 'runloop' | 'rap';
@@ -78,6 +79,8 @@ export interface HostTool {
   requiresConfirmation: boolean;
   budget?: { tokens?: number; usd?: number };
   observabilityTags: string[];
+  /** The canonical contract the loader mapped the manifest's fields to (absent: side effect unknown, fails closed). */
+  contract?: ToolContract;
 }
 
 /** Outcome of loading one manifest: all its tools, or the first error (no partial loads). */

@@ -7,6 +7,7 @@
 // Unknown top-level fields (upstream adds bootstrap, subscriptions, ui_schema) are tolerated.
 
 import type { Config } from '../config/schema.js';
+import { parseContract } from '../contract/contract.js';
 import { validatePermissions } from './permissions.js';
 import { createSchemaValidator, type SchemaValidator } from './schema-validator.js';
 import { validateSchemas } from './schemas.js';
@@ -86,6 +87,8 @@ export function validateToolDefinition(context: unknown, options: DefinitionOpti
 
   const limits = readLimits(context.limits, config, errors, warnings);
   const requiredSecrets = readSecrets(context.required_secrets, errors);
+  const contract = context.contract === undefined ? { issues: [], contract: {} } : parseContract(context.contract);
+  for (const problem of contract.issues) error(IssueCode.Contract, problem.path, problem.message);
   const schemas = validateSchemas(context, { validator: options.validator ?? createSchemaValidator() });
   errors.push(...schemas.errors);
   warnings.push(...schemas.warnings);
@@ -107,6 +110,7 @@ export function validateToolDefinition(context: unknown, options: DefinitionOpti
     ...(limits.isolation === 'process' ? { isolation: 'process' as const } : {}),
     requiredSecrets,
     examples: structuredClone(schemas.examples),
+    contract: structuredClone(contract.contract ?? {}),
   };
   return { ok: true, errors, warnings, tool: deepFreeze(tool) };
 }

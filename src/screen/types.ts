@@ -14,6 +14,8 @@ export type Issue = { code: string; path: string; message: string; line?: number
 export type Origin = 'agent' | 'bootstrap';
 
 /** The normalised, validated tool every other module uses; produced only by validateToolDefinition. */
+import type { ToolContract } from '../contract/contract.js';
+
 export interface ToolDefinition {
   name: string;
   description: string;
@@ -34,6 +36,8 @@ export interface ToolDefinition {
   requiredSecrets: string[];
   /** `requiresNetwork`: the example reaches a real host (`requires_network: true`); skipped when the network is unreachable. */
   examples: Array<{ description: string; input: unknown; output?: unknown; match: 'exact' | 'schema'; requiresNetwork?: true }>;
+  /** The tool's contract (`context.contract`, src/contract/contract.ts); `{}` when absent (side effect unknown). */
+  contract: ToolContract;
 }
 
 /** The permissions screening needs to judge `Deno.*` calls: the validated net list and extra grants. */
@@ -64,6 +68,8 @@ export const IssueCode = {
   NetBlocked: 'permission.net-blocked',
   NetDuplicate: 'permission.net-duplicate',
   Api: 'permission.api',
+  // contract
+  Contract: 'contract.invalid',
   // schemas and examples
   SchemaInvalid: 'schema.invalid',
   SchemaRequired: 'schema.required',

@@ -66,6 +66,7 @@ describe('validateToolDefinition', () => {
         { description: 'Paris', input: { city: 'Paris' }, output: { city: 'Paris', temperature: 21.5 }, match: 'schema' },
         { description: 'Exact', input: { city: 'Oslo', units: 'metric' }, output: { city: 'Oslo', temperature: 3 }, match: 'exact' },
       ],
+      contract: {},
     };
     expect(result).toEqual({
       ok: true,
@@ -211,5 +212,26 @@ describe('validateToolDefinition', () => {
       errors: [{ code: 'definition.invalid', path: '', message: `Tool definition must be an object, got ${JSON.stringify(context)}` }],
       warnings: [],
     });
+  });
+});
+
+describe('validateToolDefinition: contract', () => {
+  it('keeps a valid contract on the tool', () => {
+    const contract = { side_effect: 'reversible-write', idempotent: true, rate_limits: { per_agent: { limit: 5, window_ms: 1000 } } };
+    const result = validateToolDefinition({ ...weather(), contract }, AGENT);
+    expect(result.ok).toBe(true);
+    expect(result.tool?.contract).toEqual(contract);
+  });
+
+  it('rejects a bad contract with path-precise errors', () => {
+    const result = validateToolDefinition({ ...weather(), contract: { side_effect: 'sometimes', rate_limits: { per_tool: { limit: 0, window_ms: 1000 } }, colour: 'red' } }, AGENT);
+    expect(result.ok).toBe(false);
+    const contractErrors = result.errors.filter((e) => e.code === 'contract.invalid').map((e) => e.path).sort();
+    expect(contractErrors).toEqual(['/contract', '/contract/rate_limits/per_tool/limit', '/contract/side_effect']);
+  });
+
+  it('rejects a contract that is not an object', () => {
+    const result = validateToolDefinition({ ...weather(), contract: 'read-only' }, AGENT);
+    expect(result.errors.filter((e) => e.code === 'contract.invalid')).toEqual([{ code: 'contract.invalid', path: '/contract', message: expect.stringContaining('object') }]);
   });
 });
