@@ -16,6 +16,12 @@ export const SCHEMA = {
   ToolCatalog: 'tool.catalog.v1',
   /** Ours: a replica's lease on a request (docs: README "Claims"). */
   ToolClaim: 'tool.claim.v1',
+  /** Ours: a call waiting for an approver (README "Approvals"). */
+  ToolApprovalRequest: 'tool.approval.request.v1',
+  /** An approver's decision on a tool.approval.request.v1 (tagged `approval:<request id>`). */
+  ToolApprovalResponse: 'tool.approval.response.v1',
+  /** Ours: an idempotency key bound to its first request (README "Idempotency keys"). */
+  ToolIdempotency: 'tool.idempotency.v1',
 } as const;
 
 export const TAG = {
@@ -31,6 +37,9 @@ export const TAG = {
   /** `agent:<id>` */
   agent: (id: string) => `agent:${id}`,
 } as const;
+
+/** Prefix of the tag that ties an approval's response to its request: `approval:<approval request breadcrumb id>`. */
+export const APPROVAL_TAG_PREFIX = 'approval:';
 
 /** The rid a `request:<rid>` tag names, or undefined for any other tag. */
 export function ridOfRequestTag(tag: string): string | undefined {

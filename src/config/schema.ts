@@ -54,6 +54,16 @@ export const listish = z.preprocess((value) => {
 
 const optionalString = z.string().min(1).optional();
 
+/** A JSON object given as JSON text (env vars and flags) or as an object (config files, tests). */
+export const jsonObject = z.preprocess((value) => {
+  if (typeof value !== 'string') return value;
+  try {
+    return JSON.parse(value) as unknown;
+  } catch {
+    return value;
+  }
+}, z.record(z.string(), z.unknown()));
+
 function opt<T extends z.ZodType>(schema: T, meta: OptionMeta): { schema: T; meta: OptionMeta } {
   return { schema, meta };
 }
@@ -235,6 +245,10 @@ export const OPTIONS = {
   toolApiRunnerReaders: opt(listish.default([]), {
     group: 'runner',
     doc: 'Tools (names) whose `context.api` may read the runner\'s own `tool.*` records (requests, responses, claims, definitions); others never see them.',
+  }),
+  rateLimits: opt(jsonObject.default({}), {
+    group: 'runner',
+    doc: 'Operator rate limits by tool name, overriding the tool contract\'s `rate_limits`: a JSON object `{"<tool>": {"per_tool": {"limit": 10, "window_ms": 1000, "burst": 0}, "per_agent": {...}}}`. Limits are per replica (README "Rate limits").',
   }),
 
   // --- sandbox -------------------------------------------------------------------------------

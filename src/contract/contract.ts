@@ -23,7 +23,8 @@ export type SideEffect = (typeof SIDE_EFFECTS)[number];
 const SideEffectSchema = z.enum(SIDE_EFFECTS);
 const isoDate = z.iso.datetime({ offset: true });
 
-const RateLimit = z.strictObject({
+/** One rate limit of a contract (also the shape of the operator's `--rate-limits` entries). */
+export const RateLimit = z.strictObject({
   /** Calls allowed per window. */
   limit: z.int().min(1).max(1_000_000),
   /** Window length in ms (tokens refill evenly over it). */
@@ -31,6 +32,10 @@ const RateLimit = z.strictObject({
   /** Extra calls allowed at once beyond the steady rate (bucket size = limit + burst). */
   burst: z.int().min(0).max(1_000_000).optional(),
 });
+
+/** A tool's limits: all callers together, and each calling agent. */
+export const RateLimits = z.strictObject({ per_tool: RateLimit.optional(), per_agent: RateLimit.optional() });
+export type RateLimits = z.infer<typeof RateLimits>;
 
 /** The `contract` of a tool. */
 export const ToolContractSchema = z.strictObject({
@@ -46,7 +51,7 @@ export const ToolContractSchema = z.strictObject({
       timeout_ms: z.int().min(1000).max(7 * 86_400_000).optional(),
     })
     .optional(),
-  rate_limits: z.strictObject({ per_tool: RateLimit.optional(), per_agent: RateLimit.optional() }).optional(),
+  rate_limits: RateLimits.optional(),
   retry: z
     .strictObject({
       max_attempts: z.int().min(1).max(10),

@@ -25,6 +25,8 @@ interface Bucket {
 export interface RateLimiter {
   /** Takes a token for `key` under `spec`, or says how long until one is available. */
   take(key: string, spec: RateLimitSpec): RateDecision;
+  /** What `take` would decide, without taking (a call needing tokens of several buckets checks all first). */
+  peek(key: string, spec: RateLimitSpec): RateDecision;
   /** Keys currently tracked. */
   size(): number;
 }
@@ -35,13 +37,20 @@ export function createRateLimiter(options: { now?: () => number; maxKeys?: numbe
   const maxKeys = options.maxKeys ?? 100_000;
   const buckets = new Map<string, Bucket>();
 
+  const refilled = (key: string, spec: RateLimitSpec): Bucket => {
+    const capacity = spec.limit + (spec.burst ?? 0);
+    const t = now();
+    const known = buckets.get(key);
+    return known ? { tokens: Math.min(capacity, known.tokens + (t - known.at) * (spec.limit / spec.windowMs)), at: t } : { tokens: capacity, at: t };
+  };
+  // EPSILON: refills are sums of float fractions; a token 1e-12 short is a whole token.
+  const decide = (bucket: Bucket, spec: RateLimitSpec): RateDecision =>
+    bucket.tokens >= 1 - EPSILON ? { ok: true } : { ok: false, retryAfterMs: Math.max(1, Math.ceil((1 - bucket.tokens) / (spec.limit / spec.windowMs) - EPSILON)) };
+
   return {
+    peek: (key, spec) => decide(refilled(key, spec), spec),
     take(key, spec) {
-      const capacity = spec.limit + (spec.burst ?? 0);
-      const perMs = spec.limit / spec.windowMs;
-      const t = now();
-      const known = buckets.get(key);
-      const bucket = known ? { tokens: Math.min(capacity, known.tokens + (t - known.at) * perMs), at: t } : { tokens: capacity, at: t };
+      const bucket = refilled(key, spec);
       // Re-insert: Map order is then least recently used first.
       buckets.delete(key);
       buckets.set(key, bucket);
@@ -49,12 +58,9 @@ export function createRateLimiter(options: { now?: () => number; maxKeys?: numbe
         const oldest = buckets.keys().next();
         if (!oldest.done) buckets.delete(oldest.value);
       }
-      // EPSILON: refills are sums of float fractions; a token 1e-12 short is a whole token.
-      if (bucket.tokens >= 1 - EPSILON) {
-        bucket.tokens = Math.max(0, bucket.tokens - 1);
-        return { ok: true };
-      }
-      return { ok: false, retryAfterMs: Math.max(1, Math.ceil((1 - bucket.tokens) / perMs - EPSILON)) };
+      const decision = decide(bucket, spec);
+      if (decision.ok) bucket.tokens = Math.max(0, bucket.tokens - 1);
+      return decision;
     },
     size: () => buckets.size,
   };

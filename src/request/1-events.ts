@@ -7,7 +7,7 @@
 // `tool.code.v1` change or any deletion goes to the catalog; every non-ping event goes to the
 // extensions (tool authoring, MCP, console) and the RAP runtime, which keep their own interests.
 
-import { requestIdentity, SCHEMA, TAG, type StoreEvent } from '../breadcrumbs/messages.js';
+import { APPROVAL_TAG_PREFIX, requestIdentity, SCHEMA, TAG, type StoreEvent } from '../breadcrumbs/messages.js';
 import { ANSWER_TAG_PREFIX } from '../breadcrumbs/request-keys.js';
 import type { Logger } from '../logger.js';
 
@@ -26,6 +26,7 @@ export type RequestEvent =
   | { kind: 'request'; request: PendingRequest }
   | { kind: 'withdrawn'; breadcrumbId: string }
   | { kind: 'answered'; answerTags: string[] }
+  | { kind: 'wake'; tokens: string[] }
   | { kind: 'none' };
 
 /** The request a listed or fetched breadcrumb stands for, or undefined when it is not one of this workspace's. */
@@ -45,6 +46,10 @@ export function classifyRequestEvent(event: StoreEvent, workspace: string): Requ
   if (event.schema_name === SCHEMA.ToolResponse) {
     return { kind: 'answered', answerTags: (event.tags ?? []).filter((tag) => tag.startsWith(ANSWER_TAG_PREFIX)) };
   }
+  if (event.schema_name === SCHEMA.ToolApprovalResponse) {
+    // An approval's answer wakes the request parked on it (the approvals policy checks who wrote it).
+    return { kind: 'wake', tokens: (event.tags ?? []).filter((tag) => tag.startsWith(APPROVAL_TAG_PREFIX)) };
+  }
   if (event.schema_name !== SCHEMA.ToolRequest) return { kind: 'none' };
   const request = pendingRequestOf({ id: event.breadcrumb_id, tags: event.tags ?? [], context: event.context }, workspace);
   if (!request) return { kind: 'none' };
@@ -63,7 +68,7 @@ export function concernsCatalog(event: StoreEvent): boolean {
 export interface EventTargets {
   workspace: string;
   logger: Logger;
-  intake: { offer(request: PendingRequest): void; withdraw(breadcrumbId: string): void; answered(answerTags: readonly string[]): void };
+  intake: { offer(request: PendingRequest): void; withdraw(breadcrumbId: string): void; answered(answerTags: readonly string[]): void; wake(tokens: readonly string[]): void };
   catalog: { handleEvent(event: StoreEvent): Promise<void> };
   /** Extensions and the RAP runtime: they receive every event but pings. */
   others(): ReadonlyArray<{ handleEvent?(event: StoreEvent): void }>;
@@ -78,6 +83,7 @@ export function createEventRouter(targets: EventTargets): (event: StoreEvent) =>
     if (meaning.kind === 'request') intake.offer(meaning.request);
     else if (meaning.kind === 'withdrawn') intake.withdraw(meaning.breadcrumbId);
     else if (meaning.kind === 'answered' && meaning.answerTags.length > 0) intake.answered(meaning.answerTags);
+    else if (meaning.kind === 'wake' && meaning.tokens.length > 0) intake.wake(meaning.tokens);
     if (concernsCatalog(event)) catalog.handleEvent(event).catch((error: unknown) => logger.warn('catalog update failed', { error }));
     for (const other of targets.others()) other.handleEvent?.(event);
   };

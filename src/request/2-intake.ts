@@ -21,7 +21,14 @@ import { pendingRequestOf, type PendingRequest } from './1-events.js';
 import type { ClaimManager } from './3-claims.js';
 
 /** How a request's job ended, from intake's point of view (`withdrawn`: the request was deleted; no answer). */
-export type RequestOutcome = 'answered' | 'withdrawn' | 'busy' | 'released' | 'failed';
+export type RequestOutcome = 'answered' | 'withdrawn' | 'busy' | 'released' | 'failed' | Parked;
+
+/** A job a policy parked (5-policy.ts): run the request again when a wake token is seen, or at `until`. */
+export interface Parked {
+  kind: 'parked';
+  until: number;
+  wakeOn: readonly string[];
+}
 
 /** The abort reason of a job whose request breadcrumb was deleted (by its requester, or anyone). */
 export class RequestWithdrawn extends Error {
@@ -54,13 +61,15 @@ export interface Intake {
   offer(request: PendingRequest): void;
   /** The request breadcrumb was deleted: drop it if waiting, abort its job if running (no answer). */
   withdraw(breadcrumbId: string): void;
-  /** Answer tags seen on a response: those requests need no run. */
+  /** Answer tags seen on a response: those requests need no run (and requests parked on them wake). */
   answered(answerTags: readonly string[]): void;
+  /** Wake tokens seen (e.g. `approval:<id>` of an approval's response): parked requests waiting on them run again. */
+  wake(tokens: readonly string[]): void;
   /** Runs a catch-up scan now; `full` ignores the window. Concurrent calls coalesce. */
   scan(full: boolean): Promise<void>;
   /** Starts the periodic scans; stops them when `signal` aborts. */
   start(signal: AbortSignal): void;
-  stats(): { pending: number; done: number; lastScanAt?: string; needFullScan: boolean };
+  stats(): { pending: number; parked: number; done: number; lastScanAt?: string; needFullScan: boolean };
 }
 
 const DONE_CACHE = 100_000;
@@ -68,6 +77,10 @@ const DONE_CACHE = 100_000;
 const MAX_RETRIES_HELD = 10_000;
 /** Longest wait before a failed job's request is tried again. */
 const MAX_RETRY_DELAY_MS = 60_000;
+/** Most parked requests held; beyond it the oldest is let go (the next full scan finds it again). */
+const MAX_PARKED = 10_000;
+/** Longest a parked request waits without a look, so a wake token that was missed costs at most this. */
+const MAX_PARK_MS = 5 * 60_000;
 
 /** Creates the intake. */
 export function createIntake(options: IntakeOptions): Intake {
@@ -81,6 +94,9 @@ export function createIntake(options: IntakeOptions): Intake {
   /** Request breadcrumb id -> failed jobs in a row (for the retry backoff). */
   const failures = new Map<string, number>();
   const pending: PendingRequest[] = [];
+  /** Parked requests (a policy is waiting for something), and wake token -> the requests it wakes. */
+  const parked = new Map<string, { request: PendingRequest; tokens: readonly string[]; timer: NodeJS.Timeout }>();
+  const sleepers = new Map<string, Set<string>>();
   const pendingIds = new Set<string>();
   let feeding = false;
   let stopped = false;
@@ -112,6 +128,53 @@ export function createIntake(options: IntakeOptions): Intake {
       failures.delete(request.breadcrumbId);
     }
     if (outcome === 'failed') retryLater(request);
+    if (typeof outcome === 'object') park(request, outcome);
+  };
+
+  const unpark = (breadcrumbId: string): PendingRequest | undefined => {
+    const entry = parked.get(breadcrumbId);
+    if (!entry) return undefined;
+    parked.delete(breadcrumbId);
+    clearTimeout(entry.timer);
+    for (const token of entry.tokens) {
+      const ids = sleepers.get(token);
+      ids?.delete(breadcrumbId);
+      if (ids?.size === 0) sleepers.delete(token);
+    }
+    return entry.request;
+  };
+
+  const park = (request: PendingRequest, outcome: Parked): void => {
+    if (stopped) return;
+    const slim: PendingRequest = { breadcrumbId: request.breadcrumbId, rid: request.rid, tool: request.tool };
+    unpark(slim.breadcrumbId);
+    if (parked.size >= MAX_PARKED) {
+      const oldest = parked.keys().next().value;
+      if (oldest !== undefined) unpark(oldest);
+      needFullScan = true;
+    }
+    const delayMs = Math.max(0, Math.min(MAX_PARK_MS, outcome.until - Date.now()));
+    const timer = setTimeout(() => {
+      const again = unpark(slim.breadcrumbId);
+      if (again) enqueue(again);
+    }, delayMs);
+    timer.unref();
+    const tokens = [...new Set(outcome.wakeOn)];
+    parked.set(slim.breadcrumbId, { request: slim, tokens, timer });
+    for (const token of tokens) {
+      const ids = sleepers.get(token) ?? new Set<string>();
+      ids.add(slim.breadcrumbId);
+      sleepers.set(token, ids);
+    }
+  };
+
+  const wake = (tokens: readonly string[]): void => {
+    for (const token of tokens) {
+      for (const id of [...(sleepers.get(token) ?? [])]) {
+        const request = unpark(id);
+        if (request) enqueue(request);
+      }
+    }
   };
 
   // A failed job (store trouble) is retried for that request alone, with backoff: one bad request
@@ -156,7 +219,7 @@ export function createIntake(options: IntakeOptions): Intake {
   };
 
   const enqueue = (request: PendingRequest, front = false): void => {
-    if (stopped || isDone(request.breadcrumbId) || queue.has(request.breadcrumbId) || pendingIds.has(request.breadcrumbId)) return;
+    if (stopped || isDone(request.breadcrumbId) || queue.has(request.breadcrumbId) || pendingIds.has(request.breadcrumbId) || parked.has(request.breadcrumbId)) return;
     if (pending.length === 0 && !feeding) {
       const result = queue.offer(request.breadcrumbId, request.tool, job(request));
       if (result !== 'full') return;
@@ -181,6 +244,7 @@ export function createIntake(options: IntakeOptions): Intake {
     if (at !== -1) pending.splice(at, 1);
     pendingIds.delete(breadcrumbId);
     failures.delete(breadcrumbId);
+    unpark(breadcrumbId);
     const result = queue.cancel(breadcrumbId, new RequestWithdrawn(breadcrumbId));
     if (result !== 'unknown') logger.info('request withdrawn', { requestBreadcrumbId: breadcrumbId, job: result });
   };
@@ -234,7 +298,7 @@ export function createIntake(options: IntakeOptions): Intake {
     let takeovers = 0;
     for (const expired of await claims.listExpired()) {
       const id = expired.requestBreadcrumbId;
-      if (isDone(id) || queue.has(id) || pendingIds.has(id)) continue;
+      if (isDone(id) || queue.has(id) || pendingIds.has(id) || parked.has(id)) continue;
       if (await claims.hasResponse(id)) {
         markDone(keys.answerTag(id));
         await claims.cleanup(id);
@@ -290,6 +354,7 @@ export function createIntake(options: IntakeOptions): Intake {
       () => {
         stopped = true;
         clearInterval(timer);
+        for (const id of [...parked.keys()]) unpark(id);
       },
       { once: true },
     );
@@ -300,9 +365,11 @@ export function createIntake(options: IntakeOptions): Intake {
     withdraw,
     answered: (answerTags) => {
       for (const tag of answerTags) markDone(tag);
+      if (sleepers.size > 0) wake(answerTags);
     },
+    wake,
     scan,
     start,
-    stats: () => ({ pending: pending.length, done: done.size, ...(lastScanAt ? { lastScanAt } : {}), needFullScan }),
+    stats: () => ({ pending: pending.length, parked: parked.size, done: done.size, ...(lastScanAt ? { lastScanAt } : {}), needFullScan }),
   };
 }

@@ -14,17 +14,26 @@ export function errorResult(code: ErrorCode, message: string, details?: Record<s
   return { ok: false, error: failure(code, message, details), durationMs: 0, logs: [], logsTruncated: false };
 }
 
-/** The request's input, or the error result that answers a malformed request. */
-export function readRequest(full: Pick<BreadcrumbFull, 'context'>, identity: RequestIdentity): { ok: true; input: unknown } | { ok: false; result: ExecutionResult } {
+/** What a well-formed request asks for. */
+export interface RequestAsk {
+  input: unknown;
+  /** `context.version`: an exact version or a range. */
+  version?: string;
+  /** `context.idempotency_key`. */
+  idempotencyKey?: string;
+}
+
+/** The request's input (and what else it asks for), or the error result that answers a malformed request. */
+export function readRequest(full: Pick<BreadcrumbFull, 'context'>, identity: RequestIdentity): ({ ok: true } & RequestAsk) | { ok: false; result: ExecutionResult } {
   if (identity.problem) return { ok: false, result: errorResult(ErrorCode.InputInvalid, `malformed tool.request.v1: ${identity.problem}`) };
   const parsed = ToolRequestContext.safeParse(full.context);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join('.') || 'context'}: ${i.message}`).join('; ');
     return { ok: false, result: errorResult(ErrorCode.InputInvalid, `malformed tool.request.v1: ${problems}`) };
   }
-  const { input } = parsed.data;
+  const { input, version, idempotency_key: idempotencyKey } = parsed.data;
   if (jsonDepthExceeds(input)) return { ok: false, result: errorResult(ErrorCode.InputInvalid, `input is nested deeper than ${MAX_JSON_DEPTH} levels`) };
-  return { ok: true, input };
+  return { ok: true, input, ...(version !== undefined ? { version } : {}), ...(idempotencyKey !== undefined ? { idempotencyKey } : {}) };
 }
 
 /** The route of tool `name` (asking the store once when the catalog does not know it), or the tool.not_found result. */

@@ -7,9 +7,11 @@
 // runner (src/legacy: confirmation gate, secrets through the same resolver, transport, redaction,
 // audit line); the input it receives was already normalised and checked by 5-check.ts.
 
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { StoreClient } from '../breadcrumbs/index.js';
 import type { Route } from '../catalog/catalog.js';
 import type { Config } from '../config/index.js';
+import { retryDelayMs, type RetryPlan } from '../contract/retry.js';
 import { ErrorCode } from '../errors.js';
 import type { HostTool } from '../legacy/index.js';
 import type { ExecutionResult } from '../result.js';
@@ -43,6 +45,23 @@ export interface Executors {
 /** Runs `route` with the executor of its kind. */
 export function execute(executors: Executors, route: Route, input: unknown, ctx: RunContext): Promise<ExecutionResult> {
   return route.kind === 'code' ? executors.code.run(route, input, ctx) : executors.host.run(route, input, ctx);
+}
+
+/**
+ * Runs `route` as often as its retry plan allows: again only after a failure whose code the plan
+ * names, after the plan's backoff, and never once `ctx.signal` aborted.
+ */
+export async function executeWithRetries(executors: Executors, route: Route, input: unknown, ctx: RunContext, plan: RetryPlan): Promise<{ result: ExecutionResult; attempts: number }> {
+  for (let attempt = 1; ; attempt++) {
+    const result = await execute(executors, route, input, ctx);
+    if (result.ok || attempt >= plan.maxAttempts || !plan.on.has(result.error.code) || ctx.signal.aborted) return { result, attempts: attempt };
+    const delay = retryDelayMs(plan, attempt + 1);
+    try {
+      await sleep(delay, undefined, { signal: ctx.signal });
+    } catch {
+      return { result, attempts: attempt };
+    }
+  }
 }
 
 /** The answer metadata of `route`'s executor. */

@@ -13,16 +13,18 @@ import { isNotFound } from '../breadcrumbs/index.js';
 import { agentTagsOf, requestIdentity, SCHEMA, TAG, type BreadcrumbFull, type RequestIdentity } from '../breadcrumbs/messages.js';
 import type { Catalog } from '../catalog/catalog.js';
 import type { Config } from '../config/index.js';
-import { coerceError } from '../errors.js';
+import { coerceError, ErrorCode } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { failure, type ExecutionResult } from '../result.js';
 import type { SchemaValidator } from '../screen/index.js';
 import type { PendingRequest } from './1-events.js';
 import { RequestWithdrawn, type RequestOutcome } from './2-intake.js';
+import { admit, callOf, review, settle, type Call, type Gate, type Policy } from './5-policy.js';
+import { retryPlan } from '../contract/retry.js';
 import type { ClaimManager } from './3-claims.js';
-import { readRequest, routeRequest } from './4-route.js';
+import { errorResult, readRequest, routeRequest } from './4-route.js';
 import { checkInput, checkOutput } from './5-check.js';
-import { execute, executorMetadata, type Executors } from './6-execute.js';
+import { executeWithRetries, executorMetadata, type Executors } from './6-execute.js';
 import type { Responder } from './7-respond.js';
 import { renderDisplay } from '../rap/display-script.js';
 
@@ -47,6 +49,8 @@ export interface RequestHandlerOptions {
   /** The runner's one schema validator (compiled-schema cache). */
   validator: SchemaValidator;
   executors: Executors;
+  /** The contract policies, in order (5-policy.ts); empty = every checked call runs once. */
+  policies?: readonly Policy[];
   responder: Responder;
   config: Config;
   logger: Logger;
@@ -65,6 +69,14 @@ interface Executed {
   result: ExecutionResult;
   metadata: Record<string, unknown>;
   display?: string;
+  /** The call the policies saw (absent when the request never got past routing and checking). */
+  call?: Call;
+  /** Runs of the tool (0 when a policy answered). */
+  attempts?: number;
+  /** Set when a policy parked the call: no answer now. */
+  parked?: Extract<Gate, { kind: 'park' }>;
+  /** When the policy step began (performance.now()). */
+  policyStartedAt?: number;
 }
 
 /** How often a completed run's answer write is attempted before the job gives up (its lease then expires). */
@@ -73,6 +85,7 @@ const ANSWER_TRIES = 8;
 /** Creates the per-request pipeline used by the queue's jobs. */
 export function createRequestHandler(options: RequestHandlerOptions) {
   const { client, claims, catalog, responder, validator, executors, config, logger } = options;
+  const policies = options.policies ?? [];
 
   // Steps 4 to 6 (and the output check of 5): every ending is a result to answer with.
   const run = async (full: Pick<BreadcrumbFull, 'tags' | 'context'>, identity: RequestIdentity, signal: AbortSignal): Promise<Executed> => {
@@ -85,9 +98,16 @@ export function createRequestHandler(options: RequestHandlerOptions) {
     const metadata = executorMetadata(executors, route);
     const checked = checkInput(route, read.input, validator);
     if (!checked.ok) return { tool: toolName, kind: route.kind, metadata, result: checked.result };
-    const result = await execute(executors, route, checked.input, { rid, breadcrumbId: identity.breadcrumbId, signal, ...(agentId ? { agentId } : {}) });
+    const policyStartedAt = performance.now();
+    const call = callOf({ identity, route, input: checked.input, idempotencyKey: read.idempotencyKey });
+    const gate = await admit(policies, call, signal);
+    if (gate.kind === 'park') return { tool: toolName, kind: route.kind, metadata, call, parked: gate, attempts: 0, policyStartedAt, result: errorResult(ErrorCode.ApprovalRequired, gate.reason) };
+    if (gate.kind === 'answer') return { tool: toolName, kind: route.kind, metadata, call, attempts: 0, policyStartedAt, result: gate.result };
+    const ctx = { rid, breadcrumbId: identity.breadcrumbId, signal, ...(agentId ? { agentId } : {}) };
+    const { result, attempts } = await executeWithRetries(executors, route, checked.input, ctx, retryPlan(call.contract));
     const display = route.kind === 'host' && route.tool.transport.kind === 'rap' ? renderDisplay(route.tool.name, route.tool.transport.displayScript, checked.input) : undefined;
-    return { tool: toolName, kind: route.kind, metadata, result: checkOutput(route, result, validator), ...(display !== undefined ? { display } : {}) };
+    const reviewed = review(policies, call, checkOutput(route, result, validator));
+    return { tool: toolName, kind: route.kind, metadata, call, attempts, policyStartedAt, result: reviewed, ...(display !== undefined ? { display } : {}) };
   };
 
   const handle = async (request: PendingRequest, signal: AbortSignal): Promise<RequestOutcome> => {
@@ -146,6 +166,13 @@ export function createRequestHandler(options: RequestHandlerOptions) {
         await claim.release().catch((error: unknown) => log.warn('claim release failed', { error }));
         return 'released';
       }
+      if (executed.parked) {
+        // Waiting (for an approval, for another request's answer): no answer and no claim now;
+        // intake wakes the request when a wake token is seen or at `until` (a restart finds it by scan).
+        log.info('request parked', { reason: executed.parked.reason, until: new Date(executed.parked.until).toISOString() });
+        await claim.release().catch((error: unknown) => log.warn('claim release failed', { error }));
+        return { kind: 'parked', until: executed.parked.until, wakeOn: executed.parked.wakeOn };
+      }
       const totalMs = performance.now() - startedAt;
       const extraTags = agentTagsOf(full.tags);
       const answer = {
@@ -154,7 +181,14 @@ export function createRequestHandler(options: RequestHandlerOptions) {
         tool: executed.tool,
         result: executed.result,
         extraTags,
-        metadata: { ...executed.metadata, attempt: claim.attempt, total_ms: Math.round(totalMs * 1000) / 1000 },
+        metadata: {
+          ...executed.metadata,
+          ...executed.call?.metadata,
+          ...(executed.call && executed.call.warnings.length > 0 ? { warnings: executed.call.warnings } : {}),
+          ...(executed.attempts !== undefined && executed.attempts > 1 ? { attempts: executed.attempts } : {}),
+          attempt: claim.attempt,
+          total_ms: Math.round(totalMs * 1000) / 1000,
+        },
       };
       // A completed run always ends in an answer: keep trying through store trouble until the
       // service must stop (then the lease runs out and another attempt answers).
@@ -169,6 +203,11 @@ export function createRequestHandler(options: RequestHandlerOptions) {
         }
       }
       void claim.drop();
+      if (executed.call) {
+        const { call } = executed;
+        const settled = { result: executed.result, ran: (executed.attempts ?? 0) > 0, attempts: executed.attempts ?? 0, durationMs: performance.now() - (executed.policyStartedAt ?? startedAt) };
+        await settle(policies, call, settled, log);
+      }
       const report: ExecutionReport = {
         rid,
         tool: executed.tool,

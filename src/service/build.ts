@@ -21,6 +21,8 @@ import { loadAnswerTagCutover } from '../request/3-cutover.js';
 import { createCodeExecutor, createHostExecutor } from '../request/6-execute.js';
 import { createResponder } from '../request/7-respond.js';
 import { createRequestHandler } from '../request/handler.js';
+import type { Policy } from '../request/5-policy.js';
+import { parseRateOverrides, rateLimitPolicy } from '../request/policies/rate-limit.js';
 import { createSandbox, type Sandbox } from '../sandbox/index.js';
 import { createSchemaValidator, validateToolDefinition } from '../screen/index.js';
 import { createStore, type Store } from '../store/index.js';
@@ -210,8 +212,11 @@ export async function buildService(
         }),
     }),
   };
+  // The contract policies, in the order a call meets them (src/request/5-policy.ts).
+  const policies: Policy[] = [rateLimitPolicy({ overrides: parseRateOverrides(config.rateLimits) })];
   const handler = createRequestHandler({
     client,
+    policies,
     legacyCutoverMs,
     claims,
     catalog,
