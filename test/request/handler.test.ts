@@ -19,6 +19,8 @@ import { RequestWithdrawn } from '../../src/request/2-intake.js';
 import { createClaimManager } from '../../src/request/3-claims.js';
 import { createCodeExecutor, createHostExecutor, type RunContext } from '../../src/request/6-execute.js';
 import { createResponder } from '../../src/request/7-respond.js';
+import type { Call, Policy, Settled } from '../../src/request/5-policy.js';
+import { errorResult } from '../../src/request/4-route.js';
 import { createRequestHandler } from '../../src/request/handler.js';
 import { createSandbox } from '../../src/sandbox/index.js';
 import { createSchemaValidator, validateToolDefinition } from '../../src/screen/index.js';
@@ -34,7 +36,7 @@ interface Run {
   finish(result: ExecutionResult | Error): void;
 }
 
-async function rig() {
+async function rig(policies: Policy[] = []) {
   const store = await startStore();
   const c: StoreClient = createStoreClient({ baseUrl: store.url, logger: silentLogger() });
   onCleanup(() => c.close());
@@ -68,6 +70,7 @@ async function rig() {
     claims: createClaimManager({ client: c, workspace: WS, holder: 'A', ttlMs: config.claimTtlMs, keys, logger: silentLogger() }),
     catalog,
     validator,
+    policies,
     executors: {
       code: createCodeExecutor({ client: c, sandbox, secrets: createSecretResolver({ client: c, workspace: WS, logger: silentLogger() }), config, replica: 'A' }),
       host: createHostExecutor({
@@ -181,5 +184,59 @@ describe('request handler', () => {
     expect(await r.handler.handle(request, new AbortController().signal)).toBe('answered');
     const answers = await r.answers(request.breadcrumbId);
     expect(answers[0]?.context).toMatchObject({ status: 'error', error: { code: 'input.invalid', message: 'input must be a JSON object (got array)' }, metadata: { kind: 'host' } });
+  });
+
+  describe('policies', () => {
+    it('a park gate ends the job with no answer and no claim: the request can be taken again at once', async () => {
+      let parks = 1;
+      const r = await rig([{ name: 'park-once', admit: () => (parks-- > 0 ? { kind: 'park', reason: 'waiting for approval', until: Date.now() + 60_000, wakeOn: ['approval:x'] } : { kind: 'run' }) }]);
+      const request = await r.createRequest({});
+      expect(await r.handler.handle(request, new AbortController().signal)).toEqual({ kind: 'parked', until: expect.any(Number), wakeOn: ['approval:x'] });
+      expect(await r.answers(request.breadcrumbId)).toEqual([]);
+      const outcome = r.handler.handle(request, new AbortController().signal);
+      (await r.nextRun()).finish(ok({ ran: true }));
+      expect(await outcome).toBe('answered');
+      expect((await r.answers(request.breadcrumbId))[0]?.context).toMatchObject({ status: 'success', output: { ran: true }, metadata: { attempt: 2 } });
+    });
+
+    it('an answer gate answers without running; later policies are not asked; settle learns ran=false', async () => {
+      const settled: Settled[] = [];
+      const seen: string[] = [];
+      const r = await rig([
+        { name: 'refuse', admit: (call) => { seen.push(`refuse:${call.inputHash.slice(0, 7)}`); return { kind: 'answer', result: errorResult(ErrorCode.RateExceeded, 'slow down', { retry_after_ms: 5 }) }; } },
+        { name: 'never', admit: () => { seen.push('never'); return { kind: 'run' }; }, settle: (_call, s) => void settled.push(s) },
+      ]);
+      const request = await r.createRequest({ a: 1 });
+      expect(await r.handler.handle(request, new AbortController().signal)).toBe('answered');
+      expect(seen).toEqual(['refuse:sha256:']);
+      expect((await r.answers(request.breadcrumbId))[0]?.context).toMatchObject({ status: 'error', error: { code: 'rate.exceeded', message: 'slow down', details: { retry_after_ms: 5 } } });
+      expect(settled).toEqual([{ result: expect.objectContaining({ ok: false }), ran: false, attempts: 0, durationMs: expect.any(Number) }]);
+    });
+
+    it("review replaces the run's result, policy metadata and warnings reach the answer, and a failing settle does not lose it", async () => {
+      const calls: Call[] = [];
+      const r = await rig([
+        {
+          name: 'annotate',
+          admit: (call) => {
+            call.metadata['approval_id'] = 'ap-1';
+            call.warnings.push('tool host.t@x is deprecated');
+            calls.push(call);
+            return { kind: 'run' };
+          },
+          review: (_call, result) => (result.ok ? { ...result, output: { reviewed: result.output } } : result),
+          settle: () => {
+            throw new Error('audit store down');
+          },
+        },
+      ]);
+      const request = await r.createRequest({});
+      const outcome = r.handler.handle(request, new AbortController().signal);
+      (await r.nextRun()).finish(ok({ v: 1 }));
+      expect(await outcome).toBe('answered');
+      const context = (await r.answers(request.breadcrumbId))[0]?.context;
+      expect(context).toMatchObject({ status: 'success', output: { reviewed: { v: 1 } }, metadata: { approval_id: 'ap-1', warnings: ['tool host.t@x is deprecated'] } });
+      expect(calls[0]).toMatchObject({ version: expect.any(String), contract: {}, input: {}, identity: { agentId: 'ag', breadcrumbId: request.breadcrumbId } });
+    });
   });
 });

@@ -88,6 +88,7 @@ function feed(intake: Intake, event: StoreEvent): void {
   if (meaning.kind === 'request') intake.offer(meaning.request);
   if (meaning.kind === 'withdrawn') intake.withdraw(meaning.breadcrumbId);
   if (meaning.kind === 'answered') intake.answered(meaning.answerTags);
+  if (meaning.kind === 'wake') intake.wake(meaning.tokens);
 }
 
 describe('event filter', () => {
@@ -109,6 +110,11 @@ describe('event filter', () => {
     const answer = keys.answerTag('b1');
     const event: StoreEvent = { type: 'breadcrumb.updated', breadcrumb_id: 'x', schema_name: SCHEMA.ToolResponse, tags: [WS, TAG.request('r1'), answer] };
     expect(classifyRequestEvent(event, WS)).toEqual({ kind: 'answered', answerTags: [answer] });
+  });
+
+  it("an approval's response wakes by its approval: tags only", () => {
+    const event: StoreEvent = { type: 'breadcrumb.updated', breadcrumb_id: 'x', schema_name: SCHEMA.ToolApprovalResponse, tags: [WS, 'approval:a1', 'request:r1'] };
+    expect(classifyRequestEvent(event, WS)).toEqual({ kind: 'wake', tokens: ['approval:a1'] });
   });
 
   it('a deleted request is withdrawn; other deletions are not', () => {
@@ -190,6 +196,55 @@ describe('intake', () => {
     const call = await r.call(0);
     expect(call.request).toEqual({ breadcrumbId: missed.id, rid: missed.id, tool: 't' });
     call.finish('answered');
+    expect(r.calls).toHaveLength(1);
+  });
+
+  it('a parked request is not run again by scans or offers, and runs again when its wake token is seen', async () => {
+    const r = await rig();
+    const { id, event } = await r.createRequest();
+    feed(r.intake, event);
+    (await r.call(0)).finish({ kind: 'parked', until: Date.now() + 60_000, wakeOn: ['approval:a1'] });
+    await vi.waitFor(() => expect(r.intake.stats().parked).toBe(1));
+    feed(r.intake, event);
+    await r.intake.scan(true);
+    feed(r.intake, { type: 'breadcrumb.updated', breadcrumb_id: 'x', schema_name: SCHEMA.ToolApprovalResponse, tags: [WS, 'approval:other'] });
+    expect(r.calls).toHaveLength(1);
+    feed(r.intake, { type: 'breadcrumb.updated', breadcrumb_id: 'y', schema_name: SCHEMA.ToolApprovalResponse, tags: [WS, 'approval:a1'] });
+    const again = await r.call(1);
+    expect(again.request.breadcrumbId).toBe(id);
+    expect(r.intake.stats().parked).toBe(0);
+    again.finish('answered');
+  });
+
+  it("a request parked on another request's answer wakes when that answer is seen", async () => {
+    const r = await rig();
+    const { id, event } = await r.createRequest();
+    feed(r.intake, event);
+    (await r.call(0)).finish({ kind: 'parked', until: Date.now() + 60_000, wakeOn: [keys.answerTag('first')] });
+    await vi.waitFor(() => expect(r.intake.stats().parked).toBe(1));
+    feed(r.intake, { type: 'breadcrumb.updated', breadcrumb_id: 'resp', schema_name: SCHEMA.ToolResponse, tags: [WS, keys.answerTag('first')] });
+    expect((await r.call(1)).request.breadcrumbId).toBe(id);
+  });
+
+  it('a parked request runs again at its time even if no wake token is ever seen', async () => {
+    const r = await rig();
+    const { id, event } = await r.createRequest();
+    feed(r.intake, event);
+    (await r.call(0)).finish({ kind: 'parked', until: Date.now() + 200, wakeOn: ['approval:never'] });
+    const again = await r.call(1);
+    expect(again.request.breadcrumbId).toBe(id);
+    again.finish('answered');
+  });
+
+  it('a parked request that is deleted is forgotten', async () => {
+    const r = await rig();
+    const { id, event } = await r.createRequest();
+    feed(r.intake, event);
+    (await r.call(0)).finish({ kind: 'parked', until: Date.now() + 60_000, wakeOn: ['approval:a2'] });
+    await vi.waitFor(() => expect(r.intake.stats().parked).toBe(1));
+    feed(r.intake, { type: 'breadcrumb.deleted', breadcrumb_id: id, schema_name: SCHEMA.ToolRequest });
+    expect(r.intake.stats().parked).toBe(0);
+    feed(r.intake, { type: 'breadcrumb.updated', breadcrumb_id: 'y', schema_name: SCHEMA.ToolApprovalResponse, tags: [WS, 'approval:a2'] });
     expect(r.calls).toHaveLength(1);
   });
 });
