@@ -25,6 +25,7 @@ import { checkInput, checkOutput } from './5-check.js';
 import { execute, executorMetadata, type Executors } from './6-execute.js';
 import type { Responder } from './7-respond.js';
 import { renderDisplay } from '../rap/display-script.js';
+import { createStopwatch, type StageTimings, type Stopwatch } from './timings.js';
 
 /** What the service's metrics, console and live feed learn about one answered request. */
 export interface ExecutionReport {
@@ -38,6 +39,8 @@ export interface ExecutionReport {
   agentId?: string;
   /** A human-readable line for the call (a RAP tool's `displayScript`), for `tools-runner tail`. */
   display?: string;
+  /** Where the request's time went, per stage (timings.ts), `respond` included. */
+  timings?: StageTimings;
 }
 
 export interface RequestHandlerOptions {
@@ -75,23 +78,30 @@ export function createRequestHandler(options: RequestHandlerOptions) {
   const { client, claims, catalog, responder, validator, executors, config, logger } = options;
 
   // Steps 4 to 6 (and the output check of 5): every ending is a result to answer with.
-  const run = async (full: Pick<BreadcrumbFull, 'tags' | 'context'>, identity: RequestIdentity, signal: AbortSignal): Promise<Executed> => {
+  const run = async (full: Pick<BreadcrumbFull, 'tags' | 'context'>, identity: RequestIdentity, signal: AbortSignal, watch: Stopwatch): Promise<Executed> => {
     const { rid, tool: toolName, agentId } = identity;
     const read = readRequest(full, identity);
     if (!read.ok) return { tool: toolName, kind: 'none', metadata: {}, result: read.result };
     const routed = await routeRequest(catalog, toolName);
+    watch.lap('route');
     if (!routed.ok) return { tool: toolName, kind: 'none', metadata: {}, result: routed.result };
     const { route } = routed;
     const metadata = executorMetadata(executors, route);
     const checked = checkInput(route, read.input, validator);
+    watch.lap('validate');
     if (!checked.ok) return { tool: toolName, kind: route.kind, metadata, result: checked.result };
-    const result = await execute(executors, route, checked.input, { rid, breadcrumbId: identity.breadcrumbId, signal, ...(agentId ? { agentId } : {}) });
+    const result = await execute(executors, route, checked.input, { rid, breadcrumbId: identity.breadcrumbId, signal, timings: watch, ...(agentId ? { agentId } : {}) });
+    watch.mark(); // the executor counted its own stages (secrets, sandbox_wait, sandbox_run)
     const display = route.kind === 'host' && route.tool.transport.kind === 'rap' ? renderDisplay(route.tool.name, route.tool.transport.displayScript, checked.input) : undefined;
-    return { tool: toolName, kind: route.kind, metadata, result: checkOutput(route, result, validator), ...(display !== undefined ? { display } : {}) };
+    const output = checkOutput(route, result, validator);
+    watch.lap('validate');
+    return { tool: toolName, kind: route.kind, metadata, result: output, ...(display !== undefined ? { display } : {}) };
   };
 
   const handle = async (request: PendingRequest, signal: AbortSignal): Promise<RequestOutcome> => {
+    const watch = createStopwatch(request.seenAt);
     const acquired = await claims.acquire({ breadcrumbId: request.breadcrumbId, rid: request.rid });
+    watch.lap('claim');
     if (acquired.kind !== 'acquired') return acquired.kind;
     const claim = acquired.claim;
     const log = logger.child({ rid: request.rid, tool: request.tool, attempt: claim.attempt });
@@ -120,11 +130,12 @@ export function createRequestHandler(options: RequestHandlerOptions) {
           return 'answered';
         }
       }
+      watch.lap('route'); // reading the request (and the cutover check) is part of routing it
       options.onStarted?.({ rid, tool: identity.tool, ...(identity.agentId ? { agentId: identity.agentId } : {}) });
       const startedAt = performance.now();
       let executed: Executed;
       try {
-        executed = await run(full, identity, signal);
+        executed = await run(full, identity, signal, watch);
       } catch (error) {
         // Infrastructure trouble on the way (secrets API, catalog refresh): still an answer.
         const e = coerceError(error);
@@ -154,8 +165,9 @@ export function createRequestHandler(options: RequestHandlerOptions) {
         tool: executed.tool,
         result: executed.result,
         extraTags,
-        metadata: { ...executed.metadata, attempt: claim.attempt, total_ms: Math.round(totalMs * 1000) / 1000 },
+        metadata: { ...executed.metadata, attempt: claim.attempt, total_ms: Math.round(totalMs * 1000) / 1000, timings: watch.forAnswer() },
       };
+      watch.mark();
       // A completed run always ends in an answer: keep trying through store trouble until the
       // service must stop (then the lease runs out and another attempt answers).
       for (let tries = 1; ; tries++) {
@@ -169,6 +181,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
         }
       }
       void claim.drop();
+      watch.lap('respond');
       const report: ExecutionReport = {
         rid,
         tool: executed.tool,
@@ -178,6 +191,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
         durationMs: totalMs,
         ...(identity.agentId ? { agentId: identity.agentId } : {}),
         ...(executed.display !== undefined ? { display: executed.display } : {}),
+        timings: watch.all(),
       };
       options.onFinished?.(report);
       log.info('request answered', { status: report.status, code: report.code, durationMs: Math.round(totalMs) });
