@@ -133,6 +133,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
       watch.lap('route'); // reading the request (and the cutover check) is part of routing it
       options.onStarted?.({ rid, tool: identity.tool, ...(identity.agentId ? { agentId: identity.agentId } : {}) });
       const startedAt = performance.now();
+      watch.mark(); // total_ms and the stages from here on measure the same span
       let executed: Executed;
       try {
         executed = await run(full, identity, signal, watch);
