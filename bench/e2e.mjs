@@ -13,6 +13,7 @@
 //   pending_10k: 10,000 requests written while the runner is stopped (separate store), then a warm
 //                runner starts; its RSS (Node process only) is sampled for 20 s
 // Quick run: node bench/e2e.mjs --calls=200 --spaced=40 --boot-n=40 --pending-n=0
+// Outlier hunt (fresh runner, no warm-up): --modes=process --calls=100 --spaced=0 --boot-n=0 --pending-n=0 --warmup=0
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
@@ -32,6 +33,7 @@ const SPACING_MS = arg('spacing-ms', 50);
 const BOOT_N = arg('boot-n', 200);
 const PENDING_N = arg('pending-n', 10_000);
 const GIVE_UP_MS = arg('give-up-ms', 60_000);
+const WARMUP = arg('warmup', 30);
 const MODES = (process.argv.find((a) => a.startsWith('--modes='))?.slice('--modes='.length) ?? 'warm,process').split(',');
 const SEPARATE_STORE = process.argv.includes('--separate-store');
 // Extra runner flags, e.g. --runner=--pool-size=4
@@ -172,8 +174,8 @@ async function measureMode(mode) {
   const c = await connect(url);
   try {
     log(`${mode}: warm-up`);
-    for (let i = 0; i < 30; i++) await c.call();
-    await Promise.all(Array.from({ length: CONCURRENCY }, async () => { for (let i = 0; i < 5; i++) await c.call(); }));
+    for (let i = 0; i < WARMUP; i++) await c.call();
+    if (WARMUP > 0) await Promise.all(Array.from({ length: CONCURRENCY }, async () => { for (let i = 0; i < 5; i++) await c.call(); }));
 
     log(`${mode}: ${SPACED_N} calls ${SPACING_MS} ms apart`);
     const spaced = [];
@@ -208,6 +210,7 @@ async function measureMode(mode) {
       c16_p99_ms: pct(lat, 99),
       max_latency_ms_c16: round(Math.max(...lat), 1),
       slowest_call_timings: slowest?.context?.metadata?.timings ?? null,
+      slowest_call: slowest ? { rid: slowest.rid, ms: round(slowest.ms, 1), total_ms: slowest.context?.metadata?.total_ms ?? null, attempt: slowest.context?.metadata?.attempt ?? null } : null,
       gave_up: gaveUp.length,
       spaced_p50_ms: pct(spaced, 50),
       spaced_p99_ms: pct(spaced, 99),
@@ -253,7 +256,7 @@ async function pending10k() {
 
 async function main() {
   log(`bare boot: ${BOOT_N} deno processes`);
-  const bare = await bareBoot();
+  const bare = BOOT_N > 0 ? await bareBoot() : { processes: 0, per_sec: NaN };
   const modes = {};
   for (const mode of MODES) modes[mode] = await measureMode(mode);
   if (modes.process) modes.process.share_of_bare_boot = round(modes.process.calls_per_sec_c16 / bare.per_sec, 3);

@@ -197,6 +197,12 @@ export function createRequestHandler(options: RequestHandlerOptions) {
       options.onFinished?.(report);
       log.info('request answered', { status: report.status, code: report.code, durationMs: Math.round(totalMs) });
       return 'answered';
+    } catch (error) {
+      // Store trouble after claiming (no run is in progress here: run() answers for every ending):
+      // give the claim back, so the intake's retry takes the next attempt at once instead of finding
+      // its own live lease busy until the lease runs out and a scan takes it over (30 s and more).
+      await claim.release().catch((releaseError: unknown) => log.warn('claim release failed', { error: releaseError }));
+      throw error;
     } finally {
       clearInterval(renewal);
     }

@@ -7,7 +7,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createRequestKeys, createStoreClient, SCHEMA, TAG, type StoreClient } from '../../src/breadcrumbs/index.js';
+import { createRequestKeys, createStoreClient, SCHEMA, StoreError, TAG, type StoreClient } from '../../src/breadcrumbs/index.js';
 import { createCatalog } from '../../src/catalog/catalog.js';
 import { createStamper } from '../../src/catalog/deployment.js';
 import { loadConfig } from '../../src/config/index.js';
@@ -34,10 +34,19 @@ interface Run {
   finish(result: ExecutionResult | Error): void;
 }
 
-async function rig() {
+async function rig(options: { failingReads?: number } = {}) {
   const store = await startStore();
   const c: StoreClient = createStoreClient({ baseUrl: store.url, logger: silentLogger() });
   onCleanup(() => c.close());
+  // A store fault at the client's typed boundary: the handler's first reads of a request fail (503).
+  let failingReads = options.failingReads ?? 0;
+  const handlerClient: StoreClient = {
+    ...c,
+    getBreadcrumbFull: (id, opts) => {
+      if (failingReads-- > 0) return Promise.reject(new StoreError({ status: 503, storeCode: 'unavailable', message: 'store unavailable (injected)' }));
+      return c.getBreadcrumbFull(id, opts);
+    },
+  };
   const { config } = loadConfig({ env: {}, argv: ['--workspace', WS, '--claim-ttl-ms', '60000'] });
   const dir = tempDir('handler-test-');
   const manifest = join(dir, 'tools.json');
@@ -64,7 +73,7 @@ async function rig() {
   const sandbox = await createSandbox({ config, logger: silentLogger() });
   onCleanup(() => sandbox.close());
   const handler = createRequestHandler({
-    client: c,
+    client: handlerClient,
     claims: createClaimManager({ client: c, workspace: WS, holder: 'A', ttlMs: config.claimTtlMs, keys, logger: silentLogger() }),
     catalog,
     validator,
@@ -99,6 +108,25 @@ async function rig() {
 const ok = (output: unknown): ExecutionResult => ({ ok: true, output, durationMs: 1, logs: [], logsTruncated: false });
 
 describe('request handler', () => {
+  // The 30 s outlier of issue 12: a job that failed after claiming (store trouble reading the
+  // request) kept its live claim, so the intake's retry found its own lease "busy" and the request
+  // waited for the lease to run out (claim TTL, 30 s by default) and a periodic scan to take it over.
+  it('a job that fails after claiming gives its claim back: the retry runs at once as the next attempt', async () => {
+    const r = await rig({ failingReads: 1 });
+    const request = await r.createRequest({ n: 1 });
+    await expect(r.handler.handle(request, new AbortController().signal)).rejects.toThrow('store unavailable (injected)');
+    const next = r.nextRun().then((run) => {
+      run.finish(ok({ n: 1 }));
+      return run;
+    });
+    // without the claim given back, this retry answers 'busy' (its own live lease) and runs nothing
+    expect(await r.handler.handle(request, new AbortController().signal)).toBe('answered');
+    expect((await next).input).toEqual({ n: 1 });
+    const answers = await r.answers(request.breadcrumbId);
+    expect(answers).toHaveLength(1);
+    expect(answers[0]?.context).toMatchObject({ status: 'success', output: { n: 1 }, metadata: { attempt: 2 } });
+  });
+
   it('answers once, with the attempt, the agent tag and the normalised input the executor saw', async () => {
     const r = await rig();
     const request = await r.createRequest(null);
