@@ -1,54 +1,119 @@
-// Whole-system figures with real processes: `tools-runner store` + `tools-runner start --store-url`
-// (bootstrapped echo tool), driven by a store client in this process.
-// Prints { latency_c1_p50_ms, latency_c1_p99_ms, calls_per_sec_saturated, rss_mb_idle,
-//          rss_mb_10k_pending_max, pending_at_end, ... }.
-//   latency: request breadcrumb created -> its tool.response.v1 event received (concurrency 1)
-//   saturation: N requests written at once; calls/s until the last response arrives
-//   10k pending: 10,000 requests written while the runner is stopped, then the runner starts;
-//                its RSS (the Node process, Deno children not included) is sampled for 20 s
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+// Whole-system figures with real processes, in one run, printed as one JSON object:
+//   bare_boot:   how many `deno run empty.js` processes/s this machine does at -P<cores*2> (the
+//                Deno binary of node_modules): the ceiling of one-process-per-call isolation
+//   modes.warm / modes.process: one `tools-runner start` per isolation mode (embedded store by
+//                default; --separate-store: `tools-runner store` + `start --store-url`), echo tool:
+//     calls_per_sec_c16     N calls (--calls, default 2000) by 16 concurrent callers, each writing a
+//                           request and waiting for its tool.response.v1 event before the next
+//     max_latency_ms_c16    the slowest of those calls (target <= 1 s); p50/p99 too
+//     spaced_p50/p99_ms     calls 50 ms apart (--spaced, default 200): request written -> response event
+//     runner_cpu_ms_per_call  utime+stime of the runner process and its spawner helper (never the
+//                           Deno processes), before/after the c16 run, divided by its calls
+//     stage_p50_ms          per-stage p50 of metadata.timings over the c16 run
+//   pending_10k: 10,000 requests written while the runner is stopped (separate store), then a warm
+//                runner starts; its RSS (Node process only) is sampled for 20 s
+// Quick run: node bench/e2e.mjs --calls=200 --spaced=40 --boot-n=40 --pending-n=0
+// Outlier hunt (fresh runner, no warm-up): --modes=process --calls=100 --spaced=0 --boot-n=0 --pending-n=0 --warmup=0
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { createStoreClient, openEventStream } from '../dist/breadcrumbs/index.js';
 import { silentLogger } from '../dist/logger.js';
+import { resolveDeno } from '../dist/sandbox/deno-binary.js';
 import { startCli } from './cli-process.mjs';
 
 const arg = (name, dflt) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? dflt);
-const LATENCY_N = arg('latency-n', 300);
-const SATURATION_N = arg('saturation-n', 600);
+const CALLS = arg('calls', 2000);
+const CONCURRENCY = arg('concurrency', 16);
+const SPACED_N = arg('spaced', 200);
+const SPACING_MS = arg('spacing-ms', 50);
+const BOOT_N = arg('boot-n', 200);
 const PENDING_N = arg('pending-n', 10_000);
-// --reuse: the operator opts the echo tool into process reuse (see README "Sandbox"); default is strict.
-const REUSE = process.argv.includes('--reuse');
+const GIVE_UP_MS = arg('give-up-ms', 60_000);
+const WARMUP = arg('warmup', 30);
+const MODES = (process.argv.find((a) => a.startsWith('--modes='))?.slice('--modes='.length) ?? 'warm,process').split(',');
+const SEPARATE_STORE = process.argv.includes('--separate-store');
 // Extra runner flags, e.g. --runner=--pool-size=4
 const EXTRA = process.argv.filter((a) => a.startsWith('--runner=')).map((a) => a.slice('--runner='.length));
+const STAGES = ['queued', 'claim', 'route', 'validate', 'secrets', 'sandbox_wait', 'sandbox_run'];
 const root = fileURLToPath(new URL('..', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'bench-e2e-'));
 const procs = new Set();
 const log = (msg) => process.stderr.write(`[e2e] ${msg}\n`);
-
 const start = (args) => startCli(args, procs);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const round = (x, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
 
 const rssMb = (pid) => {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Number(m[1]) / 1024 : NaN;
 };
 const pct = (xs, p) => {
+  if (xs.length === 0) return null;
   const s = [...xs].sort((a, b) => a - b);
-  return Math.round(s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] * 100) / 100;
+  return round(s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))], 3);
 };
 
-async function main() {
-  const store = start(['store', '--port', '0', '--data-dir', join(dir, 'store')]);
-  const url = (await store.line(/^store listening on /)).replace('store listening on ', '');
-  const runnerArgs = ['start', '--store-url', url, '--admin-port', '-1', '--bootstrap-dir', join(root, 'bootstrap-breadcrumbs'), ...(REUSE ? ['--reuse-tools', 'echo'] : []), ...EXTRA];
-  let runner = start(runnerArgs);
-  await runner.line(/^runner ready$/);
+// /proc/<pid>/stat: comm is in parentheses (may hold spaces); utime, stime are fields 14, 15.
+const TICK_MS = 1000 / 100; // USER_HZ is 100 on Linux
+const statOf = (pid) => {
+  const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const comm = text.slice(text.indexOf('(') + 1, text.lastIndexOf(')'));
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  return { comm, cpuMs: (Number(fields[11]) + Number(fields[12])) * TICK_MS };
+};
+const childrenOf = (pid) => {
+  const out = [];
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    const text = readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim();
+    if (text) out.push(...text.split(' ').map(Number));
+  }
+  return out;
+};
+/** CPU ms of the runner and its Node children (the spawner helper); Deno processes never count. */
+const runnerCpuMs = (pid) => {
+  let total = statOf(pid).cpuMs;
+  for (const child of childrenOf(pid)) {
+    try {
+      const s = statOf(child);
+      if (s.comm === 'node') total += s.cpuMs;
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return total;
+};
+
+/** `deno run empty.js` processes per second at -P<cores*2>. */
+async function bareBoot() {
+  const deno = (await resolveDeno()).path;
+  const cwd = mkdtempSync(join(dir, 'boot-'));
+  writeFileSync(join(cwd, 'empty.js'), '');
+  const parallel = availableParallelism() * 2;
+  const once = () =>
+    new Promise((resolve, reject) => {
+      const child = spawn(deno, ['run', '-q', 'empty.js'], { cwd, stdio: 'ignore', env: { PATH: process.env.PATH, HOME: process.env.HOME, DENO_DIR: join(cwd, '.deno') } });
+      child.on('error', reject);
+      child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`deno exited ${code}`))));
+    });
+  for (let i = 0; i < parallel; i++) await once(); // warm the page cache and DENO_DIR
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: parallel }, async () => {
+    while (next++ < BOOT_N) await once();
+  }));
+  const seconds = (performance.now() - t0) / 1000;
+  return { processes: BOOT_N, parallel, seconds: round(seconds, 3), per_sec: round(BOOT_N / seconds, 1) };
+}
+
+/** A client of `url` that resolves each request's call with its response context. */
+async function connect(url) {
   const logger = silentLogger();
   const client = createStoreClient({ baseUrl: url, logger });
   const controller = new AbortController();
-  const answered = new Map();
   const waiting = new Map();
   let connected;
   const ready = new Promise((r) => (connected = r));
@@ -57,72 +122,154 @@ async function main() {
     onEvent(event) {
       if (event.schema_name !== 'tool.response.v1') return;
       const tag = event.tags?.find((t) => t.startsWith('request:'));
-      if (!tag) return;
-      const rid = tag.slice(8);
-      answered.set(rid, performance.now());
-      waiting.get(rid)?.();
+      if (tag) waiting.get(tag.slice(8))?.(event.context);
     },
   });
   await ready;
   let seq = 0;
-  const send = (input = { message: 'hi' }) => {
+  /** One call: resolves with { ms, context } (context undefined when it gave up). */
+  const call = async () => {
     const rid = `bench-${process.pid}-${seq++}`;
-    return client
-      .createBreadcrumb({ title: 'Request: echo', schema_name: 'tool.request.v1', tags: ['tool:request', 'workspace:tools'], context: { tool: 'echo', input, requestId: rid } })
-      .then(() => rid);
-  };
-  const once = async () => {
+    let timer;
+    const done = new Promise((resolve) => {
+      waiting.set(rid, resolve);
+      timer = setTimeout(() => resolve(undefined), GIVE_UP_MS);
+    });
     const t0 = performance.now();
-    const rid = `bench-${process.pid}-${seq++}`;
-    const done = new Promise((r) => waiting.set(rid, r));
     await client.createBreadcrumb({ title: 'Request: echo', schema_name: 'tool.request.v1', tags: ['tool:request', 'workspace:tools'], context: { tool: 'echo', input: { message: 'hi' }, requestId: rid } });
-    await done;
+    const context = await done;
+    const ms = performance.now() - t0;
+    clearTimeout(timer);
     waiting.delete(rid);
-    return performance.now() - t0;
+    return { ms, context, rid };
   };
+  return { client, call, close: () => { controller.abort(); client.close(); } };
+}
 
-  log('warm-up');
-  for (let i = 0; i < 30; i++) await once();
-  const rssIdle = rssMb(runner.proc.pid);
-  log(`latency at concurrency 1 (${LATENCY_N} calls)`);
-  const lat = [];
-  for (let i = 0; i < LATENCY_N; i++) lat.push(await once());
+async function startRunner(mode) {
+  const base = ['--admin-port', '-1', '--bootstrap-dir', join(root, 'bootstrap-breadcrumbs'), '--isolation', mode, ...EXTRA];
+  if (!SEPARATE_STORE) {
+    const runner = start(['start', '--port', '0', '--data-dir', join(dir, `store-${mode}`), ...base]);
+    const url = (await runner.line(/^store listening on /)).replace('store listening on ', '');
+    await runner.line(/^runner ready$/);
+    return { runner, url, stop: async () => stopProc(runner) };
+  }
+  const store = start(['store', '--port', '0', '--data-dir', join(dir, `store-${mode}`)]);
+  const url = (await store.line(/^store listening on /)).replace('store listening on ', '');
+  const runner = start(['start', '--store-url', url, ...base]);
+  await runner.line(/^runner ready$/);
+  return { runner, url, store, stop: async () => { await stopProc(runner); await stopProc(store); } };
+}
 
-  log(`saturation (${SATURATION_N} requests at once)`);
-  const t0 = performance.now();
-  const rids = await Promise.all(Array.from({ length: SATURATION_N }, () => send()));
-  await Promise.all(rids.map((rid) => (answered.has(rid) ? undefined : new Promise((r) => waiting.set(rid, r)))));
-  const saturated = SATURATION_N / ((performance.now() - t0) / 1000);
+async function stopProc(cli) {
+  if (cli.proc.exitCode !== null || cli.proc.signalCode !== null) return;
+  const exited = new Promise((r) => cli.proc.once('exit', r));
+  cli.proc.kill('SIGTERM');
+  await exited;
+}
 
-  log(`10k pending: stopping the runner, writing ${PENDING_N} requests`);
-  runner.proc.kill('SIGTERM');
-  await new Promise((r) => runner.proc.once('exit', r));
-  const pending = [];
-  for (let i = 0; i < PENDING_N; i++) pending.push(await send());
-  runner = start(runnerArgs);
+async function measureMode(mode) {
+  log(`${mode}: starting a runner`);
+  const { runner, url, stop } = await startRunner(mode);
+  const c = await connect(url);
+  try {
+    log(`${mode}: warm-up`);
+    for (let i = 0; i < WARMUP; i++) await c.call();
+    if (WARMUP > 0) await Promise.all(Array.from({ length: CONCURRENCY }, async () => { for (let i = 0; i < 5; i++) await c.call(); }));
+
+    log(`${mode}: ${SPACED_N} calls ${SPACING_MS} ms apart`);
+    const spaced = [];
+    for (let i = 0; i < SPACED_N; i++) {
+      await sleep(SPACING_MS);
+      spaced.push((await c.call()).ms);
+    }
+
+    log(`${mode}: ${CALLS} calls at ${CONCURRENCY} concurrent`);
+    const pid = runner.proc.pid;
+    const cpuBefore = runnerCpuMs(pid);
+    const results = [];
+    let next = 0;
+    const t0 = performance.now();
+    await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+      while (next++ < CALLS) results.push(await c.call());
+    }));
+    const seconds = (performance.now() - t0) / 1000;
+    const cpuAfter = runnerCpuMs(pid);
+    const lat = results.map((r) => r.ms);
+    const gaveUp = results.filter((r) => r.context === undefined);
+    const stageP50 = {};
+    for (const stage of STAGES) {
+      const values = results.map((r) => r.context?.metadata?.timings?.[stage]).filter((v) => typeof v === 'number');
+      stageP50[stage] = pct(values, 50);
+    }
+    const slowest = [...results].sort((a, b) => b.ms - a.ms)[0];
+    return {
+      calls_per_sec_c16: round(CALLS / seconds, 1),
+      c16_calls: CALLS,
+      c16_p50_ms: pct(lat, 50),
+      c16_p99_ms: pct(lat, 99),
+      max_latency_ms_c16: round(Math.max(...lat), 1),
+      slowest_call_timings: slowest?.context?.metadata?.timings ?? null,
+      slowest_call: slowest ? { rid: slowest.rid, ms: round(slowest.ms, 1), total_ms: slowest.context?.metadata?.total_ms ?? null, attempt: slowest.context?.metadata?.attempt ?? null } : null,
+      gave_up: gaveUp.length,
+      spaced_p50_ms: pct(spaced, 50),
+      spaced_p99_ms: pct(spaced, 99),
+      spaced_calls: SPACED_N,
+      runner_cpu_ms_per_call: round((cpuAfter - cpuBefore) / CALLS, 3),
+      stage_p50_ms: stageP50,
+      rss_mb_after: Math.round(rssMb(pid)),
+    };
+  } finally {
+    c.close();
+    await stop();
+  }
+}
+
+async function pending10k() {
+  log(`10k pending: writing ${PENDING_N} requests while no runner runs`);
+  const store = start(['store', '--port', '0', '--data-dir', join(dir, 'store-pending')]);
+  const url = (await store.line(/^store listening on /)).replace('store listening on ', '');
+  const c = await connect(url);
+  const answered = new Set();
+  const client = c.client;
+  const rids = [];
+  for (let i = 0; i < PENDING_N; i++) {
+    const rid = `pending-${i}`;
+    await client.createBreadcrumb({ title: 'Request: echo', schema_name: 'tool.request.v1', tags: ['tool:request', 'workspace:tools'], context: { tool: 'echo', input: { message: 'hi' }, requestId: rid } });
+    rids.push(rid);
+  }
+  const runner = start(['start', '--store-url', url, '--admin-port', '-1', '--bootstrap-dir', join(root, 'bootstrap-breadcrumbs'), ...EXTRA]);
   await runner.line(/^runner ready$/);
   let rssMax = 0;
   const sampleUntil = performance.now() + 20_000;
   while (performance.now() < sampleUntil) {
     rssMax = Math.max(rssMax, rssMb(runner.proc.pid));
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
   }
-  const stillPending = pending.filter((rid) => !answered.has(rid)).length;
+  const responses = await client.listAll({ schema_name: 'tool.response.v1', tag: 'workspace:tools' });
+  for (const r of responses) for (const t of r.tags) if (t.startsWith('request:')) answered.add(t.slice(8));
+  c.close();
+  await stopProc(runner);
+  await stopProc(store);
+  return { written: PENDING_N, rss_mb_max: Math.round(rssMax), answered_within_20s: rids.filter((rid) => answered.has(rid)).length };
+}
 
-  controller.abort();
-  client.close();
+async function main() {
+  log(`bare boot: ${BOOT_N} deno processes`);
+  const bare = BOOT_N > 0 ? await bareBoot() : { processes: 0, per_sec: NaN };
+  const modes = {};
+  for (const mode of MODES) modes[mode] = await measureMode(mode);
+  if (modes.process) modes.process.share_of_bare_boot = round(modes.process.calls_per_sec_c16 / bare.per_sec, 3);
+  const pending = PENDING_N > 0 ? await pending10k() : null;
   console.log(JSON.stringify({
     tool: 'echo',
-    mode: REUSE ? 'reuse (echo kept warm even under --isolation process)' : EXTRA.some((a) => a.includes('isolation=process') || a.includes('isolation process')) ? 'process (one process per call)' : 'default isolation (warm per tool version)',
+    cores: availableParallelism(),
+    layout: SEPARATE_STORE ? 'tools-runner store + start --store-url' : 'start with its embedded store',
     runner_flags: EXTRA,
-    latency_c1_p50_ms: pct(lat, 50),
-    latency_c1_p99_ms: pct(lat, 99),
-    calls_per_sec_saturated: Math.round(saturated * 10) / 10,
-    saturation_requests: SATURATION_N,
-    rss_mb_idle: Math.round(rssIdle),
-    rss_mb_10k_pending_max: Math.round(rssMax),
-    pending_written: PENDING_N,
-    pending_at_end_of_sampling: stillPending,
+    bare_boot: bare,
+    modes,
+    pending_10k: pending,
+    targets: { warm: 'calls/s >= 600, spaced p50 <= 2 ms, cpu/call <= 1.5 ms', process: 'calls/s >= 0.8 x bare boot, spaced p50 <= 5 ms, cpu/call <= 3 ms', all: 'max latency c16 <= 1000 ms, rss 10k pending < 300 MB' },
   }));
 }
 

@@ -19,6 +19,8 @@ export interface PendingRequest {
   tool: string;
   /** The request as an event carried it (saves the job a read); absent for scanned requests. */
   snapshot?: { tags: string[]; context: Record<string, unknown> };
+  /** performance.now() when intake first learned of the request (event or scan): the start of its `queued` stage. */
+  seenAt?: number;
 }
 
 /** What one store event means for the request path. */

@@ -218,8 +218,9 @@ export function createIntake(options: IntakeOptions): Intake {
     }
   };
 
-  const enqueue = (request: PendingRequest, front = false): void => {
-    if (stopped || isDone(request.breadcrumbId) || queue.has(request.breadcrumbId) || pendingIds.has(request.breadcrumbId) || parked.has(request.breadcrumbId)) return;
+  const enqueue = (offered: PendingRequest, front = false): void => {
+    if (stopped || isDone(offered.breadcrumbId) || queue.has(offered.breadcrumbId) || pendingIds.has(offered.breadcrumbId) || parked.has(offered.breadcrumbId)) return;
+    const request: PendingRequest = offered.seenAt === undefined ? { ...offered, seenAt: performance.now() } : offered;
     if (pending.length === 0 && !feeding) {
       const result = queue.offer(request.breadcrumbId, request.tool, job(request));
       if (result !== 'full') return;
@@ -229,7 +230,7 @@ export function createIntake(options: IntakeOptions): Intake {
       return;
     }
     // Waiting requests are held as ids only (bounded memory); the job reads the request itself.
-    const slim: PendingRequest = { breadcrumbId: request.breadcrumbId, rid: request.rid, tool: request.tool };
+    const slim: PendingRequest = { breadcrumbId: request.breadcrumbId, rid: request.rid, tool: request.tool, seenAt: request.seenAt };
     if (front) pending.unshift(slim);
     else pending.push(slim);
     pendingIds.add(request.breadcrumbId);

@@ -19,6 +19,7 @@ import { sandboxToolOf, type Sandbox } from '../sandbox/index.js';
 import type { SecretResolver } from '../service/secrets.js';
 import { createToolApi } from '../service/tool-api.js';
 import { errorResult } from './4-route.js';
+import type { Stopwatch } from './timings.js';
 
 /** Who the run is for. */
 export interface RunContext {
@@ -26,6 +27,8 @@ export interface RunContext {
   breadcrumbId: string;
   agentId?: string;
   signal: AbortSignal;
+  /** The request's stopwatch: executors add `secrets`, `sandbox_wait` and `sandbox_run` to it. */
+  timings?: Stopwatch;
 }
 
 /** Runs one kind of tool; never throws for tool behaviour (infrastructure trouble may throw). */
@@ -77,7 +80,9 @@ export function createCodeExecutor(options: { client: StoreClient; sandbox: Sand
     metadata: (route) => ({ kind: 'code', tool_version: route.tool.version, tool_id: route.breadcrumbId, replica: options.replica }),
     async run(route, input, ctx) {
       const tool = route.tool;
+      const secretsFrom = performance.now();
       const resolved = await secrets.resolve(tool.requiredSecrets, { tool: tool.name, rid: ctx.rid, definitionId: route.breadcrumbId, operator: route.owner === 'operator' });
+      ctx.timings?.add('secrets', performance.now() - secretsFrom);
       if (resolved.missing.length > 0) {
         return errorResult(ErrorCode.SecretMissing, `tool "${tool.name}" needs secret(s) that are not set: ${resolved.missing.join(', ')}`, { missing: resolved.missing });
       }
@@ -88,6 +93,10 @@ export function createCodeExecutor(options: { client: StoreClient; sandbox: Sand
         request: { id: ctx.rid, workspace: config.workspace, ...(ctx.agentId ? { agentId: ctx.agentId } : {}) },
         ...(tool.api ? { api: createToolApi({ client, tool: tool.name, rid: ctx.rid, config }) } : {}),
         signal: ctx.signal,
+        onTimings: ({ waitMs, runMs }) => {
+          ctx.timings?.add('sandbox_wait', waitMs);
+          ctx.timings?.add('sandbox_run', runMs);
+        },
       });
     },
   };
@@ -103,7 +112,15 @@ export function createHostExecutor(options: { run?: HostRun; replica: string }):
     metadata: (route) => ({ kind: 'host', transport: route.tool.transport.kind, replica: options.replica }),
     async run(route, input, ctx) {
       if (!options.run) return errorResult(ErrorCode.ToolNotFound, `host tool "${route.tool.name}" has no executor`);
-      return options.run(route.tool, input as Record<string, unknown>, ctx);
+      // The whole call counts as sandbox_run, but for the secret resolution the service times into `secrets`.
+      const secretsBefore = ctx.timings?.get('secrets') ?? 0;
+      const from = performance.now();
+      try {
+        return await options.run(route.tool, input as Record<string, unknown>, ctx);
+      } finally {
+        const secretsMs = (ctx.timings?.get('secrets') ?? 0) - secretsBefore;
+        ctx.timings?.add('sandbox_run', performance.now() - from - secretsMs);
+      }
     },
   };
 }

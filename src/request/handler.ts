@@ -27,6 +27,7 @@ import { checkInput, checkOutput } from './5-check.js';
 import { executeWithRetries, executorMetadata, type Executors } from './6-execute.js';
 import type { Responder } from './7-respond.js';
 import { renderDisplay } from '../rap/display-script.js';
+import { createStopwatch, type StageTimings, type Stopwatch } from './timings.js';
 
 /** What the service's metrics, console and live feed learn about one answered request. */
 export interface ExecutionReport {
@@ -40,6 +41,8 @@ export interface ExecutionReport {
   agentId?: string;
   /** A human-readable line for the call (a RAP tool's `displayScript`), for `tools-runner tail`. */
   display?: string;
+  /** Where the request's time went, per stage (timings.ts), `respond` included. */
+  timings?: StageTimings;
 }
 
 export interface RequestHandlerOptions {
@@ -75,8 +78,6 @@ interface Executed {
   attempts?: number;
   /** Set when a policy parked the call: no answer now. */
   parked?: Extract<Gate, { kind: 'park' }>;
-  /** When the policy step began (performance.now()). */
-  policyStartedAt?: number;
 }
 
 /** How often a completed run's answer write is attempted before the job gives up (its lease then expires). */
@@ -88,30 +89,38 @@ export function createRequestHandler(options: RequestHandlerOptions) {
   const policies = options.policies ?? [];
 
   // Steps 4 to 6 (and the output check of 5): every ending is a result to answer with.
-  const run = async (full: Pick<BreadcrumbFull, 'tags' | 'context'>, identity: RequestIdentity, signal: AbortSignal): Promise<Executed> => {
+  const run = async (full: Pick<BreadcrumbFull, 'tags' | 'context'>, identity: RequestIdentity, signal: AbortSignal, watch: Stopwatch): Promise<Executed> => {
     const { rid, tool: toolName, agentId } = identity;
     const read = readRequest(full, identity);
     if (!read.ok) return { tool: toolName, kind: 'none', metadata: {}, result: read.result };
     const routed = await routeRequest(catalog, toolName);
+    watch.lap('route');
     if (!routed.ok) return { tool: toolName, kind: 'none', metadata: {}, result: routed.result };
     const { route } = routed;
     const metadata = executorMetadata(executors, route);
     const checked = checkInput(route, read.input, validator);
+    watch.lap('validate');
     if (!checked.ok) return { tool: toolName, kind: route.kind, metadata, result: checked.result };
-    const policyStartedAt = performance.now();
     const call = callOf({ identity, route, input: checked.input, idempotencyKey: read.idempotencyKey });
     const gate = await admit(policies, call, signal);
-    if (gate.kind === 'park') return { tool: toolName, kind: route.kind, metadata, call, parked: gate, attempts: 0, policyStartedAt, result: errorResult(ErrorCode.ApprovalRequired, gate.reason) };
-    if (gate.kind === 'answer') return { tool: toolName, kind: route.kind, metadata, call, attempts: 0, policyStartedAt, result: gate.result };
-    const ctx = { rid, breadcrumbId: identity.breadcrumbId, signal, ...(agentId ? { agentId } : {}) };
+    watch.lap('policy');
+    if (gate.kind === 'park') return { tool: toolName, kind: route.kind, metadata, call, parked: gate, attempts: 0, result: errorResult(ErrorCode.ApprovalRequired, gate.reason) };
+    if (gate.kind === 'answer') return { tool: toolName, kind: route.kind, metadata, call, attempts: 0, result: gate.result };
+    const ctx = { rid, breadcrumbId: identity.breadcrumbId, signal, timings: watch, ...(agentId ? { agentId } : {}) };
     const { result, attempts } = await executeWithRetries(executors, route, checked.input, ctx, retryPlan(call.contract));
+    watch.mark(); // the executor counted its own stages (secrets, sandbox_wait, sandbox_run)
     const display = route.kind === 'host' && route.tool.transport.kind === 'rap' ? renderDisplay(route.tool.name, route.tool.transport.displayScript, checked.input) : undefined;
-    const reviewed = review(policies, call, checkOutput(route, result, validator));
-    return { tool: toolName, kind: route.kind, metadata, call, attempts, policyStartedAt, result: reviewed, ...(display !== undefined ? { display } : {}) };
+    const output = checkOutput(route, result, validator);
+    watch.lap('validate');
+    const reviewed = review(policies, call, output);
+    watch.lap('policy');
+    return { tool: toolName, kind: route.kind, metadata, call, attempts, result: reviewed, ...(display !== undefined ? { display } : {}) };
   };
 
   const handle = async (request: PendingRequest, signal: AbortSignal): Promise<RequestOutcome> => {
+    const watch = createStopwatch(request.seenAt);
     const acquired = await claims.acquire({ breadcrumbId: request.breadcrumbId, rid: request.rid });
+    watch.lap('claim');
     if (acquired.kind !== 'acquired') return acquired.kind;
     const claim = acquired.claim;
     const log = logger.child({ rid: request.rid, tool: request.tool, attempt: claim.attempt });
@@ -140,11 +149,13 @@ export function createRequestHandler(options: RequestHandlerOptions) {
           return 'answered';
         }
       }
+      watch.lap('route'); // reading the request (and the cutover check) is part of routing it
       options.onStarted?.({ rid, tool: identity.tool, ...(identity.agentId ? { agentId: identity.agentId } : {}) });
       const startedAt = performance.now();
+      watch.mark(); // total_ms and the stages from here on measure the same span
       let executed: Executed;
       try {
-        executed = await run(full, identity, signal);
+        executed = await run(full, identity, signal, watch);
       } catch (error) {
         // Infrastructure trouble on the way (secrets API, catalog refresh): still an answer.
         const e = coerceError(error);
@@ -188,8 +199,10 @@ export function createRequestHandler(options: RequestHandlerOptions) {
           ...(executed.attempts !== undefined && executed.attempts > 1 ? { attempts: executed.attempts } : {}),
           attempt: claim.attempt,
           total_ms: Math.round(totalMs * 1000) / 1000,
+          timings: watch.forAnswer(),
         },
       };
+      watch.mark();
       // A completed run always ends in an answer: keep trying through store trouble until the
       // service must stop (then the lease runs out and another attempt answers).
       for (let tries = 1; ; tries++) {
@@ -203,10 +216,10 @@ export function createRequestHandler(options: RequestHandlerOptions) {
         }
       }
       void claim.drop();
+      watch.lap('respond');
       if (executed.call) {
-        const { call } = executed;
-        const settled = { result: executed.result, ran: (executed.attempts ?? 0) > 0, attempts: executed.attempts ?? 0, durationMs: performance.now() - (executed.policyStartedAt ?? startedAt) };
-        await settle(policies, call, settled, log);
+        const settled = { result: executed.result, ran: (executed.attempts ?? 0) > 0, attempts: executed.attempts ?? 0, durationMs: totalMs };
+        await settle(policies, executed.call, settled, log);
       }
       const report: ExecutionReport = {
         rid,
@@ -217,10 +230,17 @@ export function createRequestHandler(options: RequestHandlerOptions) {
         durationMs: totalMs,
         ...(identity.agentId ? { agentId: identity.agentId } : {}),
         ...(executed.display !== undefined ? { display: executed.display } : {}),
+        timings: watch.all(),
       };
       options.onFinished?.(report);
       log.info('request answered', { status: report.status, code: report.code, durationMs: Math.round(totalMs) });
       return 'answered';
+    } catch (error) {
+      // Store trouble after claiming (no run is in progress here: run() answers for every ending):
+      // give the claim back, so the intake's retry takes the next attempt at once instead of finding
+      // its own live lease busy until the lease runs out and a scan takes it over (30 s and more).
+      await claim.release().catch((releaseError: unknown) => log.warn('claim release failed', { error: releaseError }));
+      throw error;
     } finally {
       clearInterval(renewal);
     }

@@ -266,6 +266,20 @@ export function createPool(options: PoolOptions): Pool {
     }
   };
 
+  // Refills run off the calls' path: after the current I/O callbacks (a call's job frame is sent, a
+  // finished call's answer is on its way), once per key however many calls asked for it.
+  const refillKeys = new Set<string>();
+  const refillSoon = (key: string): void => {
+    if (refillKeys.size === 0) {
+      setImmediate(() => {
+        const keys = [...refillKeys];
+        refillKeys.clear();
+        for (const k of keys) fill(k);
+      });
+    }
+    refillKeys.add(key);
+  };
+
   const touch = (spec: ProcessSpec): void => {
     specs.set(spec.key, { ...spec, lastUsed: Date.now() });
   };
@@ -278,12 +292,14 @@ export function createPool(options: PoolOptions): Pool {
         unpark(ready);
         // While other warm processes remain, refill only after this call (release()), so that a
         // booting Deno does not compete for the CPU with the call it is meant to speed up.
-        if (list(warm, spec.key).length === 0) fill(spec.key);
+        if (list(warm, spec.key).length === 0) refillSoon(spec.key);
         return ready;
       }
+      // Nothing warm: this call takes a booting process, or spawns its own first; the refill queues
+      // up behind it (it never boots ahead of the process the call waits for).
       const inFlight = list(starting, spec.key).shift();
-      fill(spec.key);
       if (inFlight) {
+        refillSoon(spec.key);
         try {
           await inFlight.ready;
           return inFlight;
@@ -292,6 +308,7 @@ export function createPool(options: PoolOptions): Pool {
         }
       }
       const fresh = spawn(spec);
+      refillSoon(spec.key);
       await fresh.ready;
       return fresh;
     },
@@ -326,7 +343,7 @@ export function createPool(options: PoolOptions): Pool {
       }
     },
     release(spec) {
-      fill(spec.key);
+      refillSoon(spec.key);
     },
     giveBack(proc) {
       if (closed || proc.state !== 'ready') return proc.kill('retired');

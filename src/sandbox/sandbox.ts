@@ -100,8 +100,20 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
   });
   pool.prewarm(specFor([], clamp(config.defaultMemoryMb, config.defaultMemoryMb, MIN_MEMORY_MB, config.maxMemoryMb)));
 
+  // Every call reports how long it waited for a process and how long it ran on it (job.onTimings).
   const run = async (job: SandboxJob): Promise<ExecutionResult> => {
     const startedAt = performance.now();
+    const split: { gotAt?: number } = {};
+    const result = await runCall(job, startedAt, split);
+    if (job.onTimings) {
+      const endedAt = performance.now();
+      const gotAt = split.gotAt ?? endedAt;
+      job.onTimings({ waitMs: gotAt - startedAt, runMs: endedAt - gotAt });
+    }
+    return result;
+  };
+
+  const runCall = async (job: SandboxJob, startedAt: number, split: { gotAt?: number }): Promise<ExecutionResult> => {
     const { tool } = job;
     if (closed) return crashed(`the sandbox is closed; tool ${JSON.stringify(tool.name)} was not run`, startedAt, { reason: 'closed' });
     if (job.signal?.aborted) return crashed(`the call of tool ${JSON.stringify(tool.name)} was aborted by the runner`, startedAt, { reason: 'aborted' });
@@ -144,6 +156,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
       }
     }
     if (!usable(proc)) return crashed(`no live Deno sandbox process for tool ${JSON.stringify(tool.name)}`, startedAt, { reason: 'spawn_failed' });
+    split.gotAt = performance.now();
     const outcome = await runJob(
       proc,
       job,

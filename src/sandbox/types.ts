@@ -43,6 +43,11 @@ export interface SandboxJob {
   api?: SandboxApi;
   /** Abort = kill now (service shutdown); the call ends as sandbox.crashed with details.reason "aborted". */
   signal?: AbortSignal;
+  /**
+   * Told once, when the call ends, how its time split: waiting for a process (warm, in-flight or
+   * fresh spawn; includes the call's own checks before it) and the run on that process.
+   */
+  onTimings?(timings: { waitMs: number; runMs: number }): void;
 }
 
 /** Which mechanism caps a sandbox process's total memory (the V8 heap flag is always set too). */

@@ -207,7 +207,15 @@ export async function buildService(
           env: hostEnv,
           schemas: hostSchemas,
           inputChecked: true,
-          resolveSecret: (name) => secrets.resolveOne(name, { tool: tool.name, rid: ctx.rid, operator: true }),
+          // timed into the request's `secrets` stage (the host executor counts the rest as `sandbox_run`)
+          resolveSecret: async (name) => {
+            const from = performance.now();
+            try {
+              return await secrets.resolveOne(name, { tool: tool.name, rid: ctx.rid, operator: true });
+            } finally {
+              ctx.timings?.add('secrets', performance.now() - from);
+            }
+          },
           ...(rapRuntime ? { runRemote: (call) => rapRuntime.runRemote(call, { rid: ctx.rid, requestBreadcrumbId: ctx.breadcrumbId }) } : {}),
         }),
     }),

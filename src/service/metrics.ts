@@ -2,6 +2,7 @@
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ExecutionReport } from '../request/handler.js';
+import { STAGES } from '../request/timings.js';
 
 export interface MetricsSources {
   queue(): { queued: number; running: number; backlog: number; capacity: number };
@@ -34,6 +35,13 @@ export function createMetrics(sources: MetricsSources): Metrics {
     help: 'Time from job start to answer, by tool and status.',
     labelNames: ['tool', 'status'] as const,
     buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [registry],
+  });
+  const stages = new Histogram({
+    name: 'tools_runner_stage_duration_seconds',
+    help: 'Time of each stage of a request (queued, claim, route, validate, secrets, sandbox_wait, sandbox_run, respond).',
+    labelNames: ['stage'] as const,
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [registry],
   });
   const uncaught = new Counter({
@@ -91,6 +99,7 @@ export function createMetrics(sources: MetricsSources): Metrics {
       const tool = sources.isKnownTool(report.tool) ? report.tool : '(unknown)';
       requests.inc({ tool, status: report.status, code: report.code ?? 'ok' });
       duration.observe({ tool, status: report.status }, report.durationMs / 1000);
+      for (const stage of STAGES) if (report.timings) stages.observe({ stage }, report.timings[stage] / 1000);
     },
     recordUncaught() {
       uncaught.inc();

@@ -7,7 +7,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createRequestKeys, createStoreClient, SCHEMA, TAG, type StoreClient } from '../../src/breadcrumbs/index.js';
+import { createRequestKeys, createStoreClient, SCHEMA, StoreError, TAG, type StoreClient } from '../../src/breadcrumbs/index.js';
 import { createCatalog } from '../../src/catalog/catalog.js';
 import { createStamper } from '../../src/catalog/deployment.js';
 import { loadConfig } from '../../src/config/index.js';
@@ -36,10 +36,19 @@ interface Run {
   finish(result: ExecutionResult | Error): void;
 }
 
-async function rig(policies: Policy[] = []) {
+async function rig(options: { failingReads?: number; policies?: Policy[] } = {}) {
   const store = await startStore();
   const c: StoreClient = createStoreClient({ baseUrl: store.url, logger: silentLogger() });
   onCleanup(() => c.close());
+  // A store fault at the client's typed boundary: the handler's first reads of a request fail (503).
+  let failingReads = options.failingReads ?? 0;
+  const handlerClient: StoreClient = {
+    ...c,
+    getBreadcrumbFull: (id, opts) => {
+      if (failingReads-- > 0) return Promise.reject(new StoreError({ status: 503, storeCode: 'unavailable', message: 'store unavailable (injected)' }));
+      return c.getBreadcrumbFull(id, opts);
+    },
+  };
   const { config } = loadConfig({ env: {}, argv: ['--workspace', WS, '--claim-ttl-ms', '60000'] });
   const dir = tempDir('handler-test-');
   const manifest = join(dir, 'tools.json');
@@ -66,11 +75,11 @@ async function rig(policies: Policy[] = []) {
   const sandbox = await createSandbox({ config, logger: silentLogger() });
   onCleanup(() => sandbox.close());
   const handler = createRequestHandler({
-    client: c,
+    client: handlerClient,
     claims: createClaimManager({ client: c, workspace: WS, holder: 'A', ttlMs: config.claimTtlMs, keys, logger: silentLogger() }),
     catalog,
     validator,
-    policies,
+    policies: options.policies ?? [],
     executors: {
       code: createCodeExecutor({ client: c, sandbox, secrets: createSecretResolver({ client: c, workspace: WS, logger: silentLogger() }), config, replica: 'A' }),
       host: createHostExecutor({
@@ -102,6 +111,25 @@ async function rig(policies: Policy[] = []) {
 const ok = (output: unknown): ExecutionResult => ({ ok: true, output, durationMs: 1, logs: [], logsTruncated: false });
 
 describe('request handler', () => {
+  // The 30 s outlier of issue 12: a job that failed after claiming (store trouble reading the
+  // request) kept its live claim, so the intake's retry found its own lease "busy" and the request
+  // waited for the lease to run out (claim TTL, 30 s by default) and a periodic scan to take it over.
+  it('a job that fails after claiming gives its claim back: the retry runs at once as the next attempt', async () => {
+    const r = await rig({ failingReads: 1 });
+    const request = await r.createRequest({ n: 1 });
+    await expect(r.handler.handle(request, new AbortController().signal)).rejects.toThrow('store unavailable (injected)');
+    const next = r.nextRun().then((run) => {
+      run.finish(ok({ n: 1 }));
+      return run;
+    });
+    // without the claim given back, this retry answers 'busy' (its own live lease) and runs nothing
+    expect(await r.handler.handle(request, new AbortController().signal)).toBe('answered');
+    expect((await next).input).toEqual({ n: 1 });
+    const answers = await r.answers(request.breadcrumbId);
+    expect(answers).toHaveLength(1);
+    expect(answers[0]?.context).toMatchObject({ status: 'success', output: { n: 1 }, metadata: { attempt: 2 } });
+  });
+
   it('answers once, with the attempt, the agent tag and the normalised input the executor saw', async () => {
     const r = await rig();
     const request = await r.createRequest(null);
@@ -189,7 +217,7 @@ describe('request handler', () => {
   describe('policies', () => {
     it('a park gate ends the job with no answer and no claim: the request can be taken again at once', async () => {
       let parks = 1;
-      const r = await rig([{ name: 'park-once', admit: () => (parks-- > 0 ? { kind: 'park', reason: 'waiting for approval', until: Date.now() + 60_000, wakeOn: ['approval:x'] } : { kind: 'run' }) }]);
+      const r = await rig({ policies: [{ name: 'park-once', admit: () => (parks-- > 0 ? { kind: 'park', reason: 'waiting for approval', until: Date.now() + 60_000, wakeOn: ['approval:x'] } : { kind: 'run' }) }] });
       const request = await r.createRequest({});
       expect(await r.handler.handle(request, new AbortController().signal)).toEqual({ kind: 'parked', until: expect.any(Number), wakeOn: ['approval:x'] });
       expect(await r.answers(request.breadcrumbId)).toEqual([]);
@@ -202,10 +230,10 @@ describe('request handler', () => {
     it('an answer gate answers without running; later policies are not asked; settle learns ran=false', async () => {
       const settled: Settled[] = [];
       const seen: string[] = [];
-      const r = await rig([
+      const r = await rig({ policies: [
         { name: 'refuse', admit: (call) => { seen.push(`refuse:${call.inputHash.slice(0, 7)}`); return { kind: 'answer', result: errorResult(ErrorCode.RateExceeded, 'slow down', { retry_after_ms: 5 }) }; } },
         { name: 'never', admit: () => { seen.push('never'); return { kind: 'run' }; }, settle: (_call, s) => void settled.push(s) },
-      ]);
+      ] });
       const request = await r.createRequest({ a: 1 });
       expect(await r.handler.handle(request, new AbortController().signal)).toBe('answered');
       expect(seen).toEqual(['refuse:sha256:']);
@@ -215,7 +243,7 @@ describe('request handler', () => {
 
     it("review replaces the run's result, policy metadata and warnings reach the answer, and a failing settle does not lose it", async () => {
       const calls: Call[] = [];
-      const r = await rig([
+      const r = await rig({ policies: [
         {
           name: 'annotate',
           admit: (call) => {
@@ -229,7 +257,7 @@ describe('request handler', () => {
             throw new Error('audit store down');
           },
         },
-      ]);
+      ] });
       const request = await r.createRequest({});
       const outcome = r.handler.handle(request, new AbortController().signal);
       (await r.nextRun()).finish(ok({ v: 1 }));

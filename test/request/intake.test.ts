@@ -194,7 +194,7 @@ describe('intake', () => {
     const missed = await r.createRequest();
     await r.intake.scan(true);
     const call = await r.call(0);
-    expect(call.request).toEqual({ breadcrumbId: missed.id, rid: missed.id, tool: 't' });
+    expect(call.request).toEqual({ breadcrumbId: missed.id, rid: missed.id, tool: 't', seenAt: expect.any(Number) });
     call.finish('answered');
     expect(r.calls).toHaveLength(1);
   });
