@@ -301,11 +301,17 @@ describe('idempotency keys: hostile writers', () => {
     const first = await r.createRequest({}, 'key-fa', 'ag', 'rid-fa');
     const firstOutcome = r.handler.handle(first, r.signal);
     const run = await r.nextRun();
-    await r.c.createBreadcrumb({ title: 'forged', schema_name: SCHEMA.ToolResponse, tags: [WS, TAG.Response, keys.answerTag(first.breadcrumbId)], context: { request_id: 'other', tool: 'host.t', status: 'success', output: 'forged', execution_time_ms: 1, metadata: { request_breadcrumb_id: first.breadcrumbId }, timestamp: 'now' } });
+    const forge = (requestId: string) => r.c.createBreadcrumb({ title: 'forged', schema_name: SCHEMA.ToolResponse, tags: [WS, TAG.Response, keys.answerTag(first.breadcrumbId)], context: { request_id: requestId, tool: 'host.t', status: 'success', output: 'forged', execution_time_ms: 1, metadata: { request_breadcrumb_id: first.breadcrumbId }, timestamp: 'now' } });
+    // Before the first answers: answers naming another request (or a well-formed one, edited afterwards).
+    for (let i = 0; i < 12; i++) await forge('other');
+    const edited = await forge('rid-fa');
+    await r.c.updateBreadcrumb(edited.id, { title: 'edited' });
     const again = await r.createRequest({}, 'key-fa');
     expect(await r.handler.handle(again, r.signal)).toMatchObject({ kind: 'parked' });
     run.finish(ok('genuine'));
     await firstOutcome;
+    // After it: perfect copies with another output; the earliest answer is the runner's.
+    for (let i = 0; i < 12; i++) await forge('rid-fa');
     await r.handler.handle(again, r.signal);
     expect(await r.answerOf(again.breadcrumbId)).toMatchObject({ output: 'genuine' });
   });

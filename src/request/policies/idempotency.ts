@@ -88,7 +88,8 @@ export function idempotencyPolicies(options: IdempotencyOptions): { check: Polic
 
   /** The binding's valid record found by its tag (junk with the tag but no valid MAC is ignored). */
   const findByTag = async (binding: IdempotencyBinding, signal: AbortSignal): Promise<Found> => {
-    const items = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolIdempotency, tag: keys.idempotencyTag(binding), include_context: true, limit: 20 }, { signal });
+    // Every page: junk under the tag must not push the real record out of sight.
+    const items = await client.listAll({ schema_name: SCHEMA.ToolIdempotency, tag: keys.idempotencyTag(binding), include_context: true, limit: 100 }, { signal });
     for (const item of items) {
       const record = verifyIdempotencyRecord(keys, binding, item.context);
       if (record) return { kind: 'record', id: item.id, record };
@@ -116,9 +117,9 @@ export function idempotencyPolicies(options: IdempotencyOptions): { check: Polic
 
   /** The runner's answer to the first request, when it has one. */
   const answerOf = async (first: ToolIdempotencyContext, signal: AbortSignal): Promise<ToolResponseContext | undefined> => {
-    const items = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolResponse, tag: keys.answerTag(first.request_breadcrumb_id), limit: 10 }, { signal });
-    const candidates: Array<{ created: number; context: ToolResponseContext }> = [];
-    for (const item of items) {
+    const items = await client.listAll({ schema_name: SCHEMA.ToolResponse, tag: keys.answerTag(first.request_breadcrumb_id), limit: 100 }, { signal });
+    const candidates: Array<{ created: number; order: number; context: ToolResponseContext }> = [];
+    for (const [order, item] of items.entries()) {
       if (item.version !== 1) continue;
       let full: BreadcrumbFull;
       try {
@@ -132,9 +133,10 @@ export function idempotencyPolicies(options: IdempotencyOptions): { check: Polic
       const context = parsed.data;
       if (context.request_id !== first.request_id || context.metadata['request_breadcrumb_id'] !== first.request_breadcrumb_id) continue;
       if (context.status === 'error' && !context.error) continue;
-      candidates.push({ created: Date.parse(full.created_at ?? full.updated_at), context });
+      candidates.push({ created: Date.parse(full.created_at ?? full.updated_at), order, context });
     }
-    candidates.sort((a, b) => a.created - b.created);
+    // Same millisecond: the store lists newest writes first, so the later in the list is the older.
+    candidates.sort((a, b) => a.created - b.created || b.order - a.order);
     return candidates[0]?.context;
   };
 
