@@ -4,4 +4,4 @@ export { openEventStream, type EventStreamOptions } from './events.js';
 export { StoreError, isConflict, isNotFound, isVersionMismatch, conflictId } from './store-error.js';
 export type { StoreAuth } from './token-source.js';
 export * from './messages.js';
-export { createRequestKeys, sameText, ANSWER_TAG_PREFIX, type RequestKeys, type ClaimMacFields } from './request-keys.js';
+export { createRequestKeys, sameText, ANSWER_TAG_PREFIX, type RequestKeys, type ClaimMacFields, type IdempotencyBinding } from './request-keys.js';

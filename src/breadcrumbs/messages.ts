@@ -361,3 +361,18 @@ export const ToolClaimContext = z.looseObject({
   mac: z.string().optional(),
 });
 export type ToolClaimContext = z.infer<typeof ToolClaimContext>;
+
+/** Context of a tool.idempotency.v1: a caller's idempotency key bound to the first request that used it. */
+export const ToolIdempotencyContext = z.looseObject({
+  agent_id: z.string(),
+  tool: z.string(),
+  idempotency_key: z.string(),
+  version: z.string(),
+  input_hash: z.string(),
+  request_id: z.string(),
+  request_breadcrumb_id: z.string(),
+  created_at: z.string(),
+  /** MAC over every field above under the runner secret (src/request/policies/idempotency.ts). */
+  mac: z.string(),
+});
+export type ToolIdempotencyContext = z.infer<typeof ToolIdempotencyContext>;

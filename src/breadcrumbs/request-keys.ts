@@ -31,6 +31,17 @@ export interface RequestKeys {
   verifyClaimMac(fields: ClaimMacFields, mac: unknown): boolean;
   /** MAC of a runner state record (`label` names what it is). */
   stateMac(label: string, value: string): string;
+  /** Idempotency-Key of the tool.idempotency.v1 record binding a caller's idempotency key (agent, tool, key). */
+  idempotencyKey(binding: IdempotencyBinding): string;
+  /** Tag of that record (found by it after a restart, or when the store's 409 names no record). */
+  idempotencyTag(binding: IdempotencyBinding): string;
+}
+
+/** What a caller's idempotency key is bound to: the calling agent ('' when none), the tool name and the key. */
+export interface IdempotencyBinding {
+  agent: string;
+  tool: string;
+  key: string;
 }
 
 /** The lease fields a claim MAC covers. */
@@ -77,5 +88,8 @@ export function createRequestKeys(secret: Buffer): RequestKeys {
     claimMac,
     verifyClaimMac: (fields, given) => sameText(claimMac(fields), given),
     stateMac: (label, value) => mac('state', label, value),
+    // The length-prefixed parts keep ("a", "b:c") and ("a:b", "c") apart; agent strings never reach a header raw.
+    idempotencyKey: (b) => `idempotency-${short(mac('idempotency', b.agent, b.tool, b.key))}`,
+    idempotencyTag: (b) => `idempotency:${short(mac('idempotency-tag', b.agent, b.tool, b.key))}`,
   };
 }

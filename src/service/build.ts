@@ -22,6 +22,7 @@ import { createCodeExecutor, createHostExecutor } from '../request/6-execute.js'
 import { createResponder } from '../request/7-respond.js';
 import { createRequestHandler } from '../request/handler.js';
 import type { Policy } from '../request/5-policy.js';
+import { idempotencyPolicies } from '../request/policies/idempotency.js';
 import { parseRateOverrides, rateLimitPolicy } from '../request/policies/rate-limit.js';
 import { createSandbox, type Sandbox } from '../sandbox/index.js';
 import { createSchemaValidator, validateToolDefinition } from '../screen/index.js';
@@ -220,8 +221,10 @@ export async function buildService(
         }),
     }),
   };
-  // The contract policies, in the order a call meets them (src/request/5-policy.ts).
-  const policies: Policy[] = [rateLimitPolicy({ overrides: parseRateOverrides(config.rateLimits) })];
+  // The contract policies, in the order a call meets them (src/request/5-policy.ts): a replay or
+  // key conflict is decided first (no approval, no token), the key is reserved last (right before the run).
+  const idempotency = idempotencyPolicies({ client, keys, workspace: config.workspace, logger: log.child({ component: 'idempotency' }) });
+  const policies: Policy[] = [idempotency.check, rateLimitPolicy({ overrides: parseRateOverrides(config.rateLimits) }), idempotency.reserve];
   const handler = createRequestHandler({
     client,
     policies,

@@ -17,7 +17,7 @@ import { commandLines, readme, shell, startShell } from './readme-blocks.js';
 const doc = readme();
 
 /** Blocks that run in this file. */
-const TESTED = ['quick-start-call', 'request', 'response', 'request-curl', 'no-store', 'tool-definition', 'create-request'];
+const TESTED = ['quick-start-call', 'request', 'response', 'request-curl', 'no-store', 'tool-definition', 'create-request', 'idempotent-request'];
 /** Blocks that cannot run in a test, each with its marker's reason. */
 const SKIPPED = {
   'quick-start-install': 'installs packages and starts a service on the fixed ports 8081/8082 (the test runs the same service on free ports for the blocks below)',
@@ -107,6 +107,25 @@ describe('README examples', () => {
     const documentedMeta = Object.keys(documented.metadata ?? {}).filter((k) => k !== 'logs');
     expect(Object.keys(real.metadata ?? {})).toEqual(expect.arrayContaining(documentedMeta));
     expect(items[0]?.tags).toEqual(expect.arrayContaining(['workspace:tools', TAG.Response, TAG.request('req-123'), expect.stringMatching(/^answer:[A-Za-z0-9_-]{32}$/)]));
+  });
+
+  it('idempotent-request: a repeat with the same key is answered from the first, for its own rid', async () => {
+    const documented = json('idempotent-request');
+    const body = BreadcrumbCreate.parse(documented);
+    const context = ToolRequestContext.parse(body.context);
+    expect(context.idempotency_key).toBe('invoice-2024-001');
+    const c = client(storeUrl);
+    const answerOf = async (rid: string) => {
+      let found: unknown[] = [];
+      await expect.poll(async () => (found = (await c.listBreadcrumbs({ schema_name: SCHEMA.ToolResponse, tag: TAG.request(rid), include_context: true })).map((i) => i.context)).length, { timeout: 30_000 }).toBe(1);
+      return ToolResponseContext.parse(found[0]);
+    };
+    await c.createBreadcrumb(body);
+    const first = await answerOf('pay-1');
+    expect(first).toMatchObject({ status: 'success', output: { result: 42 } });
+    await c.createBreadcrumb({ ...body, context: { ...body.context, requestId: 'pay-1-retry' } });
+    const retry = await answerOf('pay-1-retry');
+    expect(retry).toMatchObject({ status: 'success', output: first.output, metadata: { replayed_from: { rid: 'pay-1', request_breadcrumb_id: first.metadata['request_breadcrumb_id'] } } });
   });
 
   it('no-store: a client command without a store says what is missing in one line and exits 4', async () => {
