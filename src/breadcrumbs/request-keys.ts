@@ -31,6 +31,12 @@ export interface RequestKeys {
   verifyClaimMac(fields: ClaimMacFields, mac: unknown): boolean;
   /** MAC of a runner state record (`label` names what it is). */
   stateMac(label: string, value: string): string;
+  /** Idempotency-Key of the one tool.approval.request.v1 of a request. */
+  approvalKey(requestBreadcrumbId: string): string;
+  /** Idempotency-Key of the operator's decision on an approval request (one per approval). */
+  approvalDecisionKey(approvalBreadcrumbId: string): string;
+  /** MAC over the canonical text of an approval record's fields (`kind`: `request` or `decision`). */
+  approvalMac(kind: 'request' | 'decision', canonical: string): string;
 }
 
 /** The lease fields a claim MAC covers. */
@@ -77,5 +83,8 @@ export function createRequestKeys(secret: Buffer): RequestKeys {
     claimMac,
     verifyClaimMac: (fields, given) => sameText(claimMac(fields), given),
     stateMac: (label, value) => mac('state', label, value),
+    approvalKey: (id) => `approval-${short(mac('approval', id))}`,
+    approvalDecisionKey: (id) => `approval-decision-${short(mac('approval-decision', id))}`,
+    approvalMac: (kind, canonical) => mac('approval-mac', kind, canonical),
   };
 }

@@ -25,6 +25,8 @@ export interface RunContext {
   rid: string;
   breadcrumbId: string;
   agentId?: string;
+  /** The approval the call was granted (approval policy), when it needed one. */
+  approvalId?: string;
   signal: AbortSignal;
 }
 

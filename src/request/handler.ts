@@ -103,7 +103,8 @@ export function createRequestHandler(options: RequestHandlerOptions) {
     const gate = await admit(policies, call, signal);
     if (gate.kind === 'park') return { tool: toolName, kind: route.kind, metadata, call, parked: gate, attempts: 0, policyStartedAt, result: errorResult(ErrorCode.ApprovalRequired, gate.reason) };
     if (gate.kind === 'answer') return { tool: toolName, kind: route.kind, metadata, call, attempts: 0, policyStartedAt, result: gate.result };
-    const ctx = { rid, breadcrumbId: identity.breadcrumbId, signal, ...(agentId ? { agentId } : {}) };
+    const approvalId = call.metadata['approval_id'];
+    const ctx = { rid, breadcrumbId: identity.breadcrumbId, signal, ...(agentId ? { agentId } : {}), ...(typeof approvalId === 'string' ? { approvalId } : {}) };
     const { result, attempts } = await executeWithRetries(executors, route, checked.input, ctx, retryPlan(call.contract));
     const display = route.kind === 'host' && route.tool.transport.kind === 'rap' ? renderDisplay(route.tool.name, route.tool.transport.displayScript, checked.input) : undefined;
     const reviewed = review(policies, call, checkOutput(route, result, validator));

@@ -22,6 +22,7 @@ import { createCodeExecutor, createHostExecutor } from '../request/6-execute.js'
 import { createResponder } from '../request/7-respond.js';
 import { createRequestHandler } from '../request/handler.js';
 import type { Policy } from '../request/5-policy.js';
+import { approvalPolicy } from '../request/policies/approval.js';
 import { parseRateOverrides, rateLimitPolicy } from '../request/policies/rate-limit.js';
 import { createSandbox, type Sandbox } from '../sandbox/index.js';
 import { createSchemaValidator, validateToolDefinition } from '../screen/index.js';
@@ -207,13 +208,26 @@ export async function buildService(
           env: hostEnv,
           schemas: hostSchemas,
           inputChecked: true,
+          ...(ctx.approvalId !== undefined ? { approvalId: ctx.approvalId } : {}),
           resolveSecret: (name) => secrets.resolveOne(name, { tool: tool.name, rid: ctx.rid, operator: true }),
           ...(rapRuntime ? { runRemote: (call) => rapRuntime.runRemote(call, { rid: ctx.rid, requestBreadcrumbId: ctx.breadcrumbId }) } : {}),
         }),
     }),
   };
   // The contract policies, in the order a call meets them (src/request/5-policy.ts).
-  const policies: Policy[] = [rateLimitPolicy({ overrides: parseRateOverrides(config.rateLimits) })];
+  const policies: Policy[] = [
+    approvalPolicy({
+      client,
+      keys,
+      workspace: config.workspace,
+      logger: log.child({ component: 'approvals' }),
+      confirmExternalActions: config.confirmExternalActions,
+      defaultTimeoutMs: config.approvalTimeoutMs,
+      redactPatterns: config.redact,
+      secretValues: () => [...Object.values(fileSecrets ?? {}), ...(config.runnerSecret ? [config.runnerSecret] : [])],
+    }),
+    rateLimitPolicy({ overrides: parseRateOverrides(config.rateLimits) }),
+  ];
   const handler = createRequestHandler({
     client,
     policies,
