@@ -248,6 +248,33 @@ describe('approvals (store with auth: agent approvers count)', () => {
     expect(await ran(requester, 'strangers')).toBe(0);
   });
 
+  it('arguments swapped after the approval was requested: the approval does not carry over, the call is refused and never runs', async () => {
+    const rid = await send(requester, 'ap-irreversible', { mark: 'swap', to: 'friend' }, 'requester');
+    const approval = await approvalOf(requester, rid);
+    const [item] = await requester.listBreadcrumbs({ schema_name: SCHEMA.ToolRequest, tag: WS, include_context: true, limit: 50 }).then((items) => items.filter((i) => i.context?.['requestId'] === rid));
+    await requester.updateBreadcrumb(item!.id, { context: { tool: 'ap-irreversible', input: { mark: 'swap', to: 'attacker' }, requestId: rid } });
+    expect(await op(['approve', approval.id])).toMatchObject({ code: 0 });
+    const response = await answer(requester, rid);
+    expect(response.error).toEqual({
+      code: 'approval.required',
+      message: `the input of request "${rid}" changed after approval ${approval.id} was requested (approval for ${approval.context.input_hash}, input now ${inputHash({ mark: 'swap', to: 'attacker' })}); send a new request`,
+      retryable: false,
+      details: { tool: 'ap-irreversible', approval_id: approval.id },
+    });
+    expect(await ran(requester, 'swap')).toBe(0);
+  });
+
+  it('a deleted approval request counts as denied (seen at the next look)', async () => {
+    const rid = await send(requester, 'ap-alice', { mark: 'deleted' }, 'requester');
+    const approval = await approvalOf(requester, rid);
+    await mallory.deleteBreadcrumb(approval.id);
+    // Any response tagged with the approval wakes the request.
+    await alice.createBreadcrumb({ title: 'approve', schema_name: SCHEMA.ToolApprovalResponse, tags: [WS, `approval:${approval.id}`], context: { decision: 'approve', input_hash: approval.context.input_hash } });
+    const response = await answer(requester, rid);
+    expect(response.error?.message).toBe(`approval request ${approval.id} of request "${rid}" was deleted; a deleted approval request counts as denied`);
+    expect(await ran(requester, 'deleted')).toBe(0);
+  });
+
   it('CLI errors: unknown id, a record that is not the runner\'s, usage', async () => {
     expect(await op(['approve', 'no-such-id'])).toEqual({ code: 1, out: '', err: 'tools-runner approve: no approval request "no-such-id" (tools-runner approvals lists the waiting ones)\n' });
     const fake = await mallory.createBreadcrumb({
@@ -319,5 +346,21 @@ describe('approvals across a restart', () => {
     expect(response).toMatchObject({ status: 'success', metadata: { approval_id: approval.id } });
     const records = (await c.listAll({ schema_name: SCHEMA.ToolApprovalRequest, tag: WS, include_context: true })).filter((i) => i.context?.['rid'] === rid);
     expect(records).toHaveLength(1);
+  });
+});
+
+describe('approvals on a store without auth', () => {
+  it('agent decisions never count (the writer is not authenticated); the operator\'s sealed decision still does', async () => {
+    const { url, runner } = await startRunnerWithStore();
+    const c = agent(url, 'requester');
+    const alice = agent(url, 'alice');
+    await putTool(c, markerTool('ap-noauth', { side_effect: 'financial', approval: { when: 'always', approvers: ['alice', 'operator'] } }));
+    const rid = await send(c, 'ap-noauth', { mark: 'noauth' }, 'requester');
+    const approval = await approvalOf(c, rid);
+    const byAlice = await alice.createBreadcrumb({ title: 'approve', schema_name: SCHEMA.ToolApprovalResponse, tags: [WS, `approval:${approval.id}`], context: { decision: 'approve', input_hash: approval.context.input_hash } });
+    expect(await ignoredWhy(runner, byAlice.id)).toBe('the store does not authenticate writers (auth off), so agent decisions do not count');
+    expect(await ran(c, 'noauth')).toBe(0);
+    expect(await cli(['approve', approval.id, '--store-url', url])).toMatchObject({ code: 0 });
+    expect(await answer(c, rid)).toMatchObject({ status: 'success', metadata: { approval_id: approval.id, approved_by: 'operator' } });
   });
 });

@@ -60,13 +60,13 @@ export function approvalNeed(call: Pick<Call, 'contract' | 'route'>, confirmExte
 
 const SECRET_KEY = /pass(word|phrase)?|secret|token|api[-_]?key|auth|credential|private[-_]?key|cookie|session/i;
 
-/** The input as an approver sees it: secret-looking fields and known secret values replaced, capped at `maxChars`. */
+/** The input as an approver sees it: secret-looking fields (whole values), known secret values and `--redact` matches replaced, capped at `maxChars`. */
 export function inputPreview(input: unknown, redactor: Redactor, maxChars = PREVIEW_MAX_CHARS): string {
   const mask = (value: unknown): unknown => {
     if (Array.isArray(value)) return value.map(mask);
     if (typeof value === 'object' && value !== null) {
       const out: Record<string, unknown> = {};
-      for (const [key, child] of Object.entries(value)) out[key] = SECRET_KEY.test(key) && child !== null && typeof child !== 'object' ? REDACTED : mask(child);
+      for (const [key, child] of Object.entries(value)) out[key] = SECRET_KEY.test(key) && child !== null ? REDACTED : mask(child);
       return out;
     }
     return value;
