@@ -29,6 +29,8 @@ export const TAG = {
   Response: 'tool:response',
   Catalog: 'tool:catalog',
   Claim: 'tool:claim',
+  /** Tag of the runner's tool.approval.request.v1 records. */
+  Approval: 'tool:approval',
   Tool: 'tool',
   /** `request:<rid>` */
   request: (rid: string) => `request:${rid}`,
@@ -376,3 +378,38 @@ export const ToolIdempotencyContext = z.looseObject({
   mac: z.string(),
 });
 export type ToolIdempotencyContext = z.infer<typeof ToolIdempotencyContext>;
+
+// ---- tool.approval.request.v1 / tool.approval.response.v1 -------------------------------------
+
+/** Context of the runner's `tool.approval.request.v1` (tagged `[WS, tool:approval]`), sealed with `mac`. */
+export const ToolApprovalRequestContext = z.looseObject({
+  request_breadcrumb_id: z.string(),
+  rid: z.string(),
+  tool: z.string(),
+  version: z.string(),
+  input_hash: z.string(),
+  /** The input, redacted and capped, for the approver to read. */
+  input_preview: z.string(),
+  /** The requesting agent (or `(anonymous)`). */
+  requested_by: z.string(),
+  /** Who may decide: agent ids and/or `operator`. */
+  approvers: z.array(z.string()),
+  /** Why approval is needed: `contract` (its `approval`) or `confirm-external-actions`. */
+  policy: z.string(),
+  expires_at: z.string(),
+  mac: z.string(),
+});
+export type ToolApprovalRequestContext = z.infer<typeof ToolApprovalRequestContext>;
+
+/** Context of a `tool.approval.response.v1` (tagged `approval:<approval request id>`). */
+export const ToolApprovalResponseContext = z.looseObject({
+  decision: z.enum(['approve', 'deny']),
+  input_hash: z.string(),
+  reason: z.string().max(2000).optional(),
+  /** `operator` on a decision written by `tools-runner approve|deny` (then `approval_id`, `decided_at` and `mac` are set). */
+  approver: z.string().optional(),
+  approval_id: z.string().optional(),
+  decided_at: z.string().optional(),
+  mac: z.string().optional(),
+});
+export type ToolApprovalResponseContext = z.infer<typeof ToolApprovalResponseContext>;

@@ -31,6 +31,12 @@ export interface RequestKeys {
   verifyClaimMac(fields: ClaimMacFields, mac: unknown): boolean;
   /** MAC of a runner state record (`label` names what it is). */
   stateMac(label: string, value: string): string;
+  /** Idempotency-Key of the one tool.approval.request.v1 of a request. */
+  approvalKey(requestBreadcrumbId: string): string;
+  /** Idempotency-Key of the operator's decision on an approval request (one per approval). */
+  approvalDecisionKey(approvalBreadcrumbId: string): string;
+  /** MAC over the canonical text of an approval record's fields (`kind`: `request` or `decision`). */
+  approvalMac(kind: 'request' | 'decision', canonical: string): string;
   /** Idempotency-Key of the tool.idempotency.v1 record binding a caller's idempotency key (agent, tool, key). */
   idempotencyKey(binding: IdempotencyBinding): string;
   /** Tag of that record (found by it after a restart, or when the store's 409 names no record). */
@@ -91,5 +97,8 @@ export function createRequestKeys(secret: Buffer): RequestKeys {
     // The length-prefixed parts keep ("a", "b:c") and ("a:b", "c") apart; agent strings never reach a header raw.
     idempotencyKey: (b) => `idempotency-${short(mac('idempotency', b.agent, b.tool, b.key))}`,
     idempotencyTag: (b) => `idempotency:${short(mac('idempotency-tag', b.agent, b.tool, b.key))}`,
+    approvalKey: (id) => `approval-${short(mac('approval', id))}`,
+    approvalDecisionKey: (id) => `approval-decision-${short(mac('approval-decision', id))}`,
+    approvalMac: (kind, canonical) => mac('approval-mac', kind, canonical),
   };
 }

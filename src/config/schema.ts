@@ -91,6 +91,11 @@ export const OPTIONS = {
     doc: '`tools-runner export` reads the bootstrap directory and `--manifests` instead of a running store (works offline).',
   }),
 
+  reason: opt(z.string().min(1).max(2000).optional(), {
+    group: 'general',
+    doc: 'The reason `tools-runner approve|deny` records with the decision (shown to the requester on a denial).',
+  }),
+
   // --- embedded store ------------------------------------------------------------------------
   host: opt(z.string().min(1).default('127.0.0.1'), {
     group: 'store',
@@ -250,6 +255,10 @@ export const OPTIONS = {
     group: 'runner',
     doc: 'Operator rate limits by tool name, overriding the tool contract\'s `rate_limits`: a JSON object `{"<tool>": {"per_tool": {"limit": 10, "window_ms": 1000, "burst": 0}, "per_agent": {...}}}`. Limits are per replica (README "Rate limits").',
   }),
+  approvalTimeoutMs: opt(intish(1000, 7 * 86_400_000).default(3_600_000), {
+    group: 'runner',
+    doc: 'How long a call waits for an approval when its contract gives no `approval.timeout_ms` (and for `--confirm-external-actions`); then it is answered `approval.required` (README "Approvals").',
+  }),
 
   // --- sandbox -------------------------------------------------------------------------------
   denoPath: opt(optionalString, {
@@ -363,7 +372,7 @@ export const OPTIONS = {
   }),
   confirmExternalActions: opt(boolish.default(true), {
     group: 'legacy',
-    doc: 'When true, host tools with `requires_confirmation` fail closed with `approval.required`.',
+    doc: 'When true, a call of a host tool with `requires_confirmation` waits for an approval (`tools-runner approve`); without one it is answered `approval.required`. When false such calls run, auto-approved and audited.',
   }),
   execTimeoutMs: opt(intish(1).default(30_000), {
     group: 'legacy',

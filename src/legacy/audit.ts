@@ -31,7 +31,7 @@ export interface AuditRecord {
   signal?: string;
   /** HTTP status of the answer (http transport). */
   status?: number;
-  /** The L10 text when confirmation was switched off and the call auto-approved. */
+  /** The L10 text when confirmation was switched off and the call auto-approved; `approved (approval <id>)` when an approver granted it. */
   approval?: string;
 }
 

@@ -1,5 +1,7 @@
 // executeHostTool(): one call of a host tool: check the input (object, input schema; skipped when
-// the runner's request path already did, `inputChecked`) -> confirmation gate -> resolve secrets
+// the runner's request path already did, `inputChecked`) -> confirmation gate (the request path's
+// approval policy waits for an approval and passes its id; without one a `requires_confirmation`
+// tool is refused under --confirm-external-actions, auto-approved without it) -> resolve secrets
 // -> run the transport under its timeout -> validate the result -> clean and redact -> audit.
 //
 // Tool behaviour never throws: every ending is an ExecutionResult. Secret values are registered
@@ -47,6 +49,8 @@ export interface ExecuteHostToolOptions {
   runRemote?(call: RemoteCall): Promise<CallOutcome>;
   /** The input was already normalised and checked against the input schema (the runner's request path does it once). */
   inputChecked?: boolean;
+  /** The approval this call was granted (the runner's approval policy, src/request/policies/approval.ts); audited. */
+  approvalId?: string;
 }
 
 type Failed = Extract<CallAnswer, { ok: false }>;
@@ -91,7 +95,12 @@ async function call(tool: HostTool, input: unknown, options: ExecuteHostToolOpti
     const issues = schemas.check(tool.inputSchema, args);
     if (issues) return fail(ErrorCode.InputInvalid, `input does not match the input schema of ${JSON.stringify(tool.name)}: ${describeIssues(issues)}`, { errors: issues });
   }
-  if (tool.requiresConfirmation) {
+  // The runner's approval policy decides before the call gets here; this gate only makes sure a
+  // confirmed tool never runs without that decision (a caller outside the request path).
+  if (options.approvalId !== undefined) {
+    state.approval = `approved (approval ${options.approvalId})`;
+    log.info('host tool call approved', { approvalId: options.approvalId });
+  } else if (tool.requiresConfirmation) {
     if (config.confirmExternalActions) {
       log.info('host tool call refused', { decision: CONFIRMATION_REFUSED });
       return fail(ErrorCode.ApprovalRequired, CONFIRMATION_REFUSED, { tool: tool.name });

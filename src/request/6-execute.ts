@@ -26,6 +26,8 @@ export interface RunContext {
   rid: string;
   breadcrumbId: string;
   agentId?: string;
+  /** The approval the call was granted (approval policy), when it needed one. */
+  approvalId?: string;
   signal: AbortSignal;
   /** The request's stopwatch: executors add `secrets`, `sandbox_wait` and `sandbox_run` to it. */
   timings?: Stopwatch;

@@ -106,7 +106,8 @@ export function createRequestHandler(options: RequestHandlerOptions) {
     watch.lap('policy');
     if (gate.kind === 'park') return { tool: toolName, kind: route.kind, metadata, call, parked: gate, attempts: 0, result: errorResult(ErrorCode.ApprovalRequired, gate.reason) };
     if (gate.kind === 'answer') return { tool: toolName, kind: route.kind, metadata, call, attempts: 0, result: gate.result };
-    const ctx = { rid, breadcrumbId: identity.breadcrumbId, signal, timings: watch, ...(agentId ? { agentId } : {}) };
+    const approvalId = call.metadata['approval_id'];
+    const ctx = { rid, breadcrumbId: identity.breadcrumbId, signal, timings: watch, ...(agentId ? { agentId } : {}), ...(typeof approvalId === 'string' ? { approvalId } : {}) };
     const { result, attempts } = await executeWithRetries(executors, route, checked.input, ctx, retryPlan(call.contract));
     watch.mark(); // the executor counted its own stages (secrets, sandbox_wait, sandbox_run)
     const display = route.kind === 'host' && route.tool.transport.kind === 'rap' ? renderDisplay(route.tool.name, route.tool.transport.displayScript, checked.input) : undefined;

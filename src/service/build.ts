@@ -22,6 +22,7 @@ import { createCodeExecutor, createHostExecutor } from '../request/6-execute.js'
 import { createResponder } from '../request/7-respond.js';
 import { createRequestHandler } from '../request/handler.js';
 import type { Policy } from '../request/5-policy.js';
+import { approvalPolicy } from '../request/policies/approval.js';
 import { idempotencyPolicies } from '../request/policies/idempotency.js';
 import { parseRateOverrides, rateLimitPolicy } from '../request/policies/rate-limit.js';
 import { createSandbox, type Sandbox } from '../sandbox/index.js';
@@ -208,6 +209,7 @@ export async function buildService(
           env: hostEnv,
           schemas: hostSchemas,
           inputChecked: true,
+          ...(ctx.approvalId !== undefined ? { approvalId: ctx.approvalId } : {}),
           // timed into the request's `secrets` stage (the host executor counts the rest as `sandbox_run`)
           resolveSecret: async (name) => {
             const from = performance.now();
@@ -221,10 +223,25 @@ export async function buildService(
         }),
     }),
   };
-  // The contract policies, in the order a call meets them (src/request/5-policy.ts): a replay or
-  // key conflict is decided first (no approval, no token), the key is reserved last (right before the run).
+  // The contract policies, in the order a call meets them (src/request/5-policy.ts): a replay or key
+  // conflict is decided first (no approval needed, no token taken), then approval, then rate limits;
+  // the idempotency key is reserved last, right before the run.
   const idempotency = idempotencyPolicies({ client, keys, workspace: config.workspace, logger: log.child({ component: 'idempotency' }) });
-  const policies: Policy[] = [idempotency.check, rateLimitPolicy({ overrides: parseRateOverrides(config.rateLimits) }), idempotency.reserve];
+  const policies: Policy[] = [
+    idempotency.check,
+    approvalPolicy({
+      client,
+      keys,
+      workspace: config.workspace,
+      logger: log.child({ component: 'approvals' }),
+      confirmExternalActions: config.confirmExternalActions,
+      defaultTimeoutMs: config.approvalTimeoutMs,
+      redactPatterns: config.redact,
+      secretValues: () => [...Object.values(fileSecrets ?? {}), ...(config.runnerSecret ? [config.runnerSecret] : [])],
+    }),
+    rateLimitPolicy({ overrides: parseRateOverrides(config.rateLimits) }),
+    idempotency.reserve,
+  ];
   const handler = createRequestHandler({
     client,
     policies,

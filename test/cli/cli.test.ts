@@ -11,7 +11,7 @@ import type { StoreClient } from '../../src/breadcrumbs/index.js';
 import { cleanupAll, client, putTool, request, runCli, startRunnerWithStore, tempDir, toolContext, type CliProcess } from '../e2e/harness.js';
 
 const RAW = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/;
-const COMMANDS = ['start', 'store', 'call', 'tail', 'test', 'bootstrap', 'export', 'mcp', 'config'];
+const COMMANDS = ['start', 'store', 'call', 'tail', 'test', 'bootstrap', 'export', 'approvals', 'approve', 'deny', 'mcp', 'config'];
 const HOSTILE = ['\u001b[2J\u001b[31mred', '\u001b]8;;https://evil.example/\u0007click\u001b]8;;\u0007', 'calc\rsafe', 'invoice\u202Efdp.exe', '\u009b31mC1'];
 
 async function run(args: string[], env: Record<string, string> = {}): Promise<{ code: number | string; out: string; err: string }> {

@@ -11,13 +11,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BreadcrumbCreate, SCHEMA, TAG, ToolCreateResponseContext, ToolRequestContext, ToolResponseContext } from '../../src/breadcrumbs/messages.js';
 import { defaultConfig } from '../../src/config/index.js';
 import { validateToolDefinition } from '../../src/screen/index.js';
+import type { Route } from '../../src/catalog/catalog.js';
+import { parseContract, type ToolContract } from '../../src/contract/contract.js';
+import { approvalNeed } from '../../src/request/policies/approval-records.js';
 import { cleanupAll, client, runCli, startRunnerWithStore, tempDir } from '../e2e/harness.js';
 import { commandLines, readme, shell, startShell } from './readme-blocks.js';
 
 const doc = readme();
 
 /** Blocks that run in this file. */
-const TESTED = ['quick-start-call', 'request', 'response', 'request-curl', 'no-store', 'tool-definition', 'create-request', 'idempotent-request'];
+const TESTED = ['quick-start-call', 'request', 'response', 'request-curl', 'no-store', 'tool-definition', 'create-request', 'idempotent-request', 'approval-contract'];
 /** Blocks that cannot run in a test, each with its marker's reason. */
 const SKIPPED = {
   'quick-start-install': 'installs packages and starts a service on the fixed ports 8081/8082 (the test runs the same service on free ports for the blocks below)',
@@ -25,6 +28,8 @@ const SKIPPED = {
   diagram: 'a diagram, not a command',
   docker: 'needs Docker, which the test machine does not have',
   'mcp-desktop-config': "a desktop client's configuration file; test/mcp/stdio.test.ts runs the same command",
+  'rate-limits-flag': 'starts a service with a flag; test/e2e/contract-policies.test.ts runs a runner with --rate-limits',
+  'approvals-cli': 'needs a call waiting for approval; test/e2e/approvals.test.ts runs these commands against a real runner',
 };
 
 // Nothing listens on port 1: a refused connection, at once — "the network is unreachable".
@@ -174,6 +179,13 @@ describe('README examples', () => {
     const called = await shell(`npx tools-runner call doubler '{"n":21}'`, { cwd, env });
     expect(called.code).toBe(0);
     expect(JSON.parse(called.stdout)).toMatchObject({ tool: 'doubler', status: 'success', output: { doubled: 42 } });
+  });
+
+  it('approval-contract: a valid contract under which a call of the tool needs alice\'s or the operator\'s approval', () => {
+    const parsed = parseContract(json('approval-contract'));
+    expect(parsed.issues).toEqual([]);
+    const route = { kind: 'code', tool: { name: 'pay-invoice' } } as unknown as Route;
+    expect(approvalNeed({ contract: parsed.contract as ToolContract, route }, true)).toEqual({ policy: 'contract', approvers: ['alice', 'operator'], timeoutMs: 900_000 });
   });
 });
 

@@ -44,7 +44,7 @@ beforeAll(async () => {
       ],
     }),
   );
-  ({ url } = await startRunnerWithStore(['--manifests', `${agentcli},${runloop}`, '--granted-capabilities', 'exec', '--audit-dir', join(dir, 'audit')]));
+  ({ url } = await startRunnerWithStore(['--manifests', `${agentcli},${runloop}`, '--granted-capabilities', 'exec', '--audit-dir', join(dir, 'audit'), '--approval-timeout-ms', '1000']));
   c = client(url);
 });
 
@@ -72,10 +72,10 @@ describe('host tools', () => {
     expect(response.error?.message).toMatch(/\/a: must be number/);
   });
 
-  it('fail closed when confirmation is required', async () => {
+  it('fail closed when confirmation is required and nobody approves in time (the familiar refusal text first)', async () => {
     const response = await answer(c, await request(c, 'mail.send', {}));
     expect(response.error?.code).toBe('approval.required');
-    expect(response.error?.message).toContain('confirmation required (daemon lacks UI/TUI decision); refusing automatic approval');
+    expect(response.error?.message).toMatch(/^confirmation required \(daemon lacks UI\/TUI decision\); refusing automatic approval \(approval \S+ for "mail\.send"@[0-9a-f]{12} timed out at \S+ with no decision from operator; timeout counts as deny\)$/);
   });
 
   it('a tool.v1 breadcrumb that no local manifest defines is never executed', async () => {

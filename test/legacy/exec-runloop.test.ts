@@ -108,7 +108,7 @@ describe('Runloop exec', () => {
 });
 
 describe('confirmation gate (L10, L11)', () => {
-  it('L11: requires_confirmation fails closed with approval.required while confirmExternalActions is on', async () => {
+  it('L11: without an approval from the request path, requires_confirmation fails closed with approval.required while confirmExternalActions is on', async () => {
     const opts = await options();
     const result = await executeHostTool(await tool({ requires_confirmation: true }), {}, opts);
     expect(result).toMatchObject({ ok: false, error: { code: 'approval.required', message: CONFIRMATION_REFUSED, retryable: false } });
@@ -124,5 +124,15 @@ describe('confirmation gate (L10, L11)', () => {
     expect(CONFIRMATION_AUTO_APPROVED).toBe('auto-approved (confirm_external_actions=false)');
     expect(log.lines.find((line) => line.msg === 'host tool call auto-approved')).toMatchObject({ decision: CONFIRMATION_AUTO_APPROVED, tool: 'mail.report' });
     expect((await readAudit(opts.config.auditDir))[0]?.record).toMatchObject({ outcome: 'ok', approval: CONFIRMATION_AUTO_APPROVED });
+  });
+
+  it('with an approval granted by the runner\'s approval policy, the call runs under confirmExternalActions, and the approval id is logged and audited', async () => {
+    const log = captureLogger();
+    const opts = await options({ logger: log.logger });
+    const result = await executeHostTool(await tool({ requires_confirmation: true }), { a: 1 }, { ...opts, approvalId: 'appr-123' });
+    expect(result).toMatchObject({ ok: true, output: { input: { a: 1 } } });
+    expect(log.lines.find((line) => line.msg === 'host tool call approved')).toMatchObject({ approvalId: 'appr-123', tool: 'mail.report' });
+    expect(log.lines.find((line) => line.msg === 'host tool call refused')).toBeUndefined();
+    expect((await readAudit(opts.config.auditDir))[0]?.record).toMatchObject({ outcome: 'ok', approval: 'approved (approval appr-123)' });
   });
 });
