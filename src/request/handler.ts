@@ -79,10 +79,10 @@ export function createRequestHandler(options: RequestHandlerOptions) {
     const { rid, tool: toolName, agentId } = identity;
     const read = readRequest(full, identity);
     if (!read.ok) return { tool: toolName, kind: 'none', metadata: {}, result: read.result };
-    const routed = await routeRequest(catalog, toolName);
+    const routed = await routeRequest(catalog, toolName, read.version);
     if (!routed.ok) return { tool: toolName, kind: 'none', metadata: {}, result: routed.result };
     const { route } = routed;
-    const metadata = executorMetadata(executors, route);
+    const metadata = { ...executorMetadata(executors, route), ...(route.warnings?.length ? { warnings: route.warnings } : {}) };
     const checked = checkInput(route, read.input, validator);
     if (!checked.ok) return { tool: toolName, kind: route.kind, metadata, result: checked.result };
     const result = await execute(executors, route, checked.input, { rid, breadcrumbId: identity.breadcrumbId, signal, ...(agentId ? { agentId } : {}) });
