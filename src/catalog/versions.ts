@@ -2,7 +2,8 @@
 //
 // A request's `context.version` is exact (`2.1.0`) or a range (`^2`, `~2.1`, `2.x`, any node-semver
 // range); prereleases match a range only when the range itself names a prerelease. Without it the
-// default is the highest version that is not deprecated, else (all deprecated) the highest.
+// default is the highest version that is not deprecated (a release before a prerelease), else (all
+// deprecated) the highest.
 //
 // Lifecycle of one version, from its contract's `deprecation` at the time of the request:
 //   active      no deprecated_at, or deprecated_at in the future
@@ -74,9 +75,9 @@ function parseSpec(spec: string): Spec | undefined {
   const exact = semver.valid(spec);
   if (exact) return { kind: 'exact', version: exact };
   if (semver.validRange(spec) === null) return undefined;
-  const plain = new semver.Range(spec);
-  const namesPrerelease = plain.set.some((comparators) => comparators.some((c) => (c.semver.prerelease?.length ?? 0) > 0));
-  return { kind: 'range', range: namesPrerelease ? new semver.Range(spec, { includePrerelease: true }) : plain };
+  // The spec's own text, not the parsed range: `^3` desugars to `<4.0.0-0`, which is no prerelease of the caller's.
+  const namesPrerelease = /\d+\.\d+\.\d+-[0-9A-Za-z]/.test(spec);
+  return { kind: 'range', range: new semver.Range(spec, { includePrerelease: namesPrerelease }) };
 }
 
 /** Whether `spec` is a usable `context.version` (exact version or range). */
@@ -102,7 +103,9 @@ export function chooseVersion<T>(name: string, candidates: ReadonlyArray<Version
   const none = (what: string): VersionChoice<T> => ({ ok: false, code: ErrorCode.ToolNotFound, message: `tool "${name}" has no version ${what} (versions: ${listed})` });
 
   if (spec === undefined) {
-    const chosen = routable.find((c) => status(c) === 'active') ?? routable[0] ?? sorted[0];
+    const stable = (c: VersionCandidate<T>): boolean => semver.prerelease(c.version) === null;
+    const active = routable.filter((c) => status(c) === 'active');
+    const chosen = active.find(stable) ?? active[0] ?? routable[0] ?? sorted[0];
     return chosen ? pick(chosen) : none('at all');
   }
   const parsed = parseSpec(spec);
