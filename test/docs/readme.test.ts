@@ -17,7 +17,7 @@ import { commandLines, readme, shell, startShell } from './readme-blocks.js';
 const doc = readme();
 
 /** Blocks that run in this file. */
-const TESTED = ['quick-start-call', 'request', 'response', 'request-curl', 'no-store', 'tool-definition', 'create-request'];
+const TESTED = ['quick-start-call', 'request', 'response', 'request-curl', 'no-store', 'tool-definition', 'create-request', 'request-version'];
 /** Blocks that cannot run in a test, each with its marker's reason. */
 const SKIPPED = {
   'quick-start-install': 'installs packages and starts a service on the fixed ports 8081/8082 (the test runs the same service on free ports for the blocks below)',
@@ -155,6 +155,20 @@ describe('README examples', () => {
     const called = await shell(`npx tools-runner call doubler '{"n":21}'`, { cwd, env });
     expect(called.code).toBe(0);
     expect(JSON.parse(called.stdout)).toMatchObject({ tool: 'doubler', status: 'success', output: { doubled: 42 } });
+  });
+
+  it('request-version: a request pinned to a version range runs the version it matches', async () => {
+    const request = json('request-version');
+    const context = ToolRequestContext.parse(request['context']);
+    const store = client(storeUrl);
+    await store.createBreadcrumb(BreadcrumbCreate.parse(request));
+    let answer: { context?: unknown } | undefined;
+    await expect.poll(async () => {
+      [answer] = await store.listBreadcrumbs({ schema_name: SCHEMA.ToolResponse, tag: TAG.request(context.requestId as string), include_context: true });
+      return answer !== undefined;
+    }, { timeout: 30_000 }).toBe(true);
+    const response = ToolResponseContext.parse(answer?.context);
+    expect(response).toMatchObject({ tool: 'calculator', status: 'success', output: { result: 42 }, metadata: { tool_version: '1.0.0' } });
   });
 });
 
