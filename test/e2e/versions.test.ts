@@ -90,6 +90,16 @@ describe('tool versions', () => {
         message: 'a tool named "scale" already exists (version 1.0.0); set replaces_version to "1.0.0" to replace it, or give tool_spec.version a new major to publish it beside the existing version(s)',
       },
     ]);
+    const refused = async (spec: Record<string, unknown>, replaces: string): Promise<unknown> => (await create(owner, spec, { replaces_version: replaces })).errors;
+    expect(await refused(multiplier('3.0.0', 4), '2.5.0')).toEqual([
+      { code: 'conflict', path: '/replaces_version', message: 'replaces_version is "2.5.0" but "scale" has no such version (versions: 2.1.0, 1.0.0)' },
+    ]);
+    expect(await refused(multiplier('1.2.0', 2), '2.1.0')).toEqual([
+      { code: 'conflict', path: '/replaces_version', message: 'version "1.2.0" is a minor/patch of major 1, so it replaces a version of that major (1.0.0), not "2.1.0"' },
+    ]);
+    expect(await refused(multiplier('1.0.0', 2), '1.0.0')).toEqual([
+      { code: 'conflict', path: '/tool_spec/version', message: 'version "1.0.0" is the version being replaced; give the new tool a new version' },
+    ]);
     // Only the owner publishes versions, a new major included.
     const hijack = await create(agent('mallory'), multiplier('9.0.0', 0));
     expect(hijack.errors).toEqual([{ code: 'permission.denied', path: '/tool_spec/name', message: 'tool "scale" belongs to agent:owner-1; only its owner can replace it (this request is from agent:mallory)' }]);
