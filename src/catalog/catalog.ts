@@ -33,6 +33,7 @@ import type { HostTool } from '../legacy/index.js';
 import { ErrorCode } from '../errors.js';
 import type { Issue, Origin, ToolDefinition } from '../screen/index.js';
 import { definitionDigest, OPERATOR, type Stamper } from './deployment.js';
+import { codeEntry, hostEntry, hostVersion } from './entries.js';
 import { badSpecMessage, chooseVersion, compareVersionsDesc, deprecationWarning, isVersionSpec, removedMessage, versionKey, versionStatus, type VersionCandidate } from './versions.js';
 
 /** What runs a request: `version` is the chosen version; `warnings` (deprecation) go to `metadata.warnings`. */
@@ -339,58 +340,20 @@ export function createCatalog(options: CatalogOptions): Catalog {
     return { kind: 'owned', owner: remembered.owner, version: highest.version, ...(highest.id !== undefined ? { id: highest.id } : {}), versions };
   };
 
-  const codeEntry = (name: string, candidates: ReadonlyArray<VersionCandidate<unknown>>, nowMs: number): CatalogEntry | undefined => {
-    const choice = chooseVersion(name, candidates, undefined, nowMs);
-    if (!choice.ok) return undefined;
-    const tool = (choice.chosen.value as { tool: ToolDefinition }).tool;
-    const versions = [...candidates]
-      .sort((a, b) => compareVersionsDesc(a.version, b.version))
-      .flatMap((candidate) => {
-        const status = versionStatus(candidate.contract, nowMs);
-        if (status === 'removed') return [];
-        const d = candidate.contract?.deprecation ?? {};
-        return [{ version: candidate.version, status, ...d }];
-      });
-    return {
-      name: tool.name,
-      description: tool.description,
-      version: tool.version,
-      kind: 'code',
-      inputSchema: tool.inputSchema,
-      outputSchema: tool.outputSchema,
-      examples: tool.examples.map((example) => ({ description: example.description, input: example.input, output: example.output })),
-      status: versionStatus(tool.contract, nowMs),
-      versions,
-      contract: tool.contract,
-    };
-  };
-
   const entries = (): CatalogEntry[] => {
     const nowMs = now();
     const out = new Map<string, CatalogEntry>();
     for (const [name, versions] of selected) {
-      const entry = codeEntry(name, [...versions.values()].map((record) => ({ version: versionOf(record), contract: record.tool?.contract, value: record })), nowMs);
+      const tools = [...versions.values()].map((record) => record.tool as ToolDefinition);
+      const entry = codeEntry(name, tools.map((tool) => ({ version: tool.version, contract: tool.contract, value: tool })), nowMs);
       if (entry) out.set(name, entry);
     }
     for (const host of options.hostTools()) {
-      const status = versionStatus(host.contract, nowMs);
-      if (status === 'removed') continue;
-      const version = hostVersion(host);
-      out.set(host.name, {
-        name: host.name,
-        description: host.description,
-        version,
-        kind: 'host',
-        inputSchema: host.inputSchema ?? { type: 'object' },
-        ...(host.resultSchema ? { outputSchema: host.resultSchema } : {}),
-        examples: [],
-        status,
-        versions: [{ version, status, ...(host.contract?.deprecation ?? {}) }],
-        contract: host.contract ?? {},
-      });
+      const entry = hostEntry(host, nowMs);
+      if (entry) out.set(host.name, entry);
     }
     for (const [name, pinned] of options.operatorTools()) {
-      const entry = codeEntry(name, [{ version: pinned.tool.version, contract: pinned.tool.contract, value: pinned }], nowMs);
+      const entry = codeEntry(name, [{ version: pinned.tool.version, contract: pinned.tool.contract, value: pinned.tool }], nowMs);
       if (entry) out.set(name, entry);
       else out.delete(name);
     }
@@ -412,11 +375,6 @@ export function createCatalog(options: CatalogOptions): Catalog {
   };
 
   return { load, applyChange, refreshName, lookup, resolve, ownership, entries, rejected };
-}
-
-/** The single version of a host tool: the first 12 hex digits of its manifest's digest. */
-function hostVersion(host: HostTool): string {
-  return host.manifestDigest.slice(0, 12);
 }
 
 /** A host tool's route: one version (exact match only), deprecation from its contract. */
