@@ -68,16 +68,20 @@ export function removedMessage(name: string, version: string, contract: ToolCont
   return `tool ${name}@${version} was removed on ${d.removal_at ?? '(unknown)'}${use}`;
 }
 
-type Spec = { kind: 'exact'; version: string } | { kind: 'range'; range: semver.Range };
+type Spec = { kind: 'exact'; version: semver.SemVer } | { kind: 'range'; range: semver.Range };
 
 /** Parses `context.version`; undefined when it is neither a version nor a range. */
 function parseSpec(spec: string): Spec | undefined {
-  const exact = semver.valid(spec);
+  // Only what looks like a whole version goes to semver.parse (a failed parse throws inside: slow).
+  const exact = /^v?\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.+-]*)?$/.test(spec) ? semver.parse(spec) : null;
   if (exact) return { kind: 'exact', version: exact };
-  if (semver.validRange(spec) === null) return undefined;
   // The spec's own text, not the parsed range: `^3` desugars to `<4.0.0-0`, which is no prerelease of the caller's.
-  const namesPrerelease = /\d+\.\d+\.\d+-[0-9A-Za-z]/.test(spec);
-  return { kind: 'range', range: new semver.Range(spec, { includePrerelease: namesPrerelease }) };
+  const includePrerelease = /\d+\.\d+\.\d+-[0-9A-Za-z]/.test(spec);
+  try {
+    return { kind: 'range', range: new semver.Range(spec, { includePrerelease }) };
+  } catch {
+    return undefined;
+  }
 }
 
 /** Whether `spec` is a usable `context.version` (exact version or range). */
@@ -92,29 +96,35 @@ export function badSpecMessage(spec: string): string {
 
 /** Chooses the version of tool `name` for a request's `spec` among `candidates` (any order). */
 export function chooseVersion<T>(name: string, candidates: ReadonlyArray<VersionCandidate<T>>, spec: string | undefined, nowMs: number): VersionChoice<T> {
-  const sorted = [...candidates].sort((a, b) => compareVersionsDesc(a.version, b.version));
-  const status = (c: VersionCandidate<T>): VersionStatus => versionStatus(c.contract, nowMs);
-  const routable = sorted.filter((c) => status(c) !== 'removed');
-  const listed = routable.length > 0 ? routable.map((c) => c.version).join(', ') : 'none runnable';
-  const pick = (c: VersionCandidate<T>): VersionChoice<T> =>
-    status(c) === 'removed'
+  // Parsed once per call (this runs for every request): version, status, newest first.
+  const sorted = candidates
+    .map((c) => ({ c, sv: semver.parse(c.version), status: versionStatus(c.contract, nowMs) }))
+    .sort((a, b) => (a.sv && b.sv ? b.sv.compare(a.sv) : compareVersionsDesc(a.c.version, b.c.version)));
+  type Prepared = (typeof sorted)[number];
+  const pick = ({ c, status }: Prepared): VersionChoice<T> =>
+    status === 'removed'
       ? { ok: false, code: ErrorCode.ToolNotFound, message: removedMessage(name, c.version, c.contract) }
-      : { ok: true, chosen: c, warnings: status(c) === 'deprecated' ? [deprecationWarning(name, c.version, c.contract)] : [] };
-  const none = (what: string): VersionChoice<T> => ({ ok: false, code: ErrorCode.ToolNotFound, message: `tool "${name}" has no version ${what} (versions: ${listed})` });
+      : { ok: true, chosen: c, warnings: status === 'deprecated' ? [deprecationWarning(name, c.version, c.contract)] : [] };
+  const none = (what: string): VersionChoice<T> => {
+    const runnable = sorted.filter((p) => p.status !== 'removed').map((p) => p.c.version);
+    return { ok: false, code: ErrorCode.ToolNotFound, message: `tool "${name}" has no version ${what} (versions: ${runnable.length > 0 ? runnable.join(', ') : 'none runnable'})` };
+  };
 
   if (spec === undefined) {
-    const stable = (c: VersionCandidate<T>): boolean => semver.prerelease(c.version) === null;
-    const active = routable.filter((c) => status(c) === 'active');
-    const chosen = active.find(stable) ?? active[0] ?? routable[0] ?? sorted[0];
+    const chosen =
+      sorted.find((p) => p.status === 'active' && p.sv?.prerelease.length === 0) ??
+      sorted.find((p) => p.status === 'active') ??
+      sorted.find((p) => p.status !== 'removed') ??
+      sorted[0];
     return chosen ? pick(chosen) : none('at all');
   }
   const parsed = parseSpec(spec);
   if (!parsed) return { ok: false, code: ErrorCode.InputInvalid, message: badSpecMessage(spec) };
   if (parsed.kind === 'exact') {
-    const match = sorted.find((c) => semver.valid(c.version) !== null && semver.eq(c.version, parsed.version));
-    return match ? pick(match) : none(parsed.version);
+    const match = sorted.find((p) => p.sv !== null && p.sv.compare(parsed.version) === 0);
+    return match ? pick(match) : none(parsed.version.version);
   }
-  const matches = sorted.filter((c) => semver.valid(c.version) !== null && parsed.range.test(c.version));
-  const chosen = matches.find((c) => status(c) !== 'removed') ?? matches[0];
+  const matches = sorted.filter((p) => p.sv !== null && parsed.range.test(p.sv));
+  const chosen = matches.find((p) => p.status !== 'removed') ?? matches[0];
   return chosen ? pick(chosen) : none(`matching ${JSON.stringify(spec)}`);
 }
