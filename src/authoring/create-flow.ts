@@ -7,6 +7,12 @@
 // bootstrap files cannot be replaced by agents. The catalog picks the new tool up from the event
 // stream, so it is runnable without a restart.
 //
+// Versions (chooseTarget): a new MAJOR from the owner — a `tool_spec.version` whose major number no
+// existing version of the name has — is created as a new record and coexists with the existing
+// versions (they stay runnable; requests pick one with `context.version`). A minor or patch (or a
+// spec without a version) replaces the existing version named by `replaces_version`, which must be
+// of the same major: that record is updated in place, as before versions coexisted.
+//
 // Ownership (README "Trust model"): the requester is the store's record of who wrote the request
 // (`created_by`; verified by the store when auth is on), else the declared agent_id. Names of
 // operator tools (bootstrap files, host tools) are reserved; a name owned by another agent is
@@ -19,7 +25,8 @@
 // tool and one answer. Requests are handled one at a time (they run examples).
 
 import PQueue from 'p-queue';
-import type { Catalog } from '../catalog/catalog.js';
+import semver from 'semver';
+import type { Catalog, Ownership } from '../catalog/catalog.js';
 import { agentOwner, DEPLOYMENT_FIELD, OPERATOR, type Stamper } from '../catalog/deployment.js';
 import type { StoreClient } from '../breadcrumbs/index.js';
 import { ANSWER_TAG_PREFIX, isConflict, isNotFound, isVersionMismatch, requestIdProblem, type RequestKeys } from '../breadcrumbs/index.js';
@@ -73,6 +80,52 @@ function bumpPatch(version: string): string {
   return match ? `${match[1]}.${match[2]}.${Number(match[3]) + 1}` : '1.0.1';
 }
 
+/** The version a create request replaces (its record is updated), or none (a new record), or the conflict. */
+type Target = { ok: true; replaces?: { version: string; id: string } } | { ok: false; issue: CreateIssue };
+
+/**
+ * Where the owner's new definition goes (the requester is the owner or the name is free):
+ * - no runnable version of the name (new, or its records deleted): a new record; `replaces_version` is a conflict;
+ * - a new MAJOR (`tool_spec.version`'s major is none of the existing versions'): a new record beside the
+ *   existing versions, which stay runnable; `replaces_version`, if given, must name an existing version;
+ * - otherwise (a minor/patch, or no version given): `replaces_version` must name an existing version of
+ *   the same major; that version's record is updated in place (no version given: its patch + 1).
+ */
+function chooseTarget(name: string, ownership: Ownership, specVersion: unknown, replacesVersion: string | undefined): Target {
+  const existing = ownership.kind === 'owned' ? ownership.versions.flatMap((v) => (v.id !== undefined ? [{ version: v.version, id: v.id }] : [])) : [];
+  const conflict = (path: string, message: string): Target => ({ ok: false, issue: issue(ErrorCode.Conflict, path, message) });
+  const list = existing.map((v) => v.version).join(', ');
+  if (existing.length === 0) {
+    return replacesVersion === undefined ? { ok: true } : conflict('/replaces_version', `replaces_version is set but no tool named "${name}" exists`);
+  }
+  const version = typeof specVersion === 'string' ? semver.valid(specVersion) : null;
+  const replaced = existing.find((v) => v.version === replacesVersion);
+  if (version !== null && !existing.some((v) => semver.valid(v.version) !== null && semver.major(v.version) === semver.major(version))) {
+    if (replacesVersion !== undefined && !replaced) return conflict('/replaces_version', `replaces_version is "${replacesVersion}" but "${name}" has no such version (versions: ${list})`);
+    return { ok: true };
+  }
+  const sameMajor = version !== null ? existing.filter((v) => semver.valid(v.version) !== null && semver.major(v.version) === semver.major(version)) : existing;
+  const current = sameMajor[0] ?? existing[0];
+  if (replacesVersion === undefined) {
+    return conflict(
+      '/tool_spec/name',
+      `a tool named "${name}" already exists (version ${current?.version ?? 'unknown'}); set replaces_version to "${current?.version ?? ''}" to replace it, or give tool_spec.version a new major to publish it beside the existing version(s)`,
+    );
+  }
+  if (!replaced) {
+    return conflict('/replaces_version', `replaces_version is "${replacesVersion}" but the current version of "${name}" is "${existing.length === 1 ? current?.version : list}"`);
+  }
+  if (version !== null && !sameMajor.includes(replaced)) {
+    return conflict('/replaces_version', `version "${version}" is a minor/patch of major ${semver.major(version)}, so it replaces a version of that major (${sameMajor.map((v) => v.version).join(', ')}), not "${replacesVersion}"`);
+  }
+  if (typeof specVersion === 'string' && specVersion === replacesVersion) {
+    return conflict('/tool_spec/version', `version "${replacesVersion}" is the version being replaced; give the new tool a new version`);
+  }
+  const clash = version !== null ? existing.find((v) => semver.valid(v.version) !== null && semver.eq(v.version, version)) : undefined;
+  if (clash) return conflict('/tool_spec/version', `version "${version}" of "${name}" already exists (definition ${clash.id}); give the new tool a new version`);
+  return { ok: true, replaces: replaced };
+}
+
 /** The rid of a create request (`request_id`, else the breadcrumb id) and why `request_id` is unusable, if it is. */
 function createRequestRid(breadcrumb: { id: string; context: Record<string, unknown> }): { rid: string; problem?: string } {
   const raw = breadcrumb.context['request_id'];
@@ -119,22 +172,10 @@ export async function processCreateRequest(deps: Deps, breadcrumb: CreateRequest
   if (ownership.kind === 'owned' && ownership.owner !== requester) {
     return reject([issue(ErrorCode.PermissionDenied, '/tool_spec/name', `tool "${name}" belongs to ${ownership.owner}; only its owner can replace it (this request is from ${requester})`)]);
   }
-  const existingId = ownership.kind === 'owned' ? ownership.id : undefined;
-  const existingVersion = ownership.kind === 'owned' ? ownership.version : undefined;
-  if (existingId !== undefined) {
-    if (parsed.data.replaces_version === undefined) {
-      return reject([issue(ErrorCode.Conflict, '/tool_spec/name', `a tool named "${name}" already exists (version ${existingVersion ?? 'unknown'}); set replaces_version to "${existingVersion ?? ''}" to replace it`)]);
-    }
-    if (parsed.data.replaces_version !== existingVersion) {
-      return reject([issue(ErrorCode.Conflict, '/replaces_version', `replaces_version is "${parsed.data.replaces_version}" but the current version of "${name}" is "${existingVersion ?? 'unknown'}"`)]);
-    }
-    if (spec['version'] === undefined) spec['version'] = bumpPatch(existingVersion ?? '1.0.0');
-    else if (spec['version'] === existingVersion) {
-      return reject([issue(ErrorCode.Conflict, '/tool_spec/version', `version "${existingVersion}" is the version being replaced; give the new tool a new version`)]);
-    }
-  } else if (parsed.data.replaces_version !== undefined) {
-    return reject([issue(ErrorCode.Conflict, '/replaces_version', `replaces_version is set but no tool named "${name ?? ''}" exists`)]);
-  }
+  const target = chooseTarget(name ?? '', ownership, spec['version'], parsed.data.replaces_version);
+  if (!target.ok) return reject([target.issue]);
+  const existingId = target.replaces?.id;
+  if (target.replaces && spec['version'] === undefined) spec['version'] = bumpPatch(target.replaces.version);
   if (spec['version'] === undefined) spec['version'] = '1.0.0';
 
   const check = validateToolDefinition(spec, { origin: 'agent', config, validator: deps.validator });

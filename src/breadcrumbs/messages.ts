@@ -330,6 +330,16 @@ export type ToolCreateResponseContext = z.infer<typeof ToolCreateResponseContext
 
 // ---- tool.catalog.v1 / tool.claim.v1 -----------------------------------------------------------
 
+/** One version of a tool in tool.catalog.v1 (removed versions are not listed). */
+export const CatalogVersion = z.looseObject({
+  version: z.string(),
+  status: z.enum(['active', 'deprecated']),
+  deprecated_at: z.string().optional(),
+  removal_at: z.string().optional(),
+  replacement: z.string().optional(),
+});
+export type CatalogVersion = z.infer<typeof CatalogVersion>;
+
 export const CatalogEntry = z.looseObject({
   name: z.string(),
   description: z.string(),
@@ -339,6 +349,9 @@ export const CatalogEntry = z.looseObject({
   outputSchema: z.unknown().optional(),
   examples: z.array(z.unknown()),
   status: z.string(),
+  /** Every runnable version of the name, newest first (`version` above is the default one). */
+  versions: z.array(CatalogVersion).optional(),
+  contract: z.record(z.string(), z.unknown()).optional(),
 });
 export type CatalogEntry = z.infer<typeof CatalogEntry>;
 

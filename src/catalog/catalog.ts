@@ -10,25 +10,42 @@
 // (operator policy for operator-stamped records, agent policy otherwise). Reserved names: a pinned
 // bootstrap tool's or a host tool's name belongs to the operator; no record of that name runs.
 //
-// Ownership: each name's owner is remembered from the definition that last ran under it, also after
-// that definition is deleted or tampered with, for as long as this process lives. Only definitions
-// of the remembered owner are candidates; among them the oldest record wins. With no remembered
-// owner (a fresh start), the oldest candidate wins and its owner becomes the name's owner.
+// Ownership: each name's owner is remembered from the definitions that last ran under it, also after
+// they are deleted or tampered with, for as long as this process lives. Only definitions of the
+// remembered owner are candidates (another writer's are `trust.owner` rejected: only the owner
+// publishes versions). With no remembered owner (a fresh start), the owner of the oldest candidate
+// becomes the name's owner.
 //
-// Routing: pinned operator tool N; else host tool N; else the selected candidate; else nothing
-// (tool.not_found, with the reason why each record of that name is not runnable).
+// Versions: the owner's candidates are grouped by semantic version (build metadata ignored); per
+// version the oldest record wins (a same-version duplicate is `trust.shadowed`), so several versions
+// of one name are runnable at once. Pinned operator tools and host tools have one version each.
+//
+// Routing: pinned operator tool N; else host tool N; else one of N's selected versions, chosen by the
+// request's `context.version` (exact or range; default the highest non-deprecated; versions.ts);
+// else nothing (tool.not_found, with the reason why each record of that name is not runnable). A
+// deprecated version routes with a warning; a removed one (past `removal_at`) does not route.
 
 import type { StoreClient } from '../breadcrumbs/index.js';
 import { isNotFound } from '../breadcrumbs/index.js';
-import { SCHEMA, TAG, type CatalogEntry, type StoreEvent } from '../breadcrumbs/messages.js';
+import { SCHEMA, TAG, type CatalogEntry } from '../breadcrumbs/messages.js';
 import type { Logger } from '../logger.js';
 import type { HostTool } from '../legacy/index.js';
+import { ErrorCode } from '../errors.js';
 import type { Issue, Origin, ToolDefinition } from '../screen/index.js';
 import { definitionDigest, OPERATOR, type Stamper } from './deployment.js';
+import { codeEntry, hostEntry, hostVersion } from './entries.js';
+import { badSpecMessage, chooseVersion, compareVersionsDesc, deprecationWarning, isVersionSpec, removedMessage, versionKey, versionStatus, type VersionCandidate } from './versions.js';
 
+/** What runs a request: `version` is the chosen version; `warnings` (deprecation) go to `metadata.warnings`. */
 export type Route =
-  | { kind: 'code'; tool: ToolDefinition; breadcrumbId: string; breadcrumbVersion: number; owner: string }
-  | { kind: 'host'; tool: HostTool };
+  | { kind: 'code'; tool: ToolDefinition; breadcrumbId: string; breadcrumbVersion: number; owner: string; version: string; warnings?: string[] }
+  | { kind: 'host'; tool: HostTool; version: string; warnings?: string[] };
+
+/** A name's route for a request, why the request cannot have one, or `unknown` (no runnable tool of that name). */
+export type Lookup = { kind: 'route'; route: Route } | { kind: 'refused'; code: ErrorCode; message: string } | { kind: 'unknown' };
+
+/** A tool.code.v1 change the event filter (src/request/1-events.ts) passes on: one of this workspace, or any deletion. */
+export type CatalogChange = { kind: 'changed'; id: string; version?: number } | { kind: 'deleted'; id: string };
 
 export interface ValidationOutcome {
   ok: boolean;
@@ -50,7 +67,15 @@ export interface OperatorTool {
 /** Who may change the tool named N (the create flow asks before it writes). */
 export type Ownership =
   | { kind: 'reserved'; by: 'bootstrap' | 'host' }
-  | { kind: 'owned'; owner: string; version: string; /** The owner's record, when it still exists. */ id?: string }
+  | {
+      kind: 'owned';
+      owner: string;
+      /** The highest version the owner published (and `id`, its record, when it still exists). */
+      version: string;
+      id?: string;
+      /** Every version that ran under the name, newest first; `id` when its record still exists (maybe tampered with). */
+      versions: Array<{ version: string; id?: string }>;
+    }
   | { kind: 'free' };
 
 export interface CatalogOptions {
@@ -67,6 +92,8 @@ export interface CatalogOptions {
   onChange?(): void;
   /** The store's copy of a pinned tool is missing or differs from the file (re-publish it). */
   onOperatorDrift?(name: string): void;
+  /** The clock deprecation dates are compared with (tests); Date.now by default. */
+  now?(): number;
 }
 
 /** What the catalog knows of one tool.code.v1 breadcrumb. */
@@ -94,11 +121,14 @@ export interface RejectedTool {
 export interface Catalog {
   /** Full reload from the store: new, changed and deleted tools. */
   load(signal?: AbortSignal): Promise<void>;
-  /** Feeds an event from the store's stream (ignores what is not a tool of this workspace). */
-  handleEvent(event: StoreEvent): Promise<void>;
+  /** Applies a tool.code.v1 change of the workspace (or a deletion) the event stream reported. */
+  applyChange(change: CatalogChange): Promise<void>;
   /** Looks the name up in the store (closes the race between a tool's event and a request's). */
   refreshName(name: string): Promise<void>;
-  resolve(name: string): Route | undefined;
+  /** The route of `name` for a request's `context.version` (exact or range; absent = the default version). */
+  lookup(name: string, versionSpec?: string): Lookup;
+  /** `lookup` when it finds a route, else undefined. */
+  resolve(name: string, versionSpec?: string): Route | undefined;
   /** Who may change the tool named `name`. */
   ownership(name: string): Ownership;
   /** Runnable tools, for tool.catalog.v1 and exports. */
@@ -113,16 +143,18 @@ const older = (a: CodeRecord, b: CodeRecord): boolean => a.createdAt < b.created
 /** Creates the catalog. */
 export function createCatalog(options: CatalogOptions): Catalog {
   const { client, workspace, logger, stamper } = options;
+  const now = options.now ?? Date.now;
   const records = new Map<string, CodeRecord>();
-  /** name -> the owner and version of the definition that last ran under it (kept after deletion). */
-  const owners = new Map<string, { owner: string; id: string; version: string }>();
-  /** name -> selected record; id -> why a valid record is not selected. */
-  let selected = new Map<string, CodeRecord>();
+  /** name -> its owner and, per version key, the version and record that last ran (kept after deletion). */
+  const owners = new Map<string, { owner: string; versions: Map<string, { version: string; id: string }> }>();
+  /** name -> version key -> selected record; id -> why a valid record is not selected. */
+  let selected = new Map<string, Map<string, CodeRecord>>();
   let shadowed = new Map<string, Issue>();
   let loading = 0;
 
   const isHostName = (name: string): boolean => options.hostTools().some((tool) => tool.name === name);
   const pinsKey = (): string => [...options.operatorTools()].map(([name, pin]) => `${name}=${definitionDigest(pin.context)}`).sort().join(',');
+  const versionOf = (record: CodeRecord): string => (record.tool as ToolDefinition).version;
 
   const reindex = (): void => {
     if (loading > 0) return;
@@ -131,32 +163,44 @@ export function createCatalog(options: CatalogOptions): Catalog {
       if (!record.tool || !record.owner) continue;
       byName.set(record.tool.name, [...(byName.get(record.tool.name) ?? []), record]);
     }
-    const nextSelected = new Map<string, CodeRecord>();
+    const nextSelected = new Map<string, Map<string, CodeRecord>>();
     const nextShadowed = new Map<string, Issue>();
     for (const [name, candidates] of byName) {
-      const remembered = owners.get(name);
-      let best: CodeRecord | undefined;
+      let owner = owners.get(name)?.owner;
+      if (owner === undefined) owner = candidates.reduce((a, b) => (older(b, a) ? b : a)).owner as string;
+      const byVersion = new Map<string, CodeRecord>();
       for (const record of candidates) {
-        if (remembered && record.owner !== remembered.owner) continue;
-        if (!best || older(record, best)) best = record;
+        if (record.owner !== owner) continue;
+        const key = versionKey(versionOf(record));
+        const best = byVersion.get(key);
+        if (!best || older(record, best)) byVersion.set(key, record);
       }
-      if (best) {
-        nextSelected.set(name, best);
-        owners.set(name, { owner: best.owner as string, id: best.id, version: (best.tool as ToolDefinition).version });
+      if (byVersion.size > 0) {
+        nextSelected.set(name, byVersion);
+        const remembered = owners.get(name) ?? { owner, versions: new Map() };
+        for (const [key, record] of byVersion) {
+          // A record updated in place (create flow: a minor/patch) no longer stands for its old version.
+          for (const [oldKey, entry] of remembered.versions) if (entry.id === record.id && oldKey !== key) remembered.versions.delete(oldKey);
+          remembered.versions.set(key, { version: versionOf(record), id: record.id });
+        }
+        owners.set(name, remembered);
       }
-      const owner = owners.get(name)?.owner;
       for (const record of candidates) {
+        const best = byVersion.get(versionKey(versionOf(record)));
         if (record === best) continue;
         nextShadowed.set(
           record.id,
           record.owner !== owner
             ? issue('trust.owner', '/name', `the name "${name}" belongs to ${owner}; this definition, by ${record.owner}, is not runnable`)
-            : issue('trust.shadowed', '/name', `an older definition of "${name}" (${best?.id}) by the same owner wins`),
+            : issue('trust.shadowed', '/name', `an older definition of "${name}" version ${versionOf(record)} (${best?.id}) by the same owner wins; publish a new version instead of a copy`),
         );
       }
     }
-    for (const [name, record] of selected) {
-      if (nextSelected.get(name) !== record) logger.info('tool route changed', { name, from: record.id, to: nextSelected.get(name)?.id });
+    for (const [name, versions] of selected) {
+      for (const [key, record] of versions) {
+        const next = nextSelected.get(name)?.get(key);
+        if (next !== record) logger.info('tool route changed', { name, version: versionOf(record), from: record.id, to: next?.id });
+      }
     }
     selected = nextSelected;
     shadowed = nextShadowed;
@@ -232,18 +276,14 @@ export function createCatalog(options: CatalogOptions): Catalog {
     }
   };
 
-  const handleEvent = async (event: StoreEvent): Promise<void> => {
-    const id = event.breadcrumb_id;
-    if (!id) return;
-    if (event.type === 'breadcrumb.deleted') {
-      if (records.delete(id)) reindex();
+  const applyChange = async (change: CatalogChange): Promise<void> => {
+    if (change.kind === 'deleted') {
+      if (records.delete(change.id)) reindex();
       return;
     }
-    if (event.type !== 'breadcrumb.updated' || event.schema_name !== SCHEMA.ToolCode) return;
-    if (event.tags && !event.tags.includes(workspace)) return;
-    const known = records.get(id);
-    if (known && event.version !== undefined && known.version >= event.version) return;
-    await fetchAndValidate(id);
+    const known = records.get(change.id);
+    if (known && change.version !== undefined && known.version >= change.version) return;
+    await fetchAndValidate(change.id);
   };
 
   const refreshName = async (name: string): Promise<void> => {
@@ -254,50 +294,69 @@ export function createCatalog(options: CatalogOptions): Catalog {
     }
   };
 
-  const resolve = (name: string): Route | undefined => {
+  const codeRoute = (tool: ToolDefinition, breadcrumbId: string, breadcrumbVersion: number, owner: string, warnings: string[]): Route => ({
+    kind: 'code',
+    tool,
+    breadcrumbId,
+    breadcrumbVersion,
+    owner,
+    version: tool.version,
+    ...(warnings.length > 0 ? { warnings } : {}),
+  });
+
+  const lookup = (name: string, versionSpec?: string): Lookup => {
+    const nowMs = now();
     const pinned = options.operatorTools().get(name);
-    if (pinned) return { kind: 'code', tool: pinned.tool, breadcrumbId: pinned.id ?? '', breadcrumbVersion: 0, owner: OPERATOR };
+    if (pinned) {
+      const choice = chooseVersion(name, [{ version: pinned.tool.version, contract: pinned.tool.contract, value: pinned }], versionSpec, nowMs);
+      if (!choice.ok) return { kind: 'refused', code: choice.code, message: choice.message };
+      return { kind: 'route', route: codeRoute(pinned.tool, pinned.id ?? '', 0, OPERATOR, choice.warnings) };
+    }
     const host = options.hostTools().find((tool) => tool.name === name);
-    if (host) return { kind: 'host', tool: host };
-    const code = selected.get(name);
-    return code?.tool ? { kind: 'code', tool: code.tool, breadcrumbId: code.id, breadcrumbVersion: code.version, owner: code.owner as string } : undefined;
+    if (host) return hostLookup(host, versionSpec, nowMs);
+    const versions = selected.get(name);
+    if (!versions || versions.size === 0) return { kind: 'unknown' };
+    const candidates: Array<VersionCandidate<CodeRecord>> = [...versions.values()].map((record) => ({ version: versionOf(record), contract: record.tool?.contract, value: record }));
+    const choice = chooseVersion(name, candidates, versionSpec, nowMs);
+    if (!choice.ok) return { kind: 'refused', code: choice.code, message: choice.message };
+    const record = choice.chosen.value;
+    return { kind: 'route', route: codeRoute(record.tool as ToolDefinition, record.id, record.version, record.owner as string, choice.warnings) };
+  };
+
+  const resolve = (name: string, versionSpec?: string): Route | undefined => {
+    const found = lookup(name, versionSpec);
+    return found.kind === 'route' ? found.route : undefined;
   };
 
   const ownership = (name: string): Ownership => {
     if (options.operatorTools().has(name)) return { kind: 'reserved', by: 'bootstrap' };
     if (isHostName(name)) return { kind: 'reserved', by: 'host' };
     const remembered = owners.get(name);
-    if (!remembered) return { kind: 'free' };
-    return { kind: 'owned', owner: remembered.owner, version: remembered.version, ...(records.has(remembered.id) ? { id: remembered.id } : {}) };
+    const versions = [...(remembered?.versions.values() ?? [])]
+      .sort((a, b) => compareVersionsDesc(a.version, b.version))
+      .map(({ version, id }) => ({ version, ...(records.has(id) ? { id } : {}) }));
+    const highest = versions[0];
+    if (!remembered || !highest) return { kind: 'free' };
+    return { kind: 'owned', owner: remembered.owner, version: highest.version, ...(highest.id !== undefined ? { id: highest.id } : {}), versions };
   };
 
-  const codeEntry = (tool: ToolDefinition): CatalogEntry => ({
-    name: tool.name,
-    description: tool.description,
-    version: tool.version,
-    kind: 'code',
-    inputSchema: tool.inputSchema,
-    outputSchema: tool.outputSchema,
-    examples: tool.examples.map((example) => ({ description: example.description, input: example.input, output: example.output })),
-    status: 'active',
-  });
-
   const entries = (): CatalogEntry[] => {
+    const nowMs = now();
     const out = new Map<string, CatalogEntry>();
-    for (const [name, record] of selected) if (record.tool) out.set(name, codeEntry(record.tool));
-    for (const host of options.hostTools()) {
-      out.set(host.name, {
-        name: host.name,
-        description: host.description,
-        version: host.manifestDigest.slice(0, 12),
-        kind: 'host',
-        inputSchema: host.inputSchema ?? { type: 'object' },
-        ...(host.resultSchema ? { outputSchema: host.resultSchema } : {}),
-        examples: [],
-        status: 'active',
-      });
+    for (const [name, versions] of selected) {
+      const tools = [...versions.values()].map((record) => record.tool as ToolDefinition);
+      const entry = codeEntry(name, tools.map((tool) => ({ version: tool.version, contract: tool.contract, value: tool })), nowMs);
+      if (entry) out.set(name, entry);
     }
-    for (const [name, pinned] of options.operatorTools()) out.set(name, codeEntry(pinned.tool));
+    for (const host of options.hostTools()) {
+      const entry = hostEntry(host, nowMs);
+      if (entry) out.set(host.name, entry);
+    }
+    for (const [name, pinned] of options.operatorTools()) {
+      const entry = codeEntry(name, [{ version: pinned.tool.version, contract: pinned.tool.contract, value: pinned.tool }], nowMs);
+      if (entry) out.set(name, entry);
+      else out.delete(name);
+    }
     return [...out.values()].sort((a, b) => a.name.localeCompare(b.name));
   };
 
@@ -309,10 +368,23 @@ export function createCatalog(options: CatalogOptions): Catalog {
       if (errors.length === 0 || record.publication) continue;
       out.push({ id: record.id, ...(record.name !== undefined ? { name: record.name } : {}), errors });
     }
-    // The owner's own record first (e.g. the tampered one), then newest first.
-    const rank = (item: RejectedTool): string => `${item.name !== undefined && owners.get(item.name)?.id === item.id ? 1 : 0}${records.get(item.id)?.createdAt ?? ''}`;
+    // The owner's own records first (e.g. a tampered one), then newest first.
+    const ownRecord = (item: RejectedTool): boolean => item.name !== undefined && [...(owners.get(item.name)?.versions.values() ?? [])].some((entry) => entry.id === item.id);
+    const rank = (item: RejectedTool): string => `${ownRecord(item) ? 1 : 0}${records.get(item.id)?.createdAt ?? ''}`;
     return out.sort((a, b) => (rank(a) < rank(b) ? 1 : rank(a) > rank(b) ? -1 : 0));
   };
 
-  return { load, handleEvent, refreshName, resolve, ownership, entries, rejected };
+  return { load, applyChange, refreshName, lookup, resolve, ownership, entries, rejected };
+}
+
+/** A host tool's route: one version (exact match only), deprecation from its contract. */
+function hostLookup(host: HostTool, versionSpec: string | undefined, nowMs: number): Lookup {
+  const version = hostVersion(host);
+  if (versionSpec !== undefined && versionSpec !== version) {
+    if (!isVersionSpec(versionSpec)) return { kind: 'refused', code: ErrorCode.InputInvalid, message: badSpecMessage(versionSpec) };
+    return { kind: 'refused', code: ErrorCode.ToolNotFound, message: `host tool "${host.name}" has one version (${version}); context.version ${JSON.stringify(versionSpec)} does not match it` };
+  }
+  const status = versionStatus(host.contract, nowMs);
+  if (status === 'removed') return { kind: 'refused', code: ErrorCode.ToolNotFound, message: removedMessage(host.name, version, host.contract) };
+  return { kind: 'route', route: { kind: 'host', tool: host, version, ...(status === 'deprecated' ? { warnings: [deprecationWarning(host.name, version, host.contract)] } : {}) } };
 }

@@ -4,11 +4,13 @@
 // A `tool.request.v1` of this workspace becomes a request for intake (2-intake.ts); its deletion
 // withdraws it; a `tool.response.v1` reports the answer tags it carries (only the runner's
 // unforgeable `answer:<mac>` tags count, never the `request:<rid>` tag anyone can write); a
-// `tool.code.v1` change or any deletion goes to the catalog; every non-ping event goes to the
-// extensions (tool authoring, MCP, console) and the RAP runtime, which keep their own interests.
+// `tool.code.v1` change of this workspace or any deletion goes to the catalog (as a CatalogChange:
+// the catalog sees no raw events); every non-ping event goes to the extensions (tool authoring,
+// MCP, console) and the RAP runtime, which keep their own interests.
 
 import { APPROVAL_TAG_PREFIX, requestIdentity, SCHEMA, TAG, type StoreEvent } from '../breadcrumbs/messages.js';
 import { ANSWER_TAG_PREFIX } from '../breadcrumbs/request-keys.js';
+import type { CatalogChange } from '../catalog/catalog.js';
 import type { Logger } from '../logger.js';
 
 /** A request to run, as intake knows it (the job fetches the full breadcrumb itself). */
@@ -61,9 +63,16 @@ export function classifyRequestEvent(event: StoreEvent, workspace: string): Requ
   return { kind: 'request', request };
 }
 
-/** Whether the catalog must look at the event (a tool.code.v1 change, or any deletion). */
-export function concernsCatalog(event: StoreEvent): boolean {
-  return event.schema_name === SCHEMA.ToolCode || event.type === 'breadcrumb.deleted';
+/** What the event means for the catalog: a tool.code.v1 change of this workspace, any deletion, or nothing. */
+export function catalogChangeOf(event: StoreEvent, workspace: string): CatalogChange | undefined {
+  const id = event.breadcrumb_id;
+  if (!id) return undefined;
+  // A deletion event may not carry the schema: the catalog forgets the id if it knew it.
+  if (event.type === 'breadcrumb.deleted') return { kind: 'deleted', id };
+  if (event.type !== 'breadcrumb.updated' || event.schema_name !== SCHEMA.ToolCode) return undefined;
+  // Events without tags pass: the catalog reads the record and checks its workspace itself.
+  if (event.tags && !event.tags.includes(workspace)) return undefined;
+  return { kind: 'changed', id, ...(event.version !== undefined ? { version: event.version } : {}) };
 }
 
 /** The parts an event may reach. */
@@ -71,7 +80,7 @@ export interface EventTargets {
   workspace: string;
   logger: Logger;
   intake: { offer(request: PendingRequest): void; withdraw(breadcrumbId: string): void; answered(answerTags: readonly string[]): void; wake(tokens: readonly string[]): void };
-  catalog: { handleEvent(event: StoreEvent): Promise<void> };
+  catalog: { applyChange(change: CatalogChange): Promise<void> };
   /** Extensions and the RAP runtime: they receive every event but pings. */
   others(): ReadonlyArray<{ handleEvent?(event: StoreEvent): void }>;
 }
@@ -86,7 +95,8 @@ export function createEventRouter(targets: EventTargets): (event: StoreEvent) =>
     else if (meaning.kind === 'withdrawn') intake.withdraw(meaning.breadcrumbId);
     else if (meaning.kind === 'answered' && meaning.answerTags.length > 0) intake.answered(meaning.answerTags);
     else if (meaning.kind === 'wake' && meaning.tokens.length > 0) intake.wake(meaning.tokens);
-    if (concernsCatalog(event)) catalog.handleEvent(event).catch((error: unknown) => logger.warn('catalog update failed', { error }));
+    const change = catalogChangeOf(event, workspace);
+    if (change) catalog.applyChange(change).catch((error: unknown) => logger.warn('catalog update failed', { error }));
     for (const other of targets.others()) other.handleEvent?.(event);
   };
 }

@@ -1,8 +1,10 @@
 // Step 4 of a request's life (after the claim, 3-claims.ts): read the request and find what runs it.
 //
-// A malformed request (bad requestId, context not a tool.request.v1, input nested too deeply) and a
-// tool name nothing answers to end here as input.invalid / tool.not_found results; otherwise the
-// catalog's route (a code tool or a host tool) picks the executor of step 6.
+// A malformed request (bad requestId, context not a tool.request.v1, input nested too deeply, a
+// `context.version` that is neither a version nor a range) and a tool name or version nothing answers
+// to (no version matches; the version was removed: the message names its replacement) end here as
+// input.invalid / tool.not_found results; otherwise the catalog's route (a code tool or a host tool,
+// at the version `context.version` asks for) picks the executor of step 6.
 
 import { ToolRequestContext, type BreadcrumbFull, type RequestIdentity } from '../breadcrumbs/messages.js';
 import type { Catalog, Route } from '../catalog/catalog.js';
@@ -36,14 +38,16 @@ export function readRequest(full: Pick<BreadcrumbFull, 'context'>, identity: Req
   return { ok: true, input, ...(version !== undefined ? { version } : {}), ...(idempotencyKey !== undefined ? { idempotencyKey } : {}) };
 }
 
-/** The route of tool `name` (asking the store once when the catalog does not know it), or the tool.not_found result. */
-export async function routeRequest(catalog: Catalog, name: string): Promise<{ ok: true; route: Route } | { ok: false; result: ExecutionResult }> {
-  let found = catalog.resolve(name);
-  if (!found) {
+/** The route of tool `name` at `versionSpec` (asking the store once when the catalog has none), or the error result. */
+export async function routeRequest(catalog: Catalog, name: string, versionSpec?: string): Promise<{ ok: true; route: Route } | { ok: false; result: ExecutionResult }> {
+  let found = catalog.lookup(name, versionSpec);
+  // A bad version spec stays bad; anything else may be a version the store has and the catalog not yet.
+  if (found.kind === 'unknown' || (found.kind === 'refused' && found.code !== ErrorCode.InputInvalid)) {
     await catalog.refreshName(name);
-    found = catalog.resolve(name);
+    found = catalog.lookup(name, versionSpec);
   }
-  if (found) return { ok: true, route: found };
+  if (found.kind === 'route') return { ok: true, route: found.route };
+  if (found.kind === 'refused') return { ok: false, result: errorResult(found.code, found.message) };
   const rejected = catalog.rejected().find((r) => r.name === name);
   const why = rejected?.errors[0] ? ` (a tool.code.v1 named "${name}" exists but was rejected: ${rejected.errors[0].path}: ${rejected.errors[0].message})` : '';
   return { ok: false, result: errorResult(ErrorCode.ToolNotFound, `no runnable tool named "${name}"${why}`) };

@@ -80,7 +80,7 @@ export function callOf(options: { identity: RequestIdentity; route: Route; input
   return {
     identity: options.identity,
     route,
-    version: route.kind === 'code' ? route.tool.version : route.tool.manifestDigest.slice(0, 12),
+    version: route.version,
     contract: (route.kind === 'code' ? route.tool.contract : route.tool.contract) ?? {},
     input: options.input,
     inputHash: inputHash(options.input),

@@ -93,7 +93,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
     const { rid, tool: toolName, agentId } = identity;
     const read = readRequest(full, identity);
     if (!read.ok) return { tool: toolName, kind: 'none', metadata: {}, result: read.result };
-    const routed = await routeRequest(catalog, toolName);
+    const routed = await routeRequest(catalog, toolName, read.version);
     watch.lap('route');
     if (!routed.ok) return { tool: toolName, kind: 'none', metadata: {}, result: routed.result };
     const { route } = routed;
@@ -101,7 +101,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
     const checked = checkInput(route, read.input, validator);
     watch.lap('validate');
     if (!checked.ok) return { tool: toolName, kind: route.kind, metadata, result: checked.result };
-    const call = callOf({ identity, route, input: checked.input, idempotencyKey: read.idempotencyKey });
+    const call = callOf({ identity, route, input: checked.input, idempotencyKey: read.idempotencyKey, warnings: route.warnings ?? [] });
     const gate = await admit(policies, call, signal);
     watch.lap('policy');
     if (gate.kind === 'park') return { tool: toolName, kind: route.kind, metadata, call, parked: gate, attempts: 0, result: errorResult(ErrorCode.ApprovalRequired, gate.reason) };

@@ -67,7 +67,7 @@ describe('catalog ownership', () => {
     const attackerId = await write(as('mallory'), 'shared', 'mallory');
     await catalog.load(); // the listing is newest first: mallory's record is fetched first
     expect(marker(catalog.resolve('shared'))).toBe('alice');
-    expect(catalog.ownership('shared')).toEqual({ kind: 'owned', owner: 'agent:alice', version: '1.0.0', id: victimId });
+    expect(catalog.ownership('shared')).toEqual({ kind: 'owned', owner: 'agent:alice', version: '1.0.0', id: victimId, versions: [{ version: '1.0.0', id: victimId }] });
     expect(catalog.rejected()).toEqual([
       { id: attackerId, name: 'shared', errors: [{ code: 'trust.owner', path: '/name', message: 'the name "shared" belongs to agent:alice; this definition, by agent:mallory, is not runnable' }] },
     ]);
@@ -87,7 +87,7 @@ describe('catalog ownership', () => {
     const attackerId = await write(mallory, 'kept', 'mallory');
     await catalog.load();
     expect(catalog.resolve('kept')).toBeUndefined();
-    expect(catalog.ownership('kept')).toEqual({ kind: 'owned', owner: 'agent:alice', version: '1.0.0' });
+    expect(catalog.ownership('kept')).toEqual({ kind: 'owned', owner: 'agent:alice', version: '1.0.0', versions: [{ version: '1.0.0' }] });
     expect(catalog.rejected()).toEqual([
       { id: attackerId, name: 'kept', errors: [{ code: 'trust.owner', path: '/name', message: 'the name "kept" belongs to agent:alice; this definition, by agent:mallory, is not runnable' }] },
     ]);
@@ -101,13 +101,13 @@ describe('catalog ownership', () => {
     const pinnedTool = validateToolDefinition(context('calculator', 'operator'), { origin: 'bootstrap', config });
     if (!pinnedTool.ok) throw new Error('fixture invalid');
     const pins = new Map<string, OperatorTool>([['calculator', { tool: pinnedTool.tool, context: context('calculator', 'operator'), file: 'calculator.json' }]]);
-    const host = { name: 'host-tool' } as HostTool;
+    const host = { name: 'host-tool', manifestDigest: 'abcdef0123456789' } as HostTool;
     const { as, catalog, write } = await setup({ pins, hosts: [host] });
     const calcId = await write(as('mallory'), 'calculator', 'mallory');
     const hostId = await write(as('mallory'), 'host-tool', 'mallory');
     await catalog.load();
     expect(marker(catalog.resolve('calculator'))).toBe('operator');
-    expect(catalog.resolve('host-tool')).toEqual({ kind: 'host', tool: host });
+    expect(catalog.resolve('host-tool')).toEqual({ kind: 'host', tool: host, version: 'abcdef012345' });
     expect(catalog.ownership('calculator')).toEqual({ kind: 'reserved', by: 'bootstrap' });
     expect(catalog.ownership('host-tool')).toEqual({ kind: 'reserved', by: 'host' });
     const reasons = Object.fromEntries(catalog.rejected().map((r) => [r.id, r.errors[0]?.message]));

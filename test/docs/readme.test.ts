@@ -20,7 +20,7 @@ import { commandLines, readme, shell, startShell } from './readme-blocks.js';
 const doc = readme();
 
 /** Blocks that run in this file. */
-const TESTED = ['quick-start-call', 'request', 'response', 'request-curl', 'no-store', 'tool-definition', 'create-request', 'idempotent-request', 'approval-contract'];
+const TESTED = ['quick-start-call', 'request', 'response', 'request-curl', 'no-store', 'tool-definition', 'create-request', 'idempotent-request', 'approval-contract', 'request-version'];
 /** Blocks that cannot run in a test, each with its marker's reason. */
 const SKIPPED = {
   'quick-start-install': 'installs packages and starts a service on the fixed ports 8081/8082 (the test runs the same service on free ports for the blocks below)',
@@ -186,6 +186,20 @@ describe('README examples', () => {
     expect(parsed.issues).toEqual([]);
     const route = { kind: 'code', tool: { name: 'pay-invoice' } } as unknown as Route;
     expect(approvalNeed({ contract: parsed.contract as ToolContract, route }, true)).toEqual({ policy: 'contract', approvers: ['alice', 'operator'], timeoutMs: 900_000 });
+  });
+
+  it('request-version: a request pinned to a version range runs the version it matches', async () => {
+    const request = json('request-version');
+    const context = ToolRequestContext.parse(request['context']);
+    const store = client(storeUrl);
+    await store.createBreadcrumb(BreadcrumbCreate.parse(request));
+    let answer: { context?: unknown } | undefined;
+    await expect.poll(async () => {
+      [answer] = await store.listBreadcrumbs({ schema_name: SCHEMA.ToolResponse, tag: TAG.request(context.requestId as string), include_context: true });
+      return answer !== undefined;
+    }, { timeout: 30_000 }).toBe(true);
+    const response = ToolResponseContext.parse(answer?.context);
+    expect(response).toMatchObject({ tool: 'calculator', status: 'success', output: { result: 42 }, metadata: { tool_version: '1.0.0' } });
   });
 });
 

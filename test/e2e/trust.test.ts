@@ -94,11 +94,11 @@ describe('trust model, auth off', () => {
     alice = agent(url, 'alice');
     mallory = agent(url, 'mallory');
     // A tool-scoped secret needs the definition's id: create, grant, then the owner adds the requirement.
-    const created = await create(alice, 'alice', vaultSpec(VAULT_V1, { required_secrets: [], version: '0.9.0' }));
+    const created = await create(alice, 'alice', vaultSpec(VAULT_V1, { required_secrets: [], version: '1.0.0-rc.1' }));
     expect(created.status, JSON.stringify(created.errors)).toBe('created');
     vaultId = created.tool?.id as string;
     await alice.createSecret({ name: 'VAULT_KEY', scope_type: 'tool', scope_id: vaultId, value: SECRET });
-    const withSecret = await create(alice, 'alice', vaultSpec(VAULT_V1, { version: '1.0.0' }), { replaces_version: '0.9.0' });
+    const withSecret = await create(alice, 'alice', vaultSpec(VAULT_V1, { version: '1.0.0' }), { replaces_version: '1.0.0-rc.1' });
     expect(withSecret.status, JSON.stringify(withSecret.errors)).toBe('updated');
     expect((await answer(alice, await request(alice, 'vault', {}))).output).toEqual({ ok: true, length: SECRET.length });
   });
