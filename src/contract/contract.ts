@@ -92,6 +92,11 @@ export function parseContract(value: unknown, base = '/contract'): { contract?: 
   };
 }
 
+/** A contract read from data another part wrote (a catalog entry's `contract`): valid, or `{}` (unknown, fails closed). */
+export function contractOrUnknown(value: unknown): ToolContract {
+  return value === undefined ? {} : (parseContract(value).contract ?? {});
+}
+
 /** MCP's four annotation hints. */
 export interface McpHints {
   readOnlyHint: boolean;
@@ -132,11 +137,35 @@ export function sideEffectPolicy(sideEffect: SideEffect | undefined, facts: { id
   }
 }
 
-/** The side effect RAP annotations imply (`readOnly` wins; neither = unknown). */
+/** The RAP annotations of a contract: the crosswalk's readOnly/destructive, plus `idempotent` when the MCP idempotent hint holds. */
+export function rapAnnotationsOf(contract: Pick<ToolContract, 'side_effect' | 'idempotent'> | undefined): { readOnly?: true; destructive?: true; idempotent?: true } {
+  const policy = sideEffectPolicy(contract?.side_effect, contract?.idempotent === undefined ? {} : { idempotent: contract.idempotent });
+  return { ...policy.rap, ...(policy.mcp.idempotentHint ? { idempotent: true as const } : {}) };
+}
+
+/** The contract RAP annotations state: `side_effect` by sideEffectFromRap, `idempotent` when given as a boolean. */
+export function contractFromRap(annotations: Record<string, unknown> | undefined): ToolContract {
+  const sideEffect = sideEffectFromRap(annotations);
+  const idempotent = annotations?.['idempotent'];
+  return { ...(sideEffect ? { side_effect: sideEffect } : {}), ...(typeof idempotent === 'boolean' ? { idempotent } : {}) };
+}
+
+/** The side effect RAP annotations imply; neither, or both `readOnly` and `destructive` (a contradiction), is unknown. */
 export function sideEffectFromRap(annotations: { readOnly?: unknown; destructive?: unknown } | undefined): SideEffect | undefined {
-  if (annotations?.readOnly === true) return 'read-only';
-  if (annotations?.destructive === true) return 'irreversible';
+  const readOnly = annotations?.readOnly === true;
+  const destructive = annotations?.destructive === true;
+  if (readOnly && destructive) return undefined;
+  if (readOnly) return 'read-only';
+  if (destructive) return 'irreversible';
   return undefined;
+}
+
+/** A contract issue path (`/rate_limits/per_tool/0`) as a dotted JSON path under `at` (`tools[0].contract.rate_limits.per_tool[0]`). */
+export function dottedPath(at: string, pointer: string): string {
+  return pointer
+    .split('/')
+    .filter((part) => part !== '')
+    .reduce((out, part) => (/^\d+$/.test(part) ? `${out}[${part}]` : `${out}.${part}`), at);
 }
 
 /** The side effect MCP hints imply (only an explicit readOnlyHint or destructiveHint tells anything). */

@@ -62,7 +62,7 @@ export interface RapTool {
   name: string;
   description: string;
   inputSchema: Record<string, unknown>;
-  annotations: { readOnly?: true; destructive?: true };
+  annotations: { readOnly?: true; destructive?: true; idempotent?: true };
 }
 
 /** The RAP tool of a view (RAP names allow 1–128 of [A-Za-z0-9_-]; the mangled name fits). */

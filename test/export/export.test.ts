@@ -77,8 +77,8 @@ describe('buildToolViews', () => {
   it.each([
     [undefined, { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true }, {}],
     [{ side_effect: 'bogus' }, { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true }, {}],
-    [{ side_effect: 'read-only' }, { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true }, { readOnly: true }],
-    [{ side_effect: 'reversible-write', idempotent: true }, { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true }, {}],
+    [{ side_effect: 'read-only' }, { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true }, { readOnly: true, idempotent: true }],
+    [{ side_effect: 'reversible-write', idempotent: true }, { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true }, { idempotent: true }],
     [{ side_effect: 'code-execution' }, { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true }, { destructive: true }],
     [{ side_effect: 'financial' }, { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true }, { destructive: true }],
   ])('contract %j → MCP hints %j and RAP annotations %j', (contract, hints, rap) => {
@@ -120,7 +120,7 @@ describe('renderExport', () => {
       name: 'tools-runner-tools',
       description: 'Tools of the tools-runner workspace workspace:tools',
       endpoint: 'http://127.0.0.1:8082/rap/invoke',
-      tools: [{ name: 'a', description: 'tool a', inputSchema: tool('a')['inputSchema'], annotations: { readOnly: true } }],
+      tools: [{ name: 'a', description: 'tool a', inputSchema: tool('a')['inputSchema'], annotations: { readOnly: true, idempotent: true } }],
     });
   });
 
