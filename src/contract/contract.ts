@@ -85,11 +85,19 @@ export function parseContract(value: unknown, base = '/contract'): { contract?: 
     return issues.length > 0 ? { issues } : { contract: parsed.data, issues };
   }
   return {
-    issues: parsed.error.issues.map((issue) => ({
+    issues: parsed.error.issues.flatMap(precise).map((issue) => ({
       path: [base, ...issue.path.map(String)].join('/'),
       message: issue.code === 'unrecognized_keys' ? `unknown field(s) ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}` : issue.message,
     })),
   };
+}
+
+/** A union's "Invalid input" as the issues of the branch the value was meant for (the one whose root type matched). */
+function precise(issue: z.core.$ZodIssue): z.core.$ZodIssue[] {
+  if (issue.code !== 'invalid_union' || issue.errors.length === 0) return [issue];
+  const meant = issue.errors.filter((branch) => !branch.some((inner) => inner.path.length === 0 && (inner.code === 'invalid_type' || inner.code === 'invalid_value')));
+  if (meant.length !== 1) return [issue];
+  return (meant[0] ?? []).map((inner) => ({ ...inner, path: [...issue.path, ...inner.path] })).flatMap(precise);
 }
 
 /** A contract read from data another part wrote (a catalog entry's `contract`): valid, or `{}` (unknown, fails closed). */

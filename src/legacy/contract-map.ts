@@ -25,7 +25,19 @@ export function explicitContract(raw: unknown, at: string): { ok: true; contract
   if (raw === undefined || raw === null) return { ok: true, contract: undefined };
   const parsed = parseContract(raw, '');
   if (parsed.contract) return { ok: true, contract: parsed.contract };
-  return { ok: false, error: parsed.issues.map((issue) => `${dottedPath(at, issue.path)}: ${issue.message}`).join('; ') };
+  return { ok: false, error: parsed.issues.map((issue) => `${dottedPath(at, issue.path)}: ${issue.message}${shown(raw, issue.path)}`).join('; ') };
+}
+
+/** ` (got <value>)` for the value at a contract issue's path, when there is one. */
+function shown(raw: unknown, pointer: string): string {
+  let node: unknown = raw;
+  for (const part of pointer.split('/').filter((p) => p !== '')) {
+    if (typeof node !== 'object' || node === null || !Object.hasOwn(node, part)) return '';
+    node = (node as Record<string, unknown>)[part];
+  }
+  if (node === undefined) return '';
+  const text = JSON.stringify(node) ?? String(node);
+  return ` (got ${text.length > 80 ? `${text.slice(0, 79)}…` : text})`;
 }
 
 /** The mapped contract with the explicit one's fields laid over it. */
