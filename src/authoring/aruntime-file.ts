@@ -59,7 +59,8 @@ export function mergeARuntime(context: Record<string, unknown>, raw: unknown): {
     if (permissions === undefined) out['permissions'] = { net: facts.net };
     else if (!isObject(permissions)) conflict('egressPolicy.allow', facts.net, 'permissions', permissions);
     else if (permissions['net'] === undefined) out['permissions'] = { ...permissions, net: facts.net };
-    else if (!same(permissions['net'], facts.net)) conflict('egressPolicy.allow', facts.net, 'permissions.net', permissions['net']);
+    // `net: false` is no network, as `egressPolicy: "none"` / `{allow: []}`.
+    else if (!same(permissions['net'] === false ? [] : permissions['net'], facts.net)) conflict('egressPolicy.allow', facts.net, 'permissions.net', permissions['net']);
   }
   if (facts.timeoutMs !== undefined) {
     const limits = out['limits'];

@@ -95,6 +95,7 @@ describe('tool files with an ARuntime description', () => {
     [{ limits: { timeout_ms: 2000 } }, {}, 'aruntime.timeoutSeconds (2.5) conflicts with context.limits.timeout_ms (2000)'],
     [{}, { toolId: 'other' }, 'aruntime.toolId ("other") conflicts with context.name ("notify")'],
     [{}, { version: '2.0.0' }, 'aruntime.version ("2.0.0") conflicts with context.version ("1.2.0")'],
+    [{ permissions: { net: false } }, { egressPolicy: { allow: ['b.example.com'] } }, 'aruntime.egressPolicy.allow (["b.example.com"]) conflicts with context.permissions.net (false)'],
     [{ permissions: { net: ['a.example.com'] } }, { egressPolicy: { allow: ['b.example.com'] } }, 'aruntime.egressPolicy.allow (["b.example.com"]) conflicts with context.permissions.net (["a.example.com"])'],
     [
       { contract: { owner: 'someone', idempotent: true } },
@@ -108,6 +109,10 @@ describe('tool files with an ARuntime description', () => {
     const error = errorOf({ context: { ...CONTEXT, ...contextOver }, aruntime: { ...ARUNTIME, ...aruntimeOver } });
     if (typeof message === 'string') expect(error).toBe(message);
     else expect(error).toMatch(message);
+  });
+
+  it('egressPolicy "none" agrees with permissions.net false', () => {
+    expect(contextOf({ context: { ...CONTEXT, permissions: { net: false } }, aruntime: { ...ARUNTIME, egressPolicy: 'none' } })['permissions']).toEqual({ net: false });
   });
 
   it('refuses an ARuntime description inside an upstream context', () => {
