@@ -145,10 +145,15 @@ export function sideEffectPolicy(sideEffect: SideEffect | undefined, facts: { id
   }
 }
 
-/** The RAP annotations of a contract: the crosswalk's readOnly/destructive, plus `idempotent` when the MCP idempotent hint holds. */
-export function rapAnnotationsOf(contract: Pick<ToolContract, 'side_effect' | 'idempotent'> | undefined): { readOnly?: true; destructive?: true; idempotent?: true } {
+/**
+ * The RAP annotations of a contract: the crosswalk's readOnly/destructive, `idempotent` when the MCP
+ * idempotent hint holds, and `destructive` for a tool that always needs approval (RAP runtimes prompt
+ * before destructive tools, as Runloop's requires_confirmation asks) unless it is read-only.
+ */
+export function rapAnnotationsOf(contract: Pick<ToolContract, 'side_effect' | 'idempotent' | 'approval'> | undefined): { readOnly?: true; destructive?: true; idempotent?: true } {
   const policy = sideEffectPolicy(contract?.side_effect, contract?.idempotent === undefined ? {} : { idempotent: contract.idempotent });
-  return { ...policy.rap, ...(policy.mcp.idempotentHint ? { idempotent: true as const } : {}) };
+  const confirm = !policy.rap.readOnly && contract?.approval?.when === 'always';
+  return { ...policy.rap, ...(confirm ? { destructive: true as const } : {}), ...(policy.mcp.idempotentHint ? { idempotent: true as const } : {}) };
 }
 
 /** The contract RAP annotations state: `side_effect` by sideEffectFromRap, `idempotent` when given as a boolean. */

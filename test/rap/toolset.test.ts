@@ -2,7 +2,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { renderDisplay, evaluateDisplayScript, validateToolset, buildServedToolset } from '../../src/rap/index.js';
-import type { SideEffect } from '../../src/contract/contract.js';
+import type { SideEffect, ToolContract } from '../../src/contract/contract.js';
 import { createSchemaValidator } from '../../src/screen/index.js';
 
 const validator = createSchemaValidator();
@@ -88,7 +88,7 @@ describe('displayScript (P6)', () => {
 
 describe('served toolset', () => {
   it("annotates each tool from its contract per the crosswalk (§5.2)", () => {
-    const table: Array<[SideEffect | undefined, boolean | undefined, Record<string, boolean>]> = [
+    const table: Array<[SideEffect | undefined, boolean | undefined, Record<string, boolean>, ToolContract['approval']?]> = [
       ['read-only', undefined, { readOnly: true, idempotent: true }],
       ['reversible-write', undefined, {}],
       ['reversible-write', true, { idempotent: true }],
@@ -98,16 +98,20 @@ describe('served toolset', () => {
       ['financial', undefined, { destructive: true }],
       ['external-communication', undefined, { destructive: true }],
       [undefined, true, {}],
+      [undefined, undefined, { destructive: true }, { when: 'always' }],
+      ['reversible-write', true, { destructive: true, idempotent: true }, { when: 'always' }],
+      ['read-only', undefined, { readOnly: true, idempotent: true }, { when: 'always' }],
+      [undefined, undefined, {}, { when: 'never' }],
     ];
     const served = buildServedToolset({
       name: 'ts',
       description: 'd',
       endpoint: 'http://127.0.0.1:1/invoke',
-      tools: table.map(([effect, idempotent], i) => ({
-        name: `t${i}`,
+      tools: table.map(([effect, idempotent, , approval], i) => ({
+        name: `t${String(i).padStart(2, '0')}`,
         description: 'd',
         inputSchema: { type: 'object' },
-        contract: { ...(effect ? { side_effect: effect } : {}), ...(idempotent !== undefined ? { idempotent } : {}) },
+        contract: { ...(effect ? { side_effect: effect } : {}), ...(idempotent !== undefined ? { idempotent } : {}), ...(approval ? { approval } : {}) },
       })),
     });
     expect(served.toolset.tools.map((t) => t.annotations)).toEqual(table.map(([, , annotations]) => annotations));
