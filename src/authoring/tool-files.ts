@@ -1,10 +1,13 @@
 // Reads tool JSON files (bootstrap-breadcrumbs/ and `tools-runner test` arguments) into the
 // breadcrumb each should become. Accepts the upstream bootstrap shape (top-level schema_name, title,
-// tags, context, ...) and a bare tool.code.v1 context. Problems are reported per file, never thrown.
+// tags, context, ...) and a bare tool.code.v1 context; a top-level `aruntime` object (an ARuntime tool
+// description) is merged into the context (src/authoring/aruntime-file.ts). Problems are reported per
+// file, never thrown.
 
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { SCHEMA, TAG, type BreadcrumbCreate } from '../breadcrumbs/messages.js';
+import { mergeARuntime } from './aruntime-file.js';
 
 export type ToolFile =
   | { ok: true; path: string; name: string; breadcrumb: BreadcrumbCreate & { schema_name: string } }
@@ -38,9 +41,18 @@ export function parseToolFile(path: string, text: string, workspace: string): To
   }
   if (!isObject(doc)) return { ok: false, path, error: 'the file must hold a JSON object' };
   const upstream = isObject(doc['context']);
-  const context = (upstream ? doc['context'] : doc) as Record<string, unknown>;
+  let context = (upstream ? doc['context'] : doc) as Record<string, unknown>;
   const name = typeof context['name'] === 'string' ? context['name'] : undefined;
   if (!name) return { ok: false, path, error: 'context.name is missing or not a string' };
+  if (upstream && (doc['context'] as Record<string, unknown>)['aruntime'] !== undefined) {
+    return { ok: false, path, name, error: 'context.aruntime: the ARuntime description belongs at the top level of the file, next to context' };
+  }
+  if (doc['aruntime'] !== undefined) {
+    const { aruntime, ...rest } = context;
+    const merged = mergeARuntime(upstream ? context : rest, upstream ? doc['aruntime'] : aruntime);
+    if (!merged.ok) return { ok: false, path, name, error: merged.error };
+    context = merged.context;
+  }
   if (upstream && doc['schema_name'] !== undefined && doc['schema_name'] !== SCHEMA.ToolCode) {
     return { ok: false, path, name, error: `schema_name is ${JSON.stringify(doc['schema_name'])}, expected "${SCHEMA.ToolCode}"` };
   }

@@ -81,9 +81,9 @@ export const OPTIONS = {
     doc: 'Log line format on stderr: `text` (human-readable), `json` (one object per line), or `auto`: text when stderr is a terminal, JSON otherwise.',
   }),
 
-  format: opt(z.enum(['openai', 'mcp', 'rap', 'typescript']).default('openai'), {
+  format: opt(z.enum(['openai', 'mcp', 'rap', 'typescript', 'aruntime']).default('openai'), {
     group: 'general',
-    doc: 'Output format of `tools-runner export`: OpenAI function tools, MCP `tools/list` entries, a RAP toolset, or TypeScript declarations.',
+    doc: 'Output format of `tools-runner export`: OpenAI function tools, MCP `tools/list` entries, a RAP toolset, TypeScript declarations, or ARuntime tool descriptions (with each tool\'s contract).',
   }),
 
   fromFiles: opt(boolish.default(false), {

@@ -90,11 +90,24 @@ export function parseContract(value: unknown, base = '/contract'): { contract?: 
     return issues.length > 0 ? { issues } : { contract: parsed.data, issues };
   }
   return {
-    issues: parsed.error.issues.map((issue) => ({
+    issues: parsed.error.issues.flatMap(precise).map((issue) => ({
       path: [base, ...issue.path.map(String)].join('/'),
       message: issue.code === 'unrecognized_keys' ? `unknown field(s) ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}` : issue.message,
     })),
   };
+}
+
+/** A union's "Invalid input" as the issues of the branch the value was meant for (the one whose root type matched). */
+function precise(issue: z.core.$ZodIssue): z.core.$ZodIssue[] {
+  if (issue.code !== 'invalid_union' || issue.errors.length === 0) return [issue];
+  const meant = issue.errors.filter((branch) => !branch.some((inner) => inner.path.length === 0 && (inner.code === 'invalid_type' || inner.code === 'invalid_value')));
+  if (meant.length !== 1) return [issue];
+  return (meant[0] ?? []).map((inner) => ({ ...inner, path: [...issue.path, ...inner.path] })).flatMap(precise);
+}
+
+/** A contract read from data another part wrote (a catalog entry's `contract`): valid, or `{}` (unknown, fails closed). */
+export function contractOrUnknown(value: unknown): ToolContract {
+  return value === undefined ? {} : (parseContract(value).contract ?? {});
 }
 
 /** MCP's four annotation hints. */
@@ -137,11 +150,40 @@ export function sideEffectPolicy(sideEffect: SideEffect | undefined, facts: { id
   }
 }
 
-/** The side effect RAP annotations imply (`readOnly` wins; neither = unknown). */
+/**
+ * The RAP annotations of a contract: the crosswalk's readOnly/destructive, `idempotent` when the MCP
+ * idempotent hint holds, and `destructive` for a tool that always needs approval (RAP runtimes prompt
+ * before destructive tools, as Runloop's requires_confirmation asks) unless it is read-only.
+ */
+export function rapAnnotationsOf(contract: Pick<ToolContract, 'side_effect' | 'idempotent' | 'approval'> | undefined): { readOnly?: true; destructive?: true; idempotent?: true } {
+  const policy = sideEffectPolicy(contract?.side_effect, contract?.idempotent === undefined ? {} : { idempotent: contract.idempotent });
+  const confirm = !policy.rap.readOnly && contract?.approval?.when === 'always';
+  return { ...policy.rap, ...(confirm ? { destructive: true as const } : {}), ...(policy.mcp.idempotentHint ? { idempotent: true as const } : {}) };
+}
+
+/** The contract RAP annotations state: `side_effect` by sideEffectFromRap, `idempotent` when given as a boolean. */
+export function contractFromRap(annotations: Record<string, unknown> | undefined): ToolContract {
+  const sideEffect = sideEffectFromRap(annotations);
+  const idempotent = annotations?.['idempotent'];
+  return { ...(sideEffect ? { side_effect: sideEffect } : {}), ...(typeof idempotent === 'boolean' ? { idempotent } : {}) };
+}
+
+/** The side effect RAP annotations imply; neither, or both `readOnly` and `destructive` (a contradiction), is unknown. */
 export function sideEffectFromRap(annotations: { readOnly?: unknown; destructive?: unknown } | undefined): SideEffect | undefined {
-  if (annotations?.readOnly === true) return 'read-only';
-  if (annotations?.destructive === true) return 'irreversible';
+  const readOnly = annotations?.readOnly === true;
+  const destructive = annotations?.destructive === true;
+  if (readOnly && destructive) return undefined;
+  if (readOnly) return 'read-only';
+  if (destructive) return 'irreversible';
   return undefined;
+}
+
+/** A contract issue path (`/rate_limits/per_tool/0`) as a dotted JSON path under `at` (`tools[0].contract.rate_limits.per_tool[0]`). */
+export function dottedPath(at: string, pointer: string): string {
+  return pointer
+    .split('/')
+    .filter((part) => part !== '')
+    .reduce((out, part) => (/^\d+$/.test(part) ? `${out}[${part}]` : `${out}.${part}`), at);
 }
 
 /** The side effect MCP hints imply (only an explicit readOnlyHint or destructiveHint tells anything). */

@@ -1,14 +1,16 @@
 // Export targets of the catalog (contracts.md §5.1 crosswalk, §5.3 rule 8): MCP `tools/list`
-// entries, OpenAI function tools, a RAP toolset, and TypeScript declarations. Every target is
+// entries, OpenAI function tools, a RAP toolset, TypeScript declarations, and ARuntime tool
+// descriptions (src/contract/aruntime.ts, from each tool's contract). Every target is
 // built from the same ToolViews, so `tools-runner export --format mcp` prints exactly the tools
 // the live MCP endpoint lists.
 
+import { toARuntime, type ARuntimeTool, type ToolFacts } from '../contract/aruntime.js';
 import { qualifiesForOpenAIStrict } from './schemas.js';
 import { buildToolViews, type CatalogTool, type Omission, type ToolView } from './tool-views.js';
 import { emitTypeScript } from './typescript.js';
 
 /** Formats of `tools-runner export`. */
-export const EXPORT_FORMATS = ['openai', 'mcp', 'rap', 'typescript'] as const;
+export const EXPORT_FORMATS = ['openai', 'mcp', 'rap', 'typescript', 'aruntime'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
 
 /** `_meta` key prefix of the MCP tools we serve. */
@@ -62,12 +64,39 @@ export interface RapTool {
   name: string;
   description: string;
   inputSchema: Record<string, unknown>;
-  annotations: { readOnly?: true; destructive?: true };
+  annotations: { readOnly?: true; destructive?: true; idempotent?: true };
 }
 
 /** The RAP tool of a view (RAP names allow 1–128 of [A-Za-z0-9_-]; the mangled name fits). */
 export function toRapTool(view: ToolView): RapTool {
   return { name: view.exportName, description: view.description, inputSchema: view.inputSchema, annotations: view.rap };
+}
+
+const strings = (value: unknown): string[] | undefined => (Array.isArray(value) && value.every((v) => typeof v === 'string') ? value : undefined);
+
+/**
+ * The ARuntime description of a view. Besides the view (name, version, description, schemas,
+ * contract) an entry may carry `timeoutMs`, `net`, `requiredSecrets`, `tags` and `budget`
+ * (`--from-files` sets them; read defensively, a value of the wrong type is left out).
+ */
+export function toARuntimeTool(view: ToolView, entry: CatalogTool | undefined): ARuntimeTool {
+  const e = entry ?? { name: view.name };
+  const timeoutMs = typeof e['timeoutMs'] === 'number' && e['timeoutMs'] > 0 ? e['timeoutMs'] : undefined;
+  const budget = typeof e['budget'] === 'object' && e['budget'] !== null ? (e['budget'] as { tokens?: number; usd?: number }) : undefined;
+  const output = view.outputSchema ?? view.rawOutputSchema;
+  const facts: ToolFacts = {
+    name: view.name,
+    ...(view.version !== '' ? { version: view.version } : {}),
+    description: view.description,
+    inputSchema: view.inputSchema,
+    ...(output !== undefined ? { outputSchema: output } : {}),
+    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+    ...(strings(e['net']) ? { net: strings(e['net']) as string[] } : {}),
+    ...(strings(e['requiredSecrets']) ? { secrets: strings(e['requiredSecrets']) as string[] } : {}),
+    ...(strings(e['tags']) ? { tags: strings(e['tags']) as string[] } : {}),
+    ...(budget ? { budget } : {}),
+  };
+  return toARuntime(facts, view.contract);
 }
 
 /** What `renderExport` needs beyond the catalog. */
@@ -104,5 +133,9 @@ export function renderExport(format: ExportFormat, entries: readonly CatalogTool
     }
     case 'typescript':
       return { omitted: views.omitted, text: emitTypeScript(views.tools, views.omitted) };
+    case 'aruntime': {
+      const byName = new Map(entries.map((entry) => [entry.name, entry]));
+      return { omitted: views.omitted, text: JSON.stringify({ format, tools: views.tools.map((view) => toARuntimeTool(view, byName.get(view.name))), omitted }, null, 2) };
+    }
   }
 }

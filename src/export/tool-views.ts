@@ -9,8 +9,8 @@
 
 import { mangleToolName } from '../legacy/export-openai.js';
 import { asObjectRoot, derefSchema } from './schemas.js';
-import type { McpHints } from '../contract/contract.js';
-import { policyOf, sideEffectOf } from './side-effects.js';
+import { rapAnnotationsOf, type McpHints, type ToolContract } from '../contract/contract.js';
+import { contractOf, policyOf } from './side-effects.js';
 
 /** What the mapping reads of a catalog entry (tool.catalog.v1 `tools[]`; extra fields allowed). */
 export interface CatalogTool {
@@ -41,8 +41,10 @@ export interface ToolView {
   /** The contract's side-effect class, or `unknown`. */
   sideEffect: string;
   hints: McpHints;
-  /** RAP annotations of the class. */
-  rap: { readOnly?: true; destructive?: true };
+  /** RAP annotations of the contract (`rapAnnotationsOf`). */
+  rap: { readOnly?: true; destructive?: true; idempotent?: true };
+  /** The entry's contract, validated (`{}` when absent or invalid: unknown). */
+  contract: ToolContract;
 }
 
 /** A catalog tool that is not exported, and why. */
@@ -88,6 +90,7 @@ export function buildToolViews(entries: readonly CatalogTool[]): ToolViews {
       const rawOutput = entry.outputSchema === undefined ? undefined : derefSchema(entry.outputSchema, entry.name);
       const output = rawOutput === undefined || rawOutput === null ? undefined : asObjectRoot(rawOutput);
       const policy = policyOf(entry);
+      const contract = contractOf(entry);
       tools.push({
         name: entry.name,
         exportName,
@@ -97,9 +100,10 @@ export function buildToolViews(entries: readonly CatalogTool[]): ToolViews {
         inputSchema: input,
         ...(output ? { outputSchema: output } : {}),
         ...(rawOutput !== undefined && rawOutput !== null && !output ? { rawOutputSchema: rawOutput } : {}),
-        sideEffect: sideEffectOf(entry) ?? 'unknown',
+        sideEffect: contract.side_effect ?? 'unknown',
         hints: policy.mcp,
-        rap: policy.rap,
+        rap: rapAnnotationsOf(contract),
+        contract,
       });
     } catch (error) {
       omitted.push({ name: entry.name, exportName, reason: (error as Error).message });

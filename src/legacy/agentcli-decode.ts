@@ -13,6 +13,8 @@ export interface AgentcliSpec {
   command: string[];
   timeoutSec: number;
   envPassthrough: string[];
+  /** Our extension: the entry's explicit `contract` as written (validated by the manifest builder). */
+  contract?: unknown;
 }
 
 /** Decoded manifest, or the first type error in document order. */
@@ -62,6 +64,7 @@ function decodeSpec(raw: unknown): AgentcliSpec {
     command: strList(raw.command, 'command'),
     timeoutSec: int(raw.timeoutSec, 'timeoutSec'),
     envPassthrough: strList(raw.envPassthrough, 'envPassthrough'),
+    ...(raw.contract !== undefined && raw.contract !== null ? { contract: raw.contract } : {}),
   };
 }
 

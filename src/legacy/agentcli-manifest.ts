@@ -4,13 +4,15 @@
 // command[0] path; the first failure rejects the whole manifest. Relative programs must live under
 // ./tools/bin and are resolved against the manifest's directory, never the process cwd (M7, M13).
 // Our additions run after agentcli's own checks for the same tool and use the same prefix:
-// timeoutSec must not be negative, schema must be an object that compiles.
+// timeoutSec must not be negative, schema must be an object that compiles, and an explicit `contract`
+// (our extension, src/legacy/contract-map.ts) must be a valid contract.
 
 import path from 'node:path';
 import type { AgentcliSpec } from './agentcli-decode.js';
 import { goQuote, isJsonObject, kindOf } from './json-kinds.js';
 import type { SchemaValidator } from '../screen/index.js';
 import { schemaCompileError } from './schema-validator.js';
+import { explicitContract, withExplicit } from './contract-map.js';
 import type { HostTool, ManifestLoadResult } from './types.js';
 
 /** Where a manifest came from: its absolute path and the digest of its bytes. */
@@ -91,6 +93,8 @@ function buildTool(spec: AgentcliSpec, index: number, seen: Set<string>, source:
   const program = resolveProgram(cmd0, path.dirname(source.manifestPath), prefix);
   if (spec.timeoutSec < 0) throw new ManifestError(`${prefix}: timeoutSec must not be negative (got ${spec.timeoutSec})`);
   const inputSchema = checkSchema(spec.schema, prefix, source.validator);
+  const explicit = explicitContract(spec.contract, `tools[${index}].contract`);
+  if (!explicit.ok) throw new ManifestError(`${prefix}: invalid contract: ${explicit.error}`);
   return {
     name: spec.name,
     description: spec.description,
@@ -111,6 +115,8 @@ function buildTool(spec: AgentcliSpec, index: number, seen: Set<string>, source:
     secrets: [],
     requiresConfirmation: false,
     observabilityTags: [],
+    // agentcli states no side effect: unknown (fails closed) unless the entry carries a contract.
+    contract: withExplicit({}, explicit.contract),
   };
 }
 

@@ -25,6 +25,8 @@ export interface RunloopSpec {
   budget?: { tokens?: number; usd?: number };
   requiresConfirmation: boolean;
   observabilityTags: string[];
+  /** Our extension: the entry's explicit `contract` as written (validated by the manifest builder). */
+  contract?: unknown;
 }
 
 /** Decoded manifest or serde's complaint. */
@@ -122,6 +124,7 @@ function decodeTool(value: unknown, at: string): RunloopSpec {
     ...(budget === undefined ? {} : { budget }),
     requiresConfirmation: confirm ?? false,
     observabilityTags: strings(observability?.tags, `${at}.observability.tags`),
+    ...(obj.contract !== undefined && obj.contract !== null ? { contract: obj.contract } : {}),
   };
 }
 

@@ -5,10 +5,12 @@
 //
 // "Schemas present" is reconciled with L1 (null schemas accepted) like this: both keys must be
 // present; `null` is accepted and produces a load warning (nothing is validated on that side).
+// Each tool's contract is mapped by src/legacy/contract-map.ts (an explicit `contract` entry wins).
 
 import path from 'node:path';
 import type { ManifestSource } from './agentcli-manifest.js';
 import { effectiveCapabilities, impliedCapabilities } from './capabilities.js';
+import { explicitContract, runloopContract, withExplicit } from './contract-map.js';
 import { isJsonObject, kindOf } from './json-kinds.js';
 import type { RunloopSpec, RunloopTransportSpec } from './runloop-decode.js';
 import { SchemaRefError, resolveSchemaRefs } from './schema-refs.js';
@@ -114,6 +116,8 @@ function buildTool(spec: RunloopSpec, idx: number, seen: Set<string>, source: Ma
   const resultSchema = checkSchema(spec, 'result_schema', fail, source.validator);
   const usd = spec.budget?.usd;
   if (usd !== undefined && !(Number.isFinite(usd) && usd >= 0)) fail(`budget.usd must be a non-negative number (got ${usd})`);
+  const explicit = explicitContract(spec.contract, `tools[${idx}].contract`);
+  if (!explicit.ok) fail(`invalid contract: ${explicit.error}`);
   for (const [field, schema] of [['input_schema', inputSchema], ['result_schema', resultSchema]] as const) {
     if (schema === null) warnings.push(`tool #${idx} ${JSON.stringify(spec.id)}: ${field} is null; nothing is validated against it`);
   }
@@ -131,6 +135,7 @@ function buildTool(spec: RunloopSpec, idx: number, seen: Set<string>, source: Ma
     requiresConfirmation: spec.requiresConfirmation,
     ...(spec.budget === undefined ? {} : { budget: spec.budget }),
     observabilityTags: spec.observabilityTags,
+    contract: withExplicit(runloopContract(spec, transport), explicit.ok ? explicit.contract : undefined),
   };
 }
 

@@ -79,8 +79,8 @@ export interface HostTool {
   requiresConfirmation: boolean;
   budget?: { tokens?: number; usd?: number };
   observabilityTags: string[];
-  /** The canonical contract the loader mapped the manifest's fields to (absent: side effect unknown, fails closed). */
-  contract?: ToolContract;
+  /** The canonical contract the loader mapped the manifest's fields to (src/legacy/contract-map.ts); no `side_effect` = unknown, fails closed. */
+  contract: ToolContract;
 }
 
 /** Outcome of loading one manifest: all its tools, or the first error (no partial loads). */

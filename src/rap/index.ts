@@ -9,5 +9,5 @@ export { startRapListener, type RapListener } from './listener.js';
 export { checkCallbackUrl } from './callback-url.js';
 export { deliverCallback, DEFAULT_DELIVERY, type DeliveryPolicy, type RapToolResult } from './deliver.js';
 export { renderDisplay, evaluateDisplayScript, defaultDisplay } from './display-script.js';
-export { buildServedToolset, rapAnnotations, rapToolName, sideEffectOf, type ServableTool, type SideEffect } from './served-toolset.js';
+export { buildServedToolset, rapToolName, type ServableTool } from './served-toolset.js';
 export { discoveryUrl, fetchToolset, validateToolset, WELL_KNOWN_PATH, type RapToolDef, type RapToolset, type ToolsetFetch } from './toolset.js';

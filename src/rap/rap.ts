@@ -9,6 +9,7 @@
 import type { RequestKeys, StoreClient, StoreEvent } from '../breadcrumbs/index.js';
 import type { CatalogEntry } from '../breadcrumbs/messages.js';
 import type { Config } from '../config/index.js';
+import { contractOrUnknown } from '../contract/contract.js';
 import { ErrorCode, RunnerError } from '../errors.js';
 import { publishHostTools, unpublishHostTools, type CallOutcome, type HostTool, type RemoteCall } from '../legacy/index.js';
 import type { Logger } from '../logger.js';
@@ -117,7 +118,8 @@ export function createRap(options: RapOptions): Rap | undefined {
               name: e.name,
               description: e.description,
               inputSchema: e.inputSchema,
-              sideEffect: e.kind === 'host' && local.get(e.name)?.requiresConfirmation ? 'irreversible' : 'unknown',
+              // The entry's contract (validated: a malformed one is unknown); a host entry without one: its manifest's.
+              contract: e['contract'] !== undefined ? contractOrUnknown(e['contract']) : e.kind === 'host' ? (local.get(e.name)?.contract ?? {}) : {},
             }));
         },
       })

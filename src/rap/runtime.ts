@@ -13,7 +13,7 @@ import { canonicalJson, type SchemaValidator } from '../screen/index.js';
 import { ErrorCode, RunnerError } from '../errors.js';
 import type { HostTool } from '../legacy/index.js';
 import type { Logger } from '../logger.js';
-import { sideEffectOf } from './served-toolset.js';
+import { contractFromRap } from '../contract/contract.js';
 import { discoveryUrl, fetchToolset, isHttpUrl, type RapToolset } from './toolset.js';
 
 /** Inputs of the runtime. */
@@ -107,8 +107,10 @@ function toHostTool(toolset: RapToolset, def: RapToolset['tools'][number], base:
     capabilities: [],
     secrets: [],
     // The crosswalk (§5.2): destructive tools need confirmation, like Runloop's requires_confirmation.
-    requiresConfirmation: sideEffectOf(def.annotations) === 'irreversible',
+    requiresConfirmation: def.annotations?.['destructive'] === true,
     observabilityTags: [`rap:${toolset.name}`],
+    // readOnly / destructive / idempotent annotations -> side_effect / idempotent; none (or both) = unknown.
+    contract: contractFromRap(def.annotations),
   };
 }
 

@@ -4,50 +4,18 @@
 // and the name is cut to 128 characters (contracts.md §5.3 rule 1); two tools that land on one name
 // are both left out (logged) and `reverse` maps a served name back to the catalog name for
 // dispatch. Schemas: ours default to draft-07 and RAP's to 2020-12, so a schema without `$schema`
-// is served with draft-07 named. Annotations follow the side-effect crosswalk (§5.2).
+// is served with draft-07 named. Annotations come from each tool's contract by the side-effect
+// crosswalk (§5.2, `rapAnnotationsOf`): readOnly / destructive, idempotent when the contract says so.
 
+import { rapAnnotationsOf, type ToolContract } from '../contract/contract.js';
 import { MAX_NAME_LENGTH, type RapToolset } from './toolset.js';
 
-/** The side-effect classes of the crosswalk (contracts.md §5.2). */
-export type SideEffect =
-  | 'read-only'
-  | 'reversible-write'
-  | 'irreversible'
-  | 'administrative'
-  | 'code-execution'
-  | 'financial'
-  | 'external-communication'
-  | 'unknown';
-
-/** RAP annotations of a side-effect class: readOnly for read-only, destructive for the irreversible kinds, none otherwise. */
-export function rapAnnotations(sideEffect: SideEffect): Record<string, boolean> {
-  switch (sideEffect) {
-    case 'read-only':
-      return { readOnly: true };
-    case 'irreversible':
-    case 'administrative':
-    case 'code-execution':
-    case 'financial':
-    case 'external-communication':
-      return { destructive: true };
-    default:
-      return {};
-  }
-}
-
-/** The side-effect class a RAP tool's annotations imply (the reverse direction, for imported tools). */
-export function sideEffectOf(annotations: Record<string, unknown> | undefined): SideEffect {
-  if (annotations?.['destructive'] === true) return 'irreversible';
-  if (annotations?.['readOnly'] === true) return 'read-only';
-  return 'unknown';
-}
-
-/** A catalog tool offered to RAP runtimes. */
+/** A catalog tool offered to RAP runtimes; its annotations come from its contract (no side effect = unknown: none). */
 export interface ServableTool {
   name: string;
   description: string;
   inputSchema: unknown;
-  sideEffect: SideEffect;
+  contract: ToolContract;
 }
 
 /** The served toolset, the served-name -> catalog-name map, and the names left out. */
@@ -92,7 +60,7 @@ export function buildServedToolset(options: { name: string; description: string;
       name: served,
       description: tool.description.trim() === '' ? `Tool ${tool.name}` : tool.description,
       inputSchema: servedSchema(tool.inputSchema),
-      annotations: rapAnnotations(tool.sideEffect),
+      annotations: rapAnnotationsOf(tool.contract),
     });
   }
   return { toolset: { name: options.name, description: options.description, endpoint: options.endpoint, tools }, reverse, dropped };

@@ -86,7 +86,8 @@ describe('side-effect crosswalk', () => {
   });
 
   it('imports RAP annotations and MCP hints', () => {
-    expect(sideEffectFromRap({ readOnly: true, destructive: true })).toBe('read-only');
+    expect(sideEffectFromRap({ readOnly: true, destructive: true })).toBeUndefined();
+    expect(sideEffectFromRap({ readOnly: true, destructive: false })).toBe('read-only');
     expect(sideEffectFromRap({ destructive: true })).toBe('irreversible');
     expect(sideEffectFromRap({ readOnly: 'true' })).toBeUndefined();
     expect(sideEffectFromRap(undefined)).toBeUndefined();

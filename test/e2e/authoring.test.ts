@@ -112,9 +112,18 @@ describe('tools-runner bootstrap', () => {
     };
     const first = await run();
     expect(first.code).toBe(0);
-    expect(first.out).toMatch(/8 file\(s\): 8 created, 0 updated, 0 unchanged, 0 rejected/);
+    expect(first.out).toMatch(/9 file\(s\): 9 created, 0 updated, 0 unchanged, 0 rejected/);
     const second = await run();
-    expect(second.out).toMatch(/8 file\(s\): 0 created, 0 updated, 8 unchanged, 0 rejected/);
+    expect(second.out).toMatch(/9 file\(s\): 0 created, 0 updated, 9 unchanged, 0 rejected/);
+    // slugify.json carries an ARuntime description only: stored as the context's contract and timeout.
+    const store = client(url);
+    const [slug] = await store.listBreadcrumbs({ schema_name: SCHEMA.ToolCode, tag: TAG.tool('slugify'), include_context: true });
+    expect(slug?.context).toMatchObject({
+      limits: { timeout_ms: 5000 },
+      permissions: { net: false, api: false },
+      contract: { owner: 'operator', side_effect: 'read-only', idempotent: true, data_classification: 'public', approval: { when: 'never' }, retry: { max_attempts: 2, backoff_ms: 100, on: ['sandbox.crashed'] } },
+    });
+    expect(slug?.context).not.toHaveProperty('aruntime');
 
     const file = join(dir, 'tools-self-contained', 'echo.json');
     const doc = JSON.parse(readFileSync(file, 'utf8')) as { description: string };
@@ -125,7 +134,7 @@ describe('tools-runner bootstrap', () => {
     expect(third.code).toBe(1);
     expect(third.out).toMatch(/^updated\s+echo/m);
     expect(third.out).toMatch(/^rejected\s+broken\s+\S*broken\.json\s+— .*Code must export an async function named "execute"/m);
-    expect(third.out).toMatch(/9 file\(s\): 0 created, 1 updated, 7 unchanged, 1 rejected/);
+    expect(third.out).toMatch(/10 file\(s\): 0 created, 1 updated, 8 unchanged, 1 rejected/);
   });
 });
 

@@ -77,8 +77,8 @@ describe('buildToolViews', () => {
   it.each([
     [undefined, { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true }, {}],
     [{ side_effect: 'bogus' }, { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true }, {}],
-    [{ side_effect: 'read-only' }, { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true }, { readOnly: true }],
-    [{ side_effect: 'reversible-write', idempotent: true }, { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true }, {}],
+    [{ side_effect: 'read-only' }, { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true }, { readOnly: true, idempotent: true }],
+    [{ side_effect: 'reversible-write', idempotent: true }, { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true }, { idempotent: true }],
     [{ side_effect: 'code-execution' }, { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true }, { destructive: true }],
     [{ side_effect: 'financial' }, { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true }, { destructive: true }],
   ])('contract %j → MCP hints %j and RAP annotations %j', (contract, hints, rap) => {
@@ -120,7 +120,42 @@ describe('renderExport', () => {
       name: 'tools-runner-tools',
       description: 'Tools of the tools-runner workspace workspace:tools',
       endpoint: 'http://127.0.0.1:8082/rap/invoke',
-      tools: [{ name: 'a', description: 'tool a', inputSchema: tool('a')['inputSchema'], annotations: { readOnly: true } }],
+      tools: [{ name: 'a', description: 'tool a', inputSchema: tool('a')['inputSchema'], annotations: { readOnly: true, idempotent: true } }],
+    });
+  });
+
+  it('aruntime: each exported tool as an ARuntime description from its contract and the facts the entry carries', () => {
+    const contract = { side_effect: 'reversible-write', idempotent: true, owner: 'ops', retry: { max_attempts: 2 } };
+    const entries = [
+      tool('a', { contract, timeoutMs: 2500, net: ['api.example.com'], requiredSecrets: ['K'] }),
+      tool('h.x', { kind: 'host', version: 'abcdef012345', outputSchema: undefined, contract: { side_effect: 'bogus' }, tags: ['t'], budget: { usd: 1 } }),
+      tool('x.y'),
+      tool('x_y'),
+    ];
+    const out = renderExport('aruntime', entries, OPTS);
+    expect(out.omitted.map((o) => o.name)).toEqual(['x.y', 'x_y']);
+    expect(JSON.parse(out.text)).toEqual({
+      format: 'aruntime',
+      tools: [
+        {
+          toolId: 'a',
+          version: '1.0.0',
+          description: 'tool a',
+          owner: 'ops',
+          inputSchema: tool('a')['inputSchema'],
+          outputSchema: { type: 'object' },
+          egressPolicy: { allow: ['api.example.com'] },
+          authenticationRef: ['K'],
+          permissionClass: 'write',
+          sideEffectClass: 'reversible write',
+          idempotency: { idempotent: true, keyRequired: false },
+          timeoutSeconds: 2.5,
+          retryPolicy: { maxAttempts: 2 },
+        },
+        // An invalid contract in the catalog is unknown: no side-effect class (fails closed).
+        { toolId: 'h.x', version: 'abcdef012345', description: 'tool h.x', inputSchema: tool('a')['inputSchema'], idempotency: { keyRequired: false }, rateLimits: { budget: { usd: 1 } }, observability: { tags: ['t'] } },
+      ],
+      omitted: out.omitted.map((o) => ({ name: o.name, exportedAs: o.exportName, reason: o.reason })),
     });
   });
 

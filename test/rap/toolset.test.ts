@@ -1,7 +1,8 @@
 // Whole-toolset validation (P7) with its exact messages, and display scripts (P6).
 
 import { describe, expect, it } from 'vitest';
-import { renderDisplay, evaluateDisplayScript, validateToolset, buildServedToolset, rapAnnotations, type SideEffect } from '../../src/rap/index.js';
+import { renderDisplay, evaluateDisplayScript, validateToolset, buildServedToolset } from '../../src/rap/index.js';
+import type { SideEffect, ToolContract } from '../../src/contract/contract.js';
 import { createSchemaValidator } from '../../src/screen/index.js';
 
 const validator = createSchemaValidator();
@@ -86,18 +87,34 @@ describe('displayScript (P6)', () => {
 });
 
 describe('served toolset', () => {
-  it('maps side effects per the crosswalk (§5.2)', () => {
-    const table: Array<[SideEffect, Record<string, boolean>]> = [
-      ['read-only', { readOnly: true }],
-      ['reversible-write', {}],
-      ['irreversible', { destructive: true }],
-      ['administrative', { destructive: true }],
-      ['code-execution', { destructive: true }],
-      ['financial', { destructive: true }],
-      ['external-communication', { destructive: true }],
-      ['unknown', {}],
+  it("annotates each tool from its contract per the crosswalk (§5.2)", () => {
+    const table: Array<[SideEffect | undefined, boolean | undefined, Record<string, boolean>, ToolContract['approval']?]> = [
+      ['read-only', undefined, { readOnly: true, idempotent: true }],
+      ['reversible-write', undefined, {}],
+      ['reversible-write', true, { idempotent: true }],
+      ['irreversible', true, { destructive: true }],
+      ['administrative', undefined, { destructive: true }],
+      ['code-execution', undefined, { destructive: true }],
+      ['financial', undefined, { destructive: true }],
+      ['external-communication', undefined, { destructive: true }],
+      [undefined, true, {}],
+      [undefined, undefined, { destructive: true }, { when: 'always' }],
+      ['reversible-write', true, { destructive: true, idempotent: true }, { when: 'always' }],
+      ['read-only', undefined, { readOnly: true, idempotent: true }, { when: 'always' }],
+      [undefined, undefined, {}, { when: 'never' }],
     ];
-    for (const [effect, annotations] of table) expect(rapAnnotations(effect)).toEqual(annotations);
+    const served = buildServedToolset({
+      name: 'ts',
+      description: 'd',
+      endpoint: 'http://127.0.0.1:1/invoke',
+      tools: table.map(([effect, idempotent, , approval], i) => ({
+        name: `t${String(i).padStart(2, '0')}`,
+        description: 'd',
+        inputSchema: { type: 'object' },
+        contract: { ...(effect ? { side_effect: effect } : {}), ...(idempotent !== undefined ? { idempotent } : {}), ...(approval ? { approval } : {}) },
+      })),
+    });
+    expect(served.toolset.tools.map((t) => t.annotations)).toEqual(table.map(([, , annotations]) => annotations));
   });
 
   it('mangles names to RAP characters and leaves out both tools of a collision', () => {
@@ -106,9 +123,9 @@ describe('served toolset', () => {
       description: 'd',
       endpoint: 'http://127.0.0.1:1/invoke',
       tools: [
-        { name: 'mail.send', description: 'sends', inputSchema: { type: 'object' }, sideEffect: 'unknown' },
-        { name: 'a.b', description: 'one', inputSchema: {}, sideEffect: 'unknown' },
-        { name: 'a_b', description: 'two', inputSchema: {}, sideEffect: 'unknown' },
+        { name: 'mail.send', description: 'sends', inputSchema: { type: 'object' }, contract: {} },
+        { name: 'a.b', description: 'one', inputSchema: {}, contract: {} },
+        { name: 'a_b', description: 'two', inputSchema: {}, contract: {} },
       ],
     });
     expect(served.toolset.tools.map((t) => t.name)).toEqual(['mail_send']);

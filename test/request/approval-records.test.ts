@@ -28,6 +28,9 @@ describe('approvalNeed', () => {
     expect(need({}, host(false), true)).toBeUndefined();
     expect(need({ approval: { when: 'never' } }, host(true), true)).toEqual({ policy: 'confirm-external-actions', approvers: ['operator'] });
     expect(need({ side_effect: 'irreversible', approval: { when: 'always', approvers: ['alice'] } }, host(true), false)).toEqual({ policy: 'contract', approvers: ['alice'] });
+    // requires_confirmation maps to approval `always`; with the flag off that mapping alone asks nobody.
+    expect(need({ approval: { when: 'always' } }, host(true), false)).toBeUndefined();
+    expect(need({ approval: { when: 'always' } }, host(true), true)).toEqual({ policy: 'confirm-external-actions', approvers: ['operator'] });
   });
 });
 

@@ -1,4 +1,4 @@
-// `tools-runner export --format openai|mcp|rap|typescript`: prints the workspace's runnable catalog
+// `tools-runner export --format openai|mcp|rap|typescript|aruntime`: prints the workspace's runnable catalog
 // (its tool.catalog.v1, kept current by the runner and sealed with the runner secret) in one target
 // format, built by src/export — the same mapping the live MCP endpoint serves. `--from-files` builds
 // the catalog offline from the bootstrap directory (valid tools) and the `--manifests` host tools.
@@ -30,7 +30,18 @@ async function catalogFromFiles({ config, logger, err }: CommandContext): Promis
         continue;
       }
       const t = check.tool;
-      entries.set(t.name, { name: t.name, description: t.description, version: t.version, kind: 'code', inputSchema: t.inputSchema, outputSchema: t.outputSchema });
+      entries.set(t.name, {
+        name: t.name,
+        description: t.description,
+        version: t.version,
+        kind: 'code',
+        inputSchema: t.inputSchema,
+        outputSchema: t.outputSchema,
+        contract: t.contract,
+        timeoutMs: t.timeoutMs,
+        net: t.net,
+        requiredSecrets: t.requiredSecrets,
+      });
     }
   } else if (config.manifests.length === 0) {
     err(`tools-runner export: --from-files: the bootstrap directory ${config.bootstrapDir} does not exist and no --manifests are given`);
@@ -41,7 +52,20 @@ async function catalogFromFiles({ config, logger, err }: CommandContext): Promis
     for (const error of loaded.errors) err(`tools-runner export: manifest ${error.path} rejected: ${error.message}`);
     problems += loaded.errors.length;
     for (const tool of loaded.tools) {
-      if (!entries.has(tool.name)) entries.set(tool.name, { name: tool.name, description: tool.description, kind: 'host', inputSchema: tool.inputSchema ?? { type: 'object' } });
+      if (entries.has(tool.name)) continue;
+      entries.set(tool.name, {
+        name: tool.name,
+        description: tool.description,
+        version: tool.manifestDigest.slice(0, 12),
+        kind: 'host',
+        inputSchema: tool.inputSchema ?? { type: 'object' },
+        ...(tool.resultSchema ? { outputSchema: tool.resultSchema } : {}),
+        contract: tool.contract,
+        ...(tool.transport.timeoutMs !== undefined ? { timeoutMs: tool.transport.timeoutMs } : {}),
+        requiredSecrets: tool.secrets,
+        tags: tool.observabilityTags,
+        ...(tool.budget ? { budget: tool.budget } : {}),
+      });
     }
   }
   if (entries.size === 0) {
@@ -85,7 +109,7 @@ async function catalogFromStore({ config, logger, err }: CommandContext): Promis
 /** Runs `tools-runner export`. */
 export async function run(ctx: CommandContext): Promise<number> {
   if (ctx.positionals.length > 0) {
-    ctx.err(`tools-runner export: unexpected argument ${JSON.stringify(ctx.positionals[0])} (usage: tools-runner export [--format openai|mcp|rap|typescript] [--from-files])`);
+    ctx.err(`tools-runner export: unexpected argument ${JSON.stringify(ctx.positionals[0])} (usage: tools-runner export [--format openai|mcp|rap|typescript|aruntime] [--from-files])`);
     return EXIT.Usage;
   }
   const tools = ctx.config.fromFiles ? await catalogFromFiles(ctx) : await catalogFromStore(ctx);

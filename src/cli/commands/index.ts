@@ -98,7 +98,7 @@ export const COMMANDS: readonly Command[] = [
   {
     name: 'export',
     summary: 'print the runnable catalog as OpenAI tools, MCP tools, a RAP toolset or TypeScript types',
-    usage: 'tools-runner export [--format openai|mcp|rap|typescript] [--store-url URL --runner-secret S | --from-files [--bootstrap-dir D] [--manifests M]]',
+    usage: 'tools-runner export [--format openai|mcp|rap|typescript|aruntime] [--store-url URL --runner-secret S | --from-files [--bootstrap-dir D] [--manifests M]]',
     description: [
       'Prints the workspace\'s runnable catalog (tool.catalog.v1, kept by a running runner and sealed with its runner secret) in one',
       'format, with the reverse name map; the same mapping the live MCP endpoint serves. --from-files builds it offline from',

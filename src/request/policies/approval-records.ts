@@ -47,13 +47,19 @@ export function approvalNeed(call: Pick<Call, 'contract' | 'route'>, confirmExte
   const approval = call.contract.approval;
   const approvers = approval?.approvers && approval.approvers.length > 0 ? [...new Set(approval.approvers)] : [OPERATOR];
   const timeout = approval?.timeout_ms !== undefined ? { timeoutMs: approval.timeout_ms } : {};
+  // A host tool with requires_confirmation (its mapped contract says approval `always`): the
+  // operator's --confirm-external-actions decides — on, it waits for an approval; off, it runs
+  // auto-approved and audited, as agentcli and Runloop do.
+  // An approval the manifest states beyond that (approvers, a timeout) still applies with the flag off.
+  if (call.route.kind === 'host' && call.route.tool.requiresConfirmation) {
+    if (confirmExternalActions) return { policy: 'confirm-external-actions', approvers, ...timeout };
+    const onlyMapped = approval?.when === 'always' && approval.approvers === undefined && approval.timeout_ms === undefined;
+    if (!approval || onlyMapped) return undefined;
+  }
   if (approval && approval.when !== 'never') {
     // A side-effect list with an unknown side effect fails closed: the call needs approval.
     const side = call.contract.side_effect;
     if (approval.when === 'always' || side === undefined || approval.when.side_effects.includes(side)) return { policy: 'contract', approvers, ...timeout };
-  }
-  if (call.route.kind === 'host' && call.route.tool.requiresConfirmation && confirmExternalActions) {
-    return { policy: 'confirm-external-actions', approvers, ...timeout };
   }
   return undefined;
 }
