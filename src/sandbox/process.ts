@@ -13,6 +13,7 @@ import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from '../logger.js';
+import { killGroup } from '../process-group.js';
 import { buildDenoCommand } from './command.js';
 import type { Launched, Launcher } from './launcher.js';
 import type { ProcessCgroup } from './cgroup.js';
@@ -116,12 +117,7 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
   ready.catch(() => undefined);
 
   const signalGroup = (): void => {
-    if (pid === undefined || proc.state === 'dead') return;
-    try {
-      process.kill(-pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
+    if (proc.state !== 'dead') killGroup(pid);
   };
 
   const events = (framed: boolean): StreamEvents => ({
