@@ -14,14 +14,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Readable, Writable } from 'node:stream';
 import { killGroup } from '../process-group.js';
-
-/** What to start: the output of buildDenoCommand. */
-export interface LaunchCommand {
-  file: string;
-  args: string[];
-  env: Record<string, string>;
-  cwd: string;
-}
+import type { DenoCommand } from './command.js';
 
 /** A started process: its pid (own process group), pipes, and how it ended. */
 export interface Launched {
@@ -34,8 +27,8 @@ export interface Launched {
 }
 
 export interface Launcher {
-  /** Starts `cmd` detached (own process group). Rejects when it cannot be started. */
-  launch(cmd: LaunchCommand): Promise<Launched>;
+  /** Starts `cmd` (a buildDenoCommand recipe) detached (own process group). Rejects when it cannot be started. */
+  launch(cmd: DenoCommand): Promise<Launched>;
   close(): Promise<void>;
 }
 
