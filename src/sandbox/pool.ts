@@ -309,11 +309,10 @@ export function createPool(options: PoolOptions): Pool {
       const parked = list(idle, reuseKey);
       let room = count(warm) + count(starting) + count(idle) < poolMax;
       if (!room && parked.length < Math.max(1, poolSize)) room = evictParked(reuseKey);
-      if (closed || proc.state !== 'busy' || proc.jobsServed >= options.maxReuseCalls || parked.length >= Math.max(1, poolSize) || !room) {
+      if (closed || proc.jobsServed >= options.maxReuseCalls || parked.length >= Math.max(1, poolSize) || !room || !proc.park()) {
         proc.kill('retired');
         return;
       }
-      proc.state = 'idle';
       parked.push(proc);
       const watched: Watched = { pid: proc.pid ?? -1, limitBytes: proc.limitBytes, overLimit: () => proc.kill('memory_limit') };
       idleWatches.set(proc, watched);
