@@ -36,7 +36,7 @@ import { coerceError, ErrorCode } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { createResponder, type Responder } from '../request/7-respond.js';
 import type { Sandbox } from '../sandbox/index.js';
-import { createSchemaValidator, SEMVER, validateToolDefinition, type SchemaValidator } from '../screen/index.js';
+import { SEMVER, validateToolDefinition, type SchemaValidator } from '../screen/index.js';
 import type { ExtensionContext, ServiceExtension } from '../service/service.js';
 import type { SecretResolver } from '../service/secrets.js';
 import { createToolApi } from '../service/tool-api.js';
@@ -272,7 +272,7 @@ export function createToolCreationExtension(): ServiceExtension {
         config: context.config,
         logger: context.logger,
         responder: createResponder({ client: context.client, workspace: context.config.workspace, keys: context.keys, logger: context.logger }),
-        validator: createSchemaValidator(),
+        validator: context.validator,
         stamper: context.stamper,
         catalog: context.catalog,
         secrets: context.secrets,

@@ -17,8 +17,8 @@ import type { HostTool, ManifestLoadResult } from './types.js';
 export interface ManifestSource {
   manifestPath: string;
   manifestDigest: string;
-  /** The runner's schema validator (compiled-schema cache); a fresh one per check when omitted. */
-  validator?: SchemaValidator;
+  /** The runner's schema validator (compiled-schema cache). */
+  validator: SchemaValidator;
 }
 
 class ManifestError extends Error {}
@@ -67,7 +67,7 @@ function resolveProgram(cmd0: string, manifestDir: string, prefix: string): stri
   return path.resolve(manifestDir, norm.slice(2));
 }
 
-function checkSchema(schema: unknown, prefix: string, validator: SchemaValidator | undefined): object | null {
+function checkSchema(schema: unknown, prefix: string, validator: SchemaValidator): object | null {
   if (schema === null) return null;
   if (!isJsonObject(schema)) throw new ManifestError(`${prefix}: schema must be a JSON object (got ${kindOf(schema)})`);
   const problem = schemaCompileError(schema, validator);

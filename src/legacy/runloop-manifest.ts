@@ -63,7 +63,7 @@ function checkTransport(t: RunloopTransportSpec, spec: RunloopSpec, fail: (m: st
   return { kind: 'http', method, url: t.url, headers: t.headers, ...timeout };
 }
 
-function checkSchema(spec: RunloopSpec, field: 'input_schema' | 'result_schema', fail: (m: string) => never, validator: SchemaValidator | undefined): object | null {
+function checkSchema(spec: RunloopSpec, field: 'input_schema' | 'result_schema', fail: (m: string) => never, validator: SchemaValidator): object | null {
   const present = field === 'input_schema' ? spec.hasInputSchema : spec.hasResultSchema;
   if (!present) fail(`${field} is required (null is accepted for none)`);
   let schema = field === 'input_schema' ? spec.inputSchema : spec.resultSchema;

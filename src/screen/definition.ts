@@ -8,7 +8,7 @@
 
 import type { Config } from '../config/schema.js';
 import { validatePermissions } from './permissions.js';
-import { createSchemaValidator, type SchemaValidator } from './schema-validator.js';
+import type { SchemaValidator } from './schema-validator.js';
 import { validateSchemas } from './schemas.js';
 import { screenSource } from './screen-source.js';
 import { IssueCode, isPlainObject, quote, type Issue, type Origin, type ToolDefinition } from './types.js';
@@ -16,11 +16,11 @@ import { IssueCode, isPlainObject, quote, type Issue, type Origin, type ToolDefi
 /** The configuration validateToolDefinition needs. */
 export type DefinitionConfig = Pick<Config, 'maxNetDomains' | 'bootstrapAllow' | 'maxSourceBytes' | 'defaultTimeoutMs' | 'maxTimeoutMs' | 'defaultMemoryMb' | 'maxMemoryMb'>;
 
-/** Options of validateToolDefinition; pass a long-lived `validator` (building one costs milliseconds). */
+/** Options of validateToolDefinition; `validator` is the caller's long-lived one (building one costs milliseconds). */
 export interface DefinitionOptions {
   origin: Origin;
   config: DefinitionConfig;
-  validator?: SchemaValidator;
+  validator: SchemaValidator;
 }
 
 /** The outcome; `tool` is present exactly when `ok`. */
@@ -86,7 +86,7 @@ export function validateToolDefinition(context: unknown, options: DefinitionOpti
 
   const limits = readLimits(context.limits, config, errors, warnings);
   const requiredSecrets = readSecrets(context.required_secrets, errors);
-  const schemas = validateSchemas(context, { validator: options.validator ?? createSchemaValidator() });
+  const schemas = validateSchemas(context, { validator: options.validator });
   errors.push(...schemas.errors);
   warnings.push(...schemas.warnings);
 

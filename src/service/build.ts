@@ -22,7 +22,7 @@ import { createCodeExecutor, createHostExecutor } from '../request/6-execute.js'
 import { createResponder } from '../request/7-respond.js';
 import { createRequestHandler } from '../request/handler.js';
 import { createSandbox, type Sandbox } from '../sandbox/index.js';
-import { createSchemaValidator, validateToolDefinition } from '../screen/index.js';
+import { createSchemaValidator, validateToolDefinition, type SchemaValidator } from '../screen/index.js';
 import { createStore, type Store } from '../store/index.js';
 import type { AdminServer } from './admin-server.js';
 import { createMetrics, type Metrics } from './metrics.js';
@@ -41,6 +41,8 @@ export interface Parts {
   stamper: Stamper;
   sandbox: Sandbox;
   secrets: SecretResolver;
+  /** The one schema validator of the service (manifests, definitions, code and host tools, extensions). */
+  validator: SchemaValidator;
   catalog: Catalog;
   publisher: CatalogPublisher;
   queue: JobQueue;
@@ -245,7 +247,7 @@ export async function buildService(
   });
 
   return {
-    config, log, out, replica, storeUrl, client, keys, stamper, sandbox, secrets, catalog, publisher, queue, intake, metrics, consoleApi, rap,
+    config, log, out, replica, storeUrl, client, keys, stamper, sandbox, secrets, validator, catalog, publisher, queue, intake, metrics, consoleApi, rap,
     extensions, operatorTools, intakeController, hardStop, onStop, state, health,
   };
 }

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BreadcrumbCreate, SCHEMA, TAG, ToolCreateResponseContext, ToolRequestContext, ToolResponseContext } from '../../src/breadcrumbs/messages.js';
 import { defaultConfig } from '../../src/config/index.js';
-import { validateToolDefinition } from '../../src/screen/index.js';
+import { createSchemaValidator, validateToolDefinition } from '../../src/screen/index.js';
 import { cleanupAll, client, runCli, startRunnerWithStore, tempDir } from '../e2e/harness.js';
 import { commandLines, readme, shell, startShell } from './readme-blocks.js';
 
@@ -121,7 +121,7 @@ describe('README examples', () => {
 
   it('tool-definition: valid under the agent policy; its network example is skipped offline and runs when the network is up', async () => {
     const definition = json('tool-definition');
-    const check = validateToolDefinition(definition, { origin: 'agent', config: defaultConfig() });
+    const check = validateToolDefinition(definition, { origin: 'agent', config: defaultConfig(), validator: createSchemaValidator() });
     expect(check.ok ? [] : check.errors).toEqual([]);
     const file = join(cwd, 'weather-now.json');
     writeFileSync(file, doc.byId('tool-definition').body);
