@@ -10,6 +10,7 @@
 import { appendFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../logger.js';
+import { longestFirst, redactLiterals } from '../text.js';
 import { REDACTED } from './types.js';
 
 /** One audit line. The first ten fields are agentcli's; the rest are ours. */
@@ -43,7 +44,7 @@ export interface Redactor {
 
 /** Builds a redactor for the literal values `literals` (empty ones ignored) and the regexes `patterns`. */
 export function createRedactor(literals: Iterable<string>, patterns: readonly string[] = []): Redactor {
-  const values = [...new Set([...literals].filter((v) => v !== ''))].sort((a, b) => b.length - a.length);
+  const values = longestFirst(literals);
   const regexes = patterns.filter((p) => p !== '').map((pattern) => {
     try {
       return new RegExp(pattern, 'g');
@@ -53,7 +54,7 @@ export function createRedactor(literals: Iterable<string>, patterns: readonly st
   });
   const text = (value: string): string => {
     let out = value;
-    for (const literal of values) if (out.includes(literal)) out = out.split(literal).join(REDACTED);
+    out = redactLiterals(out, values, REDACTED);
     for (const regex of regexes) out = out.replace(regex, (match) => (match === '' ? match : REDACTED));
     return out;
   };
