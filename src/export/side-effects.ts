@@ -1,6 +1,6 @@
 // What the exports read of a catalog entry's side effect: its canonical contract (src/contract,
 // `contract.side_effect` / `contract.idempotent` of the tool), mapped by the one side-effect
-// crosswalk (`sideEffectPolicy`, contracts.md §5.2). No contract, or a class we do not know, is
+// crosswalk (`sideEffectPolicy` in src/contract/contract.ts). No contract, or a class we do not know, is
 // unknown: exported fail-closed (readOnly F / destructive T / idempotent F / openWorld T).
 
 import { SIDE_EFFECTS, sideEffectPolicy, type SideEffect, type SideEffectPolicy } from '../contract/contract.js';

@@ -1,8 +1,8 @@
-// agentcli tools.json validation (contracts.md §2.1), with agentcli's exact error strings.
+// agentcli tools.json validation (README "Host tools (tools.json)"), with agentcli's exact error strings.
 //
 // Per tool, checks run in agentcli's order: name -> duplicate -> command length -> envPassthrough ->
 // command[0] path; the first failure rejects the whole manifest. Relative programs must live under
-// ./tools/bin and are resolved against the manifest's directory, never the process cwd (M7, M13).
+// ./tools/bin and are resolved against the manifest's directory, never the process cwd.
 // Our additions run after agentcli's own checks for the same tool and use the same prefix:
 // timeoutSec must not be negative, schema must be an object that compiles.
 

@@ -1,5 +1,5 @@
 // The host-tool audit log: one NDJSON line per call appended to `<auditDir>/YYYYMMDD.log` (UTC
-// date of the record's `ts`), agentcli's record fields first (R4, R5), and redaction (R6).
+// date of the record's `ts`), agentcli's record fields first, and redaction.
 //
 // Redaction replaces, in every string of the record, first the literal values the call handled
 // (resolved secrets of any length; passed-through environment values of 4+ characters), then every
@@ -32,7 +32,7 @@ export interface AuditRecord {
   signal?: string;
   /** HTTP status of the answer (http transport). */
   status?: number;
-  /** The L10 text when confirmation was switched off and the call auto-approved. */
+  /** CONFIRMATION_AUTO_APPROVED (types.ts) when confirmation was switched off and the call auto-approved. */
   approval?: string;
 }
 

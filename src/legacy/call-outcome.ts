@@ -1,7 +1,8 @@
 // What a transport hands back to executeHostTool: the tool's answer (or failure) and the facts for
 // the audit line. Also the text hygiene shared by both transports: messages and logs are cleaned
 // exactly as the sandbox cleans code tools' text (src/text.ts: no terminal escapes, no C0/C1
-// controls, no bidi or zero-width characters), and error messages are capped at 1000 bytes (agentcli C3).
+// controls, no bidi or zero-width characters), and error messages
+// are capped at 1000 bytes (as agentcli caps them).
 
 import type { ExecutionFailure } from '../result.js';
 import { stripUnsafe } from '../text.js';

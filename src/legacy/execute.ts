@@ -58,7 +58,7 @@ const fail = (code: ErrorCode, message: string, details?: Record<string, unknown
   logsTruncated: false,
 });
 
-/** A host tool's arguments as agentcli reads them (R8): blank or null input is `{}`, a JSON string is parsed, anything but an object is input.invalid. */
+/** A host tool's arguments as agentcli reads them: blank or null input is `{}`, a JSON string is parsed, anything but an object is input.invalid. */
 export function normalizeHostInput(input: unknown): { ok: true; value: Record<string, unknown> } | Failed {
   let value = input;
   if (typeof value === 'string') {

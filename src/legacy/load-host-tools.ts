@@ -2,7 +2,7 @@
 // out (and why), and the manifests that failed to load.
 //
 // Rules, in order: a manifest with one invalid entry is rejected whole (errors[]); a name defined
-// by more than one manifest exposes none of its definitions (denied[], P8 / §5.3 rule 1); a tool
+// by more than one manifest exposes none of its definitions (denied[]: a clash exposes neither); a tool
 // whose capabilities are not all granted is denied with the capability named (a cap.audit-shaped
 // record goes to the log). The same path listed twice is loaded once.
 

@@ -1,10 +1,10 @@
 // loadManifest(): one tools.json (agentcli or Runloop, detected), a Runloop bundle directory, or a
-// bundle's manifest.toml -> all its host tools, or the first error (contracts.md §2.1, §2.3).
+// bundle's manifest.toml -> all its host tools, or the first error.
 //
 // Detection: a JSON object with a `version` key, or whose tools carry `id`/`transport`, is Runloop
-// (so a Runloop file missing `version` still gets Runloop's "missing field" error, L8); anything
+// (so a Runloop file missing `version` still gets Runloop's "missing field" error); anything
 // else is agentcli. Read failures are `read manifest: <err>`, JSON syntax errors `parse manifest:
-// <err>` (M17); agentcli type errors `parse manifest: json: ...`; Runloop shape errors `invalid JSON: ...`.
+// <err>`; agentcli type errors `parse manifest: json: ...`; Runloop shape errors `invalid JSON: ...`.
 
 import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';

@@ -1,9 +1,9 @@
-// Runloop tools.json validation (contracts.md §2.3), keeping Runloop's exact strings, plus the
+// Runloop tools.json validation, keeping Runloop's exact strings, plus the
 // checks its text requires but its code skips (absolute exec path, absolute http(s) URL, unique
 // ids, schemas present). Per tool, Runloop's checks run first, then ours; the first failure
 // rejects the whole manifest.
 //
-// "Schemas present" is reconciled with L1 (null schemas accepted) like this: both keys must be
+// "Schemas present" is reconciled with Runloop accepting null schemas like this: both keys must be
 // present; `null` is accepted and produces a load warning (nothing is validated on that side).
 
 import path from 'node:path';

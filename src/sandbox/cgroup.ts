@@ -1,6 +1,6 @@
 // cgroup v2 memory limits for sandbox processes, where the machine allows them.
 //
-// The V8 heap flag does not cap ArrayBuffers (docs/sandbox.md §1.6); a cgroup v2 `memory.max` caps
+// The V8 heap flag does not cap ArrayBuffers (they live outside the heap); a cgroup v2 `memory.max` caps
 // everything the process maps. Detection needs a cgroup v2 hierarchy with the memory controller
 // enabled for children of the service's own cgroup (e.g. systemd `Delegate=yes`), and write access.
 // A v2 cgroup that still holds processes cannot enable controllers for its children ("no internal
