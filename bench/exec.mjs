@@ -7,6 +7,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { silentLogger } from '../dist/logger.js';
 import { createSchemaCache, executeHostTool, loadManifest } from '../dist/legacy/index.js';
+import { createSchemaValidator } from '../dist/screen/index.js';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 500);
 const WARMUP = 30;
@@ -16,7 +17,8 @@ try {
   const manifest = path.join(dir, 'tools.json');
   const schema = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] };
   await writeFile(manifest, JSON.stringify({ tools: [{ name: 'cat', command: ['/bin/cat'], schema }] }));
-  const loaded = await loadManifest(manifest);
+  const validator = createSchemaValidator();
+  const loaded = await loadManifest(manifest, { validator });
   if (!loaded.ok) throw new Error(loaded.error);
   const [tool] = loaded.tools;
   const options = {
@@ -24,7 +26,7 @@ try {
     config: { execTimeoutMs: 10_000, maxOutputBytes: 1024 * 1024, auditDir: path.join(dir, 'audit'), redact: ['sk-[a-z0-9]+'], confirmExternalActions: true },
     resolveSecret: async () => undefined,
     env: { PATH: process.env.PATH, HOME: process.env.HOME },
-    schemas: createSchemaCache(),
+    schemas: createSchemaCache(validator),
   };
   const durations = [];
   for (let i = 0; i < WARMUP + CALLS; i++) {

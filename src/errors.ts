@@ -1,9 +1,9 @@
 // Stable error codes shared by every part of the runner, and the one error class that carries them.
 //
-// Codes follow the ARuntime taxonomy (docs/contracts.md §2.5): dotted, lower case, and stable —
-// agents and operators match on them, so a code is never renamed once shipped. Expected tool
-// outcomes (a timeout, a thrown error, bad output) travel as result data carrying one of these codes;
-// only infrastructure faults are thrown, as RunnerError.
+// Codes follow the ARuntime taxonomy (README "Requests, responses and error codes"): dotted,
+// lower case, and stable — agents and operators match on them, so a code is never renamed once
+// shipped. Expected tool outcomes (a timeout, a thrown error, bad output) travel as result data
+// carrying one of these codes; only infrastructure faults are thrown, as RunnerError.
 
 export const ErrorCode = {
   /** The request or its input failed validation; goes back to the model, never retried. */

@@ -9,6 +9,8 @@
 // in the encodings a tool or a library might print them in (JSON-escaped, hex, URL-encoded, and
 // base64/base64url at any byte alignment inside a longer encoded string).
 
+import { escapeUnsafe, redactLiterals } from './text.js';
+
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 export type LogFormat = 'json' | 'text';
 
@@ -93,11 +95,8 @@ function build(shared: Shared, bindings: Record<string, unknown>): Logger {
   const emit = (level: Exclude<LogLevel, 'silent'>, msg: string, meta?: Record<string, unknown>): void => {
     if (LEVELS[level] < shared.min) return;
     const record = { time: new Date().toISOString(), level, msg, ...bindings, ...normalise(meta) };
-    let line = shared.format === 'text' ? textLine(record) : safeJson(record);
-    for (const form of shared.secrets) {
-      if (line.includes(form)) line = line.split(form).join('[REDACTED]');
-    }
-    shared.write(line + '\n');
+    const line = shared.format === 'text' ? textLine(record) : safeJson(record);
+    shared.write(redactLiterals(line, shared.secrets, '[REDACTED]') + '\n');
   };
   return {
     debug: (msg, meta) => emit('debug', msg, meta),
@@ -124,11 +123,8 @@ function normalise(meta: Record<string, unknown> | undefined): Record<string, un
   return out;
 }
 
-// Characters JSON.stringify leaves raw that a terminal acts on (DEL, C1, separators, bidi controls).
-const RAW_IN_JSON = /[\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g;
-// The same plus C0 controls, for text lines.
-const UNSAFE_TEXT = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g;
-const escapeChar = (ch: string): string => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`;
+// Unsafe characters (src/text.ts) are escaped: JSON.stringify already escapes C0 controls, and
+// leaves raw the rest (DEL, C1, separators, bidi and zero-width characters), which escapeUnsafe shows.
 
 function safeJson(value: unknown): string {
   let text: string;
@@ -137,12 +133,12 @@ function safeJson(value: unknown): string {
   } catch {
     text = JSON.stringify({ level: 'error', msg: 'unserialisable log record' });
   }
-  return text.replace(RAW_IN_JSON, escapeChar);
+  return escapeUnsafe(text);
 }
 
 function textValue(value: unknown): string {
   const text = typeof value === 'string' ? value : safeJson(value);
-  const escaped = text.replace(UNSAFE_TEXT, escapeChar);
+  const escaped = escapeUnsafe(text);
   return typeof value === 'string' && (escaped === '' || /[\s="]/.test(escaped)) ? `"${escaped.replace(/"/g, '\\"')}"` : escaped;
 }
 
@@ -150,5 +146,5 @@ function textLine(record: Record<string, unknown>): string {
   const { time, level, msg, ...rest } = record;
   const clock = typeof time === 'string' ? time.slice(11, 23) : '';
   const fields = Object.entries(rest).map(([key, value]) => `${key}=${textValue(value)}`);
-  return [clock, String(level).toUpperCase().padEnd(5), String(msg).replace(UNSAFE_TEXT, escapeChar), ...fields].join(' ');
+  return [clock, String(level).toUpperCase().padEnd(5), escapeUnsafe(String(msg)), ...fields].join(' ');
 }

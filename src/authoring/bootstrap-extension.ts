@@ -8,7 +8,7 @@
 // rejected when one fails, unless --skip-examples.
 
 import { existsSync } from 'node:fs';
-import { createSchemaValidator, validateToolDefinition, type ToolDefinition } from '../screen/index.js';
+import { validateToolDefinition, type ToolDefinition } from '../screen/index.js';
 import type { ExtensionContext, ServiceExtension } from '../service/service.js';
 import { bootstrapTools, renderBootstrapTable } from './bootstrap.js';
 import { createExampleEnv } from './example-env.js';
@@ -21,7 +21,6 @@ const REPUBLISH_GAP_MS = 1_000;
 export function createBootstrapExtension(): ServiceExtension {
   let ctx: ExtensionContext | undefined;
   let files: ToolFile[] = [];
-  const validator = createSchemaValidator();
   const lastRepublish = new Map<string, number>();
   let running: Promise<void> = Promise.resolve();
 
@@ -34,7 +33,7 @@ export function createBootstrapExtension(): ServiceExtension {
     lastRepublish.set(name, Date.now());
     running = running
       .then(async () => {
-        const rows = await bootstrapTools({ client: context.client, files: [file], config: context.config, logger: context.logger, validator, stamper: context.stamper, pin: context.pinOperatorTool });
+        const rows = await bootstrapTools({ client: context.client, files: [file], config: context.config, logger: context.logger, validator: context.validator, stamper: context.stamper, pin: context.pinOperatorTool });
         context.logger.warn('operator tool re-published after a change by someone else', { name, action: rows[0]?.action, id: rows[0]?.id });
       })
       .catch((error: unknown) => context.logger.warn('operator tool re-publication failed', { name, error }));
@@ -50,12 +49,12 @@ export function createBootstrapExtension(): ServiceExtension {
         return;
       }
       files = await loadToolFiles(dir, context.config.workspace);
-      const env = context.config.skipExamples ? undefined : createExampleEnv({ config: context.config, logger: context.logger, validator, sandbox: context.sandbox });
+      const env = context.config.skipExamples ? undefined : createExampleEnv({ config: context.config, logger: context.logger, validator: context.validator, sandbox: context.sandbox });
       let rows;
       try {
         const tools = files.flatMap((file) => {
           if (!file.ok || !env) return [];
-          const check = validateToolDefinition(file.breadcrumb.context, { origin: 'bootstrap', config: context.config, validator });
+          const check = validateToolDefinition(file.breadcrumb.context, { origin: 'bootstrap', config: context.config, validator: context.validator });
           return check.ok ? [check.tool] : [];
         });
         // Probed once, on the first tool whose examples run (nothing probed when nothing changes).
@@ -66,7 +65,7 @@ export function createBootstrapExtension(): ServiceExtension {
           files,
           config: context.config,
           logger: context.logger,
-          validator,
+          validator: context.validator,
           stamper: context.stamper,
           pin: context.pinOperatorTool,
           ...(env ? { examples: { run: (tool, status) => env.run(tool, status), network } } : {}),

@@ -43,11 +43,12 @@ import { coerceError, ErrorCode } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { createResponder, type Responder } from '../request/7-respond.js';
 import type { Sandbox } from '../sandbox/index.js';
-import { createSchemaValidator, SEMVER, validateToolDefinition, type SchemaValidator } from '../screen/index.js';
+import { SEMVER, validateToolDefinition, type SchemaValidator } from '../screen/index.js';
 import type { ExtensionContext, ServiceExtension } from '../service/service.js';
 import type { SecretResolver } from '../service/secrets.js';
 import { createToolApi } from '../service/tool-api.js';
 import { runExamples } from './examples.js';
+import { createRecentIds } from './recent-ids.js';
 
 interface Deps {
   client: StoreClient;
@@ -244,21 +245,19 @@ export async function processCreateRequest(deps: Deps, breadcrumb: CreateRequest
   return { rid, answer: { request_id: rid, status, tool: { id, name: tool.name, version: tool.version }, errors: [], warnings: prefix(check.warnings), examples } };
 }
 
+/** How many create-request ids the extension remembers by default (recent-ids.ts). */
+export const MAX_SEEN_CREATE_REQUESTS = 10_000;
+
 /** The service extension that watches for create requests (events + catch-up scans). */
-export function createToolCreationExtension(): ServiceExtension {
+export function createToolCreationExtension(options: { maxSeen?: number } = {}): ServiceExtension {
   const queue = new PQueue({ concurrency: 1 });
   /** Create requests queued or being answered (bounded: the store is the real record). */
-  const seen = new Set<string>();
-  const MAX_SEEN = 10_000;
+  const seen = createRecentIds(options.maxSeen ?? MAX_SEEN_CREATE_REQUESTS);
   let deps: Deps | undefined;
   let ctx: ExtensionContext | undefined;
 
   const handle = (breadcrumb: CreateRequestRecord): void => {
     if (!deps || seen.has(breadcrumb.id) || ctx?.signal.aborted) return;
-    if (seen.size >= MAX_SEEN) {
-      const oldest = seen.values().next();
-      if (!oldest.done) seen.delete(oldest.value);
-    }
     seen.add(breadcrumb.id);
     const d = deps;
     void queue.add(async () => {
@@ -313,7 +312,7 @@ export function createToolCreationExtension(): ServiceExtension {
         config: context.config,
         logger: context.logger,
         responder: createResponder({ client: context.client, workspace: context.config.workspace, keys: context.keys, logger: context.logger }),
-        validator: createSchemaValidator(),
+        validator: context.validator,
         stamper: context.stamper,
         catalog: context.catalog,
         secrets: context.secrets,

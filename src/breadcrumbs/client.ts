@@ -1,8 +1,8 @@
 // The store client: typed REST calls against the embedded store AND the upstream RCRT server.
 //
-// Written to the common subset (docs/rcrt-api.md §2): one `tag` per listing, PATCH replies that may
-// lack `version`, plain-text or JSON error bodies. Every failure is a StoreError (see
-// store-error.ts); replies are checked against the shapes of messages.ts.
+// Written to the subset upstream rcrt-server and the embedded store share (docs/compat.md):
+// one `tag` per listing, PATCH replies that may lack `version`, plain-text or JSON error bodies.
+// Every failure is a StoreError (see store-error.ts); replies are checked against the shapes of messages.ts.
 
 import type { z } from 'zod';
 import { ErrorCode, RunnerError } from '../errors.js';

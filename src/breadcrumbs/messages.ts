@@ -1,4 +1,5 @@
-// Typed shapes (zod) of the breadcrumbs the runner reads and writes (docs/rcrt-api.md §1, §3).
+// Typed shapes (zod) of the breadcrumbs the runner reads and writes
+// (README "Requests, responses and error codes").
 //
 // These are *structural* parsers: they check that a breadcrumb has the fields the runner needs and
 // keep every other field (loose objects), because agents and the upstream server add fields freely.

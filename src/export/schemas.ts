@@ -1,4 +1,4 @@
-// JSON Schema transforms shared by every export target (contracts.md §5.3 rule 2).
+// JSON Schema transforms shared by every export target (`$ref`s inlined, dialects normalised).
 //
 // Tool schemas are written by agents, so they are treated as hostile input: local `$ref`s
 // (`#`, `#/$defs/x`, `#/definitions/x`, any JSON pointer) are inlined, and a recursive reference,
@@ -102,7 +102,7 @@ const STRICT_KEYWORDS = new Set([
 ]);
 
 /**
- * Whether OpenAI's `strict: true` may be set (§4 "Schema dialects"): an object root; every object
+ * Whether OpenAI's `strict: true` may be set (OpenAI's structured-output rules): an object root; every object
  * lists all its properties in `required` and has `additionalProperties: false`; only the keywords
  * strict mode supports (no allOf/oneOf/not/if/patternProperties/...).
  */

@@ -1,6 +1,6 @@
 // What the exports read of a catalog entry's side effect: its canonical contract (src/contract,
 // `contract.side_effect` / `contract.idempotent` of the tool), mapped by the one side-effect
-// crosswalk (`sideEffectPolicy`, contracts.md §5.2). No contract, or one that does not validate
+// crosswalk (`sideEffectPolicy` in src/contract/contract.ts). No contract, or one that does not validate
 // (parseContract), is unknown: exported fail-closed (readOnly F / destructive T / idempotent F / openWorld T).
 
 import { contractOrUnknown, sideEffectPolicy, type SideEffect, type SideEffectPolicy, type ToolContract } from '../contract/contract.js';

@@ -1,8 +1,8 @@
 // The one mapping from the runnable catalog (tool.catalog.v1 entries) to exportable tools, shared
 // by the live MCP endpoint and `tools-runner export` so the two can never disagree.
 //
-// Per entry: the name is mangled to ^[A-Za-z0-9_-]{1,64}$ (contracts.md §5.3 rule 1); two or more
-// entries mangling to one name are ALL left out (P8: expose neither) and reported; schemas have
+// Per entry: the name is mangled to ^[A-Za-z0-9_-]{1,64}$ (OpenAI's limit, the strictest target); two or more
+// entries mangling to one name are ALL left out (a name clash exposes neither) and reported; schemas have
 // their `$ref`s inlined; the input schema must be object-rooted (else the tool is left out); an
 // output schema that is not object-rooted is dropped (the result then travels as
 // `{result: <output>}`). Omissions carry a reason naming the tool.

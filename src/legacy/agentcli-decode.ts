@@ -1,7 +1,7 @@
 // Decodes an agentcli tools.json document the way Go's encoding/json fills agentcli's structs:
 // null and missing fields take zero values, unknown fields are ignored, and a value of the wrong
 // type fails with Go's own wording (`json: cannot unmarshal string into Go struct field ...`).
-// The caller prefixes failures with `parse manifest: ` (contracts.md §2.1, M17).
+// The caller prefixes failures with `parse manifest: ` (agentcli's wording).
 
 import { goJsonKind, isJsonObject } from './json-kinds.js';
 

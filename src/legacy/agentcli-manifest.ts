@@ -1,8 +1,8 @@
-// agentcli tools.json validation (contracts.md §2.1), with agentcli's exact error strings.
+// agentcli tools.json validation (README "Host tools (tools.json)"), with agentcli's exact error strings.
 //
 // Per tool, checks run in agentcli's order: name -> duplicate -> command length -> envPassthrough ->
 // command[0] path; the first failure rejects the whole manifest. Relative programs must live under
-// ./tools/bin and are resolved against the manifest's directory, never the process cwd (M7, M13).
+// ./tools/bin and are resolved against the manifest's directory, never the process cwd.
 // Our additions run after agentcli's own checks for the same tool and use the same prefix:
 // timeoutSec must not be negative, schema must be an object that compiles, and an explicit `contract`
 // (our extension, src/legacy/contract-map.ts) must be a valid contract.
@@ -19,8 +19,8 @@ import type { HostTool, ManifestLoadResult } from './types.js';
 export interface ManifestSource {
   manifestPath: string;
   manifestDigest: string;
-  /** The runner's schema validator (compiled-schema cache); a fresh one per check when omitted. */
-  validator?: SchemaValidator;
+  /** The runner's schema validator (compiled-schema cache). */
+  validator: SchemaValidator;
 }
 
 class ManifestError extends Error {}
@@ -69,7 +69,7 @@ function resolveProgram(cmd0: string, manifestDir: string, prefix: string): stri
   return path.resolve(manifestDir, norm.slice(2));
 }
 
-function checkSchema(schema: unknown, prefix: string, validator: SchemaValidator | undefined): object | null {
+function checkSchema(schema: unknown, prefix: string, validator: SchemaValidator): object | null {
   if (schema === null) return null;
   if (!isJsonObject(schema)) throw new ManifestError(`${prefix}: schema must be a JSON object (got ${kindOf(schema)})`);
   const problem = schemaCompileError(schema, validator);

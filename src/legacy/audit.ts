@@ -1,5 +1,5 @@
 // The host-tool audit log: one NDJSON line per call appended to `<auditDir>/YYYYMMDD.log` (UTC
-// date of the record's `ts`), agentcli's record fields first (R4, R5), and redaction (R6).
+// date of the record's `ts`), agentcli's record fields first, and redaction.
 //
 // Redaction replaces, in every string of the record, first the literal values the call handled
 // (resolved secrets of any length; passed-through environment values of 4+ characters), then every
@@ -10,6 +10,7 @@
 import { appendFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../logger.js';
+import { longestFirst, redactLiterals } from '../text.js';
 import { REDACTED } from './types.js';
 
 /** One audit line. The first ten fields are agentcli's; the rest are ours. */
@@ -31,7 +32,7 @@ export interface AuditRecord {
   signal?: string;
   /** HTTP status of the answer (http transport). */
   status?: number;
-  /** The L10 text when confirmation was switched off and the call auto-approved; `approved (approval <id>)` when an approver granted it. */
+  /** CONFIRMATION_AUTO_APPROVED (types.ts) when confirmation was switched off and the call auto-approved; `approved (approval <id>)` when an approver granted it. */
   approval?: string;
 }
 
@@ -43,7 +44,7 @@ export interface Redactor {
 
 /** Builds a redactor for the literal values `literals` (empty ones ignored) and the regexes `patterns`. */
 export function createRedactor(literals: Iterable<string>, patterns: readonly string[] = []): Redactor {
-  const values = [...new Set([...literals].filter((v) => v !== ''))].sort((a, b) => b.length - a.length);
+  const values = longestFirst(literals);
   const regexes = patterns.filter((p) => p !== '').map((pattern) => {
     try {
       return new RegExp(pattern, 'g');
@@ -53,7 +54,7 @@ export function createRedactor(literals: Iterable<string>, patterns: readonly st
   });
   const text = (value: string): string => {
     let out = value;
-    for (const literal of values) if (out.includes(literal)) out = out.split(literal).join(REDACTED);
+    out = redactLiterals(out, values, REDACTED);
     for (const regex of regexes) out = out.replace(regex, (match) => (match === '' ? match : REDACTED));
     return out;
   };

@@ -1,10 +1,11 @@
 // What a transport hands back to executeHostTool: the tool's answer (or failure) and the facts for
 // the audit line. Also the text hygiene shared by both transports: messages and logs are cleaned
-// exactly as the sandbox cleans code tools' text (src/sandbox/sanitise.ts: no terminal escapes, no
-// C0/C1 controls, no bidi overrides), and error messages are capped at 1000 bytes (agentcli C3).
+// exactly as the sandbox cleans code tools' text (src/text.ts: no terminal escapes, no C0/C1
+// controls, no bidi or zero-width characters), and error messages
+// are capped at 1000 bytes (as agentcli caps them).
 
 import type { ExecutionFailure } from '../result.js';
-import { stripControl } from '../sandbox/sanitise.js';
+import { stripUnsafe } from '../text.js';
 import type { AuditRecord } from './audit.js';
 
 /** Audit fields a transport knows; executeHostTool adds ts, tool, ms, outcome, approval. */
@@ -27,7 +28,7 @@ export const MAX_LOG_BYTES = 16 * 1024;
 
 /** Removes terminal escapes, control and bidi characters the way the sandbox does (tabs and newlines stay; CR LF becomes LF). */
 export function sanitizeText(text: string): string {
-  return stripControl(text.replace(/\r\n?/g, '\n'), true);
+  return stripUnsafe(text.replace(/\r\n?/g, '\n'), true);
 }
 
 /** Cuts `text` to at most `maxBytes` UTF-8 bytes without splitting a character; appends "…" when cut. */

@@ -1,4 +1,4 @@
-// Capability policy of host tools (Runloop policy.caps semantics, contracts.md §2.3).
+// Capability policy of host tools (Runloop policy.caps semantics).
 //
 // A capability is `family` or `family:target` (`net:api.mail.io`). A tool is exposed only when
 // every capability it needs is granted: a bare family grant (`net`) covers the family and every

@@ -1,12 +1,12 @@
-// The exec transport (contracts.md §2.2, §5.3 rule 4): runs a host program and maps what it did
+// The exec transport: runs a host program and maps what it did
 // to a tool answer.
 //
-// agentcli style: argv = command (no shell), the JSON arguments on stdin (`{}` when empty, R8).
+// agentcli style: argv = command (no shell), the JSON arguments on stdin (`{}` when empty).
 // Runloop style: the JSON arguments in a private temp file (dir 0700, file 0600) whose path is
 // argv[1], `args` after it; the file is removed afterwards. Both: stdout is the JSON result (blank
-// -> `{}`), exit != 0 -> tool.error with the stderr text or `exit status N` (R3), timeout ->
-// `tool timed out` (R1), the environment is PATH and HOME plus passed-through keys present in the
-// parent (R7) plus, for Runloop, each declared secret under its secretEnvName(). cwd is the
+// -> `{}`), exit != 0 -> tool.error with the stderr text or `exit status N`, timeout ->
+// `tool timed out`, the environment is PATH and HOME plus passed-through keys present in the
+// parent plus, for Runloop, each declared secret under its secretEnvName(). cwd is the
 // manifest's directory.
 
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';

@@ -20,7 +20,7 @@ import { capDenial } from './capabilities.js';
 import { runExecTool } from './exec-tool.js';
 import { runHttpTool } from './http-tool.js';
 import { isJsonObject, kindOf } from './json-kinds.js';
-import { createSchemaCache, describeIssues, type SchemaCache } from './schema-validator.js';
+import { describeIssues, type SchemaCache } from './schema-validator.js';
 import { CONFIRMATION_AUTO_APPROVED, CONFIRMATION_REFUSED, type HostTool, type HostToolConfig, type RapTransport } from './types.js';
 
 /** One call of a remote (RAP) host tool, already checked; answered by the runner's RAP runtime. */
@@ -43,8 +43,8 @@ export interface ExecuteHostToolOptions {
   env?: Record<string, string | undefined>;
   /** Clock of the audit `ts` and file name (tests). */
   now?: () => Date;
-  /** Compiled-validator cache to reuse across calls; a fresh one per call when omitted. */
-  schemas?: SchemaCache;
+  /** The runner's compiled-validator cache (createSchemaCache over its one validator). */
+  schemas: SchemaCache;
   /** Runs `rap` transport calls (src/rap); without it such a tool answers dependency.unavailable. */
   runRemote?(call: RemoteCall): Promise<CallOutcome>;
   /** The input was already normalised and checked against the input schema (the runner's request path does it once). */
@@ -62,7 +62,7 @@ const fail = (code: ErrorCode, message: string, details?: Record<string, unknown
   logsTruncated: false,
 });
 
-/** A host tool's arguments as agentcli reads them (R8): blank or null input is `{}`, a JSON string is parsed, anything but an object is input.invalid. */
+/** A host tool's arguments as agentcli reads them: blank or null input is `{}`, a JSON string is parsed, anything but an object is input.invalid. */
 export function normalizeHostInput(input: unknown): { ok: true; value: Record<string, unknown> } | Failed {
   let value = input;
   if (typeof value === 'string') {
@@ -90,7 +90,7 @@ async function call(tool: HostTool, input: unknown, options: ExecuteHostToolOpti
   const normalized = normalizeHostInput(input);
   if (!normalized.ok) return normalized;
   const args = normalized.value;
-  const schemas = options.schemas ?? createSchemaCache();
+  const { schemas } = options;
   if (tool.inputSchema && !options.inputChecked) {
     const issues = schemas.check(tool.inputSchema, args);
     if (issues) return fail(ErrorCode.InputInvalid, `input does not match the input schema of ${JSON.stringify(tool.name)}: ${describeIssues(issues)}`, { errors: issues });

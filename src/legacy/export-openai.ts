@@ -1,4 +1,4 @@
-// Export of tools in OpenAI's function-tool shape (contracts.md §2.1 and §5.3 rule 1).
+// Export of tools in OpenAI's function-tool shape (names mangled to ^[A-Za-z0-9_-]{1,64}$).
 //
 // OpenAI (and Claude Desktop) accept tool names matching ^[A-Za-z0-9_-]{1,64}$, so names are
 // mangled: every other character (per code point) becomes `_`, then the name is cut to 64

@@ -2,7 +2,7 @@
 // out (and why), and the manifests that failed to load.
 //
 // Rules, in order: a manifest with one invalid entry is rejected whole (errors[]); a name defined
-// by more than one manifest exposes none of its definitions (denied[], P8 / §5.3 rule 1); a tool
+// by more than one manifest exposes none of its definitions (denied[]: a clash exposes neither); a tool
 // whose capabilities are not all granted is denied with the capability named (a cap.audit-shaped
 // record goes to the log). The same path listed twice is loaded once.
 
@@ -18,8 +18,8 @@ export interface LoadHostToolsOptions {
   paths: readonly string[];
   grantedCapabilities: readonly string[];
   logger: Logger;
-  /** The runner's schema validator, shared with code tools; a fresh one when omitted. */
-  validator?: SchemaValidator;
+  /** The runner's schema validator, shared with code tools. */
+  validator: SchemaValidator;
 }
 
 /** Exposable tools, denied tools and rejected manifests. */
@@ -52,7 +52,7 @@ export async function loadHostTools(options: LoadHostToolsOptions): Promise<Host
       continue;
     }
     seenPaths.add(absolute);
-    const result = await loadManifest(absolute, options.validator ? { validator: options.validator } : {});
+    const result = await loadManifest(absolute, { validator: options.validator });
     if (!result.ok) {
       errors.push({ path: manifestPath, message: result.error });
       logger.error('host tool manifest rejected', { path: manifestPath, error: result.error });

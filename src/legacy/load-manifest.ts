@@ -1,10 +1,10 @@
 // loadManifest(): one tools.json (agentcli or Runloop, detected), a Runloop bundle directory, or a
-// bundle's manifest.toml -> all its host tools, or the first error (contracts.md §2.1, §2.3).
+// bundle's manifest.toml -> all its host tools, or the first error.
 //
 // Detection: a JSON object with a `version` key, or whose tools carry `id`/`transport`, is Runloop
-// (so a Runloop file missing `version` still gets Runloop's "missing field" error, L8); anything
+// (so a Runloop file missing `version` still gets Runloop's "missing field" error); anything
 // else is agentcli. Read failures are `read manifest: <err>`, JSON syntax errors `parse manifest:
-// <err>` (M17); agentcli type errors `parse manifest: json: ...`; Runloop shape errors `invalid JSON: ...`.
+// <err>`; agentcli type errors `parse manifest: json: ...`; Runloop shape errors `invalid JSON: ...`.
 
 import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
@@ -29,14 +29,14 @@ function looksLikeRunloop(doc: unknown): boolean {
   return Array.isArray(tools) && tools.some((tool) => isJsonObject(tool) && ('id' in tool || 'transport' in tool));
 }
 
-function parseToolsJson(bytes: Buffer, manifestPath: string, digest: string, runloopOnly: boolean, validator: SchemaValidator | undefined): ManifestLoadResult {
+function parseToolsJson(bytes: Buffer, manifestPath: string, digest: string, runloopOnly: boolean, validator: SchemaValidator): ManifestLoadResult {
   let doc: unknown;
   try {
     doc = JSON.parse(bytes.toString('utf8'));
   } catch (err) {
     return { ok: false, error: `parse manifest: ${errorText(err)}` };
   }
-  const source = { manifestPath, manifestDigest: digest, ...(validator ? { validator } : {}) };
+  const source = { manifestPath, manifestDigest: digest, validator };
   if (runloopOnly || looksLikeRunloop(doc)) {
     const decoded = decodeRunloop(doc);
     if (!decoded.ok) return { ok: false, error: `invalid JSON: ${decoded.error}` };
@@ -48,7 +48,7 @@ function parseToolsJson(bytes: Buffer, manifestPath: string, digest: string, run
 }
 
 /** Loads one manifest: a tools.json file, a Runloop bundle directory, or its manifest.toml (schemas compiled with `options.validator`). */
-export async function loadManifest(manifestPath: string, options: { validator?: SchemaValidator } = {}): Promise<ManifestLoadResult> {
+export async function loadManifest(manifestPath: string, options: { validator: SchemaValidator }): Promise<ManifestLoadResult> {
   const { validator } = options;
   const absolute = path.resolve(manifestPath);
   try {

@@ -9,6 +9,7 @@
 
 import { spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
+import { killGroup } from '../process-group.js';
 
 /** What to run. `stdin` null means the child's stdin is /dev/null. */
 export interface ProcessSpec {
@@ -37,15 +38,6 @@ export interface ProcessOutcome {
   stderrBytes: number;
   spawnError?: Error;
   durationMs: number;
-}
-
-function killGroup(pid: number | undefined): void {
-  if (pid === undefined) return;
-  try {
-    process.kill(-pid, 'SIGKILL');
-  } catch {
-    // ESRCH: the group is already gone.
-  }
 }
 
 /** Runs `spec.argv` without a shell and resolves when the process and its pipes are closed. */

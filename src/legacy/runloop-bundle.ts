@@ -1,5 +1,5 @@
 // Runloop agent bundles: a directory with a signed manifest.toml whose `[artifacts.tools]` table
-// names tools.json and its BLAKE3 digest (contracts.md §2.3, L3-L5).
+// names tools.json and its BLAKE3 digest, which must match.
 //
 // Unlike Runloop, which never checks the digest, we verify it: a bundle whose tools.json does not
 // hash to the listed blake3 is rejected, so an edited tools.json cannot slip past a signed manifest.
@@ -13,7 +13,7 @@ import { parse as parseToml } from 'smol-toml';
 import { isJsonObject } from './json-kinds.js';
 import type { ManifestLoadResult } from './types.js';
 
-/** BLAKE3 of `bytes` as 64 lower-case hex characters (Runloop's digest_file_hex, L5). */
+/** BLAKE3 of `bytes` as 64 lower-case hex characters (as Runloop's digest_file_hex). */
 export function blake3Hex(bytes: Uint8Array): string {
   return bytesToHex(blake3(bytes));
 }

@@ -1,4 +1,4 @@
-// Decodes a Runloop tools.json document the way Runloop's serde structs do (contracts.md §2.3, L8):
+// Decodes a Runloop tools.json document the way Runloop's serde structs do:
 // required fields must be present, optional ones default, unknown fields are ignored, and a
 // mismatch fails with serde's wording. serde appends "at line L column C"; we append the JSON
 // path of the value instead (` at tools[0].transport.kind`). The caller adds `invalid JSON: `.

@@ -1,9 +1,9 @@
-// Runloop tools.json validation (contracts.md §2.3), keeping Runloop's exact strings, plus the
+// Runloop tools.json validation, keeping Runloop's exact strings, plus the
 // checks its text requires but its code skips (absolute exec path, absolute http(s) URL, unique
 // ids, schemas present). Per tool, Runloop's checks run first, then ours; the first failure
 // rejects the whole manifest.
 //
-// "Schemas present" is reconciled with L1 (null schemas accepted) like this: both keys must be
+// "Schemas present" is reconciled with Runloop accepting null schemas like this: both keys must be
 // present; `null` is accepted and produces a load warning (nothing is validated on that side).
 // Each tool's contract is mapped by src/legacy/contract-map.ts (an explicit `contract` entry wins).
 
@@ -65,7 +65,7 @@ function checkTransport(t: RunloopTransportSpec, spec: RunloopSpec, fail: (m: st
   return { kind: 'http', method, url: t.url, headers: t.headers, ...timeout };
 }
 
-function checkSchema(spec: RunloopSpec, field: 'input_schema' | 'result_schema', fail: (m: string) => never, validator: SchemaValidator | undefined): object | null {
+function checkSchema(spec: RunloopSpec, field: 'input_schema' | 'result_schema', fail: (m: string) => never, validator: SchemaValidator): object | null {
   const present = field === 'input_schema' ? spec.hasInputSchema : spec.hasResultSchema;
   if (!present) fail(`${field} is required (null is accepted for none)`);
   let schema = field === 'input_schema' ? spec.inputSchema : spec.resultSchema;

@@ -3,7 +3,7 @@
 // shape host tools report problems in. The runner passes its own validator so compiled schemas are
 // shared with code tools; nothing is kept at module level.
 
-import { createSchemaValidator, type SchemaValidator } from '../screen/index.js';
+import type { SchemaValidator } from '../screen/index.js';
 
 /** One schema violation: JSON pointer of the offending value ("/" is the whole value) and ajv's message. */
 export interface SchemaIssue {
@@ -17,8 +17,8 @@ export interface SchemaCache {
   check(schema: object, value: unknown): SchemaIssue[] | null;
 }
 
-/** A cache over `validator` (a fresh one when omitted; the runner keeps one for its lifetime). */
-export function createSchemaCache(validator: SchemaValidator = createSchemaValidator()): SchemaCache {
+/** A cache over `validator` (the runner's one, kept for its lifetime). */
+export function createSchemaCache(validator: SchemaValidator): SchemaCache {
   return {
     check(schema, value) {
       const result = validator.validate(schema, value);
@@ -28,8 +28,7 @@ export function createSchemaCache(validator: SchemaValidator = createSchemaValid
 }
 
 /** Why `schema` does not compile, or null when it does (used at manifest load). */
-export function schemaCompileError(schema: object, validator: SchemaValidator | undefined): string | null {
-  validator ??= createSchemaValidator();
+export function schemaCompileError(schema: object, validator: SchemaValidator): string | null {
   return validator.check(schema) ?? null;
 }
 

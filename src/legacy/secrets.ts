@@ -7,7 +7,7 @@
 /** `${secret:NAME}` inside a header value; NAME is anything up to the closing brace. */
 export const SECRET_PLACEHOLDER = /\$\{secret:([^}]*)\}/g;
 
-/** Environment name of a secret id (Runloop L9): upper case, non-alphanumerics turned into `_`. */
+/** Environment name of a secret id (as Runloop names it): upper case, non-alphanumerics turned into `_`. */
 export function secretEnvName(name: string): string {
   return name.toUpperCase().replace(/[^A-Z0-9]/g, '_');
 }

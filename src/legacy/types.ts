@@ -105,11 +105,11 @@ export type HostToolConfig = Pick<
 /** The capability families of Runloop's policy.caps. */
 export const CAPABILITY_FAMILIES = ['fs', 'net', 'time', 'kb_read', 'kb_write', 'secrets', 'model', 'exec'] as const;
 
-/** Text returned (code approval.required) when a tool needs confirmation and none can be given (L11). */
+/** Text returned (code approval.required) when a tool needs confirmation and none can be given. */
 export const CONFIRMATION_REFUSED =
   'confirmation required (daemon lacks UI/TUI decision); refusing automatic approval';
 
-/** Text logged and audited when confirmation is switched off by the operator (L10). */
+/** Text logged and audited when confirmation is switched off by the operator. */
 export const CONFIRMATION_AUTO_APPROVED = 'auto-approved (confirm_external_actions=false)';
 
 /** Replacement text of redacted values in audit records and results. */

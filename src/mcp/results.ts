@@ -1,4 +1,5 @@
-// tool.response.v1 → MCP `CallToolResult` (contracts.md §5.3 rule 6: MCP gets `isError: true`).
+// tool.response.v1 → MCP `CallToolResult` (a failed call is a result with `isError: true`,
+// not a protocol error).
 //
 // Success: `structuredContent` is the output when it is a JSON object, else `{result: <output>}`
 // (a non-object output only comes from a tool without an object output schema, so it never

@@ -1,4 +1,4 @@
-// The `rap` transport of host tools: one call of a remote RAP tool (contracts.md P1, P2, P9, P10).
+// The `rap` transport of host tools: one call of a remote RAP tool.
 //
 // The invocation `{operation, arguments, id, call_id, callback_url, group_id}` is POSTed to the
 // toolset's endpoint; `id` is derived from the request breadcrumb's id, so a re-run of the same
@@ -6,10 +6,10 @@
 // callback URL carries a fresh random token per call: only a holder of that URL can settle it.
 //
 // States of one call: INVOKING (5xx and 429 retried with backoff; a refused or failed connection is
-// `dependency.unavailable` at once — P2; any other non-2xx, or 5xx after the retries, ends the call
-// with the reference runtime's synthetic text — P1) -> WAITING for the `tool_result` callback ->
+// `dependency.unavailable` at once; any other non-2xx, or 5xx after the retries, ends the call
+// with the reference runtime's synthetic text) -> WAITING for the `tool_result` callback ->
 // settled by the callback, by the timeout or by the job's abort. On timeout or abort the runtime
-// POSTs `{base}/cancel_tool_call` once, best effort (P10). A result text starting `Error:` is an
+// POSTs `{base}/cancel_tool_call` once, best effort. A result text starting `Error:` is an
 // error (`Error: <code>: <message>` keeps a known code, else `tool.error`).
 
 import { randomBytes, createHash } from 'node:crypto';
@@ -30,7 +30,7 @@ export interface RapCallerOptions {
   callbackBase(): string;
   /** Largest callback body accepted (bytes). */
   maxResultBytes: number;
-  /** 5xx/429 answers to an invocation are retried this many times (P9). */
+  /** 5xx/429 answers to an invocation are retried this many times. */
   invokeRetries?: number;
   retryDelayMs?: number;
   invokeTimeoutMs?: number;
@@ -52,7 +52,7 @@ interface Pending {
   settle(text: string): void;
 }
 
-/** The P1 synthetic error text (exactly the reference runtime's). */
+/** The synthetic error text of a failed invocation (exactly the reference runtime's). */
 export function synthesizedError(operation: string, endpoint: string, status: number): string {
   return `Error: RAP tool '${operation}' failed: the server at ${endpoint} responded with HTTP ${status}. No result will arrive for this call.`;
 }

@@ -1,4 +1,4 @@
-// RAP `displayScript` (contracts.md P6): a human-readable line for a tool call, e.g.
+// RAP `displayScript`: a human-readable line for a tool call, e.g.
 // `"PR #" + args.number + " on " + args.owner + "/" + args.repo` -> `PR #42 on acme/widgets`.
 //
 // The seed's scripts are Rhai; we evaluate only the simple subset every example uses — string

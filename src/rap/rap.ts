@@ -37,7 +37,7 @@ export interface RapOptions {
 
 /** RAP in the service. */
 export interface Rap {
-  /** Host tools to route: local ones (minus P8 clashes) plus the exposed RAP tools. */
+  /** Host tools to route: local ones (minus names that clash: those are exposed by neither) plus the exposed RAP tools. */
   hostTools(local: readonly HostTool[]): HostTool[];
   /** The executor of `rap` transport calls. */
   runRemote(call: RemoteCall, request: { rid: string; requestBreadcrumbId: string }): Promise<CallOutcome>;

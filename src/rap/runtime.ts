@@ -1,9 +1,9 @@
 // The RAP runtime's toolsets: what `--rap-servers` offer, and which of their tools become host tools.
 //
-// Each base URL is fetched at start and every refresh interval (P5). A toolset that fails
-// validation is dropped whole (P7); a server that cannot be reached or answers non-2xx keeps its
+// Each base URL is fetched at start and every refresh interval. A toolset that fails
+// validation is dropped whole; a server that cannot be reached or answers non-2xx keeps its
 // last good toolset (a restart of the tool server must not churn the catalog) and the error is
-// reported. Names (P8): a name defined by two toolsets, or by a toolset and a local host tool
+// reported. Names: a name defined by two toolsets, or by a toolset and a local host tool
 // (manifests), is exposed by neither; a RAP tool named like a valid tool.code.v1 is not exposed
 // (code tools always win routing, and agents can create them, so a code tool is never hidden).
 // Every problem is logged and kept in status(); a change of the exposed set calls onChange.
@@ -44,7 +44,7 @@ export interface RapServerStatus {
 /** The runtime's public state. */
 export interface RapRuntimeStatus {
   servers: RapServerStatus[];
-  /** P8 reports: names exposed by nobody, and why. */
+  /** Name clashes: names exposed by nobody, and why. */
   clashes: string[];
   exposed: string[];
 }
@@ -57,7 +57,7 @@ export interface RapRuntime {
   hostTools(local: readonly HostTool[]): HostTool[];
   /** The exposed RAP tools. */
   tools(): readonly HostTool[];
-  /** Local host tools kept out because a RAP tool has their name (P8). */
+  /** Local host tools kept out because a RAP tool has their name (a clash exposes neither). */
   blockedLocal(): string[];
   status(): RapRuntimeStatus;
 }
@@ -106,7 +106,7 @@ function toHostTool(toolset: RapToolset, def: RapToolset['tools'][number], base:
     },
     capabilities: [],
     secrets: [],
-    // The crosswalk (§5.2): destructive tools need confirmation, like Runloop's requires_confirmation.
+    // The side-effect crosswalk (src/contract/contract.ts): destructive tools need confirmation, like Runloop's requires_confirmation.
     requiresConfirmation: def.annotations?.['destructive'] === true,
     observabilityTags: [`rap:${toolset.name}`],
     // readOnly / destructive / idempotent annotations -> side_effect / idempotent; none (or both) = unknown.

@@ -1,11 +1,11 @@
 // The runner's catalog as a RAP toolset (what `/.well-known/rap-toolset` serves).
 //
 // Names: RAP tool names should be `[A-Za-z0-9_-]` (1-128), so every other character becomes `_`
-// and the name is cut to 128 characters (contracts.md §5.3 rule 1); two tools that land on one name
+// and the name is cut to 128 characters; two tools that land on one name
 // are both left out (logged) and `reverse` maps a served name back to the catalog name for
 // dispatch. Schemas: ours default to draft-07 and RAP's to 2020-12, so a schema without `$schema`
 // is served with draft-07 named. Annotations come from each tool's contract by the side-effect
-// crosswalk (§5.2, `rapAnnotationsOf`): readOnly / destructive, idempotent when the contract says so.
+// crosswalk (`rapAnnotationsOf`, src/contract/contract.ts): readOnly / destructive, idempotent when the contract says so.
 
 import { rapAnnotationsOf, type ToolContract } from '../contract/contract.js';
 import { MAX_NAME_LENGTH, type RapToolset } from './toolset.js';

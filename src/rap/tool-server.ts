@@ -1,7 +1,7 @@
 // The RAP tool server: the runner's catalog offered to RAP runtimes, every call run through the
 // runner's normal request path.
 //
-// An invocation (P9 body) is validated (4xx naming the offending field), then written as a
+// An invocation (the RAP invocation body) is validated (4xx naming the offending field), then written as a
 // `tool.request.v1` (tags `tool:request`, the workspace, `agent:rap:<caller>`) with an
 // Idempotency-Key derived from the RAP `id` under the runner secret — the raw id never reaches a
 // header — and acknowledged with 200 at once. A retried invoke with the same id lands on the same

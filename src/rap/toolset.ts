@@ -1,5 +1,5 @@
-// RAP toolsets (seed 001): their shape, whole-toolset validation (contracts.md P7) and discovery
-// from `{base}/.well-known/rap-toolset` (P5, with the reference runtime's exact error text).
+// RAP toolsets: their shape, whole-toolset validation (one bad tool rejects the toolset) and discovery
+// from `{base}/.well-known/rap-toolset` (with the reference runtime's exact error text).
 //
 // Validation reports every problem it finds and the caller rejects the toolset whole when there is
 // any: no tool of an invalid toolset is ever made available (no partial loads). Input schemas must
@@ -152,7 +152,7 @@ export function validateToolset(value: unknown, validator: SchemaValidator): { o
   };
 }
 
-/** The discovery URL of a tool server base (P5: trailing slashes removed, well-known path appended). */
+/** The discovery URL of a tool server base (trailing slashes removed, well-known path appended). */
 export function discoveryUrl(base: string): string {
   return base.replace(/\/+$/, '') + WELL_KNOWN_PATH;
 }

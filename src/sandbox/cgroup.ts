@@ -1,6 +1,6 @@
 // cgroup v2 memory limits for sandbox processes, where the machine allows them.
 //
-// The V8 heap flag does not cap ArrayBuffers (docs/sandbox.md §1.6); a cgroup v2 `memory.max` caps
+// The V8 heap flag does not cap ArrayBuffers (they live outside the heap); a cgroup v2 `memory.max` caps
 // everything the process maps. Detection needs a cgroup v2 hierarchy with the memory controller
 // enabled for children of the service's own cgroup (e.g. systemd `Delegate=yes`), and write access.
 // A v2 cgroup that still holds processes cannot enable controllers for its children ("no internal
@@ -9,6 +9,7 @@
 
 import { mkdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Logger } from '../logger.js';
 
 /** Outcome of probing: where per-process cgroups go, or why they cannot be used. */
 export interface CgroupProbe {
@@ -54,7 +55,7 @@ function words(text: string | undefined): string[] {
 }
 
 /** Checks (and if needed enables) memory limits for children of the given cgroup; never throws. */
-export async function probeCgroup(location: CgroupLocation | undefined, pid = process.pid): Promise<CgroupProbe> {
+export async function probeCgroup(location: CgroupLocation | undefined, logger: Logger, pid = process.pid): Promise<CgroupProbe> {
   if (!location) return { reason: 'no cgroup v2 hierarchy (cgroup v1 only?)' };
   const dir = join(location.mount, location.path);
   const controllers = words(await readText(join(dir, 'cgroup.controllers')));
@@ -73,13 +74,17 @@ export async function probeCgroup(location: CgroupLocation | undefined, pid = pr
       }
       await writeFile(join(dir, 'cgroup.subtree_control'), '+memory');
     }
-    const probe = await createProcessCgroup(dir, `tools-runner-probe-${pid}`, 64 * 1024 * 1024);
+    const probe = await createProcessCgroup(dir, `tools-runner-probe-${pid}`, 64 * 1024 * 1024, logger);
     await probe.remove();
     return { base: dir };
   } catch (err) {
     return { reason: `cannot create memory-limited cgroups under ${dir}: ${(err as Error).message}` };
   }
 }
+
+/** How often, and how far apart, removing a cgroup the kernel still calls busy is tried. */
+const REMOVE_ATTEMPTS = 20;
+const REMOVE_RETRY_MS = 25;
 
 /** A per-process cgroup with memory.max set. */
 export interface ProcessCgroup {
@@ -92,13 +97,26 @@ export interface ProcessCgroup {
   remove(): Promise<void>;
 }
 
-/** Creates `<base>/<name>` limited to `limitBytes` (no swap; the whole group is killed on OOM). */
-export async function createProcessCgroup(base: string, name: string, limitBytes: number): Promise<ProcessCgroup> {
+/** The errno code of a failed fs call (`EACCES`, `EBUSY` ...), or its message when it has none. */
+function errnoOf(err: unknown): string {
+  return (err as NodeJS.ErrnoException).code ?? String((err as Error).message ?? err);
+}
+
+/**
+ * Creates `<base>/<name>` limited to `limitBytes` (no swap; the whole group is killed on OOM).
+ * `memory.max` must be written; the optional settings (swap, group OOM kill) and the removal are
+ * best effort, and each failure is logged as a warning with the path and errno.
+ */
+export async function createProcessCgroup(base: string, name: string, limitBytes: number, logger: Logger): Promise<ProcessCgroup> {
   const dir = join(base, name);
+  const optional = async (file: string, value: string): Promise<void> => {
+    const path = join(dir, file);
+    await writeFile(path, value).catch((err: unknown) => logger.warn('cgroup setting not written', { path, errno: errnoOf(err) }));
+  };
   await mkdir(dir, { recursive: true });
   await writeFile(join(dir, 'memory.max'), String(limitBytes));
-  await writeFile(join(dir, 'memory.swap.max'), '0').catch(() => undefined);
-  await writeFile(join(dir, 'memory.oom.group'), '1').catch(() => undefined);
+  await optional('memory.swap.max', '0');
+  await optional('memory.oom.group', '1');
   return {
     dir,
     add: (pid) => writeFile(join(dir, 'cgroup.procs'), String(pid)),
@@ -108,22 +126,24 @@ export async function createProcessCgroup(base: string, name: string, limitBytes
       return match !== null && Number(match[1]) > 0;
     },
     async remove() {
-      for (let attempt = 0; attempt < 20; attempt++) {
+      let last = '';
+      for (let attempt = 0; attempt < REMOVE_ATTEMPTS; attempt++) {
         try {
           await rmdir(dir);
           return;
         } catch (err) {
-          const code = (err as NodeJS.ErrnoException).code;
-          if (code === 'ENOENT') return;
+          last = errnoOf(err);
+          if (last === 'ENOENT') return;
           // EBUSY while the kernel finishes reaping the killed process. ENOTEMPTY only happens outside
           // cgroupfs (a plain directory tree, e.g. in tests), where the files are ordinary files.
-          if (code === 'ENOTEMPTY') {
-            await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+          if (last === 'ENOTEMPTY') {
+            await rm(dir, { recursive: true, force: true }).catch((rmErr: unknown) => logger.warn('cgroup not removed', { path: dir, errno: errnoOf(rmErr) }));
             return;
           }
-          await new Promise((resolve) => setTimeout(resolve, 25));
+          await new Promise((resolve) => setTimeout(resolve, REMOVE_RETRY_MS));
         }
       }
+      logger.warn('cgroup not removed', { path: dir, errno: last, attempts: REMOVE_ATTEMPTS });
     },
   };
 }

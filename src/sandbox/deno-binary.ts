@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import { execa } from 'execa';
 import { ErrorCode, RunnerError, coerceError } from '../errors.js';
 
-/** Oldest Deno whose sandbox behaviour (docs/sandbox.md) we have verified. */
+/** Oldest Deno whose sandbox behaviour (permission flags, deny list, --no-prompt) we have verified. */
 export const REQUIRED_DENO_VERSION = '2.9.6';
 
 const VERSION_TIMEOUT_MS = 15_000;

@@ -13,14 +13,8 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Readable, Writable } from 'node:stream';
-
-/** What to start: the output of buildDenoCommand. */
-export interface LaunchCommand {
-  file: string;
-  args: string[];
-  env: Record<string, string>;
-  cwd: string;
-}
+import { killGroup } from '../process-group.js';
+import type { DenoCommand } from './command.js';
 
 /** A started process: its pid (own process group), pipes, and how it ended. */
 export interface Launched {
@@ -33,8 +27,8 @@ export interface Launched {
 }
 
 export interface Launcher {
-  /** Starts `cmd` detached (own process group). Rejects when it cannot be started. */
-  launch(cmd: LaunchCommand): Promise<Launched>;
+  /** Starts `cmd` (a buildDenoCommand recipe) detached (own process group). Rejects when it cannot be started. */
+  launch(cmd: DenoCommand): Promise<Launched>;
   close(): Promise<void>;
 }
 
@@ -56,7 +50,8 @@ export function createDirectLauncher(): Launcher {
   };
 }
 
-// The spawner's whole program. Plain JS, no imports beyond node:child_process, run with `node -e`.
+// The spawner's whole program. Plain JS, no imports beyond node:child_process, run with `node -e`
+// (so its killAll repeats src/process-group.ts's killGroup: that program cannot import it).
 // Messages in: {id, file, args, env, cwd}. Out: {id, pid} | {id, fd, ...} with a pipe handle |
 // {id, exit:{code, signal}} | {id, error}.
 const SPAWNER_SOURCE = `
@@ -130,26 +125,14 @@ export function createSpawnerLauncher(options: { nodePath?: string } = {}): Laun
     pending.delete(id);
     updateRef();
     clearTimeout(entry.timer);
-    if (entry.pid !== undefined) {
-      try {
-        process.kill(-entry.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
+    killGroup(entry.pid);
     entry.reject(new Error(why));
   };
 
   const fail = (why: string): void => {
     for (const [id, entry] of pending) {
       pending.delete(id);
-      if (entry.pid !== undefined) {
-        try {
-          process.kill(-entry.pid, 'SIGKILL');
-        } catch {
-          // already gone
-        }
-      }
+      killGroup(entry.pid);
       if (!entry.started) entry.reject(new Error(why));
       entry.exit?.({ code: null, signal: 'SIGKILL', error: new Error(why) });
     }

@@ -56,7 +56,7 @@ export function readRssBytes(pid: number): number | undefined {
 /** Detects the enforcement mode (logging it once) and creates the guard. */
 export async function createMemoryGuard(options: { logger: Logger; location?: CgroupLocation | null }): Promise<MemoryGuard> {
   const location = options.location === undefined ? await locateOwnCgroup() : (options.location ?? undefined);
-  const probe = await probeCgroup(location);
+  const probe = await probeCgroup(location, options.logger);
   const mode: MemoryEnforcement = probe.base ? 'cgroup' : 'rss-sampling';
   options.logger.info('sandbox memory enforcement', {
     mode,
@@ -86,7 +86,7 @@ export async function createMemoryGuard(options: { logger: Logger; location?: Cg
     limitBytes: (memoryMb) => (memoryMb + RUNTIME_OVERHEAD_MB) * MIB,
     async confine(pid, name, memoryMb) {
       if (!probe.base) return undefined;
-      const cgroup = await createProcessCgroup(probe.base, name, (memoryMb + RUNTIME_OVERHEAD_MB) * MIB);
+      const cgroup = await createProcessCgroup(probe.base, name, (memoryMb + RUNTIME_OVERHEAD_MB) * MIB, options.logger);
       try {
         await cgroup.add(pid);
       } catch (err) {

@@ -26,7 +26,7 @@ const BACKOFF_MIN_MS = 250;
 const BACKOFF_MAX_MS = 30_000;
 
 /** A permission set: processes with the same key are interchangeable. */
-export interface ProcessSpec {
+export interface PoolKeySpec {
   key: string;
   net: readonly string[];
   /** Extra `--allow-*` permissions (operator-trusted tools only). */
@@ -39,7 +39,7 @@ export interface PoolOptions {
   poolSize: number;
   poolMax: number;
   poolIdleMs: number;
-  spawn(spec: ProcessSpec): SandboxProcess;
+  spawn(spec: PoolKeySpec): SandboxProcess;
   guard: MemoryGuard;
   logger: Logger;
   /** A warm (reuse-mode) process serves at most this many calls, then is retired. */
@@ -51,20 +51,20 @@ export interface PoolOptions {
 /** The warm pool of one sandbox. */
 export interface Pool {
   /** A ready process for `spec`: warm if possible, else an in-flight or fresh spawn. Rejects on spawn failure. */
-  acquire(spec: ProcessSpec): Promise<SandboxProcess>;
+  acquire(spec: PoolKeySpec): Promise<SandboxProcess>;
   /** An idle reuse-mode process of this tool version, if one is parked. */
   acquireReuse(reuseKey: string): SandboxProcess | undefined;
   /** Parks a reuse-mode process after a clean call (or retires it when over a bound). */
   park(proc: SandboxProcess, reuseKey: string): void;
   /** The call on a process of `spec` ended: refill its key in the background. */
-  release(spec: ProcessSpec): void;
+  release(spec: PoolKeySpec): void;
   /** Returns an unused ready process (e.g. the caller was aborted while waiting). */
   giveBack(proc: SandboxProcess): void;
   /**
    * Starts filling `spec`'s key in the background. With `count`: at most that many processes, only
    * into free room (never evicting another key), and the key counts as least recently used.
    */
-  prewarm(spec: ProcessSpec, count?: number): void;
+  prewarm(spec: PoolKeySpec, count?: number): void;
   stats(): { warm: number; busy: number; spawned: number };
   /** Every live process (for shutdown). */
   live(): SandboxProcess[];
@@ -78,7 +78,7 @@ export function createPool(options: PoolOptions): Pool {
   const warm = new Map<string, SandboxProcess[]>();
   const starting = new Map<string, SandboxProcess[]>();
   const idle = new Map<string, SandboxProcess[]>();
-  const specs = new Map<string, ProcessSpec & { lastUsed: number }>();
+  const specs = new Map<string, PoolKeySpec & { lastUsed: number }>();
   const idleTimers = new Map<SandboxProcess, NodeJS.Timeout>();
   const idleWatches = new Map<SandboxProcess, Watched>();
   const idleCpu = options.idleCpu ?? IDLE_CPU_RULE;
@@ -195,7 +195,7 @@ export function createPool(options: PoolOptions): Pool {
     return true;
   };
 
-  const spawn = (spec: ProcessSpec): SandboxProcess => {
+  const spawn = (spec: PoolKeySpec): SandboxProcess => {
     const proc = options.spawn(spec);
     spawned++;
     all.add(proc);
@@ -280,7 +280,7 @@ export function createPool(options: PoolOptions): Pool {
     refillKeys.add(key);
   };
 
-  const touch = (spec: ProcessSpec): void => {
+  const touch = (spec: PoolKeySpec): void => {
     specs.set(spec.key, { ...spec, lastUsed: Date.now() });
   };
 
@@ -326,11 +326,10 @@ export function createPool(options: PoolOptions): Pool {
       const parked = list(idle, reuseKey);
       let room = count(warm) + count(starting) + count(idle) < poolMax;
       if (!room && parked.length < Math.max(1, poolSize)) room = evictParked(reuseKey);
-      if (closed || proc.state !== 'busy' || proc.jobsServed >= options.maxReuseCalls || parked.length >= Math.max(1, poolSize) || !room) {
+      if (closed || proc.jobsServed >= options.maxReuseCalls || parked.length >= Math.max(1, poolSize) || !room || !proc.park()) {
         proc.kill('retired');
         return;
       }
-      proc.state = 'idle';
       parked.push(proc);
       const watched: Watched = { pid: proc.pid ?? -1, limitBytes: proc.limitBytes, overLimit: () => proc.kill('memory_limit') };
       idleWatches.set(proc, watched);

@@ -13,6 +13,7 @@ import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from '../logger.js';
+import { killGroup } from '../process-group.js';
 import { buildDenoCommand } from './command.js';
 import type { Launched, Launcher } from './launcher.js';
 import type { ProcessCgroup } from './cgroup.js';
@@ -66,8 +67,10 @@ export interface SandboxProcess {
   readonly memoryMb: number;
   readonly limitBytes: number;
   readonly pid: number | undefined;
-  state: ProcessState;
-  jobsServed: number;
+  /** Changed only by the process itself (spawn, hello, startJob, park, kill, exit). */
+  readonly state: ProcessState;
+  /** Jobs sent to this process so far (startJob counts them). */
+  readonly jobsServed: number;
   /** Resolves when the harness is waiting for a job; rejects when the spawn failed. */
   readonly ready: Promise<void>;
   /** Resolves once the process is gone and its temp dirs are removed. */
@@ -76,6 +79,10 @@ export interface SandboxProcess {
   /** Writes one line to the harness's stdin. */
   send(line: string): void;
   kill(reason: KillReason, detail?: string): void;
+  /** 'ready' | 'idle' -> 'busy': sends the job frame line and counts the job; false (nothing sent) in any other state. */
+  startJob(frameLine: string): boolean;
+  /** 'busy' -> 'idle' (reuse mode: the job finished and the process waits for the next one); false in any other state. */
+  park(): boolean;
 }
 
 /** Inputs of spawnSandboxProcess. */
@@ -99,6 +106,8 @@ export interface SpawnOptions {
 export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
   const { guard, limits } = options;
   let listener: ProcessListener | null = null;
+  let state: ProcessState = 'starting';
+  let jobsServed = 0;
   let pid: number | undefined;
   let killReason: KillReason | undefined;
   let killDetail: string | undefined;
@@ -116,12 +125,7 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
   ready.catch(() => undefined);
 
   const signalGroup = (): void => {
-    if (pid === undefined || proc.state === 'dead') return;
-    try {
-      process.kill(-pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
+    if (proc.state !== 'dead') killGroup(pid);
   };
 
   const events = (framed: boolean): StreamEvents => ({
@@ -133,7 +137,7 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
         .then((group) => {
           cgroup = group;
           if (proc.state !== 'starting') return;
-          proc.state = 'ready';
+          state = 'ready';
           markReady();
         })
         .catch((err: Error) => proc.kill('spawn_failed', `cannot confine the process in a cgroup: ${err.message}`));
@@ -171,8 +175,12 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
     get pid() {
       return pid;
     },
-    state: 'starting',
-    jobsServed: 0,
+    get state() {
+      return state;
+    },
+    get jobsServed() {
+      return jobsServed;
+    },
     ready,
     exited: undefined as unknown as Promise<ExitInfo>,
     attach(next) {
@@ -191,7 +199,19 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
         listener?.killed(reason, detail);
       }
       signalGroup();
-      proc.state = 'closing';
+      state = 'closing';
+    },
+    startJob(frameLine) {
+      if (state !== 'ready' && state !== 'idle') return false;
+      state = 'busy';
+      jobsServed++;
+      proc.send(frameLine);
+      return true;
+    },
+    park() {
+      if (state !== 'busy') return false;
+      state = 'idle';
+      return true;
     },
   };
 
@@ -222,7 +242,7 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
       try {
         launched = await options.launcher.launch(cmd);
       } catch (error) {
-        proc.state = 'dead';
+        state = 'dead';
         failReady(new Error(`Deno sandbox process failed to start: ${(error as Error).message}`));
         return { exitCode: null, signal: null, oomKilled: false, killReason: killReason ?? 'spawn_failed' };
       }
@@ -249,7 +269,7 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
       stdout.end();
       stderr.end();
       const wasStarting = proc.state === 'starting';
-      proc.state = 'dead';
+      state = 'dead';
       const oomKilled = cgroup ? await cgroup.oomKilled() : false;
       const info: ExitInfo = { exitCode: result.code, signal: result.signal, oomKilled, killReason };
       if (wasStarting) {
@@ -259,7 +279,7 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
       listener?.exited(info);
       return info;
     } finally {
-      proc.state = 'dead';
+      state = 'dead';
       // the process may die while its cgroup is still being set up: wait for that, then remove it
       const group = cgroup ?? (await confining?.catch(() => undefined));
       await group?.remove();
@@ -269,7 +289,7 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
     }
   };
   (proc as { exited: Promise<ExitInfo> }).exited = run().catch((err: Error) => {
-    proc.state = 'dead';
+    state = 'dead';
     failReady(err);
     return { exitCode: null, signal: null, oomKilled: false, killReason: killReason ?? 'spawn_failed' };
   });

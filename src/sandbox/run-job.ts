@@ -183,8 +183,8 @@ export function runJob(proc: SandboxProcess, job: SandboxJob, settings: JobSetti
     } catch (err) {
       return fail(failure(ErrorCode.InputInvalid, `input of tool ${JSON.stringify(job.tool.name)} is not JSON: ${(err as Error).message}`));
     }
-    proc.state = 'busy';
-    proc.jobsServed++;
-    proc.send(frame + '\n');
+    if (!proc.startJob(frame + '\n')) {
+      return fail(failure(ErrorCode.SandboxCrashed, `the sandbox process was ${proc.state} before the job was sent`));
+    }
   });
 }

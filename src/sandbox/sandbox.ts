@@ -18,7 +18,7 @@ import { HARNESS_PATH } from './command.js';
 import { resolveDeno } from './deno-binary.js';
 import { createMemoryGuard, type MemoryGuard } from './memory-guard.js';
 import { validateNetHosts } from './net-policy.js';
-import { createPool, type ProcessSpec } from './pool.js';
+import { createPool, type PoolKeySpec } from './pool.js';
 import { createDirectLauncher, createSpawnerLauncher } from './launcher.js';
 import { spawnSandboxProcess, sweepTempDirs, type SandboxProcess } from './process.js';
 import { runJob } from './run-job.js';
@@ -92,7 +92,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
   };
   process.on('exit', killAll);
 
-  const specFor = (net: readonly string[], memoryMb: number, extra: readonly string[] = []): ProcessSpec => ({
+  const specFor = (net: readonly string[], memoryMb: number, extra: readonly string[] = []): PoolKeySpec => ({
     key: `${memoryMb}|${net.join(',')}|${extra.join(',')}`,
     net,
     extra,

@@ -1,27 +1,19 @@
 // Cleaning of untrusted text from a sandbox process (log lines, error messages, stacks) before it
 // reaches a result: no ANSI/terminal escapes, no control or bidi characters, no secret values, and a
-// byte cap for logs.
+// byte cap for logs. The character set and the redaction are src/text.ts's, shared with the logger,
+// the CLI and host tools.
 
-const CSI = /(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]/g;
-const OSC = /\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?/g;
-const ESC = /\x1b[@-_]?/g;
-const CONTROL_KEEP_NL = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
-const CONTROL = /[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+import { longestFirst, redactLiterals, stripUnsafe } from '../text.js';
+
 const DATA_URL = /data:application\/(?:typescript|javascript);base64,[A-Za-z0-9+/=.]*(?:#\d+)?/g;
 const MIN_SECRET_LENGTH = 4;
 
-/** Strips terminal escapes and control characters; keeps tabs, and newlines when `multiline`. */
-export function stripControl(text: string, multiline = false): string {
-  return text.replace(OSC, '').replace(CSI, '').replace(ESC, '').replace(multiline ? CONTROL_KEEP_NL : CONTROL, '');
-}
+/** Strips terminal escapes and unsafe characters (src/text.ts); keeps tabs, and newlines when `multiline`. */
+export const stripControl = stripUnsafe;
 
-/** Replaces every secret value (of at least 4 characters) with [REDACTED]. */
+/** Replaces every secret value (of at least 4 characters; longest first) with [REDACTED]. */
 export function redactSecrets(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const secret of secrets) {
-    if (secret.length >= MIN_SECRET_LENGTH && out.includes(secret)) out = out.split(secret).join('[REDACTED]');
-  }
-  return out;
+  return redactLiterals(text, longestFirst(secrets.filter((secret) => secret.length >= MIN_SECRET_LENGTH)), '[REDACTED]');
 }
 
 /** Cuts `text` to at most `maxBytes` UTF-8 bytes without splitting a character. */

@@ -9,7 +9,7 @@
 import type { Config } from '../config/schema.js';
 import { parseContract } from '../contract/contract.js';
 import { validatePermissions } from './permissions.js';
-import { createSchemaValidator, type SchemaValidator } from './schema-validator.js';
+import type { SchemaValidator } from './schema-validator.js';
 import { validateSchemas } from './schemas.js';
 import { screenSource } from './screen-source.js';
 import { IssueCode, isPlainObject, quote, type Issue, type Origin, type ToolDefinition } from './types.js';
@@ -17,11 +17,11 @@ import { IssueCode, isPlainObject, quote, type Issue, type Origin, type ToolDefi
 /** The configuration validateToolDefinition needs. */
 export type DefinitionConfig = Pick<Config, 'maxNetDomains' | 'bootstrapAllow' | 'maxSourceBytes' | 'defaultTimeoutMs' | 'maxTimeoutMs' | 'defaultMemoryMb' | 'maxMemoryMb'>;
 
-/** Options of validateToolDefinition; pass a long-lived `validator` (building one costs milliseconds). */
+/** Options of validateToolDefinition; `validator` is the caller's long-lived one (building one costs milliseconds). */
 export interface DefinitionOptions {
   origin: Origin;
   config: DefinitionConfig;
-  validator?: SchemaValidator;
+  validator: SchemaValidator;
 }
 
 /** The outcome; `tool` is present exactly when `ok`. */
@@ -89,7 +89,7 @@ export function validateToolDefinition(context: unknown, options: DefinitionOpti
   const requiredSecrets = readSecrets(context.required_secrets, errors);
   const contract = context.contract === undefined ? { issues: [], contract: {} } : parseContract(context.contract);
   for (const problem of contract.issues) error(IssueCode.Contract, problem.path, problem.message);
-  const schemas = validateSchemas(context, { validator: options.validator ?? createSchemaValidator() });
+  const schemas = validateSchemas(context, { validator: options.validator });
   errors.push(...schemas.errors);
   warnings.push(...schemas.warnings);
 

@@ -50,8 +50,3 @@ const TABLE: Record<string, readonly DenoPermission[]> = {
 export function denoApiPermissions(name: string): readonly DenoPermission[] {
   return Object.hasOwn(TABLE, name) ? (TABLE[name] as readonly DenoPermission[]) : [];
 }
-
-/** Every mapped API name (for documentation and tests). */
-export function mappedDenoApis(): string[] {
-  return Object.keys(TABLE);
-}

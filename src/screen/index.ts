@@ -29,4 +29,4 @@ export {
   type DefinitionResult,
 } from './definition.js';
 export { checkSchemaPattern, createPatternEngine, RegexBudgetError, DEFAULT_REGEX_BUDGET, PER_CHARACTER_STEPS, MAX_PATTERN_LENGTH, MAX_PROGRAM_SIZE, type PatternCheck, type PatternEngine } from './regex-safety.js';
-export { denoApiPermissions, mappedDenoApis, type DenoPermission } from './deno-apis.js';
+export { denoApiPermissions, type DenoPermission } from './deno-apis.js';

@@ -6,7 +6,7 @@
 // every ajv error with its path — and a bad `match`. Warnings: a property without a description.
 
 import { checkSchemaPattern } from './regex-safety.js';
-import { createSchemaValidator, type SchemaValidator } from './schema-validator.js';
+import type { SchemaValidator } from './schema-validator.js';
 import { IssueCode, isPlainObject, pointerSegment, quote, type Issue, type ToolDefinition } from './types.js';
 
 /** The parts of a tool definition this function reads. */
@@ -105,12 +105,12 @@ function checkSchema(name: 'input_schema' | 'output_schema', schema: unknown, va
 }
 
 /**
- * Validates the schemas and examples of a tool definition. Pass a long-lived `validator`
- * (createSchemaValidator()); without one a fresh validator is built, which costs milliseconds.
+ * Validates the schemas and examples of a tool definition with the caller's long-lived `validator`
+ * (the runner builds one; building one costs milliseconds).
  */
-export function validateSchemas(context: SchemaContext, options: { validator?: SchemaValidator } = {}): SchemaResult {
+export function validateSchemas(context: SchemaContext, options: { validator: SchemaValidator }): SchemaResult {
   const result: SchemaResult = { errors: [], warnings: [], examples: [] };
-  const validator = options.validator ?? createSchemaValidator();
+  const { validator } = options;
   const input = checkSchema('input_schema', context.input_schema, validator, result);
   const output = checkSchema('output_schema', context.output_schema, validator, result);
 

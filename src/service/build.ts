@@ -26,7 +26,7 @@ import { approvalPolicy } from '../request/policies/approval.js';
 import { idempotencyPolicies } from '../request/policies/idempotency.js';
 import { parseRateOverrides, rateLimitPolicy } from '../request/policies/rate-limit.js';
 import { createSandbox, type Sandbox } from '../sandbox/index.js';
-import { createSchemaValidator, validateToolDefinition } from '../screen/index.js';
+import { createSchemaValidator, validateToolDefinition, type SchemaValidator } from '../screen/index.js';
 import { createStore, type Store } from '../store/index.js';
 import type { AdminServer } from './admin-server.js';
 import { createMetrics, type Metrics } from './metrics.js';
@@ -45,6 +45,8 @@ export interface Parts {
   stamper: Stamper;
   sandbox: Sandbox;
   secrets: SecretResolver;
+  /** The one schema validator of the service (manifests, definitions, code and host tools, extensions). */
+  validator: SchemaValidator;
   catalog: Catalog;
   publisher: CatalogPublisher;
   queue: JobQueue;
@@ -278,7 +280,7 @@ export async function buildService(
   });
 
   return {
-    config, log, out, replica, storeUrl, client, keys, stamper, sandbox, secrets, catalog, publisher, queue, intake, metrics, consoleApi, rap,
+    config, log, out, replica, storeUrl, client, keys, stamper, sandbox, secrets, validator, catalog, publisher, queue, intake, metrics, consoleApi, rap,
     extensions, operatorTools, intakeController, hardStop, onStop, state, health,
   };
 }

@@ -18,6 +18,7 @@ import { coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { createEventRouter } from '../request/1-events.js';
 import type { Sandbox } from '../sandbox/index.js';
+import type { SchemaValidator } from '../screen/index.js';
 import { startAdminServer, type AdminRoute } from './admin-server.js';
 import { buildService, type Parts } from './build.js';
 import type { SecretResolver } from './secrets.js';
@@ -63,6 +64,8 @@ export interface ExtensionContext {
   /** Pins an operator tool: the catalog runs only this definition under its name. */
   pinOperatorTool(pin: OperatorTool): void;
   secrets: SecretResolver;
+  /** The runner's one schema validator (compiled-schema cache), shared with the request path. */
+  validator: SchemaValidator;
 }
 
 export interface Service {
@@ -166,6 +169,7 @@ async function startServing(parts: Parts): Promise<void> {
       signal: parts.intakeController.signal,
       stamper: parts.stamper,
       secrets: parts.secrets,
+      validator: parts.validator,
       pinOperatorTool: (pin) => void parts.operatorTools.set(pin.tool.name, pin),
     });
     if (extension.stop) onStop(extension.name, () => extension.stop!());

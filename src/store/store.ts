@@ -1,4 +1,5 @@
-// The embedded RCRT-compatible breadcrumb store: node:http + better-sqlite3 (docs/rcrt-api.md §2).
+// The embedded RCRT-compatible breadcrumb store: node:http + better-sqlite3 (differences from
+// upstream in docs/compat.md).
 //
 // Lifecycle: RUNNING once `createStore` resolves (the port accepts connections); CLOSING after
 // `close()` is called (new requests get 503, SSE streams are ended, idle keep-alive sockets are

@@ -170,16 +170,6 @@ export function single(query: URLSearchParams, name: string): string | undefined
   return values[0];
 }
 
-/** An optional non-negative integer query parameter within [min, max]. */
-export function intParam(query: URLSearchParams, name: string, fallback: number, min: number, max: number): number {
-  const raw = single(query, name);
-  if (raw === undefined || raw === '') return fallback;
-  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
-    throw httpErrors.invalidQuery(`query parameter "${name}" must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
-  }
-  return Number(raw);
-}
-
 /** An optional boolean query parameter (`true/false/1/0`). */
 export function boolParam(query: URLSearchParams, name: string): boolean {
   const raw = single(query, name);

@@ -12,8 +12,10 @@ import { resolveRunnerKey } from '../../src/catalog/runner-key.js';
 import { defaultConfig } from '../../src/config/index.js';
 import type { HostTool } from '../../src/legacy/index.js';
 import { silentLogger } from '../../src/logger.js';
-import { validateToolDefinition } from '../../src/screen/index.js';
+import { createSchemaValidator, validateToolDefinition } from '../../src/screen/index.js';
 import { onCleanup, startStore } from '../store/helpers.js';
+
+const validator = createSchemaValidator();
 
 const WS = 'workspace:tools';
 const config = defaultConfig();
@@ -44,7 +46,7 @@ async function setup(options: { pins?: Map<string, OperatorTool>; hosts?: HostTo
     workspace: WS,
     logger: silentLogger(),
     stamper,
-    validate: (ctx, origin) => validateToolDefinition(ctx, { origin, config }),
+    validate: (ctx, origin) => validateToolDefinition(ctx, { origin, config, validator }),
     operatorTools: () => options.pins ?? new Map(),
     hostTools: () => options.hosts ?? [],
   });
@@ -98,7 +100,7 @@ describe('catalog ownership', () => {
   });
 
   it('reserves pinned operator names and host tool names', async () => {
-    const pinnedTool = validateToolDefinition(context('calculator', 'operator'), { origin: 'bootstrap', config });
+    const pinnedTool = validateToolDefinition(context('calculator', 'operator'), { origin: 'bootstrap', config, validator });
     if (!pinnedTool.ok) throw new Error('fixture invalid');
     const pins = new Map<string, OperatorTool>([['calculator', { tool: pinnedTool.tool, context: context('calculator', 'operator'), file: 'calculator.json' }]]);
     const host = { name: 'host-tool', manifestDigest: 'abcdef0123456789' } as HostTool;

@@ -14,7 +14,9 @@ import type { HostTool } from '../../src/legacy/index.js';
 import { silentLogger } from '../../src/logger.js';
 import { catalogChangeOf } from '../../src/request/1-events.js';
 import { routeRequest } from '../../src/request/4-route.js';
-import { validateToolDefinition } from '../../src/screen/index.js';
+import { createSchemaValidator, validateToolDefinition } from '../../src/screen/index.js';
+
+const validator = createSchemaValidator();
 import { onCleanup, startStore } from '../store/helpers.js';
 
 const WS = 'workspace:tools';
@@ -48,7 +50,7 @@ async function setup(options: { pins?: Map<string, OperatorTool>; hosts?: HostTo
     workspace: WS,
     logger: silentLogger(),
     stamper,
-    validate: (ctx, origin) => validateToolDefinition(ctx, { origin, config }),
+    validate: (ctx, origin) => validateToolDefinition(ctx, { origin, config, validator }),
     operatorTools: () => options.pins ?? new Map(),
     hostTools: () => options.hosts ?? [],
     now: () => clock.now,
@@ -210,7 +212,7 @@ describe('coexisting versions', () => {
   });
 
   it('gives pinned operator tools and host tools one version each', async () => {
-    const pinned = validateToolDefinition(context('echo', '1.2.0', { deprecation: { deprecated_at: '2020-01-01T00:00:00Z', replacement: 'echo2' } }), { origin: 'bootstrap', config });
+    const pinned = validateToolDefinition(context('echo', '1.2.0', { deprecation: { deprecated_at: '2020-01-01T00:00:00Z', replacement: 'echo2' } }), { origin: 'bootstrap', config, validator });
     if (!pinned.ok) throw new Error('fixture invalid');
     const pins = new Map<string, OperatorTool>([['echo', { tool: pinned.tool, context: context('echo', '1.2.0'), file: 'echo.json' }]]);
     const host = { name: 'host-tool', manifestDigest: '0123456789abcdef', inputSchema: null, resultSchema: null, description: 'h' } as HostTool;

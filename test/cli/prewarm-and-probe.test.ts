@@ -6,8 +6,11 @@ import { createServer, type Server } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { probe, probeTarget } from '../../src/authoring/network-probe.js';
 import { createSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { createSchemaValidator } from '../../src/screen/schema-validator.js';
 import { validateSchemas } from '../../src/screen/schemas.js';
 import { captureLogger, expectNoLeaks, isolateTmp, testConfig, tool, waitFor } from '../sandbox/helpers.js';
+
+const validator = createSchemaValidator();
 
 let tmp: ReturnType<typeof isolateTmp>;
 let sandbox: Sandbox | undefined;
@@ -69,9 +72,9 @@ describe('network probe', () => {
 
   it('requires_network must be a boolean; true is kept on the normalised example', () => {
     const schemas = { input_schema: { type: 'object' }, output_schema: { type: 'object' } };
-    const bad = validateSchemas({ ...schemas, examples: [{ description: 'x', input: {}, requires_network: 'yes' }] });
+    const bad = validateSchemas({ ...schemas, examples: [{ description: 'x', input: {}, requires_network: 'yes' }] }, { validator });
     expect(bad.errors).toEqual([{ code: 'schema.example', path: '/examples/0/requires_network', message: 'Example 0 requires_network must be true or false, got "yes"' }]);
-    const good = validateSchemas({ ...schemas, examples: [{ description: 'x', input: {}, requires_network: true }, { description: 'y', input: {}, requires_network: false }] });
+    const good = validateSchemas({ ...schemas, examples: [{ description: 'x', input: {}, requires_network: true }, { description: 'y', input: {}, requires_network: false }] }, { validator });
     expect(good.errors).toEqual([]);
     expect(good.examples).toEqual([
       { description: 'x', input: {}, match: 'schema', requiresNetwork: true },

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BreadcrumbCreate, SCHEMA, TAG, ToolCreateResponseContext, ToolRequestContext, ToolResponseContext } from '../../src/breadcrumbs/messages.js';
 import { defaultConfig } from '../../src/config/index.js';
-import { validateToolDefinition } from '../../src/screen/index.js';
+import { createSchemaValidator, validateToolDefinition } from '../../src/screen/index.js';
 import type { Route } from '../../src/catalog/catalog.js';
 import { parseContract, type ToolContract } from '../../src/contract/contract.js';
 import { approvalNeed } from '../../src/request/policies/approval-records.js';
@@ -145,7 +145,7 @@ describe('README examples', () => {
 
   it('tool-definition: valid under the agent policy; its network example is skipped offline and runs when the network is up', async () => {
     const definition = json('tool-definition');
-    const check = validateToolDefinition(definition, { origin: 'agent', config: defaultConfig() });
+    const check = validateToolDefinition(definition, { origin: 'agent', config: defaultConfig(), validator: createSchemaValidator() });
     expect(check.ok ? [] : check.errors).toEqual([]);
     const file = join(cwd, 'weather-now.json');
     writeFileSync(file, doc.byId('tool-definition').body);

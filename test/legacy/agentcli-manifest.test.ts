@@ -6,13 +6,13 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { exportOpenAI, loadManifest, type HostTool } from '../../src/legacy/index.js';
-import { createTempDirs, writeManifest } from './helpers.js';
+import { createTempDirs, validator, writeManifest } from './helpers.js';
 
 const temp = createTempDirs();
 afterEach(() => temp.cleanup());
 
 async function load(tools: unknown[]): Promise<Awaited<ReturnType<typeof loadManifest>>> {
-  return loadManifest(await writeManifest(await temp.make(), { tools }));
+  return loadManifest(await writeManifest(await temp.make(), { tools }), { validator });
 }
 
 async function loadError(tools: unknown[]): Promise<string> {
@@ -29,7 +29,7 @@ describe('agentcli manifest (M1-M17)', () => {
     const file = await writeManifest(dir, {
       tools: [{ name: 'hello', schema: { type: 'object' }, command: ['/bin/echo', '{}'], envPassthrough: ['oai_api_key', 'OAI_API_KEY', ' Path ', 'TZ'] }],
     });
-    const result = await loadManifest(file);
+    const result = await loadManifest(file, { validator });
     expect(result.ok).toBe(true);
     if (!result.ok) return;
     expect(result.tools).toHaveLength(1);
@@ -71,7 +71,7 @@ describe('agentcli manifest (M1-M17)', () => {
 
   it('M7: ./tools/bin/x is rewritten to <manifestDir>/tools/bin/x', async () => {
     const dir = await temp.make();
-    const result = await loadManifest(await writeManifest(dir, { tools: cmd('./tools/bin/fs_read_file') }));
+    const result = await loadManifest(await writeManifest(dir, { tools: cmd('./tools/bin/fs_read_file') }), { validator });
     expect(result.ok && result.tools[0]?.transport).toMatchObject({ command: [path.join(dir, 'tools/bin/fs_read_file')] });
   });
 
@@ -95,7 +95,7 @@ describe('agentcli manifest (M1-M17)', () => {
 
   it('M11: backslash paths inside tools/bin are fine', async () => {
     const dir = await temp.make();
-    const result = await loadManifest(await writeManifest(dir, { tools: cmd('.\\tools\\bin\\fs_read_file') }));
+    const result = await loadManifest(await writeManifest(dir, { tools: cmd('.\\tools\\bin\\fs_read_file') }), { validator });
     expect(result.ok && result.tools[0]?.transport).toMatchObject({ command: [path.join(dir, 'tools/bin/fs_read_file')] });
   });
 
@@ -115,7 +115,7 @@ describe('agentcli manifest (M1-M17)', () => {
     const cwd = process.cwd();
     process.chdir(path.join(base, 'other'));
     try {
-      const result = await loadManifest(path.relative(process.cwd(), file));
+      const result = await loadManifest(path.relative(process.cwd(), file), { validator });
       expect(result.ok && result.tools[0]?.transport).toMatchObject({ command: [path.join(base, 'configs/sub/tools/bin/hello_tool')] });
     } finally {
       process.chdir(cwd);
@@ -124,7 +124,7 @@ describe('agentcli manifest (M1-M17)', () => {
 
   it('M14: tools/bin/x without ./ is fine', async () => {
     const dir = await temp.make();
-    const result = await loadManifest(await writeManifest(dir, { tools: cmd('tools/bin/x') }));
+    const result = await loadManifest(await writeManifest(dir, { tools: cmd('tools/bin/x') }), { validator });
     expect(result.ok && result.tools[0]?.transport).toMatchObject({ command: [path.join(dir, 'tools/bin/x')] });
   });
 
@@ -141,14 +141,14 @@ describe('agentcli manifest (M1-M17)', () => {
   it('M17: unreadable file and bad JSON', async () => {
     const dir = await temp.make();
     const missing = path.join(dir, 'nope.json');
-    expect(await loadManifest(missing)).toEqual({ ok: false, error: `read manifest: ENOENT: no such file or directory, stat '${missing}'` });
+    expect(await loadManifest(missing, { validator })).toEqual({ ok: false, error: `read manifest: ENOENT: no such file or directory, stat '${missing}'` });
     const file = await writeManifest(dir, '{"tools": [');
-    const bad = await loadManifest(file);
+    const bad = await loadManifest(file, { validator });
     expect(bad.ok).toBe(false);
     if (!bad.ok) expect(bad.error).toMatch(/^parse manifest: .*JSON/);
     if (process.getuid?.() !== 0) {
       await chmod(file, 0o000);
-      const unreadable = await loadManifest(file);
+      const unreadable = await loadManifest(file, { validator });
       expect(!unreadable.ok && unreadable.error).toMatch(/^read manifest: EACCES/);
     }
   });
@@ -168,11 +168,11 @@ describe('agentcli manifest (M1-M17)', () => {
       'parse manifest: json: cannot unmarshal string into Go struct field ToolSpec.tools.command of type []string',
     );
     const dir = await temp.make();
-    expect(await loadManifest(await writeManifest(dir, '[]'))).toEqual({
+    expect(await loadManifest(await writeManifest(dir, '[]'), { validator })).toEqual({
       ok: false,
       error: 'parse manifest: json: cannot unmarshal array into Go value of type tools.Manifest',
     });
-    expect(await loadManifest(await writeManifest(dir, '{"tools": null}'))).toEqual({ ok: true, tools: [], warnings: [] });
+    expect(await loadManifest(await writeManifest(dir, '{"tools": null}'), { validator })).toEqual({ ok: true, tools: [], warnings: [] });
   });
 
   it('our additions: timeoutSec, schema shape and schema compilation', async () => {

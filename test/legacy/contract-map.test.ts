@@ -1,4 +1,4 @@
-// Host tools map into the canonical contract (contracts.md §5.1-5.2), loaded from real manifests on
+// Host tools map into the canonical contract (README "Where a host tool's contract comes from"), loaded from real manifests on
 // disk: agentcli states nothing (unknown), Runloop's requires_confirmation and the capability rule,
 // an explicit `contract` entry (validated, path-precise, overriding field by field).
 
@@ -6,19 +6,22 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadManifest, type HostTool } from '../../src/legacy/index.js';
 import { runloopSideEffect } from '../../src/legacy/contract-map.js';
 import type { HostTransport } from '../../src/legacy/types.js';
+import { createSchemaValidator } from '../../src/screen/index.js';
 import { createTempDirs, writeManifest } from './helpers.js';
+
+const validator = createSchemaValidator();
 
 const temp = createTempDirs();
 afterEach(() => temp.cleanup());
 
 async function load(doc: unknown): Promise<HostTool[]> {
-  const result = await loadManifest(await writeManifest(await temp.make(), doc));
+  const result = await loadManifest(await writeManifest(await temp.make(), doc), { validator });
   if (!result.ok) throw new Error(`expected the manifest to load: ${result.error}`);
   return result.tools;
 }
 
 async function loadError(doc: unknown): Promise<string> {
-  const result = await loadManifest(await writeManifest(await temp.make(), doc));
+  const result = await loadManifest(await writeManifest(await temp.make(), doc), { validator });
   if (result.ok) throw new Error('expected the manifest to be rejected');
   return result.error;
 }

@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { executeHostTool, loadManifest, type ExecuteHostToolOptions, type HostTool } from '../../src/legacy/index.js';
-import { captureLogger, createTempDirs, diesWithin, fixture, livingChildren, readAudit, testConfig, writeManifest, type OptionOverrides } from './helpers.js';
+import { captureLogger, createTempDirs, diesWithin, fixture, livingChildren, readAudit, schemas, testConfig, validator, writeManifest, type OptionOverrides } from './helpers.js';
 
 const temp = createTempDirs();
 afterEach(async () => {
@@ -16,7 +16,7 @@ afterEach(async () => {
 const PARENT_ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/home/tester' };
 
 async function tool(spec: Record<string, unknown>): Promise<HostTool> {
-  const result = await loadManifest(await writeManifest(await temp.make(), { tools: [{ name: 't', ...spec }] }));
+  const result = await loadManifest(await writeManifest(await temp.make(), { tools: [{ name: 't', ...spec }] }), { validator });
   if (!result.ok) throw new Error(result.error);
   return result.tools[0] as HostTool;
 }
@@ -25,6 +25,7 @@ async function options(over: OptionOverrides = {}): Promise<ExecuteHostToolOptio
   const auditDir = over.config?.auditDir ?? path.join(await temp.make(), 'audit');
   return {
     logger: captureLogger().logger,
+    schemas,
     resolveSecret: async () => undefined,
     env: PARENT_ENV,
     ...over,

@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CONFIRMATION_AUTO_APPROVED, CONFIRMATION_REFUSED, executeHostTool, loadManifest, type ExecuteHostToolOptions, type HostTool } from '../../src/legacy/index.js';
-import { captureLogger, createTempDirs, fixture, livingChildren, readAudit, secretsFrom, testConfig, writeManifest, type OptionOverrides } from './helpers.js';
+import { captureLogger, createTempDirs, fixture, livingChildren, readAudit, schemas, secretsFrom, testConfig, validator, writeManifest, type OptionOverrides } from './helpers.js';
 
 const temp = createTempDirs();
 afterEach(async () => {
@@ -31,6 +31,7 @@ async function tool(over: Record<string, unknown> = {}): Promise<HostTool> {
         },
       ],
     }),
+    { validator },
   );
   if (!result.ok) throw new Error(result.error);
   return result.tools[0] as HostTool;
@@ -39,6 +40,7 @@ async function tool(over: Record<string, unknown> = {}): Promise<HostTool> {
 async function options(over: OptionOverrides = {}): Promise<ExecuteHostToolOptions> {
   return {
     logger: captureLogger().logger,
+    schemas,
     resolveSecret: secretsFrom({ 'runloop/mail/smtp_api_key': SECRET }),
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
     ...over,

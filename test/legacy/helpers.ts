@@ -7,7 +7,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createLogger, type Logger } from '../../src/logger.js';
-import type { ExecuteHostToolOptions, HostToolConfig } from '../../src/legacy/index.js';
+import { createSchemaCache, type ExecuteHostToolOptions, type HostToolConfig } from '../../src/legacy/index.js';
+import { createSchemaValidator } from '../../src/screen/index.js';
+
+/** The test file's one schema validator, as the runner keeps one for its lifetime. */
+export const validator = createSchemaValidator();
+/** Compiled-schema cache over `validator`, for executeHostTool's `schemas`. */
+export const schemas = createSchemaCache(validator);
 
 /** Per-test changes to executeHostTool options; `config` is merged into testConfig(). */
 export type OptionOverrides = Omit<Partial<ExecuteHostToolOptions>, 'config'> & { config?: Partial<HostToolConfig> };

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { executeHostTool, loadManifest, type ExecuteHostToolOptions, type HostTool } from '../../src/legacy/index.js';
-import { captureLogger, createTempDirs, readAudit, secretsFrom, testConfig, writeManifest, type OptionOverrides } from './helpers.js';
+import { captureLogger, createTempDirs, readAudit, schemas, secretsFrom, testConfig, validator, writeManifest, type OptionOverrides } from './helpers.js';
 
 const temp = createTempDirs();
 const TOKEN = 'tok-5f1e2d3c4b';
@@ -83,13 +83,14 @@ async function tool(pathTemplate: string, over: Record<string, unknown> = {}, tr
         },
       ],
     }),
+    { validator },
   );
   if (!result.ok) throw new Error(result.error);
   return result.tools[0] as HostTool;
 }
 
 async function options(over: OptionOverrides = {}): Promise<ExecuteHostToolOptions> {
-  return { logger: captureLogger().logger, resolveSecret: secretsFrom({ 'api/token': TOKEN }), ...over, config: testConfig(path.join(await temp.make(), 'audit'), over.config) };
+  return { logger: captureLogger().logger, schemas, resolveSecret: secretsFrom({ 'api/token': TOKEN }), ...over, config: testConfig(path.join(await temp.make(), 'audit'), over.config) };
 }
 
 describe('http transport', () => {

@@ -4,7 +4,7 @@
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isCapabilityGranted, loadHostTools } from '../../src/legacy/index.js';
-import { captureLogger, createTempDirs, writeManifest } from './helpers.js';
+import { captureLogger, createTempDirs, validator, writeManifest } from './helpers.js';
 
 const temp = createTempDirs();
 afterEach(() => temp.cleanup());
@@ -46,7 +46,7 @@ describe('loadHostTools', () => {
       ],
     });
     const log = captureLogger();
-    const result = await loadHostTools({ paths: [file], grantedCapabilities: ['net:api.mail.io'], logger: log.logger });
+    const result = await loadHostTools({ paths: [file], grantedCapabilities: ['net:api.mail.io'], logger: log.logger, validator });
     expect(result.errors).toEqual([]);
     expect(result.tools.map((t) => t.name)).toEqual(['mail.send']);
     expect(result.denied).toEqual([
@@ -61,7 +61,7 @@ describe('loadHostTools', () => {
   it('the bare net grant covers every host; unknown families are never granted', async () => {
     const dir = await temp.make();
     const file = await writeManifest(dir, { version: 1, tools: [httpTool('a', 'https://a.io/'), httpTool('b', 'https://b.io/', ['teleport:x'])] });
-    const result = await loadHostTools({ paths: [file], grantedCapabilities: ['net', 'teleport'], logger: captureLogger().logger });
+    const result = await loadHostTools({ paths: [file], grantedCapabilities: ['net', 'teleport'], logger: captureLogger().logger, validator });
     expect(result.tools.map((t) => t.name)).toEqual(['a']);
     expect(result.denied[0]?.reason).toBe('capability "teleport:x" has unknown family "teleport" (known: fs, net, time, kb_read, kb_write, secrets, model, exec)');
   });
@@ -71,7 +71,7 @@ describe('loadHostTools', () => {
     const twoDir = await temp.make();
     const two = await writeManifest(twoDir, { tools: [{ name: 'shared', command: ['/bin/cat'] }] });
     const bad = await writeManifest(await temp.make(), { tools: [{ name: 'fine', command: ['/bin/cat'] }, { name: 'broken', command: ['cat'] }] });
-    const result = await loadHostTools({ paths: [one, two, bad, path.relative(process.cwd(), one)], grantedCapabilities: ['net'], logger: captureLogger().logger });
+    const result = await loadHostTools({ paths: [one, two, bad, path.relative(process.cwd(), one)], grantedCapabilities: ['net'], logger: captureLogger().logger, validator });
     expect(result.tools.map((t) => t.name)).toEqual(['only.one']);
     const reason = `tool name "shared" is defined by more than one manifest (${one}, ${two}); none is exposed`;
     expect(result.denied).toEqual([
@@ -87,10 +87,10 @@ describe('loadHostTools', () => {
       version: 1,
       tools: [{ id: 'rl.cat', description: 'cat', transport: { kind: 'exec', command: '/bin/cat' }, input_schema: null, result_schema: null }],
     });
-    const without = await loadHostTools({ paths: [agentcli, runloop], grantedCapabilities: [], logger: captureLogger().logger });
+    const without = await loadHostTools({ paths: [agentcli, runloop], grantedCapabilities: [], logger: captureLogger().logger, validator });
     expect(without.tools.map((t) => t.name)).toEqual(['cat']);
     expect(without.denied.map((d) => d.reason)).toEqual(['capability "exec" not granted']);
-    const granted = await loadHostTools({ paths: [agentcli, runloop], grantedCapabilities: ['exec'], logger: captureLogger().logger });
+    const granted = await loadHostTools({ paths: [agentcli, runloop], grantedCapabilities: ['exec'], logger: captureLogger().logger, validator });
     expect(granted.tools.map((t) => t.name)).toEqual(['cat', 'rl.cat']);
   });
 });

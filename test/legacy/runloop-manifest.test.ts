@@ -4,7 +4,7 @@
 import { readFile } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadManifest, type HostTool } from '../../src/legacy/index.js';
-import { createTempDirs, writeManifest } from './helpers.js';
+import { createTempDirs, validator, writeManifest } from './helpers.js';
 
 const temp = createTempDirs();
 afterEach(() => temp.cleanup());
@@ -30,7 +30,7 @@ const execTool = (over: Record<string, unknown> = {}) => ({
 });
 
 async function load(doc: unknown) {
-  return loadManifest(await writeManifest(await temp.make(), doc));
+  return loadManifest(await writeManifest(await temp.make(), doc), { validator });
 }
 
 async function loadError(doc: unknown): Promise<string> {

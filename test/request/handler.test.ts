@@ -50,13 +50,13 @@ async function rig(options: { failingReads?: number; policies?: Policy[] } = {})
     },
   };
   const { config } = loadConfig({ env: {}, argv: ['--workspace', WS, '--claim-ttl-ms', '60000'] });
+  const validator = createSchemaValidator();
   const dir = tempDir('handler-test-');
   const manifest = join(dir, 'tools.json');
   writeFileSync(manifest, JSON.stringify({ tools: [{ name: 'host.t', description: 'a host tool', schema: { type: 'object' }, command: ['/bin/true'] }] }));
-  const loaded = await loadManifest(manifest);
+  const loaded = await loadManifest(manifest, { validator });
   if (!loaded.ok) throw new Error(loaded.error);
   const hostTools: HostTool[] = loaded.tools;
-  const validator = createSchemaValidator();
   const catalog = createCatalog({
     client: c,
     workspace: WS,

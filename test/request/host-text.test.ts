@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { executeHostTool, loadManifest, type ExecuteHostToolOptions, type HostTool } from '../../src/legacy/index.js';
-import { captureLogger, createTempDirs, livingChildren, testConfig, writeManifest, type OptionOverrides } from '../legacy/helpers.js';
+import { captureLogger, createTempDirs, livingChildren, schemas, testConfig, validator, writeManifest, type OptionOverrides } from '../legacy/helpers.js';
 
 const temp = createTempDirs();
 afterEach(async () => {
@@ -15,7 +15,7 @@ afterEach(async () => {
 
 /** A host tool running `script` under /bin/sh (stdin: the JSON arguments). */
 async function shellTool(script: string): Promise<HostTool> {
-  const result = await loadManifest(await writeManifest(await temp.make(), { tools: [{ name: 't', description: 'shell', command: ['/bin/sh', '-c', `cat > /dev/null; ${script}`] }] }));
+  const result = await loadManifest(await writeManifest(await temp.make(), { tools: [{ name: 't', description: 'shell', command: ['/bin/sh', '-c', `cat > /dev/null; ${script}`] }] }), { validator });
   if (!result.ok) throw new Error(result.error);
   return result.tools[0] as HostTool;
 }
@@ -23,6 +23,7 @@ async function shellTool(script: string): Promise<HostTool> {
 async function options(over: OptionOverrides = {}): Promise<ExecuteHostToolOptions> {
   return {
     logger: captureLogger().logger,
+    schemas,
     resolveSecret: async () => undefined,
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/home/tester' },
     ...over,

@@ -46,7 +46,7 @@ async function rig(options: { rateLimited?: boolean } = {}) {
   const dir = tempDir('idempotency-test-');
   const manifest = join(dir, 'tools.json');
   writeFileSync(manifest, JSON.stringify({ tools: [{ name: 'host.t', description: 'a host tool', schema: { type: 'object' }, command: ['/bin/true'] }] }));
-  const loaded = await loadManifest(manifest);
+  const loaded = await loadManifest(manifest, { validator: createSchemaValidator() });
   if (!loaded.ok) throw new Error(loaded.error);
   const hostTools: HostTool[] = loaded.tools;
   const validator = createSchemaValidator();

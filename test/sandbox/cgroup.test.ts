@@ -6,6 +6,7 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { silentLogger } from '../../src/logger.js';
 import { createProcessCgroup, locateOwnCgroup, probeCgroup, type CgroupLocation } from '../../src/sandbox/cgroup.js';
 import { createSandbox } from '../../src/sandbox/index.js';
 import { createMemoryGuard, readRssBytes, RUNTIME_OVERHEAD_MB } from '../../src/sandbox/memory-guard.js';
@@ -34,7 +35,7 @@ function fakeCgroup(files: Record<string, string>): CgroupLocation {
 describe('on this machine', () => {
   it('detects the real mode, logs it once, and reports it in stats', async () => {
     const location = await locateOwnCgroup();
-    const probe = await probeCgroup(location);
+    const probe = await probeCgroup(location, silentLogger());
     const { logger, lines } = captureLogger();
     const sandbox = await createSandbox({ config: testConfig({ poolSize: 0 }), logger });
     try {
@@ -73,29 +74,29 @@ describe('locateOwnCgroup', () => {
 
 describe('probeCgroup', () => {
   it('needs a v2 hierarchy with the memory controller', async () => {
-    expect(await probeCgroup(undefined)).toEqual({ reason: 'no cgroup v2 hierarchy (cgroup v1 only?)' });
+    expect(await probeCgroup(undefined, silentLogger())).toEqual({ reason: 'no cgroup v2 hierarchy (cgroup v1 only?)' });
     const location = fakeCgroup({ 'cgroup.controllers': 'cpu io pids\n' });
-    expect((await probeCgroup(location)).reason).toBe(
+    expect((await probeCgroup(location, silentLogger())).reason).toBe(
       `the cgroup v2 memory controller is not available in ${join(location.mount, '/service')} (controllers: cpu io pids)`,
     );
   });
 
   it('uses a cgroup whose children already have the memory controller', async () => {
     const location = fakeCgroup({ 'cgroup.controllers': 'cpu memory pids', 'cgroup.subtree_control': 'memory' });
-    expect(await probeCgroup(location)).toEqual({ base: join(location.mount, '/service') });
+    expect(await probeCgroup(location, silentLogger())).toEqual({ base: join(location.mount, '/service') });
     expect(readdirSync(join(location.mount, 'service')).filter((name) => name.startsWith('tools-runner-probe'))).toEqual([]);
   });
 
   it('moves the service into a leaf and enables memory when it is alone in its cgroup', async () => {
     const location = fakeCgroup({ 'cgroup.controllers': 'memory', 'cgroup.subtree_control': '', 'cgroup.procs': '4242\n' });
-    expect(await probeCgroup(location, 4242)).toEqual({ base: join(location.mount, '/service') });
+    expect(await probeCgroup(location, silentLogger(), 4242)).toEqual({ base: join(location.mount, '/service') });
     expect(readFileSync(join(location.mount, 'service/supervisor/cgroup.procs'), 'utf8')).toBe('4242');
     expect(readFileSync(join(location.mount, 'service/cgroup.subtree_control'), 'utf8')).toBe('+memory');
   });
 
   it('refuses a cgroup shared with other processes', async () => {
     const location = fakeCgroup({ 'cgroup.controllers': 'memory', 'cgroup.subtree_control': '', 'cgroup.procs': '4242\n777\n' });
-    expect((await probeCgroup(location, 4242)).reason).toMatch(/holds other processes/);
+    expect((await probeCgroup(location, silentLogger(), 4242)).reason).toMatch(/holds other processes/);
   });
 });
 
@@ -103,7 +104,7 @@ describe('per-process cgroups', () => {
   it('sets memory.max (heap + runtime overhead), no swap, group OOM kill, and reports oom_kill events', async () => {
     const location = fakeCgroup({ 'cgroup.controllers': 'memory', 'cgroup.subtree_control': 'memory' });
     const base = join(location.mount, 'service');
-    const group = await createProcessCgroup(base, 'one', 192 * 1024 * 1024);
+    const group = await createProcessCgroup(base, 'one', 192 * 1024 * 1024, silentLogger());
     await group.add(12345);
     expect(readFileSync(join(group.dir, 'memory.max'), 'utf8')).toBe(String(192 * 1024 * 1024));
     expect(readFileSync(join(group.dir, 'memory.swap.max'), 'utf8')).toBe('0');
@@ -114,6 +115,31 @@ describe('per-process cgroups', () => {
     expect(await group.oomKilled()).toBe(true);
     await group.remove();
     expect(existsSync(group.dir)).toBe(false);
+  });
+
+  it('logs every optional write that fails and a cgroup it cannot remove, with path and errno', async () => {
+    const location = fakeCgroup({ 'cgroup.controllers': 'memory', 'cgroup.subtree_control': 'memory' });
+    const base = join(location.mount, 'service');
+    // directories where the kernel would have files: writing them fails with EISDIR
+    mkdirSync(join(base, 'two', 'memory.swap.max'), { recursive: true });
+    mkdirSync(join(base, 'two', 'memory.oom.group'), { recursive: true });
+    const { logger, lines } = captureLogger();
+    const group = await createProcessCgroup(base, 'two', 64 * 1024 * 1024, logger);
+    expect(readFileSync(join(group.dir, 'memory.max'), 'utf8')).toBe(String(64 * 1024 * 1024));
+    expect(lines.map((line) => JSON.parse(line) as Record<string, unknown>).map(({ level, msg, path, errno }) => ({ level, msg, path, errno }))).toEqual([
+      { level: 'warn', msg: 'cgroup setting not written', path: join(group.dir, 'memory.swap.max'), errno: 'EISDIR' },
+      { level: 'warn', msg: 'cgroup setting not written', path: join(group.dir, 'memory.oom.group'), errno: 'EISDIR' },
+    ]);
+    await group.remove();
+    expect(existsSync(group.dir)).toBe(false);
+    expect(lines).toHaveLength(2);
+  });
+
+  it('a memory.max it cannot write fails the cgroup (it is the limit itself)', async () => {
+    const location = fakeCgroup({ 'cgroup.controllers': 'memory', 'cgroup.subtree_control': 'memory' });
+    const base = join(location.mount, 'service');
+    mkdirSync(join(base, 'three', 'memory.max'), { recursive: true });
+    await expect(createProcessCgroup(base, 'three', 64 * 1024 * 1024, silentLogger())).rejects.toMatchObject({ code: 'EISDIR' });
   });
 
   it('a sandbox in cgroup mode confines every process before its job and removes each cgroup at exit', async () => {

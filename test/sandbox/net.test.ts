@@ -3,12 +3,13 @@
 //
 // This machine has no internet and no DNS, so "an allowed public name that resolves to 127.0.0.1" is
 // shown with the name `localhost` (which the validator refuses, so the process is spawned below the
-// validator on purpose) and a redirect from the eth0 address (192.0.2.x, a TEST-NET range that is
-// not in the deny list) to `localhost`. The control runs use the same allow list without the deny list.
+// validator on purpose). The redirect hop needs a first server at an address the deny list lets
+// through, on any machine: the launcher (a typed boundary) narrows the deny list's loopback entry
+// from 127.0.0.0/8 to 127.0.0.1, so 127.0.0.2 (also loopback on Linux) stands in for a public host
+// that redirects to `localhost`. The control runs use the same allow list without the deny list.
 
 import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,7 +18,7 @@ import { silentLogger } from '../../src/logger.js';
 import { buildDenoCommand, HARNESS_PATH } from '../../src/sandbox/command.js';
 import { createSandbox, DENY_NET, resolveDeno, validateNetHosts, type Sandbox } from '../../src/sandbox/index.js';
 import { createMemoryGuard } from '../../src/sandbox/memory-guard.js';
-import { createDirectLauncher } from '../../src/sandbox/launcher.js';
+import { createDirectLauncher, type Launcher } from '../../src/sandbox/launcher.js';
 import { spawnSandboxProcess } from '../../src/sandbox/process.js';
 import { runJob } from '../../src/sandbox/run-job.js';
 import { codeOf, expectNoLeaks, fixture, isolateTmp, job, testConfig, tool } from './helpers.js';
@@ -118,11 +119,11 @@ describe('buildDenoCommand', () => {
 });
 
 /** Runs fetch-url in a real harness process whose allow list is `net` (validation bypassed on purpose). */
-async function fetchThroughHarness(net: string[], url: string) {
+async function fetchThroughHarness(net: string[], url: string, launcher: Launcher = createDirectLauncher()) {
   const logger = silentLogger();
   const guard = await createMemoryGuard({ logger, location: null });
   const limits = { maxOutputBytes: 1 << 20, maxFrameBytes: 1 << 20, maxLogLineBytes: 4096 };
-  const proc = spawnSandboxProcess({ id: 1, key: 'net-test', denoPath, net, memoryMb: 128, limits, guard, launcher: createDirectLauncher(), logger });
+  const proc = spawnSandboxProcess({ id: 1, key: 'net-test', denoPath, net, memoryMb: 128, limits, guard, launcher, logger });
   await proc.ready;
   const settings = {
     seq: 1,
@@ -163,21 +164,32 @@ describe('private-range deny list (checked after DNS resolution and at every red
     expect(result.ok ? '' : result.error.message).toContain(`Requires net access to "127.0.0.1:${port}"`);
   });
 
-  const publicish = Object.values(networkInterfaces())
-    .flat()
-    .find((address) => address?.family === 'IPv4' && address.address.startsWith('192.0.2.'))?.address;
+  /** The direct launcher, with the deny list's 127.0.0.0/8 narrowed to 127.0.0.1 (everything else unchanged). */
+  const narrowedLoopback: Launcher = {
+    launch(cmd) {
+      const args = cmd.args.map((arg) => (arg.startsWith('--deny-net=') ? arg.replace('127.0.0.0/8', '127.0.0.1') : arg));
+      expect(args).not.toEqual(cmd.args);
+      return createDirectLauncher().launch({ ...cmd, args });
+    },
+    close: async () => undefined,
+  };
 
-  it.skipIf(!publicish)('an allowed host that redirects to an allowed name resolving to a private address is refused at the hop', async () => {
+  it('an allowed host that redirects to an allowed name resolving to a private address is refused at the hop', async () => {
     const inner = await listen('127.0.0.1', (_req, res) => res.end('internal secret page'));
-    const outer = await listen(publicish as string, (_req, res) => {
+    const outer = await listen('127.0.0.2', (_req, res) => {
       res.writeHead(302, { location: `http://localhost:${inner}/` });
       res.end();
     });
-    const allow = `${publicish}:${outer},localhost:${inner}`;
-    expect(await fetchWithoutDenyList(allow, `http://${publicish}:${outer}/`)).toBe('200 internal secret page');
-    const result = await fetchThroughHarness([`${publicish}:${outer}`, `localhost:${inner}`], `http://${publicish}:${outer}/`);
-    expect(codeOf(result)).toBe('permission.denied');
-    expect(result.ok ? '' : result.error.message).toContain(`Requires net access to "127.0.0.1:${inner}"`);
+    const allow = `127.0.0.2:${outer},localhost:${inner}`;
+    expect(await fetchWithoutDenyList(allow, `http://127.0.0.2:${outer}/`)).toBe('200 internal secret page');
+    // the first server alone is reachable through the narrowed deny list: the refusal below is the hop's
+    const direct = await fetchThroughHarness([`127.0.0.2:${outer}`], `http://127.0.0.2:${outer}/`, narrowedLoopback);
+    expect(direct).toMatchObject({ ok: false, error: { code: 'permission.denied', message: `Requires net access to "localhost:${inner}", run again with the --allow-net flag` } });
+    const result = await fetchThroughHarness([`127.0.0.2:${outer}`, `localhost:${inner}`], `http://127.0.0.2:${outer}/`, narrowedLoopback);
+    expect(result).toMatchObject({
+      ok: false,
+      error: { code: 'permission.denied', message: `fetch failed: error sending request for url (http://localhost:${inner}/): client error (Connect): Requires net access to "127.0.0.1:${inner}", run again with the --allow-net flag` },
+    });
   });
 });
 

@@ -9,7 +9,7 @@ import { silentLogger } from '../../src/logger.js';
 import { resolveDeno } from '../../src/sandbox/deno-binary.js';
 import { createDirectLauncher } from '../../src/sandbox/launcher.js';
 import { createMemoryGuard } from '../../src/sandbox/memory-guard.js';
-import { createPool, type Pool, type ProcessSpec } from '../../src/sandbox/pool.js';
+import { createPool, type Pool, type PoolKeySpec } from '../../src/sandbox/pool.js';
 import { spawnSandboxProcess, type SandboxProcess } from '../../src/sandbox/process.js';
 import { useIsolatedSandboxes, waitFor } from './helpers.js';
 
@@ -19,7 +19,7 @@ useIsolatedSandboxes(
   () => (current = undefined),
 );
 
-const spec: ProcessSpec = { key: '64||', net: [], extra: [], memoryMb: 64 };
+const spec: PoolKeySpec = { key: '64||', net: [], extra: [], memoryMb: 64 };
 
 async function recordingPool(poolSize: number): Promise<{ pool: Pool; spawned: SandboxProcess[] }> {
   const logger = silentLogger();

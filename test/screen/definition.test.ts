@@ -201,7 +201,7 @@ describe('validateToolDefinition', () => {
       output_schema: { type: 'object' },
       examples: [{ description: 'x', input: { a: 1 }, output: { a: 1 }, match: 'exact' }],
     };
-    const result = validateToolDefinition(spec, { origin: 'agent', config });
+    const result = validateToolDefinition(spec, { origin: 'agent', config, validator });
     expect(result.ok).toBe(true);
     expect(result.tool?.language).toBe('javascript');
   });

@@ -145,6 +145,6 @@ describe('validateSchemas', () => {
   });
 
   it('works without a validator passed in (builds its own)', () => {
-    expect(validateSchemas(base()).errors).toEqual([]);
+    expect(validateSchemas(base(), { validator }).errors).toEqual([]);
   });
 });

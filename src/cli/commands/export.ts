@@ -20,8 +20,9 @@ type Entry = CatalogTool;
 async function catalogFromFiles({ config, logger, err }: CommandContext): Promise<Entry[] | undefined> {
   const entries = new Map<string, Entry>();
   let problems = 0;
+  // One schema validator for every definition and manifest this command reads.
+  const validator = createSchemaValidator();
   if (existsSync(config.bootstrapDir)) {
-    const validator = createSchemaValidator();
     for (const file of await loadToolFiles(config.bootstrapDir, config.workspace)) {
       const check = file.ok ? validateToolDefinition(file.breadcrumb.context, { origin: 'bootstrap', config, validator }) : undefined;
       if (!check?.ok) {
@@ -48,7 +49,7 @@ async function catalogFromFiles({ config, logger, err }: CommandContext): Promis
     return undefined;
   }
   if (config.manifests.length > 0) {
-    const loaded = await loadHostTools({ paths: config.manifests, grantedCapabilities: config.grantedCapabilities, logger });
+    const loaded = await loadHostTools({ paths: config.manifests, grantedCapabilities: config.grantedCapabilities, logger, validator });
     for (const error of loaded.errors) err(`tools-runner export: manifest ${error.path} rejected: ${error.message}`);
     problems += loaded.errors.length;
     for (const tool of loaded.tools) {
