@@ -9,9 +9,9 @@ const cli = join(root, 'dist', 'cli', 'main.js');
 /** Every process a bench starts shares one runner secret (required by a runner with --store-url). */
 const BENCH_RUNNER_SECRET = 'bench-runner-secret-0123456789';
 
-/** Spawns the CLI; `procs` (optional) tracks it until it exits. */
-export function startCli(args, procs) {
-  const proc = spawn(process.execPath, [cli, ...args], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env: { PATH: process.env.PATH, HOME: process.env.HOME, TOOLS_RUNNER_LOG_LEVEL: 'error', TOOLS_RUNNER_RUNNER_SECRET: BENCH_RUNNER_SECRET } });
+/** Spawns the CLI; `procs` (optional) tracks it until it exits; `nodeArgs` go before the script (e.g. --cpu-prof). */
+export function startCli(args, procs, nodeArgs = []) {
+  const proc = spawn(process.execPath, [...nodeArgs, cli, ...args], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env: { PATH: process.env.PATH, HOME: process.env.HOME, TOOLS_RUNNER_LOG_LEVEL: 'error', TOOLS_RUNNER_RUNNER_SECRET: BENCH_RUNNER_SECRET } });
   if (procs) {
     procs.add(proc);
     proc.on('exit', () => procs.delete(proc));

@@ -38,12 +38,14 @@ const MODES = (process.argv.find((a) => a.startsWith('--modes='))?.slice('--mode
 const SEPARATE_STORE = process.argv.includes('--separate-store');
 // Extra runner flags, e.g. --runner=--pool-size=4
 const EXTRA = process.argv.filter((a) => a.startsWith('--runner=')).map((a) => a.slice('--runner='.length));
+// Extra Node flags for the runner process, e.g. --runner-node=--cpu-prof --runner-node=--cpu-prof-dir=/tmp/prof
+const RUNNER_NODE = process.argv.filter((a) => a.startsWith('--runner-node=')).map((a) => a.slice('--runner-node='.length));
 const STAGES = ['queued', 'claim', 'route', 'validate', 'secrets', 'sandbox_wait', 'sandbox_run'];
 const root = fileURLToPath(new URL('..', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'bench-e2e-'));
 const procs = new Set();
 const log = (msg) => process.stderr.write(`[e2e] ${msg}\n`);
-const start = (args) => startCli(args, procs);
+const start = (args, nodeArgs) => startCli(args, procs, nodeArgs);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const round = (x, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
 
@@ -149,14 +151,14 @@ async function connect(url) {
 async function startRunner(mode) {
   const base = ['--admin-port', '-1', '--bootstrap-dir', join(root, 'bootstrap-breadcrumbs'), '--isolation', mode, ...EXTRA];
   if (!SEPARATE_STORE) {
-    const runner = start(['start', '--port', '0', '--data-dir', join(dir, `store-${mode}`), ...base]);
+    const runner = start(['start', '--port', '0', '--data-dir', join(dir, `store-${mode}`), ...base], RUNNER_NODE);
     const url = (await runner.line(/^store listening on /)).replace('store listening on ', '');
     await runner.line(/^runner ready$/);
     return { runner, url, stop: async () => stopProc(runner) };
   }
   const store = start(['store', '--port', '0', '--data-dir', join(dir, `store-${mode}`)]);
   const url = (await store.line(/^store listening on /)).replace('store listening on ', '');
-  const runner = start(['start', '--store-url', url, ...base]);
+  const runner = start(['start', '--store-url', url, ...base], RUNNER_NODE);
   await runner.line(/^runner ready$/);
   return { runner, url, store, stop: async () => { await stopProc(runner); await stopProc(store); } };
 }

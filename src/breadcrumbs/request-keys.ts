@@ -70,6 +70,9 @@ export function sameText(expected: string, given: unknown): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
+/** Derived keys remembered per runner secret (a few per request in flight or recently answered). */
+const KEY_MEMO_MAX = 8192;
+
 /** Builds the key derivation of one runner secret. */
 export function createRequestKeys(secret: Buffer): RequestKeys {
   const mac = (...parts: Array<string | number>): string => {
@@ -83,14 +86,27 @@ export function createRequestKeys(secret: Buffer): RequestKeys {
   };
   const short = (value: string): string => value.slice(0, 32);
   const claimMac = (f: ClaimMacFields): string => mac('claim-mac', f.requestBreadcrumbId, f.attempt, f.holder, f.expiresAt, f.released ? 1 : 0);
+  // One call derives the same few keys of its request several times (intake, claim, answer, drop):
+  // each derivation is computed once and kept in a bounded memo (oldest entries leave first).
+  const memo = new Map<string, string>();
+  const derived = (kind: string, id: string, n: number | undefined, derive: () => string): string => {
+    const memoKey = n === undefined ? `${kind}\u0000${id}` : `${kind}\u0000${id}\u0000${n}`;
+    let value = memo.get(memoKey);
+    if (value === undefined) {
+      value = derive();
+      if (memo.size >= KEY_MEMO_MAX) memo.delete(memo.keys().next().value as string);
+      memo.set(memoKey, value);
+    }
+    return value;
+  };
 
   return {
-    claimKey: (id, attempt) => `claim-${short(mac('claim', id, attempt))}`,
-    responseKey: (id, slot = 1) => `response-${short(mac('response', id, slot))}`,
+    claimKey: (id, attempt) => derived('claim', id, attempt, () => `claim-${short(mac('claim', id, attempt))}`),
+    responseKey: (id, slot = 1) => derived('response', id, slot, () => `response-${short(mac('response', id, slot))}`),
     createResponseKey: (id, slot = 1) => `create-response-${short(mac('create-response', id, slot))}`,
     toolCreateKey: (id) => `tool-create-${short(mac('tool-create', id))}`,
-    answerTag: (id) => `${ANSWER_TAG_PREFIX}${short(mac('answer', id))}`,
-    claimTag: (id) => `claim:${short(mac('claim-tag', id))}`,
+    answerTag: (id) => derived('answer', id, undefined, () => `${ANSWER_TAG_PREFIX}${short(mac('answer', id))}`),
+    claimTag: (id) => derived('claim-tag', id, undefined, () => `claim:${short(mac('claim-tag', id))}`),
     claimMac,
     verifyClaimMac: (fields, given) => sameText(claimMac(fields), given),
     stateMac: (label, value) => mac('state', label, value),

@@ -106,19 +106,27 @@ export function createStoreAuth(options: {
     return principal;
   };
 
+  // Decoded tokens while auth is off (a token's claims never change, so the decoding is kept).
+  const decoded = new Map<string, Principal>();
   const unverified = (token: string | undefined): Principal => {
     const open: Principal = { ownerId: DEFAULT_OWNER_ID, agentId: null, roles: ROLES, scoped: false };
     if (!token) return open;
+    const hit = decoded.get(token);
+    if (hit) return hit;
+    let principal = open;
     try {
       const claims = decodeJwt(token);
-      return {
+      principal = {
         ...open,
         ownerId: typeof claims.owner_id === 'string' && claims.owner_id !== '' ? claims.owner_id : DEFAULT_OWNER_ID,
         agentId: typeof claims.sub === 'string' ? claims.sub : null,
       };
     } catch {
-      return open;
+      // not a JWT: the open principal
     }
+    if (decoded.size >= CACHE_MAX) decoded.delete(decoded.keys().next().value as string);
+    decoded.set(token, principal);
+    return principal;
   };
 
   const principalOf = async (token: string | undefined): Promise<Principal> => {
