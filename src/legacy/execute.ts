@@ -1,6 +1,8 @@
 // executeHostTool(): one call of a host tool: check the input (object, input schema; skipped when
 // the runner's request path already did, `inputChecked`) -> confirmation gate -> resolve secrets
-// -> run the transport under its timeout -> validate the result -> clean and redact -> audit.
+// -> run the transport under its timeout -> validate the result -> clean and redact -> audit (or, with
+// `audit: 'return'`, hand the audit facts back as the result's `evidence` for the runner's one audit line).
+// Effects (a process started, a remote call made, a request sent) are listed in the result as they begin.
 //
 // Tool behaviour never throws: every ending is an ExecutionResult. Secret values are registered
 // with the logger, removed from the result (messages, logs, output) and, together with the values
@@ -10,7 +12,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ErrorCode, coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { failure, type ExecutionResult } from '../result.js';
+import { failure, type Effect, type ExecutionResult } from '../result.js';
 import { createRedactor, writeAuditRecord, type Redactor } from './audit.js';
 import { createLogCollector } from '../sandbox/sanitise.js';
 import { MAX_LOG_BYTES, type CallAnswer, type CallOutcome, type TransportAudit } from './call-outcome.js';
@@ -47,6 +49,18 @@ export interface ExecuteHostToolOptions {
   runRemote?(call: RemoteCall): Promise<CallOutcome>;
   /** The input was already normalised and checked against the input schema (the runner's request path does it once). */
   inputChecked?: boolean;
+  /**
+   * `write` (default): append the audit line here. `return`: hand its transport facts back as the
+   * result's `evidence` (redacted) for the runner's one audit line per call (src/request/policies/audit.ts).
+   */
+  audit?: 'write' | 'return';
+}
+
+/** What a call did so far (effects) and decided (the confirmation text). */
+interface CallState {
+  approval?: string;
+  effects: Effect[];
+  startedAt: number;
 }
 
 type Failed = Extract<CallAnswer, { ok: false }>;
@@ -81,7 +95,7 @@ function plannedAudit(tool: HostTool): TransportAudit {
   return { argv, cwd, exit: null, stdoutBytes: 0, stderrBytes: 0, truncated: false, envKeys: [] };
 }
 
-async function call(tool: HostTool, input: unknown, options: ExecuteHostToolOptions, log: Logger, secrets: Map<string, string>, state: { approval?: string }): Promise<CallAnswer | CallOutcome> {
+async function call(tool: HostTool, input: unknown, options: ExecuteHostToolOptions, log: Logger, secrets: Map<string, string>, state: CallState): Promise<CallAnswer | CallOutcome> {
   const { config } = options;
   const normalized = normalizeHostInput(input);
   if (!normalized.ok) return normalized;
@@ -114,13 +128,29 @@ async function call(tool: HostTool, input: unknown, options: ExecuteHostToolOpti
     secrets.set(name, value);
   }
   const t = tool.transport;
+  // an effect counts when the transport starts: the process, the remote call, the request sent
+  const effect = (kind: Effect['kind'], target: string): void => {
+    state.effects.push({ kind, target, at_ms: Math.round(performance.now() - state.startedAt) });
+  };
   const common = { tool, input: args, secrets, timeoutMs: t.timeoutMs ?? config.execTimeoutMs, maxOutputBytes: config.maxOutputBytes, schemas, ...(options.signal ? { signal: options.signal } : {}) };
+  if (t.kind === 'exec') effect('host.exec', t.command[0] ?? '');
   if (t.kind === 'exec') return runExecTool({ ...common, transport: t, parentEnv: options.env ?? {} });
   if (t.kind === 'rap') {
     if (!options.runRemote) return fail(ErrorCode.DependencyUnavailable, `RAP tool ${JSON.stringify(tool.name)} cannot be called: the RAP runtime is not running`);
+    effect('rap.invoke', hostOf(t.endpoint));
     return options.runRemote({ tool, transport: t, input: args, timeoutMs: common.timeoutMs, ...(options.signal ? { signal: options.signal } : {}) });
   }
-  return runHttpTool({ ...common, transport: t });
+  return runHttpTool({ ...common, transport: t, onSend: (url) => effect('net.fetch', hostOf(url)) });
+}
+
+/** `host:port` of a URL (the text itself when it is not one). */
+function hostOf(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname.replace(/^\[|\]$/g, '')}:${u.port || (u.protocol === 'http:' ? '80' : '443')}`;
+  } catch {
+    return url;
+  }
 }
 
 // Logs end as a code tool's do: the sandbox's log collector cleans, redacts and caps them at `maxLogBytes`.
@@ -136,7 +166,7 @@ export async function executeHostTool(tool: HostTool, input: unknown, options: E
   const started = performance.now();
   const log = options.logger.child({ tool: tool.name });
   const secrets = new Map<string, string>();
-  const state: { approval?: string } = {};
+  const state: CallState = { effects: [], startedAt: started };
   let answer: CallAnswer | CallOutcome;
   try {
     answer = await call(tool, input, options, log, secrets, state);
@@ -153,28 +183,46 @@ export async function executeHostTool(tool: HostTool, input: unknown, options: E
   const passed = t.kind === 'exec' ? t.envPassthrough.map((key) => options.env?.[key] ?? '').filter((v) => v.length >= 4) : [];
   const auditRedactor = createRedactor([...secrets.values(), ...passed], options.config.redact);
   const facts = 'audit' in answer ? answer.audit : plannedAudit(tool);
-  await writeAuditRecord(
-    options.config.auditDir,
-    {
-      ts: (options.now ?? (() => new Date()))().toISOString(),
-      tool: tool.name,
-      argv: facts.argv,
-      cwd: facts.cwd,
-      exit: facts.exit,
-      ms: Math.round(durationMs),
-      stdoutBytes: facts.stdoutBytes,
-      stderrBytes: facts.stderrBytes,
-      truncated: facts.truncated,
-      envKeys: facts.envKeys,
-      transport: t.kind,
-      outcome: result.ok ? 'ok' : result.error.code,
-      ...(facts.signal ? { signal: facts.signal } : {}),
-      ...(facts.status !== undefined ? { status: facts.status } : {}),
-      ...(state.approval ? { approval: state.approval } : {}),
-    },
-    auditRedactor,
-    log,
-  );
+  const transportFacts = {
+    argv: facts.argv,
+    cwd: facts.cwd,
+    exit: facts.exit,
+    stdoutBytes: facts.stdoutBytes,
+    stderrBytes: facts.stderrBytes,
+    truncated: facts.truncated,
+    envKeys: facts.envKeys,
+    transport: t.kind,
+    ...(facts.signal ? { signal: facts.signal } : {}),
+    ...(facts.status !== undefined ? { status: facts.status } : {}),
+    ...(state.approval ? { approval: state.approval } : {}),
+  };
+  if (state.effects.length > 0) result.effects = auditRedactor.deep(state.effects);
+  if (options.audit === 'return') {
+    result.evidence = auditRedactor.deep(transportFacts);
+  } else {
+    await writeAuditRecord(
+      options.config.auditDir,
+      {
+        ts: (options.now ?? (() => new Date()))().toISOString(),
+        tool: tool.name,
+        argv: facts.argv,
+        cwd: facts.cwd,
+        exit: facts.exit,
+        ms: Math.round(durationMs),
+        stdoutBytes: facts.stdoutBytes,
+        stderrBytes: facts.stderrBytes,
+        truncated: facts.truncated,
+        envKeys: facts.envKeys,
+        transport: t.kind,
+        outcome: result.ok ? 'ok' : result.error.code,
+        ...(facts.signal ? { signal: facts.signal } : {}),
+        ...(facts.status !== undefined ? { status: facts.status } : {}),
+        ...(state.approval ? { approval: state.approval } : {}),
+      },
+      auditRedactor,
+      log,
+    );
+  }
   const meta = { ok: result.ok, durationMs: Math.round(durationMs), ...(result.ok ? {} : { code: result.error.code }) };
   if (result.ok) log.info('host tool finished', meta);
   else log.warn('host tool finished', meta);

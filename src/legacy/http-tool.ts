@@ -22,6 +22,8 @@ export interface HttpCall {
   maxOutputBytes: number;
   schemas: SchemaCache;
   signal?: AbortSignal;
+  /** Called with the filled URL right before the request is sent (the call's effect). */
+  onSend?(url: string): void;
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
@@ -124,6 +126,7 @@ export async function runHttpTool(call: HttpCall): Promise<CallOutcome> {
   const timeout = AbortSignal.timeout(call.timeoutMs);
   const signal = call.signal ? AbortSignal.any([call.signal, timeout]) : timeout;
   try {
+    call.onSend?.(filled.url);
     const res = await fetch(filled.url, { method, headers, redirect: 'manual', signal, ...(hasBody ? { body: JSON.stringify(call.input) } : {}) });
     audit.status = res.status;
     const { body, total, over } = await readCapped(res, call.maxOutputBytes);

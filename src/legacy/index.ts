@@ -10,7 +10,7 @@ export { exportOpenAI, mangleToolName, MAX_EXPORTED_NAME, type OpenAIExport, typ
 export { secretEnvName } from './secrets.js';
 export { createSchemaCache, type SchemaCache, type SchemaIssue } from './schema-validator.js';
 export { isCapabilityGranted, missingCapabilities, type CapAuditRecord } from './capabilities.js';
-export { auditFileName, type AuditRecord } from './audit.js';
+export { auditFileName, createRedactor, writeAuditRecord, type AuditRecord, type CallAuditRecord } from './audit.js';
 export { blake3Hex } from './runloop-bundle.js';
 export {
   CAPABILITY_FAMILIES,

@@ -23,6 +23,8 @@ import { createResponder } from '../request/7-respond.js';
 import { createRequestHandler } from '../request/handler.js';
 import type { Policy } from '../request/5-policy.js';
 import { parseRateOverrides, rateLimitPolicy } from '../request/policies/rate-limit.js';
+import { effectsPolicy } from '../request/policies/effects.js';
+import { auditPolicy } from '../request/policies/audit.js';
 import { createSandbox, type Sandbox } from '../sandbox/index.js';
 import { createSchemaValidator, validateToolDefinition } from '../screen/index.js';
 import { createStore, type Store } from '../store/index.js';
@@ -207,13 +209,20 @@ export async function buildService(
           env: hostEnv,
           schemas: hostSchemas,
           inputChecked: true,
+          // the audit policy writes the call's one audit line (with these transport facts)
+          audit: 'return',
           resolveSecret: (name) => secrets.resolveOne(name, { tool: tool.name, rid: ctx.rid, operator: true }),
           ...(rapRuntime ? { runRemote: (call) => rapRuntime.runRemote(call, { rid: ctx.rid, requestBreadcrumbId: ctx.breadcrumbId }) } : {}),
         }),
     }),
   };
   // The contract policies, in the order a call meets them (src/request/5-policy.ts).
-  const policies: Policy[] = [rateLimitPolicy({ overrides: parseRateOverrides(config.rateLimits) })];
+  // effects (the timeout taxonomy) and audit stay last: they review and record what the others decided.
+  const policies: Policy[] = [
+    rateLimitPolicy({ overrides: parseRateOverrides(config.rateLimits) }),
+    effectsPolicy(),
+    auditPolicy({ auditDir: config.auditDir, redact: config.redact, replica, logger: log.child({ component: 'audit' }) }),
+  ];
   const handler = createRequestHandler({
     client,
     policies,
