@@ -142,13 +142,17 @@ describe('RAP runtime', () => {
     expect(await client.listBreadcrumbs({ schema_name: SCHEMA.ToolLegacy, tag: TAG.tool('lookup') })).toHaveLength(0);
   });
 
-  it('P10: no result within the timeout ends the call as timeout and cancels it on the server', async () => {
+  it('P10: no result within the timeout ends the call as timeout (unknown commit: the call was sent) and cancels it on the server', async () => {
     const server = await spec();
     server.behaviour = { status: 200, hold: true };
     const { client } = await startRunner({ rapServers: [server.url], rapResultTimeoutMs: 1000 });
     const response = await answer(client, await request(client, 'lookup', { q: 'x' }));
-    expect(response.error?.code).toBe('timeout');
-    expect(response.error?.message).toBe(`RAP tool 'lookup' sent no result within 1000 ms (the server at ${server.endpoint} acknowledged the call)`);
+    // a RAP tool without a read-only contract is side-effecting; its invocation is an effect
+    expect(response.error?.code).toBe('timeout.unknown-commit');
+    const host = new URL(server.endpoint);
+    expect(response.error?.message).toBe(
+      `RAP tool 'lookup' sent no result within 1000 ms (the server at ${server.endpoint} acknowledged the call); it had 1 effect (rap.invoke ${host.hostname}:${host.port}), so its action may have committed: check before retrying`,
+    );
     await server.waitFor('cancels', 1);
     expect(server.cancels[0]).toEqual({ path: '/cancel_tool_call', thread_id: `tools-runner/${WS}`, tool_call_id: server.invocations[0]?.['id'] });
   });
