@@ -3,8 +3,11 @@
 // cannot be stepped around (original constructors, node: built-ins, Workers, patched primitives),
 // frames cannot be forged, and context.api writes are recorded by the host as they begin.
 
+import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/logger.js';
+import { NODE_BUILTINS } from '../../src/sandbox/command.js';
+import { resolveDeno } from '../../src/sandbox/deno-binary.js';
 import { createSandbox, type Sandbox, type SandboxApi, type SandboxTool } from '../../src/sandbox/index.js';
 import { expectNoLeaks, isolateTmp, job, testConfig } from './helpers.js';
 
@@ -115,6 +118,16 @@ describe('network effects', () => {
     const body = 'fetch("https://api.example.com/").catch(() => {}); await new Promise(() => setInterval(() => {}, 1000))';
     const result = await sandbox.run(job(netTool('net-hang', body, { timeoutMs: 1000 })));
     expect(result).toMatchObject({ ok: false, error: { code: 'timeout' }, effects: [API] });
+  });
+});
+
+describe('the import map', () => {
+  it('covers every node built-in of the installed Deno', async () => {
+    const deno = (await resolveDeno()).path;
+    const script = 'import m from "node:module"; console.log(JSON.stringify(m.builtinModules))';
+    const listed = JSON.parse(execFileSync(deno, ['eval', '--no-config', script], { encoding: 'utf8', env: { PATH: '/usr/bin:/bin', NO_COLOR: '1' } })) as string[];
+    const missing = listed.map((name) => name.replace(/^node:/, '')).filter((name) => !NODE_BUILTINS.includes(name));
+    expect(missing).toEqual([]);
   });
 });
 
