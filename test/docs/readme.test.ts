@@ -11,13 +11,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BreadcrumbCreate, SCHEMA, TAG, ToolCreateResponseContext, ToolRequestContext, ToolResponseContext } from '../../src/breadcrumbs/messages.js';
 import { defaultConfig } from '../../src/config/index.js';
 import { validateToolDefinition } from '../../src/screen/index.js';
+import { CALL_AUDIT_FIELDS } from '../../src/request/policies/audit.js';
 import { cleanupAll, client, runCli, startRunnerWithStore, tempDir } from '../e2e/harness.js';
 import { commandLines, readme, shell, startShell } from './readme-blocks.js';
 
 const doc = readme();
 
 /** Blocks that run in this file. */
-const TESTED = ['quick-start-call', 'request', 'response', 'request-curl', 'no-store', 'tool-definition', 'create-request'];
+const TESTED = ['quick-start-call', 'request', 'response', 'request-curl', 'no-store', 'tool-definition', 'create-request', 'audit-line'];
 /** Blocks that cannot run in a test, each with its marker's reason. */
 const SKIPPED = {
   'quick-start-install': 'installs packages and starts a service on the fixed ports 8081/8082 (the test runs the same service on free ports for the blocks below)',
@@ -107,6 +108,11 @@ describe('README examples', () => {
     const documentedMeta = Object.keys(documented.metadata ?? {}).filter((k) => k !== 'logs');
     expect(Object.keys(real.metadata ?? {})).toEqual(expect.arrayContaining(documentedMeta));
     expect(items[0]?.tags).toEqual(expect.arrayContaining(['workspace:tools', TAG.Response, TAG.request('req-123'), expect.stringMatching(/^answer:[A-Za-z0-9_-]{32}$/)]));
+  });
+
+  it('audit-line: the documented audit line has exactly the fields of the runner\'s audit format, in order', () => {
+    // test/e2e/effects.test.ts checks real lines against the same list
+    expect(Object.keys(json('audit-line'))).toEqual([...CALL_AUDIT_FIELDS]);
   });
 
   it('no-store: a client command without a store says what is missing in one line and exits 4', async () => {

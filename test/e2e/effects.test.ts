@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StoreClient } from '../../src/breadcrumbs/index.js';
+import { CALL_AUDIT_FIELDS } from '../../src/request/policies/audit.js';
 import { answer, cleanupAll, client, putTool, request, startRunnerWithStore, tempDir, toolContext } from './harness.js';
 
 const bin = fileURLToPath(new URL('../fixtures/legacy/bin/', import.meta.url));
@@ -102,7 +103,7 @@ async function auditOf(rid: string): Promise<Record<string, unknown>> {
   }
 }
 
-const COMMON_KEYS = ['ts', 'tool', 'version', 'kind', 'agent', 'rid', 'request_id', 'input_hash', 'side_effect', 'approval_id', 'effects', 'effects_count', 'status', 'outcome', 'ms', 'total_ms', 'attempts', 'replica'];
+const COMMON_KEYS: readonly string[] = CALL_AUDIT_FIELDS;
 
 describe('the timeout taxonomy', () => {
   it('a tool that wrote through context.api and then hangs answers timeout.unknown-commit, naming the record', async () => {

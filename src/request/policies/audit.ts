@@ -16,6 +16,12 @@ import type { Logger } from '../../logger.js';
 import type { Policy } from '../5-policy.js';
 import { effectsOf } from './effects.js';
 
+/** The fields of every audit line, in order (a host tool's transport facts follow them). */
+export const CALL_AUDIT_FIELDS: ReadonlyArray<keyof CallAuditRecord> = Object.freeze([
+  'ts', 'tool', 'version', 'kind', 'agent', 'rid', 'request_id', 'input_hash', 'side_effect', 'approval_id',
+  'effects', 'effects_count', 'status', 'outcome', 'ms', 'total_ms', 'attempts', 'replica',
+] as const);
+
 /** What the audit policy needs. */
 export interface AuditPolicyOptions {
   auditDir: string;
