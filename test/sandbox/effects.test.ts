@@ -114,6 +114,21 @@ describe('network effects', () => {
     expect(result.effects).toEqual([API]);
   });
 
+  it('a warm process refuses network use after its call ended (nothing unreported happens between calls)', async () => {
+    const body = `if (input.first) {
+        setTimeout(() => { fetch("https://api.example.com/late").then(() => { globalThis.__late = "sent"; }, (e) => { globalThis.__late = e.message; }); }, 0);
+      } else {
+        seen.late = globalThis.__late;
+      }`;
+    const t = netTool('net-late', body);
+    const first = await sandbox.run(job(t, { first: true }));
+    expect(first).toMatchObject({ ok: true });
+    expect(first.effects).toBeUndefined();
+    const second = await sandbox.run(job(t, { first: false }));
+    expect(second).toMatchObject({ ok: true, output: { late: 'network use after the call ended' } });
+    expect(second.effects).toBeUndefined();
+  });
+
   it('a hang after the report still ends with the effect listed (timeout)', async () => {
     const body = 'fetch("https://api.example.com/").catch(() => {}); await new Promise(() => setInterval(() => {}, 1000))';
     const result = await sandbox.run(job(netTool('net-hang', body, { timeoutMs: 1000 })));
