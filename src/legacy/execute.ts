@@ -15,7 +15,7 @@ import type { Logger } from '../logger.js';
 import { failure, type Effect, type ExecutionResult } from '../result.js';
 import { createRedactor, writeAuditRecord, type Redactor } from './audit.js';
 import { createLogCollector } from '../sandbox/sanitise.js';
-import { MAX_LOG_BYTES, type CallAnswer, type CallOutcome, type TransportAudit } from './call-outcome.js';
+import { MAX_LOG_BYTES, type CallAnswer, type CallOutcome, type OnSend, type TransportAudit } from './call-outcome.js';
 import { capDenial } from './capabilities.js';
 import { runExecTool } from './exec-tool.js';
 import { runHttpTool } from './http-tool.js';
@@ -30,6 +30,8 @@ export interface RemoteCall {
   input: Record<string, unknown>;
   timeoutMs: number;
   signal?: AbortSignal;
+  /** Called right before each invocation is sent (its effect); the returned function withdraws it. */
+  onSend?: OnSend;
 }
 
 /** Options of executeHostTool. */
@@ -129,16 +131,21 @@ async function call(tool: HostTool, input: unknown, options: ExecuteHostToolOpti
   }
   const t = tool.transport;
   // an effect counts when the transport starts: the process, the remote call, the request sent
-  const effect = (kind: Effect['kind'], target: string): void => {
-    state.effects.push({ kind, target, at_ms: Math.round(performance.now() - state.startedAt) });
+  const effect = (kind: Effect['kind'], target: string): (() => void) => {
+    const entry: Effect = { kind, target, at_ms: Math.round(performance.now() - state.startedAt) };
+    state.effects.push(entry);
+    return () => {
+      const at = state.effects.indexOf(entry);
+      if (at !== -1) state.effects.splice(at, 1);
+    };
   };
   const common = { tool, input: args, secrets, timeoutMs: t.timeoutMs ?? config.execTimeoutMs, maxOutputBytes: config.maxOutputBytes, schemas, ...(options.signal ? { signal: options.signal } : {}) };
   if (t.kind === 'exec') effect('host.exec', t.command[0] ?? '');
   if (t.kind === 'exec') return runExecTool({ ...common, transport: t, parentEnv: options.env ?? {} });
   if (t.kind === 'rap') {
     if (!options.runRemote) return fail(ErrorCode.DependencyUnavailable, `RAP tool ${JSON.stringify(tool.name)} cannot be called: the RAP runtime is not running`);
-    effect('rap.invoke', hostOf(t.endpoint));
-    return options.runRemote({ tool, transport: t, input: args, timeoutMs: common.timeoutMs, ...(options.signal ? { signal: options.signal } : {}) });
+    const onSend: OnSend = (url) => effect('rap.invoke', hostOf(url));
+    return options.runRemote({ tool, transport: t, input: args, timeoutMs: common.timeoutMs, onSend, ...(options.signal ? { signal: options.signal } : {}) });
   }
   return runHttpTool({ ...common, transport: t, onSend: (url) => effect('net.fetch', hostOf(url)) });
 }

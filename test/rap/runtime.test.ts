@@ -49,7 +49,10 @@ describe('RAP runtime', () => {
     server.behaviour = { status: 503 };
     const { client } = await startRunner({ rapServers: [server.url] });
     const response = await answer(client, await request(client, 'lookup', { q: 'x' }));
-    expect(response.error?.code).toBe('dependency.unavailable');
+    // the invocations reached the server (a RAP tool without a read-only contract is side-effecting): partial-effect
+    const host = new URL(server.endpoint);
+    expect(response.error).toMatchObject({ code: 'partial-effect', retryable: false, details: { cause_code: 'dependency.unavailable', effects_count: 4 } });
+    expect((response.error?.details?.['effects'] as Array<{ kind: string; target: string }>).map((e) => `${e.kind} ${e.target}`)).toEqual(Array(4).fill(`rap.invoke ${host.hostname}:${host.port}`));
     expect(response.error?.message).toBe(`Error: RAP tool 'lookup' failed: the server at ${server.endpoint} responded with HTTP 503. No result will arrive for this call.`);
     expect(server.invocations).toHaveLength(4);
     expect(new Set(server.invocations.map((i) => i['id'])).size).toBe(1);
@@ -174,7 +177,9 @@ describe('RAP runtime', () => {
     expect(await post(String(inv['callback_url']), { ...good, type: 'oauth' })).toEqual({ status: 400, body: { code: 'input.invalid', error: 'callback type "oauth" is not supported; only "tool_result" is' } });
     expect(await post(String(inv['callback_url']), good)).toEqual({ status: 200, body: { settled: true } });
     const response = await answer(client, rid);
+    // the tool refused before acting: its invocation is withdrawn, the code stays
     expect(response.error).toMatchObject({ code: 'input.invalid', message: 'q is unknown' });
+    expect(response.error?.details).toBeUndefined();
     expect((await post(String(inv['callback_url']), good)).status).toBe(404);
   });
 
@@ -183,7 +188,8 @@ describe('RAP runtime', () => {
     server.behaviour = { status: 200, reply: () => 'Error: the repository does not exist' };
     const { client } = await startRunner({ rapServers: [server.url] });
     const response = await answer(client, await request(client, 'lookup', { q: 'x' }));
-    expect(response.error).toMatchObject({ code: 'tool.error', message: 'Error: the repository does not exist' });
+    // the remote ran and failed after the invocation (its effect): partial-effect, message kept
+    expect(response.error).toMatchObject({ code: 'partial-effect', message: 'Error: the repository does not exist', details: { cause_code: 'tool.error', effects_count: 1 } });
   });
 
   it('refetches on the interval: a new tool appears, an invalid toolset removes them all', async () => {

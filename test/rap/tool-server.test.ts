@@ -158,7 +158,9 @@ describe('RAP tool server', () => {
     const [response] = await responsesFor(r, request!.id);
     expect(response?.status).toBe('error');
     expect(receiver.posts[0]?.body['text']).toBe(`Error: ${response?.error?.code}: ${response?.error?.message}`);
-    expect(response?.error?.code).toBe('tool.error');
+    // an exec host tool that started (its effect) and failed: partial-effect, the original code kept
+    expect(response?.error?.code).toBe('partial-effect');
+    expect(response?.error?.details?.['cause_code']).toBe('tool.error');
   });
 
   it('retries a delivery the receiver answered 503', async () => {

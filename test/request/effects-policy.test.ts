@@ -49,11 +49,11 @@ describe('the effects review', () => {
     });
   });
 
-  it('any other error after an effect is partial-effect with the original code in cause_code', () => {
+  it('any other error after an effect is partial-effect with the original code in cause_code and its own message', () => {
     const result = classify(call({}), failed(ErrorCode.ToolError, 'boom', [write], { stack: 'at tool.ts:1:1' }));
     expect(!result.ok && result.error).toEqual({
       code: 'partial-effect',
-      message: 'boom (after 1 effect: store.create rec-1; part of its action happened)',
+      message: 'boom',
       retryable: false,
       details: { stack: 'at tool.ts:1:1', effects: [write], effects_count: 1, cause_code: 'tool.error' },
     });
@@ -84,10 +84,11 @@ describe('the effects review', () => {
     expect(quiet.metadata).toEqual({});
   });
 
-  it('the message names the first three effects and how many more', () => {
+  it('an unknown-commit message names the first three effects and how many more', () => {
     const effects = Array.from({ length: 5 }, (_, i): Effect => ({ kind: 'store.update', target: `r${i}` }));
-    const result = classify(call({}), failed(ErrorCode.MemoryLimit, 'out of memory', effects));
-    expect(!result.ok && result.error.message).toBe('out of memory (after 5 effects: store.update r0, store.update r1, store.update r2 and 2 more; part of its action happened)');
-    expect(!result.ok && result.error.details?.['cause_code']).toBe('memory_limit');
+    const result = classify(call({}), failed(ErrorCode.Timeout, TIMEOUT_MESSAGE, effects));
+    expect(!result.ok && result.error.message).toBe(`${TIMEOUT_MESSAGE}; it had 5 effects (store.update r0, store.update r1, store.update r2 and 2 more), so its action may have committed: check before retrying`);
+    const oom = classify(call({}), failed(ErrorCode.MemoryLimit, 'out of memory', effects));
+    expect(!oom.ok && oom.error).toMatchObject({ code: 'partial-effect', message: 'out of memory', details: { cause_code: 'memory_limit', effects_count: 5 } });
   });
 });

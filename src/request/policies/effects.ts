@@ -5,7 +5,8 @@
 // is treated as side-effecting):
 // - `timeout` after at least one effect -> `timeout.unknown-commit` (the action may have committed);
 // - `timeout` before any effect -> `timeout.before-submit` (nothing reached out: safe to retry);
-// - any other error after at least one effect -> `partial-effect` (`details.cause_code` keeps the code).
+// - any other error after at least one effect -> `partial-effect` (`details.cause_code` keeps the
+//   code, the message stays the original one).
 // A read-only tool keeps its `timeout` and its errors. Every answer of a call that had effects lists
 // them (`metadata.effects` on success, `details.effects` on error; at most MAX_LISTED_EFFECTS, with
 // `effects_count` the total).
@@ -52,8 +53,8 @@ export function classify(call: Pick<Call, 'contract' | 'metadata'>, result: Exec
     return { ...result, error };
   }
   if (count === 0) return result;
-  const error = failure(ErrorCode.PartialEffect, `${cause.message} (after ${plural(count)}: ${summary(effects, count)}; part of its action happened)`, details);
-  return { ...result, error };
+  // the message stays the tool's own (a caller may match on it); the code and details say the rest
+  return { ...result, error: failure(ErrorCode.PartialEffect, cause.message, details) };
 }
 
 /** Creates the policy (a `review` hook only). */
