@@ -3,7 +3,8 @@
 // be). Protocol, one line per frame:
 //   host -> harness (stdin):  {"t":"job",...} and {"t":"api",...} replies, JSON per line
 //   harness -> host (stdout): "TRH1 <nonce>" once at start, then "\n<nonce><T><seq> <json>\n" frames,
-//                             T = R (result value), E (error), A (context.api request)
+//                             T = R (result value), E (error), A (context.api request),
+//                             N (a network use, written BEFORE the connection is attempted)
 //   harness -> host (stderr): "\n<nonce>S<seq> \n" right before an R/E frame, so the host knows that
 //                             every stderr line the tool wrote during the call has arrived
 // The nonce is random per process and lives only in this module's closure; anything else on stdout or
@@ -21,6 +22,15 @@
 // - promises of stdin reads get an own `constructor: undefined`, so `then` never consults a species;
 // - Deno's internal namespace (`Deno[Deno.internal]`: core ops, webidl converters, promise hooks) is
 //   removed before the tool loads.
+//
+// Network effects: `fetch`, `Deno.connect`, `Deno.connectTls`, `WebSocket` and `EventSource` are
+// replaced by wrappers that turn their target into a string ONCE, ask Deno whether the host is
+// granted, and if so write an N frame (synchronously, with the nonce) before calling the captured
+// original with that same string. The tool cannot reach the originals (prototype `constructor`s point
+// at the wrappers) nor un-write a frame. Paths that would bypass the wrappers are closed: the node:
+// built-ins are mapped away by the import map of the spawn command (src/sandbox/command.ts),
+// `process.getBuiltinModule`/`binding`/`dlopen` are removed, and `Worker` (fresh, unwrapped globals)
+// is refused in a process that has network access (the host passes `net` as the harness's argument).
 
 type AnyFn = (...args: never[]) => unknown;
 const uncurry = Function.prototype.bind.bind(Function.prototype.call) as <F extends AnyFn>(fn: F) => (self: unknown, ...args: Parameters<F>) => ReturnType<F>;
@@ -167,7 +177,7 @@ function writeAll(write: (b: Uint8Array) => number, bytes: Uint8Array): void {
 }
 
 function frame(type: string, seq: number, json: string): void {
-  if (type !== 'A') writeAll(writeErr, utf8('\n' + nonce + 'S' + seq + ' \n'));
+  if (type === 'R' || type === 'E') writeAll(writeErr, utf8('\n' + nonce + 'S' + seq + ' \n'));
   writeAll(writeOut, utf8('\n' + nonce + type + seq + ' ' + json + '\n'));
 }
 
@@ -298,6 +308,175 @@ function makeContext(job: Job): unknown {
     }),
     log,
   });
+}
+
+
+// ---- network effects (see the header) ----
+const netAccess = Deno.args[0] === 'net';
+const origFetch = globalThis.fetch;
+const origConnect = Deno.connect;
+const origConnectTls = Deno.connectTls;
+const OrigWebSocket = globalThis.WebSocket;
+const OrigEventSource = (globalThis as { EventSource?: typeof EventSource }).EventSource;
+const OrigWorker = globalThis.Worker;
+const URLCtor = URL;
+const RequestCtor = Request;
+const TypeErrorCtor = TypeError;
+const construct = Reflect.construct;
+const apply = Reflect.apply;
+const assign = Object.assign;
+const urlHref = getter(URL.prototype, 'href') as (u: URL) => string;
+const urlProtocol = getter(URL.prototype, 'protocol') as (u: URL) => string;
+const urlHostname = getter(URL.prototype, 'hostname') as (u: URL) => string;
+const urlPort = getter(URL.prototype, 'port') as (u: URL) => string;
+const requestUrl = getter(Request.prototype, 'url') as (r: Request) => string;
+const permissions = Deno.permissions;
+const querySync = uncurry(Deno.permissions.querySync) as (self: Deno.Permissions, d: Deno.PermissionDescriptor) => Deno.PermissionStatus;
+const permState = getter(Deno.PermissionStatus.prototype, 'state') as (s: Deno.PermissionStatus) => string;
+const DEFAULT_PORTS: Record<string, string> = createObject(null);
+DEFAULT_PORTS['http:'] = '80';
+DEFAULT_PORTS['https:'] = '443';
+DEFAULT_PORTS['ws:'] = '80';
+DEFAULT_PORTS['wss:'] = '443';
+
+/** Reports a use of `host:port` (when Deno grants it) before it happens; an Error when it must not happen. */
+function reportNet(kind: string, hostname: string, port: string): Error | undefined {
+  const job = current;
+  if (job === null) return new ApiError('conflict', 'network use after the call ended');
+  let state = 'granted';
+  try {
+    const descriptor = createObject(null) as Deno.NetPermissionDescriptor;
+    descriptor.name = 'net';
+    descriptor.host = hostname + ':' + port;
+    state = permState(querySync(permissions, descriptor));
+  } catch {
+    // unknown: count it (over-counting is the safe side)
+  }
+  // Not granted: Deno refuses the call itself, nothing reaches out.
+  if (state !== 'granted') return undefined;
+  frame('N', job.seq, stringify({ __proto__: null, kind, target: hostname + ':' + port }));
+  return undefined;
+}
+
+/** Reports the use of an http(s)/ws(s) URL; other schemes (data:, blob:) are no network use. */
+function reportUrl(kind: string, href: string): Error | undefined {
+  const url = new URLCtor(href);
+  const protocol = urlProtocol(url);
+  const fallback = DEFAULT_PORTS[protocol];
+  if (fallback === undefined) return undefined;
+  let hostname = urlHostname(url);
+  if (hostname === '') return undefined;
+  if (charCodeAt(hostname, 0) === 91) hostname = strSlice(hostname, 1, hostname.length - 1); // [v6]
+  const port = urlPort(url);
+  return reportNet(kind, hostname, port === '' ? fallback : port);
+}
+
+/** A URL argument as one string (read once: a hostile object cannot answer differently later). */
+function hrefOf(value: unknown): string {
+  if (value !== null && typeof value === 'object') {
+    try {
+      if (hasInstance(URLCtor, value)) return urlHref(value as URL);
+    } catch {
+      // a Proxy passing instanceof: use its string
+    }
+  }
+  return StringCtor(value);
+}
+
+function wrappedFetch(input: unknown, init?: unknown): Promise<unknown> {
+  let arg: unknown;
+  let href: string;
+  try {
+    let isRequest = false;
+    if (input !== null && typeof input === 'object') {
+      try {
+        isRequest = hasInstance(RequestCtor, input);
+        if (isRequest) href = requestUrl(input as Request);
+      } catch {
+        isRequest = false;
+      }
+    }
+    if (isRequest) arg = input;
+    else arg = href = hrefOf(input);
+    const refused = reportUrl('net.fetch', href!);
+    if (refused !== undefined) return rejected(refused);
+  } catch (err) {
+    return rejected(err);
+  }
+  return apply(origFetch, undefined, init === undefined ? [arg] : [arg, init]) as Promise<unknown>;
+}
+
+/** Deno.connect / connectTls: the options copied once, the copy reported and handed on. */
+function wrapConnect(orig: (o: never) => Promise<unknown>): (options: unknown) => Promise<unknown> {
+  return function connect(options: unknown): Promise<unknown> {
+    let copy: Record<string, unknown>;
+    try {
+      copy = assign(createObject(null), options) as Record<string, unknown>;
+      const transport = copy.transport ?? 'tcp';
+      if (transport === 'tcp') {
+        const hostname = copy.hostname === undefined ? '127.0.0.1' : StringCtor(copy.hostname);
+        copy.hostname = hostname;
+        const refused = reportNet('net.connect', hostname, StringCtor(copy.port));
+        if (refused !== undefined) return rejected(refused);
+      }
+    } catch (err) {
+      return rejected(err);
+    }
+    return apply(orig, undefined, [copy]) as Promise<unknown>;
+  };
+}
+
+/** A constructor taking a URL first (WebSocket, EventSource) that reports before it constructs. */
+function wrapUrlClass(Orig: new (...args: never[]) => unknown, kind: string): unknown {
+  const Wrapper = function (this: unknown, url: unknown, second?: unknown): unknown {
+    if (new.target === undefined) throw new TypeErrorCtor('Failed to construct: please use the "new" operator');
+    const href = hrefOf(url);
+    const refused = reportUrl(kind, href);
+    if (refused !== undefined) throw refused;
+    return construct(Orig, second === undefined ? [href] : [href, second], new.target === Wrapper ? Orig : new.target);
+  };
+  adopt(Wrapper, Orig);
+  return Wrapper;
+}
+
+/** Makes `Wrapper` stand in for `Orig`: same prototype and statics, and the prototype points back at it. */
+function adopt(Wrapper: object, Orig: { prototype: unknown; name: string }): void {
+  const proto = Orig.prototype as object;
+  defineProperty(Wrapper, 'prototype', { __proto__: null, value: proto, writable: false } as PropertyDescriptor);
+  defineProperty(proto, 'constructor', { __proto__: null, value: Wrapper, writable: true, configurable: true, enumerable: false } as PropertyDescriptor);
+  defineProperty(Wrapper, 'name', { __proto__: null, value: Orig.name, configurable: true } as PropertyDescriptor);
+  Object.setPrototypeOf(Wrapper, Object.getPrototypeOf(Orig));
+  for (const key of ['CONNECTING', 'OPEN', 'CLOSING', 'CLOSED']) {
+    if (hasOwn(Orig, key)) defineProperty(Wrapper, key, { __proto__: null, value: (Orig as unknown as Record<string, unknown>)[key], enumerable: true } as PropertyDescriptor);
+  }
+}
+
+function replaceGlobal(owner: object, name: string, value: unknown): void {
+  defineProperty(owner, name, { __proto__: null, value, writable: true, configurable: true, enumerable: false } as PropertyDescriptor);
+}
+
+replaceGlobal(globalThis, 'fetch', wrappedFetch);
+replaceGlobal(Deno, 'connect', wrapConnect(origConnect as never));
+replaceGlobal(Deno, 'connectTls', wrapConnect(origConnectTls as never));
+replaceGlobal(globalThis, 'WebSocket', wrapUrlClass(OrigWebSocket as never, 'net.connect'));
+if (OrigEventSource !== undefined) replaceGlobal(globalThis, 'EventSource', wrapUrlClass(OrigEventSource as never, 'net.fetch'));
+if (netAccess && OrigWorker !== undefined) {
+  const NoWorker = function (): never {
+    throw new ErrorCtor('Worker is not available to a tool with network access: its network use could not be counted');
+  };
+  adopt(NoWorker, OrigWorker as never);
+  replaceGlobal(globalThis, 'Worker', NoWorker);
+}
+// node: built-ins would bypass the wrappers (the import map refuses their import specifiers)
+const nodeProcess = (globalThis as unknown as { process?: Record<string, unknown> }).process;
+if (nodeProcess !== undefined) {
+  for (const name of ['getBuiltinModule', 'binding', '_linkedBinding', 'dlopen']) {
+    let owner: object | null = nodeProcess;
+    while (owner !== null) {
+      if (hasOwn(owner, name)) delete (owner as Record<string, unknown>)[name];
+      owner = Object.getPrototypeOf(owner) as object | null;
+    }
+  }
 }
 
 async function runJob(job: Job): Promise<void> {

@@ -14,6 +14,15 @@ export interface ExecutionFailure {
   details?: Record<string, unknown>;
 }
 
+/** What a call did outside itself, counted at the harness/host boundary (see README "Effects and timeouts"). */
+export interface Effect {
+  kind: 'store.create' | 'store.update' | 'net.fetch' | 'net.connect' | 'host.exec' | 'rap.invoke';
+  /** The record id (`(new record)` until a create's id is known), `host:port`, or the command/endpoint. */
+  target: string;
+  /** When it began, ms after the call started. */
+  at_ms?: number;
+}
+
 interface ExecutionBase {
   /** Wall-clock time from job start to its ending, in milliseconds. */
   durationMs: number;
@@ -21,6 +30,12 @@ interface ExecutionBase {
   logs: string[];
   /** True when logs were cut at the configured cap. */
   logsTruncated: boolean;
+  /** Effects the call had (or began: a write in flight when the call ended is listed), in order. */
+  effects?: Effect[];
+  /** Effects beyond the ones listed (the list is capped). */
+  effectsDropped?: number;
+  /** Transport facts for the audit line (host tools; already redacted). */
+  evidence?: Record<string, unknown>;
 }
 
 export interface ExecutionSuccess extends ExecutionBase {

@@ -380,7 +380,7 @@ export const OPTIONS = {
   }),
   auditDir: opt(z.string().min(1).default('./data/audit'), {
     group: 'legacy',
-    doc: 'Directory of the daily NDJSON audit logs of host-tool calls.',
+    doc: 'Directory of the daily NDJSON audit logs: one line per call of a tool that is not read-only, code or host.',
   }),
   redact: opt(listish.default([]), {
     group: 'legacy',

@@ -1,4 +1,4 @@
-// The host-tool audit log: one NDJSON line per call appended to `<auditDir>/YYYYMMDD.log` (UTC
+// The audit log: one NDJSON line per call appended to `<auditDir>/YYYYMMDD.log` (UTC
 // date of the record's `ts`), agentcli's record fields first, and redaction.
 //
 // Redaction replaces, in every string of the record, first the literal values the call handled
@@ -34,6 +34,41 @@ export interface AuditRecord {
   status?: number;
   /** CONFIRMATION_AUTO_APPROVED (types.ts) when confirmation was switched off and the call auto-approved; `approved (approval <id>)` when an approver granted it. */
   approval?: string;
+}
+
+/**
+ * The one audit line of a call of a non-read-only tool, code or host, written by the runner's audit
+ * policy (src/request/policies/audit.ts). A host tool's line adds its transport facts (the
+ * AuditRecord fields from `argv` to `approval`, by the same names) after these.
+ */
+export interface CallAuditRecord {
+  ts: string;
+  tool: string;
+  version: string;
+  kind: 'code' | 'host';
+  /** The calling agent (`null` when the request names none). */
+  agent: string | null;
+  rid: string;
+  /** Breadcrumb id of the tool.request.v1. */
+  request_id: string;
+  /** `sha256:<hex>` of the canonical input (never the input itself). */
+  input_hash: string;
+  /** The contract's side_effect class, or `unknown`. */
+  side_effect: string;
+  /** The approval the call ran under (set by an approval policy), or `null`. */
+  approval_id: string | null;
+  /** The call's effects (at most 50) and their total. */
+  effects: Array<{ kind: string; target: string; at_ms?: number }>;
+  effects_count: number;
+  status: 'success' | 'error';
+  /** `ok`, or the error code the answer carries. */
+  outcome: string;
+  /** Run time of the tool (ms; 0 when a policy answered without a run). */
+  ms: number;
+  /** From the policy step to the stored answer (ms). */
+  total_ms: number;
+  attempts: number;
+  replica: string;
 }
 
 /** Replaces sensitive values in strings and in whole JSON values. */
@@ -79,7 +114,7 @@ export function auditFileName(date: Date): string {
 /** Appends `record` (redacted) to the day's file; failures are logged and swallowed. */
 export async function writeAuditRecord(
   auditDir: string,
-  record: AuditRecord,
+  record: AuditRecord | (CallAuditRecord & Record<string, unknown>),
   redactor: Redactor,
   logger: Logger,
 ): Promise<void> {

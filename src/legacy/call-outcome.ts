@@ -58,3 +58,21 @@ export function toLogLines(text: string): { logs: string[]; logsTruncated: boole
   }
   return { logs, logsTruncated: false };
 }
+
+/** Connection errors that mean a request never left (nothing reached the receiver). */
+const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT', 'ERR_INVALID_URL']);
+
+/** Whether a failed fetch certainly never reached its receiver (so it was no effect). */
+export function neverSent(error: unknown): boolean {
+  const cause = (error as { cause?: { code?: unknown } } | null)?.cause;
+  return typeof cause?.code === 'string' && NOT_SENT.has(cause.code);
+}
+
+/** Codes of a receiver's answer that say it refused the call before acting on it (so it was no effect). */
+export const REFUSED_BEFORE_ACTING: ReadonlySet<string> = new Set(['input.invalid', 'permission.denied', 'approval.required', 'secret.missing', 'not_found', 'conflict', 'rate.exceeded']);
+
+/**
+ * Called by a transport right before it sends a request (the call's effect); returns the effect's
+ * withdrawal, for when the request never left or the receiver refused it (a 4xx answer) before acting.
+ */
+export type OnSend = (url: string) => () => void;

@@ -2,7 +2,9 @@
 // the runner's request path already did, `inputChecked`) -> confirmation gate (the request path's
 // approval policy waits for an approval and passes its id; without one a `requires_confirmation`
 // tool is refused under --confirm-external-actions, auto-approved without it) -> resolve secrets
-// -> run the transport under its timeout -> validate the result -> clean and redact -> audit.
+// -> run the transport under its timeout -> validate the result -> clean and redact -> audit (or, with
+// `audit: 'return'`, hand the audit facts back as the result's `evidence` for the runner's one audit line).
+// Effects (a process started, a remote call made, a request sent) are listed in the result as they begin.
 //
 // Tool behaviour never throws: every ending is an ExecutionResult. Secret values are registered
 // with the logger, removed from the result (messages, logs, output) and, together with the values
@@ -12,10 +14,10 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ErrorCode, coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { failure, type ExecutionResult } from '../result.js';
+import { failure, type Effect, type ExecutionResult } from '../result.js';
 import { createRedactor, writeAuditRecord, type Redactor } from './audit.js';
 import { createLogCollector } from '../sandbox/sanitise.js';
-import { MAX_LOG_BYTES, type CallAnswer, type CallOutcome, type TransportAudit } from './call-outcome.js';
+import { MAX_LOG_BYTES, type CallAnswer, type CallOutcome, type OnSend, type TransportAudit } from './call-outcome.js';
 import { capDenial } from './capabilities.js';
 import { runExecTool } from './exec-tool.js';
 import { runHttpTool } from './http-tool.js';
@@ -30,6 +32,8 @@ export interface RemoteCall {
   input: Record<string, unknown>;
   timeoutMs: number;
   signal?: AbortSignal;
+  /** Called right before each invocation is sent (its effect); the returned function withdraws it. */
+  onSend?: OnSend;
 }
 
 /** Options of executeHostTool. */
@@ -51,6 +55,18 @@ export interface ExecuteHostToolOptions {
   inputChecked?: boolean;
   /** The approval this call was granted (the runner's approval policy, src/request/policies/approval.ts); audited. */
   approvalId?: string;
+  /**
+   * `write` (default): append the audit line here. `return`: hand its transport facts back as the
+   * result's `evidence` (redacted) for the runner's one audit line per call (src/request/policies/audit.ts).
+   */
+  audit?: 'write' | 'return';
+}
+
+/** What a call did so far (effects) and decided (the confirmation text). */
+interface CallState {
+  approval?: string;
+  effects: Effect[];
+  startedAt: number;
 }
 
 type Failed = Extract<CallAnswer, { ok: false }>;
@@ -85,7 +101,7 @@ function plannedAudit(tool: HostTool): TransportAudit {
   return { argv, cwd, exit: null, stdoutBytes: 0, stderrBytes: 0, truncated: false, envKeys: [] };
 }
 
-async function call(tool: HostTool, input: unknown, options: ExecuteHostToolOptions, log: Logger, secrets: Map<string, string>, state: { approval?: string }): Promise<CallAnswer | CallOutcome> {
+async function call(tool: HostTool, input: unknown, options: ExecuteHostToolOptions, log: Logger, secrets: Map<string, string>, state: CallState): Promise<CallAnswer | CallOutcome> {
   const { config } = options;
   const normalized = normalizeHostInput(input);
   if (!normalized.ok) return normalized;
@@ -123,13 +139,34 @@ async function call(tool: HostTool, input: unknown, options: ExecuteHostToolOpti
     secrets.set(name, value);
   }
   const t = tool.transport;
+  // an effect counts when the transport starts: the process, the remote call, the request sent
+  const effect = (kind: Effect['kind'], target: string): (() => void) => {
+    const entry: Effect = { kind, target, at_ms: Math.round(performance.now() - state.startedAt) };
+    state.effects.push(entry);
+    return () => {
+      const at = state.effects.indexOf(entry);
+      if (at !== -1) state.effects.splice(at, 1);
+    };
+  };
   const common = { tool, input: args, secrets, timeoutMs: t.timeoutMs ?? config.execTimeoutMs, maxOutputBytes: config.maxOutputBytes, schemas, ...(options.signal ? { signal: options.signal } : {}) };
+  if (t.kind === 'exec') effect('host.exec', t.command[0] ?? '');
   if (t.kind === 'exec') return runExecTool({ ...common, transport: t, parentEnv: options.env ?? {} });
   if (t.kind === 'rap') {
     if (!options.runRemote) return fail(ErrorCode.DependencyUnavailable, `RAP tool ${JSON.stringify(tool.name)} cannot be called: the RAP runtime is not running`);
-    return options.runRemote({ tool, transport: t, input: args, timeoutMs: common.timeoutMs, ...(options.signal ? { signal: options.signal } : {}) });
+    const onSend: OnSend = (url) => effect('rap.invoke', hostOf(url));
+    return options.runRemote({ tool, transport: t, input: args, timeoutMs: common.timeoutMs, onSend, ...(options.signal ? { signal: options.signal } : {}) });
   }
-  return runHttpTool({ ...common, transport: t });
+  return runHttpTool({ ...common, transport: t, onSend: (url) => effect('net.fetch', hostOf(url)) });
+}
+
+/** `host:port` of a URL (the text itself when it is not one). */
+function hostOf(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname.replace(/^\[|\]$/g, '')}:${u.port || (u.protocol === 'http:' ? '80' : '443')}`;
+  } catch {
+    return url;
+  }
 }
 
 // Logs end as a code tool's do: the sandbox's log collector cleans, redacts and caps them at `maxLogBytes`.
@@ -145,7 +182,7 @@ export async function executeHostTool(tool: HostTool, input: unknown, options: E
   const started = performance.now();
   const log = options.logger.child({ tool: tool.name });
   const secrets = new Map<string, string>();
-  const state: { approval?: string } = {};
+  const state: CallState = { effects: [], startedAt: started };
   let answer: CallAnswer | CallOutcome;
   try {
     answer = await call(tool, input, options, log, secrets, state);
@@ -162,28 +199,46 @@ export async function executeHostTool(tool: HostTool, input: unknown, options: E
   const passed = t.kind === 'exec' ? t.envPassthrough.map((key) => options.env?.[key] ?? '').filter((v) => v.length >= 4) : [];
   const auditRedactor = createRedactor([...secrets.values(), ...passed], options.config.redact);
   const facts = 'audit' in answer ? answer.audit : plannedAudit(tool);
-  await writeAuditRecord(
-    options.config.auditDir,
-    {
-      ts: (options.now ?? (() => new Date()))().toISOString(),
-      tool: tool.name,
-      argv: facts.argv,
-      cwd: facts.cwd,
-      exit: facts.exit,
-      ms: Math.round(durationMs),
-      stdoutBytes: facts.stdoutBytes,
-      stderrBytes: facts.stderrBytes,
-      truncated: facts.truncated,
-      envKeys: facts.envKeys,
-      transport: t.kind,
-      outcome: result.ok ? 'ok' : result.error.code,
-      ...(facts.signal ? { signal: facts.signal } : {}),
-      ...(facts.status !== undefined ? { status: facts.status } : {}),
-      ...(state.approval ? { approval: state.approval } : {}),
-    },
-    auditRedactor,
-    log,
-  );
+  const transportFacts = {
+    argv: facts.argv,
+    cwd: facts.cwd,
+    exit: facts.exit,
+    stdoutBytes: facts.stdoutBytes,
+    stderrBytes: facts.stderrBytes,
+    truncated: facts.truncated,
+    envKeys: facts.envKeys,
+    transport: t.kind,
+    ...(facts.signal ? { signal: facts.signal } : {}),
+    ...(facts.status !== undefined ? { status: facts.status } : {}),
+    ...(state.approval ? { approval: state.approval } : {}),
+  };
+  if (state.effects.length > 0) result.effects = auditRedactor.deep(state.effects);
+  if (options.audit === 'return') {
+    result.evidence = auditRedactor.deep(transportFacts);
+  } else {
+    await writeAuditRecord(
+      options.config.auditDir,
+      {
+        ts: (options.now ?? (() => new Date()))().toISOString(),
+        tool: tool.name,
+        argv: facts.argv,
+        cwd: facts.cwd,
+        exit: facts.exit,
+        ms: Math.round(durationMs),
+        stdoutBytes: facts.stdoutBytes,
+        stderrBytes: facts.stderrBytes,
+        truncated: facts.truncated,
+        envKeys: facts.envKeys,
+        transport: t.kind,
+        outcome: result.ok ? 'ok' : result.error.code,
+        ...(facts.signal ? { signal: facts.signal } : {}),
+        ...(facts.status !== undefined ? { status: facts.status } : {}),
+        ...(state.approval ? { approval: state.approval } : {}),
+      },
+      auditRedactor,
+      log,
+    );
+  }
   const meta = { ok: result.ok, durationMs: Math.round(durationMs), ...(result.ok ? {} : { code: result.error.code }) };
   if (result.ok) log.info('host tool finished', meta);
   else log.warn('host tool finished', meta);

@@ -7,7 +7,7 @@
 
 import { ErrorCode } from '../errors.js';
 import { failure, type ExecutionFailure } from '../result.js';
-import { capBytes, sanitizeText, type CallOutcome, type TransportAudit } from './call-outcome.js';
+import { capBytes, neverSent, sanitizeText, type CallOutcome, type OnSend, type TransportAudit } from './call-outcome.js';
 import { describeIssues, type SchemaCache } from './schema-validator.js';
 import { fillSecretPlaceholders } from './secrets.js';
 import type { HostTool, HttpTransport } from './types.js';
@@ -22,6 +22,8 @@ export interface HttpCall {
   maxOutputBytes: number;
   schemas: SchemaCache;
   signal?: AbortSignal;
+  /** Called with the filled URL right before the request is sent (the call's effect). */
+  onSend?: OnSend;
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
@@ -123,9 +125,13 @@ export async function runHttpTool(call: HttpCall): Promise<CallOutcome> {
 
   const timeout = AbortSignal.timeout(call.timeoutMs);
   const signal = call.signal ? AbortSignal.any([call.signal, timeout]) : timeout;
+  let withdraw: (() => void) | undefined;
   try {
+    withdraw = call.onSend?.(filled.url);
     const res = await fetch(filled.url, { method, headers, redirect: 'manual', signal, ...(hasBody ? { body: JSON.stringify(call.input) } : {}) });
     audit.status = res.status;
+    // a 4xx answer: the receiver refused the request before acting on it
+    if (res.status >= 400 && res.status < 500) withdraw?.();
     const { body, total, over } = await readCapped(res, call.maxOutputBytes);
     audit.stdoutBytes = total;
     audit.truncated = over;
@@ -135,6 +141,7 @@ export async function runHttpTool(call: HttpCall): Promise<CallOutcome> {
     }
     return { ...none, audit, ...answer(res.status, res, body, call, what) };
   } catch (err) {
+    if (neverSent(err)) withdraw?.();
     return { ...none, audit, ok: false, error: fetchFailure(err, call, timeout, what) };
   }
 }

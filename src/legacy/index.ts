@@ -5,12 +5,12 @@
 export { loadManifest } from './load-manifest.js';
 export { loadHostTools, type HostToolsLoad, type LoadHostToolsOptions } from './load-host-tools.js';
 export { executeHostTool, normalizeHostInput, type ExecuteHostToolOptions, type RemoteCall } from './execute.js';
-export type { CallOutcome, TransportAudit } from './call-outcome.js';
+export { neverSent, REFUSED_BEFORE_ACTING, type CallOutcome, type OnSend, type TransportAudit } from './call-outcome.js';
 export { exportOpenAI, mangleToolName, MAX_EXPORTED_NAME, type OpenAIExport, type OpenAITool } from './export-openai.js';
 export { secretEnvName } from './secrets.js';
 export { createSchemaCache, type SchemaCache, type SchemaIssue } from './schema-validator.js';
 export { isCapabilityGranted, missingCapabilities, type CapAuditRecord } from './capabilities.js';
-export { auditFileName, createRedactor, type AuditRecord, type Redactor } from './audit.js';
+export { auditFileName, createRedactor, writeAuditRecord, type AuditRecord, type CallAuditRecord, type Redactor } from './audit.js';
 export { blake3Hex } from './runloop-bundle.js';
 export {
   CAPABILITY_FAMILIES,

@@ -15,7 +15,7 @@
 import { randomBytes, createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ErrorCode } from '../errors.js';
-import type { CallOutcome, RemoteCall, TransportAudit } from '../legacy/index.js';
+import { neverSent, REFUSED_BEFORE_ACTING, type CallOutcome, type RemoteCall, type TransportAudit } from '../legacy/index.js';
 import type { Logger } from '../logger.js';
 import { failure } from '../result.js';
 import { renderDisplay } from './display-script.js';
@@ -63,7 +63,7 @@ const KNOWN_CODES: ReadonlySet<string> = new Set(Object.values(ErrorCode));
 export function answerOf(text: string): { ok: true; output: unknown } | { ok: false; error: ReturnType<typeof failure> } {
   if (!text.startsWith('Error:')) return { ok: true, output: { text } };
   const rest = text.slice('Error:'.length).trimStart();
-  const match = /^([a-z_]+(?:\.[a-z_-]+)?): ([\s\S]*)$/.exec(rest);
+  const match = /^([a-z_-]+(?:\.[a-z_-]+)?): ([\s\S]*)$/.exec(rest); // partial-effect has a hyphen
   if (match && KNOWN_CODES.has(match[1] as string)) return { ok: false, error: failure(match[1] as ErrorCode, match[2] as string) };
   return { ok: false, error: failure(ErrorCode.ToolError, text) };
 }
@@ -110,8 +110,11 @@ export function createRapCaller(options: RapCallerOptions): RapCaller {
       const body = JSON.stringify({ operation: t.operation, arguments: c.input, id, call_id: c.rid, callback_url: callbackUrl, group_id: groupId });
       log.info('rap call', { display, endpoint: t.endpoint });
       let status = 0;
+      let withdraw: (() => void) | undefined;
       for (let attempt = 0; ; attempt++) {
         const timeout = AbortSignal.timeout(invokeTimeoutMs);
+        // each invocation sent is an effect, withdrawn when it never left or was refused (4xx)
+        withdraw = c.onSend?.(t.endpoint);
         try {
           const res = await fetch(t.endpoint, {
             method: 'POST',
@@ -122,7 +125,9 @@ export function createRapCaller(options: RapCallerOptions): RapCaller {
           });
           await res.body?.cancel().catch(() => undefined);
           status = res.status;
+          if (status >= 400 && status < 500) withdraw?.();
         } catch (error) {
+          if (neverSent(error)) withdraw?.();
           if (c.signal?.aborted) return fail(ErrorCode.Internal, `RAP tool '${t.operation}' was cancelled before the server at ${t.endpoint} acknowledged it`);
           const reason = timeout.aborted ? `no answer within ${invokeTimeoutMs} ms` : reasonOf(error);
           return fail(ErrorCode.DependencyUnavailable, `RAP tool '${t.operation}': the server at ${t.endpoint} could not be reached (${reason})`, { endpoint: t.endpoint });
@@ -152,7 +157,10 @@ export function createRapCaller(options: RapCallerOptions): RapCaller {
         return fail(ErrorCode.Timeout, `RAP tool '${t.operation}' sent no result within ${c.timeoutMs} ms (the server at ${t.endpoint} acknowledged the call)`, { timeoutMs: c.timeoutMs });
       }
       audit.stdoutBytes = Buffer.byteLength(text);
-      return done(answerOf(text));
+      const answered = answerOf(text);
+      // the tool refused the call before acting (input.invalid, permission.denied, ...): no effect
+      if (!answered.ok && REFUSED_BEFORE_ACTING.has(answered.error.code)) withdraw?.();
+      return done(answered);
     } finally {
       pending.delete(token);
     }

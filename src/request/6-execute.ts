@@ -4,8 +4,10 @@
 //
 // The code executor resolves the tool's secrets, then runs it in the Deno sandbox (with
 // `context.api` when the tool was granted it). The host executor hands the call to the host-tool
-// runner (src/legacy: confirmation gate, secrets through the same resolver, transport, redaction,
-// audit line); the input it receives was already normalised and checked by 5-check.ts.
+// runner (src/legacy: confirmation gate, secrets through the same resolver, transport, redaction;
+// its audit facts come back in the result for the audit policy's one line per call); the input it
+// receives was already normalised and checked by 5-check.ts. Both executors list the call's effects
+// in the result (`effects`), recorded as they happened, for the effects and audit policies.
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { StoreClient } from '../breadcrumbs/index.js';

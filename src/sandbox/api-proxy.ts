@@ -9,6 +9,8 @@
 // bytes for a process that does not read its stdin).
 
 import { ErrorCode, coerceError } from '../errors.js';
+import type { Effect } from '../result.js';
+import type { EffectLog } from './effects.js';
 import type { SandboxApi, SandboxTool } from './types.js';
 
 /** Most context.api calls one job may make. */
@@ -36,6 +38,8 @@ export interface ApiBudgets {
 
 const READ_OPS = new Set(['getBreadcrumb', 'searchBreadcrumbs']);
 const WRITE_OPS = new Set(['createBreadcrumb', 'updateBreadcrumb']);
+/** Codes that say a write was refused before the store changed (every other failure may have committed). */
+const NOT_WRITTEN = new Set<string>([ErrorCode.InputInvalid, ErrorCode.PermissionDenied, ErrorCode.NotFound, ErrorCode.Conflict, ErrorCode.RateExceeded]);
 const ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
 const PARAM_KEY = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 
@@ -126,9 +130,12 @@ async function perform(api: SandboxApi, op: string, args: unknown[]): Promise<un
   }
 }
 
-/** Creates the per-job proxy for `tool`, backed by `api` (absent: granted calls fail as dependency.unavailable). */
-export function createApiProxy(options: { tool: SandboxTool; api: SandboxApi | undefined; maxCalls?: number; budgets?: Partial<ApiBudgets> }): ApiProxy {
-  const { tool, api } = options;
+/**
+ * Creates the per-job proxy for `tool`, backed by `api` (absent: granted calls fail as dependency.unavailable).
+ * Every write it performs is recorded in `effects` when it begins (kept unless it was refused before the store changed).
+ */
+export function createApiProxy(options: { tool: SandboxTool; api: SandboxApi | undefined; maxCalls?: number; budgets?: Partial<ApiBudgets>; effects?: EffectLog }): ApiProxy {
+  const { tool, api, effects } = options;
   const budgets: ApiBudgets = {
     maxCalls: options.maxCalls ?? MAX_API_CALLS,
     maxFrames: MAX_API_FRAMES,
@@ -198,6 +205,7 @@ export function createApiProxy(options: { tool: SandboxTool; api: SandboxApi | u
       const op = frame.op;
       const args = frame.args as unknown[];
       const run = async (): Promise<ApiReply> => {
+        let entry: Effect | undefined;
         try {
           if (!READ_OPS.has(op) && !WRITE_OPS.has(op)) throw new Refusal(ErrorCode.InputInvalid, `context.api has no method ${JSON.stringify(op.slice(0, 60))}`);
           if (args.length > 3) throw new Refusal(ErrorCode.InputInvalid, `context.api.${op}: too many arguments (${args.length})`);
@@ -207,14 +215,20 @@ export function createApiProxy(options: { tool: SandboxTool; api: SandboxApi | u
           if (!api) throw new Refusal(ErrorCode.DependencyUnavailable, `context.api.${op}: the breadcrumb API is not available to this call`);
           await slot();
           try {
+            entry = WRITE_OPS.has(op) ? effects?.add(op === 'createBreadcrumb' ? 'store.create' : 'store.update', op === 'createBreadcrumb' ? '(new record)' : String(args[0])) : undefined;
             const value = await perform(api, op, args);
+            if (entry && op === 'createBreadcrumb' && isPlainObject(value) && typeof value.id === 'string') effects?.settle(entry, value.id);
             return { id, ok: true, value: value === undefined ? null : value };
           } finally {
             release();
           }
         } catch (err) {
-          if (err instanceof Refusal) return { id, ok: false, code: err.code, message: err.message };
+          if (err instanceof Refusal) {
+            if (entry) effects?.drop(entry);
+            return { id, ok: false, code: err.code, message: err.message };
+          }
           const coerced = coerceError(err);
+          if (entry && NOT_WRITTEN.has(coerced.code)) effects?.drop(entry);
           return { id, ok: false, code: coerced.code, message: `context.api.${op} failed: ${coerced.message}` };
         }
       };

@@ -7,6 +7,8 @@
 // that can never be created, so Deno keeps every cache in memory and writes nothing at all (measured:
 // 8-12 ms less per spawn on this machine, where SQLite cache files and their removal dominated).
 // The transpile and V8 code caches are off too (`DENO_EMIT_CACHE_MODE=disable`, `--no-code-cache`).
+// An inline import map refuses every node: built-in (they would reach the network around the
+// harness's effect counting); the harness's one argument `net` says the process may use the network.
 
 import { fileURLToPath } from 'node:url';
 import { DENY_NET } from './net-policy.js';
@@ -19,6 +21,31 @@ export const DENO_DIR_NOWHERE = '/dev/null/deno-dir';
 
 /** Fixed PATH of the child: Deno needs no PATH lookups, and nothing of the service's env leaks. */
 export const CHILD_PATH = '/usr/local/bin:/usr/bin:/bin';
+
+/**
+ * Node built-ins a tool could import (`node:net`, `node:http`, ... and their bare names) reach the
+ * network around the harness's counting wrappers; tools are self-contained (screening refuses every
+ * import), so the import map of every sandbox process maps them all to a module that throws.
+ */
+export const NODE_BUILTINS: readonly string[] = Object.freeze([
+  '_http_agent', '_http_common', '_http_outgoing', '_http_server', '_stream_duplex', '_stream_passthrough', '_stream_readable',
+  '_stream_transform', '_stream_writable', '_tls_common', '_tls_wrap', 'assert', 'assert/strict', 'async_hooks', 'buffer',
+  'child_process', 'cluster', 'console', 'constants', 'crypto', 'dgram', 'diagnostics_channel', 'dns', 'dns/promises', 'domain',
+  'events', 'fs', 'fs/promises', 'http', 'http2', 'https', 'inspector', 'inspector/promises', 'module', 'net', 'os', 'path',
+  'path/posix', 'path/win32', 'perf_hooks', 'process', 'punycode', 'querystring', 'readline', 'readline/promises', 'repl',
+  'sqlite', 'stream', 'stream/consumers', 'stream/promises', 'stream/web', 'string_decoder', 'sys', 'test', 'test/reporters',
+  'timers', 'timers/promises', 'tls', 'trace_events', 'tty', 'url', 'util', 'util/types', 'v8', 'vm', 'wasi', 'worker_threads', 'zlib',
+]);
+
+/** The `--import-map` value: every node built-in (prefixed and bare) resolves to a module that throws. */
+export const IMPORT_MAP = `data:application/json,${JSON.stringify({
+  imports: Object.fromEntries(
+    NODE_BUILTINS.flatMap((name) => {
+      const refusal = `data:application/javascript,throw new Error(${JSON.stringify(`node:${name} is not available to tools`)})`;
+      return [[`node:${name}`, refusal], [name, refusal]];
+    }),
+  ),
+})}`;
 
 /** What varies between sandbox processes. */
 export interface DenoCommandInput {
@@ -55,12 +82,15 @@ export function buildDenoCommand(input: DenoCommandInput): DenoCommand {
     '--no-npm',
     // the DENO_DIR is thrown away with the process: caching compiled code there is pure cost
     '--no-code-cache',
+    `--import-map=${IMPORT_MAP}`,
     `--v8-flags=--max-old-space-size=${Math.floor(input.memoryMb)}`,
   ];
   if (input.net.length > 0) args.push(`--allow-net=${input.net.join(',')}`);
   for (const name of input.extra ?? []) args.push(`--allow-${name}`);
   args.push(`--deny-net=${DENY_NET.join(',')}`);
   args.push(input.harnessPath ?? HARNESS_PATH);
+  // the harness refuses Workers (unwrapped globals) in a process that may use the network
+  if (input.net.length > 0) args.push('net');
   return {
     file: input.denoPath,
     args,

@@ -7,6 +7,7 @@
 import { ErrorCode } from '../errors.js';
 import { failure, type ExecutionFailure, type ExecutionResult } from '../result.js';
 import { createApiProxy } from './api-proxy.js';
+import { createEffectLog, NET_EFFECT_KINDS } from './effects.js';
 import type { MemoryGuard, Watched } from './memory-guard.js';
 import { errorFrameFailure, exitFailure, killFailure, type MemoryEvidence, type OutcomeContext } from './outcome.js';
 import type { SandboxProcess } from './process.js';
@@ -55,7 +56,9 @@ export function runJob(proc: SandboxProcess, job: SandboxJob, settings: JobSetti
     secrets,
     ...(settings.mapPosition ? { mapPosition: settings.mapPosition } : {}),
   };
-  const proxy = createApiProxy({ tool: job.tool, api: job.api });
+  // effects are recorded as they arrive, so every ending (a timeout or kill included) lists them
+  const effects = createEffectLog(settings.startedAt, secrets);
+  const proxy = createApiProxy({ tool: job.tool, api: job.api, effects });
 
   return new Promise<JobOutcome>((resolve) => {
     let done = false;
@@ -80,10 +83,13 @@ export function runJob(proc: SandboxProcess, job: SandboxJob, settings: JobSetti
       proc.attach(null);
       const keep = reusable && settings.reuse;
       if (!keep) proc.kill('finished');
+      const recorded = effects.snapshot();
       const base = {
         durationMs: Math.round((performance.now() - settings.startedAt) * 1000) / 1000,
         logs: logs.lines,
         logsTruncated: logs.truncated,
+        ...(recorded.effects.length > 0 ? { effects: recorded.effects } : {}),
+        ...(recorded.dropped > 0 ? { effectsDropped: recorded.dropped } : {}),
       };
       resolve({
         result: 'error' in outcome ? { ok: false, error: outcome.error, ...base } : { ok: true, output: outcome.output, ...base },
@@ -146,6 +152,13 @@ export function runJob(proc: SandboxProcess, job: SandboxJob, settings: JobSetti
           // a call that ended in an error retires its process, even in warm mode
           return error ? afterSync(() => fail(error, false)) : malformed('error');
         }
+        if (type === 'N') {
+          // the harness reports a network use before it is made (it waits for nothing from us)
+          const effect = netEffect(payload);
+          if (!effect) return malformed('effect');
+          effects.add(effect.kind, effect.target);
+          return;
+        }
         if (type === 'A') {
           const over = proxy.admit(bytes);
           if (over !== undefined) return proc.kill('api_limit', over);
@@ -187,4 +200,18 @@ export function runJob(proc: SandboxProcess, job: SandboxJob, settings: JobSetti
       return fail(failure(ErrorCode.SandboxCrashed, `the sandbox process was ${proc.state} before the job was sent`));
     }
   });
+}
+
+/** The `{kind, target}` of a harness effect frame, or undefined when it is not one. */
+function netEffect(payload: string): { kind: 'net.fetch' | 'net.connect'; target: string } | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(payload);
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { kind, target } = value as { kind?: unknown; target?: unknown };
+  if (typeof kind !== 'string' || !NET_EFFECT_KINDS.has(kind) || typeof target !== 'string' || target === '' || target.length > 1024) return undefined;
+  return { kind: kind as 'net.fetch' | 'net.connect', target };
 }

@@ -25,6 +25,8 @@ import type { Policy } from '../request/5-policy.js';
 import { approvalPolicy } from '../request/policies/approval.js';
 import { idempotencyPolicies } from '../request/policies/idempotency.js';
 import { parseRateOverrides, rateLimitPolicy } from '../request/policies/rate-limit.js';
+import { effectsPolicy } from '../request/policies/effects.js';
+import { auditPolicy } from '../request/policies/audit.js';
 import { createSandbox, type Sandbox } from '../sandbox/index.js';
 import { createSchemaValidator, validateToolDefinition, type SchemaValidator } from '../screen/index.js';
 import { createStore, type Store } from '../store/index.js';
@@ -211,6 +213,8 @@ export async function buildService(
           env: hostEnv,
           schemas: hostSchemas,
           inputChecked: true,
+          // the audit policy writes the call's one audit line (with these transport facts)
+          audit: 'return',
           ...(ctx.approvalId !== undefined ? { approvalId: ctx.approvalId } : {}),
           // timed into the request's `secrets` stage (the host executor counts the rest as `sandbox_run`)
           resolveSecret: async (name) => {
@@ -227,7 +231,8 @@ export async function buildService(
   };
   // The contract policies, in the order a call meets them (src/request/5-policy.ts): a replay or key
   // conflict is decided first (no approval needed, no token taken), then approval, then rate limits;
-  // the idempotency key is reserved last, right before the run.
+  // the idempotency key is reserved last, right before the run. Effects (the timeout taxonomy) and audit
+  // stay last: they review and record what the others decided.
   const idempotency = idempotencyPolicies({ client, keys, workspace: config.workspace, logger: log.child({ component: 'idempotency' }) });
   const policies: Policy[] = [
     idempotency.check,
@@ -243,6 +248,8 @@ export async function buildService(
     }),
     rateLimitPolicy({ overrides: parseRateOverrides(config.rateLimits) }),
     idempotency.reserve,
+    effectsPolicy(),
+    auditPolicy({ auditDir: config.auditDir, redact: config.redact, replica, logger: log.child({ component: 'audit' }) }),
   ];
   const handler = createRequestHandler({
     client,

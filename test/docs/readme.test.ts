@@ -14,13 +14,14 @@ import { createSchemaValidator, validateToolDefinition } from '../../src/screen/
 import type { Route } from '../../src/catalog/catalog.js';
 import { parseContract, type ToolContract } from '../../src/contract/contract.js';
 import { approvalNeed } from '../../src/request/policies/approval-records.js';
+import { CALL_AUDIT_FIELDS } from '../../src/request/policies/audit.js';
 import { cleanupAll, client, runCli, startRunnerWithStore, tempDir } from '../e2e/harness.js';
 import { commandLines, readme, shell, startShell } from './readme-blocks.js';
 
 const doc = readme();
 
 /** Blocks that run in this file. */
-const TESTED = ['quick-start-call', 'request', 'response', 'request-curl', 'no-store', 'tool-definition', 'create-request', 'idempotent-request', 'approval-contract', 'request-version'];
+const TESTED = ['quick-start-call', 'request', 'response', 'request-curl', 'no-store', 'tool-definition', 'create-request', 'idempotent-request', 'approval-contract', 'request-version', 'audit-line'];
 /** Blocks that cannot run in a test, each with its marker's reason. */
 const SKIPPED = {
   'quick-start-install': 'installs packages and starts a service on the fixed ports 8081/8082 (the test runs the same service on free ports for the blocks below)',
@@ -131,6 +132,11 @@ describe('README examples', () => {
     await c.createBreadcrumb({ ...body, context: { ...body.context, requestId: 'pay-1-retry' } });
     const retry = await answerOf('pay-1-retry');
     expect(retry).toMatchObject({ status: 'success', output: first.output, metadata: { replayed_from: { rid: 'pay-1', request_breadcrumb_id: first.metadata['request_breadcrumb_id'] } } });
+  });
+
+  it('audit-line: the documented audit line has exactly the fields of the runner\'s audit format, in order', () => {
+    // test/e2e/effects.test.ts checks real lines against the same list
+    expect(Object.keys(json('audit-line'))).toEqual([...CALL_AUDIT_FIELDS]);
   });
 
   it('no-store: a client command without a store says what is missing in one line and exits 4', async () => {

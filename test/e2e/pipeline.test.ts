@@ -37,22 +37,23 @@ describe('error codes reach the caller as tagged responses', () => {
     ['input against input_schema', 'e2e-echo', { n: 'not a number' }, 'input.invalid', /\/n: must be number/],
     ['falsy input', 'e2e-echo', null, 'input.invalid', /must be object/],
     ['a thrown error', 'e2e-throws', {}, 'tool.error', /kaput: the tool gave up/],
-    ['a tool that never ends', 'e2e-forever', {}, 'timeout', /600/],
+    ['a tool that never ends (unknown side effect, no effect: before-submit)', 'e2e-forever', {}, 'timeout.before-submit', /600 ms and was killed; it had no effect yet/],
     ['an ArrayBuffer allocation loop', 'e2e-hog', {}, 'memory_limit', /memory/],
     ['an output flood', 'e2e-flood', {}, 'output_limit', /wrote more than 1048576 bytes/],
     ['output against output_schema', 'e2e-liar', {}, 'output.invalid', /must have required property 'x'/],
     ['context.api without the grant', 'e2e-noapi', {}, 'permission.denied', /api/],
     ['a missing secret', 'e2e-needy', {}, 'secret.missing', /E2E_MISSING_KEY/],
   ])('%s', async (_what, tool, input, code, message) => {
-    // none of these codes may be retried blindly (src/errors.ts: only dependency.unavailable,
-    // rate.exceeded, sandbox.crashed and internal are retryable)
+    // only timeout.before-submit (nothing was submitted) may be retried; none of the others blindly
+    // (src/errors.ts: dependency.unavailable, rate.exceeded, sandbox.crashed, internal and
+    // timeout.before-submit are the retryable codes)
     const rid = await request(c, tool, input);
     const response = await answer(c, rid);
     expect(response.status).toBe('error');
     expect(response.request_id).toBe(rid);
     expect(response.error?.code).toBe(code);
     expect(response.error?.message).toMatch(message);
-    expect(response.error?.retryable).toBe(false);
+    expect(response.error?.retryable).toBe(code === 'timeout.before-submit');
   });
 
   it('a malformed request (no tool name) gets input.invalid, not silence', async () => {

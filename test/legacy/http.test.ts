@@ -106,6 +106,19 @@ describe('http transport', () => {
     expect(entry?.raw).not.toContain(TOKEN);
   });
 
+  it('the request is an effect when sent (net.fetch to its host); audit "return" hands the facts back instead of writing', async () => {
+    const opts = await options({ audit: 'return' });
+    const result = await executeHostTool(await tool('/echo/{id}'), { id: 'a' }, opts);
+    const { hostname, port } = new URL(base);
+    expect(result.effects).toEqual([{ kind: 'net.fetch', target: `${hostname}:${port}`, at_ms: expect.any(Number) }]);
+    expect(result.evidence).toEqual({ argv: ['POST', `${base}/echo/a`], cwd: null, exit: null, stdoutBytes: expect.any(Number), stderrBytes: 0, truncated: false, envKeys: [], transport: 'http', status: 200 });
+    expect(JSON.stringify(result)).not.toContain(TOKEN);
+    expect(await readAudit(opts.config.auditDir)).toEqual([]);
+    const refused = await executeHostTool(await tool('/echo/{id}'), {}, opts);
+    expect(refused).toMatchObject({ ok: false, error: { code: 'input.invalid' } });
+    expect(refused.effects).toBeUndefined();
+  });
+
   it('manifest headers replace the defaults whatever their case', async () => {
     const t = await tool('/echo/x', {}, { headers: { ACCEPT: 'application/vnd.api+json', Authorization: 'Bearer ${secret:api/token}' } });
     expect(await executeHostTool(t, {}, await options())).toMatchObject({ ok: true, output: { accept: 'application/vnd.api+json' } });

@@ -119,11 +119,14 @@ describe('MCP over Streamable HTTP', () => {
     expect((result._meta as Record<string, unknown>)['tools-runner/error']).toMatchObject({ code: 'input.invalid', retryable: false });
   });
 
-  it('a tool that runs past its timeout is isError timeout', async () => {
+  it('a tool that runs past its timeout is isError timeout (before-submit: unknown side effect, no effect yet)', async () => {
     const mcp = await connect();
     await published(mcp, 'spin');
     const result = await mcp.callTool({ name: 'spin', arguments: {} });
-    expect(result).toMatchObject({ isError: true, content: [{ type: 'text', text: 'timeout: tool "spin" timed out after 300 ms and was killed' }] });
+    expect(result).toMatchObject({
+      isError: true,
+      content: [{ type: 'text', text: 'timeout.before-submit: tool "spin" timed out after 300 ms and was killed; it had no effect yet, so nothing was submitted and it is safe to retry' }],
+    });
   });
 
   it('sends progress notifications while a call runs, when the client sent a progress token', async () => {
@@ -145,7 +148,9 @@ describe('MCP over Streamable HTTP', () => {
     const running = new AbortController();
     const queued = new AbortController();
     const first = mcp.callTool({ name: 'nap', arguments: { ms: 1500 } }, undefined, { signal: running.signal }).catch((e: unknown) => e);
-    const second = mcp.callTool({ name: 'nap', arguments: { ms: 1 } }, undefined, { signal: queued.signal }).catch((e: unknown) => e);
+    // (400 ms, not 1: once the first call's slot frees, the queued call may start before the client's
+    // second cancellation arrives; it must still be running then, or it is answered and never withdrawn)
+    const second = mcp.callTool({ name: 'nap', arguments: { ms: 400 } }, undefined, { signal: queued.signal }).catch((e: unknown) => e);
     let requests: Array<{ id: string; context?: Record<string, unknown> }> = [];
     while (requests.length < 2) {
       requests = (await store.listBreadcrumbs({ schema_name: SCHEMA.ToolRequest, tag: 'agent:mcp:canceller', include_context: true })).map((r) => ({ id: r.id, context: r.context }));

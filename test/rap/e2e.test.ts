@@ -48,6 +48,8 @@ describe('RAP runtime <-> RAP tool server', () => {
     const [aAnswer] = (await a.client.listAll({ schema_name: SCHEMA.ToolResponse, tag: WS, include_context: true }))
       .map((item) => item.context as { tool: string; error?: { code: string; message: string } })
       .filter((ctx) => ctx.tool === 'boom');
+    // (an exec tool that was started and reported its own failure keeps its code on A)
+    expect(aAnswer?.error?.code).toBe('tool.error');
     expect(failed.error).toMatchObject({ code: 'tool.error', message: aAnswer?.error?.message });
 
     // B checks arguments against A's schema before anything is sent.

@@ -49,7 +49,10 @@ describe('RAP runtime', () => {
     server.behaviour = { status: 503 };
     const { client } = await startRunner({ rapServers: [server.url] });
     const response = await answer(client, await request(client, 'lookup', { q: 'x' }));
-    expect(response.error?.code).toBe('dependency.unavailable');
+    // the invocations were sent (listed as effects), but the server's own answer decides the code
+    const host = new URL(server.endpoint);
+    expect(response.error).toMatchObject({ code: 'dependency.unavailable', retryable: true, details: { effects_count: 4 } });
+    expect((response.error?.details?.['effects'] as Array<{ kind: string; target: string }>).map((e) => `${e.kind} ${e.target}`)).toEqual(Array(4).fill(`rap.invoke ${host.hostname}:${host.port}`));
     expect(response.error?.message).toBe(`Error: RAP tool 'lookup' failed: the server at ${server.endpoint} responded with HTTP 503. No result will arrive for this call.`);
     expect(server.invocations).toHaveLength(4);
     expect(new Set(server.invocations.map((i) => i['id'])).size).toBe(1);
@@ -142,13 +145,17 @@ describe('RAP runtime', () => {
     expect(await client.listBreadcrumbs({ schema_name: SCHEMA.ToolLegacy, tag: TAG.tool('lookup') })).toHaveLength(0);
   });
 
-  it('P10: no result within the timeout ends the call as timeout and cancels it on the server', async () => {
+  it('P10: no result within the timeout ends the call as timeout (unknown commit: the call was sent) and cancels it on the server', async () => {
     const server = await spec();
     server.behaviour = { status: 200, hold: true };
     const { client } = await startRunner({ rapServers: [server.url], rapResultTimeoutMs: 1000 });
     const response = await answer(client, await request(client, 'lookup', { q: 'x' }));
-    expect(response.error?.code).toBe('timeout');
-    expect(response.error?.message).toBe(`RAP tool 'lookup' sent no result within 1000 ms (the server at ${server.endpoint} acknowledged the call)`);
+    // a RAP tool without a read-only contract is side-effecting; its invocation is an effect
+    expect(response.error?.code).toBe('timeout.unknown-commit');
+    const host = new URL(server.endpoint);
+    expect(response.error?.message).toBe(
+      `RAP tool 'lookup' sent no result within 1000 ms (the server at ${server.endpoint} acknowledged the call); it had 1 effect (rap.invoke ${host.hostname}:${host.port}), so its action may have committed: check before retrying`,
+    );
     await server.waitFor('cancels', 1);
     expect(server.cancels[0]).toEqual({ path: '/cancel_tool_call', thread_id: `tools-runner/${WS}`, tool_call_id: server.invocations[0]?.['id'] });
   });
@@ -170,7 +177,9 @@ describe('RAP runtime', () => {
     expect(await post(String(inv['callback_url']), { ...good, type: 'oauth' })).toEqual({ status: 400, body: { code: 'input.invalid', error: 'callback type "oauth" is not supported; only "tool_result" is' } });
     expect(await post(String(inv['callback_url']), good)).toEqual({ status: 200, body: { settled: true } });
     const response = await answer(client, rid);
+    // the tool refused before acting: its invocation is withdrawn, the code stays
     expect(response.error).toMatchObject({ code: 'input.invalid', message: 'q is unknown' });
+    expect(response.error?.details).toBeUndefined();
     expect((await post(String(inv['callback_url']), good)).status).toBe(404);
   });
 
@@ -179,7 +188,8 @@ describe('RAP runtime', () => {
     server.behaviour = { status: 200, reply: () => 'Error: the repository does not exist' };
     const { client } = await startRunner({ rapServers: [server.url] });
     const response = await answer(client, await request(client, 'lookup', { q: 'x' }));
-    expect(response.error).toMatchObject({ code: 'tool.error', message: 'Error: the repository does not exist' });
+    // the remote ran and reported its own failure: its error stands, the invocation is listed
+    expect(response.error).toMatchObject({ code: 'tool.error', message: 'Error: the repository does not exist', details: { effects_count: 1 } });
   });
 
   it('refetches on the interval: a new tool appears, an invalid toolset removes them all', async () => {

@@ -158,7 +158,9 @@ describe('RAP tool server', () => {
     const [response] = await responsesFor(r, request!.id);
     expect(response?.status).toBe('error');
     expect(receiver.posts[0]?.body['text']).toBe(`Error: ${response?.error?.code}: ${response?.error?.message}`);
+    // an exec host tool that was started and reported its own failure keeps its code
     expect(response?.error?.code).toBe('tool.error');
+    expect(response?.error?.details?.['effects_count']).toBe(1);
   });
 
   it('retries a delivery the receiver answered 503', async () => {

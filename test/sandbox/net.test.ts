@@ -15,7 +15,7 @@ import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCode, RunnerError } from '../../src/errors.js';
 import { silentLogger } from '../../src/logger.js';
-import { buildDenoCommand, HARNESS_PATH } from '../../src/sandbox/command.js';
+import { buildDenoCommand, HARNESS_PATH, IMPORT_MAP } from '../../src/sandbox/command.js';
 import { createSandbox, DENY_NET, resolveDeno, validateNetHosts, type Sandbox } from '../../src/sandbox/index.js';
 import { createMemoryGuard } from '../../src/sandbox/memory-guard.js';
 import { createDirectLauncher, type Launcher } from '../../src/sandbox/launcher.js';
@@ -91,7 +91,7 @@ describe('buildDenoCommand', () => {
   it('is the exact recipe: minimal env, no config/remote/npm, heap flag, allow list only when non-empty, deny list always', () => {
     const base = { denoPath: '/bin/deno', memoryMb: 96, cwd: '/tmp/x/work' };
     const deny = `--deny-net=${DENY_NET.join(',')}`;
-    const flags = ['run', '-q', '--no-prompt', '--no-config', '--no-lock', '--no-remote', '--no-npm', '--no-code-cache', '--v8-flags=--max-old-space-size=96'];
+    const flags = ['run', '-q', '--no-prompt', '--no-config', '--no-lock', '--no-remote', '--no-npm', '--no-code-cache', `--import-map=${IMPORT_MAP}`, '--v8-flags=--max-old-space-size=96'];
     expect(buildDenoCommand({ ...base, net: [] })).toEqual({
       file: '/bin/deno',
       args: [...flags, deny, HARNESS_PATH],
@@ -111,6 +111,7 @@ describe('buildDenoCommand', () => {
       '--allow-net=a.example.com:443,*.example.org:443',
       deny,
       HARNESS_PATH,
+      'net',
     ]);
     expect(deny).toBe(
       '--deny-net=0.0.0.0/8,10.0.0.0/8,100.64.0.0/10,127.0.0.0/8,169.254.0.0/16,172.16.0.0/12,192.0.0.0/24,192.168.0.0/16,198.18.0.0/15,224.0.0.0/4,240.0.0.0/4,[::],[::1]',

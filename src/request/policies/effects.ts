@@ -1,0 +1,69 @@
+// The effects policy: the timeout and partial-effect taxonomy, decided from the effects the executor
+// counted at the harness/host boundary (`result.effects`, see README "Effects and timeouts").
+//
+// For a tool whose contract does not say `read-only` (an absent side_effect is unknown, and unknown
+// is treated as side-effecting):
+// - `timeout` after at least one effect -> `timeout.unknown-commit` (the action may have committed);
+// - `timeout` before any effect -> `timeout.before-submit` (nothing reached out: safe to retry);
+// - any other error after at least one observed effect (a store write, a network use) ->
+//   `partial-effect` (`details.cause_code` keeps the code, the message stays the original one); a host
+//   program or RAP tool that was merely started and reports its own error keeps that error.
+// A read-only tool keeps its `timeout` and its errors. Every answer of a call that had effects lists
+// them (`metadata.effects` on success, `details.effects` on error; at most MAX_LISTED_EFFECTS, with
+// `effects_count` the total).
+
+import { ErrorCode } from '../../errors.js';
+import { failure, type Effect, type ExecutionResult } from '../../result.js';
+import type { Call, Policy } from '../5-policy.js';
+
+/** Effects that only say a call was handed over (its process started, its invocation sent), not what it did. */
+const STARTED_ONLY: ReadonlySet<string> = new Set(['host.exec', 'rap.invoke']);
+
+/** Most effects an answer lists. */
+export const MAX_LISTED_EFFECTS = 50;
+
+/** The listed effects and their total count. */
+export function effectsOf(result: ExecutionResult): { effects: Effect[]; count: number } {
+  const effects = result.effects ?? [];
+  return { effects: effects.slice(0, MAX_LISTED_EFFECTS), count: effects.length + (result.effectsDropped ?? 0) };
+}
+
+/** "store.create rec-1, net.fetch api.example.com:443 and 3 more" */
+function summary(effects: readonly Effect[], count: number): string {
+  const named = effects.slice(0, 3).map((e) => `${e.kind} ${e.target}`);
+  return count > named.length ? `${named.join(', ')} and ${count - named.length} more` : named.join(', ');
+}
+
+const plural = (n: number): string => `${n} effect${n === 1 ? '' : 's'}`;
+
+/** The result `result` becomes under the taxonomy (unchanged when no rule applies). */
+export function classify(call: Pick<Call, 'contract' | 'metadata'>, result: ExecutionResult): ExecutionResult {
+  const { effects, count } = effectsOf(result);
+  if (result.ok) {
+    if (count > 0) {
+      call.metadata['effects'] = effects;
+      call.metadata['effects_count'] = count;
+    }
+    return result;
+  }
+  if (call.contract.side_effect === 'read-only') return result;
+  const cause = result.error;
+  const listed = count > 0 ? { effects, effects_count: count } : {};
+  const details = { ...cause.details, ...listed, cause_code: cause.code };
+  if (cause.code === ErrorCode.Timeout) {
+    const error = count > 0
+      ? failure(ErrorCode.TimeoutUnknownCommit, `${cause.message}; it had ${plural(count)} (${summary(effects, count)}), so its action may have committed: check before retrying`, details)
+      : failure(ErrorCode.TimeoutBeforeSubmit, `${cause.message}; it had no effect yet, so nothing was submitted and it is safe to retry`, details);
+    return { ...result, error };
+  }
+  // A host program or a remote RAP tool that was started and then reported its own error has told us
+  // what happened better than "it was started" can: its error stands (a timeout above cannot tell).
+  if (count === 0 || effects.every((effect) => STARTED_ONLY.has(effect.kind))) return count === 0 ? result : { ...result, error: { ...cause, details: { ...cause.details, ...listed } } };
+  // the message stays the tool's own (a caller may match on it); the code and details say the rest
+  return { ...result, error: failure(ErrorCode.PartialEffect, cause.message, details) };
+}
+
+/** Creates the policy (a `review` hook only). */
+export function effectsPolicy(): Policy {
+  return { name: 'effects', review: (call, result) => classify(call, result) };
+}
