@@ -1,7 +1,7 @@
 // Step 5 of a request's life: check the input once, for every kind of tool, before anything runs;
 // and (after step 6) check what came out.
 //
-// Host tools first get agentcli's normalisation (R8: blank or null input is `{}`, a JSON string is
+// Host tools first get agentcli's normalisation (blank or null input is `{}`, a JSON string is
 // parsed, anything but an object is input.invalid), then their input schema if they declare one;
 // code tools are checked against their input_schema. Outputs: a code tool's output must match its
 // output_schema, and no answer may be nested deeper than the store accepts.

@@ -1,11 +1,14 @@
 // The life of one request, as the job intake (2-intake.ts) queued runs it — each step in its own
 // file of this folder, in order: 3 claim (3-claims.ts; the answer-tag cutover in 3-cutover.ts) ->
-// read and route (4-route.ts) -> check the input (5-check.ts) -> execute with the code or host
-// executor (6-execute.ts) -> check the output (5-check.ts) -> respond (7-respond.ts) -> tidy the claim.
+// read and route (4-route.ts) -> check the input (5-check.ts) -> the contract policies admit the call
+// (5-policy.ts) -> execute with the code or host executor, retried by contract (6-execute.ts) -> check
+// the output (5-check.ts) and review it (5-policy.ts) -> respond (7-respond.ts) -> tidy the claim ->
+// settle the policies (audit, bookkeeping).
 //
 // Every path that owns a claim ends in exactly one tool.response.v1, except a drain that aborts the
-// job mid-run: then the claim is released without an answer so another replica (or this one after
-// a restart) runs the request. The claim's lease is renewed while the job runs.
+// job mid-run, and a policy that parks the call (waiting for an approval or for another request's
+// answer): then the claim is released without an answer so another replica (or this one after a
+// restart, or intake when the wait is over) runs the request. The lease is renewed while the job runs.
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { StoreClient } from '../breadcrumbs/index.js';
@@ -249,6 +252,4 @@ export function createRequestHandler(options: RequestHandlerOptions) {
 
   return { handle };
 }
-
-export type RequestHandler = ReturnType<typeof createRequestHandler>;
 

@@ -21,12 +21,7 @@ import { loadAnswerTagCutover } from '../request/3-cutover.js';
 import { createCodeExecutor, createHostExecutor } from '../request/6-execute.js';
 import { createResponder } from '../request/7-respond.js';
 import { createRequestHandler } from '../request/handler.js';
-import type { Policy } from '../request/5-policy.js';
-import { approvalPolicy } from '../request/policies/approval.js';
-import { idempotencyPolicies } from '../request/policies/idempotency.js';
-import { parseRateOverrides, rateLimitPolicy } from '../request/policies/rate-limit.js';
-import { effectsPolicy } from '../request/policies/effects.js';
-import { auditPolicy } from '../request/policies/audit.js';
+import { createPolicies } from '../request/policies/index.js';
 import { createSandbox, type Sandbox } from '../sandbox/index.js';
 import { createSchemaValidator, validateToolDefinition, type SchemaValidator } from '../screen/index.js';
 import { createStore, type Store } from '../store/index.js';
@@ -229,28 +224,8 @@ export async function buildService(
         }),
     }),
   };
-  // The contract policies, in the order a call meets them (src/request/5-policy.ts): a replay or key
-  // conflict is decided first (no approval needed, no token taken), then approval, then rate limits;
-  // the idempotency key is reserved last, right before the run. Effects (the timeout taxonomy) and audit
-  // stay last: they review and record what the others decided.
-  const idempotency = idempotencyPolicies({ client, keys, workspace: config.workspace, logger: log.child({ component: 'idempotency' }) });
-  const policies: Policy[] = [
-    idempotency.check,
-    approvalPolicy({
-      client,
-      keys,
-      workspace: config.workspace,
-      logger: log.child({ component: 'approvals' }),
-      confirmExternalActions: config.confirmExternalActions,
-      defaultTimeoutMs: config.approvalTimeoutMs,
-      redactPatterns: config.redact,
-      secretValues: () => [...Object.values(fileSecrets ?? {}), ...(config.runnerSecret ? [config.runnerSecret] : [])],
-    }),
-    rateLimitPolicy({ overrides: parseRateOverrides(config.rateLimits) }),
-    idempotency.reserve,
-    effectsPolicy(),
-    auditPolicy({ auditDir: config.auditDir, redact: config.redact, replica, logger: log.child({ component: 'audit' }) }),
-  ];
+  // The contract policies (src/request/policies/index.ts: idempotency, approval, rate limit, effects, audit).
+  const policies = createPolicies({ client, keys, config, logger: log, replica, secretValues: () => Object.values(fileSecrets ?? {}) });
   const handler = createRequestHandler({
     client,
     policies,

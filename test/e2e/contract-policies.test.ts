@@ -102,14 +102,17 @@ describe('retries by contract', () => {
   it('a side-effecting tool is never retried, whatever its retry field says', async () => {
     const response = await answer(c, await request(c, 'retry-write', { mark: 'write' }));
     expect(response.status).toBe('error');
-    expect(response.error?.code).toBe('sandbox.crashed');
+    // it wrote through context.api before it crashed: partial-effect, the crash kept as the cause
+    expect(response.error?.code).toBe('partial-effect');
+    expect(response.error?.details?.['cause_code']).toBe('sandbox.crashed');
     expect(response.metadata?.['attempts']).toBeUndefined();
     expect(await executions('write')).toBe(1);
   });
 
   it('a tool without a contract (side effect unknown) is never retried', async () => {
     const response = await answer(c, await request(c, 'retry-unknown', { mark: 'unknown' }));
-    expect(response.error?.code).toBe('sandbox.crashed');
+    expect(response.error?.code).toBe('partial-effect');
+    expect(response.error?.details?.['cause_code']).toBe('sandbox.crashed');
     expect(await executions('unknown')).toBe(1);
   });
 });

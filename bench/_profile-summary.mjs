@@ -1,6 +1,6 @@
 // Summarises a V8 .cpuprofile (node --cpu-prof): self time by function and by file, and inclusive
 // time of our own functions (src/ in dist/), as plain text. With --calls=N also prints ms per call.
-// Usage: node bench/profile-summary.mjs <file.cpuprofile | dir> [--top=30] [--calls=1000] [--match=dist/]
+// Usage: node bench/_profile-summary.mjs <file.cpuprofile | dir> [--top=30] [--calls=1000] [--match=dist/]
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -15,7 +15,7 @@ const SKIP_MS = Number(opt('skip-ms', 0));
 const CALLERS = opt('callers', '');
 let target = args.find((a) => !a.startsWith('--'));
 if (!target) {
-  process.stderr.write('usage: node bench/profile-summary.mjs <file.cpuprofile | dir> [--top=30] [--calls=N]\n');
+  process.stderr.write('usage: node bench/_profile-summary.mjs <file.cpuprofile | dir> [--top=30] [--calls=N]\n');
   process.exit(2);
 }
 if (statSync(target).isDirectory()) {
