@@ -325,7 +325,9 @@ export function createPool(options: PoolOptions): Pool {
     park(proc, reuseKey) {
       const parked = list(idle, reuseKey);
       let room = count(warm) + count(starting) + count(idle) < poolMax;
-      if (!room && parked.length < Math.max(1, poolSize)) room = evictParked(reuseKey);
+      // A process that just served a call is worth more than an idle one of another version, or a
+      // prewarmed one of a key used less recently than this process's own (makeRoom's rule).
+      if (!room && parked.length < Math.max(1, poolSize)) room = evictParked(reuseKey) || makeRoom(proc.key);
       if (closed || proc.jobsServed >= options.maxReuseCalls || parked.length >= Math.max(1, poolSize) || !room || !proc.park()) {
         proc.kill('retired');
         return;
