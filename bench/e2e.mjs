@@ -40,7 +40,8 @@ const SEPARATE_STORE = process.argv.includes('--separate-store');
 const EXTRA = process.argv.filter((a) => a.startsWith('--runner=')).map((a) => a.slice('--runner='.length));
 // Extra Node flags for the runner process, e.g. --runner-node=--cpu-prof --runner-node=--cpu-prof-dir=/tmp/prof
 const RUNNER_NODE = process.argv.filter((a) => a.startsWith('--runner-node=')).map((a) => a.slice('--runner-node='.length));
-const STAGES = ['queued', 'claim', 'route', 'validate', 'secrets', 'sandbox_wait', 'sandbox_run'];
+// every stage the answer carries (metadata.timings: all but respond)
+const STAGES = ['queued', 'claim', 'route', 'validate', 'policy', 'secrets', 'sandbox_wait', 'sandbox_run'];
 const root = fileURLToPath(new URL('..', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'bench-e2e-'));
 const procs = new Set();
