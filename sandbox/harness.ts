@@ -47,6 +47,9 @@ const freeze = Object.freeze;
 const hasOwn = Object.hasOwn;
 const defineProperty = Object.defineProperty;
 const createObject = Object.create;
+const getProto = Object.getPrototypeOf;
+const setProto = Object.setPrototypeOf;
+const getOwnDescriptor = Object.getOwnPropertyDescriptor;
 const TypedArrayProto = Object.getPrototypeOf(U8.prototype) as object;
 const taLength = getter(TypedArrayProto, 'length') as (a: Uint8Array) => number;
 const taBuffer = getter(TypedArrayProto, 'buffer') as (a: Uint8Array) => ArrayBuffer;
@@ -316,8 +319,6 @@ const netAccess = Deno.args[0] === 'net';
 const origFetch = globalThis.fetch;
 const origConnect = Deno.connect;
 const origConnectTls = Deno.connectTls;
-const OrigWebSocket = globalThis.WebSocket;
-const OrigEventSource = (globalThis as { EventSource?: typeof EventSource }).EventSource;
 const OrigWorker = globalThis.Worker;
 const URLCtor = URL;
 const RequestCtor = Request;
@@ -439,14 +440,19 @@ function wrapUrlClass(Orig: new (...args: never[]) => unknown, kind: string): un
   return Wrapper;
 }
 
-/** Makes `Wrapper` stand in for `Orig`: same prototype and statics, and the prototype points back at it. */
+const CONSTANT_STATICS = ['CONNECTING', 'OPEN', 'CLOSING', 'CLOSED'];
+/**
+ * Makes `Wrapper` stand in for `Orig`: same prototype and statics, and the prototype points back at it.
+ * (May run after tool code patched globals, see wrapLazyGlobal: captured functions and indexed loops only.)
+ */
 function adopt(Wrapper: object, Orig: { prototype: unknown; name: string }): void {
   const proto = Orig.prototype as object;
   defineProperty(Wrapper, 'prototype', { __proto__: null, value: proto, writable: false } as PropertyDescriptor);
   defineProperty(proto, 'constructor', { __proto__: null, value: Wrapper, writable: true, configurable: true, enumerable: false } as PropertyDescriptor);
   defineProperty(Wrapper, 'name', { __proto__: null, value: Orig.name, configurable: true } as PropertyDescriptor);
-  Object.setPrototypeOf(Wrapper, Object.getPrototypeOf(Orig));
-  for (const key of ['CONNECTING', 'OPEN', 'CLOSING', 'CLOSED']) {
+  setProto(Wrapper, getProto(Orig));
+  for (let i = 0; i < 4; i++) {
+    const key = CONSTANT_STATICS[i]!;
     if (hasOwn(Orig, key)) defineProperty(Wrapper, key, { __proto__: null, value: (Orig as unknown as Record<string, unknown>)[key], enumerable: true } as PropertyDescriptor);
   }
 }
@@ -458,8 +464,41 @@ function replaceGlobal(owner: object, name: string, value: unknown): void {
 replaceGlobal(globalThis, 'fetch', wrappedFetch);
 replaceGlobal(Deno, 'connect', wrapConnect(origConnect as never));
 replaceGlobal(Deno, 'connectTls', wrapConnect(origConnectTls as never));
-replaceGlobal(globalThis, 'WebSocket', wrapUrlClass(OrigWebSocket as never, 'net.connect'));
-if (OrigEventSource !== undefined) replaceGlobal(globalThis, 'EventSource', wrapUrlClass(OrigEventSource as never, 'net.fetch'));
+/**
+ * Replaces global `name` with `wrap(original)`. Deno creates some globals (WebSocket, EventSource) only
+ * when first read, ~3 and ~9 ms of every boot: those keep a getter that wraps the original on that
+ * first read, so the original never reaches tool code either way.
+ */
+function wrapLazyGlobal(name: string, wrap: (orig: never) => unknown): void {
+  const desc = getOwnDescriptor(globalThis, name);
+  if (desc === undefined) return;
+  if (desc.get === undefined) {
+    if (desc.value !== undefined) replaceGlobal(globalThis, name, wrap(desc.value as never));
+    return;
+  }
+  const get = uncurry(desc.get as () => unknown);
+  let wrapped: unknown;
+  let done = false;
+  defineProperty(globalThis, name, {
+    __proto__: null,
+    get() {
+      if (!done) {
+        const orig = get(globalThis);
+        wrapped = orig === undefined ? undefined : wrap(orig as never);
+        done = true;
+      }
+      return wrapped;
+    },
+    set(value: unknown) {
+      replaceGlobal(globalThis, name, value);
+    },
+    configurable: true,
+    enumerable: desc.enumerable,
+  } as PropertyDescriptor);
+}
+
+wrapLazyGlobal('WebSocket', (orig) => wrapUrlClass(orig, 'net.connect'));
+wrapLazyGlobal('EventSource', (orig) => wrapUrlClass(orig, 'net.fetch'));
 if (netAccess && OrigWorker !== undefined) {
   const NoWorker = function (): never {
     throw new ErrorCtor('Worker is not available to a tool with network access: its network use could not be counted');
@@ -467,15 +506,51 @@ if (netAccess && OrigWorker !== undefined) {
   adopt(NoWorker, OrigWorker as never);
   replaceGlobal(globalThis, 'Worker', NoWorker);
 }
-// node: built-ins would bypass the wrappers (the import map refuses their import specifiers)
-const nodeProcess = (globalThis as unknown as { process?: Record<string, unknown> }).process;
-if (nodeProcess !== undefined) {
-  for (const name of ['getBuiltinModule', 'binding', '_linkedBinding', 'dlopen']) {
-    let owner: object | null = nodeProcess;
+// node: built-ins would bypass the wrappers (the import map refuses their import specifiers), and so
+// would `process.getBuiltinModule`/`binding`/`dlopen`. Deno builds `process` (and its Node layer) only
+// when the global is first read, which costs ~30 ms of every boot; so instead of reading it here, the
+// lazy getters of the Node globals (process, Buffer, setImmediate, clearImmediate) are replaced by ones
+// that strip those functions from `process` before any of them hands a value to tool code.
+const PROCESS_ESCAPES = ['getBuiltinModule', 'binding', '_linkedBinding', 'dlopen'];
+const NODE_GLOBALS = ['process', 'Buffer', 'setImmediate', 'clearImmediate'];
+// (may run after tool code patched globals: indexed loops and captured functions only)
+function closeProcessObject(nodeProcess: unknown): void {
+  if (nodeProcess === undefined || nodeProcess === null) return;
+  for (let i = 0; i < 4; i++) {
+    let owner: object | null = nodeProcess as object;
     while (owner !== null) {
-      if (hasOwn(owner, name)) delete (owner as Record<string, unknown>)[name];
-      owner = Object.getPrototypeOf(owner) as object | null;
+      if (hasOwn(owner, PROCESS_ESCAPES[i]!)) delete (owner as Record<string, unknown>)[PROCESS_ESCAPES[i]!];
+      owner = getProto(owner) as object | null;
     }
+  }
+}
+const processGet = getOwnDescriptor(globalThis, 'process')?.get;
+let processClosed = false;
+const closeProcess = (): void => {
+  if (processClosed) return;
+  closeProcessObject(uncurry(processGet as () => unknown)(globalThis));
+  processClosed = true;
+};
+if (processGet === undefined) closeProcessObject((globalThis as unknown as { process?: unknown }).process);
+else {
+  for (let i = 0; i < 4; i++) {
+    const name = NODE_GLOBALS[i]!;
+    const desc = getOwnDescriptor(globalThis, name);
+    if (desc === undefined || desc.get === undefined) continue;
+    const get = uncurry(desc.get as () => unknown);
+    const enumerable = desc.enumerable;
+    defineProperty(globalThis, name, {
+      __proto__: null,
+      get() {
+        closeProcess();
+        return get(globalThis);
+      },
+      set(value: unknown) {
+        defineProperty(globalThis, name, { __proto__: null, value, writable: true, configurable: true, enumerable } as PropertyDescriptor);
+      },
+      configurable: true,
+      enumerable,
+    } as PropertyDescriptor);
   }
 }
 
