@@ -321,7 +321,6 @@ const origConnect = Deno.connect;
 const origConnectTls = Deno.connectTls;
 const OrigWorker = globalThis.Worker;
 const URLCtor = URL;
-const RequestCtor = Request;
 const TypeErrorCtor = TypeError;
 const construct = Reflect.construct;
 const apply = Reflect.apply;
@@ -330,7 +329,33 @@ const urlHref = getter(URL.prototype, 'href') as (u: URL) => string;
 const urlProtocol = getter(URL.prototype, 'protocol') as (u: URL) => string;
 const urlHostname = getter(URL.prototype, 'hostname') as (u: URL) => string;
 const urlPort = getter(URL.prototype, 'port') as (u: URL) => string;
-const requestUrl = getter(Request.prototype, 'url') as (r: Request) => string;
+// Reading `Request` makes Deno load its fetch classes (~10 ms of every boot): the class and its `url`
+// getter are captured on the first read of the global (before tool code gets it) or the first fetch
+// of an object, whichever comes first; a Request instance cannot be had before either.
+const requestGet = getOwnDescriptor(globalThis, 'Request')?.get;
+let RequestCtor: unknown;
+let requestUrl: ((r: Request) => string) | undefined;
+function loadRequest(): void {
+  if (requestUrl !== undefined) return;
+  const R = requestGet === undefined ? Request : (uncurry(requestGet as () => unknown)(globalThis) as typeof Request);
+  requestUrl = uncurry(getOwnDescriptor(R.prototype, 'url')!.get as () => string) as (r: Request) => string;
+  RequestCtor = R;
+}
+if (requestGet === undefined) loadRequest();
+else {
+  defineProperty(globalThis, 'Request', {
+    __proto__: null,
+    get() {
+      loadRequest();
+      return RequestCtor;
+    },
+    set(value: unknown) {
+      defineProperty(globalThis, 'Request', { __proto__: null, value, writable: true, configurable: true, enumerable: false } as PropertyDescriptor);
+    },
+    configurable: true,
+    enumerable: getOwnDescriptor(globalThis, 'Request')!.enumerable,
+  } as PropertyDescriptor);
+}
 const permissions = Deno.permissions;
 const querySync = uncurry(Deno.permissions.querySync) as (self: Deno.Permissions, d: Deno.PermissionDescriptor) => Deno.PermissionStatus;
 const permState = getter(Deno.PermissionStatus.prototype, 'state') as (s: Deno.PermissionStatus) => string;
@@ -391,8 +416,9 @@ function wrappedFetch(input: unknown, init?: unknown): Promise<unknown> {
     let isRequest = false;
     if (input !== null && typeof input === 'object') {
       try {
+        loadRequest();
         isRequest = hasInstance(RequestCtor, input);
-        if (isRequest) href = requestUrl(input as Request);
+        if (isRequest) href = requestUrl!(input as Request);
       } catch {
         isRequest = false;
       }

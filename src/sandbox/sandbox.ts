@@ -9,7 +9,9 @@
 // answers sandbox.crashed without spawning anything.
 
 import { createHash } from 'node:crypto';
-import { access } from 'node:fs/promises';
+import { access, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Config } from '../config/index.js';
 import { ErrorCode, RunnerError, coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -20,9 +22,9 @@ import { createMemoryGuard, type MemoryGuard } from './memory-guard.js';
 import { validateNetHosts } from './net-policy.js';
 import { createPool, type PoolKeySpec } from './pool.js';
 import { createDirectLauncher, createSpawnerLauncher } from './launcher.js';
-import { spawnSandboxProcess, sweepTempDirs, type SandboxProcess } from './process.js';
+import { spawnSandboxProcess, sweepTempDirs, TEMP_PREFIX, type SandboxProcess } from './process.js';
 import { runJob } from './run-job.js';
-import { createToolCompiler, type ToolCompiler } from './transpile.js';
+import { createToolCompiler, transpileHarness, type ToolCompiler } from './transpile.js';
 import type { Sandbox, SandboxJob } from './types.js';
 
 const MIN_MEMORY_MB = 16;
@@ -75,6 +77,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
   let nextSeq = 0;
   let closed = false;
   const compiler = options.compiler ?? (await createToolCompiler());
+  const harness = await prepareHarness();
   if (!compiler.transpiles) logger.warn('esbuild is not installed: tools are sent as TypeScript and Deno transpiles them on every call');
   const pool = createPool({
     maxReuseCalls: config.warmMaxCalls,
@@ -84,7 +87,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
     guard,
     logger,
     spawn: (spec) =>
-      spawnSandboxProcess({ id: ++nextId, key: spec.key, denoPath: deno.path, net: spec.net, extra: spec.extra, memoryMb: spec.memoryMb, limits, guard, launcher, logger }),
+      spawnSandboxProcess({ id: ++nextId, key: spec.key, denoPath: deno.path, net: spec.net, extra: spec.extra, memoryMb: spec.memoryMb, limits, guard, launcher, logger, harnessPath: harness.path }),
   });
   // Last resort when the service exits without close(): detached groups are not killed by Node.
   const killAll = (): void => {
@@ -211,6 +214,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
       closed = true;
       await pool.close();
       await launcher.close();
+      await harness.remove();
       guard.close();
       process.off('exit', killAll);
     },
@@ -218,6 +222,21 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
 }
 
 const ABORTED = Symbol('aborted');
+
+/**
+ * The harness every process starts from. Deno strips its types on every boot (~8 ms of CPU, and no
+ * cache survives: DENO_DIR is nowhere), so the service strips them once and writes the JavaScript
+ * to a private temp dir (removed at close; by the next service's sweep if this one dies). Without
+ * esbuild, the TypeScript itself.
+ */
+async function prepareHarness(): Promise<{ path: string; remove(): Promise<void> }> {
+  const js = await transpileHarness(await readFile(HARNESS_PATH, 'utf8'));
+  if (js === undefined) return { path: HARNESS_PATH, remove: async () => undefined };
+  const dir = await mkdtemp(join(tmpdir(), `${TEMP_PREFIX}${process.pid}-harness-`));
+  const path = join(dir, 'harness.js');
+  await writeFile(path, js, { mode: 0o400 });
+  return { path, remove: () => rm(dir, { recursive: true, force: true }) };
+}
 
 /** The key of the warm processes that may serve a call: tool version, source, permissions, limits, secrets. */
 function warmKey(tool: SandboxJob['tool'], specKey: string, timeoutMs: number, secrets: Record<string, string>): string {

@@ -95,6 +95,16 @@ async function loadTransform(): Promise<Transform | undefined> {
   }
 }
 
+/** The harness's TypeScript as JavaScript (types stripped by esbuild); undefined without esbuild or on a parse error. */
+export async function transpileHarness(source: string): Promise<string | undefined> {
+  const transformSync = await loadTransform();
+  try {
+    return transformSync?.(source, { loader: 'ts', format: 'esm', sourcefile: 'harness.ts' }).code;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Creates a compiler; `transform` overrides esbuild (null: none, every tool is sent as TypeScript). */
 export async function createToolCompiler(transform?: Transform | null): Promise<ToolCompiler> {
   const transformSync = transform === null ? undefined : (transform ?? (await loadTransform()));

@@ -86,9 +86,11 @@ export function ourDenoProcesses(): number[] {
     } catch {
       continue;
     }
-    const isDeno = cmdline.includes(HARNESS_PATH) || cmdline.split('\0')[0]?.endsWith('/deno') === true;
+    // the harness's own path, or the JavaScript copy a sandbox starts its processes from
+    const isHarness = cmdline.includes(HARNESS_PATH) || /tools-runner-sbx-\d+-harness-[^/\0]+\/harness\.js/.test(cmdline);
+    const isDeno = isHarness || cmdline.split('\0')[0]?.endsWith('/deno') === true;
     if (!isDeno) continue;
-    if (descendsFromUs(pid) || (cmdline.includes(HARNESS_PATH) && parentOf(pid) === 1)) found.push(pid);
+    if (descendsFromUs(pid) || (isHarness && parentOf(pid) === 1)) found.push(pid);
   }
   return found;
 }
