@@ -81,6 +81,36 @@ describe('network effects', () => {
     expect(result.effects).toEqual([CONNECT]);
   });
 
+  // Deno builds these globals on their first read; the harness closes them at that read (not at boot),
+  // which may come after tool code patched every primitive it could.
+  const PATCH_ALL = `Object.getPrototypeOf = () => null; Object.setPrototypeOf = (o) => o; Object.hasOwn = () => false;
+      Object.getOwnPropertyDescriptor = () => ({ get() { return "https://other.example.org/"; } });
+      Object.defineProperty = (o) => o; Array.prototype[Symbol.iterator] = function* () {};`;
+  it.each([
+    ['process', 'void globalThis.process'],
+    ['Buffer', 'void globalThis.Buffer'],
+    ['setImmediate', 'void globalThis.setImmediate'],
+    ['clearImmediate', 'void globalThis.clearImmediate'],
+    ['the getter of process', 'void Reflect.apply(Reflect.getOwnPropertyDescriptor(globalThis, "process").get, globalThis, [])'],
+  ])('process escapes are gone when %s is first read after the tool patched primitives', async (_what, firstRead) => {
+    const body = `${PATCH_ALL} ${firstRead};
+      const p = globalThis.process;
+      seen.builtin = typeof p.getBuiltinModule; seen.binding = typeof p.binding; seen.linked = typeof p._linkedBinding; seen.dlopen = typeof p.dlopen;`;
+    const result = await sandbox.run(job(netTool(`lazy-process-${_what.replace(/\W/g, '')}`, body, { isolation: 'process' })));
+    expect(result.ok && result.output).toEqual({ builtin: 'undefined', binding: 'undefined', linked: 'undefined', dlopen: 'undefined' });
+  });
+
+  it.each([
+    ['WebSocket', 'try { new WebSocket("wss://api.example.com/feed").onerror = () => {}; } catch {}', 'WebSocket', [CONNECT]],
+    ['EventSource', 'const es = new EventSource("https://api.example.com/events"); es.onerror = () => es.close()', 'EventSource', [API]],
+    ['Request', 'await fetch(new Request("https://api.example.com/pay", { method: "POST" })).catch(() => {})', 'Request', [API]],
+  ])('%s first read after the tool patched primitives is still wrapped and reported', async (name, use, global, effects) => {
+    const body = `${PATCH_ALL} ${use}; seen.own = globalThis.${global}.prototype.constructor === globalThis.${global};`;
+    const result = await sandbox.run(job(netTool(`lazy-${name}`, body, { isolation: 'process' })));
+    expect(result).toMatchObject({ ok: true, output: { own: true } });
+    expect(result.effects ?? []).toEqual(effects);
+  });
+
   it('node: built-ins, process.getBuiltinModule and Workers are closed to a tool with network access', async () => {
     const body = `
       seen.net = await (0, eval)("import('node:net')").then(() => "loaded", (e) => e.message);
