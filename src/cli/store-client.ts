@@ -76,3 +76,11 @@ export function storeProblem(error: unknown, config: Config, command: string, hi
   }
   return undefined;
 }
+
+/** A command's `catch`: a store that is unusable is its one line on stderr and exit code 4; anything else is rethrown. */
+export function exitForStoreProblem(error: unknown, ctx: { config: Config; err(line: string): void }, command: string, hint?: string): number {
+  const problem = storeProblem(error, ctx.config, command, hint);
+  if (!problem) throw error;
+  ctx.err(problem.line);
+  return problem.exit;
+}

@@ -9,6 +9,7 @@
 
 import { capBytes, sanitizeText } from '../legacy/call-outcome.js';
 import type { SchemaValidator } from '../screen/index.js';
+import { quote } from '../screen/types.js';
 
 /** One tool of a toolset as served. */
 export interface RapToolDef {
@@ -42,15 +43,9 @@ export const DEFAULT_SCHEMA_DIALECT = 'https://json-schema.org/draft/2020-12/sch
 const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
 const BOOLEAN_ANNOTATIONS = ['readOnly', 'destructive', 'idempotent', 'longRunning'] as const;
 
-/** JSON of `value` for a message, cut to `max` characters. */
+/** JSON of `value` for a message, cut to `max` characters (the screen module's `quote`, RAP's shorter cut). */
 export function quoteValue(value: unknown, max = 80): string {
-  let text: string;
-  try {
-    text = value === undefined ? 'undefined' : (JSON.stringify(value) ?? String(value));
-  } catch {
-    text = String(value);
-  }
-  return text.length > max ? text.slice(0, max - 1) + '…' : text;
+  return quote(value, max);
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -31,8 +31,8 @@ export interface Call {
   contract: ToolContract;
   /** The checked input the executor receives. */
   input: unknown;
-  /** `sha256:<hex>` of the canonical JSON of `input` (binds approvals and idempotency keys to the arguments). */
-  inputHash: string;
+  /** `sha256:<hex>` of the canonical JSON of `input` (binds approvals and idempotency keys to the arguments); computed on first read. */
+  readonly inputHash: string;
   /** The request's `context.idempotency_key`, when it has one. */
   idempotencyKey?: string;
   /** Answer metadata the policies add (e.g. `approval_id`, `replayed_from`); merged into the response. */
@@ -77,13 +77,17 @@ export interface Policy {
 /** The Call of a routed, checked request. */
 export function callOf(options: { identity: RequestIdentity; route: Route; input: unknown; idempotencyKey?: string | undefined; warnings?: readonly string[] }): Call {
   const { route } = options;
+  let hash: string | undefined;
   return {
     identity: options.identity,
     route,
     version: route.version,
-    contract: (route.kind === 'code' ? route.tool.contract : route.tool.contract) ?? {},
+    contract: route.tool.contract ?? {},
     input: options.input,
-    inputHash: inputHash(options.input),
+    // computed on first use: only approvals, idempotency keys and audit lines need it
+    get inputHash() {
+      return (hash ??= inputHash(options.input));
+    },
     ...(options.idempotencyKey !== undefined ? { idempotencyKey: options.idempotencyKey } : {}),
     metadata: {},
     warnings: [...(options.warnings ?? [])],

@@ -10,7 +10,7 @@ import { resolveRequestKeys } from '../../catalog/runner-key.js';
 import { approvalRequestMac, readDecision } from '../../request/policies/approval-records.js';
 import { EXIT, type CommandContext } from '../command.js';
 import { safeField } from '../sanitize.js';
-import { cliStoreClient, storeProblem } from '../store-client.js';
+import { cliStoreClient, exitForStoreProblem } from '../store-client.js';
 
 /** Whether the store authenticates writers (its /health says `auth: on`). */
 export function storeAuthCheck(client: StoreClient): () => Promise<boolean> {
@@ -96,12 +96,7 @@ export async function run(ctx: CommandContext): Promise<number> {
     }
     return EXIT.Ok;
   } catch (error) {
-    const problem = storeProblem(error, config, 'approvals');
-    if (problem) {
-      err(problem.line);
-      return problem.exit;
-    }
-    throw error;
+    return exitForStoreProblem(error, { config, err }, 'approvals');
   } finally {
     client.close();
   }

@@ -10,7 +10,7 @@ import { APPROVAL_TAG_PREFIX, SCHEMA } from '../../breadcrumbs/messages.js';
 import { decisionMac, OPERATOR, readApprovalRequest, readDecision } from '../../request/policies/approval-records.js';
 import { EXIT, type CommandContext } from '../command.js';
 import { safeField } from '../sanitize.js';
-import { cliStoreClient, storeProblem } from '../store-client.js';
+import { cliStoreClient, exitForStoreProblem } from '../store-client.js';
 import { cliKeys, isAnswered, storeAuthCheck } from './approvals.js';
 
 /** Writes the operator's `decision` on the approval request named by the one positional argument. */
@@ -68,12 +68,7 @@ export async function decide(ctx: CommandContext, decision: 'approve' | 'deny'):
     out(`${decision === 'approve' ? 'approved' : 'denied'} ${safeField(read.id)}: ${label} requested by ${safeField(c.requested_by)} (request ${safeField(c.rid)})`);
     return EXIT.Ok;
   } catch (error) {
-    const problem = storeProblem(error, config, command);
-    if (problem) {
-      err(problem.line);
-      return problem.exit;
-    }
-    throw error;
+    return exitForStoreProblem(error, { config, err }, command);
   } finally {
     client.close();
   }

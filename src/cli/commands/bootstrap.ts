@@ -11,7 +11,7 @@ import { createStamper } from '../../catalog/deployment.js';
 import { resolveRunnerKey } from '../../catalog/runner-key.js';
 import { createSchemaValidator, validateToolDefinition, type ToolDefinition } from '../../screen/index.js';
 import { EXIT, type CommandContext } from '../command.js';
-import { cliStoreClient, storeProblem } from '../store-client.js';
+import { cliStoreClient, exitForStoreProblem } from '../store-client.js';
 
 /** Runs `tools-runner bootstrap`. */
 export async function run({ config, positionals, logger, out, err }: CommandContext): Promise<number> {
@@ -63,12 +63,7 @@ export async function run({ config, positionals, logger, out, err }: CommandCont
     }
     return rows.some((row) => row.action === 'rejected') ? EXIT.Failed : EXIT.Ok;
   } catch (error) {
-    const problem = storeProblem(error, config, 'bootstrap');
-    if (problem) {
-      err(problem.line);
-      return problem.exit;
-    }
-    throw error;
+    return exitForStoreProblem(error, { config, err }, 'bootstrap');
   } finally {
     client.close();
     await env?.close();

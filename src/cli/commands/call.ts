@@ -8,7 +8,7 @@ import { openEventStream } from '../../breadcrumbs/index.js';
 import { SCHEMA, TAG, ToolResponseContext, type ToolResponseContext as Response } from '../../breadcrumbs/messages.js';
 import { EXIT, type CommandContext } from '../command.js';
 import { safeJson } from '../sanitize.js';
-import { cliStoreClient, storeProblem } from '../store-client.js';
+import { cliStoreClient, exitForStoreProblem } from '../store-client.js';
 
 function parseInput(raw: string | undefined): unknown {
   if (raw === undefined) return {};
@@ -108,12 +108,7 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
       interval = streaming ? 1_000 : Math.min(interval * 2, 250);
     }
   } catch (error) {
-    const problem = storeProblem(error, config, 'call');
-    if (problem) {
-      err(problem.line);
-      return problem.exit;
-    }
-    throw error;
+    return exitForStoreProblem(error, { config, err }, 'call');
   } finally {
     stop.abort();
     client.close();

@@ -12,7 +12,7 @@ import { readPublishedCatalog, renderExport, type CatalogTool } from '../../expo
 import { loadHostTools } from '../../legacy/index.js';
 import { createSchemaValidator, validateToolDefinition } from '../../screen/index.js';
 import { EXIT, type CommandContext } from '../command.js';
-import { cliStoreClient, storeProblem } from '../store-client.js';
+import { cliStoreClient, exitForStoreProblem } from '../store-client.js';
 
 type Entry = CatalogTool;
 
@@ -96,12 +96,7 @@ async function catalogFromStore({ config, logger, err }: CommandContext): Promis
     }
     return tools;
   } catch (error) {
-    const problem = storeProblem(error, config, 'export', 'To export without a store: tools-runner export --from-files.');
-    if (problem) {
-      err(problem.line);
-      return problem.exit;
-    }
-    throw error;
+    return exitForStoreProblem(error, { config, err }, 'export', 'To export without a store: tools-runner export --from-files.');
   } finally {
     client.close();
   }
