@@ -1,0 +1,34 @@
+// readRequest against agent-chosen `context.version` and `context.idempotency_key`: anything beyond
+// the bounds is a path-precise input.invalid before any policy or store call sees it; odd but bounded
+// characters pass through unchanged (they are only ever hashed, never put in a header or a tag).
+
+import { describe, expect, it } from 'vitest';
+import { requestIdentity } from '../../src/breadcrumbs/messages.js';
+import { readRequest } from '../../src/request/4-route.js';
+
+const read = (extra: Record<string, unknown>) => {
+  const context = { tool: 't', input: {}, ...extra };
+  return readRequest({ context }, requestIdentity({ id: 'b1', tags: ['tool:request'], context }));
+};
+
+describe('readRequest: version and idempotency_key', () => {
+  it.each([
+    ['a 10 KB idempotency key', { idempotency_key: 'k'.repeat(10_240) }, /^malformed tool\.request\.v1: idempotency_key: Too big: expected string to have <=200 characters$/],
+    ['an empty idempotency key', { idempotency_key: '' }, /^malformed tool\.request\.v1: idempotency_key: Too small/],
+    ['a numeric idempotency key', { idempotency_key: 42 }, /^malformed tool\.request\.v1: idempotency_key: Invalid input: expected string, received number$/],
+    ['a 10 KB version', { version: '1'.repeat(10_240) }, /^malformed tool\.request\.v1: version: Too big: expected string to have <=100 characters$/],
+    ['an object version', { version: { major: 2 } }, /^malformed tool\.request\.v1: version: Invalid input: expected string, received object$/],
+  ])('%s is input.invalid naming the field', (_what, extra, message) => {
+    const result = read(extra);
+    expect(result.ok).toBe(false);
+    if (!result.ok) {
+      expect(result.result.ok ? '' : result.result.error.code).toBe('input.invalid');
+      expect(result.result.ok ? '' : result.result.error.message).toMatch(message);
+    }
+  });
+
+  it('non-ASCII, control and bidi characters within the bounds are kept as sent', () => {
+    const key = 'ключ\u0000\u202e\u{1F511}';
+    expect(read({ idempotency_key: key, version: '^2' })).toEqual({ ok: true, input: {}, idempotencyKey: key, version: '^2' });
+  });
+});
