@@ -72,7 +72,9 @@ describe('crashes and restarts', () => {
     const c = client(url);
     await putTool(c, MARKER);
     const first = await startRunner(url);
-    const rids = await submit(c, 60, { sleepMs: 100 });
+    // All 60 written at once, 300 ms each at 4 at a time: ~4.5 s of work, so when 10 are answered the
+    // runner is surely mid-run on others (a faster runner must not finish everything before the kill).
+    const rids = await Promise.all(Array.from({ length: 60 }, (_, i) => request(c, 'e2e-marker', { sleepMs: 300, i })));
     await progress(c, rids, 10);
     first.signal('SIGKILL');
     await first.exited;
