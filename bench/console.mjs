@@ -46,7 +46,7 @@ const tool = (name, source) => ({
 });
 
 const dir = mkdtempSync(join(tmpdir(), 'bench-console-'));
-// The real-execution part calls 19 tools; --reuse opts them into process reuse (README "Sandbox").
+// The real-execution part calls 19 tools; --reuse opts them into process reuse (docs/sandbox.md "Sandbox").
 const REUSE = process.argv.includes('--reuse');
 const reuseTools = REUSE ? Array.from({ length: 19 }, (_, i) => `bench-${String(i).padStart(4, '0')}`) : [];
 const config = defaultConfig({ port: 0, dataDir: dir, adminPort: 0, bootstrap: false, poolSize: 2, concurrency: 8, toolConcurrency: 8, logLevel: 'silent', reuseTools });

@@ -14,7 +14,7 @@ export interface ExecutionFailure {
   details?: Record<string, unknown>;
 }
 
-/** What a call did outside itself, counted at the harness/host boundary (see README "Effects and timeouts"). */
+/** What a call did outside itself, counted at the harness/host boundary (see docs/tool-contracts.md "Effects and timeouts"). */
 export interface Effect {
   kind: 'store.create' | 'store.update' | 'net.fetch' | 'net.connect' | 'host.exec' | 'rap.invoke';
   /** The record id (`(new record)` until a create's id is known), `host:port`, or the command/endpoint. */

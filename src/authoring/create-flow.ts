@@ -13,7 +13,7 @@
 // spec without a version) replaces the existing version named by `replaces_version`, which must be
 // of the same major: that record is updated in place, as before versions coexisted.
 //
-// Ownership (README "Trust model"): the requester is the store's record of who wrote the request
+// Ownership (docs/security.md "Trust model"): the requester is the store's record of who wrote the request
 // (`created_by`; verified by the store when auth is on), else the declared agent_id. Names of
 // operator tools (bootstrap files, host tools) are reserved; a name owned by another agent is
 // refused (permission.denied); only the owner replaces its tool. What is written is stamped

@@ -15,13 +15,13 @@ export const SCHEMA = {
   ToolCreateRequest: 'tool.create.request.v1',
   ToolCreateResponse: 'tool.create.response.v1',
   ToolCatalog: 'tool.catalog.v1',
-  /** Ours: a replica's lease on a request (docs: README "Claims"). */
+  /** Ours: a replica's lease on a request (docs: docs/reliability.md "Claims"). */
   ToolClaim: 'tool.claim.v1',
-  /** Ours: a call waiting for an approver (README "Approvals"). */
+  /** Ours: a call waiting for an approver (docs/tool-contracts.md "Approvals"). */
   ToolApprovalRequest: 'tool.approval.request.v1',
   /** An approver's decision on a tool.approval.request.v1 (tagged `approval:<request id>`). */
   ToolApprovalResponse: 'tool.approval.response.v1',
-  /** Ours: an idempotency key bound to its first request (README "Idempotency keys"). */
+  /** Ours: an idempotency key bound to its first request (docs/tool-contracts.md "Idempotency keys"). */
   ToolIdempotency: 'tool.idempotency.v1',
 } as const;
 

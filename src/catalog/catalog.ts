@@ -4,7 +4,7 @@
 // and runs only that), the operator's host tools (local manifests), and the `tool.code.v1` records of
 // the workspace, which follow the event stream so a tool deployed after start is runnable at once.
 //
-// Trust (README "Trust model"): every writer of the store is hostile. A record is a candidate only
+// Trust (docs/security.md "Trust model"): every writer of the store is hostile. A record is a candidate only
 // when its trust (deployment.ts) is `stamped` (deployed by this runner: create flow or bootstrap) or
 // `direct` (written straight into the store and never changed since) and it passes validation
 // (operator policy for operator-stamped records, agent policy otherwise). Reserved names: a pinned

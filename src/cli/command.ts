@@ -5,7 +5,7 @@
 import type { Config, OptionKey } from '../config/index.js';
 import type { Logger } from '../logger.js';
 
-/** Exit codes shared by every command (the README's "Exit codes" table lists them). */
+/** Exit codes shared by every command (docs/cli.md's "Exit codes" table lists them). */
 export const EXIT = {
   /** Done: the command did what was asked (`call`: a success response). */
   Ok: 0,

@@ -3,7 +3,7 @@
 // Every option has a camelCase key, a CLI flag (`--kebab-case`) and an environment variable
 // (`TOOLS_RUNNER_SCREAMING_CASE`), derived from the key so the three can never drift apart.
 // Raw values from env and argv are strings; each option's zod schema coerces them.
-// The README's configuration table is generated from this file (`npm run docs:config`).
+// docs/configuration.md's table is generated from this file (`npm run docs:config`).
 
 import { z } from 'zod';
 
@@ -253,11 +253,11 @@ export const OPTIONS = {
   }),
   rateLimits: opt(jsonObject.default({}), {
     group: 'runner',
-    doc: 'Operator rate limits by tool name, overriding the tool contract\'s `rate_limits`: a JSON object `{"<tool>": {"per_tool": {"limit": 10, "window_ms": 1000, "burst": 0}, "per_agent": {...}}}`. Limits are per replica (README "Rate limits").',
+    doc: 'Operator rate limits by tool name, overriding the tool contract\'s `rate_limits`: a JSON object `{"<tool>": {"per_tool": {"limit": 10, "window_ms": 1000, "burst": 0}, "per_agent": {...}}}`. Limits are per replica (docs/tool-contracts.md "Rate limits").',
   }),
   approvalTimeoutMs: opt(intish(1000, 7 * 86_400_000).default(3_600_000), {
     group: 'runner',
-    doc: 'How long a call waits for an approval when its contract gives no `approval.timeout_ms` (and for `--confirm-external-actions`); then it is answered `approval.required` (README "Approvals").',
+    doc: 'How long a call waits for an approval when its contract gives no `approval.timeout_ms` (and for `--confirm-external-actions`); then it is answered `approval.required` (docs/tool-contracts.md "Approvals").',
   }),
 
   // --- sandbox -------------------------------------------------------------------------------

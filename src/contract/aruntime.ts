@@ -1,4 +1,4 @@
-// ARuntime tool descriptions <-> our contract and tool facts (README "ARuntime descriptions").
+// ARuntime tool descriptions <-> our contract and tool facts (docs/tool-contracts.md "ARuntime descriptions").
 //
 // ARuntime publishes a field set, not a schema, so the shape here is ours, in ARuntime's camelCase:
 // durations in seconds (millisecond precision), side-effect classes in ARuntime's spelling on export

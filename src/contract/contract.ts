@@ -118,7 +118,7 @@ export interface McpHints {
   openWorldHint: boolean;
 }
 
-/** What a side effect implies elsewhere (README "Side effects and unknown"): hints, RAP annotations, the gate. */
+/** What a side effect implies elsewhere (docs/tool-contracts.md "Side effects and unknown"): hints, RAP annotations, the gate. */
 export interface SideEffectPolicy {
   mcp: McpHints;
   rap: { readOnly?: true; destructive?: true };

@@ -2,7 +2,7 @@
 //
 // A bucket holds up to `limit + burst` tokens and refills `limit` tokens evenly per `window_ms`; a
 // call takes one token or is refused with the time until one is back. Buckets live in this replica's
-// memory: with N replicas a tool may see up to N times its limit (README: "Rate limits").
+// memory: with N replicas a tool may see up to N times its limit (docs/tool-contracts.md "Rate limits").
 // Full buckets carry no information, so the least recently used ones are dropped beyond `maxKeys`.
 
 /** A limit: `limit` calls per `windowMs`, plus `burst` at once. */

@@ -1,4 +1,4 @@
-// Export targets of the catalog (README "Exports"): MCP `tools/list`
+// Export targets of the catalog (docs/exports.md "Exports"): MCP `tools/list`
 // entries, OpenAI function tools, a RAP toolset, TypeScript declarations, and ARuntime tool
 // descriptions (src/contract/aruntime.ts, from each tool's contract). Every target is
 // built from the same ToolViews, so `tools-runner export --format mcp` prints exactly the tools

@@ -1,4 +1,4 @@
-// agentcli tools.json validation (README "Host tools (tools.json)"), with agentcli's exact error strings.
+// agentcli tools.json validation (docs/host-tools.md "Host tools (tools.json)"), with agentcli's exact error strings.
 //
 // Per tool, checks run in agentcli's order: name -> duplicate -> command length -> envPassthrough ->
 // command[0] path; the first failure rejects the whole manifest. Relative programs must live under

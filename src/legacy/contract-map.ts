@@ -1,4 +1,4 @@
-// Host-tool manifests -> the canonical contract (README "Where a host tool's contract comes from"). Unknown fails closed: a
+// Host-tool manifests -> the canonical contract (docs/tool-contracts.md "Where a host tool's contract comes from"). Unknown fails closed: a
 // field is mapped only when the manifest states it; nothing is guessed.
 //
 // agentcli has no side-effect field: its contract is `{}` (side effect unknown); its `timeoutSec`

@@ -1,4 +1,4 @@
-// The exact Deno command of a sandbox process (README "Sandbox"): explicit minimal environment,
+// The exact Deno command of a sandbox process (docs/sandbox.md "Sandbox"): explicit minimal environment,
 // no config/lock/remote/npm, the heap flag, the allow list (if any) and ALWAYS the private-range deny
 // list. The harness file is the entry module; tool code never is.
 //

@@ -1,5 +1,5 @@
 // Network policy of a sandbox process: defensive re-validation of a tool's host list and the
-// `--allow-net` / `--deny-net` values built from it (README "Egress hardening for production").
+// `--allow-net` / `--deny-net` values built from it (docs/sandbox.md "Egress hardening for production").
 //
 // Deno's --allow-net matches host NAMES, not the addresses they resolve to; --deny-net with IPv4
 // CIDRs is checked after DNS resolution and at every redirect hop. So names are restricted to plain

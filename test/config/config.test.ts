@@ -42,8 +42,8 @@ describe('config', () => {
     expect(() => loadConfig({ env: {}, argv: ['--auth-secret', ''] })).toThrow(/<hidden>/);
   });
 
-  it('README config table is generated from the current schema (run `npm run docs:config`)', () => {
-    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  it('docs/configuration.md table is generated from the current schema (run `npm run docs:config`)', () => {
+    const readme = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
     expect(spliceConfigTable(readme)).toBe(readme);
   });
 });

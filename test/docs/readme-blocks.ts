@@ -1,9 +1,9 @@
-// Reads the README's fenced blocks with their `<!-- readme-example: ID [skip: REASON] -->` markers
+// Reads the fenced blocks of README.md and docs/*.md with their `<!-- readme-example: ID [skip: REASON] -->` markers
 // (the marker is the line right above the opening fence), and runs shell lines the way a reader
 // would: `sh -c` in a given directory, with `npx tools-runner` meaning this checkout's built CLI.
 
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -19,19 +19,21 @@ export interface Block {
   body: string;
   /** 1-based line of the opening fence. */
   line: number;
+  /** The file it stands in, relative to the checkout (README.md or docs/X.md). */
+  file: string;
 }
 
 const MARKER = /^<!-- readme-example: ([a-z0-9-]+)(?: skip: (.+?))? -->$/;
 
 /** Every fenced block of `text`, in order. */
-export function readmeBlocks(text: string): Block[] {
+export function readmeBlocks(text: string, file = 'README.md'): Block[] {
   const lines = text.split('\n');
   const blocks: Block[] = [];
   for (let i = 0; i < lines.length; i++) {
     const open = /^```(\S*)\s*$/.exec(lines[i] as string);
     if (!open) continue;
     const end = lines.indexOf('```', i + 1);
-    if (end === -1) throw new Error(`README line ${i + 1}: fence never closed`);
+    if (end === -1) throw new Error(`${file} line ${i + 1}: fence never closed`);
     const marker = MARKER.exec(lines[i - 1] ?? '');
     blocks.push({
       ...(marker ? { id: marker[1] } : {}),
@@ -39,20 +41,27 @@ export function readmeBlocks(text: string): Block[] {
       lang: open[1] ?? '',
       body: lines.slice(i + 1, end).join('\n'),
       line: i + 1,
+      file,
     });
     i = end;
   }
   return blocks;
 }
 
-/** The README's blocks by id (throws for an unknown id, so a renamed marker fails loudly). */
+/** The documents whose blocks are examples: the README, then docs/*.md in name order. */
+export function documents(): string[] {
+  const docs = readdirSync(join(root, 'docs')).filter((name) => name.endsWith('.md')).sort();
+  return ['README.md', ...docs.map((name) => `docs/${name}`)];
+}
+
+/** The blocks of the README and docs/ by id (throws for an unknown id, so a renamed marker fails loudly). */
 export function readme(): { blocks: Block[]; byId(id: string): Block } {
-  const blocks = readmeBlocks(readFileSync(join(root, 'README.md'), 'utf8'));
+  const blocks = documents().flatMap((file) => readmeBlocks(readFileSync(join(root, file), 'utf8'), file));
   return {
     blocks,
     byId(id) {
       const block = blocks.find((b) => b.id === id);
-      if (!block) throw new Error(`README has no block marked readme-example: ${id}`);
+      if (!block) throw new Error(`README.md and docs/*.md have no block marked readme-example: ${id}`);
       return block;
     },
   };

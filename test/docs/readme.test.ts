@@ -1,4 +1,4 @@
-// Every JSON and shell example of the README runs here, as written, against a real runner with its
+// Every JSON and shell example of the README and docs/*.md runs here, as written, against a real runner with its
 // embedded store (free ports; the README's fixed ports 8081/8082 are given to the commands through
 // TOOLS_RUNNER_PORT / TOOLS_RUNNER_ADMIN_PORT, and to curl by rewriting `localhost:8081/8082`).
 // Blocks that cannot run here carry a `skip:` marker with the reason; that list is pinned below, so a
@@ -65,7 +65,7 @@ const json = (id: string): Record<string, unknown> => JSON.parse(doc.byId(id).bo
 
 describe('README examples', () => {
   it('every fenced block is marked; the skipped ones are exactly the pinned list', () => {
-    expect(doc.blocks.filter((b) => b.id === undefined).map((b) => `line ${b.line}`)).toEqual([]);
+    expect(doc.blocks.filter((b) => b.id === undefined).map((b) => `${b.file} line ${b.line}`)).toEqual([]);
     const ids = doc.blocks.map((b) => b.id as string);
     expect(new Set(ids).size).toBe(ids.length);
     expect(Object.fromEntries(doc.blocks.filter((b) => b.skip).map((b) => [b.id, b.skip]))).toEqual(SKIPPED);

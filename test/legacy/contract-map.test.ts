@@ -1,4 +1,4 @@
-// Host tools map into the canonical contract (README "Where a host tool's contract comes from"), loaded from real manifests on
+// Host tools map into the canonical contract (docs/tool-contracts.md "Where a host tool's contract comes from"), loaded from real manifests on
 // disk: agentcli states nothing (unknown), Runloop's requires_confirmation and the capability rule,
 // an explicit `contract` entry (validated, path-precise, overriding field by field).
 

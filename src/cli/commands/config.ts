@@ -1,5 +1,5 @@
 // `tools-runner config`: prints the effective configuration (secrets hidden) or, with the
-// positional `markdown`, the reference table that the README embeds.
+// positional `markdown`, the reference table that docs/configuration.md embeds.
 
 import { OPTIONS, renderConfigTable, type OptionKey } from '../../config/index.js';
 import { EXIT, type CommandContext } from '../command.js';

@@ -168,7 +168,7 @@ export const COMMANDS: readonly Command[] = [
     name: 'config',
     summary: 'print the effective configuration (or `config markdown`: the reference table)',
     usage: 'tools-runner config [markdown] [--any-flag value ...]',
-    description: ['Prints the effective configuration as JSON (secrets hidden), or with "markdown" the README\'s reference table.'],
+    description: ['Prints the effective configuration as JSON (secrets hidden), or with "markdown" the reference table of docs/configuration.md.'],
     options: [],
     exits: [[EXIT.Ok, 'printed'], USAGE],
     client: true,

@@ -1,5 +1,5 @@
 // The effects policy: the timeout and partial-effect taxonomy, decided from the effects the executor
-// counted at the harness/host boundary (`result.effects`, see README "Effects and timeouts").
+// counted at the harness/host boundary (`result.effects`, see docs/tool-contracts.md "Effects and timeouts").
 //
 // For a tool whose contract does not say `read-only` (an absent side_effect is unknown, and unknown
 // is treated as side-effecting):
