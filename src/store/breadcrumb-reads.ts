@@ -11,6 +11,7 @@
 import type { Db } from './db.js';
 import { openReader } from './db.js';
 import type { Actor, BreadcrumbRow } from './breadcrumb-writes.js';
+import { decodeVector } from './embeddings.js';
 import { httpErrors } from './http-util.js';
 
 /** Filters of a listing; `limit` undefined means every matching row (like upstream). */
@@ -78,6 +79,7 @@ function listSql(filter: ListFilter, scoped: boolean, keyset: boolean): string {
 /** Builds the read side over `db`. */
 export function createBreadcrumbReads(db: Db): BreadcrumbReads {
   const selectRow = db.prepare('SELECT * FROM breadcrumbs WHERE id = ? AND (expires_ms IS NULL OR expires_ms > ?)');
+  const selectVector = db.prepare('SELECT vec FROM breadcrumb_embeddings WHERE breadcrumb_id = ?');
   const selectHistory = db.prepare('SELECT version, context, updated_at, updated_by FROM breadcrumb_history WHERE breadcrumb_id = ? ORDER BY version DESC');
   const selectAt = [false, true].map((ctx) => db.prepare<[number, number]>(`SELECT ${listColumns(ctx)} FROM breadcrumbs b WHERE b.write_seq = ? AND (b.expires_ms IS NULL OR b.expires_ms > ?)`));
   const statements = new Map<string, ReturnType<Db['prepare']>>();
@@ -175,6 +177,11 @@ export function createBreadcrumbReads(db: Db): BreadcrumbReads {
     return row;
   };
 
+  const storedEmbedding = (id: string): number[] | null => {
+    const hit = selectVector.get(id) as { vec: Buffer } | undefined;
+    return hit ? Array.from(decodeVector(hit.vec)) : null;
+  };
+
   return {
     contextView(id, actor) {
       const row = mustSee(id, actor);
@@ -190,8 +197,11 @@ export function createBreadcrumbReads(db: Db): BreadcrumbReads {
         id: row.id, owner_id: row.owner_id, title: row.title, description: row.description, semantic_version: row.semantic_version,
         context: parseJson(row.context), tags: parseJson(row.tags), schema_name: row.schema_name, llm_hints: parseJson(row.llm_hints),
         visibility: row.visibility, sensitivity: row.sensitivity, version: row.version, checksum: row.checksum, ttl: row.ttl,
+        // Upstream's TTL fields: this store knows one kind of TTL, an explicit expiry time; it counts no
+        // reads (no usage-based TTL), so read_count is 0.
+        ttl_type: row.ttl === null ? null : 'datetime', ttl_config: null, read_count: 0, ttl_source: row.ttl === null ? null : 'explicit',
         created_at: row.created_at, updated_at: row.updated_at, created_by: row.created_by, updated_by: row.updated_by,
-        size_bytes: row.size_bytes,
+        size_bytes: row.size_bytes, embedding: storedEmbedding(id),
       };
     },
     list(filter, actor) {

@@ -28,10 +28,20 @@ describe('store: breadcrumb routes', () => {
       id, owner_id: '00000000-0000-0000-0000-000000000001', title: 'T', description: 'd', semantic_version: '1.0.0',
       context: { b: [1, 2], a: 'x' }, tags: ['x', 'y'], schema_name: 's.v1', llm_hints: { mode: 'raw' }, visibility: 'Team',
       sensitivity: 'Low', version: 1, checksum: 'sha256:' + createHash('sha256').update(compact).digest('hex'), ttl: null,
+      ttl_type: null, ttl_config: null, read_count: 0, ttl_source: null,
       created_at: full.body.updated_at, updated_at: view.body.updated_at, created_by: null, updated_by: null,
-      size_bytes: Buffer.byteLength(compact),
+      size_bytes: Buffer.byteLength(compact), embedding: null,
     });
     expect(Number.isNaN(Date.parse(full.body.updated_at))).toBe(false);
+  });
+
+  it('the full record carries upstream\'s TTL fields and the stored embedding', async () => {
+    const store = await startStore();
+    const ttl = new Date(Date.now() + 3_600_000).toISOString();
+    const { body: { id } } = await call(store.url, 'POST', '/breadcrumbs', { body: crumb({ ttl, embedding: [0.5, -1, 2] }) });
+    const full = (await call(store.url, 'GET', `/breadcrumbs/${id}/full`)).body;
+    expect(full).toMatchObject({ ttl_type: 'datetime', ttl_config: null, read_count: 0, ttl_source: 'explicit', embedding: [0.5, -1, 2] });
+    expect(Date.parse(full.ttl)).toBe(Date.parse(ttl));
   });
 
   it('patches any subset (context replaces), bumps the version and keeps history newest first', async () => {
