@@ -353,6 +353,12 @@ export const CatalogEntry = z.looseObject({
   /** Every runnable version of the name, newest first (`version` above is the default one). */
   versions: z.array(CatalogVersion).optional(),
   contract: z.record(z.string(), z.unknown()).optional(),
+  /** Facts exports describe (ARuntime timeoutSeconds, egressPolicy, authenticationRef, observability, budget). */
+  timeoutMs: z.number().optional(),
+  net: z.array(z.string()).optional(),
+  requiredSecrets: z.array(z.string()).optional(),
+  tags: z.array(z.string()).optional(),
+  budget: z.object({ tokens: z.number().optional(), usd: z.number().optional() }).optional(),
 });
 export type CatalogEntry = z.infer<typeof CatalogEntry>;
 

@@ -1,5 +1,7 @@
 // The tool.catalog.v1 entries of the catalog's tools: one per name, at its default version, listing
-// every runnable version (newest first; removed versions are left out) and the default's contract.
+// every runnable version (newest first; removed versions are left out) and the default's contract,
+// plus the facts exports describe (timeout, network hosts, secret names; host tools also their
+// observability tags and budget), so an export from the store says what one from the files says.
 
 import type { CatalogEntry, CatalogVersion } from '../breadcrumbs/messages.js';
 import type { HostTool } from '../legacy/index.js';
@@ -9,6 +11,21 @@ import { chooseVersion, compareVersionsDesc, versionStatus, type VersionCandidat
 /** The single version of a host tool: the first 12 hex digits of its manifest's digest. */
 export function hostVersion(host: HostTool): string {
   return host.manifestDigest.slice(0, 12);
+}
+
+/** The export facts of a code tool: its timeout, network hosts and required secret names (never values). */
+export function codeFacts(tool: ToolDefinition): Pick<CatalogEntry, 'timeoutMs' | 'net' | 'requiredSecrets'> {
+  return { timeoutMs: tool.timeoutMs, net: tool.net, requiredSecrets: tool.requiredSecrets };
+}
+
+/** The export facts of a host tool: its transport timeout, secret names, observability tags and budget. */
+export function hostFacts(host: HostTool): Pick<CatalogEntry, 'timeoutMs' | 'requiredSecrets' | 'tags' | 'budget'> {
+  return {
+    ...(host.transport.timeoutMs !== undefined ? { timeoutMs: host.transport.timeoutMs } : {}),
+    requiredSecrets: host.secrets,
+    tags: host.observabilityTags,
+    ...(host.budget ? { budget: host.budget } : {}),
+  };
 }
 
 /** The entry of code tool `name` from its versions; undefined when none is runnable (all removed). */
@@ -33,6 +50,7 @@ export function codeEntry(name: string, candidates: ReadonlyArray<VersionCandida
     status: versionStatus(tool.contract, nowMs),
     versions,
     contract: tool.contract,
+    ...codeFacts(tool),
   };
 }
 
@@ -52,5 +70,6 @@ export function hostEntry(host: HostTool, nowMs: number): CatalogEntry | undefin
     status,
     versions: [{ version, status, ...(host.contract?.deprecation ?? {}) }],
     contract: host.contract ?? {},
+    ...hostFacts(host),
   };
 }

@@ -5,7 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { cleanupAll, runCli, tempDir, toolContext } from '../e2e/harness.js';
+import { cleanupAll, runCli, startRunnerWithStore, tempDir, toolContext } from '../e2e/harness.js';
 
 afterEach(cleanupAll);
 
@@ -52,6 +52,27 @@ describe('tools-runner export --format aruntime', () => {
       egressPolicy: { allow: [] },
       authenticationRef: [],
     });
+  });
+
+  it('from the store it says what it says from the files (timeoutSeconds, egressPolicy, authenticationRef, observability)', async () => {
+    const { boot, manifest } = setup();
+    const files = await run(offline(boot, manifest, 'aruntime'));
+    expect(files.code).toBe(0);
+    const { url } = await startRunnerWithStore(['--bootstrap', '--bootstrap-dir', boot, '--manifests', manifest, '--granted-capabilities', 'kb_read,exec']);
+    let fromStore: { tools: Array<Record<string, unknown>> } | undefined;
+    // The catalog is published shortly after start; poll until both tools are in it.
+    await expect.poll(async () => {
+      const { code, out } = await run(['export', '--format', 'aruntime', '--store-url', url]);
+      fromStore = code === 0 ? (JSON.parse(out) as typeof fromStore) : undefined;
+      return fromStore?.tools.map((t) => t['toolId']);
+    }, { timeout: 30_000, interval: 200 }).toEqual(['kb.lookup', 'notify']);
+    const pick = (tool: Record<string, unknown> | undefined) => ({
+      timeoutSeconds: tool?.['timeoutSeconds'], egressPolicy: tool?.['egressPolicy'], authenticationRef: tool?.['authenticationRef'], observability: tool?.['observability'],
+    });
+    const fromFiles = (JSON.parse(files.out) as { tools: Array<Record<string, unknown>> }).tools;
+    for (const [i, tool] of (fromStore?.tools ?? []).entries()) expect(pick(tool)).toEqual(pick(fromFiles[i]));
+    expect(pick(fromStore?.tools[1])).toMatchObject({ timeoutSeconds: 4, egressPolicy: { allow: [] }, authenticationRef: [] });
+    expect(pick(fromStore?.tools[0])).toMatchObject({ timeoutSeconds: 3, authenticationRef: [], observability: { tags: ['kb'] } });
   });
 
   it('the MCP export takes its hints from the same contracts', async () => {

@@ -7,6 +7,7 @@
 
 import { existsSync } from 'node:fs';
 import { loadToolFiles } from '../../authoring/tool-files.js';
+import { codeFacts, hostFacts } from '../../catalog/entries.js';
 import { resolveRequestKeys } from '../../catalog/runner-key.js';
 import { readPublishedCatalog, renderExport, type CatalogTool } from '../../export/index.js';
 import { loadHostTools } from '../../legacy/index.js';
@@ -39,9 +40,7 @@ async function catalogFromFiles({ config, logger, err }: CommandContext): Promis
         inputSchema: t.inputSchema,
         outputSchema: t.outputSchema,
         contract: t.contract,
-        timeoutMs: t.timeoutMs,
-        net: t.net,
-        requiredSecrets: t.requiredSecrets,
+        ...codeFacts(t),
       });
     }
   } else if (config.manifests.length === 0) {
@@ -62,10 +61,7 @@ async function catalogFromFiles({ config, logger, err }: CommandContext): Promis
         inputSchema: tool.inputSchema ?? { type: 'object' },
         ...(tool.resultSchema ? { outputSchema: tool.resultSchema } : {}),
         contract: tool.contract,
-        ...(tool.transport.timeoutMs !== undefined ? { timeoutMs: tool.transport.timeoutMs } : {}),
-        requiredSecrets: tool.secrets,
-        tags: tool.observabilityTags,
-        ...(tool.budget ? { budget: tool.budget } : {}),
+        ...hostFacts(tool),
       });
     }
   }
