@@ -1,7 +1,7 @@
 // Public surface of src/rap: the RAP tool server (our catalog for RAP runtimes), the RAP runtime
 // (remote toolsets as host tools) and the pieces tests and other parts use directly.
 
-export { createRap, type Rap, type RapOptions } from './rap.js';
+export { configuredRapBase, createRap, rapInvokeUrl, type Rap, type RapOptions } from './rap.js';
 export { createRapRuntime, checkServerList, type RapRuntime, type RapRuntimeStatus, type RapServerStatus } from './runtime.js';
 export { createRapToolServer, resultText, type RapToolServer, type ToolServerOptions } from './tool-server.js';
 export { createRapCaller, answerOf, synthesizedError, type RapCall, type RapCaller } from './caller.js';

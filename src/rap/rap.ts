@@ -20,6 +20,23 @@ import { createRapRuntime, type RapRuntime, type RapRuntimeStatus } from './runt
 import { createRapToolServer, type RapToolServer } from './tool-server.js';
 
 /** What RAP needs from the service. */
+/** The tool server's invocation URL under a RAP listener's base URL (the served toolset's `endpoint`). */
+export function rapInvokeUrl(base: string): string {
+  return `${base.replace(/\/+$/, '')}/invoke`;
+}
+
+/**
+ * Where others reach the RAP listener of a service with this configuration, known without starting
+ * it: `--rap-public-url`, else the bind address with a fixed `--rap-port`; undefined when the port
+ * is picked at start (0) or the listener is off (-1).
+ */
+export function configuredRapBase(config: Pick<Config, 'rapPublicUrl' | 'rapHost' | 'rapPort'>): string | undefined {
+  if (config.rapPublicUrl !== undefined) return config.rapPublicUrl.replace(/\/+$/, '');
+  if (config.rapPort <= 0) return undefined;
+  const host = config.rapHost.includes(':') ? `[${config.rapHost}]` : config.rapHost;
+  return `http://${host}:${config.rapPort}`;
+}
+
 export interface RapOptions {
   config: Config;
   logger: Logger;
@@ -103,7 +120,7 @@ export function createRap(options: RapOptions): Rap | undefined {
         keys: options.keys,
         workspace: config.workspace,
         logger: logger.child({ part: 'tool-server' }),
-        endpoint: () => `${base()}/invoke`,
+        endpoint: () => rapInvokeUrl(base()),
         allowedCallbackHosts: config.rapCallbackHosts,
         resultTimeoutMs: config.rapResultTimeoutMs,
         pollIntervalMs: Math.min(config.scanIntervalMs, 5_000),

@@ -11,6 +11,7 @@ import { codeFacts, hostFacts } from '../../catalog/entries.js';
 import { resolveRequestKeys } from '../../catalog/runner-key.js';
 import { readPublishedCatalog, renderExport, type CatalogTool } from '../../export/index.js';
 import { loadHostTools } from '../../legacy/index.js';
+import { configuredRapBase, rapInvokeUrl } from '../../rap/index.js';
 import { createSchemaValidator, validateToolDefinition } from '../../screen/index.js';
 import { EXIT, type CommandContext } from '../command.js';
 import { cliStoreClient, exitForStoreProblem } from '../store-client.js';
@@ -104,12 +105,17 @@ export async function run(ctx: CommandContext): Promise<number> {
     ctx.err(`tools-runner export: unexpected argument ${JSON.stringify(ctx.positionals[0])} (usage: tools-runner export [--format openai|mcp|rap|typescript|aruntime] [--from-files])`);
     return EXIT.Usage;
   }
+  // A RAP toolset names the endpoint that serves it: the RAP listener's /invoke, which must be known.
+  const rapBase = configuredRapBase(ctx.config);
+  if (ctx.config.format === 'rap' && rapBase === undefined) {
+    ctx.err('tools-runner export: --format rap needs the address RAP runtimes reach the tool server at: pass --rap-public-url (or the service\'s fixed --rap-port)');
+    return EXIT.Usage;
+  }
   const tools = ctx.config.fromFiles ? await catalogFromFiles(ctx) : await catalogFromStore(ctx);
   if (tools === undefined) return EXIT.Failed;
   if (typeof tools === 'number') return tools;
   const { config } = ctx;
-  const adminHost = config.adminHost.includes(':') ? `[${config.adminHost}]` : config.adminHost;
-  const rendered = renderExport(config.format, tools, { workspace: config.workspace, rapEndpoint: `http://${adminHost}:${config.adminPort}/rap/invoke` });
+  const rendered = renderExport(config.format, tools, { workspace: config.workspace, rapEndpoint: rapInvokeUrl(rapBase ?? '') });
   ctx.out(rendered.text);
   for (const omission of rendered.omitted) ctx.err(`tools-runner export: not exported: ${omission.reason}`);
   return rendered.omitted.length > 0 ? EXIT.Failed : EXIT.Ok;
