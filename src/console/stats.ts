@@ -10,7 +10,9 @@ export interface CallRecord {
   rid: string;
   tool: string;
   agentId?: string;
-  status: 'running' | 'success' | 'error';
+  /** `withdrawn`: the request was deleted while it ran (e.g. an MCP client cancelled); `released`: a drain
+   * gave the call back (another attempt answers it); `parked`: it waits (an approval, another answer). */
+  status: 'running' | 'success' | 'error' | 'withdrawn' | 'released' | 'parked';
   code?: string;
   durationMs?: number;
   startedAt: string;
@@ -39,6 +41,8 @@ export interface ToolStats {
 export interface ConsoleStats {
   started(report: { rid: string; tool: string; agentId?: string }): void;
   finished(report: { rid: string; tool: string; agentId?: string; status: 'success' | 'error'; code?: string; durationMs: number }): void;
+  /** A started call ended without an answer (not counted as a call). */
+  ended(report: { rid: string; tool: string; outcome: 'withdrawn' | 'released' | 'parked' }): void;
   /** Figures of one tool (zeros when it never ran). */
   tool(name: string): ToolStats;
   /** Calls and errors of every tool that ran. */
@@ -97,6 +101,13 @@ export function createConsoleStats(options: { now?: () => number } = {}): Consol
       const record: CallRecord = { rid: report.rid, tool: report.tool, ...(report.agentId ? { agentId: report.agentId } : {}), status: 'running', startedAt: new Date(now()).toISOString() };
       e.recent.unshift(record);
       if (e.recent.length > RECENT) e.recent.pop();
+      remember(record);
+    },
+    ended(report) {
+      const record = tools.get(report.tool)?.recent.find((r) => r.rid === report.rid && r.status === 'running');
+      if (!record) return;
+      record.status = report.outcome;
+      record.finishedAt = new Date(now()).toISOString();
       remember(record);
     },
     finished(report) {

@@ -67,6 +67,16 @@ export interface RequestHandlerOptions {
   hardStop: AbortSignal;
   onStarted?(report: { rid: string; tool: string; agentId?: string }): void;
   onFinished?(report: ExecutionReport): void;
+  /** A started call that ends without an answer from this run: withdrawn (request deleted), released (drain) or parked. */
+  onEnded?(report: EndedReport): void;
+}
+
+/** How a started call ended when it ended without an answer. */
+export interface EndedReport {
+  rid: string;
+  tool: string;
+  agentId?: string;
+  outcome: 'withdrawn' | 'released' | 'parked';
 }
 
 interface Executed {
@@ -154,7 +164,8 @@ export function createRequestHandler(options: RequestHandlerOptions) {
         }
       }
       watch.lap('route'); // reading the request (and the cutover check) is part of routing it
-      options.onStarted?.({ rid, tool: identity.tool, ...(identity.agentId ? { agentId: identity.agentId } : {}) });
+      const who = { rid, tool: identity.tool, ...(identity.agentId ? { agentId: identity.agentId } : {}) };
+      options.onStarted?.(who);
       const startedAt = performance.now();
       watch.mark(); // total_ms and the stages from here on measure the same span
       let executed: Executed;
@@ -173,11 +184,13 @@ export function createRequestHandler(options: RequestHandlerOptions) {
       }
       if (signal.aborted && signal.reason instanceof RequestWithdrawn) {
         log.info('request deleted while it ran; no answer');
+        options.onEnded?.({ ...who, outcome: 'withdrawn' });
         await claim.drop();
         return 'withdrawn';
       }
       if (signal.aborted) {
         log.warn('job aborted by drain, releasing its claim');
+        options.onEnded?.({ ...who, outcome: 'released' });
         await claim.release().catch((error: unknown) => log.warn('claim release failed', { error }));
         return 'released';
       }
@@ -185,6 +198,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
         // Waiting (for an approval, for another request's answer): no answer and no claim now;
         // intake wakes the request when a wake token is seen or at `until` (a restart finds it by scan).
         log.info('request parked', { reason: executed.parked.reason, until: new Date(executed.parked.until).toISOString() });
+        options.onEnded?.({ ...who, outcome: 'parked' });
         await claim.release().catch((error: unknown) => log.warn('claim release failed', { error }));
         return { kind: 'parked', until: executed.parked.until, wakeOn: executed.parked.wakeOn };
       }

@@ -248,6 +248,10 @@ export async function buildService(
       consoleApi.stats.finished(report);
       state.admin?.broadcast({ type: 'execution:finished', ts: new Date().toISOString(), replica, ...report });
     },
+    onEnded: (report) => {
+      consoleApi.stats.ended(report);
+      state.admin?.broadcast({ type: 'execution:ended', ts: new Date().toISOString(), replica, ...report });
+    },
   });
   const intake = createIntake({
     client,

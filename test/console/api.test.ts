@@ -8,15 +8,17 @@ import { cleanupConsole, putTool, startConsoleService, toolContext, until, UPPER
 import { postJson, raw } from './http.js';
 
 let run: Running;
+const SLOW = '// Waits, then echoes.\nexport async function execute(input: { text: string }) {\n  await new Promise((r) => setTimeout(r, 4000));\n  return { text: input.text };\n}\n';
 const EVAL_SOURCE = '// Evaluates the text.\nexport async function execute(input: { text: string }) {\n  const out = eval(input.text);\n  return { text: String(out) };\n}\n';
 
 beforeAll(async () => {
   run = await startConsoleService();
   await putTool(run.client, toolContext('a-shout', UPPER));
   await putTool(run.client, toolContext('a-evil', EVAL_SOURCE));
+  await putTool(run.client, toolContext('a-slow', SLOW));
   await until(async () => {
     const body = (await raw(`${run.adminUrl}/api/catalog`)).json() as { tools: Array<{ name: string; state: string }> };
-    return body.tools.length === 2 && body.tools.some((t) => t.name === 'a-shout' && t.state === 'runnable') ? true : undefined;
+    return body.tools.length === 3 && ['a-shout', 'a-slow'].every((name) => body.tools.some((t) => t.name === name && t.state === 'runnable')) ? true : undefined;
   }, 'the catalog');
 }, 60_000);
 
@@ -25,7 +27,7 @@ afterAll(cleanupConsole, 60_000);
 describe('console API', () => {
   it('lists runnable and rejected tools with each reason at line:column', async () => {
     const body = (await raw(`${run.adminUrl}/api/catalog`)).json();
-    expect(body.counts).toEqual({ total: 2, runnable: 1, deprecated: 0, rejected: 1 });
+    expect(body.counts).toEqual({ total: 3, runnable: 2, deprecated: 0, rejected: 1 });
     const evil = body.tools.find((t: { name: string }) => t.name === 'a-evil');
     expect(evil).toMatchObject({ state: 'rejected', kind: 'code', version: '1.0.0', source: 'agent', calls: 0, errorRate: null });
     expect(evil.errors).toEqual([{ code: 'screen.eval', path: '/code/source', message: 'eval is not allowed: eval(input.text)', line: 3, column: 15 }]);
@@ -103,6 +105,23 @@ describe('console API', () => {
     const missing = await raw(`${run.adminUrl}/api/requests/no-such-request`);
     expect(missing.status).toBe(404);
     expect(missing.json()).toMatchObject({ code: 'not_found', error: `no request "no-such-request" in ${WS}` });
+  });
+
+  it('a call whose request is deleted while it runs (a cancelled MCP call) ends as withdrawn, not running for good', async () => {
+    const call = await postJson(`${run.adminUrl}/api/tools/a-slow/call`, { input: { text: 'cancel me' } });
+    expect(call.status).toBe(202);
+    const { rid, request_breadcrumb_id: requestId } = call.json();
+    await until(async () => ((await raw(`${run.adminUrl}/api/requests/${rid}`)).json().live?.status === 'running' ? true : undefined), 'the call running');
+    await run.client.deleteBreadcrumb(requestId);
+    const ended = await until(async () => {
+      const r = (await raw(`${run.adminUrl}/api/requests/${rid}`)).json();
+      return r.live?.status !== 'running' ? r : undefined;
+    }, 'the call ending');
+    expect(ended.live).toMatchObject({ rid, tool: 'a-slow', status: 'withdrawn', finishedAt: expect.any(String) });
+    expect(ended.responses).toEqual([]);
+    const page = (await raw(`${run.adminUrl}/api/tools/a-slow`)).json();
+    expect(page.stats.recent.find((c: { rid: string }) => c.rid === rid)).toMatchObject({ status: 'withdrawn' });
+    expect(page.stats.calls).toBe(0);
   });
 
   it('creates a tool with tool.create.request.v1 and shows a rejection with its reasons', async () => {

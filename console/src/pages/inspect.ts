@@ -25,7 +25,7 @@ const page = async (root: HTMLElement, args: string[]): Promise<void> => {
   const t = r.timings;
   const stage = (label: string, value: string) => h('div', { class: 'stage' }, h('small', null, label), h('strong', null, value));
   mount(body,
-    h('div', { class: 'bar' }, h('h2', null, rid), genuine ? badge(genuine.status) : badge(r.live?.status ?? 'pending', 'running'), h('span', { class: 'muted' }, `attempts: ${r.attempts}`)),
+    h('div', { class: 'bar' }, h('h2', null, rid), genuine ? badge(genuine.status) : badge(r.live?.status ?? 'pending', r.live && r.live.status !== 'running' ? 'ended' : 'running'), h('span', { class: 'muted' }, `attempts: ${r.attempts}`)),
     h('section', { class: 'card timeline' },
       stage('received', clock(t.receivedAt)), stage('queued', ms(t.queueMs)), stage('started', clock(t.startedAt)),
       stage('execution', ms(t.executionMs)), stage('total (claim → answer)', ms(t.totalMs)), stage('answered', clock(t.answeredAt))),

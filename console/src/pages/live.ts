@@ -5,7 +5,7 @@
 import { api } from '../api.js';
 import { badge, clock, h, mount, ms } from '../dom.js';
 
-interface LiveMessage { type: string; ts: string; rid: string; tool: string; agentId?: string; status?: string; code?: string; durationMs?: number; kind?: string }
+interface LiveMessage { type: string; ts: string; rid: string; tool: string; agentId?: string; status?: string; code?: string; durationMs?: number; kind?: string; outcome?: string }
 interface Exec { rid: string; tool: string; agentId: string; status: string; code: string; durationMs: number | null; startedAt: string | null; finishedAt: string | null; finishedMs: number | null }
 
 const KEEP = 5000;
@@ -72,6 +72,11 @@ const page = async (root: HTMLElement): Promise<() => void> => {
       e.status = m.status === 'error' ? 'error' : 'success';
       e.code = m.code ?? '';
       e.durationMs = typeof m.durationMs === 'number' ? m.durationMs : null;
+      e.finishedAt = m.ts;
+      e.finishedMs = Date.now();
+    } else if (m.type === 'execution:ended' && typeof m.outcome === 'string') {
+      // Ended without an answer from this run: withdrawn (request deleted), released (drain) or parked.
+      e.status = m.outcome;
       e.finishedAt = m.ts;
       e.finishedMs = Date.now();
     }

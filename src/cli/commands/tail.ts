@@ -16,11 +16,11 @@ export function renderLiveMessage(text: string): string {
   } catch {
     return safeField(text);
   }
-  const what = m['type'] === 'execution:started' ? 'start ' : m['type'] === 'execution:finished' ? 'finish' : safeField(m['type']);
+  const what = m['type'] === 'execution:started' ? 'start ' : m['type'] === 'execution:finished' ? 'finish' : m['type'] === 'execution:ended' ? 'end   ' : safeField(m['type']);
   const duration = Number(m['durationMs']);
   const detail = m['type'] === 'execution:finished'
     ? ` ${safeField(m['status'])}${m['code'] ? ` ${safeField(m['code'])}` : ''} ${Number.isFinite(duration) ? duration.toFixed(1) : '?'}ms`
-    : '';
+    : m['type'] === 'execution:ended' ? ` ${safeField(m['outcome'])} (no answer from this run)` : '';
   // A RAP tool's displayScript line ("PR #42 on acme/widgets"), escaped like every agent-chosen field.
   const display = m['display'] !== undefined ? ` — ${safeField(m['display'])}` : '';
   return `${safeField(m['ts'])} ${what} ${safeField(m['tool'])}${detail} rid=${safeField(m['rid'])}${display}`;
