@@ -16,6 +16,7 @@
 // (the runner has no cancel mechanism) and its answer is still written to the store.
 
 import { randomUUID } from 'node:crypto';
+import { ErrorCode as McpErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { StoreClient } from '../breadcrumbs/index.js';
 import { isNotFound } from '../breadcrumbs/index.js';
 import { SCHEMA, TAG, ToolResponseContext, type StoreEvent } from '../breadcrumbs/messages.js';
@@ -158,8 +159,10 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
       name = views.reverse.get(exportName);
     }
     if (name === undefined) {
+      // The specification lists an unknown tool among the protocol errors (-32602), not tool results.
       const omitted = views.omitted.find((o) => o.exportName === exportName);
-      return errorResult(ErrorCode.ToolNotFound, omitted ? omitted.reason : `no tool named ${JSON.stringify(exportName)} in the catalog of ${workspace}`);
+      const why = omitted ? omitted.reason : `no tool named ${JSON.stringify(exportName)} in the catalog of ${workspace}`;
+      throw new McpError(McpErrorCode.InvalidParams, `Unknown tool: ${JSON.stringify(exportName)} (${why})`);
     }
     const rid = randomUUID();
     const startedAt = performance.now();

@@ -13,7 +13,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Logger } from '../logger.js';
 import type { McpBridge } from './bridge.js';
-import { createMcpSession } from './server.js';
+import { discoverRequestId, discoverResult } from './discover.js';
+import { createMcpSession, IDENTITY } from './server.js';
 
 /** Most concurrent sessions. */
 export const MAX_SESSIONS = 256;
@@ -57,6 +58,25 @@ function sameOrigin(origin: string, host: string | undefined): boolean {
   }
 }
 
+/** Largest body a session-less POST may have (it is read before the SDK sees it). */
+const MAX_START_BODY = 1024 * 1024;
+
+/** Reads and parses a JSON body of at most MAX_START_BODY bytes. */
+async function readJsonBody(req: IncomingMessage): Promise<{ ok: true; value: unknown } | { ok: false; status: number; message: string }> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_START_BODY) return { ok: false, status: 413, message: `request body is larger than ${MAX_START_BODY} bytes` };
+    chunks.push(chunk);
+  }
+  try {
+    return { ok: true, value: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown };
+  } catch (error) {
+    return { ok: false, status: 400, message: `Parse error: ${(error as Error).message}` };
+  }
+}
+
 /** Creates the `/mcp` handler. */
 export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
   const { bridge, logger, progressMs } = options;
@@ -78,7 +98,7 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
   }, 60_000);
   sweep.unref();
 
-  const start = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+  const start = async (req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> => {
     if (sessions.size >= MAX_SESSIONS) {
       let oldest: [string, Session] | undefined;
       for (const entry of sessions) if (!oldest || entry[1].lastUsed < oldest[1].lastUsed) oldest = entry;
@@ -96,7 +116,7 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
     };
     const server = createMcpSession({ bridge, logger: log, progressMs });
     await server.connect(transport);
-    await transport.handleRequest(req, res);
+    await transport.handleRequest(req, res, body);
     // Anything but a successful initialize leaves no session: drop the server again.
     if (transport.sessionId === undefined || !sessions.has(transport.sessionId)) await server.close();
   };
@@ -121,7 +141,18 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
         jsonRpcError(res, 400, -32000, `${req.method} /mcp needs an Mcp-Session-Id header (start a session with POST initialize)`);
         return;
       }
-      await start(req, res);
+      const body = await readJsonBody(req);
+      if (!body.ok) {
+        jsonRpcError(res, body.status, body.status === 413 ? -32600 : -32700, body.message);
+        return;
+      }
+      // server/discover needs no session (revision 2026-07-28 clients send it first).
+      const discoverId = discoverRequestId(body.value);
+      if (discoverId !== undefined) {
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: discoverId, result: discoverResult(IDENTITY) }));
+        return;
+      }
+      await start(req, res, body.value);
       return;
     }
     const session = sessions.get(id);

@@ -11,6 +11,7 @@ import { CallToolRequestSchema, ErrorCode as McpErrorCode, ListToolsRequestSchem
 import { toMcpTool } from '../export/index.js';
 import type { Logger } from '../logger.js';
 import type { McpBridge } from './bridge.js';
+import { DiscoverRequestSchema, discoverResult, type ServerIdentity } from './discover.js';
 
 /** Tools per `tools/list` page. */
 export const PAGE_SIZE = 100;
@@ -40,17 +41,21 @@ function decodeCursor(cursor: string): string {
   return name;
 }
 
+/** What this server says of itself in `initialize` and `server/discover`. */
+export const IDENTITY: ServerIdentity = {
+  serverInfo: { name: 'tools-runner', version: SERVER_VERSION },
+  capabilities: { tools: { listChanged: true } },
+  instructions: 'Tools of a tools-runner workspace. Every call is recorded as a tool.request.v1 and answered by the runner.',
+};
+
 /** Creates the SDK server of one session (connect it to a transport). */
 export function createMcpSession(options: McpSessionOptions): Server {
   const { bridge, logger, progressMs } = options;
   const pageSize = options.pageSize ?? PAGE_SIZE;
-  const server = new Server(
-    { name: 'tools-runner', version: SERVER_VERSION },
-    {
-      capabilities: { tools: { listChanged: true } },
-      instructions: 'Tools of a tools-runner workspace. Every call is recorded as a tool.request.v1 and answered by the runner.',
-    },
-  );
+  const server = new Server(IDENTITY.serverInfo, { capabilities: IDENTITY.capabilities, instructions: IDENTITY.instructions });
+
+  // Answered before and after initialize (stdio clients probe with it first).
+  server.setRequestHandler(DiscoverRequestSchema, () => discoverResult(IDENTITY));
 
   server.setRequestHandler(ListToolsRequestSchema, async (request) => {
     const views = await bridge.views();

@@ -5,8 +5,9 @@
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import { McpError, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { McpError, SUPPORTED_PROTOCOL_VERSIONS, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { createRequestKeys, createStoreClient, openEventStream, SCHEMA, TAG, type StoreClient, type StoreEvent } from '../../src/breadcrumbs/index.js';
 import { sealCatalog } from '../../src/catalog/publisher.js';
 import { silentLogger } from '../../src/logger.js';
@@ -86,8 +87,9 @@ describe('tools/list', () => {
     expect(tools.map((t) => t.name)).toEqual(['get-time']);
     const warnings = captured.lines.filter((l) => l.msg === 'tool not exported over MCP').map((l) => l.tool);
     expect(warnings).toEqual(['mail.send', 'mail_send']);
-    const call = await mcp.callTool({ name: 'mail_send', arguments: {} });
-    expect(call).toMatchObject({ isError: true, content: [{ type: 'text', text: 'tool.not_found: tool names "mail.send" and "mail_send" all export as "mail_send"; none of them is exported' }] });
+    const error = await mcp.callTool({ name: 'mail_send', arguments: {} }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(McpError);
+    expect(error).toMatchObject({ code: -32602, message: 'MCP error -32602: MCP error -32602: Unknown tool: "mail_send" (tool names "mail.send" and "mail_send" all export as "mail_send"; none of them is exported)' });
   });
 
   it('sends notifications/tools/list_changed when the published catalog changes, and not for an equal rewrite', async () => {
@@ -156,9 +158,19 @@ describe('tools/call answers', () => {
     expect((await mcp.listTools()).tools.map((t) => t.name)).toEqual(['real']);
   });
 
-  it('a tool name that is not in the catalog is an isError tool.not_found naming it', async () => {
+  it('a tool name that is not in the catalog is the protocol error -32602 naming it (as the specification lists it)', async () => {
     const { mcp } = await setup(['echo']);
-    const result = await mcp.callTool({ name: 'nope', arguments: {} });
-    expect(result).toMatchObject({ isError: true, content: [{ type: 'text', text: 'tool.not_found: no tool named "nope" in the catalog of workspace:tools' }] });
+    const error = await mcp.callTool({ name: 'nope', arguments: {} }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(McpError);
+    expect(error).toMatchObject({ code: -32602, message: 'MCP error -32602: MCP error -32602: Unknown tool: "nope" (no tool named "nope" in the catalog of workspace:tools)' });
+  });
+
+  it('answers server/discover (revision 2026-07-28) with the versions it speaks', async () => {
+    const { mcp } = await setup(['echo']);
+    const result = await mcp.request({ method: 'server/discover', params: {} }, z.looseObject({}));
+    expect(result).toEqual({
+      resultType: 'complete', supportedVersions: [...SUPPORTED_PROTOCOL_VERSIONS], capabilities: { tools: { listChanged: true } },
+      instructions: expect.any(String), ttlMs: 60_000, cacheScope: 'public', _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'tools-runner', version: expect.any(String) } },
+    });
   });
 });

@@ -217,4 +217,27 @@ describe('MCP over Streamable HTTP', () => {
     const mcp = await connect();
     expect((await mcp.listTools()).tools.length).toBeGreaterThan(0);
   });
+
+  it('answers server/discover without a session (revision 2026-07-28 clients), and an unknown tool is a -32602 protocol error', async () => {
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${TOKEN}` };
+    const reply = await fetch(`${admin}/mcp`, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 'd1', method: 'server/discover', params: {} }) });
+    expect(reply.status).toBe(200);
+    const body = (await reply.json()) as { id: string; result: { supportedVersions: string[]; capabilities: unknown; _meta: Record<string, unknown> } };
+    expect(body.id).toBe('d1');
+    expect(body.result.supportedVersions).toContain('2025-11-25');
+    expect(body.result.capabilities).toEqual({ tools: { listChanged: true } });
+    expect(body.result._meta['io.modelcontextprotocol/serverInfo']).toMatchObject({ name: 'tools-runner' });
+    // Still behind the gate: no token, no answer.
+    const { authorization: _, ...anonymous } = headers;
+    expect((await fetch(`${admin}/mcp`, { method: 'POST', headers: anonymous, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'server/discover' }) })).status).toBe(401);
+    const notJson = await fetch(`${admin}/mcp`, { method: 'POST', headers, body: '{"jsonrpc":' });
+    expect(notJson.status).toBe(400);
+    expect(((await notJson.json()) as { error: { code: number } }).error.code).toBe(-32700);
+
+    const mcp = await connect();
+    const error = await mcp.callTool({ name: 'no-such-tool', arguments: {} }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(McpError);
+    expect(error).toMatchObject({ code: -32602 });
+    expect((error as Error).message).toContain('Unknown tool: "no-such-tool"');
+  });
 });

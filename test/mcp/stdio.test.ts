@@ -2,6 +2,7 @@
 // StdioClientTransport (spawning `node dist/cli/main.js mcp ...`): as a client of a running
 // runner's store (--store-url) and with an embedded service. stdout must carry MCP frames only.
 
+import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -67,6 +68,34 @@ describe('tools-runner mcp (stdio)', () => {
     expect((await mcp.callTool({ name: 'later', arguments: {} })).structuredContent).toEqual({ later: true });
     expect(errors).toEqual([]);
     expect(stderr.join('')).not.toContain('runner secret unknown');
+  });
+
+  it('answers server/discover sent as the very first message, then serves initialize as before', async () => {
+    const { url } = await startRunnerWithStore();
+    const proc = spawn(process.execPath, [cli, 'mcp', '--store-url', url, '--log-level', 'warn'], {
+      cwd: root,
+      env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/tmp', TMPDIR: tempDir('tr-mcp-tmp-'), TOOLS_RUNNER_RUNNER_SECRET: E2E_RUNNER_SECRET },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    try {
+      const lines: Array<Record<string, unknown>> = [];
+      let buffer = '';
+      proc.stdout.on('data', (chunk: Buffer) => {
+        buffer += chunk.toString();
+        for (let nl = buffer.indexOf('\n'); nl !== -1; nl = buffer.indexOf('\n')) {
+          lines.push(JSON.parse(buffer.slice(0, nl)) as Record<string, unknown>);
+          buffer = buffer.slice(nl + 1);
+        }
+      });
+      proc.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'server/discover', params: {} })}\n`);
+      await expect.poll(() => lines.length, { timeout: 20_000 }).toBeGreaterThan(0);
+      expect(lines[0]).toMatchObject({ jsonrpc: '2.0', id: 1, result: { resultType: 'complete', supportedVersions: expect.arrayContaining(['2025-11-25']), capabilities: { tools: { listChanged: true } } } });
+      proc.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } })}\n`);
+      await expect.poll(() => lines.length, { timeout: 20_000 }).toBeGreaterThan(1);
+      expect(lines[1]).toMatchObject({ id: 2, result: { protocolVersion: '2025-11-25', serverInfo: { name: 'tools-runner' } } });
+    } finally {
+      proc.kill('SIGTERM');
+    }
   });
 
   it('against a store, without the runner secret, it refuses to start and says why', async () => {
