@@ -5,3 +5,4 @@ export { StoreError, isConflict, isNotFound, isVersionMismatch, conflictId } fro
 export type { StoreAuth } from './token-source.js';
 export * from './messages.js';
 export { createRequestKeys, sameText, ANSWER_TAG_PREFIX, type RequestKeys, type ClaimMacFields, type IdempotencyBinding } from './request-keys.js';
+export { createRequestClient, verifiedAnswer, type RequestClient, type RequestClientOptions, type ToolCall, type WrittenRequest, type Answered, type WaitOutcome } from './request-client.js';

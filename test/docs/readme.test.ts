@@ -15,7 +15,7 @@ import type { Route } from '../../src/catalog/catalog.js';
 import { parseContract, type ToolContract } from '../../src/contract/contract.js';
 import { approvalNeed } from '../../src/request/policies/approval-records.js';
 import { CALL_AUDIT_FIELDS } from '../../src/request/policies/audit.js';
-import { cleanupAll, client, runCli, startRunnerWithStore, tempDir } from '../e2e/harness.js';
+import { cleanupAll, client, E2E_RUNNER_SECRET, runCli, startRunnerWithStore, tempDir } from '../e2e/harness.js';
 import { commandLines, readme, shell, startShell } from './readme-blocks.js';
 
 const doc = readme();
@@ -50,6 +50,9 @@ beforeAll(async () => {
   env = {
     PATH: process.env['PATH'] ?? '/usr/bin:/bin',
     HOME: process.env['HOME'] ?? '/tmp',
+    // The service's runner secret, as an operator exports it in every terminal (client commands
+    // verify the runner's answer tag with it).
+    TOOLS_RUNNER_RUNNER_SECRET: E2E_RUNNER_SECRET,
     TOOLS_RUNNER_PORT: new URL(storeUrl).port,
     TOOLS_RUNNER_ADMIN_PORT: new URL(adminUrl).port,
   };

@@ -2,7 +2,8 @@
 // port), and the admin port's /health and /metrics.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanupAll, client, putTool, runCli, startRunnerWithStore, toolContext, type CliProcess } from './harness.js';
+import { SCHEMA, TAG } from '../../src/breadcrumbs/messages.js';
+import { cleanupAll, client, putTool, runCli, startRunnerWithStore, toolContext, WS, type CliProcess } from './harness.js';
 
 let url: string;
 let admin: string;
@@ -13,6 +14,7 @@ beforeAll(async () => {
   const line = runner.stderr.join('').split('\n').find((l) => l.includes('"msg":"admin port listening"'));
   admin = (JSON.parse(line as string) as { url: string }).url;
   await putTool(client(url), toolContext('cli-echo', 'export async function execute(input) { return { got: input }; }'));
+  await putTool(client(url), toolContext('cli-slow', 'export async function execute() { await new Promise((r) => setTimeout(r, 1500)); return { genuine: true }; }'));
 });
 
 afterAll(cleanupAll);
@@ -38,6 +40,26 @@ describe('tools-runner call', () => {
     const usage = await call(['cli-echo', '{not json']);
     expect(usage.code).toBe(2);
     expect(usage.err).toMatch(/input is not valid JSON/);
+  });
+});
+
+describe('tools-runner call ignores forged answers', () => {
+  it('prints the runner\'s answer, not a tool.response.v1 another writer tagged with the request id first', async () => {
+    const store = client(url);
+    const cli = runCli(['call', 'cli-slow', '{}', '--store-url', url]);
+    // The forger sees the request and answers it before the runner does (the tool takes 1.5 s).
+    let rid: string | undefined;
+    await expect.poll(async () => {
+      const items = await store.listBreadcrumbs({ schema_name: SCHEMA.ToolRequest, include_context: true, limit: 20 });
+      rid = items.map((i) => i.context?.['requestId']).find((r, n) => typeof r === 'string' && items[n]?.context?.['tool'] === 'cli-slow') as string | undefined;
+      return rid;
+    }, { timeout: 20_000, interval: 20 }).toBeDefined();
+    await store.createBreadcrumb({
+      title: 'Response: cli-slow', schema_name: SCHEMA.ToolResponse, tags: [WS, TAG.Response, TAG.request(rid as string)],
+      context: { request_id: rid, tool: 'cli-slow', status: 'success', output: { genuine: false }, execution_time_ms: 1, metadata: {}, timestamp: new Date().toISOString() },
+    });
+    expect(await cli.exited).toBe(0);
+    expect(JSON.parse(cli.stdout.join('\n'))).toMatchObject({ request_id: rid, status: 'success', output: { genuine: true } });
   });
 });
 
