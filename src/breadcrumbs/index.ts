@@ -4,4 +4,5 @@ export { openEventStream, type EventStreamOptions } from './events.js';
 export { StoreError, isConflict, isNotFound, isVersionMismatch, conflictId } from './store-error.js';
 export type { StoreAuth } from './token-source.js';
 export * from './messages.js';
+export { agentLabelOf, callerOf, createStoreAuthProbe, STORE_AUTH_TTL_MS, type Caller, type StoreAuthProbe } from './caller.js';
 export { createRequestKeys, sameText, ANSWER_TAG_PREFIX, type RequestKeys, type ClaimMacFields, type IdempotencyBinding } from './request-keys.js';

@@ -124,7 +124,7 @@ describe('fromARuntime', () => {
     [{ timeoutSeconds: '30' }, 'aruntime.timeoutSeconds', 'must be a number of seconds >= 0, got "30"'],
     [{ approvalTriggers: 'sometimes' }, 'aruntime.approvalTriggers', 'must be "never", "always" or an array of side-effect classes, got "sometimes"'],
     [{ approvalTriggers: { on: ['financial', 'paid'] } }, 'aruntime.approvalTriggers.on[1]', /^unknown side-effect class "paid"/],
-    [{ approvalTriggers: { on: 'always', who: ['x'] } }, 'aruntime.approvalTriggers', 'unknown field(s) "who" (known: on, approvers, timeoutSeconds)'],
+    [{ approvalTriggers: { on: 'always', who: ['x'] } }, 'aruntime.approvalTriggers', 'unknown field(s) "who" (known: on, approvers, timeoutSeconds, separationOfDuties, minApprovers)'],
     [{ idempotency: 'yes' }, 'aruntime.idempotency', 'must be an object, got "yes"'],
     [{ idempotency: { idempotent: 'yes' } }, 'aruntime.idempotency.idempotent', 'must be a boolean, got "yes"'],
     [{ egressPolicy: { allow: 'api.example.com' } }, 'aruntime.egressPolicy.allow', 'must be an array of strings, got "api.example.com"'],

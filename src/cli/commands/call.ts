@@ -68,7 +68,7 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
     title: `Request: ${tool}`,
     schema_name: SCHEMA.ToolRequest,
     tags: [TAG.Request, config.workspace],
-    context: { tool, input, requestId: rid, requestedBy: 'tools-runner-cli' },
+    context: { tool, input, requestId: rid, requestedBy: 'tools-runner-cli', ...(config.callIsolation ? { isolation: config.callIsolation } : {}) },
   };
   try {
     // Mint the token first: an absent store or refused credentials end here, in one line.
