@@ -177,7 +177,7 @@ export interface Decision {
   decision: 'approve' | 'deny';
   /** `operator` (`operator:<name>` with `--as`), or the agent id the store recorded as the writer. */
   approver: string;
-  /** For an approval that needed several: every distinct approver that counted, in order. */
+  /** For an approval that needed several: every distinct approver that counted, sorted. */
   approvers?: string[];
   reason?: string;
   /** The tool.approval.response.v1 breadcrumb. */
@@ -196,7 +196,7 @@ export interface DecisionRead {
   decision?: Decision;
   /** Every response that counts (an approver's repeat included). */
   valid: Decision[];
-  /** The distinct approvers whose approval counts so far, in order (an approver twice counts once). */
+  /** The distinct approvers whose approval counts so far, sorted (an approver twice counts once). */
   approvedBy: string[];
   /** Distinct approvals needed. */
   needed: number;
@@ -282,6 +282,7 @@ export async function readDecision(options: {
   const needed = approval.context.min_approvers ?? 1;
   const approvedBy: string[] = [];
   for (const d of counted) if (d.decision === 'approve' && !approvedBy.includes(d.approver)) approvedBy.push(d.approver);
+  approvedBy.sort();
   const denial = counted.find((d) => d.decision === 'deny');
   const first = counted.find((d) => d.decision === 'approve');
   const approved = first && approvedBy.length >= needed ? { ...first, ...(needed > 1 ? { approvers: approvedBy } : {}) } : undefined;
