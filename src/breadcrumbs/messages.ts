@@ -6,6 +6,7 @@
 // Precise validation of tool definitions (exact messages, JSON paths) lives in src/screen/.
 
 import { z } from 'zod';
+import { agentLabelOf } from './caller.js';
 
 export const SCHEMA = {
   ToolRequest: 'tool.request.v1',
@@ -184,6 +185,10 @@ export const ToolRequestContext = z.looseObject({
   version: z.string().min(1).max(100).optional(),
   /** The caller's idempotency key: a repeat with the same key and input gets the stored result. */
   idempotency_key: z.string().min(1).max(200).optional(),
+  /** The caller's demand for a fresh, never-reused sandbox process for this call (the only value: `process`). */
+  isolation: z
+    .literal('process', { error: (issue) => `must be "process" (the only isolation a caller can demand), got ${JSON.stringify(issue.input)?.slice(0, 100) ?? String(issue.input)}` })
+    .optional(),
 });
 export type ToolRequestContext = z.infer<typeof ToolRequestContext>;
 
@@ -200,8 +205,17 @@ export interface RequestIdentity {
   rid: string;
   /** The requested tool's name, or `(none)`. */
   tool: string;
-  /** The requesting agent (`agent:<id>` tag, else `context.requestedBy`). */
+  /**
+   * The caller (breadcrumbs/caller.ts `callerOf`): the store's verified writer when the store
+   * authenticates writers, else the request's label. From the record alone (`requestIdentity`), the label.
+   */
   agentId?: string;
+  /** Whether `agentId` is the store's authenticated writer (set by the handler from the `/full` record). */
+  verified?: boolean;
+  /** What the request says about itself (`agent:<id>` tag, else `context.requestedBy`): only a label when verified. */
+  agentLabel?: string;
+  /** Set when the request cannot be attributed to one writer (caller.ts); it is answered permission.denied with this. */
+  callerProblem?: string;
   /** Set when the request cannot be processed as sent; it is answered `input.invalid` with this. */
   problem?: string;
 }
@@ -216,15 +230,13 @@ export function requestIdProblem(value: unknown): string | undefined {
   return undefined;
 }
 
-/** The identity of a request breadcrumb (rid fallback, tool name, requesting agent). */
+/** The identity of a request breadcrumb (rid fallback, tool name, the agent it names: a label until the handler verifies it). */
 export function requestIdentity(item: { id: string; tags: readonly string[]; context?: Record<string, unknown> | undefined }): RequestIdentity {
   const context = item.context ?? {};
   const rawTool = context['tool'];
   const tool = typeof rawTool === 'string' && rawTool !== '' ? rawTool : '(none)';
-  const agentTag = item.tags.find((tag) => tag.startsWith('agent:') && tag.length > 'agent:'.length);
-  const requestedBy = context['requestedBy'];
-  const agentId = agentTag ? agentTag.slice('agent:'.length) : typeof requestedBy === 'string' && requestedBy !== '' ? requestedBy : undefined;
-  const base = { breadcrumbId: item.id, tool, ...(agentId !== undefined ? { agentId } : {}) };
+  const agentId = agentLabelOf(item.tags, context);
+  const base = { breadcrumbId: item.id, tool, ...(agentId !== undefined ? { agentId, agentLabel: agentId } : {}) };
   const requestId = context['requestId'];
   if (requestId === undefined) return { ...base, rid: item.id };
   const problem = requestIdProblem(requestId);
@@ -410,13 +422,17 @@ export const ToolApprovalRequestContext = z.looseObject({
   input_hash: z.string(),
   /** The input, redacted and capped, for the approver to read. */
   input_preview: z.string(),
-  /** The requesting agent (or `(anonymous)`). */
+  /** The caller (breadcrumbs/caller.ts: the verified writer with auth on), or `(anonymous)`. */
   requested_by: z.string(),
   /** Who may decide: agent ids and/or `operator`. */
   approvers: z.array(z.string()),
   /** Why approval is needed: `contract` (its `approval`) or `confirm-external-actions`. */
   policy: z.string(),
   expires_at: z.string(),
+  /** The requester's own approval never counts. */
+  separation_of_duties: z.literal(true).optional(),
+  /** Distinct approvals needed (absent = 1). */
+  min_approvers: z.int().min(1).optional(),
   mac: z.string(),
 });
 export type ToolApprovalRequestContext = z.infer<typeof ToolApprovalRequestContext>;
@@ -430,6 +446,8 @@ export const ToolApprovalResponseContext = z.looseObject({
   approver: z.string().optional(),
   approval_id: z.string().optional(),
   decided_at: z.string().optional(),
+  /** The operator's `--as <name>` (sealed with the decision). */
+  decided_by: z.string().optional(),
   mac: z.string().optional(),
 });
 export type ToolApprovalResponseContext = z.infer<typeof ToolApprovalResponseContext>;

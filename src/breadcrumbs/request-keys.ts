@@ -33,8 +33,8 @@ export interface RequestKeys {
   stateMac(label: string, value: string): string;
   /** Idempotency-Key of the one tool.approval.request.v1 of a request. */
   approvalKey(requestBreadcrumbId: string): string;
-  /** Idempotency-Key of the operator's decision on an approval request (one per approval). */
-  approvalDecisionKey(approvalBreadcrumbId: string): string;
+  /** Idempotency-Key of the operator's decision on an approval request (one per approval and `--as` name). */
+  approvalDecisionKey(approvalBreadcrumbId: string, decidedBy?: string): string;
   /** MAC over the canonical text of an approval record's fields (`kind`: `request` or `decision`). */
   approvalMac(kind: 'request' | 'decision', canonical: string): string;
   /** Idempotency-Key of the tool.idempotency.v1 record binding a caller's idempotency key (agent, tool, key). */
@@ -114,7 +114,7 @@ export function createRequestKeys(secret: Buffer): RequestKeys {
     idempotencyKey: (b) => `idempotency-${short(mac('idempotency', b.agent, b.tool, b.key))}`,
     idempotencyTag: (b) => `idempotency:${short(mac('idempotency-tag', b.agent, b.tool, b.key))}`,
     approvalKey: (id) => `approval-${short(mac('approval', id))}`,
-    approvalDecisionKey: (id) => `approval-decision-${short(mac('approval-decision', id))}`,
+    approvalDecisionKey: (id, decidedBy) => `approval-decision-${short(decidedBy === undefined ? mac('approval-decision', id) : mac('approval-decision', id, decidedBy))}`,
     approvalMac: (kind, canonical) => mac('approval-mac', kind, canonical),
   };
 }

@@ -91,6 +91,16 @@ export const OPTIONS = {
     doc: '`tools-runner export` reads the bootstrap directory and `--manifests` instead of a running store (works offline).',
   }),
 
+  as: opt(z.string().min(1).max(64).optional(), {
+    group: 'general',
+    doc: 'Who decides with `tools-runner approve|deny` (recorded in the sealed decision as `operator:<name>`; distinct names count as distinct approvers for `min_approvers`).',
+  }),
+
+  callIsolation: opt(z.enum(['process']).optional(), {
+    group: 'general',
+    doc: '`tools-runner call`: demand a fresh, never-reused Deno process for the call (`context.isolation: "process"`).',
+  }),
+
   reason: opt(z.string().min(1).max(2000).optional(), {
     group: 'general',
     doc: 'The reason `tools-runner approve|deny` records with the decision (shown to the requester on a denial).',

@@ -96,6 +96,8 @@ export function toARuntime(facts: ToolFacts, contract: ToolContract): ARuntimeTo
             on: typeof when === 'string' ? when : (when?.side_effects ?? []).map((effect) => ARUNTIME_SIDE_EFFECTS[effect]),
             ...(c.approval.approvers !== undefined ? { approvers: c.approval.approvers } : {}),
             ...(c.approval.timeout_ms !== undefined ? { timeoutSeconds: seconds(c.approval.timeout_ms) } : {}),
+            ...(c.approval.separation_of_duties !== undefined ? { separationOfDuties: c.approval.separation_of_duties } : {}),
+            ...(c.approval.min_approvers !== undefined ? { minApprovers: c.approval.min_approvers } : {}),
           },
         }
       : {}),
@@ -135,7 +137,7 @@ const RENAME: Record<string, string> = {
   side_effect: 'sideEffectClass', idempotent: 'idempotency', approval: 'approvalTriggers', when: 'on', timeout_ms: 'timeoutSeconds',
   rate_limits: 'rateLimits', per_tool: 'perTool', per_agent: 'perAgent', window_ms: 'windowSeconds', retry: 'retryPolicy',
   max_attempts: 'maxAttempts', backoff_ms: 'backoffSeconds', on: 'retryOn', data_classification: 'dataClassification',
-  deprecated_at: 'deprecatedAt', removal_at: 'removalAt',
+  deprecated_at: 'deprecatedAt', removal_at: 'removalAt', separation_of_duties: 'separationOfDuties', min_approvers: 'minApprovers',
 };
 
 /** The ARuntime path of a contract issue pointer (`/rate_limits/per_tool/window_ms` -> `rateLimits.perTool.windowSeconds`). */
@@ -266,9 +268,9 @@ interface Readers {
   show(v: unknown): string;
 }
 
-/** `approvalTriggers`: `"never"`, `"always"`, an array of side-effect classes ([] = never), or `{on, approvers?, timeoutSeconds?}`. */
+/** `approvalTriggers`: `"never"`, `"always"`, an array of side-effect classes ([] = never), or `{on, approvers?, timeoutSeconds?, separationOfDuties?, minApprovers?}`. */
 function approvalFrom(raw: unknown, r: Readers): unknown {
-  const object = isObject(raw) ? r.fields('.approvalTriggers', raw, ['on', 'approvers', 'timeoutSeconds']) : undefined;
+  const object = isObject(raw) ? r.fields('.approvalTriggers', raw, ['on', 'approvers', 'timeoutSeconds', 'separationOfDuties', 'minApprovers']) : undefined;
   const on = isObject(raw) ? object?.on : raw;
   const at = isObject(raw) ? '.approvalTriggers.on' : '.approvalTriggers';
   let when: unknown;
@@ -279,6 +281,9 @@ function approvalFrom(raw: unknown, r: Readers): unknown {
     when,
     ...(object?.approvers !== undefined ? { approvers: r.strs('.approvalTriggers.approvers', object.approvers) } : {}),
     ...(object?.timeoutSeconds !== undefined ? { timeout_ms: r.ms('.approvalTriggers.timeoutSeconds', object.timeoutSeconds) } : {}),
+    // checked by the contract schema (reported at these ARuntime paths)
+    ...(object?.separationOfDuties !== undefined ? { separation_of_duties: object.separationOfDuties } : {}),
+    ...(object?.minApprovers !== undefined ? { min_approvers: object.minApprovers } : {}),
   };
 }
 

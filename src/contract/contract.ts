@@ -49,6 +49,10 @@ export const ToolContractSchema = z.strictObject({
       approvers: z.array(z.string().min(1).max(200)).max(100).optional(),
       /** How long an approval request waits before it counts as denied. */
       timeout_ms: z.int().min(1000).max(7 * 86_400_000).optional(),
+      /** The requester's own approval never counts (its verified identity, or the operator's `--as` name). */
+      separation_of_duties: z.boolean().optional(),
+      /** Distinct approvers whose approvals a call needs (default 1); one approver counts once. */
+      min_approvers: z.int().min(1).max(20).optional(),
     })
     .optional(),
   rate_limits: RateLimits.optional(),
@@ -86,6 +90,12 @@ export function parseContract(value: unknown, base = '/contract'): { contract?: 
     const d = parsed.data.deprecation;
     if (d?.deprecated_at && d.removal_at && Date.parse(d.removal_at) < Date.parse(d.deprecated_at)) {
       issues.push({ path: `${base}/deprecation/removal_at`, message: `removal_at (${d.removal_at}) is before deprecated_at (${d.deprecated_at})` });
+    }
+    const a = parsed.data.approval;
+    // Only the operator can supply any number of distinct approvers (`tools-runner approve --as <name>`).
+    const agents = new Set(a?.approvers ?? []);
+    if (a?.min_approvers !== undefined && agents.size > 0 && !agents.has('operator') && a.min_approvers > agents.size) {
+      issues.push({ path: `${base}/approval/min_approvers`, message: `min_approvers is ${a.min_approvers}, but only ${agents.size} distinct approver(s) are named (${[...agents].join(', ')}); no call could ever be approved` });
     }
     return issues.length > 0 ? { issues } : { contract: parsed.data, issues };
   }

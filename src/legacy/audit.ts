@@ -46,8 +46,12 @@ export interface CallAuditRecord {
   tool: string;
   version: string;
   kind: 'code' | 'host';
-  /** The calling agent (`null` when the request names none). */
+  /** The caller (`null` when unknown): the store's verified writer of the request with auth on, else the request's own label. */
   agent: string | null;
+  /** Whether `agent` is the store's authenticated writer (auth on). */
+  agent_verified: boolean;
+  /** What the request called itself (`agent:<id>` tag, else `requestedBy`), or `null`. */
+  agent_label: string | null;
   rid: string;
   /** Breadcrumb id of the tool.request.v1. */
   request_id: string;

@@ -23,19 +23,22 @@ export interface RequestAsk {
   version?: string;
   /** `context.idempotency_key`. */
   idempotencyKey?: string;
+  /** `context.isolation`: the caller demands a fresh sandbox process. */
+  isolation?: 'process';
 }
 
 /** The request's input (and what else it asks for), or the error result that answers a malformed request. */
 export function readRequest(full: Pick<BreadcrumbFull, 'context'>, identity: RequestIdentity): ({ ok: true } & RequestAsk) | { ok: false; result: ExecutionResult } {
   if (identity.problem) return { ok: false, result: errorResult(ErrorCode.InputInvalid, `malformed tool.request.v1: ${identity.problem}`) };
+  if (identity.callerProblem) return { ok: false, result: errorResult(ErrorCode.PermissionDenied, identity.callerProblem) };
   const parsed = ToolRequestContext.safeParse(full.context);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join('.') || 'context'}: ${i.message}`).join('; ');
     return { ok: false, result: errorResult(ErrorCode.InputInvalid, `malformed tool.request.v1: ${problems}`) };
   }
-  const { input, version, idempotency_key: idempotencyKey } = parsed.data;
+  const { input, version, idempotency_key: idempotencyKey, isolation } = parsed.data;
   if (jsonDepthExceeds(input)) return { ok: false, result: errorResult(ErrorCode.InputInvalid, `input is nested deeper than ${MAX_JSON_DEPTH} levels`) };
-  return { ok: true, input, ...(version !== undefined ? { version } : {}), ...(idempotencyKey !== undefined ? { idempotencyKey } : {}) };
+  return { ok: true, input, ...(version !== undefined ? { version } : {}), ...(idempotencyKey !== undefined ? { idempotencyKey } : {}), ...(isolation !== undefined ? { isolation } : {}) };
 }
 
 /** The route of tool `name` at `versionSpec` (asking the store once when the catalog has none), or the error result. */

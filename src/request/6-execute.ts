@@ -28,6 +28,8 @@ export interface RunContext {
   rid: string;
   breadcrumbId: string;
   agentId?: string;
+  /** `process`: the caller demands a fresh, never-reused sandbox process (code tools). */
+  isolation?: 'process';
   /** The approval the call was granted (approval policy), when it needed one. */
   approvalId?: string;
   signal: AbortSignal;
@@ -95,6 +97,7 @@ export function createCodeExecutor(options: { client: StoreClient; sandbox: Sand
         input,
         secrets: resolved.values,
         request: { id: ctx.rid, workspace: config.workspace, ...(ctx.agentId ? { agentId: ctx.agentId } : {}) },
+        ...(ctx.isolation ? { isolation: ctx.isolation } : {}),
         ...(tool.api ? { api: createToolApi({ client, tool: tool.name, rid: ctx.rid, config }) } : {}),
         signal: ctx.signal,
         onTimings: ({ waitMs, runMs }) => {

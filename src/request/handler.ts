@@ -12,7 +12,7 @@
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { StoreClient } from '../breadcrumbs/index.js';
-import { isNotFound } from '../breadcrumbs/index.js';
+import { callerOf, isNotFound, type StoreAuthProbe } from '../breadcrumbs/index.js';
 import { agentTagsOf, requestIdentity, SCHEMA, TAG, type BreadcrumbFull, type RequestIdentity } from '../breadcrumbs/messages.js';
 import type { Catalog } from '../catalog/catalog.js';
 import type { Config } from '../config/index.js';
@@ -63,6 +63,11 @@ export interface RequestHandlerOptions {
   replica: string;
   /** Requests created before this (epoch ms) were answered by an older runner if a `request:<rid>` response exists. */
   legacyCutoverMs?: number;
+  /**
+   * Whether the store authenticates writers: then the caller of a request is its verified writer
+   * (breadcrumbs/caller.ts); absent = the store does not (the request's label is the caller).
+   */
+  storeAuth?: StoreAuthProbe;
   /** Aborted only when the service must stop NOW (not at drain start). */
   hardStop: AbortSignal;
   onStarted?(report: { rid: string; tool: string; agentId?: string }): void;
@@ -111,6 +116,8 @@ export function createRequestHandler(options: RequestHandlerOptions) {
     if (!routed.ok) return { tool: toolName, kind: 'none', metadata: {}, result: routed.result };
     const { route } = routed;
     const metadata = executorMetadata(executors, route);
+    // The caller's demand for a fresh process is honoured by the code executor (host tools run their own transport).
+    if (read.isolation && route.kind === 'code') metadata['isolation'] = read.isolation;
     const checked = checkInput(route, read.input, validator);
     watch.lap('validate');
     if (!checked.ok) return { tool: toolName, kind: route.kind, metadata, result: checked.result };
@@ -120,7 +127,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
     if (gate.kind === 'park') return { tool: toolName, kind: route.kind, metadata, call, parked: gate, attempts: 0, result: errorResult(ErrorCode.ApprovalRequired, gate.reason) };
     if (gate.kind === 'answer') return { tool: toolName, kind: route.kind, metadata, call, attempts: 0, result: gate.result };
     const approvalId = call.metadata['approval_id'];
-    const ctx = { rid, breadcrumbId: identity.breadcrumbId, signal, timings: watch, ...(agentId ? { agentId } : {}), ...(typeof approvalId === 'string' ? { approvalId } : {}) };
+    const ctx = { rid, breadcrumbId: identity.breadcrumbId, signal, timings: watch, ...(agentId ? { agentId } : {}), ...(read.isolation ? { isolation: read.isolation } : {}), ...(typeof approvalId === 'string' ? { approvalId } : {}) };
     const { result, attempts } = await executeWithRetries(executors, route, checked.input, ctx, retryPlan(call.contract));
     watch.mark(); // the executor counted its own stages (secrets, sandbox_wait, sandbox_run)
     const display = route.kind === 'host' && route.tool.transport.kind === 'rap' ? renderDisplay(route.tool.name, route.tool.transport.displayScript, checked.input) : undefined;
@@ -143,9 +150,11 @@ export function createRequestHandler(options: RequestHandlerOptions) {
       claim.renew().catch((error: unknown) => log.warn('claim renewal failed', { error }));
     }, renewEvery);
     try {
-      let full: Pick<BreadcrumbFull, 'tags' | 'context' | 'created_at'>;
+      let full: Pick<BreadcrumbFull, 'tags' | 'context' | 'created_at' | 'created_by' | 'updated_by'>;
+      // With auth on, the caller is the record's verified writer: only the /full record says who (an event's snapshot does not).
+      const authenticated = (await options.storeAuth?.authenticates()) ?? false;
       try {
-        full = request.snapshot ?? (await client.getBreadcrumbFull(request.breadcrumbId));
+        full = (authenticated ? undefined : request.snapshot) ?? (await client.getBreadcrumbFull(request.breadcrumbId));
       } catch (error) {
         if (!isNotFound(error)) throw error;
         log.info('request deleted before it ran');
@@ -153,7 +162,14 @@ export function createRequestHandler(options: RequestHandlerOptions) {
         return 'answered';
       }
       // The record actually run decides the identity (it may differ from the event that queued it).
-      const identity = requestIdentity({ id: request.breadcrumbId, tags: full.tags, context: full.context });
+      const caller = callerOf(full, authenticated);
+      const { agentId: _label, ...named } = requestIdentity({ id: request.breadcrumbId, tags: full.tags, context: full.context });
+      const identity: RequestIdentity = {
+        ...named,
+        ...(caller.agentId !== undefined ? { agentId: caller.agentId } : {}),
+        verified: caller.verified,
+        ...(caller.problem !== undefined ? { callerProblem: caller.problem } : {}),
+      };
       const { rid } = identity;
       if (full.created_at !== undefined && Date.parse(full.created_at) < (options.legacyCutoverMs ?? 0)) {
         const legacy = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolResponse, tag: TAG.request(rid), limit: 1 });

@@ -2,8 +2,8 @@
 // run() which normalises a job's limits, picks a process and returns an ExecutionResult for every
 // ending. Isolation per call: `warm` (default) serves consecutive calls of exactly one tool version,
 // permission set, limits and secrets from one process, one call at a time, each call importing a new
-// module instance; `process` (config.isolation, or a tool's own `isolation: 'process'`) gives every
-// call a fresh process that is killed afterwards.
+// module instance; `process` (config.isolation, a tool's own `isolation: 'process'`, or the caller's
+// demand for one call, `job.isolation`) gives the call a fresh process that is killed afterwards.
 //
 // States: open -> closed. After close() every process is killed, every temp dir removed, and run()
 // answers sandbox.crashed without spawning anything.
@@ -138,7 +138,8 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
       return errorResult(failure(ErrorCode.PermissionDenied, `tool ${JSON.stringify(tool.name)} asks for permission(s) the operator does not allow: ${refused.join(', ')}`), startedAt);
     }
     const spec = specFor(net, memoryMb, extra);
-    const reuse = tool.isolation !== 'process' && (config.isolation === 'warm' || config.reuseTools.includes(tool.name));
+    // The caller's demand (job.isolation) and the tool's own both beat the operator's warm settings.
+    const reuse = job.isolation !== 'process' && tool.isolation !== 'process' && (config.isolation === 'warm' || config.reuseTools.includes(tool.name));
     const compiled = compiler.compile(tool.source);
     // A warm process serves exactly one tool version with one permission set, limits and secrets.
     const reuseKey = reuse ? warmKey(tool, spec.key, timeoutMs, job.secrets) : '';

@@ -39,6 +39,8 @@ export interface SandboxJob {
   /** Only the tool's declared secrets, resolved by the caller. */
   secrets: Record<string, string>;
   request: { id: string; workspace: string; agentId?: string };
+  /** `process`: the caller demands a fresh, never-reused process for this call, whatever the tool or config say. */
+  isolation?: 'process';
   /** Host-side implementation of context.api for this call. */
   api?: SandboxApi;
   /** Abort = kill now (service shutdown); the call ends as sandbox.crashed with details.reason "aborted". */

@@ -3,7 +3,7 @@
 // console API). Nothing runs requests yet: service.ts routes the events and starts serving.
 
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createRequestKeys, createStoreClient, type RequestKeys, type StoreClient } from '../breadcrumbs/index.js';
+import { createRequestKeys, createStoreAuthProbe, createStoreClient, type RequestKeys, type StoreClient } from '../breadcrumbs/index.js';
 import { createCatalog, type Catalog, type OperatorTool } from '../catalog/catalog.js';
 import { createStamper, type Stamper } from '../catalog/deployment.js';
 import { createCatalogPublisher, type CatalogPublisher } from '../catalog/publisher.js';
@@ -225,9 +225,12 @@ export async function buildService(
     }),
   };
   // The contract policies (src/request/policies/index.ts: idempotency, approval, rate limit, effects, audit).
-  const policies = createPolicies({ client, keys, config, logger: log, replica, secretValues: () => Object.values(fileSecrets ?? {}) });
+  // Whether the store authenticates writers: then every per-agent feature keys on the verified writer.
+  const storeAuth = createStoreAuthProbe(client);
+  const policies = createPolicies({ client, keys, config, logger: log, replica, storeAuth, secretValues: () => Object.values(fileSecrets ?? {}) });
   const handler = createRequestHandler({
     client,
+    storeAuth,
     policies,
     legacyCutoverMs,
     claims,

@@ -74,6 +74,7 @@ describe('round trip ours → ARuntime → ours', () => {
     [{ name: 'a' }, {}],
     [{ name: 'a', net: [], secrets: [] }, { side_effect: 'read-only', approval: { when: 'never' } }],
     [{ name: 'a', timeoutMs: 1 }, { side_effect: 'code-execution', approval: { when: 'always' }, idempotent: true }],
+    [{ name: 'a' }, { side_effect: 'financial', approval: { when: 'always', approvers: ['alice', 'bob'], separation_of_duties: true, min_approvers: 2 } }],
     ...SIDE_EFFECTS.map((effect) => [{ name: 'a' }, { side_effect: effect }] as const),
   ] as Array<[ToolFacts, ToolContract]>)('%j %j', (facts, contract) => {
     const back = fromARuntime(toARuntime(facts, contract));
@@ -124,7 +125,9 @@ describe('fromARuntime', () => {
     [{ timeoutSeconds: '30' }, 'aruntime.timeoutSeconds', 'must be a number of seconds >= 0, got "30"'],
     [{ approvalTriggers: 'sometimes' }, 'aruntime.approvalTriggers', 'must be "never", "always" or an array of side-effect classes, got "sometimes"'],
     [{ approvalTriggers: { on: ['financial', 'paid'] } }, 'aruntime.approvalTriggers.on[1]', /^unknown side-effect class "paid"/],
-    [{ approvalTriggers: { on: 'always', who: ['x'] } }, 'aruntime.approvalTriggers', 'unknown field(s) "who" (known: on, approvers, timeoutSeconds)'],
+    [{ approvalTriggers: { on: 'always', who: ['x'] } }, 'aruntime.approvalTriggers', 'unknown field(s) "who" (known: on, approvers, timeoutSeconds, separationOfDuties, minApprovers)'],
+    [{ approvalTriggers: { on: 'always', minApprovers: 0 } }, 'aruntime.approvalTriggers.minApprovers', 'Too small: expected number to be >=1'],
+    [{ approvalTriggers: { on: 'always', separationOfDuties: 'yes' } }, 'aruntime.approvalTriggers.separationOfDuties', 'Invalid input: expected boolean, received string'],
     [{ idempotency: 'yes' }, 'aruntime.idempotency', 'must be an object, got "yes"'],
     [{ idempotency: { idempotent: 'yes' } }, 'aruntime.idempotency.idempotent', 'must be a boolean, got "yes"'],
     [{ egressPolicy: { allow: 'api.example.com' } }, 'aruntime.egressPolicy.allow', 'must be an array of strings, got "api.example.com"'],

@@ -21,7 +21,7 @@ import { commandLines, readme, shell, startShell } from './readme-blocks.js';
 const doc = readme();
 
 /** Blocks that run in this file. */
-const TESTED = ['quick-start-call', 'request', 'response', 'request-curl', 'no-store', 'tool-definition', 'create-request', 'idempotent-request', 'approval-contract', 'request-version', 'audit-line'];
+const TESTED = ['quick-start-call', 'request', 'response', 'request-curl', 'no-store', 'tool-definition', 'create-request', 'idempotent-request', 'approval-contract', 'request-version', 'audit-line', 'isolation-request'];
 /** Blocks that cannot run in a test, each with its marker's reason. */
 const SKIPPED = {
   'quick-start-install': 'installs packages and starts a service on the fixed ports 8081/8082 (the test runs the same service on free ports for the blocks below)',
@@ -190,11 +190,11 @@ describe('README examples', () => {
     expect(JSON.parse(called.stdout)).toMatchObject({ tool: 'doubler', status: 'success', output: { doubled: 42 } });
   });
 
-  it('approval-contract: a valid contract under which a call of the tool needs alice\'s or the operator\'s approval', () => {
+  it('approval-contract: a valid contract under which a call of the tool needs two distinct approvals of alice or operators, not the requester\'s', () => {
     const parsed = parseContract(json('approval-contract'));
     expect(parsed.issues).toEqual([]);
     const route = { kind: 'code', tool: { name: 'pay-invoice' } } as unknown as Route;
-    expect(approvalNeed({ contract: parsed.contract as ToolContract, route }, true)).toEqual({ policy: 'contract', approvers: ['alice', 'operator'], timeoutMs: 900_000 });
+    expect(approvalNeed({ contract: parsed.contract as ToolContract, route }, true)).toEqual({ policy: 'contract', approvers: ['alice', 'operator'], timeoutMs: 900_000, separationOfDuties: true, minApprovers: 2 });
   });
 
   it('request-version: a request pinned to a version range runs the version it matches', async () => {
@@ -209,6 +209,20 @@ describe('README examples', () => {
     }, { timeout: 30_000 }).toBe(true);
     const response = ToolResponseContext.parse(answer?.context);
     expect(response).toMatchObject({ tool: 'calculator', status: 'success', output: { result: 42 }, metadata: { tool_version: '1.0.0' } });
+  });
+
+  it('isolation-request: a request demanding a fresh process is run in one, and its answer says so', async () => {
+    const request = json('isolation-request');
+    const context = ToolRequestContext.parse(request['context']);
+    expect(context.isolation).toBe('process');
+    const store = client(storeUrl);
+    await store.createBreadcrumb(BreadcrumbCreate.parse(request));
+    let answer: { context?: unknown } | undefined;
+    await expect.poll(async () => {
+      [answer] = await store.listBreadcrumbs({ schema_name: SCHEMA.ToolResponse, tag: TAG.request(context.requestId as string), include_context: true });
+      return answer !== undefined;
+    }, { timeout: 30_000 }).toBe(true);
+    expect(ToolResponseContext.parse(answer?.context)).toMatchObject({ tool: 'calculator', status: 'success', output: { result: 42 }, metadata: { isolation: 'process' } });
   });
 });
 

@@ -291,7 +291,7 @@ describe('approvals (store with auth: agent approvers count)', () => {
     const listed = await op(['approvals', 'json']);
     expect((JSON.parse(listed.out) as Array<{ id: string }>).map((a) => a.id)).not.toContain(fake.id);
     expect(listed.err).toMatch(/^tools-runner approvals: \d+ approval record\(s\) without this runner's seal left out/);
-    expect(await op(['approve'])).toMatchObject({ code: 2, err: 'usage: tools-runner approve <approval id> [--reason TEXT]; tools-runner approvals lists the ids\n' });
+    expect(await op(['approve'])).toMatchObject({ code: 2, err: 'usage: tools-runner approve <approval id> [--reason TEXT] [--as NAME]; tools-runner approvals lists the ids\n' });
   });
 
   it('--confirm-external-actions: a Runloop requires_confirmation tool waits for an approval instead of being refused, then runs and is audited', async () => {

@@ -22,6 +22,13 @@ describe('approvalNeed', () => {
     expect(need({ approval: { when: 'always', approvers: [] } })).toEqual({ policy: 'contract', approvers: ['operator'] });
   });
 
+  it('carries separation of duties and min_approvers (> 1) into the need; min_approvers 1 is the default and left out', () => {
+    expect(need({ approval: { when: 'always', approvers: ['alice', 'bob'], separation_of_duties: true, min_approvers: 2 } })).toEqual({ policy: 'contract', approvers: ['alice', 'bob'], separationOfDuties: true, minApprovers: 2 });
+    expect(need({ approval: { when: 'always', separation_of_duties: false, min_approvers: 1 } })).toEqual({ policy: 'contract', approvers: ['operator'] });
+    // A requires_confirmation host tool with the flag off still waits when the manifest asks for two approvers.
+    expect(need({ approval: { when: 'always', min_approvers: 2 } }, host(true), false)).toEqual({ policy: 'contract', approvers: ['operator'], minApprovers: 2 });
+  });
+
   it('--confirm-external-actions: a host tool with requires_confirmation needs the operator, only while the flag is on', () => {
     expect(need({}, host(true), true)).toEqual({ policy: 'confirm-external-actions', approvers: ['operator'] });
     expect(need({}, host(true), false)).toBeUndefined();

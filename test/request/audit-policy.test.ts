@@ -51,7 +51,7 @@ describe('the audit policy', () => {
     const effects = [{ kind: 'store.update' as const, target: 'rec-1', at_ms: 3 }];
     await policy().settle?.(call({}, 'code', { approval_id: 'ap-9' }), settled(ok({ effects })));
     expect(lines()).toEqual([{
-      ts: '2026-11-23T12:00:00.000Z', tool: 'crm-update', version: '1.2.0', kind: 'code', agent: 'agent-7', rid: 'req-1', request_id: 'bc-1',
+      ts: '2026-11-23T12:00:00.000Z', tool: 'crm-update', version: '1.2.0', kind: 'code', agent: 'agent-7', agent_verified: false, agent_label: null, rid: 'req-1', request_id: 'bc-1',
       input_hash: 'sha256:abc', side_effect: 'unknown', approval_id: 'ap-9', effects, effects_count: 1, status: 'success', outcome: 'ok',
       ms: 13, total_ms: 20, attempts: 1, replica: 'r-1',
     }]);

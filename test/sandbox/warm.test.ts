@@ -158,6 +158,35 @@ describe('warm isolation (default)', () => {
   });
 });
 
+describe('a caller\'s demand for process isolation (job.isolation)', () => {
+  const STASH = `export async function execute(input) {
+    const g = globalThis;
+    const seen = g.__stash ?? null;
+    if (input.put !== undefined) g.__stash = input.put;
+    return { pid: Deno.pid, seen };
+  }`;
+  type Stash = { pid: number; seen: string | null };
+
+  it('a demanding call gets a fresh process that sees no earlier caller\'s globals, whatever the tool and config say; warm callers still see the carry-over', async () => {
+    // --reuse-tools keeps this tool warm even under process isolation: the caller's demand still wins.
+    sandbox = await createSandbox({ config: testConfig({ poolSize: 1, poolMax: 4, isolation: 'process', reuseTools: ['stash'] }), logger: captureLogger().logger });
+    const t = { ...tool('echo'), name: 'stash', source: STASH };
+    const a = outputOf<Stash>(await sandbox.run(job(t, { put: 'caller A secret' })));
+    const b = outputOf<Stash>(await sandbox.run(job(t, {})));
+    // the documented warm carry-over: B, a later caller of the same version, sees A's global
+    expect(b).toEqual({ pid: a.pid, seen: 'caller A secret' });
+    const c = outputOf<Stash>(await sandbox.run(job(t, { put: 'caller C secret' }, { isolation: 'process' })));
+    expect(c.seen).toBeNull();
+    expect(c.pid).not.toBe(a.pid);
+    // C's process is never reused: the next demanding call gets another one, and warm callers never see C's data
+    const d = outputOf<Stash>(await sandbox.run(job(t, {}, { isolation: 'process' })));
+    expect(d.seen).toBeNull();
+    expect(new Set([a.pid, c.pid, d.pid]).size).toBe(3);
+    const e = outputOf<Stash>(await sandbox.run(job(t, {})));
+    expect(e).toEqual({ pid: a.pid, seen: 'caller A secret' });
+  });
+});
+
 describe('process isolation', () => {
   it('isolation "process" gives every call a fresh process', async () => {
     sandbox = await createSandbox({ config: testConfig({ isolation: 'process' }), logger: captureLogger().logger });

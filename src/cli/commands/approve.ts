@@ -7,7 +7,7 @@
 
 import { isConflict } from '../../breadcrumbs/index.js';
 import { APPROVAL_TAG_PREFIX, SCHEMA } from '../../breadcrumbs/messages.js';
-import { decisionMac, OPERATOR, readApprovalRequest, readDecision } from '../../request/policies/approval-records.js';
+import { decisionMac, OPERATOR, operatorIdentity, operatorNameProblem, readApprovalRequest, readDecision } from '../../request/policies/approval-records.js';
 import { EXIT, type CommandContext } from '../command.js';
 import { safeField } from '../sanitize.js';
 import { cliStoreClient, exitForStoreProblem } from '../store-client.js';
@@ -19,9 +19,16 @@ export async function decide(ctx: CommandContext, decision: 'approve' | 'deny'):
   const command = decision;
   const [id, extra] = positionals;
   if (id === undefined || id === '' || extra !== undefined) {
-    err(`usage: tools-runner ${command} <approval id> [--reason TEXT]${extra !== undefined ? ` (unexpected argument ${JSON.stringify(extra)})` : ''}; tools-runner approvals lists the ids`);
+    err(`usage: tools-runner ${command} <approval id> [--reason TEXT] [--as NAME]${extra !== undefined ? ` (unexpected argument ${JSON.stringify(extra)})` : ''}; tools-runner approvals lists the ids`);
     return EXIT.Usage;
   }
+  const decidedBy = config.as;
+  const nameProblem = decidedBy === undefined ? undefined : operatorNameProblem(decidedBy);
+  if (nameProblem !== undefined) {
+    err(`tools-runner ${command}: ${nameProblem}`);
+    return EXIT.Usage;
+  }
+  const who = operatorIdentity(decidedBy);
   const client = cliStoreClient(config, logger, 'tools-runner-cli', ['emitter', 'subscriber']);
   const fail = (line: string): number => {
     err(`tools-runner ${command}: ${line}`);
@@ -41,31 +48,38 @@ export async function decide(ctx: CommandContext, decision: 'approve' | 'deny'):
     const c = read.context;
     const label = `"${safeField(c.tool)}"@${safeField(c.version)}`;
     if (!c.approvers.includes(OPERATOR)) return fail(`approval ${name} for ${label} may be decided only by ${safeField(c.approvers.join(', '))}, not by the operator`);
+    if (decision === 'approve' && c.separation_of_duties === true && who === c.requested_by) {
+      return fail(`approval ${name} for ${label} was requested by ${safeField(who)}; separation of duties: the requester may not approve it (another approver must)`);
+    }
     const found = await readDecision({ client, keys, approval: { id: read.id, context: c }, storeAuthenticates: storeAuthCheck(client) });
     if (found.decision) {
       const d = found.decision;
-      return fail(`approval ${name} for ${label} was already decided: ${d.decision === 'approve' ? 'approved' : 'denied'} by ${safeField(d.approver)}${d.reason !== undefined ? ` (${safeField(d.reason)})` : ''}`);
+      const by = (d.approvers ?? [d.approver]).map(safeField).join(', ');
+      return fail(`approval ${name} for ${label} was already decided: ${d.decision === 'approve' ? 'approved' : 'denied'} by ${by}${d.reason !== undefined ? ` (${safeField(d.reason)})` : ''}`);
     }
+    if (found.approvedBy.includes(who)) return fail(`approval ${name} for ${label} was already approved by ${safeField(who)}; it needs ${found.needed} distinct approvers (so far: ${found.approvedBy.map(safeField).join(', ')})`);
     const decidedAt = new Date().toISOString();
     if (!(Date.parse(c.expires_at) > Date.parse(decidedAt))) return fail(`approval ${name} for ${label} expired at ${safeField(c.expires_at)}; the request is answered approval.required (timeout counts as deny)`);
     if (await isAnswered(client, keys, c.request_breadcrumb_id)) return fail(`approval ${name} for ${label} is settled: request ${JSON.stringify(safeField(c.rid))} was already answered`);
     const reason = config.reason;
-    const mac = decisionMac(keys, { approvalId: read.id, decision, inputHash: c.input_hash, reason, decidedAt });
+    const mac = decisionMac(keys, { approvalId: read.id, decision, inputHash: c.input_hash, reason, decidedAt, decidedBy });
     try {
       await client.createBreadcrumb(
         {
           title: `Approval ${decision}: ${c.tool}@${c.version}`,
           schema_name: SCHEMA.ToolApprovalResponse,
           tags: [config.workspace, `${APPROVAL_TAG_PREFIX}${read.id}`],
-          context: { decision, input_hash: c.input_hash, ...(reason !== undefined ? { reason } : {}), approver: OPERATOR, approval_id: read.id, decided_at: decidedAt, mac },
+          context: { decision, input_hash: c.input_hash, ...(reason !== undefined ? { reason } : {}), approver: OPERATOR, approval_id: read.id, decided_at: decidedAt, ...(decidedBy !== undefined ? { decided_by: decidedBy } : {}), mac },
         },
-        { idempotencyKey: keys.approvalDecisionKey(read.id) },
+        { idempotencyKey: keys.approvalDecisionKey(read.id, decidedBy) },
       );
     } catch (error) {
-      if (isConflict(error)) return fail(`approval ${name} for ${label} was already decided by the operator`);
+      if (isConflict(error)) return fail(`approval ${name} for ${label} was already decided by ${safeField(who)}`);
       throw error;
     }
-    out(`${decision === 'approve' ? 'approved' : 'denied'} ${safeField(read.id)}: ${label} requested by ${safeField(c.requested_by)} (request ${safeField(c.rid)})`);
+    const as = decidedBy !== undefined ? ` as ${safeField(who)}` : '';
+    const more = decision === 'approve' && found.needed > found.approvedBy.length + 1 ? `; ${found.approvedBy.length + 1} of ${found.needed} distinct approvals` : '';
+    out(`${decision === 'approve' ? 'approved' : 'denied'} ${safeField(read.id)}${as}: ${label} requested by ${safeField(c.requested_by)} (request ${safeField(c.rid)})${more}`);
     return EXIT.Ok;
   } catch (error) {
     return exitForStoreProblem(error, { config, err }, command);

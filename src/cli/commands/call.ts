@@ -51,7 +51,7 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
   const stop = new AbortController();
   let response: Response | undefined;
   let written: WrittenRequest | undefined;
-  const call = { tool, input, requestedBy: 'tools-runner-cli' };
+  const call = { tool, input, requestedBy: 'tools-runner-cli', ...(config.callIsolation ? { context: { isolation: config.callIsolation } } : {}) };
   try {
     // Mint the token first: an absent store or refused credentials end here, in one line.
     await client.token();

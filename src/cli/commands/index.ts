@@ -36,12 +36,13 @@ export const COMMANDS: readonly Command[] = [
   {
     name: 'call',
     summary: 'run a tool through the store and print its response',
-    usage: 'tools-runner call <tool> [json | -] [--store-url URL] [--call-timeout-ms MS]',
+    usage: 'tools-runner call <tool> [json | -] [--store-url URL] [--call-timeout-ms MS] [--call-isolation process]',
     description: [
       'Writes a tool.request.v1 for <tool> with the JSON input (an argument, or "-" to read stdin; default {}),',
       'waits for its tool.response.v1 and prints the response context as JSON on stdout. Needs a running runner.',
+      '--call-isolation process demands a fresh, never-reused Deno process for this call (context.isolation).',
     ],
-    options: [...CLIENT_OPTIONS, 'callTimeoutMs'],
+    options: [...CLIENT_OPTIONS, 'callTimeoutMs', 'callIsolation'],
     exits: [
       [EXIT.Ok, 'the tool answered with success'],
       [EXIT.Failed, 'the tool answered with an error (printed), or the store refused the request (e.g. 413: input over the store\'s --max-body-bytes)'],
@@ -126,13 +127,15 @@ export const COMMANDS: readonly Command[] = [
   {
     name: 'approve',
     summary: 'approve a waiting call (tools-runner approvals lists them)',
-    usage: 'tools-runner approve <approval id> [--reason TEXT] [--store-url URL --runner-secret S]',
+    usage: 'tools-runner approve <approval id> [--reason TEXT] [--as NAME] [--store-url URL --runner-secret S]',
     description: [
       'Writes the operator\'s approval (a tool.approval.response.v1 sealed with the runner secret) for one approval request;',
       'the runner then runs the call with metadata.approval_id. Refused for unknown ids, approvals the operator may not decide',
-      '(the contract names other approvers), decided or expired ones, and requests already answered.',
+      '(the contract names other approvers), decided or expired ones, and requests already answered. --as NAME records who',
+      'decided (operator:NAME): distinct names count as distinct approvers (min_approvers); under separation_of_duties the',
+      'requester may not approve.',
     ],
-    options: [...CLIENT_OPTIONS, 'runnerSecret', 'dataDir', 'reason'],
+    options: [...CLIENT_OPTIONS, 'runnerSecret', 'dataDir', 'reason', 'as'],
     exits: [[EXIT.Ok, 'approved'], [EXIT.Failed, 'unknown id, not decidable by the operator, already decided, expired or answered (the reason is on stderr)'], USAGE, STORE],
     client: true,
     load: async () => (await import('./approve.js')).run,
@@ -140,12 +143,12 @@ export const COMMANDS: readonly Command[] = [
   {
     name: 'deny',
     summary: 'deny a waiting call (answered approval.required with your --reason)',
-    usage: 'tools-runner deny <approval id> [--reason TEXT] [--store-url URL --runner-secret S]',
+    usage: 'tools-runner deny <approval id> [--reason TEXT] [--as NAME] [--store-url URL --runner-secret S]',
     description: [
       'Writes the operator\'s denial for one approval request; the runner answers the call approval.required naming the operator',
       'and the reason. Refused like approve for unknown, undecidable, decided, expired or answered approvals.',
     ],
-    options: [...CLIENT_OPTIONS, 'runnerSecret', 'dataDir', 'reason'],
+    options: [...CLIENT_OPTIONS, 'runnerSecret', 'dataDir', 'reason', 'as'],
     exits: [[EXIT.Ok, 'denied'], [EXIT.Failed, 'unknown id, not decidable by the operator, already decided, expired or answered (the reason is on stderr)'], USAGE, STORE],
     client: true,
     load: async () => (await import('./deny.js')).run,

@@ -40,20 +40,28 @@ export interface ApprovalNeed {
   policy: 'contract' | 'confirm-external-actions';
   approvers: string[];
   timeoutMs?: number;
+  /** The contract's `separation_of_duties`: the requester's own approval never counts. */
+  separationOfDuties?: true;
+  /** The contract's `min_approvers` (> 1): distinct approvals needed. */
+  minApprovers?: number;
 }
 
 /** Whether `call` needs an approval before it runs (undefined: it does not). */
 export function approvalNeed(call: Pick<Call, 'contract' | 'route'>, confirmExternalActions: boolean): ApprovalNeed | undefined {
   const approval = call.contract.approval;
   const approvers = approval?.approvers && approval.approvers.length > 0 ? [...new Set(approval.approvers)] : [OPERATOR];
-  const timeout = approval?.timeout_ms !== undefined ? { timeoutMs: approval.timeout_ms } : {};
+  const timeout = {
+    ...(approval?.timeout_ms !== undefined ? { timeoutMs: approval.timeout_ms } : {}),
+    ...(approval?.separation_of_duties === true ? { separationOfDuties: true as const } : {}),
+    ...(approval?.min_approvers !== undefined && approval.min_approvers > 1 ? { minApprovers: approval.min_approvers } : {}),
+  };
   // A host tool with requires_confirmation (its mapped contract says approval `always`): the
   // operator's --confirm-external-actions decides — on, it waits for an approval; off, it runs
   // auto-approved and audited, as agentcli and Runloop do.
   // An approval the manifest states beyond that (approvers, a timeout) still applies with the flag off.
   if (call.route.kind === 'host' && call.route.tool.requiresConfirmation) {
     if (confirmExternalActions) return { policy: 'confirm-external-actions', approvers, ...timeout };
-    const onlyMapped = approval?.when === 'always' && approval.approvers === undefined && approval.timeout_ms === undefined;
+    const onlyMapped = approval?.when === 'always' && approval.approvers === undefined && approval.timeout_ms === undefined && approval.separation_of_duties === undefined && approval.min_approvers === undefined;
     if (!approval || onlyMapped) return undefined;
   }
   if (approval && approval.when !== 'never') {
@@ -97,6 +105,10 @@ export interface ApprovalFields {
   approvers: string[];
   policy: string;
   expires_at: string;
+  /** Present (true) when the requester's own approval never counts. */
+  separation_of_duties?: true;
+  /** Present when more than one distinct approval is needed. */
+  min_approvers?: number;
 }
 
 /** The MAC of an approval request's fields (every field but `mac`, extra fields included). */
@@ -139,18 +151,34 @@ export interface DecisionFields {
   inputHash: string;
   reason?: string | undefined;
   decidedAt: string;
+  /** The operator's `--as <name>`: who decided (absent: the operator, unnamed). */
+  decidedBy?: string | undefined;
 }
 
 /** The MAC of an operator decision. */
 export function decisionMac(keys: RequestKeys, f: DecisionFields): string {
-  return keys.approvalMac('decision', canonicalJson({ approval_id: f.approvalId, decision: f.decision, input_hash: f.inputHash, reason: f.reason ?? null, decided_at: f.decidedAt }));
+  // `decided_by` is covered only when present, so decisions sealed before it existed still verify.
+  const named = f.decidedBy !== undefined ? { decided_by: f.decidedBy } : {};
+  return keys.approvalMac('decision', canonicalJson({ approval_id: f.approvalId, decision: f.decision, input_hash: f.inputHash, reason: f.reason ?? null, decided_at: f.decidedAt, ...named }));
+}
+
+/** The identity of an operator decision: `operator`, or `operator:<name>` when decided with `--as <name>`. */
+export function operatorIdentity(decidedBy: string | undefined): string {
+  return decidedBy === undefined ? OPERATOR : `${OPERATOR}:${decidedBy}`;
+}
+
+/** Why `name` cannot be an operator's `--as` name, or undefined when it can. */
+export function operatorNameProblem(name: string): string | undefined {
+  return /^[A-Za-z0-9._@-]{1,64}$/.test(name) ? undefined : `--as must be 1-64 characters of A-Z a-z 0-9 . _ @ -, got ${JSON.stringify(name.slice(0, 80))}`;
 }
 
 /** One decision that counts. */
 export interface Decision {
   decision: 'approve' | 'deny';
-  /** `operator`, or the agent id the store recorded as the writer. */
+  /** `operator` (`operator:<name>` with `--as`), or the agent id the store recorded as the writer. */
   approver: string;
+  /** For an approval that needed several: every distinct approver that counted, sorted. */
+  approvers?: string[];
   reason?: string;
   /** The tool.approval.response.v1 breadcrumb. */
   responseId: string;
@@ -162,7 +190,24 @@ export interface Ignored {
   why: string;
 }
 
-/** Reads the responses tagged `approval:<id>`: the decision that counts (a valid denial wins over a valid approval) and the ignored ones. */
+/** What the responses of one approval add up to. */
+export interface DecisionRead {
+  /** The decision that counts: a valid denial, else an approval once enough distinct approvers approved. */
+  decision?: Decision;
+  /** Every response that counts (an approver's repeat included). */
+  valid: Decision[];
+  /** The distinct approvers whose approval counts so far, sorted (an approver twice counts once). */
+  approvedBy: string[];
+  /** Distinct approvals needed. */
+  needed: number;
+  ignored: Ignored[];
+}
+
+/**
+ * Reads the responses tagged `approval:<id>`: the decision that counts (a valid denial wins; an
+ * approval counts once `min_approvers` distinct approvers approved; under separation of duties the
+ * requester's own approval never counts) and the ignored ones.
+ */
 export async function readDecision(options: {
   client: StoreClient;
   keys: RequestKeys;
@@ -170,10 +215,10 @@ export async function readDecision(options: {
   /** Whether the store authenticates writers (so `created_by` can be trusted). */
   storeAuthenticates: () => Promise<boolean>;
   signal?: AbortSignal;
-}): Promise<{ decision?: Decision; valid: Decision[]; ignored: Ignored[] }> {
+}): Promise<DecisionRead> {
   const { client, keys, approval } = options;
   const opts = options.signal ? { signal: options.signal } : undefined;
-  const { approvers, input_hash: inputHash } = approval.context;
+  const { approvers, input_hash: inputHash, requested_by: requester } = approval.context;
   const expiresMs = Date.parse(approval.context.expires_at);
   const agents = approvers.filter((a) => a !== OPERATOR);
   const items = await client.listAll({ schema_name: SCHEMA.ToolApprovalResponse, tag: `${APPROVAL_TAG_PREFIX}${approval.id}`, include_context: true }, opts);
@@ -193,11 +238,11 @@ export async function readDecision(options: {
     }
     const reason = r.reason !== undefined ? { reason: r.reason } : {};
     if (r.approver === OPERATOR || r.mac !== undefined) {
-      const fields = { approvalId: r.approval_id ?? '', decision: r.decision, inputHash: r.input_hash, reason: r.reason, decidedAt: r.decided_at ?? '' };
+      const fields = { approvalId: r.approval_id ?? '', decision: r.decision, inputHash: r.input_hash, reason: r.reason, decidedAt: r.decided_at ?? '', decidedBy: r.decided_by };
       if (r.approval_id !== approval.id || !sameText(decisionMac(keys, fields), r.mac)) ignored.push({ responseId: item.id, why: 'claims to be the operator\'s but lacks a valid runner seal' });
       else if (!approvers.includes(OPERATOR)) ignored.push({ responseId: item.id, why: `the operator is not an approver (approvers: ${approvers.join(', ')})` });
       else if (!(Date.parse(fields.decidedAt) <= expiresMs)) ignored.push({ responseId: item.id, why: `decided at ${fields.decidedAt}, after the approval expired (${approval.context.expires_at})` });
-      else valid.push({ decision: r.decision, approver: OPERATOR, ...reason, responseId: item.id });
+      else valid.push({ decision: r.decision, approver: operatorIdentity(r.decided_by), ...reason, responseId: item.id });
       continue;
     }
     if (agents.length === 0) {
@@ -225,6 +270,22 @@ export async function readDecision(options: {
     else if (!(Date.parse(full.created_at ?? '') <= expiresMs)) ignored.push({ responseId: item.id, why: `written at ${full.created_at ?? '(unknown)'}, after the approval expired (${approval.context.expires_at})` });
     else valid.push({ decision: r.decision, approver: writer, ...reason, responseId: item.id });
   }
-  const decision = valid.find((d) => d.decision === 'deny') ?? valid.find((d) => d.decision === 'approve');
-  return { ...(decision ? { decision } : {}), valid, ignored };
+  const counted: Decision[] = [];
+  for (const d of valid) {
+    // Separation of duties: whoever asked for the call may not approve it (a denial only stops their own call).
+    if (approval.context.separation_of_duties === true && d.decision === 'approve' && d.approver === requester) {
+      ignored.push({ responseId: d.responseId, why: `separation of duties: ${JSON.stringify(d.approver)} requested this call and may not approve it` });
+      continue;
+    }
+    counted.push(d);
+  }
+  const needed = approval.context.min_approvers ?? 1;
+  const approvedBy: string[] = [];
+  for (const d of counted) if (d.decision === 'approve' && !approvedBy.includes(d.approver)) approvedBy.push(d.approver);
+  approvedBy.sort();
+  const denial = counted.find((d) => d.decision === 'deny');
+  const first = counted.find((d) => d.decision === 'approve');
+  const approved = first && approvedBy.length >= needed ? { ...first, ...(needed > 1 ? { approvers: approvedBy } : {}) } : undefined;
+  const decision = denial ?? approved;
+  return { ...(decision ? { decision } : {}), valid: counted, approvedBy, needed, ignored };
 }

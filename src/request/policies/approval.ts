@@ -15,7 +15,7 @@
 // approval was requested, or whose approval record was deleted or altered, is answered
 // `approval.required` (fail closed), never run on the old approval.
 
-import { isConflict, conflictId, type StoreClient } from '../../breadcrumbs/index.js';
+import { createStoreAuthProbe, isConflict, conflictId, type StoreAuthProbe, type StoreClient } from '../../breadcrumbs/index.js';
 import { APPROVAL_TAG_PREFIX, SCHEMA, TAG, type ToolApprovalRequestContext as ApprovalContext } from '../../breadcrumbs/messages.js';
 import type { RequestKeys } from '../../breadcrumbs/request-keys.js';
 import { ErrorCode } from '../../errors.js';
@@ -38,11 +38,10 @@ export interface ApprovalPolicyOptions {
   secretValues?: () => Iterable<string>;
   /** The operator's `--redact` patterns (applied to input previews too). */
   redactPatterns?: readonly string[];
+  /** Whether the store authenticates writers (shared with the request handler); default: a probe of `client`. */
+  storeAuth?: StoreAuthProbe;
   now?: () => number;
 }
-
-/** How long the store's answer to "do you authenticate writers?" is reused. */
-const AUTH_CHECK_MS = 30_000;
 
 const RUN: Gate = { kind: 'run' };
 
@@ -50,19 +49,15 @@ const RUN: Gate = { kind: 'run' };
 export function approvalPolicy(options: ApprovalPolicyOptions): Policy {
   const { client, keys, workspace, logger } = options;
   const now = options.now ?? Date.now;
-  let auth: { on: boolean; at: number } | undefined;
+  const probe = options.storeAuth ?? createStoreAuthProbe(client, { now });
 
   const storeAuthenticates = async (): Promise<boolean> => {
-    if (auth && now() - auth.at < AUTH_CHECK_MS) return auth.on;
-    let on = false;
     try {
-      const health = (await client.health()) as { auth?: unknown } | undefined;
-      on = health?.auth === 'on';
+      return await probe.authenticates();
     } catch (error) {
       logger.warn('store health unreadable; agent approvals do not count for now', { error });
+      return false;
     }
-    auth = { on, at: now() };
-    return on;
   };
 
   const refuse = (call: Call, message: string, details: Record<string, unknown>): Gate => ({ kind: 'answer', result: errorResult(ErrorCode.ApprovalRequired, message, { tool: call.route.tool.name, ...details }) });
@@ -82,6 +77,8 @@ export function approvalPolicy(options: ApprovalPolicyOptions): Policy {
       approvers: need.approvers,
       policy: need.policy,
       expires_at: new Date(now() + (need.timeoutMs ?? options.defaultTimeoutMs)).toISOString(),
+      ...(need.separationOfDuties ? { separation_of_duties: true as const } : {}),
+      ...(need.minApprovers !== undefined ? { min_approvers: need.minApprovers } : {}),
     });
     try {
       const { id } = await client.createBreadcrumb(
@@ -126,9 +123,10 @@ export function approvalPolicy(options: ApprovalPolicyOptions): Policy {
       for (const ignored of found.ignored) log.warn('approval response ignored', { approvalId: id, responseId: ignored.responseId, why: ignored.why });
       const decision = found.decision;
       if (decision?.decision === 'approve') {
+        const approvedBy = decision.approvers ?? [decision.approver];
         call.metadata['approval_id'] = id;
-        call.metadata['approved_by'] = decision.approver;
-        log.info('call approved', { approvalId: id, approver: decision.approver });
+        call.metadata['approved_by'] = approvedBy.join(', ');
+        log.info('call approved', { approvalId: id, approvers: approvedBy });
         return RUN;
       }
       if (decision?.decision === 'deny') {
@@ -144,14 +142,15 @@ export function approvalPolicy(options: ApprovalPolicyOptions): Policy {
       const expiresMs = Date.parse(context.expires_at);
       if (!(now() < expiresMs)) {
         log.info('approval timed out', { approvalId: id, expiresAt: context.expires_at });
-        const timedOut = `approval ${id} for ${label} timed out at ${context.expires_at} with no decision from ${context.approvers.join(', ')}; timeout counts as deny`;
+        const partial = found.approvedBy.length > 0 ? ` (${found.approvedBy.length} of ${found.needed} required approvals: ${found.approvedBy.join(', ')})` : '';
+        const timedOut = `approval ${id} for ${label} timed out at ${context.expires_at} with no decision from ${context.approvers.join(', ')}${partial}; timeout counts as deny`;
         // agentcli/Runloop callers know the confirmation refusal by its text: it comes first.
         const message = context.policy === 'confirm-external-actions' ? `${CONFIRMATION_REFUSED} (${timedOut})` : timedOut;
-        return refuse(call, message, { approval_id: id, decision: 'timeout', expires_at: context.expires_at });
+        return refuse(call, message, { approval_id: id, decision: 'timeout', expires_at: context.expires_at, ...(found.approvedBy.length > 0 ? { approved_by: found.approvedBy } : {}) });
       }
       return {
         kind: 'park',
-        reason: `waiting for approval ${id} of ${label} by ${context.approvers.join(', ')} until ${context.expires_at}`,
+        reason: `waiting for approval ${id} of ${label} by ${context.approvers.join(', ')}${found.needed > 1 ? ` (${found.approvedBy.length} of ${found.needed} distinct approvals so far)` : ''} until ${context.expires_at}`,
         until: expiresMs,
         wakeOn: [`${APPROVAL_TAG_PREFIX}${id}`],
       };

@@ -18,7 +18,7 @@ import { effectsOf } from './effects.js';
 
 /** The fields of every audit line, in order (a host tool's transport facts follow them). */
 export const CALL_AUDIT_FIELDS: ReadonlyArray<keyof CallAuditRecord> = Object.freeze([
-  'ts', 'tool', 'version', 'kind', 'agent', 'rid', 'request_id', 'input_hash', 'side_effect', 'approval_id',
+  'ts', 'tool', 'version', 'kind', 'agent', 'agent_verified', 'agent_label', 'rid', 'request_id', 'input_hash', 'side_effect', 'approval_id',
   'effects', 'effects_count', 'status', 'outcome', 'ms', 'total_ms', 'attempts', 'replica',
 ] as const);
 
@@ -50,6 +50,8 @@ export function auditPolicy(options: AuditPolicyOptions): Policy {
         version: call.version,
         kind: call.route.kind,
         agent: call.identity.agentId ?? null,
+        agent_verified: call.identity.verified === true,
+        agent_label: call.identity.agentLabel ?? null,
         rid: call.identity.rid,
         request_id: call.identity.breadcrumbId,
         input_hash: call.inputHash,

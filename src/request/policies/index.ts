@@ -4,7 +4,7 @@
 // reserved last, right before the run, so a call refused by approval or rate limit leaves it free.
 // Effects (the timeout taxonomy) and audit review and record what the others decided.
 
-import type { StoreClient } from '../../breadcrumbs/index.js';
+import type { StoreAuthProbe, StoreClient } from '../../breadcrumbs/index.js';
 import type { RequestKeys } from '../../breadcrumbs/request-keys.js';
 import type { Config } from '../../config/index.js';
 import type { Logger } from '../../logger.js';
@@ -22,6 +22,8 @@ export interface PolicyDeps {
   config: Pick<Config, 'workspace' | 'confirmExternalActions' | 'approvalTimeoutMs' | 'redact' | 'rateLimits' | 'auditDir' | 'runnerSecret'>;
   logger: Logger;
   replica: string;
+  /** Whether the store authenticates writers (the same probe the request handler asks). */
+  storeAuth?: StoreAuthProbe;
   /** Secret values an approval's input preview must never show (the secrets file's values). */
   secretValues?: () => string[];
 }
@@ -38,6 +40,7 @@ export function createPolicies(deps: PolicyDeps): Policy[] {
       workspace: config.workspace,
       logger: logger.child({ component: 'approvals' }),
       confirmExternalActions: config.confirmExternalActions,
+      ...(deps.storeAuth ? { storeAuth: deps.storeAuth } : {}),
       defaultTimeoutMs: config.approvalTimeoutMs,
       redactPatterns: config.redact,
       secretValues: () => [...(deps.secretValues?.() ?? []), ...(config.runnerSecret ? [config.runnerSecret] : [])],
