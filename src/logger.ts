@@ -78,7 +78,8 @@ function base64Fragments(bytes: Buffer): string[] {
 export function secretForms(value: string): string[] {
   const bytes = Buffer.from(value, 'utf8');
   const b64 = base64Fragments(bytes);
-  const url = encodeURIComponent(value);
+  // (a lone surrogate has no URL encoding: encodeURIComponent throws; its UTF-8 bytes are U+FFFD)
+  const url = encodeURIComponent(Buffer.from(bytes).toString('utf8'));
   const forms = new Set<string>([
     value,
     bytes.toString('hex'),
