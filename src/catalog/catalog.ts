@@ -32,7 +32,7 @@ import type { Logger } from '../logger.js';
 import type { HostTool } from '../legacy/index.js';
 import { ErrorCode } from '../errors.js';
 import type { Issue, Origin, ToolDefinition } from '../screen/index.js';
-import { definitionDigest, OPERATOR, type Stamper } from './deployment.js';
+import { definitionDigest, OPERATOR, type Stamper, type Trust } from './deployment.js';
 import { codeEntry, hostEntry, hostVersion } from './entries.js';
 import { badSpecMessage, chooseVersion, compareVersionsDesc, deprecationWarning, isVersionSpec, removedMessage, versionKey, versionStatus, type VersionCandidate } from './versions.js';
 
@@ -252,6 +252,8 @@ export function createCatalog(options: CatalogOptions): Catalog {
     }
     if (name !== undefined && !full.tags.includes(TAG.tool(name))) logger.warn('tool tag does not match its name', { id, name, tags: full.tags });
     if (record.tool) logger.info('tool loaded', { id, name, version: record.tool.version, owner: record.owner, trust: trust.kind });
+    // A deployment writes the definition, then stamps it in the next version: not a rejection.
+    else if (!record.publication && isFreshDeployment(trust, full.updated_at)) logger.debug('tool being deployed', { id, name });
     else if (!record.publication) logger.warn('tool rejected', { id, name, errors: record.errors.map((e) => `${e.path}: ${e.message}`) });
     records.set(id, record);
     reindex();
@@ -387,4 +389,12 @@ function hostLookup(host: HostTool, versionSpec: string | undefined, nowMs: numb
   const status = versionStatus(host.contract, nowMs);
   if (status === 'removed') return { kind: 'refused', code: ErrorCode.ToolNotFound, message: removedMessage(host.name, version, host.contract) };
   return { kind: 'route', route: { kind: 'host', tool: host, version, ...(status === 'deprecated' ? { warnings: [deprecationWarning(host.name, version, host.contract)] } : {}) } };
+}
+
+/** A definition the runner is deploying right now (its stamp follows), not one stuck half-deployed. */
+function isFreshDeployment(trust: Trust, updatedAt: string | undefined): boolean {
+  if (trust.kind !== 'untrusted' || trust.pending !== true) return false;
+  const at = updatedAt === undefined ? Number.NaN : Date.parse(updatedAt);
+  // After a minute without its stamp, a deployment stopped half-way: reported.
+  return Number.isNaN(at) || Date.now() - at < 60_000;
 }

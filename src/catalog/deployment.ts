@@ -40,7 +40,11 @@ export interface PendingStamp {
   request_id?: string;
 }
 
-export type Trust = { kind: 'stamped'; owner: string } | { kind: 'direct'; owner: string } | { kind: 'untrusted'; reason: string };
+export type Trust =
+  | { kind: 'stamped'; owner: string }
+  | { kind: 'direct'; owner: string }
+  /** `pending`: the runner's first write of a deployment, whose stamp follows in the next version. */
+  | { kind: 'untrusted'; reason: string; pending?: true };
 
 /** The owner string of an agent (`agent:<id>`); an unknown writer is `agent:(unknown)`. */
 export function agentOwner(agentId: string | null | undefined): string {
@@ -82,7 +86,7 @@ export function createStamper(key: Buffer): Stamper {
       };
     }
     if (!isObject(raw)) return { kind: 'untrusted', reason: `definition ${id} has a "${DEPLOYMENT_FIELD}" field that is not a runner stamp` };
-    if (raw['pending'] === true) return { kind: 'untrusted', reason: `definition ${id} is being deployed (its stamp is not written yet)` };
+    if (raw['pending'] === true) return { kind: 'untrusted', reason: `definition ${id} is being deployed (its stamp is not written yet)`, pending: true };
     const { owner, id: stampId, version: stampVersion, digest, at, sig } = raw;
     if (raw['v'] !== 1 || typeof owner !== 'string' || typeof stampId !== 'string' || !Number.isInteger(stampVersion) || typeof digest !== 'string' || typeof at !== 'string' || typeof sig !== 'string') {
       return { kind: 'untrusted', reason: `definition ${id} has a malformed deployment stamp` };

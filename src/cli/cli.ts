@@ -5,7 +5,7 @@
 
 import { loadConfig, OPTIONS, envName, flagName, type Config, type OptionKey } from '../config/index.js';
 import { coerceError } from '../errors.js';
-import { createLogger, type LogLevel } from '../logger.js';
+import { createLogger, guardedWriter, type LogLevel } from '../logger.js';
 import { EXIT, type Command } from './command.js';
 import { COMMANDS } from './commands/index.js';
 import { safeText } from './sanitize.js';
@@ -62,8 +62,11 @@ function logLevelFor(command: Command, config: Config): LogLevel {
 }
 
 async function main(argv: string[]): Promise<number> {
-  const out = (line: string): void => void process.stdout.write(safeText(line) + '\n');
-  const err = (line: string): void => void process.stderr.write(safeText(line) + '\n');
+  // EPIPE-safe: when the reader goes away (`| head`), output is dropped, never an uncaught error.
+  const stdout = guardedWriter(process.stdout);
+  const stderr = guardedWriter(process.stderr);
+  const out = (line: string): void => void stdout.write(safeText(line) + '\n');
+  const err = (line: string): void => void stderr.write(safeText(line) + '\n');
   const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h') {
     help(out);
@@ -132,7 +135,7 @@ main(process.argv.slice(2)).then(
     setTimeout(() => process.exit(code), 50).unref();
   },
   (error: unknown) => {
-    process.stderr.write(safeText(`tools-runner: ${String(error)}`) + '\n');
+    guardedWriter(process.stderr).write(safeText(`tools-runner: ${String(error)}`) + '\n');
     process.exit(EXIT.Failed);
   },
 );

@@ -225,7 +225,7 @@ export const OPTIONS = {
   }),
   storeWaitMs: opt(intish(0).default(30_000), {
     group: 'runner',
-    doc: 'At start, how long the runner waits for the store to answer before it gives up (dependency.unavailable).',
+    doc: 'At start, how long the runner waits for the store to answer; then `start` exits 1 naming the store URL (dependency.unavailable).',
   }),
   drainGraceMs: opt(intish(0).default(15_000), {
     group: 'runner',

@@ -6,7 +6,8 @@
 // unforgeable `answer:<mac>` tags count, never the `request:<rid>` tag anyone can write); a
 // `tool.code.v1` change of this workspace or any deletion goes to the catalog (as a CatalogChange:
 // the catalog sees no raw events); every non-ping event goes to the extensions (tool authoring,
-// MCP, console) and the RAP runtime, which keep their own interests.
+// MCP, console) and the RAP runtime, which keep their own interests. A record that looks meant as a
+// request but is not one this runner runs is logged and counted (1-ignored.ts).
 
 import { APPROVAL_TAG_PREFIX, requestIdentity, SCHEMA, TAG, type StoreEvent } from '../breadcrumbs/messages.js';
 import { ANSWER_TAG_PREFIX } from '../breadcrumbs/request-keys.js';
@@ -83,6 +84,8 @@ export interface EventTargets {
   catalog: { applyChange(change: CatalogChange): Promise<void> };
   /** Extensions and the RAP runtime: they receive every event but pings. */
   others(): ReadonlyArray<{ handleEvent?(event: StoreEvent): void }>;
+  /** Sees every event that is no request of this workspace: logs and counts request-like ones (1-ignored.ts). */
+  ignored?(event: StoreEvent): void;
 }
 
 /** Creates the event stream's `onEvent`: one dispatch for every event. */
@@ -95,6 +98,7 @@ export function createEventRouter(targets: EventTargets): (event: StoreEvent) =>
     else if (meaning.kind === 'withdrawn') intake.withdraw(meaning.breadcrumbId);
     else if (meaning.kind === 'answered' && meaning.answerTags.length > 0) intake.answered(meaning.answerTags);
     else if (meaning.kind === 'wake' && meaning.tokens.length > 0) intake.wake(meaning.tokens);
+    else if (meaning.kind === 'none') targets.ignored?.(event);
     const change = catalogChangeOf(event, workspace);
     if (change) catalog.applyChange(change).catch((error: unknown) => logger.warn('catalog update failed', { error }));
     for (const other of targets.others()) other.handleEvent?.(event);

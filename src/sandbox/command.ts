@@ -7,8 +7,11 @@
 // that can never be created, so Deno keeps every cache in memory and writes nothing at all (measured:
 // 8-12 ms less per spawn on this machine, where SQLite cache files and their removal dominated).
 // The transpile and V8 code caches are off too (`DENO_EMIT_CACHE_MODE=disable`, `--no-code-cache`).
-// An inline import map refuses every node: built-in (they would reach the network around the
-// harness's effect counting); the harness's one argument `net` says the process may use the network.
+// An import map refuses every node: built-in (they would reach the network around the harness's
+// effect counting). The service writes it once to a file of its private temp dir, beside the
+// transpiled harness (a 15 KB inline map made every `ps` line unreadable); Deno reads an import map
+// at start-up like its entry module, with no read permission, and tool code cannot read the file.
+// The harness's one argument `net` says the process may use the network.
 
 import { fileURLToPath } from 'node:url';
 import { DENY_NET } from './net-policy.js';
@@ -37,15 +40,18 @@ export const NODE_BUILTINS: readonly string[] = Object.freeze([
   'timers', 'timers/promises', 'tls', 'trace_events', 'tty', 'url', 'util', 'util/types', 'v8', 'vm', 'wasi', 'worker_threads', 'zlib',
 ]);
 
-/** The `--import-map` value: every node built-in (prefixed and bare) resolves to a module that throws. */
-export const IMPORT_MAP = `data:application/json,${JSON.stringify({
+/** The import map: every node built-in (prefixed and bare) resolves to a module that throws. */
+export const IMPORT_MAP_JSON = JSON.stringify({
   imports: Object.fromEntries(
     NODE_BUILTINS.flatMap((name) => {
       const refusal = `data:application/javascript,throw new Error(${JSON.stringify(`node:${name} is not available to tools`)})`;
       return [[`node:${name}`, refusal], [name, refusal]];
     }),
   ),
-})}`;
+});
+
+/** The import map inline, as a `--import-map` value (15 KB on every command line: the service writes it to a file instead). */
+export const IMPORT_MAP = `data:application/json,${IMPORT_MAP_JSON}`;
 
 /** What varies between sandbox processes. */
 export interface DenoCommandInput {
@@ -60,6 +66,8 @@ export interface DenoCommandInput {
   /** Per-process empty working directory. */
   cwd: string;
   harnessPath?: string;
+  /** A file holding IMPORT_MAP_JSON (the service's private temp dir); absent: the map inline. */
+  importMapPath?: string;
 }
 
 /** A complete spawn recipe: binary, arguments, environment, working directory. */
@@ -82,7 +90,7 @@ export function buildDenoCommand(input: DenoCommandInput): DenoCommand {
     '--no-npm',
     // the DENO_DIR is thrown away with the process: caching compiled code there is pure cost
     '--no-code-cache',
-    `--import-map=${IMPORT_MAP}`,
+    `--import-map=${input.importMapPath ?? IMPORT_MAP}`,
     `--v8-flags=--max-old-space-size=${Math.floor(input.memoryMb)}`,
   ];
   if (input.net.length > 0) args.push(`--allow-net=${input.net.join(',')}`);

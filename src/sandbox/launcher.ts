@@ -6,7 +6,8 @@
 // it spawns each Deno process and hands its three stdio pipes back over the IPC channel (SCM_RIGHTS);
 // the service then talks to the child directly. The spawner also reports exits, and when the
 // service goes away — even by SIGKILL — it sees its IPC channel close, kills every process group it
-// started and exits, so no sandbox process outlives the service.
+// started and exits, so no sandbox process outlives the service. It runs in its own process group and
+// ignores SIGINT, so a Ctrl-C at the service's terminal drains the service instead of killing sandboxes.
 //
 // States of the spawner: absent -> starting/running -> dead (crashed or closed). A crash kills
 // every child it reported and fails their `ended`; the next launch starts a new spawner.
@@ -59,6 +60,7 @@ const { spawn } = require('node:child_process');
 const live = new Map();
 const send = (msg, handle) => { if (process.connected) process.send(msg, handle, () => {}); };
 process.on('error', () => {});
+process.on('SIGINT', () => {});
 const killAll = () => { for (const pid of live.keys()) { try { process.kill(-pid, 'SIGKILL'); } catch {} } };
 process.on('disconnect', () => { killAll(); process.exit(0); });
 const parent = process.ppid;
@@ -183,7 +185,11 @@ export function createSpawnerLauncher(options: { nodePath?: string } = {}): Laun
 
   const ensureHelper = (): ChildProcess => {
     if (helper && helper.exitCode === null && helper.signalCode === null && helper.connected) return helper;
+    // Its own process group (detached), and SIGINT ignored: a Ctrl-C at the service's terminal goes
+    // to the terminal's foreground process group; it must reach the service (which drains) and not
+    // the spawner (whose death would kill every running sandbox). It still dies with the service.
     const started = spawn(options.nodePath ?? process.execPath, ['-e', SPAWNER_SOURCE], {
+      detached: true,
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
       env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin' },
     });

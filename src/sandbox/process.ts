@@ -100,6 +100,8 @@ export interface SpawnOptions {
   logger: Logger;
   /** Entry module; the trusted harness unless a test substitutes a misbehaving one. */
   harnessPath?: string;
+  /** The import map file (command.ts); absent: the map inline. */
+  importMapPath?: string;
 }
 
 /** Spawns a sandbox process; never throws (failures reject `ready` and end in `exited`). */
@@ -231,6 +233,7 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
         memoryMb: options.memoryMb,
         cwd: root,
         ...(options.harnessPath ? { harnessPath: options.harnessPath } : {}),
+        ...(options.importMapPath ? { importMapPath: options.importMapPath } : {}),
       });
       const common = { nonce: () => nonce, maxFrameBytes: limits.maxFrameBytes, maxLogLineBytes: limits.maxLogLineBytes };
       const stdout = createStreamReader({ ...common, expectHello: true, events: events(true) });

@@ -16,7 +16,7 @@ import type { Config } from '../config/index.js';
 import { ErrorCode, RunnerError, coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { failure, type ExecutionFailure, type ExecutionResult } from '../result.js';
-import { HARNESS_PATH } from './command.js';
+import { HARNESS_PATH, IMPORT_MAP_JSON } from './command.js';
 import { resolveDeno } from './deno-binary.js';
 import { createMemoryGuard, type MemoryGuard } from './memory-guard.js';
 import { validateNetHosts } from './net-policy.js';
@@ -87,7 +87,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
     guard,
     logger,
     spawn: (spec) =>
-      spawnSandboxProcess({ id: ++nextId, key: spec.key, denoPath: deno.path, net: spec.net, extra: spec.extra, memoryMb: spec.memoryMb, limits, guard, launcher, logger, harnessPath: harness.path }),
+      spawnSandboxProcess({ id: ++nextId, key: spec.key, denoPath: deno.path, net: spec.net, extra: spec.extra, memoryMb: spec.memoryMb, limits, guard, launcher, logger, harnessPath: harness.path, importMapPath: harness.importMapPath }),
   });
   // Last resort when the service exits without close(): detached groups are not killed by Node.
   const killAll = (): void => {
@@ -225,18 +225,21 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
 const ABORTED = Symbol('aborted');
 
 /**
- * The harness every process starts from. Deno strips its types on every boot (~8 ms of CPU, and no
- * cache survives: DENO_DIR is nowhere), so the service strips them once and writes the JavaScript
- * to a private temp dir (removed at close; by the next service's sweep if this one dies). Without
- * esbuild, the TypeScript itself.
+ * The harness every process starts from, and its import map. Deno strips the harness's types on every
+ * boot (~8 ms of CPU, and no cache survives: DENO_DIR is nowhere), so the service strips them once
+ * and writes the JavaScript, with the import map, to a private temp dir (removed at close; by the
+ * next service's sweep if this one dies). Without esbuild, the TypeScript itself.
  */
-async function prepareHarness(): Promise<{ path: string; remove(): Promise<void> }> {
+async function prepareHarness(): Promise<{ path: string; importMapPath: string; remove(): Promise<void> }> {
   const js = await transpileHarness(await readFile(HARNESS_PATH, 'utf8'));
-  if (js === undefined) return { path: HARNESS_PATH, remove: async () => undefined };
   const dir = await mkdtemp(join(tmpdir(), `${TEMP_PREFIX}${process.pid}-harness-`));
+  const importMapPath = join(dir, 'import-map.json');
+  await writeFile(importMapPath, IMPORT_MAP_JSON, { mode: 0o400 });
+  const remove = (): Promise<void> => rm(dir, { recursive: true, force: true });
+  if (js === undefined) return { path: HARNESS_PATH, importMapPath, remove };
   const path = join(dir, 'harness.js');
   await writeFile(path, js, { mode: 0o400 });
-  return { path, remove: () => rm(dir, { recursive: true, force: true }) };
+  return { path, importMapPath, remove };
 }
 
 /** The key of the warm processes that may serve a call: tool version, source, permissions, limits, secrets. */

@@ -177,6 +177,7 @@ export async function buildService(
     pool: () => sandbox.stats(),
     catalog: () => ({ active: catalog.entries().length, rejected: catalog.rejected().length }),
     isKnownTool: (name) => catalog.resolve(name) !== undefined,
+    droppedLogLines: () => logger.droppedLines(),
   });
   const hostEnv = hostEnvironment();
   const hostSchemas = createSchemaCache(validator);
@@ -284,10 +285,12 @@ async function waitForStore(client: StoreClient, logger: Logger, waitMs: number,
       return;
     } catch (error) {
       if (Date.now() > deadline || signal.aborted) {
-        throw new RunnerError(ErrorCode.DependencyUnavailable, `store at ${client.baseUrl} is not reachable: ${coerceError(error).message}`, { cause: error });
+        throw new RunnerError(ErrorCode.DependencyUnavailable, `store at ${client.baseUrl} is not reachable after ${waitMs} ms (--store-wait-ms): ${coerceError(error).message}`, { cause: error });
       }
-      logger.warn('store not reachable yet', { url: client.baseUrl, error });
-      await sleep(wait, undefined, { ref: false });
+      logger.warn('store not reachable yet', { url: client.baseUrl, error, waitMs });
+      // A referenced timer: while nothing else is open, this wait is what keeps the process alive
+      // (an unreferenced one let a `start` with an unreachable --store-url exit 0 at once).
+      await sleep(Math.min(wait, Math.max(0, deadline - Date.now()) + 1), undefined, { signal }).catch(() => undefined);
       wait = Math.min(2_000, wait * 2);
     }
   }

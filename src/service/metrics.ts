@@ -10,12 +10,16 @@ export interface MetricsSources {
   catalog(): { active: number; rejected: number };
   /** Whether a tool name is known (unknown names are folded into one label value). */
   isKnownTool(name: string): boolean;
+  /** Log lines lost because the log sink failed (a reader that went away). */
+  droppedLogLines?(): number;
 }
 
 export interface Metrics {
   registry: Registry;
   recordExecution(report: ExecutionReport): void;
   recordReconnect(): void;
+  /** A request-like record the runner will never answer (src/request/1-ignored.ts), by reason. */
+  recordIgnored(reason: string): void;
   /** An error no handler caught (logged; the service keeps serving). */
   recordUncaught(): void;
 }
@@ -48,6 +52,23 @@ export function createMetrics(sources: MetricsSources): Metrics {
     name: 'tools_runner_uncaught_errors_total',
     help: 'Errors that escaped every handler; each is logged and the service keeps serving (should stay 0).',
     registers: [registry],
+  });
+  const ignored = new Counter({
+    name: 'tools_runner_ignored_requests_total',
+    help: 'Records meant as requests that this runner will never answer (schema typo, no or another workspace, no tool:request tag), by reason.',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  let droppedSeen = 0;
+  new Counter({
+    name: 'tools_runner_log_lines_dropped_total',
+    help: 'Log lines lost because the log sink failed (e.g. EPIPE: the reader of stderr went away).',
+    registers: [registry],
+    collect() {
+      const now = sources.droppedLogLines?.() ?? 0;
+      if (now > droppedSeen) this.inc(now - droppedSeen);
+      droppedSeen = Math.max(droppedSeen, now);
+    },
   });
   const reconnects = new Counter({
     name: 'tools_runner_stream_reconnects_total',
@@ -106,6 +127,9 @@ export function createMetrics(sources: MetricsSources): Metrics {
     },
     recordReconnect() {
       reconnects.inc();
+    },
+    recordIgnored(reason) {
+      ignored.inc({ reason });
     },
   };
 }

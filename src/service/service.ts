@@ -17,10 +17,12 @@ import type { Config } from '../config/index.js';
 import { coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { createEventRouter } from '../request/1-events.js';
+import { createIgnoredRequestLog } from '../request/1-ignored.js';
 import type { Sandbox } from '../sandbox/index.js';
 import type { SchemaValidator } from '../screen/index.js';
 import { startAdminServer, type AdminRoute } from './admin-server.js';
 import { buildService, type Parts } from './build.js';
+import { createUncaughtGuard } from './uncaught-guard.js';
 import type { SecretResolver } from './secrets.js';
 
 /** Where the service is in its life (see the module comment). */
@@ -129,6 +131,7 @@ function routeEvents(parts: Parts): Promise<void> {
     intake,
     catalog,
     others: () => (parts.rap ? [...extensions, parts.rap] : extensions),
+    ignored: createIgnoredRequestLog({ logger: log.child({ component: 'events' }), workspace: parts.config.workspace, count: (reason) => metrics.recordIgnored(reason) }),
   });
   return new Promise<void>((resolve) => {
     openEventStream({
@@ -211,16 +214,8 @@ async function startServing(parts: Parts): Promise<void> {
 
   // Last line of defence: a fault escaping some callback is logged and counted, never the end of
   // the service (every known path handles its own errors; this catches the unknown ones).
-  const onUncaught = (error: unknown): void => {
-    parts.metrics.recordUncaught();
-    log.error('uncaught error; the service keeps serving', { error });
-  };
-  process.on('uncaughtException', onUncaught);
-  process.on('unhandledRejection', onUncaught);
-  onStop('uncaught-error guard', async () => {
-    process.off('uncaughtException', onUncaught);
-    process.off('unhandledRejection', onUncaught);
-  });
+  const uninstall = createUncaughtGuard({ logger: log, count: () => parts.metrics.recordUncaught() }).install();
+  onStop('uncaught-error guard', async () => uninstall());
 
   state.lifecycle = 'RUNNING';
   log.info('runner ready', { store: parts.storeUrl, storeTransport: parts.client.transport, workspace: config.workspace, tools: catalog.entries().length });

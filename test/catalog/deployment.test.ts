@@ -53,7 +53,7 @@ describe('deployment stamps', () => {
     expect(createStamper(key('secret-b')).assess(record, WS)).toEqual({ kind: 'untrusted', reason: forged });
     expect(stamper.assess({ ...record, context: { ...record.context, [DEPLOYMENT_FIELD]: 'trust me' } }, WS)).toEqual({ kind: 'untrusted', reason: `definition ${ID} has a "deployment" field that is not a runner stamp` });
     expect(stamper.assess({ ...record, context: { ...record.context, [DEPLOYMENT_FIELD]: { ...stamp, version: '2' } } }, WS)).toEqual({ kind: 'untrusted', reason: `definition ${ID} has a malformed deployment stamp` });
-    expect(stamper.assess({ ...record, context: { ...record.context, [DEPLOYMENT_FIELD]: stamper.pending('agent:alice', 'r1') } }, WS)).toEqual({ kind: 'untrusted', reason: `definition ${ID} is being deployed (its stamp is not written yet)` });
+    expect(stamper.assess({ ...record, context: { ...record.context, [DEPLOYMENT_FIELD]: stamper.pending('agent:alice', 'r1') } }, WS)).toEqual({ kind: 'untrusted', reason: `definition ${ID} is being deployed (its stamp is not written yet)`, pending: true });
   });
 
   it('treat an unstamped record as a direct write only while it was never changed', () => {

@@ -7,10 +7,11 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StoreClient } from '../../src/breadcrumbs/index.js';
 import { SCHEMA, TAG, ToolCreateResponseContext, type ToolCreateResponseContext as CreateResponse } from '../../src/breadcrumbs/messages.js';
-import { answer, cleanupAll, client, request, runCli, startRunnerWithStore, startStoreProcess, tempDir, WS } from './harness.js';
+import { answer, cleanupAll, client, request, runCli, startRunnerWithStore, startStoreProcess, tempDir, WS, type CliProcess } from './harness.js';
 
 const shipped = fileURLToPath(new URL('../../bootstrap-breadcrumbs/', import.meta.url));
 let c: StoreClient;
+let runner: CliProcess;
 
 async function create(spec: Record<string, unknown>, extra: Record<string, unknown> = {}): Promise<CreateResponse> {
   const rid = crypto.randomUUID();
@@ -42,8 +43,9 @@ function spec(name: string, source: string, extra: Record<string, unknown> = {})
 }
 
 beforeAll(async () => {
-  const { url } = await startRunnerWithStore(['--bootstrap']);
-  c = client(url);
+  const started = await startRunnerWithStore(['--bootstrap']);
+  runner = started.runner;
+  c = client(started.url);
 });
 
 afterAll(cleanupAll);
@@ -91,6 +93,13 @@ describe('tool.create.request.v1', () => {
     let version: unknown;
     for (let i = 0; i < 20 && version !== '1.1.0'; i++) version = (await answer(c, await request(c, 'doubler', { n: 1 }))).metadata['tool_version'];
     expect(version).toBe('1.1.0');
+  });
+
+  it('a deployment (bootstrap at start, create, update) logs no warning: its unstamped first write is not a rejection', async () => {
+    // (runs after the deployments above; the runner logs at warn)
+    const warnings = runner.stderr.join('').split('\n').filter((l) => l.includes('"level":"warn"'));
+    expect(warnings.filter((l) => l.includes('being deployed'))).toEqual([]);
+    expect(warnings.filter((l) => l.includes('"msg":"tool rejected"') && /doubler"|bootstrap/.test(l))).toEqual([]);
   });
 
   it('refuses to replace a tool managed by the bootstrap files', async () => {

@@ -59,6 +59,9 @@ beforeAll(async () => {
     putTool(c, toolContext('fx-ro-fetch', 'export async function execute() { return {}; }', { contract: { side_effect: 'read-only' } })),
     // reaches for a host it was granted (reported before the connection is tried) and hangs
     putTool(c, toolContext('fx-fetch-hang', `export async function execute() { fetch("https://api.example.com/charge").catch(() => {}); ${HANG} return {}; }`, { permissions: { net: ['api.example.com'] }, limits })),
+    // busy loops: no permission at all, and a network grant it never uses
+    putTool(c, toolContext('fx-pure-hang', 'export async function execute() { for (;;) {} }', { limits })),
+    putTool(c, toolContext('fx-net-hang', 'export async function execute() { for (;;) {} }', { permissions: { net: ['api.example.com'] }, limits })),
     // a host it was NOT granted: Deno refuses, nothing reached out
     putTool(c, toolContext('fx-denied-hang', `export async function execute() { await fetch("https://other.example.org/").catch(() => {}); ${HANG} return {}; }`, { permissions: { net: ['api.example.com'] }, limits })),
     putTool(
@@ -151,6 +154,18 @@ describe('the timeout taxonomy', () => {
     const response = await answer(c, await request(c, 'fx-fetch-hang', {}));
     expect(response.error?.code).toBe('timeout.unknown-commit');
     expect(response.error?.details?.['effects']).toEqual([{ kind: 'net.fetch', target: 'api.example.com:443', at_ms: expect.any(Number) }]);
+  });
+
+  it('a tool with no permission (no net, no api write) that loops forever answers plain timeout, not retryable', async () => {
+    const response = await answer(c, await request(c, 'fx-pure-hang', {}));
+    expect(response.error).toMatchObject({ code: 'timeout', retryable: false, message: 'tool "fx-pure-hang" timed out after 1500 ms and was killed' });
+    expect(response.error?.details?.['cause_code']).toBeUndefined();
+  });
+
+  it('the same loop in a tool that may use the network keeps the taxonomy: timeout.before-submit, retryable', async () => {
+    const response = await answer(c, await request(c, 'fx-net-hang', {}));
+    expect(response.error).toMatchObject({ code: 'timeout.before-submit', retryable: true });
+    expect(response.error?.details).toMatchObject({ cause_code: 'timeout' });
   });
 
   it('a refused host is no effect: the hang stays timeout.before-submit', async () => {

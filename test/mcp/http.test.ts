@@ -119,13 +119,13 @@ describe('MCP over Streamable HTTP', () => {
     expect((result._meta as Record<string, unknown>)['tools-runner/error']).toMatchObject({ code: 'input.invalid', retryable: false });
   });
 
-  it('a tool that runs past its timeout is isError timeout (before-submit: unknown side effect, no effect yet)', async () => {
+  it('a tool that runs past its timeout is isError timeout (no permission, so no effect possible: plain timeout)', async () => {
     const mcp = await connect();
     await published(mcp, 'spin');
     const result = await mcp.callTool({ name: 'spin', arguments: {} });
     expect(result).toMatchObject({
       isError: true,
-      content: [{ type: 'text', text: 'timeout.before-submit: tool "spin" timed out after 300 ms and was killed; it had no effect yet, so nothing was submitted and it is safe to retry' }],
+      content: [{ type: 'text', text: 'timeout: tool "spin" timed out after 300 ms and was killed' }],
     });
   });
 

@@ -101,3 +101,22 @@ describe('the effects review', () => {
     expect(classify(call, hung)).toMatchObject({ ok: false, error: { code: 'timeout.unknown-commit', details: { cause_code: 'timeout' } } });
   });
 });
+
+describe('a code tool that can have no external effect', () => {
+  const route = (tool: { net: string[]; api: false | 'read' | 'write'; extraPermissions: string[] }) =>
+    ({ kind: 'code', tool, breadcrumbId: 'b', breadcrumbVersion: 1, owner: 'agent:a', version: '1.0.0' }) as unknown as import('../../src/catalog/catalog.js').Route;
+
+  it.each<[string, { net: string[]; api: false | 'read' | 'write'; extraPermissions: string[] }, string]>([
+    ['no permission at all', { net: [], api: false, extraPermissions: [] }, 'timeout'],
+    ['only store-api reads', { net: [], api: 'read', extraPermissions: [] }, 'timeout'],
+    ['a network host', { net: ['api.example.com'], api: false, extraPermissions: [] }, 'timeout.before-submit'],
+    ['store-api writes', { net: [], api: 'write', extraPermissions: [] }, 'timeout.before-submit'],
+    ['an extra Deno permission', { net: [], api: false, extraPermissions: ['write'] }, 'timeout.before-submit'],
+  ])('%s: a timeout answers %s', (_what, tool, code) => {
+    const original = failed(ErrorCode.Timeout, TIMEOUT_MESSAGE);
+    const result = classify({ ...call({}), route: route(tool) }, original);
+    expect(!result.ok && result.error.code).toBe(code);
+    expect(!result.ok && result.error.retryable).toBe(code === 'timeout.before-submit');
+    if (code === 'timeout') expect(result).toBe(original);
+  });
+});

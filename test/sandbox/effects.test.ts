@@ -4,9 +4,10 @@
 // frames cannot be forged, and context.api writes are recorded by the host as they begin.
 
 import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/logger.js';
-import { NODE_BUILTINS } from '../../src/sandbox/command.js';
+import { IMPORT_MAP_JSON, NODE_BUILTINS } from '../../src/sandbox/command.js';
 import { resolveDeno } from '../../src/sandbox/deno-binary.js';
 import { createSandbox, type Sandbox, type SandboxApi, type SandboxTool } from '../../src/sandbox/index.js';
 import { expectNoLeaks, isolateTmp, job, testConfig } from './helpers.js';
@@ -129,6 +130,27 @@ describe('network effects', () => {
       worker: 'Worker is not available to a tool with network access: its network use could not be counted',
     });
     expect(result.effects).toBeUndefined();
+  });
+
+  it('the import map is a file of the private temp dir (short command lines), and tool code cannot read it', async () => {
+    // The pool keeps a warm process after a run: find it by its command line (TMPDIR is this file's).
+    expect((await sandbox.run(job(netTool('map-warm', '')))).ok).toBe(true);
+    const lines = readdirSync('/proc').filter((pid) => /^\d+$/.test(pid)).flatMap((pid) => {
+      try {
+        return [readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')];
+      } catch {
+        return [];
+      }
+    });
+    const ours = lines.filter((args) => args.some((arg) => arg.startsWith(`--import-map=${tmp.dir}/`)));
+    expect(ours.length).toBeGreaterThan(0);
+    const args = ours[0] as string[];
+    expect(args.join(' ').length).toBeLessThan(2_000);
+    const mapPath = (args.find((arg) => arg.startsWith('--import-map=')) as string).slice('--import-map='.length);
+    expect(readFileSync(mapPath, 'utf8')).toBe(IMPORT_MAP_JSON);
+    const body = `try { Deno.readTextFileSync(input.path); seen.read = "read"; } catch (e) { seen.read = e.name; }`;
+    const result = await sandbox.run(job(netTool('map-read', body), { path: mapPath }));
+    expect(result.ok && result.output).toEqual({ read: 'NotCapable' });
   });
 
   it('patched primitives neither stop the report nor forge one; guessed frames are log text', async () => {

@@ -3,6 +3,7 @@
 // service is killed with SIGKILL and cannot clean up.
 
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSpawnerLauncher, type Launcher } from '../../src/sandbox/launcher.js';
 import { waitFor } from './helpers.js';
@@ -50,6 +51,28 @@ describe('spawner launcher', () => {
       }),
     );
     expect(failures).toEqual([]);
+  });
+
+  it('the spawner is in a process group of its own and ignores SIGINT (a Ctrl-C at the terminal), so its children keep running', async () => {
+    const l = createSpawnerLauncher();
+    launcher = l;
+    const p = await l.launch({ file: '/bin/cat', args: [], env, cwd: '/tmp' });
+    // /proc/<pid>/stat: "pid (comm) state ppid pgrp ..."
+    const stat = (pid: number): string[] => readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+    const spawnerPid = Number(stat(p.pid)[1]);
+    expect(spawnerPid).not.toBe(process.pid);
+    expect(Number(stat(spawnerPid)[1])).toBe(process.pid);
+    const ownGroup = Number(stat(process.pid)[2]);
+    expect(Number(stat(spawnerPid)[2])).not.toBe(ownGroup);
+    process.kill(spawnerPid, 'SIGINT');
+    // the spawner and its child are still there: the child still echoes what it is sent
+    let out = '';
+    p.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    p.stdin.write('still here');
+    await waitFor(() => out === 'still here', 10_000, 'the child to answer after SIGINT');
+    expect(alive(spawnerPid)).toBe(true);
+    p.stdin.end();
+    expect((await p.ended).code).toBe(0);
   });
 
   it('rejects a program that cannot be started, with the reason', async () => {

@@ -119,6 +119,15 @@ describe('buildDenoCommand', () => {
   });
 });
 
+describe('buildDenoCommand with an import map file', () => {
+  it('names the file instead of the 15 KB inline map', () => {
+    const args = buildDenoCommand({ denoPath: '/bin/deno', memoryMb: 96, cwd: '/tmp/x/work', net: [], importMapPath: '/tmp/x/import-map.json' }).args;
+    expect(args).toContain('--import-map=/tmp/x/import-map.json');
+    expect(args.some((arg) => arg.includes('data:application/json'))).toBe(false);
+    expect(args.join(' ').length).toBeLessThan(1_000);
+  });
+});
+
 /** Runs fetch-url in a real harness process whose allow list is `net` (validation bypassed on purpose). */
 async function fetchThroughHarness(net: string[], url: string, launcher: Launcher = createDirectLauncher()) {
   const logger = silentLogger();

@@ -8,12 +8,15 @@
 // - any other error after at least one observed effect (a store write, a network use) ->
 //   `partial-effect` (`details.cause_code` keeps the code, the message stays the original one); a host
 //   program or RAP tool that was merely started and reports its own error keeps that error.
-// A read-only tool keeps its `timeout` and its errors. Every answer of a call that had effects lists
+// A read-only tool keeps its `timeout` and its errors, and so does a code tool that can have no
+// external effect at all (no `net` host, no store-api `write` grant, no extra Deno permission): its
+// timeout is a plain `timeout`, not retryable (running the same loop again ends the same way). Every answer of a call that had effects lists
 // them (`metadata.effects` on success, `details.effects` on error; at most MAX_LISTED_EFFECTS, with
 // `effects_count` the total).
 
 import { ErrorCode } from '../../errors.js';
 import { failure, type Effect, type ExecutionResult } from '../../result.js';
+import type { Route } from '../../catalog/catalog.js';
 import type { Call, Policy } from '../5-policy.js';
 
 /** Effects that only say a call was handed over (its process started, its invocation sent), not what it did. */
@@ -36,8 +39,15 @@ function summary(effects: readonly Effect[], count: number): string {
 
 const plural = (n: number): string => `${n} effect${n === 1 ? '' : 's'}`;
 
+/** A code tool that can reach nothing outside its sandbox: no network, no store-api write, no extra Deno permission. */
+export function cannotHaveEffects(route: Route | undefined): boolean {
+  if (route?.kind !== 'code') return false;
+  const { net, api, extraPermissions } = route.tool;
+  return net.length === 0 && api !== 'write' && extraPermissions.length === 0;
+}
+
 /** The result `result` becomes under the taxonomy (unchanged when no rule applies). */
-export function classify(call: Pick<Call, 'contract' | 'metadata'>, result: ExecutionResult): ExecutionResult {
+export function classify(call: Pick<Call, 'contract' | 'metadata'> & { route?: Route }, result: ExecutionResult): ExecutionResult {
   const { effects, count } = effectsOf(result);
   if (result.ok) {
     if (count > 0) {
@@ -46,7 +56,7 @@ export function classify(call: Pick<Call, 'contract' | 'metadata'>, result: Exec
     }
     return result;
   }
-  if (call.contract.side_effect === 'read-only') return result;
+  if (call.contract.side_effect === 'read-only' || cannotHaveEffects(call.route)) return result;
   const cause = result.error;
   const listed = count > 0 ? { effects, effects_count: count } : {};
   const details = { ...cause.details, ...listed, cause_code: cause.code };
