@@ -49,7 +49,8 @@ export function runCli(args: string[], env: Record<string, string> = {}): CliPro
   const proc = spawn(process.execPath, [cli, ...args], {
     cwd: root,
     // One runner secret for every process of a test (replicas and CLI commands must share it).
-    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/tmp', TMPDIR: tmp, TOOLS_RUNNER_LOG_LEVEL: 'warn', TOOLS_RUNNER_RUNNER_SECRET: E2E_RUNNER_SECRET, ...env },
+    // XDG_DATA_HOME: the default --data-dir (and audit dir) is in the private temp dir, never the real home.
+    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/tmp', TMPDIR: tmp, XDG_DATA_HOME: tmp, TOOLS_RUNNER_LOG_LEVEL: 'warn', TOOLS_RUNNER_RUNNER_SECRET: E2E_RUNNER_SECRET, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const stdout: string[] = [];
