@@ -86,8 +86,8 @@ export function resolveRunnerKey(options: RunnerKeyOptions): RunnerKey {
   }
   const file = join(dataDir, 'runner.key');
   if (!existsSync(file)) {
-    if (options.storeUrl !== undefined) throw missingSecret(options.storeUrl);
     if (!service) throw missingKeyFile(file);
+    if (options.storeUrl !== undefined) throw missingSecret(options.storeUrl);
     createKeyFile(dataDir, file, logger);
   }
   let text: string;
@@ -152,7 +152,12 @@ function upgradeKeyFile(file: string, text: string, logger: Logger): void {
 
 /** The request keys of this runner secret (for commands that read what the runner signed: catalog, answers). */
 export function resolveRequestKeys(options: RunnerKeyOptions): RequestKeys {
-  return createRequestKeys(deriveKey(resolveRunnerKey(options).master, REQUEST_KEYS_PURPOSE));
+  return requestKeysOf(resolveRunnerKey(options));
+}
+
+/** The request keys derived from a resolved runner key. */
+export function requestKeysOf(runnerKey: RunnerKey): RequestKeys {
+  return createRequestKeys(deriveKey(runnerKey.master, REQUEST_KEYS_PURPOSE));
 }
 
 function missingSecret(storeUrl: string): RunnerError {

@@ -342,6 +342,10 @@ export const OPTIONS = {
     doc: 'Directory of tool JSON files for `bootstrap` (searched recursively).',
     defaultText: 'the `bootstrap-breadcrumbs/` directory of the installation',
   }),
+  bootstrapWaitMs: opt(intish(0).default(30_000), {
+    group: 'authoring',
+    doc: 'How long `tools-runner bootstrap` waits for the running service to list the tools it wrote at their new version (a tool that does not load is reported, with why, and exits 1); 0 does not wait.',
+  }),
   bootstrapAllow: opt(listish.default([]), {
     group: 'authoring',
     doc: 'Extra Deno permissions (`read`, `write`, `env`, `run`, `sys`, `ffi`) that bootstrapped tools may declare.',
