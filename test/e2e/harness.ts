@@ -42,11 +42,12 @@ export interface CliProcess {
   signal(name: NodeJS.Signals): void;
 }
 
-/** Spawns `node dist/cli/main.js <args>` (in the checkout, or `options.cwd`); killed (SIGKILL) at cleanup if still running. */
-export function runCli(args: string[], env: Record<string, string> = {}, options: { cwd?: string } = {}): CliProcess {
+/** Spawns `node dist/cli/main.js <args>` (in the checkout, or `options.cwd`; or `options.bin`); killed (SIGKILL) at cleanup if still running. */
+export function runCli(args: string[], env: Record<string, string> = {}, options: { cwd?: string; bin?: string } = {}): CliProcess {
   // A private TMPDIR: whatever the process leaves (even when a test SIGKILLs it) goes with it.
   const tmp = tempDir('tr-e2e-tmp-');
-  const proc = spawn(process.execPath, [cli, ...args], {
+  // `bin`: an installed copy's executable (run as a user would: through its shebang).
+  const proc = spawn(options.bin ?? process.execPath, options.bin ? args : [cli, ...args], {
     cwd: options.cwd ?? root,
     // One runner secret for every process of a test (replicas and CLI commands must share it).
     // XDG_DATA_HOME: the default --data-dir (and audit dir) is in the private temp dir, never the real home.
