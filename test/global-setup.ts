@@ -1,7 +1,8 @@
 // Vitest global setup: compiles src/ to dist/ once per run when dist/ is missing or older than
 // any source file, for the tests that run the real CLI (`node dist/cli/main.js ...`).
 import { execFileSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,9 +25,16 @@ function isFresh(): boolean {
   });
 }
 
-/** Builds dist/ unless it is up to date; a failed build fails the run with tsc's output. */
-export default function setup(): void {
-  if (isFresh()) return;
+/**
+ * Builds dist/ unless it is up to date; a failed build fails the run with tsc's output. Also points
+ * XDG_DATA_HOME (the default --data-dir and audit dir) at a temp dir for the whole run, so no test
+ * writes under the real home; the returned teardown removes it.
+ */
+export default function setup(): () => void {
+  const dataHome = mkdtempSync(join(tmpdir(), 'tr-test-xdg-'));
+  process.env['XDG_DATA_HOME'] = dataHome;
+  const teardown = (): void => rmSync(dataHome, { recursive: true, force: true });
+  if (isFresh()) return teardown;
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
   try {
     execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'pipe' });
@@ -34,4 +42,5 @@ export default function setup(): void {
     const output = (error as { stdout?: Buffer }).stdout?.toString() ?? String(error);
     throw new Error(`test/global-setup: "tsc -p tsconfig.build.json" failed:\n${output}`);
   }
+  return teardown;
 }

@@ -3,49 +3,13 @@
 // It loads only the configuration and the chosen command's code (commands are imported on demand),
 // and everything it prints goes through the terminal-safety escaping of ./sanitize.js.
 
-import { loadConfig, OPTIONS, envName, flagName, type Config, type OptionKey } from '../config/index.js';
+import { loadConfig, type Config } from '../config/index.js';
 import { coerceError } from '../errors.js';
 import { createLogger, guardedWriter, type LogLevel } from '../logger.js';
 import { EXIT, type Command } from './command.js';
 import { COMMANDS } from './commands/index.js';
+import { commandHelpLines, helpLines, helpWidth, packageVersion, printWrapped } from './help.js';
 import { safeText } from './sanitize.js';
-
-const EXIT_TABLE: Array<[number, string]> = [
-  [EXIT.Ok, 'success'],
-  [EXIT.Failed, 'the command ran and the outcome is a failure (error response, rejected file, failed example)'],
-  [EXIT.Usage, 'bad usage: unknown command or option, invalid value, bad JSON input'],
-  [EXIT.Timeout, '`call`: no response within --call-timeout-ms'],
-  [EXIT.Unavailable, 'a client command could not reach the store, or the store refused its credentials'],
-  [EXIT.Interrupted, 'interrupted: `call` stopped by SIGINT/SIGTERM, or a second signal made `start` exit without draining'],
-];
-
-const optionLine = (key: OptionKey): string => `  --${flagName(key).padEnd(26)} ${envName(key).padEnd(40)} ${OPTIONS[key].meta.doc}`;
-
-function help(out: (line: string) => void): void {
-  out('usage: tools-runner <command> [options] [args]    (tools-runner <command> --help: that command\'s help)');
-  out('');
-  out('commands:');
-  for (const command of COMMANDS) out(`  ${command.name.padEnd(10)} ${command.summary}`);
-  out('');
-  out('exit codes:');
-  for (const [code, meaning] of EXIT_TABLE) out(`  ${String(code).padEnd(4)} ${meaning}`);
-  out('');
-  out('options (every flag also reads its environment variable):');
-  for (const key of Object.keys(OPTIONS) as OptionKey[]) out(optionLine(key));
-}
-
-function commandHelp(command: Command, out: (line: string) => void): void {
-  out(`usage: ${command.usage}`);
-  out('');
-  for (const line of command.description) out(line);
-  out('');
-  out('exit codes:');
-  for (const [code, meaning] of command.exits) out(`  ${String(code).padEnd(4)} ${meaning}`);
-  const options: OptionKey[] = [...command.options, 'logLevel'].filter((key, i, all) => all.indexOf(key) === i) as OptionKey[];
-  out('');
-  out('options (also read from their environment variables; every option of `tools-runner help` is accepted):');
-  for (const key of options) out(optionLine(key));
-}
 
 /** `--help`/`-h` among the arguments (before a `--`). */
 function wantsHelp(args: readonly string[]): boolean {
@@ -67,10 +31,17 @@ async function main(argv: string[]): Promise<number> {
   const stderr = guardedWriter(process.stderr);
   const out = (line: string): void => void stdout.write(safeText(line) + '\n');
   const err = (line: string): void => void stderr.write(safeText(line) + '\n');
+  const width = helpWidth(process.stdout);
+  const help = (): void => printWrapped(helpLines(packageVersion()), width, out);
+  const commandHelp = (command: Command): void => printWrapped(commandHelpLines(command), width, out);
   const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h') {
-    help(out);
+    help();
     return name === undefined ? EXIT.Usage : EXIT.Ok;
+  }
+  if (name === '--version' || name === '-v' || name === 'version') {
+    out(`tools-runner ${packageVersion()}`);
+    return EXIT.Ok;
   }
   if (name === 'help') {
     const target = rest[0] === undefined ? undefined : COMMANDS.find((c) => c.name === rest[0]);
@@ -78,8 +49,8 @@ async function main(argv: string[]): Promise<number> {
       err(`tools-runner help: unknown command "${rest[0]}" (known: ${COMMANDS.map((c) => c.name).join(', ')})`);
       return EXIT.Usage;
     }
-    if (target) commandHelp(target, out);
-    else help(out);
+    if (target) commandHelp(target);
+    else help();
     return EXIT.Ok;
   }
   const command = COMMANDS.find((candidate) => candidate.name === name);
@@ -88,7 +59,7 @@ async function main(argv: string[]): Promise<number> {
     return EXIT.Usage;
   }
   if (wantsHelp(rest)) {
-    commandHelp(command, out);
+    commandHelp(command);
     return EXIT.Ok;
   }
   let loaded;

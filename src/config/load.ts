@@ -1,6 +1,8 @@
 // Loads a frozen Config from environment variables and CLI flags (flags win over env, env over
 // defaults). This is the only module that looks at `process.env`, and only when no env is passed.
 
+import { homedir } from 'node:os';
+import { isAbsolute, join } from 'node:path';
 import { ErrorCode, RunnerError } from '../errors.js';
 import { OPTIONS, configSchema, envName, flagName, type Config, type OptionKey } from './schema.js';
 
@@ -100,6 +102,9 @@ export function loadConfig(input: LoadInput = {}): Loaded {
       source[key] = 'overrides';
     }
   }
+  // Defaults that depend on the environment, never on the working directory.
+  raw['dataDir'] ??= defaultDataDir(env);
+  raw['auditDir'] ??= join(raw['dataDir'] === ':memory:' ? defaultDataDir(env) : String(raw['dataDir']), 'audit');
   const parsed = configSchema.safeParse(raw);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((issue) => {
@@ -112,9 +117,23 @@ export function loadConfig(input: LoadInput = {}): Loaded {
   return { config: Object.freeze(parsed.data), positionals };
 }
 
-/** The configuration with every default and the given overrides; for tests and embedding. */
+/**
+ * The default `--data-dir`: `$XDG_DATA_HOME/tools-runner` (when XDG_DATA_HOME is an absolute path, as
+ * the XDG spec requires), else `$HOME/.local/share/tools-runner`.
+ */
+export function defaultDataDir(env: Record<string, string | undefined>): string {
+  const xdg = env['XDG_DATA_HOME'];
+  if (xdg !== undefined && isAbsolute(xdg)) return join(xdg, 'tools-runner');
+  const home = env['HOME'] !== undefined && env['HOME'] !== '' ? env['HOME'] : homedir();
+  return join(home, '.local', 'share', 'tools-runner');
+}
+
+/**
+ * The configuration with every default and the given overrides; for tests and embedding. No
+ * TOOLS_RUNNER_* variable is read; the default data directory still follows XDG_DATA_HOME / HOME.
+ */
 export function defaultConfig(overrides: Partial<Record<OptionKey, unknown>> = {}): Config {
-  return loadConfig({ env: {}, argv: [], overrides }).config;
+  return loadConfig({ env: { XDG_DATA_HOME: process.env['XDG_DATA_HOME'], HOME: process.env['HOME'] }, argv: [], overrides }).config;
 }
 
 /**

@@ -5,6 +5,7 @@
 // Raw values from env and argv are strings; each option's zod schema coerces them.
 // docs/configuration.md's table is generated from this file (`npm run docs:config`).
 
+import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 
 export type OptionGroup = 'store' | 'runner' | 'sandbox' | 'authoring' | 'legacy' | 'rap' | 'general';
@@ -64,6 +65,12 @@ export const jsonObject = z.preprocess((value) => {
   }
 }, z.record(z.string(), z.unknown()));
 
+/**
+ * The `bootstrap-breadcrumbs/` directory shipped with this installation (the package root is two levels
+ * above both src/config/ and dist/config/), so the default does not depend on the working directory.
+ */
+export const SHIPPED_BOOTSTRAP_DIR = fileURLToPath(new URL('../../bootstrap-breadcrumbs', import.meta.url));
+
 function opt<T extends z.ZodType>(schema: T, meta: OptionMeta): { schema: T; meta: OptionMeta } {
   return { schema, meta };
 }
@@ -115,9 +122,11 @@ export const OPTIONS = {
     group: 'store',
     doc: 'Port of the embedded store; 0 picks a free port.',
   }),
-  dataDir: opt(z.string().min(1).default('./data'), {
+  // No schema default: loadConfig fills it from the environment (`$XDG_DATA_HOME`, `$HOME`).
+  dataDir: opt(z.string().min(1), {
     group: 'store',
-    doc: 'Directory of the SQLite database (and generated secrets key); `:memory:` keeps nothing on disk.',
+    doc: 'Directory of the SQLite database, the generated runner and secrets keys and (by default) the audit logs; `:memory:` keeps no database or keys on disk. Client commands read the runner key here.',
+    defaultText: '`$XDG_DATA_HOME/tools-runner`, else `~/.local/share/tools-runner`',
   }),
   maxBodyBytes: opt(intish(1024).default(1024 * 1024), {
     group: 'store',
@@ -338,9 +347,14 @@ export const OPTIONS = {
     group: 'authoring',
     doc: 'Whether `start` upserts the tools of the bootstrap directory.',
   }),
-  bootstrapDir: opt(z.string().min(1).default('./bootstrap-breadcrumbs'), {
+  bootstrapDir: opt(z.string().min(1).default(SHIPPED_BOOTSTRAP_DIR), {
     group: 'authoring',
     doc: 'Directory of tool JSON files for `bootstrap` (searched recursively).',
+    defaultText: 'the `bootstrap-breadcrumbs/` directory of the installation',
+  }),
+  bootstrapWaitMs: opt(intish(0).default(30_000), {
+    group: 'authoring',
+    doc: 'How long `tools-runner bootstrap` waits for the running service to list the tools it wrote at their new version (a tool that does not load is reported, with why, and exits 1); 0 does not wait.',
   }),
   bootstrapAllow: opt(listish.default([]), {
     group: 'authoring',
@@ -388,9 +402,11 @@ export const OPTIONS = {
     group: 'legacy',
     doc: 'Timeout of an exec host tool that declares none.',
   }),
-  auditDir: opt(z.string().min(1).default('./data/audit'), {
+  // No schema default: loadConfig derives it from the data directory.
+  auditDir: opt(z.string().min(1), {
     group: 'legacy',
     doc: 'Directory of the daily NDJSON audit logs: one line per call of a tool that is not read-only, code or host.',
+    defaultText: '`<data-dir>/audit` (with `--data-dir :memory:`, the default data directory\'s `audit`)',
   }),
   redact: opt(listish.default([]), {
     group: 'legacy',

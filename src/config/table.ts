@@ -12,7 +12,8 @@ const GROUP_TITLES: Record<string, string> = {
   rap: 'RAP (Reactive Agent Protocol)',
 };
 
-function defaultOf(key: OptionKey): string {
+/** An option's default as Markdown (`—` when it has none). */
+export function optionDefault(key: OptionKey): string {
   const option = OPTIONS[key];
   if (option.meta.defaultText) return option.meta.defaultText;
   const value: unknown = option.schema.safeParse(undefined).data;
@@ -30,7 +31,7 @@ export function renderConfigTable(): string {
     lines.push(`**${title}**`, '', '| flag | environment variable | default | meaning |', '|---|---|---|---|');
     for (const key of keys) {
       const doc = OPTIONS[key].meta.doc.replace(/\|/g, '\\|');
-      lines.push(`| \`--${flagName(key)}\` | \`${envName(key)}\` | ${defaultOf(key)} | ${doc} |`);
+      lines.push(`| \`--${flagName(key)}\` | \`${envName(key)}\` | ${optionDefault(key)} | ${doc} |`);
     }
     lines.push('');
   }

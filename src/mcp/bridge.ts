@@ -22,7 +22,7 @@ import { isNotFound } from '../breadcrumbs/index.js';
 import { SCHEMA, TAG, ToolResponseContext, type StoreEvent } from '../breadcrumbs/messages.js';
 import type { RequestKeys } from '../breadcrumbs/request-keys.js';
 import { coerceError, ErrorCode } from '../errors.js';
-import { buildToolViews, readPublishedCatalog, type ToolViews } from '../export/index.js';
+import { buildToolViews, missingCatalogReason, readCatalog, type ToolViews } from '../export/index.js';
 import type { Logger } from '../logger.js';
 import { callResult, errorResult, type McpCallResult } from './results.js';
 
@@ -79,9 +79,16 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
   let currentKey = '';
   let loading: Promise<ToolViews> | undefined;
   let again = false;
+  let warnedUnverified = false;
 
   const load = async (): Promise<ToolViews> => {
-    const entries = (await readPublishedCatalog(client, workspace, keys)) ?? [];
+    const read = await readCatalog(client, workspace, keys);
+    // No sealed catalog means an empty tool list: say why once, not on every refresh.
+    if (!read.catalog && read.unverified > 0 && !warnedUnverified) {
+      warnedUnverified = true;
+      logger.warn('MCP serves no tools: no catalog sealed with this runner secret', { reason: missingCatalogReason(read, workspace) });
+    }
+    const entries = read.catalog?.tools ?? [];
     const views = buildToolViews(entries);
     const key = JSON.stringify([views.tools, views.omitted]);
     if (key !== currentKey) {

@@ -75,7 +75,7 @@ export async function buildService(
   const state: Parts['state'] = { lifecycle: 'INITIALIZED', streamConnected: false, streamLate: false };
 
   // First: a runner that cannot derive its keys must not touch the store.
-  const runnerKey = resolveRunnerKey({ runnerSecret: config.runnerSecret, dataDir: config.dataDir, logger: log, storeUrl: config.storeUrl });
+  const runnerKey = resolveRunnerKey({ runnerSecret: config.runnerSecret, dataDir: config.dataDir, logger: log, storeUrl: config.storeUrl, role: 'service' });
   log.info('runner keys derived', { source: runnerKey.source, ...(runnerKey.file ? { file: runnerKey.file } : {}) });
   const stamper = createStamper(runnerKey.key);
   const keys = createRequestKeys(deriveKey(runnerKey.master, REQUEST_KEYS_PURPOSE));

@@ -1,7 +1,7 @@
 // Deployment stamps and the runner key: every way a stamped definition can be altered, copied,
 // rolled back or forged is refused with its reason; the key file is created once and shared.
 
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { agentOwner, createStamper, definitionDigest, DEPLOYMENT_FIELD } from '../../src/catalog/deployment.js';
@@ -73,28 +73,74 @@ describe('deployment stamps', () => {
 });
 
 describe('runner key', () => {
-  it('is created once in the data dir (mode 0600) and shared by every later start', () => {
+  const log = silentLogger();
+  it('is created once by the service in the data dir (mode 0600) and shared by every later start', () => {
     const dir = join(tempDir(), 'nested');
-    const first = resolveRunnerKey({ runnerSecret: undefined, dataDir: dir, logger: silentLogger() });
-    const second = resolveRunnerKey({ runnerSecret: undefined, dataDir: dir, logger: silentLogger() });
+    const first = resolveRunnerKey({ runnerSecret: undefined, dataDir: dir, logger: log, role: 'service' });
+    const second = resolveRunnerKey({ runnerSecret: undefined, dataDir: dir, logger: log, role: 'service' });
     expect(first.source).toBe('key-file');
     expect(second.key.equals(first.key)).toBe(true);
     expect(statSync(join(dir, 'runner.key')).mode & 0o777).toBe(0o600);
-    expect(readFileSync(join(dir, 'runner.key'), 'utf8')).toMatch(/^[0-9a-f]{64}\n$/);
+    expect(readFileSync(join(dir, 'runner.key'), 'utf8')).toMatch(/^hex:[0-9a-f]{64}\n$/);
+    // A client command reading the file gets the same key.
+    expect(resolveRunnerKey({ runnerSecret: undefined, dataDir: dir, logger: log }).key.equals(first.key)).toBe(true);
+  });
+
+  it('the key file holds exactly the text to pass as --runner-secret', () => {
+    const dir = tempDir();
+    const fromFile = resolveRunnerKey({ runnerSecret: undefined, dataDir: dir, logger: log, role: 'service' });
+    const text = readFileSync(join(dir, 'runner.key'), 'utf8').trim();
+    expect(resolveRunnerKey({ runnerSecret: text, dataDir: ':memory:', logger: log }).master.equals(fromFile.master)).toBe(true);
+    // And any --runner-secret written into the file is the same runner.
+    const other = tempDir();
+    writeFileSync(join(other, 'runner.key'), 'my-shared-secret-0123456789\n');
+    expect(resolveRunnerKey({ runnerSecret: undefined, dataDir: other, logger: log }).key.equals(key('my-shared-secret-0123456789'))).toBe(true);
+  });
+
+  it('a client command never creates a key file: it fails naming the file and what to pass', () => {
+    const dir = join(tempDir(), 'data');
+    expect(() => resolveRunnerKey({ runnerSecret: undefined, dataDir: dir, logger: log })).toThrow(
+      `no runner key: ${join(dir, 'runner.key')} does not exist (a client command never makes its own; the service creates it in its --data-dir). Pass the service's --data-dir (TOOLS_RUNNER_DATA_DIR), or its --runner-secret (TOOLS_RUNNER_RUNNER_SECRET)`,
+    );
+    expect(existsSync(dir)).toBe(false);
+    expect(() => resolveRunnerKey({ runnerSecret: undefined, dataDir: ':memory:', logger: log })).toThrow(/^no runner key: --data-dir :memory: keeps no key file\. Pass the service's --runner-secret/);
+  });
+
+  it('reads a key file of the old format (bare hex) as the same key; the service rewrites it in the new format', () => {
+    const dir = tempDir();
+    const hex = 'ab'.repeat(32);
+    writeFileSync(join(dir, 'runner.key'), `${hex}\n`, { mode: 0o600 });
+    const before = resolveRunnerKey({ runnerSecret: undefined, dataDir: dir, logger: log });
+    expect(before.master.equals(Buffer.from(hex, 'hex'))).toBe(true);
+    expect(readFileSync(join(dir, 'runner.key'), 'utf8')).toBe(`${hex}\n`);
+    const service = resolveRunnerKey({ runnerSecret: undefined, dataDir: dir, logger: log, role: 'service' });
+    expect(service.key.equals(before.key)).toBe(true);
+    expect(readFileSync(join(dir, 'runner.key'), 'utf8')).toBe(`hex:${hex}\n`);
+    expect(statSync(join(dir, 'runner.key')).mode & 0o777).toBe(0o600);
+    expect(resolveRunnerKey({ runnerSecret: `hex:${hex}`, dataDir: ':memory:', logger: log }).key.equals(before.key)).toBe(true);
   });
 
   it('derives from --runner-secret (same secret, same key; never the raw secret)', () => {
-    const a = resolveRunnerKey({ runnerSecret: 'shared', dataDir: tempDir(), logger: silentLogger() });
+    const a = resolveRunnerKey({ runnerSecret: 'shared', dataDir: tempDir(), logger: log });
     expect(a.source).toBe('runner-secret');
     expect(a.key.equals(key('shared'))).toBe(true);
     expect(a.key.equals(Buffer.from('shared'))).toBe(false);
   });
 
-  it('refuses a corrupt key file, naming it', () => {
+  it.each([
+    ['not a key', 'too short'],
+    ['hex:abcd', 'hex: with too few digits'],
+    ['', 'empty'],
+  ])('refuses a key file holding %j (%s), naming it', (text) => {
     const dir = tempDir();
-    resolveRunnerKey({ runnerSecret: undefined, dataDir: dir, logger: silentLogger() });
     const file = join(dir, 'runner.key');
-    writeFileSync(file, 'not a key');
-    expect(() => resolveRunnerKey({ runnerSecret: undefined, dataDir: dir, logger: silentLogger() })).toThrow(`runner key file "${file}" must hold 64 lower-case hex characters`);
+    writeFileSync(file, text);
+    expect(() => resolveRunnerKey({ runnerSecret: undefined, dataDir: dir, logger: log, role: 'service' })).toThrow(
+      `runner key file "${file}" must hold a runner secret: 16 or more characters, or hex:<64 hex digits>`,
+    );
+  });
+
+  it('refuses a --runner-secret "hex:" with anything but 64 hex digits', () => {
+    expect(() => key(`hex:${'g'.repeat(64)}`)).toThrow('a runner secret starting with "hex:" must be followed by exactly 64 hex digits');
   });
 });

@@ -1,6 +1,9 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { isAbsolute, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { defaultConfig, envName, flagName, loadConfig, spliceConfigTable } from '../../src/config/index.js';
+import { defaultConfig, defaultDataDir, envName, flagName, loadConfig, spliceConfigTable } from '../../src/config/index.js';
 
 describe('config', () => {
   it('derives flag and env names from the key', () => {
@@ -20,6 +23,34 @@ describe('config', () => {
     expect(config.reuseTools).toEqual(['a', 'b']);
     expect(positionals).toEqual(['file.json']);
     expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it.each([
+    [{ XDG_DATA_HOME: '/xdg', HOME: '/home/u' }, '/xdg/tools-runner'],
+    [{ HOME: '/home/u' }, '/home/u/.local/share/tools-runner'],
+    [{ XDG_DATA_HOME: 'relative/dir', HOME: '/home/u' }, '/home/u/.local/share/tools-runner'],
+    [{ XDG_DATA_HOME: '', HOME: '/home/u' }, '/home/u/.local/share/tools-runner'],
+    [{}, join(homedir(), '.local/share/tools-runner')],
+  ])('the default data dir never depends on the working directory: %j -> %s', (env, dir) => {
+    expect(defaultDataDir(env)).toBe(dir);
+    const { config } = loadConfig({ env });
+    expect(config.dataDir).toBe(dir);
+    expect(config.auditDir).toBe(join(dir, 'audit'));
+  });
+
+  it('the audit dir follows --data-dir unless given; :memory: keeps it under the default data dir', () => {
+    const env = { XDG_DATA_HOME: '/xdg' };
+    expect(loadConfig({ env, argv: ['--data-dir', '/srv/tr'] }).config.auditDir).toBe('/srv/tr/audit');
+    expect(loadConfig({ env: { ...env, TOOLS_RUNNER_DATA_DIR: '/srv/env' } }).config.auditDir).toBe('/srv/env/audit');
+    expect(loadConfig({ env, argv: ['--data-dir', '/srv/tr', '--audit-dir', '/var/log/tr'] }).config.auditDir).toBe('/var/log/tr');
+    expect(loadConfig({ env, argv: ['--data-dir', ':memory:'] }).config.auditDir).toBe('/xdg/tools-runner/audit');
+  });
+
+  it('the default bootstrap dir is the one shipped with the installation', () => {
+    const dir = defaultConfig().bootstrapDir;
+    expect(isAbsolute(dir)).toBe(true);
+    expect(dir).toBe(fileURLToPath(new URL('../../bootstrap-breadcrumbs', import.meta.url)));
+    expect(existsSync(join(dir, 'tools-self-contained'))).toBe(true);
   });
 
   it('accepts booleans as bare flags and with values', () => {

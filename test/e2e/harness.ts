@@ -42,14 +42,16 @@ export interface CliProcess {
   signal(name: NodeJS.Signals): void;
 }
 
-/** Spawns `node dist/cli/main.js <args>`; killed (SIGKILL) at cleanup if still running. */
-export function runCli(args: string[], env: Record<string, string> = {}): CliProcess {
+/** Spawns `node dist/cli/main.js <args>` (in the checkout, or `options.cwd`; or `options.bin`); killed (SIGKILL) at cleanup if still running. */
+export function runCli(args: string[], env: Record<string, string> = {}, options: { cwd?: string; bin?: string } = {}): CliProcess {
   // A private TMPDIR: whatever the process leaves (even when a test SIGKILLs it) goes with it.
   const tmp = tempDir('tr-e2e-tmp-');
-  const proc = spawn(process.execPath, [cli, ...args], {
-    cwd: root,
+  // `bin`: an installed copy's executable (run as a user would: through its shebang).
+  const proc = spawn(options.bin ?? process.execPath, options.bin ? args : [cli, ...args], {
+    cwd: options.cwd ?? root,
     // One runner secret for every process of a test (replicas and CLI commands must share it).
-    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/tmp', TMPDIR: tmp, TOOLS_RUNNER_LOG_LEVEL: 'warn', TOOLS_RUNNER_RUNNER_SECRET: E2E_RUNNER_SECRET, ...env },
+    // XDG_DATA_HOME: the default --data-dir (and audit dir) is in the private temp dir, never the real home.
+    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/tmp', TMPDIR: tmp, XDG_DATA_HOME: tmp, TOOLS_RUNNER_LOG_LEVEL: 'warn', TOOLS_RUNNER_RUNNER_SECRET: E2E_RUNNER_SECRET, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const stdout: string[] = [];

@@ -100,9 +100,10 @@ describe('tools-runner mcp (stdio)', () => {
 
   it('against a store, without the runner secret, it refuses to start and says why', async () => {
     const { url } = await startRunnerWithStore();
-    const cli = runCli(['mcp', '--store-url', url, '--data-dir', tempDir()], { TOOLS_RUNNER_RUNNER_SECRET: '' });
-    expect(await cli.exited).not.toBe(0);
-    expect(cli.stderr.join('')).toContain(`--store-url ${url} needs --runner-secret`);
+    const dataDir = tempDir();
+    const cli = runCli(['mcp', '--store-url', url, '--data-dir', dataDir], { TOOLS_RUNNER_RUNNER_SECRET: '' });
+    expect(await cli.exited).toBe(2);
+    expect(cli.stderr.join('')).toContain(`tools-runner mcp: no runner key: ${dataDir}/runner.key does not exist`);
   });
 
   it('with an embedded service: the store, runner and MCP in one process', async () => {

@@ -8,13 +8,15 @@ import { createExampleEnv } from '../../authoring/example-env.js';
 import { checkNetwork } from '../../authoring/network-probe.js';
 import { loadToolFiles } from '../../authoring/tool-files.js';
 import { createStamper } from '../../catalog/deployment.js';
-import { resolveRunnerKey } from '../../catalog/runner-key.js';
+import { requestKeysOf, resolveRunnerKey, type RunnerKey } from '../../catalog/runner-key.js';
+import { SCHEMA } from '../../breadcrumbs/messages.js';
 import { createSchemaValidator, validateToolDefinition, type ToolDefinition } from '../../screen/index.js';
+import { confirmLoaded, type WrittenTool } from '../bootstrap-confirm.js';
 import { EXIT, type CommandContext } from '../command.js';
 import { cliStoreClient, exitForStoreProblem } from '../store-client.js';
 
 /** Runs `tools-runner bootstrap`. */
-export async function run({ config, positionals, logger, out, err }: CommandContext): Promise<number> {
+export async function run({ config, positionals, logger, out, err, signal }: CommandContext): Promise<number> {
   if (positionals.length > 1) {
     err(`tools-runner bootstrap: unexpected argument ${JSON.stringify(positionals[1])} (usage: tools-runner bootstrap [dir])`);
     return EXIT.Usage;
@@ -29,9 +31,9 @@ export async function run({ config, positionals, logger, out, err }: CommandCont
   }
   const validator = createSchemaValidator();
   // Signed with the runner's key (the same --runner-secret, or the runner's <data-dir>/runner.key).
-  let stamper;
+  let runnerKey: RunnerKey;
   try {
-    stamper = createStamper(resolveRunnerKey({ runnerSecret: config.runnerSecret, dataDir: config.dataDir, logger, storeUrl: config.storeUrl }).key);
+    runnerKey = resolveRunnerKey({ runnerSecret: config.runnerSecret, dataDir: config.dataDir, logger, storeUrl: config.storeUrl });
   } catch (error) {
     err(`tools-runner bootstrap: ${(error as Error).message}`);
     return EXIT.Usage;
@@ -54,14 +56,24 @@ export async function run({ config, positionals, logger, out, err }: CommandCont
       config,
       logger,
       validator,
-      stamper,
+      stamper: createStamper(runnerKey.key),
       ...(env ? { examples: { run: (tool, status) => env.run(tool, status), network } } : {}),
     });
     out(renderBootstrapTable(rows));
+    // Written is not loaded: confirm the running service lists each tool at its file's version.
+    const versions = new Map(files.flatMap((f) => (f.ok && f.breadcrumb.schema_name === SCHEMA.ToolCode ? [[f.path, String(f.breadcrumb.context['version'] ?? '')] as const] : [])));
+    const written: WrittenTool[] = rows.flatMap((row) => (row.action !== 'rejected' && row.name && row.id && versions.has(row.file) ? [{ name: row.name, id: row.id, version: versions.get(row.file) as string }] : []));
+    let notLoaded = 0;
+    if (config.bootstrapWaitMs > 0 && written.length > 0) {
+      const failed = await confirmLoaded({ client, keys: requestKeysOf(runnerKey), workspace: config.workspace, tools: written, waitMs: config.bootstrapWaitMs, signal });
+      for (const f of failed) out(`not loaded ${f.name}@${f.version} — ${f.reason}`);
+      out(failed.length === 0 ? `the running service lists all ${written.length} tool(s) at their new version` : `${failed.length} of ${written.length} tool(s) not loaded by the running service`);
+      notLoaded = failed.length;
+    }
     if (resolve(dir) !== resolve(config.bootstrapDir) && rows.some((row) => row.action !== 'rejected')) {
       out(`note: ${dir} is not this runner's --bootstrap-dir (${config.bootstrapDir}): a runner trusts only the tools of its own bootstrap directory, so it validates these like an agent's tools (agent policy).`);
     }
-    return rows.some((row) => row.action === 'rejected') ? EXIT.Failed : EXIT.Ok;
+    return notLoaded > 0 || rows.some((row) => row.action === 'rejected') ? EXIT.Failed : EXIT.Ok;
   } catch (error) {
     return exitForStoreProblem(error, { config, err }, 'bootstrap');
   } finally {

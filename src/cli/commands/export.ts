@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import { loadToolFiles } from '../../authoring/tool-files.js';
 import { codeFacts, hostFacts } from '../../catalog/entries.js';
 import { resolveRequestKeys } from '../../catalog/runner-key.js';
-import { readPublishedCatalog, renderExport, type CatalogTool } from '../../export/index.js';
+import { missingCatalogReason, readCatalog, renderExport, type CatalogTool } from '../../export/index.js';
 import { loadHostTools } from '../../legacy/index.js';
 import { configuredRapBase, rapInvokeUrl } from '../../rap/index.js';
 import { createSchemaValidator, validateToolDefinition } from '../../screen/index.js';
@@ -86,12 +86,12 @@ async function catalogFromStore({ config, logger, err }: CommandContext): Promis
       err(`tools-runner export: ${(error as Error).message}; or export offline with --from-files`);
       return EXIT.Usage;
     }
-    const tools = await readPublishedCatalog(client, config.workspace, keys);
-    if (!tools) {
-      err(`tools-runner export: no tool.catalog.v1 sealed with this runner secret for ${config.workspace} in the store: start a runner ("tools-runner start", same --runner-secret) to publish it, or export offline with --from-files`);
+    const read = await readCatalog(client, config.workspace, keys);
+    if (!read.catalog) {
+      err(`tools-runner export: no catalog to export: ${missingCatalogReason(read, config.workspace)}; or export offline with --from-files`);
       return EXIT.Failed;
     }
-    return tools;
+    return read.catalog.tools;
   } catch (error) {
     return exitForStoreProblem(error, { config, err }, 'export', 'To export without a store: tools-runner export --from-files.');
   } finally {

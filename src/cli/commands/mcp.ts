@@ -2,6 +2,7 @@
 // that store (a runner must be serving it); without, it embeds the whole service (store, runner,
 // admin port with `/mcp`) like `start`, and its stdout carries only MCP frames.
 
+import { coerceError, ErrorCode } from '../../errors.js';
 import type { McpExtension } from '../../mcp/extension.js';
 import { connectBridge, serveStdio } from '../../mcp/stdio.js';
 import { startService } from '../../service/service.js';
@@ -14,7 +15,17 @@ export async function run({ config, logger, err, signal }: CommandContext): Prom
     const stop = new AbortController();
     const done = AbortSignal.any([signal, stop.signal]);
     try {
-      await serveStdio({ bridge: connectBridge(config, logger, done), logger, progressMs: config.mcpProgressMs, signal: done });
+      let bridge;
+      try {
+        bridge = connectBridge(config, logger, done);
+      } catch (error) {
+        // No runner key (or an unusable one): one line saying what to pass.
+        const e = coerceError(error);
+        if (e.code !== ErrorCode.ConfigInvalid) throw error;
+        err(`tools-runner mcp: ${e.message}`);
+        return EXIT.Usage;
+      }
+      await serveStdio({ bridge, logger, progressMs: config.mcpProgressMs, signal: done });
     } finally {
       stop.abort();
     }
