@@ -133,6 +133,7 @@ export function validateToolDefinition(context: unknown, options: DefinitionOpti
     timeoutMs: limits.timeoutMs,
     memoryMb: limits.memoryMb,
     ...(limits.cpuPercent !== undefined ? { cpuPercent: limits.cpuPercent } : {}),
+    ...(isPlainObject(context.bootstrap) && context.bootstrap['mode'] === 'continuous' ? { continuous: true as const } : {}),
     ...(limits.isolation === 'process' ? { isolation: 'process' as const } : {}),
     requiredSecrets,
     examples: structuredClone(schemas.examples),

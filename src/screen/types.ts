@@ -39,6 +39,8 @@ export interface ToolDefinition {
   extraPermissions: string[];
   timeoutMs: number;
   memoryMb: number;
+  /** `context.bootstrap.mode: "continuous"` (upstream): the tool runs until stopped, so its examples are not run. */
+  continuous?: true;
   /** `limits.cpu_percent`: the share of one core the tool's process may use while it runs (enforced). */
   cpuPercent?: number;
   /** `limits.isolation: "process"`: every call of this tool gets a fresh process (never a warm one). */
