@@ -23,6 +23,7 @@ import type { Config } from '../config/index.js';
 import type { Logger } from '../logger.js';
 import { canonicalJson, validateToolDefinition, type SchemaValidator, type ToolDefinition } from '../screen/index.js';
 import type { ExampleReport } from './examples.js';
+import { fixLine } from './fix-hint.js';
 import type { NetworkStatus } from './network-probe.js';
 import type { ToolFile } from './tool-files.js';
 
@@ -142,7 +143,8 @@ export async function bootstrapTools(options: BootstrapOptions): Promise<Bootstr
     }
     const check = validateToolDefinition(file.breadcrumb.context, { origin: 'bootstrap', config, validator: options.validator });
     if (!check.ok) {
-      const reason = check.errors.slice(0, 5).map((e) => `${e.path}${e.line ? ` (${e.line}:${e.column})` : ''}: ${e.message}`).join('; ');
+      const fix = fixLine(check.errors);
+      const reason = check.errors.slice(0, 5).map((e) => `${e.path}${e.line ? ` (${e.line}:${e.column})` : ''}: ${e.message}`).join('; ') + (fix ? ` — ${fix}` : '');
       rows.push({ file: file.path, name: file.name, action: 'rejected', reason });
       continue;
     }

@@ -193,7 +193,7 @@ export async function processCreateRequest(deps: Deps, breadcrumb: CreateRequest
     sandbox: deps.sandbox,
     validator: deps.validator,
     workspace: config.workspace,
-    api: (t, index) => createToolApi({ client, tool: t.name, rid: `${rid}:example:${index + 1}`, config }),
+    api: (t, index) => createToolApi({ client, tool: t.name, rid: `${rid}:example:${index + 1}`, config, schemas: t.apiSchemas }),
   });
   const failed = examples.map((e, index) => ({ e, index })).filter(({ e }) => !e.ok);
   if (failed.length > 0) {

@@ -42,7 +42,7 @@ export function createExampleEnv(options: { config: Config; logger: Logger; vali
         validator,
         workspace: config.workspace,
         ...(network ? { network } : {}),
-        ...(api ? { api: (t, i) => createToolApi({ client: api, tool: t.name, rid: `example:${t.name}:${i + 1}`, config }) } : {}),
+        ...(api ? { api: (t, i) => createToolApi({ client: api, tool: t.name, rid: `example:${t.name}:${i + 1}`, config, schemas: t.apiSchemas }) } : {}),
       });
     },
     async close() {

@@ -40,8 +40,14 @@ function shorten(value: unknown): string {
 /** Runs every example of `tool` in order; never throws for tool behaviour. */
 export async function runExamples(tool: ToolDefinition, options: RunExamplesOptions): Promise<ExampleReport[]> {
   const reports: ExampleReport[] = [];
+  // a `net: true` tool may reach any public host: every example of it counts as a network example
+  const anyHost = tool.extraPermissions.includes('net');
   for (const [index, example] of tool.examples.entries()) {
-    if (example.requiresNetwork && options.network && !options.network.reachable) {
+    if (tool.continuous) {
+      reports.push({ description: example.description, ok: true, duration_ms: 0, skipped: 'continuous tool (context.bootstrap.mode "continuous"): it runs until stopped, so its examples are not run as calls' });
+      continue;
+    }
+    if ((example.requiresNetwork || anyHost) && options.network && !options.network.reachable) {
       reports.push({ description: example.description, ok: true, duration_ms: 0, skipped: options.network.reason ?? 'network unreachable' });
       continue;
     }

@@ -23,8 +23,14 @@ function splitTarget(target: string): [string, number] {
   return [host, Number(target.slice(cut + 1))];
 }
 
+/** Why a `net: true` tool's examples are not run when no --network-probe says the network is up. */
+export const ANY_HOST_UNPROBED = 'net: true tool: its examples reach public hosts it does not name; pass --network-probe host:port to run them when that host is reachable';
+
+type Probed = Pick<ToolDefinition, 'net'> & Partial<Pick<ToolDefinition, 'extraPermissions'>>;
+const anyHost = (tool: Probed): boolean => tool.extraPermissions?.includes('net') === true;
+
 /** The probe target of a tool with network examples, or undefined when it declares no host. */
-export function probeTarget(tool: Pick<ToolDefinition, 'net'>, override: string | undefined): string | undefined {
+export function probeTarget(tool: Probed, override: string | undefined): string | undefined {
   if (override) return override;
   const first = tool.net[0];
   if (first === undefined) return undefined;
@@ -52,16 +58,17 @@ export function probe(target: string, timeoutMs = NETWORK_PROBE_TIMEOUT_MS): Pro
  * Probes, in parallel and once each, the targets of every tool that has an example marked
  * `requires_network`; returns the status of a tool by its probe target.
  */
-export async function checkNetwork(tools: ReadonlyArray<Pick<ToolDefinition, 'net' | 'examples'>>, override: string | undefined, timeoutMs = NETWORK_PROBE_TIMEOUT_MS): Promise<(tool: Pick<ToolDefinition, 'net'>) => NetworkStatus> {
+export async function checkNetwork(tools: ReadonlyArray<Probed & Pick<ToolDefinition, 'examples'>>, override: string | undefined, timeoutMs = NETWORK_PROBE_TIMEOUT_MS): Promise<(tool: Probed) => NetworkStatus> {
   const targets = new Set<string>();
   for (const tool of tools) {
-    if (!tool.examples.some((example) => example.requiresNetwork)) continue;
+    if (!anyHost(tool) && !tool.examples.some((example) => example.requiresNetwork)) continue;
     const target = probeTarget(tool, override);
     if (target) targets.add(target);
   }
   const results = new Map(await Promise.all([...targets].map(async (target) => [target, await probe(target, timeoutMs)] as const)));
   return (tool) => {
     const target = probeTarget(tool, override);
+    if (!target && anyHost(tool)) return { reachable: false, reason: ANY_HOST_UNPROBED };
     return (target && results.get(target)) || { reachable: true };
   };
 }

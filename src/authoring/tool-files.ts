@@ -1,16 +1,21 @@
 // Reads tool JSON files (bootstrap-breadcrumbs/ and `tools-runner test` arguments) into the
 // breadcrumb each should become. Accepts the upstream bootstrap shape (top-level schema_name, title,
-// tags, context, ...) and a bare tool.code.v1 context; a top-level `aruntime` object (an ARuntime tool
-// description) is merged into the context (src/authoring/aruntime-file.ts). Problems are reported per
+// description, semantic_version, tags, llm_hints, context) and a bare tool.code.v1 context; a
+// top-level `aruntime` object (an ARuntime tool description) is merged into the context
+// (src/authoring/aruntime-file.ts). In the upstream shape the top-level description and
+// semantic_version fill context.description / context.version when the context lacks them; a
+// `tool:<x>` tag that disagrees with context.name is a warning (the tool runs as context.name, the
+// name upstream's runtime registers it under) and the tag is dropped. Problems are reported per
 // file, never thrown.
 
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { SCHEMA, TAG, type BreadcrumbCreate } from '../breadcrumbs/messages.js';
+import { definitionOf } from '../screen/index.js';
 import { mergeARuntime } from './aruntime-file.js';
 
 export type ToolFile =
-  | { ok: true; path: string; name: string; breadcrumb: BreadcrumbCreate & { schema_name: string } }
+  | { ok: true; path: string; name: string; breadcrumb: BreadcrumbCreate & { schema_name: string }; warnings?: string[] }
   | { ok: false; path: string; name?: string; error: string };
 
 /** Every `*.json` file under `target` (a file or a directory, searched recursively), sorted. */
@@ -58,11 +63,15 @@ export function parseToolFile(path: string, text: string, workspace: string): To
   }
   const fileTags = upstream && Array.isArray(doc['tags']) ? doc['tags'] : [];
   if (!fileTags.every((tag): tag is string => typeof tag === 'string')) return { ok: false, path, name, error: 'tags must be an array of strings' };
-  const wrongName = fileTags.find((tag) => tag.startsWith('tool:') && tag !== TAG.tool(name) && !tag.startsWith('tool:request'));
-  if (wrongName) return { ok: false, path, name, error: `tag "${wrongName}" does not match context.name "${name}"` };
+  const warnings: string[] = [];
+  const wrongName = (tag: string): boolean => tag.startsWith('tool:') && tag !== TAG.tool(name) && !tag.startsWith('tool:request');
+  for (const tag of fileTags.filter(wrongName)) {
+    warnings.push(`tag "${tag}" does not match context.name "${name}": the tool runs as "${name}" (the name upstream's runtime registers it under) and the tag is dropped`);
+  }
   const tags = [TAG.Tool, TAG.tool(name), workspace];
-  for (const tag of fileTags) if (!tag.startsWith('workspace:') && !tags.includes(tag)) tags.push(tag);
+  for (const tag of fileTags) if (!tag.startsWith('workspace:') && !wrongName(tag) && !tags.includes(tag)) tags.push(tag);
   const str = (key: string): string | undefined => (upstream && typeof doc[key] === 'string' ? (doc[key] as string) : undefined);
+  if (upstream) context = definitionOf(context, { description: doc['description'], semantic_version: doc['semantic_version'] });
   const description = str('description') ?? (typeof context['description'] === 'string' ? context['description'] : undefined);
   const semver = str('semantic_version') ?? (typeof context['version'] === 'string' ? context['version'] : undefined);
   const breadcrumb = {
@@ -74,7 +83,7 @@ export function parseToolFile(path: string, text: string, workspace: string): To
     ...(semver !== undefined ? { semantic_version: semver } : {}),
     ...(upstream && doc['llm_hints'] !== undefined ? { llm_hints: doc['llm_hints'] } : {}),
   };
-  return { ok: true, path, name, breadcrumb };
+  return { ok: true, path, name, breadcrumb, ...(warnings.length > 0 ? { warnings } : {}) };
 }
 
 /** Reads and parses every tool file under `target`; paths in results are relative to `base`. */

@@ -321,6 +321,7 @@ export const CreateIssue = z.looseObject({
   message: z.string(),
   line: z.number().int().optional(),
   column: z.number().int().optional(),
+  fix: z.string().optional(),
 });
 export type CreateIssue = z.infer<typeof CreateIssue>;
 

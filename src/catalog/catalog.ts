@@ -31,7 +31,7 @@ import { SCHEMA, TAG, type CatalogEntry } from '../breadcrumbs/messages.js';
 import type { Logger } from '../logger.js';
 import type { HostTool } from '../legacy/index.js';
 import { ErrorCode } from '../errors.js';
-import type { Issue, Origin, ToolDefinition } from '../screen/index.js';
+import { definitionOf, type Issue, type Origin, type ToolDefinition } from '../screen/index.js';
 import { definitionDigest, OPERATOR, type Stamper, type Trust } from './deployment.js';
 import { codeEntry, hostEntry, hostVersion } from './entries.js';
 import { badSpecMessage, chooseVersion, compareVersionsDesc, deprecationWarning, isVersionSpec, removedMessage, versionKey, versionStatus, type VersionCandidate } from './versions.js';
@@ -242,7 +242,8 @@ export function createCatalog(options: CatalogOptions): Catalog {
       record.errors = [issue('trust.untrusted', '/deployment', trust.reason)];
     } else {
       const origin: Origin = trust.kind === 'stamped' && trust.owner === OPERATOR ? 'bootstrap' : 'agent';
-      const outcome = options.validate(context, origin);
+      // upstream's shape: the record's own description / semantic_version stand in for missing context fields
+      const outcome = options.validate(definitionOf(context, full), origin);
       if (outcome.ok && outcome.tool) {
         record.tool = outcome.tool;
         record.owner = trust.owner;
@@ -250,7 +251,10 @@ export function createCatalog(options: CatalogOptions): Catalog {
         record.errors = outcome.errors;
       }
     }
-    if (name !== undefined && !full.tags.includes(TAG.tool(name))) logger.warn('tool tag does not match its name', { id, name, tags: full.tags });
+    if (name !== undefined && !full.tags.includes(TAG.tool(name))) {
+      const tag = full.tags.find((t) => t.startsWith('tool:') && !t.startsWith('tool:request'));
+      logger.warn('tool tag does not match its name; it runs as context.name', { id, name, tag, tags: full.tags });
+    }
     if (record.tool) logger.info('tool loaded', { id, name, version: record.tool.version, owner: record.owner, trust: trust.kind });
     // A deployment writes the definition, then stamps it in the next version: not a rejection.
     else if (!record.publication && isFreshDeployment(trust, full.updated_at)) logger.debug('tool being deployed', { id, name });

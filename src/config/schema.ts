@@ -358,7 +358,11 @@ export const OPTIONS = {
   }),
   bootstrapAllow: opt(listish.default([]), {
     group: 'authoring',
-    doc: 'Extra Deno permissions (`read`, `write`, `env`, `run`, `sys`, `ffi`) that bootstrapped tools may declare.',
+    doc: 'Extra permissions the operator\'s bootstrapped tools may declare: `read`, `write`, `env`, `run`, `sys` (Deno permissions, unscoped), and `net` (`permissions.net: true` = any public host; private, loopback and link-local ranges stay denied). Never for agent tools.',
+  }),
+  bootstrapMaxTimeoutMs: opt(intish(1).default(86_400_000), {
+    group: 'authoring',
+    doc: 'Upper bound on the declared timeout of the operator\'s bootstrapped tools (24 h by default; agent tools stay under `--max-timeout-ms`).',
   }),
   skipExamples: opt(boolish.default(false), {
     group: 'authoring',

@@ -88,7 +88,7 @@ export function createConsoleApi(options: ConsoleOptions): ConsoleApi {
     sandbox,
     validator,
     workspace,
-    api: (tool, i) => createToolApi({ client, tool: tool.name, rid: `console-example:${tool.name}:${i + 1}`, config }),
+    api: (tool, i) => createToolApi({ client, tool: tool.name, rid: `console-example:${tool.name}:${i + 1}`, config, schemas: tool.apiSchemas }),
   };
 
   const validate = (spec: Record<string, unknown>) => validateToolDefinition(spec, { origin: 'agent', config, validator });

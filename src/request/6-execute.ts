@@ -98,7 +98,7 @@ export function createCodeExecutor(options: { client: StoreClient; sandbox: Sand
         secrets: resolved.values,
         request: { id: ctx.rid, workspace: config.workspace, ...(ctx.agentId ? { agentId: ctx.agentId } : {}) },
         ...(ctx.isolation ? { isolation: ctx.isolation } : {}),
-        ...(tool.api ? { api: createToolApi({ client, tool: tool.name, rid: ctx.rid, config }) } : {}),
+        ...(tool.api ? { api: createToolApi({ client, tool: tool.name, rid: ctx.rid, config, schemas: tool.apiSchemas }) } : {}),
         signal: ctx.signal,
         onTimings: ({ waitMs, runMs }) => {
           ctx.timings?.add('sandbox_wait', waitMs);

@@ -74,6 +74,10 @@ export async function probeCgroup(location: CgroupLocation | undefined, logger: 
       }
       await writeFile(join(dir, 'cgroup.subtree_control'), '+memory');
     }
+    // cpu.max for limits.cpu_percent (cpu-limit.ts): best effort; without it the duty cycle applies
+    if (controllers.includes('cpu') && !words(await readText(join(dir, 'cgroup.subtree_control'))).includes('cpu')) {
+      await writeFile(join(dir, 'cgroup.subtree_control'), '+cpu').catch(() => undefined);
+    }
     const probe = await createProcessCgroup(dir, `tools-runner-probe-${pid}`, 64 * 1024 * 1024, logger);
     await probe.remove();
     return { base: dir };
@@ -93,6 +97,11 @@ export interface ProcessCgroup {
   add(pid: number): Promise<void>;
   /** Whether the kernel OOM-killed something in it. */
   oomKilled(): Promise<boolean>;
+  /**
+   * Sets `cpu.max` (`<quota> <period>` in µs, or `max`); false when the cgroup has no cpu controller
+   * (no cpu.max file) or the write failed — the caller then limits CPU another way.
+   */
+  setCpuMax?(quotaUs: number | 'max', periodUs: number): Promise<boolean>;
   /** Removes the (empty) cgroup; never throws. */
   remove(): Promise<void>;
 }
@@ -120,6 +129,15 @@ export async function createProcessCgroup(base: string, name: string, limitBytes
   return {
     dir,
     add: (pid) => writeFile(join(dir, 'cgroup.procs'), String(pid)),
+    async setCpuMax(quotaUs, periodUs) {
+      try {
+        // 'r+': never create the file; it exists only when the cpu controller is enabled for the cgroup
+        await writeFile(join(dir, 'cpu.max'), `${quotaUs} ${periodUs}`, { flag: 'r+' });
+        return true;
+      } catch {
+        return false;
+      }
+    },
     async oomKilled() {
       const events = await readText(join(dir, 'memory.events'));
       const match = /^oom_kill (\d+)/m.exec(events ?? '');

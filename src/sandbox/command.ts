@@ -58,7 +58,7 @@ export interface DenoCommandInput {
   denoPath: string;
   /** Already validated and normalised hosts ("api.example.com:443"); [] = no network. */
   net: readonly string[];
-  /** Extra permissions granted as `--allow-<name>` (already checked against the operator's policy). */
+  /** Extra permissions granted as `--allow-<name>` (already checked against the operator's policy); `net` = any host by name. */
   extra?: readonly string[];
   memoryMb: number;
   /** DENO_DIR; DENO_DIR_NOWHERE unless a test needs a real one. */
@@ -98,7 +98,7 @@ export function buildDenoCommand(input: DenoCommandInput): DenoCommand {
   args.push(`--deny-net=${DENY_NET.join(',')}`);
   args.push(input.harnessPath ?? HARNESS_PATH);
   // the harness refuses Workers (unwrapped globals) in a process that may use the network
-  if (input.net.length > 0) args.push('net');
+  if (input.net.length > 0 || (input.extra ?? []).includes('net')) args.push('net');
   return {
     file: input.denoPath,
     args,

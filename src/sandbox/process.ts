@@ -67,6 +67,8 @@ export interface SandboxProcess {
   readonly memoryMb: number;
   readonly limitBytes: number;
   readonly pid: number | undefined;
+  /** The process's own cgroup (cgroup memory enforcement), once it is ready; undefined otherwise. */
+  readonly cgroup: ProcessCgroup | undefined;
   /** Changed only by the process itself (spawn, hello, startJob, park, kill, exit). */
   readonly state: ProcessState;
   /** Jobs sent to this process so far (startJob counts them). */
@@ -176,6 +178,9 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
     limitBytes: guard.limitBytes(options.memoryMb),
     get pid() {
       return pid;
+    },
+    get cgroup() {
+      return cgroup;
     },
     get state() {
       return state;

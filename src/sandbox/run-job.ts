@@ -7,6 +7,7 @@
 import { ErrorCode } from '../errors.js';
 import { failure, type ExecutionFailure, type ExecutionResult } from '../result.js';
 import { createApiProxy } from './api-proxy.js';
+import { startCpuLimit, type CpuLimit } from './cpu-limit.js';
 import { createEffectLog, NET_EFFECT_KINDS } from './effects.js';
 import type { MemoryGuard, Watched } from './memory-guard.js';
 import { errorFrameFailure, exitFailure, killFailure, type MemoryEvidence, type OutcomeContext } from './outcome.js';
@@ -66,6 +67,7 @@ export function runJob(proc: SandboxProcess, job: SandboxJob, settings: JobSetti
     let synced = false;
     let pendingEnding: (() => void) | undefined;
     let syncTimer: NodeJS.Timeout | undefined;
+    let cpuLimit: CpuLimit | undefined;
     // An R/E frame ends the call only once the stderr marker written before it has arrived, so that
     // no stderr log line of the call is lost to the race between the two pipes.
     const afterSync = (ending: () => void): void => {
@@ -80,6 +82,8 @@ export function runJob(proc: SandboxProcess, job: SandboxJob, settings: JobSetti
       clearTimeout(syncTimer);
       job.signal?.removeEventListener('abort', onAbort);
       guard.unwatch(watched);
+      // continues a process the duty cycle stopped, before it is parked or killed
+      void cpuLimit?.end();
       proc.attach(null);
       const keep = reusable && settings.reuse;
       if (!keep) proc.kill('finished');
@@ -198,6 +202,13 @@ export function runJob(proc: SandboxProcess, job: SandboxJob, settings: JobSetti
     }
     if (!proc.startJob(frame + '\n')) {
       return fail(failure(ErrorCode.SandboxCrashed, `the sandbox process was ${proc.state} before the job was sent`));
+    }
+    const percent = job.tool.cpuPercent;
+    if (percent !== undefined && percent < 100 && proc.pid !== undefined) {
+      void startCpuLimit({ pid: proc.pid, percent, cgroup: proc.cgroup }).then((limit) => {
+        if (done) void limit.end();
+        else cpuLimit = limit;
+      });
     }
   });
 }

@@ -46,7 +46,8 @@ function clamp(value: number, fallback: number, min: number, max: number): numbe
   return Math.min(max, Math.max(min, n));
 }
 
-const EXTRA_PERMISSIONS: ReadonlySet<string> = new Set(['read', 'write', 'env', 'run', 'sys']);
+/** `net` as an extra permission is `net: true`: bare --allow-net (any host by name; the private-range deny list stays). */
+const EXTRA_PERMISSIONS: ReadonlySet<string> = new Set(['read', 'write', 'env', 'run', 'sys', 'net']);
 
 function crashed(message: string, startedAt: number, details?: Record<string, unknown>): ExecutionResult {
   return errorResult(failure(ErrorCode.SandboxCrashed, message, details), startedAt);
@@ -128,7 +129,8 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
       const coerced = coerceError(err, ErrorCode.PermissionDenied);
       return errorResult(failure(coerced.code, coerced.message), startedAt);
     }
-    const timeoutMs = clamp(tool.timeoutMs, config.defaultTimeoutMs, 1, config.maxTimeoutMs);
+    // validation bounds agent tools by maxTimeoutMs and the operator's files by bootstrapMaxTimeoutMs
+    const timeoutMs = clamp(tool.timeoutMs, config.defaultTimeoutMs, 1, Math.max(config.maxTimeoutMs, config.bootstrapMaxTimeoutMs));
     const memoryMb = clamp(tool.memoryMb, config.defaultMemoryMb, MIN_MEMORY_MB, config.maxMemoryMb);
     // Extra permissions: only the known ones, and only what the operator allows (defence in depth:
     // validation already refused anything else for agent-created tools).
@@ -247,7 +249,7 @@ function warmKey(tool: SandboxJob['tool'], specKey: string, timeoutMs: number, s
   const digest = createHash('sha256');
   digest.update(tool.source).update('\0');
   for (const name of Object.keys(secrets).sort()) digest.update(JSON.stringify([name, secrets[name]]));
-  return `${tool.name}@${tool.version}#${digest.digest('hex').slice(0, 32)}|${specKey}|${timeoutMs}|${tool.api}`;
+  return `${tool.name}@${tool.version}#${digest.digest('hex').slice(0, 32)}|${specKey}|${timeoutMs}|${tool.api}|cpu:${tool.cpuPercent ?? 100}`;
 }
 
 function usable(proc: SandboxProcess | undefined): proc is SandboxProcess {

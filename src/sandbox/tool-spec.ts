@@ -15,6 +15,7 @@ export function sandboxToolOf(tool: ToolDefinition): SandboxTool {
     extraPermissions: tool.extraPermissions,
     timeoutMs: tool.timeoutMs,
     memoryMb: tool.memoryMb,
+    ...(tool.cpuPercent !== undefined ? { cpuPercent: tool.cpuPercent } : {}),
     ...(tool.isolation ? { isolation: tool.isolation } : {}),
   };
 }

@@ -14,12 +14,14 @@ export interface SandboxTool {
   /** Grant for `context.api`. */
   api: false | 'read' | 'write';
   /**
-   * Extra Deno permissions (`read`, `write`, `env`, `run`, `sys`) — only for operator-trusted
+   * Extra Deno permissions (`read`, `write`, `env`, `run`, `sys`, and `net` = any public host) — only for operator-trusted
    * (bootstrapped) tools, and only those listed in `config.bootstrapAllow`; granted unscoped.
    */
   extraPermissions?: readonly string[];
   timeoutMs: number;
   memoryMb: number;
+  /** Share of one core (1-99 %) the process may use while the call runs; absent = no CPU limit. */
+  cpuPercent?: number;
   /** `'process'`: the tool demands a fresh process per call, whatever the configured isolation. */
   isolation?: 'warm' | 'process';
 }

@@ -15,7 +15,8 @@ import { screenSource } from './screen-source.js';
 import { IssueCode, isPlainObject, quote, type Issue, type Origin, type ToolDefinition } from './types.js';
 
 /** The configuration validateToolDefinition needs. */
-export type DefinitionConfig = Pick<Config, 'maxNetDomains' | 'bootstrapAllow' | 'maxSourceBytes' | 'defaultTimeoutMs' | 'maxTimeoutMs' | 'defaultMemoryMb' | 'maxMemoryMb'>;
+export type DefinitionConfig = Pick<Config, 'maxNetDomains' | 'bootstrapAllow' | 'maxSourceBytes' | 'defaultTimeoutMs' | 'maxTimeoutMs' | 'defaultMemoryMb' | 'maxMemoryMb'> &
+  Partial<Pick<Config, 'bootstrapMaxTimeoutMs'>>;
 
 /** Options of validateToolDefinition; `validator` is the caller's long-lived one (building one costs milliseconds). */
 export interface DefinitionOptions {
@@ -38,6 +39,29 @@ export const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_.-]{0,127}$/;
 const DEFAULT_VERSION = '1.0.0';
 const MIN_MEMORY_MB = 16;
 const KNOWN_LIMITS = new Set(['timeout_ms', 'memory_mb', 'cpu_percent', 'isolation']);
+
+/** The record-level fields upstream keeps beside `context` (its bootstrap files and the store records they become). */
+export interface RecordFields {
+  title?: unknown;
+  description?: unknown;
+  semantic_version?: unknown;
+  llm_hints?: unknown;
+}
+
+/**
+ * The definition of a tool.code.v1 record in upstream's shape: `context`, with the record's top-level
+ * `description` and `semantic_version` filling `context.description` and `context.version` when the
+ * context lacks them (upstream keeps them beside the context). The context's own values win; every
+ * other field (title, llm_hints, ui_schema, bootstrap, ...) is kept and ignored. Returns `context`
+ * itself when nothing is filled.
+ */
+export function definitionOf(context: Record<string, unknown>, record: RecordFields): Record<string, unknown> {
+  const fill: Record<string, unknown> = {};
+  const given = (value: unknown): value is string => typeof value === 'string' && value.trim() !== '';
+  if (context['description'] === undefined && given(record.description)) fill['description'] = record.description;
+  if (context['version'] === undefined && given(record.semantic_version)) fill['version'] = record.semantic_version;
+  return Object.keys(fill).length === 0 ? context : { ...context, ...fill };
+}
 
 /** Validates and normalises a tool definition written by an agent or shipped in the bootstrap directory. */
 export function validateToolDefinition(context: unknown, options: DefinitionOptions): DefinitionResult {
@@ -85,7 +109,7 @@ export function validateToolDefinition(context: unknown, options: DefinitionOpti
     errors.push(...screenSource(source, { permissions: granted, maxSourceBytes: config.maxSourceBytes, language }));
   }
 
-  const limits = readLimits(context.limits, config, errors, warnings);
+  const limits = readLimits(context.limits, config, options.origin, errors, warnings);
   const requiredSecrets = readSecrets(context.required_secrets, errors);
   const contract = context.contract === undefined ? { issues: [], contract: {} } : parseContract(context.contract);
   for (const problem of contract.issues) error(IssueCode.Contract, problem.path, problem.message);
@@ -104,9 +128,12 @@ export function validateToolDefinition(context: unknown, options: DefinitionOpti
     outputSchema: structuredClone(context.output_schema) as object,
     net: permissions.net,
     api: permissions.api,
+    ...(permissions.apiSchemas ? { apiSchemas: structuredClone(permissions.apiSchemas) } : {}),
     extraPermissions: permissions.extraPermissions,
     timeoutMs: limits.timeoutMs,
     memoryMb: limits.memoryMb,
+    ...(limits.cpuPercent !== undefined ? { cpuPercent: limits.cpuPercent } : {}),
+    ...(isPlainObject(context.bootstrap) && context.bootstrap['mode'] === 'continuous' ? { continuous: true as const } : {}),
     ...(limits.isolation === 'process' ? { isolation: 'process' as const } : {}),
     requiredSecrets,
     examples: structuredClone(schemas.examples),
@@ -115,8 +142,15 @@ export function validateToolDefinition(context: unknown, options: DefinitionOpti
   return { ok: true, errors, warnings, tool: deepFreeze(tool) };
 }
 
-function readLimits(limits: unknown, config: DefinitionConfig, errors: Issue[], warnings: Issue[]): { timeoutMs: number; memoryMb: number; isolation?: 'warm' | 'process' } {
-  const out: { timeoutMs: number; memoryMb: number; isolation?: 'warm' | 'process' } = { timeoutMs: config.defaultTimeoutMs, memoryMb: config.defaultMemoryMb };
+/** The timeout bound of a tool of `origin`: agents `maxTimeoutMs`; the operator's files up to `bootstrapMaxTimeoutMs`. */
+export function timeoutBound(config: DefinitionConfig, origin: Origin): number {
+  return origin === 'bootstrap' ? Math.max(config.maxTimeoutMs, config.bootstrapMaxTimeoutMs ?? config.maxTimeoutMs) : config.maxTimeoutMs;
+}
+
+type Limits = { timeoutMs: number; memoryMb: number; isolation?: 'warm' | 'process'; cpuPercent?: number };
+
+function readLimits(limits: unknown, config: DefinitionConfig, origin: Origin, errors: Issue[], warnings: Issue[]): Limits {
+  const out: Limits = { timeoutMs: config.defaultTimeoutMs, memoryMb: config.defaultMemoryMb };
   if (limits === undefined || limits === null) return out;
   if (!isPlainObject(limits)) {
     errors.push({ code: IssueCode.Limits, path: '/limits', message: `limits must be an object, got ${quote(limits)}` });
@@ -129,7 +163,22 @@ function readLimits(limits: unknown, config: DefinitionConfig, errors: Issue[], 
     errors.push({ code: IssueCode.Limits, path: `/limits/${key}`, message: `limits.${key} must be an integer from ${min} to ${max}, got ${quote(value)}` });
     return undefined;
   };
-  out.timeoutMs = integer('timeout_ms', 1, config.maxTimeoutMs) ?? out.timeoutMs;
+  const maxTimeout = timeoutBound(config, origin);
+  const timeout = limits.timeout_ms;
+  if (typeof timeout === 'number' && Number.isInteger(timeout) && timeout > maxTimeout) {
+    errors.push(
+      origin === 'bootstrap'
+        ? {
+            code: IssueCode.Limits,
+            path: '/limits/timeout_ms',
+            message: `limits.timeout_ms ${timeout} is over the operator maximum for bootstrapped tools (bootstrapMaxTimeoutMs ${maxTimeout})`,
+            fix: `--bootstrap-max-timeout-ms ${timeout}`,
+          }
+        : { code: IssueCode.Limits, path: '/limits/timeout_ms', message: `limits.timeout_ms must be an integer from 1 to ${maxTimeout}, got ${timeout}` },
+    );
+  } else {
+    out.timeoutMs = integer('timeout_ms', 1, maxTimeout) ?? out.timeoutMs;
+  }
   out.memoryMb = integer('memory_mb', MIN_MEMORY_MB, config.maxMemoryMb) ?? out.memoryMb;
   const isolation = limits.isolation;
   if (isolation === 'warm' || isolation === 'process') out.isolation = isolation;
@@ -139,6 +188,8 @@ function readLimits(limits: unknown, config: DefinitionConfig, errors: Issue[], 
   const cpu = limits.cpu_percent;
   if (cpu !== undefined && !(typeof cpu === 'number' && cpu >= 1 && cpu <= 100)) {
     errors.push({ code: IssueCode.Limits, path: '/limits/cpu_percent', message: `limits.cpu_percent must be a number from 1 to 100, got ${quote(cpu)}` });
+  } else if (typeof cpu === 'number' && cpu < 100) {
+    out.cpuPercent = cpu;
   }
   for (const key of Object.keys(limits)) {
     if (!KNOWN_LIMITS.has(key)) warnings.push({ code: IssueCode.Limits, path: `/limits/${key}`, message: `Unknown limit ${quote(key)} ignored` });

@@ -21,6 +21,9 @@ export {
 } from './schema-validator.js';
 export {
   validateToolDefinition,
+  definitionOf,
+  timeoutBound,
+  type RecordFields,
   TOOL_NAME,
   SEMVER,
   SECRET_NAME,

@@ -1,10 +1,13 @@
 // validatePermissions: the `permissions` object of tool.code.v1 -> errors, warnings and normalised grants.
 //
 // Policy: agent-created tools get network access to the hosts they list (validated names only) and
-// optionally the store API (`api`); nothing else. Bootstrapped tools (shipped by the operator) may
-// also get read/write/env/run/sys when the operator listed that permission in config.bootstrapAllow.
-// `ffi` and `hrtime` are never granted; `net: true` is refused because the sandbox only ever runs
-// with an explicit allow list (an unrestricted net would reach the host's private networks by name).
+// optionally the store API (`api`, or `breadcrumbs` scoped to schema names); nothing else.
+// Bootstrapped tools (shipped by the operator) may also get read/write/env/run/sys when the operator
+// listed that permission in config.bootstrapAllow, and `net: true` ("any public host": Deno's bare
+// --allow-net, with the private-range --deny-net list still passed) when it lists `net`.
+// `ffi` and `hrtime` are never granted; agents never get `net: true` (an unrestricted grant is
+// checked by name only and would reach private networks through names the deny list cannot see).
+// Refusals the operator can lift carry `fix`: the flag that lifts them.
 
 import { checkNetHost } from './net-hosts.js';
 import { IssueCode, isPlainObject, pointerSegment, quote, type Issue, type Origin } from './types.js';
@@ -22,10 +25,14 @@ export interface PermissionResult {
   warnings: Issue[];
   net: string[];
   api: false | 'read' | 'write';
+  /** Schema scope of the `context.api` grant (`permissions.breadcrumbs`); absent = every schema the policy allows. */
+  apiSchemas?: { read: string[]; write: string[] };
   extraPermissions: string[];
 }
 
-const KNOWN = new Set(['net', 'read', 'write', 'env', 'run', 'ffi', 'sys', 'hrtime', 'api']);
+const KNOWN = new Set(['net', 'read', 'write', 'env', 'run', 'ffi', 'sys', 'hrtime', 'api', 'breadcrumbs']);
+/** Schema names a `permissions.breadcrumbs` list may hold. */
+export const SCHEMA_NAME = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
 /** The extra Deno permissions in the order they are granted, with the agent-tool refusal of each (RCRT wording where it exists). */
 const EXTRA: ReadonlyArray<readonly [string, string]> = [
@@ -59,7 +66,7 @@ export function validatePermissions(permissions: unknown, options: PermissionOpt
     if (!KNOWN.has(key)) error(IssueCode.PermissionUnknown, pointerSegment(key), `Unknown permission ${quote(key)}`);
   }
 
-  validateNet(permissions.net, options.maxNetDomains, result);
+  validateNet(permissions.net, options, result);
 
   for (const [name, agentMessage] of EXTRA) {
     const value = permissions[name];
@@ -71,7 +78,12 @@ export function validatePermissions(permissions: unknown, options: PermissionOpt
     } else if (options.bootstrapAllow.includes(name)) {
       result.extraPermissions.push(name);
     } else {
-      error(IssueCode.PermissionDenied, name, `Permission "${name}" is not allowed for bootstrapped tools unless listed in bootstrapAllow (currently ${quote(options.bootstrapAllow)})`);
+      result.errors.push({
+        code: IssueCode.PermissionDenied,
+        path: `/permissions/${name}`,
+        message: `Permission "${name}" is not allowed for bootstrapped tools unless listed in bootstrapAllow (currently ${quote(options.bootstrapAllow)})`,
+        fix: `--bootstrap-allow ${name}`,
+      });
     }
   }
   if (requested(permissions.ffi)) error(IssueCode.PermissionDenied, 'ffi', FFI_MESSAGE);
@@ -80,17 +92,71 @@ export function validatePermissions(permissions: unknown, options: PermissionOpt
   const api = permissions.api;
   if (api === 'read' || api === 'write') result.api = api;
   else if (api !== undefined && api !== false) error(IssueCode.Api, 'api', `permissions.api must be false, "read" or "write", got ${quote(api)}`);
+  if (permissions.breadcrumbs !== undefined && permissions.breadcrumbs !== null && permissions.breadcrumbs !== false) {
+    if (requested(api)) error(IssueCode.Api, 'breadcrumbs', `permissions.breadcrumbs (a grant scoped to schemas) and permissions.api ${quote(api)} are both given; keep one`);
+    else validateBreadcrumbs(permissions.breadcrumbs, result);
+  }
   return result;
 }
 
-function validateNet(net: unknown, maxNetDomains: number, result: PermissionResult): void {
+/**
+ * `permissions.breadcrumbs: {read?: [schema...], write?: [schema...]}` (upstream's shape) becomes a
+ * `context.api` grant scoped to those schemas: `write` when a write schema is listed, else `read`.
+ * Reads may touch the read and write schemas, writes only the write schemas (src/service/tool-api.ts).
+ */
+function validateBreadcrumbs(value: unknown, result: PermissionResult): void {
+  const path = '/permissions/breadcrumbs';
+  if (!isPlainObject(value)) {
+    result.errors.push({ code: IssueCode.Api, path, message: `permissions.breadcrumbs must be an object {read?: [schema names], write?: [schema names]}, got ${quote(value)}` });
+    return;
+  }
+  const scope = { read: [] as string[], write: [] as string[] };
+  for (const key of Object.keys(value)) {
+    if (key !== 'read' && key !== 'write') {
+      result.errors.push({ code: IssueCode.Api, path: `${path}/${pointerSegment(key)}`, message: `permissions.breadcrumbs has an unknown key ${quote(key)} (only "read" and "write" lists are known)` });
+      continue;
+    }
+    const list = value[key];
+    if (list === undefined || list === null || list === false) continue;
+    if (!Array.isArray(list)) {
+      result.errors.push({ code: IssueCode.Api, path: `${path}/${key}`, message: `permissions.breadcrumbs.${key} must be an array of schema names, got ${quote(list)}` });
+      continue;
+    }
+    list.forEach((schema: unknown, index) => {
+      const at = `${path}/${key}/${index}`;
+      if (typeof schema !== 'string' || !SCHEMA_NAME.test(schema)) {
+        result.errors.push({ code: IssueCode.Api, path: at, message: `A schema name must match ${SCHEMA_NAME.source}, got ${quote(schema)}` });
+      } else if (schema.toLowerCase().startsWith('tool.')) {
+        result.errors.push({ code: IssueCode.Api, path: at, message: `Schema ${quote(schema)} is the runner's (tool.* records); tools may not be granted it` });
+      } else if (!scope[key].includes(schema)) {
+        scope[key].push(schema);
+      }
+    });
+  }
+  result.api = scope.write.length > 0 ? 'write' : scope.read.length > 0 ? 'read' : false;
+  if (result.api !== false) result.apiSchemas = scope;
+}
+
+function validateNet(net: unknown, options: PermissionOptions, result: PermissionResult): void {
+  const { maxNetDomains } = options;
   if (net === undefined || net === null || net === false) return;
   if (net === true) {
-    result.errors.push({
-      code: IssueCode.NetInvalid,
-      path: '/permissions/net',
-      message: 'Unrestricted network access (net: true) is not allowed; list the host names the tool needs',
-    });
+    if (options.origin === 'bootstrap' && options.bootstrapAllow.includes('net')) {
+      result.extraPermissions.push('net');
+      return;
+    }
+    result.errors.push(
+      options.origin === 'agent'
+        ? { code: IssueCode.NetInvalid, path: '/permissions/net', message: 'Unrestricted network access (net: true) is not allowed; list the host names the tool needs' }
+        : {
+            code: IssueCode.NetInvalid,
+            path: '/permissions/net',
+            message:
+              'Unrestricted network access (net: true) is allowed for the operator\'s bootstrapped tools only when bootstrapAllow lists "net" ' +
+              `(currently ${quote(options.bootstrapAllow)}); it then means any public host (private, loopback and link-local ranges stay denied), or list the host names the tool needs`,
+            fix: '--bootstrap-allow net',
+          },
+    );
     return;
   }
   if (!Array.isArray(net)) {

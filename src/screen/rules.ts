@@ -28,7 +28,7 @@ export function runRules(program: AstNode, source: string, permissions: ScreenPe
     seen.add(key);
     issues.push({ code, path: '/code/source', message, ...position(node) });
   };
-  const granted = (p: DenoPermission): boolean => (p === 'net' ? permissions.net.length > 0 : permissions.extraPermissions.includes(p));
+  const granted = (p: DenoPermission): boolean => (p === 'net' ? permissions.net.length > 0 || permissions.extraPermissions.includes('net') : permissions.extraPermissions.includes(p));
 
   // The expression to quote for a node: the whole call when the node is what is called.
   const context = (node: AstNode): AstNode => {

@@ -7,8 +7,11 @@
 
 import type { CreateIssue } from '../breadcrumbs/messages.js';
 
-/** One finding: a stable dotted code, where it is, and a message naming the offending value. */
-export type Issue = { code: string; path: string; message: string; line?: number; column?: number };
+/**
+ * One finding: a stable dotted code, where it is, and a message naming the offending value; `fix`,
+ * when the operator can lift the refusal by configuration, is the flag that does (`--bootstrap-allow net`).
+ */
+export type Issue = { code: string; path: string; message: string; line?: number; column?: number; fix?: string };
 
 /** Who wrote the tool: an agent (tool.create.request.v1) or the operator's bootstrap directory. */
 export type Origin = 'agent' | 'bootstrap';
@@ -27,10 +30,19 @@ export interface ToolDefinition {
   /** Normalised host list ([] = no network); ports kept as written. */
   net: string[];
   api: false | 'read' | 'write';
-  /** Extra Deno permissions; only ever non-empty for bootstrapped tools allowed by config.bootstrapAllow. */
+  /** `permissions.breadcrumbs`: the schemas the `api` grant may read and write (absent = unscoped). */
+  apiSchemas?: { read: string[]; write: string[] };
+  /**
+   * Extra Deno permissions; only ever non-empty for bootstrapped tools allowed by config.bootstrapAllow.
+   * `net` here is `net: true`: any public host (bare --allow-net; the private-range deny list stays).
+   */
   extraPermissions: string[];
   timeoutMs: number;
   memoryMb: number;
+  /** `context.bootstrap.mode: "continuous"` (upstream): the tool runs until stopped, so its examples are not run. */
+  continuous?: true;
+  /** `limits.cpu_percent`: the share of one core the tool's process may use while it runs (enforced). */
+  cpuPercent?: number;
   /** `limits.isolation: "process"`: every call of this tool gets a fresh process (never a warm one). */
   isolation?: 'process';
   requiredSecrets: string[];

@@ -8,6 +8,9 @@
 // - writes never create or touch the runner's records or reserved tags; a tool updates only the
 //   breadcrumbs it created (its `created-by:tool:<name>` mark), so it cannot expire, hide or
 //   downgrade anyone else's; provenance marks are added, never removed or forged;
+// - a grant scoped to schemas (`permissions.breadcrumbs`, ToolDefinition.apiSchemas) reads only
+//   records of its read and write schemas and creates/updates only records of its write schemas
+//   (compared normalised, as below); anything else is permission.denied naming the schema;
 // - one execution's calls are capped: `toolApiMaxConcurrent` at once (the rest queue),
 //   `toolApiMaxReplyBytes` per reply and `toolApiMaxJobBytes` in total (`rate.exceeded` beyond).
 //   Search reads candidates as context-free listings and then one full record at a time, stopping
@@ -20,7 +23,7 @@ import { BreadcrumbCreate, BreadcrumbPatch, type BreadcrumbFull, type Breadcrumb
 import type { Config } from '../config/index.js';
 import { ErrorCode, RunnerError } from '../errors.js';
 import type { SandboxApi } from '../sandbox/index.js';
-import { checkUpdatable, checkWritable, isReservedTag, isRunnerRecord, isRunnerSchema, toolCreateBody, toolUpdateTags } from './tool-api-policy.js';
+import { checkUpdatable, checkWritable, isReservedTag, isRunnerRecord, isRunnerSchema, normaliseName, toolCreateBody, toolUpdateTags } from './tool-api-policy.js';
 
 /** The caps and grants of `context.api`, from the service's config. */
 export type ToolApiConfig = Pick<Config, 'toolApiMaxConcurrent' | 'toolApiMaxReplyBytes' | 'toolApiMaxJobBytes' | 'toolApiRunnerReaders'>;
@@ -30,6 +33,8 @@ export interface ToolApiOptions {
   tool: string;
   rid: string;
   config: ToolApiConfig;
+  /** The grant's schema scope (`permissions.breadcrumbs`); absent = every schema the policy allows. */
+  schemas?: { read: readonly string[]; write: readonly string[] } | undefined;
 }
 
 /** Most results a search may return, and its default. */
@@ -57,6 +62,17 @@ function toolView(full: BreadcrumbFull, withContext: boolean): Record<string, un
 export function createToolApi(options: ToolApiOptions): SandboxApi {
   const { client, tool, config } = options;
   const readsRunner = config.toolApiRunnerReaders.includes(tool);
+  const scope = options.schemas
+    ? { write: new Set(options.schemas.write.map(normaliseName)), read: new Set([...options.schemas.read, ...options.schemas.write].map(normaliseName)) }
+    : undefined;
+  const inScope = (kind: 'read' | 'write', schema: string | null | undefined): boolean =>
+    !scope || (typeof schema === 'string' && scope[kind].has(normaliseName(schema)));
+  const scopeList = (kind: 'read' | 'write'): string => JSON.stringify(kind === 'read' ? [...new Set([...(options.schemas?.read ?? []), ...(options.schemas?.write ?? [])])] : options.schemas?.write ?? []);
+  const checkScope = (kind: 'read' | 'write', schema: string | null | undefined, what: string): void => {
+    if (!inScope(kind, schema)) {
+      throw denied(`tool "${tool}" may ${kind} only breadcrumbs of the schemas ${scopeList(kind)} (permissions.breadcrumbs.${kind}); ${what} has schema ${JSON.stringify(schema ?? null)}`);
+    }
+  };
   let jobBytes = 0;
   let active = 0;
   const waiting: Array<() => void> = [];
@@ -138,7 +154,9 @@ export function createToolApi(options: ToolApiOptions): SandboxApi {
     getBreadcrumb: (id) =>
       limited(async () => {
         checkJobBudget();
-        const view = toolView(await readable(id), true);
+        const found = await readable(id);
+        checkScope('read', found.schema_name, `breadcrumb "${id}"`);
+        const view = toolView(found, true);
         charge(Buffer.byteLength(JSON.stringify(view)), '; the breadcrumb is larger than a reply may be');
         return view;
       }),
@@ -148,6 +166,7 @@ export function createToolApi(options: ToolApiOptions): SandboxApi {
         const parsed = BreadcrumbCreate.safeParse(body);
         if (!parsed.success) throw invalid(`${issues(parsed.error, 'body')}`);
         checkWritable(parsed.data.schema_name, parsed.data.tags);
+        checkScope('write', parsed.data.schema_name, 'the new breadcrumb');
         return client.createBreadcrumb(toolCreateBody(parsed.data, tool));
       }),
 
@@ -159,8 +178,10 @@ export function createToolApi(options: ToolApiOptions): SandboxApi {
           throw invalid(`version must be a positive integer, got ${JSON.stringify(version)}`);
         }
         checkWritable(parsed.data.schema_name, parsed.data.tags);
+        if (parsed.data.schema_name !== undefined) checkScope('write', parsed.data.schema_name, 'the patch');
         const current = await readable(id);
         checkWritable(current.schema_name, current.tags);
+        checkScope('write', current.schema_name, `breadcrumb "${id}"`);
         checkUpdatable(id, current.tags, tool);
         const { tags, ...rest } = parsed.data;
         const body = tags === undefined ? rest : { ...rest, tags: toolUpdateTags(tags, current.tags, tool) };
@@ -188,13 +209,15 @@ export function createToolApi(options: ToolApiOptions): SandboxApi {
         if (!readsRunner && ((tag !== undefined && isReservedTag(tag)) || isRunnerSchema(schema))) {
           throw denied(`${tag !== undefined && isReservedTag(tag) ? `tag ${JSON.stringify(tag)}` : `schema ${JSON.stringify(schema)}`} names the runner's own records, which tool "${tool}" may not read`);
         }
+        if (schema !== undefined) checkScope('read', schema, 'the search');
         checkJobBudget();
         const results: Array<Record<string, unknown>> = [];
         let bytes = 2; // "[]"
         for await (const item of candidates({ ...(q !== undefined ? { q } : {}), ...(tag !== undefined ? { tag } : {}), ...(schema !== undefined ? { schema_name: schema } : {}) })) {
           if (!readsRunner && isRunnerRecord(item)) continue; // the listing already tells
+          if (!inScope('read', item.schema_name)) continue;
           const found = await visible(item.id);
-          if (typeof found === 'string') continue;
+          if (typeof found === 'string' || !inScope('read', found.schema_name)) continue;
           const view = toolView(found, withContext);
           const size = Buffer.byteLength(JSON.stringify(view)) + 1;
           if (bytes + size > config.toolApiMaxReplyBytes) {

@@ -31,6 +31,7 @@ const SKIPPED = {
   'mcp-desktop-config': "a desktop client's configuration file; test/install/installed.test.ts runs this command and args from an installed copy",
   'rate-limits-flag': 'starts a service with a flag; test/e2e/contract-policies.test.ts runs a runner with --rate-limits',
   'approvals-cli': 'needs a call waiting for approval; test/e2e/approvals.test.ts runs these commands against a real runner',
+  'upstream-flags': "runs the examples of the operator's whole bootstrap directory; test/e2e/upstream-tools.test.ts runs this command on upstream-shaped fixtures",
 };
 
 // Nothing listens on port 1: a refused connection, at once — "the network is unreachable".

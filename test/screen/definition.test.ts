@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { defaultConfig } from '../../src/config/index.js';
-import { createSchemaValidator, validateToolDefinition, type DefinitionOptions, type ToolDefinition } from '../../src/screen/index.js';
+import { createSchemaValidator, definitionOf, validateToolDefinition, type DefinitionOptions, type ToolDefinition } from '../../src/screen/index.js';
 
 const config = defaultConfig();
 const validator = createSchemaValidator();
@@ -61,6 +61,7 @@ describe('validateToolDefinition', () => {
       extraPermissions: [],
       timeoutMs: 5000,
       memoryMb: 64,
+      cpuPercent: 50,
       requiredSecrets: ['WEATHER_KEY'],
       examples: [
         { description: 'Paris', input: { city: 'Paris' }, output: { city: 'Paris', temperature: 21.5 }, match: 'schema' },
@@ -233,5 +234,44 @@ describe('validateToolDefinition: contract', () => {
   it('rejects a contract that is not an object', () => {
     const result = validateToolDefinition({ ...weather(), contract: 'read-only' }, AGENT);
     expect(result.errors.filter((e) => e.code === 'contract.invalid')).toEqual([{ code: 'contract.invalid', path: '/contract', message: expect.stringContaining('object') }]);
+  });
+});
+
+describe('upstream shape and operator limits', () => {
+  const validator = createSchemaValidator();
+  const base = (): Record<string, unknown> => ({
+    name: 'up', code: { source: 'export async function execute() { return {}; }' },
+    input_schema: { type: 'object' }, output_schema: { type: 'object' }, examples: [{ description: 'e', input: {} }],
+  });
+
+  it('definitionOf: the record\'s description and semantic_version fill a context that lacks them; the context wins', () => {
+    const filled = definitionOf(base(), { title: 'T', description: 'From the record', semantic_version: '2.0.0', llm_hints: {} });
+    expect(filled).toMatchObject({ description: 'From the record', version: '2.0.0' });
+    const own = { ...base(), description: 'own', version: '1.2.3' };
+    expect(definitionOf(own, { description: 'other', semantic_version: '9.9.9' })).toBe(own);
+    const result = validateToolDefinition(filled, { origin: 'agent', config: defaultConfig(), validator });
+    expect(result.ok && result.tool.version).toBe('2.0.0');
+  });
+
+  it('timeouts: agents stay under maxTimeoutMs; bootstrapped tools may go up to bootstrapMaxTimeoutMs, beyond which the flag is named', () => {
+    const config = defaultConfig();
+    const day = { ...base(), description: 'd', limits: { timeout_ms: 86_400_000 } };
+    expect(validateToolDefinition(day, { origin: 'bootstrap', config, validator }).ok).toBe(true);
+    expect(validateToolDefinition(day, { origin: 'agent', config, validator }).errors).toEqual([
+      { code: 'definition.limits', path: '/limits/timeout_ms', message: `limits.timeout_ms must be an integer from 1 to ${config.maxTimeoutMs}, got 86400000` },
+    ]);
+    expect(validateToolDefinition(day, { origin: 'bootstrap', config: defaultConfig({ bootstrapMaxTimeoutMs: 3_600_000 }), validator }).errors).toEqual([
+      {
+        code: 'definition.limits',
+        path: '/limits/timeout_ms',
+        message: 'limits.timeout_ms 86400000 is over the operator maximum for bootstrapped tools (bootstrapMaxTimeoutMs 3600000)',
+        fix: '--bootstrap-max-timeout-ms 86400000',
+      },
+    ]);
+  });
+
+  it('cpu_percent below 100 becomes cpuPercent; context.bootstrap.mode "continuous" marks the tool continuous', () => {
+    const result = validateToolDefinition({ ...base(), description: 'd', limits: { cpu_percent: 20 }, bootstrap: { mode: 'continuous' } }, { origin: 'bootstrap', config: defaultConfig(), validator });
+    expect(result.ok && [result.tool.cpuPercent, result.tool.continuous]).toEqual([20, true]);
   });
 });

@@ -96,7 +96,7 @@ describe('validatePermissions: filesystem, env, run, sys, ffi, hrtime', () => {
     expect(validatePermissions({ write: true, ffi: true, hrtime: true }, BOOTSTRAP)).toEqual({
       ...EMPTY,
       errors: [
-        { code: 'permission.denied', path: '/permissions/write', message: 'Permission "write" is not allowed for bootstrapped tools unless listed in bootstrapAllow (currently ["read","env","ffi"])' },
+        { code: 'permission.denied', path: '/permissions/write', message: 'Permission "write" is not allowed for bootstrapped tools unless listed in bootstrapAllow (currently ["read","env","ffi"])', fix: '--bootstrap-allow write' },
         { code: 'permission.denied', path: '/permissions/ffi', message: FFI_MESSAGE },
         { code: 'permission.denied', path: '/permissions/hrtime', message: HRTIME_MESSAGE },
       ],
@@ -119,5 +119,49 @@ describe('validatePermissions: api', () => {
     expect(validatePermissions({ api }, AGENT).errors).toEqual([
       { code: 'permission.api', path: '/permissions/api', message: `permissions.api must be false, "read" or "write", got ${JSON.stringify(api)}` },
     ]);
+  });
+});
+
+describe('validatePermissions: the operator policy for upstream files (net: true, breadcrumbs)', () => {
+  const NET: PermissionOptions = { origin: 'bootstrap', maxNetDomains: 5, bootstrapAllow: ['net'] };
+
+  it('net: true is any public host for a bootstrapped tool when bootstrapAllow lists net', () => {
+    expect(validatePermissions({ net: true }, NET)).toEqual({ ...EMPTY, extraPermissions: ['net'] });
+  });
+
+  it('net: true without the flag: refused with the reason and the flag', () => {
+    expect(validatePermissions({ net: true }, BOOTSTRAP).errors).toEqual([
+      {
+        code: 'permission.net',
+        path: '/permissions/net',
+        message:
+          'Unrestricted network access (net: true) is allowed for the operator\'s bootstrapped tools only when bootstrapAllow lists "net" (currently ["read","env","ffi"]); it then means any public host (private, loopback and link-local ranges stay denied), or list the host names the tool needs',
+        fix: '--bootstrap-allow net',
+      },
+    ]);
+  });
+
+  it('net: true is never granted to an agent tool, whatever the operator allows', () => {
+    expect(validatePermissions({ net: true }, { ...NET, origin: 'agent' }).errors).toEqual([
+      { code: 'permission.net', path: '/permissions/net', message: 'Unrestricted network access (net: true) is not allowed; list the host names the tool needs' },
+    ]);
+  });
+
+  it.each([
+    [{ read: ['a.v1'], write: ['b.v1'] }, 'write', { read: ['a.v1'], write: ['b.v1'] }],
+    [{ read: ['a.v1', 'a.v1'] }, 'read', { read: ['a.v1'], write: [] }],
+    [{ read: [], write: [] }, false, undefined],
+  ])('breadcrumbs %j -> a scoped %j grant', (breadcrumbs, api, apiSchemas) => {
+    expect(validatePermissions({ breadcrumbs }, AGENT)).toEqual({ ...EMPTY, api, ...(apiSchemas ? { apiSchemas } : {}) });
+  });
+
+  it.each([
+    [{ breadcrumbs: ['a.v1'] }, '/permissions/breadcrumbs', 'permissions.breadcrumbs must be an object {read?: [schema names], write?: [schema names]}, got ["a.v1"]'],
+    [{ breadcrumbs: { delete: ['a.v1'] } }, '/permissions/breadcrumbs/delete', 'permissions.breadcrumbs has an unknown key "delete" (only "read" and "write" lists are known)'],
+    [{ breadcrumbs: { write: ['tool.code.v1'] } }, '/permissions/breadcrumbs/write/0', 'Schema "tool.code.v1" is the runner\'s (tool.* records); tools may not be granted it'],
+    [{ breadcrumbs: { read: ['a b'] } }, '/permissions/breadcrumbs/read/0', 'A schema name must match ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$, got "a b"'],
+    [{ breadcrumbs: { read: ['a.v1'] }, api: 'write' }, '/permissions/breadcrumbs', 'permissions.breadcrumbs (a grant scoped to schemas) and permissions.api "write" are both given; keep one'],
+  ])('refuses %j naming the value', (permissions, path, message) => {
+    expect(validatePermissions(permissions, AGENT).errors).toEqual([{ code: 'permission.api', path, message }]);
   });
 });

@@ -4,12 +4,13 @@
 // front). Prints a per-tool, per-example report; exit 1 when anything fails.
 
 import { createExampleEnv } from '../../authoring/example-env.js';
+import { fixLine } from '../../authoring/fix-hint.js';
 import { checkNetwork } from '../../authoring/network-probe.js';
 import { loadToolFiles, type ToolFile } from '../../authoring/tool-files.js';
 import { createSchemaValidator, validateToolDefinition, type ToolDefinition } from '../../screen/index.js';
 import { EXIT, type CommandContext } from '../command.js';
 
-type Checked = { file: ToolFile; error?: string[]; tool?: ToolDefinition; warnings?: string[] };
+type Checked = { file: ToolFile; error?: string[]; fix?: string; tool?: ToolDefinition; warnings?: string[] };
 
 /** Runs `tools-runner test`. */
 export async function run({ config, positionals, logger, out, err }: CommandContext): Promise<number> {
@@ -28,21 +29,26 @@ export async function run({ config, positionals, logger, out, err }: CommandCont
   }
   const validator = createSchemaValidator();
   const checked: Checked[] = files.map((file) => {
-    if (!file.ok) return { file, error: [file.error] };
+    if (!file.ok) return { file, error: [file.error], fix: `fix: edit the file: ${file.error}` };
     const check = validateToolDefinition(file.breadcrumb.context, { origin: 'bootstrap', config, validator });
-    if (!check.ok) return { file, error: check.errors.map((e) => `${e.code} ${e.path}${e.line ? ` ${e.line}:${e.column}` : ''}: ${e.message}`) };
-    return { file, tool: check.tool, warnings: check.warnings.map((w) => `warning ${w.path}: ${w.message}`) };
+    const fileWarnings = (file.warnings ?? []).map((w) => `warning: ${w}`);
+    if (!check.ok) {
+      const fix = fixLine(check.errors);
+      return { file, error: [...fileWarnings, ...check.errors.map((e) => `${e.code} ${e.path}${e.line ? ` ${e.line}:${e.column}` : ''}: ${e.message}`)], ...(fix ? { fix } : {}) };
+    }
+    return { file, tool: check.tool, warnings: [...fileWarnings, ...check.warnings.map((w) => `warning ${w.path}: ${w.message}`)] };
   });
   const network = await checkNetwork(checked.flatMap((c) => (c.tool ? [c.tool] : [])), config.networkProbe);
   const env = createExampleEnv({ config, logger: logger.child({ component: 'test' }), validator });
   const count = { tools: 0, failedTools: 0, examples: 0, failedExamples: 0, skipped: 0 };
   try {
-    for (const { file, error, tool, warnings = [] } of checked) {
+    for (const { file, error, fix, tool, warnings = [] } of checked) {
       count.tools++;
       if (!tool) {
         count.failedTools++;
         out(`✗ ${file.name ?? '?'}  (${file.path})${file.ok ? ' — invalid definition' : ''}`);
         for (const line of error ?? []) out(`    ${line}`);
+        if (fix) out(`    ${fix}`);
         continue;
       }
       const reports = await env.run(tool, network(tool));

@@ -1,0 +1,110 @@
+// `limits.cpu_percent`: the share of one core a sandbox process may use while a call runs.
+//
+// Two mechanisms, chosen per process:
+// - cgroup: the process has its own cgroup v2 with the cpu controller (memory-guard.ts delegation):
+//   `cpu.max` is set to `<percent * period> <period>` when the call starts; the kernel's CFS bandwidth
+//   control enforces it. It is left in place after the call: the process either exits or, warm,
+//   serves only calls of the same tool version with the same limits (the warm key includes them).
+// - duty cycle (everywhere else, e.g. cgroup v1 machines): the process's CPU time (utime + stime of all
+//   its threads, /proc/<pid>/stat) is sampled every SAMPLE_MS; when it runs ahead of
+//   `percent% x wall time since the call started` by more than BURST_MS, the process group is stopped
+//   (SIGSTOP) until wall time has caught up, then continued (SIGCONT). Tool code cannot catch or
+//   ignore SIGSTOP. The long-run share converges to the limit; /proc counts CPU time in 10 ms ticks,
+//   so the share over short windows (under a second) is coarse.
+// States: running -> (stopped <-> running) -> ended. end() always leaves the process continued (a
+// warm process is parked afterwards and must not stay stopped) and is idempotent.
+
+import type { ProcessCgroup } from './cgroup.js';
+import { readCpuMs } from './cpu.js';
+
+/** Sampling period of the duty-cycle mode. */
+export const SAMPLE_MS = 20;
+/** CPU ms a process may run ahead of its share before it is stopped (absorbs the 10 ms /proc tick). */
+export const BURST_MS = 30;
+/** cgroup `cpu.max` period in microseconds. */
+export const CPU_MAX_PERIOD_US = 100_000;
+
+/** A running CPU limit; end() lifts it (continues a stopped process). */
+export interface CpuLimit {
+  readonly mode: 'cgroup' | 'duty-cycle';
+  /** CPU ms the process used since the limit started (as sampled), and wall ms stopped by the limit. */
+  stats(): { cpuMs: number; wallMs: number; stoppedMs: number };
+  end(): Promise<void>;
+}
+
+/** Sends `signal` to the process group of `pid` (the sandbox spawns every process detached, as a group leader). */
+function signalGroup(pid: number, signal: 'SIGSTOP' | 'SIGCONT'): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // the group is gone (the call ended, or the process was killed): nothing to stop or continue
+  }
+}
+
+/**
+ * Limits `pid` to `percent` % of one core until end(): cgroup `cpu.max` when `cgroup` supports it,
+ * else the duty cycle. `now` and `readCpu` are injectable for tests of the arithmetic.
+ */
+export async function startCpuLimit(options: {
+  pid: number;
+  percent: number;
+  cgroup?: ProcessCgroup | undefined;
+  now?: () => number;
+  readCpu?: (pid: number) => number | undefined;
+}): Promise<CpuLimit> {
+  const { pid, percent } = options;
+  const now = options.now ?? performance.now.bind(performance);
+  const readCpu = options.readCpu ?? readCpuMs;
+  const share = Math.min(1, Math.max(0.01, percent / 100));
+  const startedAt = now();
+  const baseCpu = readCpu(pid) ?? 0;
+  let lastCpu = 0;
+  const used = (): number => {
+    const cpu = readCpu(pid);
+    if (cpu !== undefined) lastCpu = cpu - baseCpu;
+    return lastCpu;
+  };
+
+  if (options.cgroup?.setCpuMax && (await options.cgroup.setCpuMax(Math.max(1000, Math.round(share * CPU_MAX_PERIOD_US)), CPU_MAX_PERIOD_US))) {
+    return {
+      mode: 'cgroup',
+      stats: () => ({ cpuMs: used(), wallMs: now() - startedAt, stoppedMs: 0 }),
+      end: async () => undefined,
+    };
+  }
+
+  let stopped = false;
+  let stoppedAt = 0;
+  let stoppedMs = 0;
+  let ended = false;
+  const tick = (): void => {
+    if (ended) return;
+    const cpu = used();
+    const wall = now() - startedAt;
+    if (!stopped && cpu > share * wall + BURST_MS) {
+      stopped = true;
+      stoppedAt = now();
+      signalGroup(pid, 'SIGSTOP');
+    } else if (stopped && cpu <= share * wall) {
+      stopped = false;
+      stoppedMs += now() - stoppedAt;
+      signalGroup(pid, 'SIGCONT');
+    }
+  };
+  const timer = setInterval(tick, SAMPLE_MS);
+  timer.unref();
+  return {
+    mode: 'duty-cycle',
+    stats: () => ({ cpuMs: used(), wallMs: now() - startedAt, stoppedMs: stoppedMs + (stopped ? now() - stoppedAt : 0) }),
+    async end() {
+      if (ended) return;
+      ended = true;
+      clearInterval(timer);
+      if (stopped) {
+        stopped = false;
+        stoppedMs += now() - stoppedAt;
+        signalGroup(pid, 'SIGCONT');
+      }
+    },
+  };
+}

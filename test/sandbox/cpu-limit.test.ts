@@ -1,0 +1,84 @@
+// limits.cpu_percent with real Deno processes: a busy loop limited to 20 % of a core for 5 s of wall
+// clock. The CPU share is measured from /proc/<pid>/stat of the one Deno process (process isolation,
+// no pool) while the call runs. The upper bound is what the limit guarantees whatever the load, so it
+// is asserted strictly (<= 25 %); the lower bound depends on the machine having CPU to give, so it
+// is only checked loosely (> 2 %) and the measured figure is printed.
+
+import { describe, expect, it } from 'vitest';
+import { silentLogger } from '../../src/logger.js';
+import { readCpuMs } from '../../src/sandbox/cpu.js';
+import { BURST_MS, startCpuLimit } from '../../src/sandbox/cpu-limit.js';
+import { createSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { codeOf, job, ourDenoProcesses, testConfig, tool, useIsolatedSandboxes } from './helpers.js';
+
+let sandbox: Sandbox | undefined;
+useIsolatedSandboxes(() => sandbox, () => (sandbox = undefined));
+
+/** Runs busy-for (`ms` of wall clock) under `cpuPercent`; returns the share of one core it used. */
+async function measuredShare(cpuPercent: number | undefined, ms: number): Promise<{ share: number; code: string }> {
+  sandbox = await createSandbox({ config: testConfig({ poolSize: 0, isolation: 'process' }), logger: silentLogger() });
+  const samples: Array<{ at: number; cpu: number }> = [];
+  let pid: number | undefined;
+  let running = true;
+  const call = sandbox.run(job(tool('busy-for', { timeoutMs: 120_000, ...(cpuPercent !== undefined ? { cpuPercent } : {}) }), { ms })).finally(() => (running = false));
+  while (running) {
+    pid ??= ourDenoProcesses()[0];
+    const cpu = pid !== undefined ? readCpuMs(pid) : undefined;
+    if (cpu !== undefined) samples.push({ at: performance.now(), cpu });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  const result = await call;
+  // the first sample may precede the job (harness boot): measure from the second on
+  const first = samples[1];
+  const last = samples.at(-1);
+  if (!first || !last || last.at - first.at < 1000) throw new Error(`too few CPU samples (${samples.length})`);
+  return { share: (last.cpu - first.cpu) / (last.at - first.at), code: codeOf(result) };
+}
+
+describe('limits.cpu_percent', () => {
+  it('a busy loop limited to 20 % uses at most 25 % of a core over 5 s', async () => {
+    const { share, code } = await measuredShare(20, 5000);
+    console.log(`cpu_percent 20: measured ${(share * 100).toFixed(1)} % of one core over ~5 s`);
+    expect(code).toBe('ok');
+    expect(share).toBeLessThanOrEqual(0.25);
+    expect(share).toBeGreaterThan(0.02);
+  }, 120_000);
+
+  it('without cpu_percent the same loop is not throttled (figure only: its share depends on the load)', async () => {
+    const { share, code } = await measuredShare(undefined, 2000);
+    console.log(`no cpu_percent: measured ${(share * 100).toFixed(1)} % of one core over ~2 s`);
+    expect(code).toBe('ok');
+  }, 120_000);
+});
+
+describe('duty cycle arithmetic', () => {
+  it('stops the group when CPU runs ahead of the share and continues it when wall time catches up', async () => {
+    let wall = 0;
+    let cpu = 0;
+    const signals: string[] = [];
+    const realKill = process.kill;
+    process.kill = ((pid: number, signal: string) => {
+      signals.push(`${pid}:${signal}`);
+      return true;
+    }) as typeof process.kill;
+    try {
+      const limit = await startCpuLimit({ pid: 4242, percent: 20, now: () => wall, readCpu: () => cpu });
+      expect(limit.mode).toBe('duty-cycle');
+      wall = 100;
+      cpu = 20 + BURST_MS + 1; // ahead of 20 % of 100 ms by more than the burst
+      await new Promise((resolve) => setTimeout(resolve, 60));
+      expect(signals).toEqual(['-4242:SIGSTOP']);
+      wall = (20 + BURST_MS + 1) / 0.2; // wall time has caught up with the CPU used
+      await new Promise((resolve) => setTimeout(resolve, 60));
+      expect(signals).toEqual(['-4242:SIGSTOP', '-4242:SIGCONT']);
+      cpu += 2 * BURST_MS;
+      await new Promise((resolve) => setTimeout(resolve, 60));
+      expect(signals.at(-1)).toBe('-4242:SIGSTOP');
+      await limit.end(); // never leaves the process stopped
+      expect(signals.at(-1)).toBe('-4242:SIGCONT');
+      expect(limit.stats().cpuMs).toBe(cpu);
+    } finally {
+      process.kill = realKill;
+    }
+  });
+});
