@@ -161,6 +161,10 @@ describe('min_approvers', () => {
     await expect.poll(() => parkedCount(rid, /\(1 of 2 distinct approvals so far\)/), { timeout: 30_000, interval: 50 }).toBeGreaterThanOrEqual(1);
     expect(await cli(['approve', approval.id, '--as', 'carol'])).toMatchObject({ code: 1, err: `tools-runner approve: approval "${approval.id}" for "two-operators"@1.0.0 was already approved by operator:carol; it needs 2 distinct approvers (so far: operator:carol)\n` });
     expect(await ran('two-operators')).toBe(0);
+    const listed = JSON.parse((await cli(['approvals', 'json'])).out) as Array<Record<string, unknown>>;
+    expect(listed.find((a) => a['id'] === approval.id)).toMatchObject({ requested_by: 'bob', min_approvers: 2, approved_by: ['operator:carol'] });
+    expect((await cli(['approvals'])).out).toContain(`${approval.id}  two-operators@1.0.0  requested by bob  expires in `);
+    expect((await cli(['approvals'])).out).toMatch(new RegExp(`^${approval.id} .* approvers operator  1 of 2 approvals \\(operator:carol\\)$`, 'm'));
     expect(await cli(['approve', approval.id, '--as', 'dana'])).toMatchObject({ code: 0 });
     expect(await answer(bob, rid)).toMatchObject({ status: 'success', metadata: { approved_by: 'operator:carol, operator:dana' } });
 

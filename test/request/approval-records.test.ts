@@ -5,7 +5,9 @@ import { describe, expect, it } from 'vitest';
 import type { Route } from '../../src/catalog/catalog.js';
 import type { ToolContract } from '../../src/contract/contract.js';
 import { createRedactor } from '../../src/legacy/index.js';
-import { approvalNeed, inputPreview, PREVIEW_MAX_CHARS } from '../../src/request/policies/approval-records.js';
+import { createRequestKeys } from '../../src/breadcrumbs/request-keys.js';
+import { canonicalJson } from '../../src/contract/canonical.js';
+import { approvalNeed, decisionMac, inputPreview, operatorIdentity, operatorNameProblem, PREVIEW_MAX_CHARS } from '../../src/request/policies/approval-records.js';
 
 const code = { kind: 'code', tool: { name: 't' } } as unknown as Route;
 const host = (requiresConfirmation: boolean) => ({ kind: 'host', tool: { name: 'h', requiresConfirmation } }) as unknown as Route;
@@ -60,5 +62,27 @@ describe('inputPreview', () => {
     const emoji = inputPreview('😀'.repeat(20), redactor, 6);
     expect(emoji).toBe('"😀😀… (37 more characters)');
     expect(inputPreview(null, redactor)).toBe('null');
+  });
+});
+
+describe('operator decisions', () => {
+  const keys = createRequestKeys(Buffer.alloc(32, 3));
+  const fields = { approvalId: 'ap-1', decision: 'approve' as const, inputHash: 'sha256:00', reason: 'ok', decidedAt: '2026-11-25T00:00:00.000Z' };
+
+  it('an unnamed decision is sealed exactly as before --as existed (older decisions still verify); a name is sealed with it', () => {
+    const before = keys.approvalMac('decision', canonicalJson({ approval_id: 'ap-1', decision: 'approve', input_hash: 'sha256:00', reason: 'ok', decided_at: '2026-11-25T00:00:00.000Z' }));
+    expect(decisionMac(keys, fields)).toBe(before);
+    expect(decisionMac(keys, { ...fields, decidedBy: 'carol' })).not.toBe(before);
+    expect(decisionMac(keys, { ...fields, decidedBy: 'carol' })).not.toBe(decisionMac(keys, { ...fields, decidedBy: 'dana' }));
+    expect(keys.approvalDecisionKey('ap-1', 'carol')).not.toBe(keys.approvalDecisionKey('ap-1'));
+  });
+
+  it('names the operator identity, and refuses names that are not plain', () => {
+    expect(operatorIdentity(undefined)).toBe('operator');
+    expect(operatorIdentity('carol')).toBe('operator:carol');
+    expect(operatorNameProblem('carol.smith@ops')).toBeUndefined();
+    expect(operatorNameProblem('')).toBe('--as must be 1-64 characters of A-Z a-z 0-9 . _ @ -, got ""');
+    expect(operatorNameProblem('a:b')).toBe('--as must be 1-64 characters of A-Z a-z 0-9 . _ @ -, got "a:b"');
+    expect(operatorNameProblem('x'.repeat(65))).toMatch(/^--as must be 1-64 characters/);
   });
 });

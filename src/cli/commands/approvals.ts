@@ -44,6 +44,8 @@ export function expiresIn(ms: number): string {
 interface Waiting {
   id: string;
   context: ApprovalContext;
+  /** Distinct approvers that approved so far (min_approvers > 1). */
+  approvedBy: string[];
 }
 
 /** Runs `tools-runner approvals`. */
@@ -78,20 +80,25 @@ export async function run(ctx: CommandContext): Promise<number> {
       if (await isAnswered(client, keys, context.request_breadcrumb_id)) continue;
       const found = await readDecision({ client, keys, approval: { id: item.id, context }, storeAuthenticates });
       if (found.decision) continue;
-      waiting.push({ id: item.id, context });
+      waiting.push({ id: item.id, context, approvedBy: found.approvedBy });
     }
     waiting.sort((a, b) => Date.parse(a.context.expires_at) - Date.parse(b.context.expires_at));
     if (unsealed > 0) err(`tools-runner approvals: ${unsealed} approval record(s) without this runner's seal left out (written or altered by someone else, or another --runner-secret)`);
     if (format === 'json') {
-      out(JSON.stringify(waiting.map(({ id, context: c }) => ({ id, tool: c.tool, version: c.version, requested_by: c.requested_by, approvers: c.approvers, policy: c.policy, rid: c.rid, input_hash: c.input_hash, input_preview: c.input_preview, expires_at: c.expires_at })), null, 2));
+      out(JSON.stringify(waiting.map(({ id, context: c, approvedBy }) => ({
+        id, tool: c.tool, version: c.version, requested_by: c.requested_by, approvers: c.approvers, policy: c.policy, rid: c.rid, input_hash: c.input_hash, input_preview: c.input_preview, expires_at: c.expires_at,
+        ...(c.separation_of_duties ? { separation_of_duties: true } : {}),
+        ...(c.min_approvers !== undefined ? { min_approvers: c.min_approvers, approved_by: approvedBy } : {}),
+      })), null, 2));
       return EXIT.Ok;
     }
     if (waiting.length === 0) {
       out(`no approvals waiting in ${safeField(config.workspace)}`);
       return EXIT.Ok;
     }
-    for (const { id, context: c } of waiting) {
-      out(`${safeField(id)}  ${safeField(c.tool)}@${safeField(c.version)}  requested by ${safeField(c.requested_by)}  expires in ${expiresIn(Date.parse(c.expires_at) - now)}  approvers ${safeField(c.approvers.join(','))}`);
+    for (const { id, context: c, approvedBy } of waiting) {
+      const rules = `${c.separation_of_duties ? '  not by the requester' : ''}${c.min_approvers !== undefined ? `  ${approvedBy.length} of ${c.min_approvers} approvals${approvedBy.length > 0 ? ` (${safeField(approvedBy.join(','))})` : ''}` : ''}`;
+      out(`${safeField(id)}  ${safeField(c.tool)}@${safeField(c.version)}  requested by ${safeField(c.requested_by)}  expires in ${expiresIn(Date.parse(c.expires_at) - now)}  approvers ${safeField(c.approvers.join(','))}${rules}`);
       out(`    input ${safeField(c.input_preview)}`);
     }
     return EXIT.Ok;
