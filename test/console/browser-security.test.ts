@@ -12,7 +12,6 @@ import { cleanupConsole, ensureConsoleBuilt, putTool, screenshot, startConsoleSe
 
 const EVIL = 'rebind.attacker.example';
 const OTHER = 'other.attacker.example';
-const TOKEN = 'browser-login-admin-token-0123456789';
 
 let browser: Browser;
 let open: Running;
