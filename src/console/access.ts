@@ -133,11 +133,11 @@ export function createAccessGuard(options: { token: string | undefined; hosts?: 
       const host = req.headers.host;
       if (host === undefined || host === '') return { status: 400, code: 'host_missing', message: 'the request has no Host header' };
       if (tokenDigest === undefined && !hostAllowed(host)) {
-        return { status: 403, code: 'host_not_allowed', message: `Host "${host.slice(0, 200)}" is not this admin port; without an admin token it answers only to 127.0.0.1, localhost and [::1] with its port ${port ?? '?'}${listed.length > 0 ? ` and to ${listed.join(', ')}` : ''} (--admin-hosts)` };
+        return { status: 403, code: 'host_not_allowed', message: `Host "${host.slice(0, 200)}" is not this admin port; without an admin token it answers only to 127.0.0.1, localhost and [::1] with its port ${port ?? '?'}${listed.length > 0 ? ` and to ${listed.join(', ')}` : ''} (--admin-hosts adds names)` };
       }
       const origin = req.headers.origin;
       if (origin !== undefined && origin !== `http://${host}` && origin !== `https://${host}`) {
-        return { status: 403, code: 'origin_not_allowed', message: `Origin "${origin.slice(0, 200)}" is not this console (${host.slice(0, 200)}); cross-site requests are refused` };
+        return { status: 403, code: 'origin_not_allowed', message: `Origin "${origin.slice(0, 200)}" is not this admin port's origin (http://${host.slice(0, 200)}); cross-site requests are refused` };
       }
       if (mutating && origin === undefined && req.headers['sec-fetch-site'] !== undefined && req.headers['sec-fetch-site'] !== 'same-origin') {
         return { status: 403, code: 'origin_not_allowed', message: `Sec-Fetch-Site "${String(req.headers['sec-fetch-site'])}" is not same-origin; cross-site requests are refused` };

@@ -58,6 +58,11 @@ function jsonRpcError(res: ServerResponse, status: number, code: number, message
   res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
 }
 
+/** Writes a refusal of the admin port's guard as MCP clients expect it (JSON-RPC error; 401 with a Bearer challenge). */
+export function refuseMcp(res: ServerResponse, refusal: { status: number; message: string }): void {
+  jsonRpcError(res, refusal.status, refusal.status === 401 ? -32001 : -32000, refusal.message, refusal.status === 401 ? { 'www-authenticate': 'Bearer realm="tools-runner"' } : {});
+}
+
 /** Whether a browser Origin is the server itself (same host:port as the request's Host). */
 function sameOrigin(origin: string, host: string | undefined): boolean {
   try {

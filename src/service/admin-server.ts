@@ -28,8 +28,13 @@ export interface AdminRouteContext {
   allowList?: { hosts: string[]; origins: string[] };
 }
 
-/** A route an extension serves on the admin port (any method; it writes the whole response), after the guard. */
-export type AdminRoute = (req: IncomingMessage, res: ServerResponse, context: AdminRouteContext) => Promise<void>;
+/**
+ * A route an extension serves on the admin port (any method; it writes the whole response), after
+ * the guard; `refuse`, when present, writes the guard's refusals in the route's own format.
+ */
+export type AdminRoute = ((req: IncomingMessage, res: ServerResponse, context: AdminRouteContext) => Promise<void>) & {
+  refuse?(res: ServerResponse, refusal: Refusal): void;
+};
 
 export interface AdminServerOptions {
   host: string;
@@ -71,7 +76,8 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
       res.writeHead(401, { ...SECURITY_HEADERS, 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' }).end(loginPage(undefined));
       return;
     }
-    res.writeHead(refusal.status, { ...SECURITY_HEADERS, 'content-type': 'application/json' }).end(JSON.stringify({ error: refusal.message, code: refusal.code }));
+    const challenge = refusal.status === 401 ? { 'www-authenticate': 'Bearer realm="tools-runner"' } : {};
+    res.writeHead(refusal.status, { ...SECURITY_HEADERS, ...challenge, 'content-type': 'application/json' }).end(JSON.stringify({ error: refusal.message, code: refusal.code }));
   };
   /** POST /login (form): the admin token in, a session cookie out. */
   const login = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -94,7 +100,7 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     // An extension route may stream on GET (MCP's SSE): treat every method there as state-changing.
     const route = options.routes?.get(path);
     const refusal = guard.check(req, { mutating: mutating || route !== undefined, token: !tokenFree });
-    if (refusal) return refuse(req, res, refusal);
+    if (refusal) return route?.refuse ? route.refuse(res, refusal) : refuse(req, res, refusal);
     if (route) {
       const allowList = guard.exactAllowList();
       await route(req, res, allowList ? { allowList } : {});

@@ -202,15 +202,21 @@ describe('MCP over Streamable HTTP', () => {
     const none = await fetch(`${admin}/mcp`, { method: 'POST', headers, body: JSON.stringify(init) });
     expect(none.status).toBe(401);
     expect(none.headers.get('www-authenticate')).toBe('Bearer realm="tools-runner"');
-    expect(await none.json()).toEqual({ jsonrpc: '2.0', error: { code: -32001, message: 'the MCP endpoint requires "Authorization: Bearer <admin token>"' }, id: null });
-    for (const wrong of ['Bearer nope', `Bearer ${TOKEN}x`, `bearer ${TOKEN}`, TOKEN]) {
-      const reply = await fetch(`${admin}/mcp`, { method: 'POST', headers: { ...headers, authorization: wrong }, body: JSON.stringify(init) });
+    // The admin port's guard answers first, in MCP's JSON-RPC error format.
+    expect(await none.json()).toEqual({ jsonrpc: '2.0', error: { code: -32001, message: 'the admin port requires the admin token (Authorization: Bearer <token>, or log in at /)' }, id: null });
+    for (const [wrong, message] of [
+      ['Bearer nope', 'the bearer token is not the admin token'],
+      [`Bearer ${TOKEN}x`, 'the bearer token is not the admin token'],
+      [`bearer ${TOKEN}`, 'malformed Authorization header; expected "Bearer <admin token>"'],
+      [TOKEN, 'malformed Authorization header; expected "Bearer <admin token>"'],
+    ]) {
+      const reply = await fetch(`${admin}/mcp`, { method: 'POST', headers: { ...headers, authorization: wrong as string }, body: JSON.stringify(init) });
       expect(reply.status).toBe(401);
-      expect(((await reply.json()) as { error: { message: string } }).error.message).toBe('the bearer token is not the admin token');
+      expect(((await reply.json()) as { error: { message: string } }).error.message).toBe(message);
     }
     const foreign = await fetch(`${admin}/mcp`, { method: 'POST', headers: { ...headers, authorization: `Bearer ${TOKEN}`, origin: 'https://evil.example' }, body: JSON.stringify(init) });
     expect(foreign.status).toBe(403);
-    expect(((await foreign.json()) as { error: { message: string } }).error.message).toBe('requests from the web origin "https://evil.example" are not allowed');
+    expect(((await foreign.json()) as { error: { message: string } }).error.message).toBe(`Origin "https://evil.example" is not this admin port's origin (http://${new URL(admin).host}); cross-site requests are refused`);
     const stale = await fetch(`${admin}/mcp`, { method: 'POST', headers: { ...headers, authorization: `Bearer ${TOKEN}`, 'mcp-session-id': 'gone' }, body: JSON.stringify(init) });
     expect(stale.status).toBe(404);
     // The endpoint keeps serving.
