@@ -408,6 +408,11 @@ export const OPTIONS = {
     group: 'rap',
     doc: 'Whether the RAP listener serves the runnable catalog as a RAP toolset (`/.well-known/rap-toolset`, `/invoke`, `/cancel_tool_call`, `/close_thread`).',
   }),
+  rapTokens: opt(listish.default([]), {
+    group: 'rap',
+    doc: 'Callers of the RAP tool server and their bearer tokens, `caller=token` (16+ characters, one token per caller). With tokens, `/invoke`, `/cancel_tool_call` and `/close_thread` need `Authorization: Bearer <token>`, and each call belongs to its caller (only it re-invokes, cancels or closes it). Without tokens the tool server is served only on a loopback `--rap-host`.',
+    secret: true,
+  }),
   rapCallbackHosts: opt(listish.default([]), {
     group: 'rap',
     doc: 'Hosts (`name` or `name:port`) an invocation\'s `callback_url` may point at besides loopback addresses.',
