@@ -8,7 +8,11 @@
 // when its trust (deployment.ts) is `stamped` (deployed by this runner: create flow or bootstrap) or
 // `direct` (written straight into the store and never changed since) and it passes validation
 // (operator policy for operator-stamped records, agent policy otherwise). Reserved names: a pinned
-// bootstrap tool's or a host tool's name belongs to the operator; no record of that name runs.
+// bootstrap tool's or a host tool's name belongs to the operator; no record of that name runs. So do
+// the names MCP and RAP clients see: an agent's tool whose name exports (mangleToolName: every
+// character but [A-Za-z0-9_-] becomes `_`, cut to 64) as an operator or host tool's does is not
+// runnable (`trust.reserved`, in rejectedTools for its owner, logged once), so the operator's tool
+// always keeps its MCP/RAP name instead of both being left out.
 //
 // Ownership: each name's owner is remembered from the definitions that last ran under it, also after
 // they are deleted or tampered with, for as long as this process lives. Only definitions of the
@@ -32,6 +36,7 @@ import type { Logger } from '../logger.js';
 import type { HostTool } from '../legacy/index.js';
 import { ErrorCode } from '../errors.js';
 import type { Issue, Origin, ToolDefinition } from '../screen/index.js';
+import { mangleToolName } from '../legacy/export-openai.js';
 import { definitionDigest, OPERATOR, type Stamper } from './deployment.js';
 import { codeEntry, hostEntry, hostVersion } from './entries.js';
 import { badSpecMessage, chooseVersion, compareVersionsDesc, deprecationWarning, isVersionSpec, removedMessage, versionKey, versionStatus, type VersionCandidate } from './versions.js';
@@ -66,7 +71,7 @@ export interface OperatorTool {
 
 /** Who may change the tool named N (the create flow asks before it writes). */
 export type Ownership =
-  | { kind: 'reserved'; by: 'bootstrap' | 'host' }
+  | { kind: 'reserved'; by: 'bootstrap' | 'host'; /** The operator tool whose exported (MCP/RAP) name this one would take. */ collidesWith?: string }
   | {
       kind: 'owned';
       owner: string;
@@ -155,6 +160,20 @@ export function createCatalog(options: CatalogOptions): Catalog {
   const isHostName = (name: string): boolean => options.hostTools().some((tool) => tool.name === name);
   const pinsKey = (): string => [...options.operatorTools()].map(([name, pin]) => `${name}=${definitionDigest(pin.context)}`).sort().join(',');
   const versionOf = (record: CodeRecord): string => (record.tool as ToolDefinition).version;
+  /** Exported (MCP/RAP) name -> the operator or host tool holding it. */
+  const operatorExports = (): Map<string, { name: string; by: 'bootstrap' | 'host' }> => {
+    const out = new Map<string, { name: string; by: 'bootstrap' | 'host' }>();
+    for (const host of options.hostTools()) out.set(mangleToolName(host.name), { name: host.name, by: 'host' });
+    for (const [name] of options.operatorTools()) out.set(mangleToolName(name), { name, by: 'bootstrap' });
+    return out;
+  };
+  /** The operator tool whose exported name an agent's tool `name` would take (not the same name: that is reserved outright). */
+  const exportCollision = (name: string, exports = operatorExports()): { name: string; by: 'bootstrap' | 'host' } | undefined => {
+    const holder = exports.get(mangleToolName(name));
+    return holder !== undefined && holder.name !== name ? holder : undefined;
+  };
+  /** Record ids already reported as colliding (the log line is written once per record). */
+  let collided = new Set<string>();
 
   const reindex = (): void => {
     if (loading > 0) return;
@@ -165,7 +184,19 @@ export function createCatalog(options: CatalogOptions): Catalog {
     }
     const nextSelected = new Map<string, Map<string, CodeRecord>>();
     const nextShadowed = new Map<string, Issue>();
+    const exports = operatorExports();
+    const nextCollided = new Set<string>();
     for (const [name, candidates] of byName) {
+      const holder = exportCollision(name, exports);
+      if (holder) {
+        const exported = mangleToolName(name);
+        for (const record of candidates) {
+          nextShadowed.set(record.id, issue('trust.reserved', '/name', `the name "${name}" exports to MCP and RAP as "${exported}", the name of the operator's ${holder.by === 'host' ? 'host tool' : 'bootstrap tool'} "${holder.name}"; clients could not tell them apart, so this tool is not runnable: choose another name`));
+          nextCollided.add(record.id);
+          if (!collided.has(record.id)) logger.warn('tool name collides with an operator tool', { id: record.id, name, exported, operatorTool: holder.name, owner: record.owner });
+        }
+        continue;
+      }
       let owner = owners.get(name)?.owner;
       if (owner === undefined) owner = candidates.reduce((a, b) => (older(b, a) ? b : a)).owner as string;
       const byVersion = new Map<string, CodeRecord>();
@@ -204,6 +235,7 @@ export function createCatalog(options: CatalogOptions): Catalog {
     }
     selected = nextSelected;
     shadowed = nextShadowed;
+    collided = nextCollided;
     for (const [name] of options.operatorTools()) {
       if (![...records.values()].some((record) => record.publication && record.name === name)) options.onOperatorDrift?.(name);
     }
@@ -331,6 +363,8 @@ export function createCatalog(options: CatalogOptions): Catalog {
   const ownership = (name: string): Ownership => {
     if (options.operatorTools().has(name)) return { kind: 'reserved', by: 'bootstrap' };
     if (isHostName(name)) return { kind: 'reserved', by: 'host' };
+    const holder = exportCollision(name);
+    if (holder) return { kind: 'reserved', by: holder.by, collidesWith: holder.name };
     const remembered = owners.get(name);
     const versions = [...(remembered?.versions.values() ?? [])]
       .sort((a, b) => compareVersionsDesc(a.version, b.version))
@@ -343,7 +377,10 @@ export function createCatalog(options: CatalogOptions): Catalog {
   const entries = (): CatalogEntry[] => {
     const nowMs = now();
     const out = new Map<string, CatalogEntry>();
+    const exports = operatorExports();
     for (const [name, versions] of selected) {
+      // A host tool that appeared since the last reindex (a RAP refresh) wins its exported name at once.
+      if (exportCollision(name, exports)) continue;
       const tools = [...versions.values()].map((record) => record.tool as ToolDefinition);
       const entry = codeEntry(name, tools.map((tool) => ({ version: tool.version, contract: tool.contract, value: tool })), nowMs);
       if (entry) out.set(name, entry);
