@@ -8,7 +8,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanupConsole, ensureConsoleBuilt, putTool, screenshot, startConsoleService, toolContext, until, UPPER, type Running } from './helpers.js';
+import { SCHEMA } from '../../src/breadcrumbs/messages.js';
+import { cleanupConsole, ensureConsoleBuilt, putTool, screenshot, startConsoleService, toolContext, until, UPPER, type Running, WS } from './helpers.js';
 
 const EVIL = 'rebind.attacker.example';
 const OTHER = 'other.attacker.example';
@@ -99,6 +100,8 @@ describe('a hostile web page against the admin port (no admin token)', () => {
       ['api/catalog', 403],
     ]);
     expect(attempts.map((a) => a.body ?? '').join('\n')).not.toContain('PWNED');
+    const requests = await open.client.listBreadcrumbs({ schema_name: SCHEMA.ToolRequest, tag: WS, include_context: true });
+    expect(requests.filter((r) => JSON.stringify(r.context).includes('pwned'))).toEqual([]);
     await page.close();
   });
 
@@ -109,15 +112,18 @@ describe('a hostile web page against the admin port (no admin token)', () => {
       await page.goto(`http://${OTHER}:${(site.address() as AddressInfo).port}/cats.html`);
       for (const base of [open.adminUrl, open.adminUrl.replace('127.0.0.1', 'localhost')]) {
         const attempts = await page.evaluate(attack, { base, tool: 'r-shout' });
-        // The JSON POSTs die in the CORS preflight (no fetch result), the GET is refused by the Origin check.
+        // The JSON POSTs die in the CORS preflight (403 to OPTIONS), the GET's answer is refused
+        // (403, no CORS headers): the page gets no result at all, and nothing ran.
         expect(attempts.map((a) => [a.step, a.status ?? 'failed'])).toEqual([
           ['initialize', 'failed'],
           ['initialized', 'failed'],
           ['tools/list', 'failed'],
           ['tools/call', 'failed'],
-          ['api/catalog', 403],
+          ['api/catalog', 'failed'],
         ]);
       }
+      const requests = await open.client.listBreadcrumbs({ schema_name: SCHEMA.ToolRequest, tag: WS, include_context: true });
+      expect(requests.filter((r) => JSON.stringify(r.context).includes('pwned'))).toEqual([]);
       await page.close();
     } finally {
       await new Promise((resolve) => site.close(resolve));
