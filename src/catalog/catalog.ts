@@ -8,11 +8,8 @@
 // when its trust (deployment.ts) is `stamped` (deployed by this runner: create flow or bootstrap) or
 // `direct` (written straight into the store and never changed since) and it passes validation
 // (operator policy for operator-stamped records, agent policy otherwise). Reserved names: a pinned
-// bootstrap tool's or a host tool's name belongs to the operator; no record of that name runs. So do
-// the names MCP and RAP clients see: an agent's tool whose name exports (mangleToolName: every
-// character but [A-Za-z0-9_-] becomes `_`, cut to 64) as an operator or host tool's does is not
-// runnable (`trust.reserved`, in rejectedTools for its owner, logged once), so the operator's tool
-// always keeps its MCP/RAP name instead of both being left out.
+// bootstrap tool's or a host tool's name belongs to the operator; no record of that name runs, nor one
+// whose exported MCP/RAP name is an operator tool's (exported-names.ts; `trust.reserved`, logged once).
 //
 // Ownership: each name's owner is remembered from the definitions that last ran under it, also after
 // they are deleted or tampered with, for as long as this process lives. Only definitions of the
@@ -36,9 +33,9 @@ import type { Logger } from '../logger.js';
 import type { HostTool } from '../legacy/index.js';
 import { ErrorCode } from '../errors.js';
 import type { Issue, Origin, ToolDefinition } from '../screen/index.js';
-import { mangleToolName } from '../legacy/export-openai.js';
 import { definitionDigest, OPERATOR, type Stamper } from './deployment.js';
 import { codeEntry, hostEntry, hostVersion } from './entries.js';
+import { collisionMessage, exportCollision, operatorExports as exportHolders, type ExportHolders } from './exported-names.js';
 import { badSpecMessage, chooseVersion, compareVersionsDesc, deprecationWarning, isVersionSpec, removedMessage, versionKey, versionStatus, type VersionCandidate } from './versions.js';
 
 /** What runs a request: `version` is the chosen version; `warnings` (deprecation) go to `metadata.warnings`. */
@@ -160,20 +157,7 @@ export function createCatalog(options: CatalogOptions): Catalog {
   const isHostName = (name: string): boolean => options.hostTools().some((tool) => tool.name === name);
   const pinsKey = (): string => [...options.operatorTools()].map(([name, pin]) => `${name}=${definitionDigest(pin.context)}`).sort().join(',');
   const versionOf = (record: CodeRecord): string => (record.tool as ToolDefinition).version;
-  /** Exported (MCP/RAP) name -> the operator or host tool holding it. */
-  const operatorExports = (): Map<string, { name: string; by: 'bootstrap' | 'host' }> => {
-    const out = new Map<string, { name: string; by: 'bootstrap' | 'host' }>();
-    for (const host of options.hostTools()) out.set(mangleToolName(host.name), { name: host.name, by: 'host' });
-    for (const [name] of options.operatorTools()) out.set(mangleToolName(name), { name, by: 'bootstrap' });
-    return out;
-  };
-  /** The operator tool whose exported name an agent's tool `name` would take (not the same name: that is reserved outright). */
-  const exportCollision = (name: string, exports = operatorExports()): { name: string; by: 'bootstrap' | 'host' } | undefined => {
-    const holder = exports.get(mangleToolName(name));
-    return holder !== undefined && holder.name !== name ? holder : undefined;
-  };
-  /** Record ids already reported as colliding (the log line is written once per record). */
-  let collided = new Set<string>();
+  const operatorExports = (): ExportHolders => exportHolders(options.hostTools().map((tool) => tool.name), options.operatorTools().keys());
 
   const reindex = (): void => {
     if (loading > 0) return;
@@ -185,15 +169,13 @@ export function createCatalog(options: CatalogOptions): Catalog {
     const nextSelected = new Map<string, Map<string, CodeRecord>>();
     const nextShadowed = new Map<string, Issue>();
     const exports = operatorExports();
-    const nextCollided = new Set<string>();
     for (const [name, candidates] of byName) {
       const holder = exportCollision(name, exports);
       if (holder) {
-        const exported = mangleToolName(name);
         for (const record of candidates) {
-          nextShadowed.set(record.id, issue('trust.reserved', '/name', `the name "${name}" exports to MCP and RAP as "${exported}", the name of the operator's ${holder.by === 'host' ? 'host tool' : 'bootstrap tool'} "${holder.name}"; clients could not tell them apart, so this tool is not runnable: choose another name`));
-          nextCollided.add(record.id);
-          if (!collided.has(record.id)) logger.warn('tool name collides with an operator tool', { id: record.id, name, exported, operatorTool: holder.name, owner: record.owner });
+          // Logged once: when the record was not already set aside for this reason.
+          if (shadowed.get(record.id)?.code !== 'trust.reserved') logger.warn('tool name collides with an operator tool', { id: record.id, name, operatorTool: holder.name, owner: record.owner });
+          nextShadowed.set(record.id, issue('trust.reserved', '/name', collisionMessage(name, holder)));
         }
         continue;
       }
@@ -235,7 +217,6 @@ export function createCatalog(options: CatalogOptions): Catalog {
     }
     selected = nextSelected;
     shadowed = nextShadowed;
-    collided = nextCollided;
     for (const [name] of options.operatorTools()) {
       if (![...records.values()].some((record) => record.publication && record.name === name)) options.onOperatorDrift?.(name);
     }
@@ -363,7 +344,7 @@ export function createCatalog(options: CatalogOptions): Catalog {
   const ownership = (name: string): Ownership => {
     if (options.operatorTools().has(name)) return { kind: 'reserved', by: 'bootstrap' };
     if (isHostName(name)) return { kind: 'reserved', by: 'host' };
-    const holder = exportCollision(name);
+    const holder = exportCollision(name, operatorExports());
     if (holder) return { kind: 'reserved', by: holder.by, collidesWith: holder.name };
     const remembered = owners.get(name);
     const versions = [...(remembered?.versions.values() ?? [])]
