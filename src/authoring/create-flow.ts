@@ -164,6 +164,9 @@ export async function processCreateRequest(deps: Deps, breadcrumb: CreateRequest
   const requester = agentOwner(breadcrumb.created_by ?? agentId);
   if (name !== undefined) await deps.catalog.refreshName(name);
   const ownership = name !== undefined ? deps.catalog.ownership(name) : ({ kind: 'free' } as const);
+  if (ownership.kind === 'reserved' && ownership.collidesWith !== undefined) {
+    return reject([issue(ErrorCode.Conflict, '/tool_spec/name', `the name "${name}" exports to MCP and RAP as the name of the operator's tool "${ownership.collidesWith}"; choose another name`)]);
+  }
   if ((ownership.kind === 'reserved' && ownership.by === 'bootstrap') || (ownership.kind === 'owned' && ownership.owner === OPERATOR)) {
     return reject([issue(ErrorCode.Conflict, '/tool_spec/name', `tool "${name}" is managed by the operator's bootstrap files and cannot be replaced by an agent`)]);
   }

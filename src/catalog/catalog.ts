@@ -8,7 +8,8 @@
 // when its trust (deployment.ts) is `stamped` (deployed by this runner: create flow or bootstrap) or
 // `direct` (written straight into the store and never changed since) and it passes validation
 // (operator policy for operator-stamped records, agent policy otherwise). Reserved names: a pinned
-// bootstrap tool's or a host tool's name belongs to the operator; no record of that name runs.
+// bootstrap tool's or a host tool's name belongs to the operator; no record of that name runs, nor one
+// whose exported MCP/RAP name is an operator tool's (exported-names.ts; `trust.reserved`, logged once).
 //
 // Ownership: each name's owner is remembered from the definitions that last ran under it, also after
 // they are deleted or tampered with, for as long as this process lives. Only definitions of the
@@ -34,6 +35,7 @@ import { ErrorCode } from '../errors.js';
 import { definitionOf, type Issue, type Origin, type ToolDefinition } from '../screen/index.js';
 import { definitionDigest, OPERATOR, type Stamper, type Trust } from './deployment.js';
 import { codeEntry, hostEntry, hostVersion } from './entries.js';
+import { collisionMessage, exportCollision, operatorExports as exportHolders, type ExportHolders } from './exported-names.js';
 import { badSpecMessage, chooseVersion, compareVersionsDesc, deprecationWarning, isVersionSpec, removedMessage, versionKey, versionStatus, type VersionCandidate } from './versions.js';
 
 /** What runs a request: `version` is the chosen version; `warnings` (deprecation) go to `metadata.warnings`. */
@@ -66,7 +68,7 @@ export interface OperatorTool {
 
 /** Who may change the tool named N (the create flow asks before it writes). */
 export type Ownership =
-  | { kind: 'reserved'; by: 'bootstrap' | 'host' }
+  | { kind: 'reserved'; by: 'bootstrap' | 'host'; /** The operator tool whose exported (MCP/RAP) name this one would take. */ collidesWith?: string }
   | {
       kind: 'owned';
       owner: string;
@@ -155,6 +157,7 @@ export function createCatalog(options: CatalogOptions): Catalog {
   const isHostName = (name: string): boolean => options.hostTools().some((tool) => tool.name === name);
   const pinsKey = (): string => [...options.operatorTools()].map(([name, pin]) => `${name}=${definitionDigest(pin.context)}`).sort().join(',');
   const versionOf = (record: CodeRecord): string => (record.tool as ToolDefinition).version;
+  const operatorExports = (): ExportHolders => exportHolders(options.hostTools().map((tool) => tool.name), options.operatorTools().keys());
 
   const reindex = (): void => {
     if (loading > 0) return;
@@ -165,7 +168,17 @@ export function createCatalog(options: CatalogOptions): Catalog {
     }
     const nextSelected = new Map<string, Map<string, CodeRecord>>();
     const nextShadowed = new Map<string, Issue>();
+    const exports = operatorExports();
     for (const [name, candidates] of byName) {
+      const holder = exportCollision(name, exports);
+      if (holder) {
+        for (const record of candidates) {
+          // Logged once: when the record was not already set aside for this reason.
+          if (shadowed.get(record.id)?.code !== 'trust.reserved') logger.warn('tool name collides with an operator tool', { id: record.id, name, operatorTool: holder.name, owner: record.owner });
+          nextShadowed.set(record.id, issue('trust.reserved', '/name', collisionMessage(name, holder)));
+        }
+        continue;
+      }
       let owner = owners.get(name)?.owner;
       if (owner === undefined) owner = candidates.reduce((a, b) => (older(b, a) ? b : a)).owner as string;
       const byVersion = new Map<string, CodeRecord>();
@@ -337,6 +350,8 @@ export function createCatalog(options: CatalogOptions): Catalog {
   const ownership = (name: string): Ownership => {
     if (options.operatorTools().has(name)) return { kind: 'reserved', by: 'bootstrap' };
     if (isHostName(name)) return { kind: 'reserved', by: 'host' };
+    const holder = exportCollision(name, operatorExports());
+    if (holder) return { kind: 'reserved', by: holder.by, collidesWith: holder.name };
     const remembered = owners.get(name);
     const versions = [...(remembered?.versions.values() ?? [])]
       .sort((a, b) => compareVersionsDesc(a.version, b.version))
@@ -349,7 +364,10 @@ export function createCatalog(options: CatalogOptions): Catalog {
   const entries = (): CatalogEntry[] => {
     const nowMs = now();
     const out = new Map<string, CatalogEntry>();
+    const exports = operatorExports();
     for (const [name, versions] of selected) {
+      // A host tool that appeared since the last reindex (a RAP refresh) wins its exported name at once.
+      if (exportCollision(name, exports)) continue;
       const tools = [...versions.values()].map((record) => record.tool as ToolDefinition);
       const entry = codeEntry(name, tools.map((tool) => ({ version: tool.version, contract: tool.contract, value: tool })), nowMs);
       if (entry) out.set(name, entry);

@@ -208,6 +208,10 @@ export const OPTIONS = {
     doc: 'Bearer token (16+ characters) the admin port requires for the web console and its API, `/mcp`, `/live` and `/metrics` (`Authorization: Bearer <token>`, or the console\'s login cookie); `/health` stays open. Without it the admin port only binds to loopback addresses.',
     secret: true,
   }),
+  adminHosts: opt(listish.default([]), {
+    group: 'runner',
+    doc: 'Extra Host names the admin port answers to when no `adminToken` is set (`name`: without a port or with the admin port; `name:port`: exactly that), e.g. a name in /etc/hosts. By default only `127.0.0.1`, `localhost` and `[::1]` with the admin port: a web page whose name was rebound to 127.0.0.1 (DNS rebinding) is refused.',
+  }),
   mcpProgressMs: opt(intish(100).default(2_000), {
     group: 'runner',
     doc: 'MCP `tools/call`: interval of progress notifications while a call runs (sent only when the client asked with a progress token).',
@@ -433,6 +437,11 @@ export const OPTIONS = {
   rapToolServer: opt(boolish.default(true), {
     group: 'rap',
     doc: 'Whether the RAP listener serves the runnable catalog as a RAP toolset (`/.well-known/rap-toolset`, `/invoke`, `/cancel_tool_call`, `/close_thread`).',
+  }),
+  rapTokens: opt(listish.default([]), {
+    group: 'rap',
+    doc: 'Callers of the RAP tool server and their bearer tokens, `caller=token` (16+ characters, one token per caller). With tokens, `/invoke`, `/cancel_tool_call` and `/close_thread` need `Authorization: Bearer <token>`, and each call belongs to its caller (only it re-invokes, cancels or closes it). Without tokens the tool server is served only on a loopback `--rap-host`.',
+    secret: true,
   }),
   rapCallbackHosts: opt(listish.default([]), {
     group: 'rap',

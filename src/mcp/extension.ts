@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ServiceExtension } from '../service/service.js';
 import { isLoopbackHost } from '../store/http-util.js';
 import { createMcpBridge, type McpBridge } from './bridge.js';
-import { createMcpHttpHandler, type McpHttpHandler } from './http.js';
+import { createMcpHttpHandler, refuseMcp, type McpAllowList, type McpHttpHandler } from './http.js';
 
 /** The MCP service extension; `bridge()` is available once the service has started it. */
 export interface McpExtension extends ServiceExtension {
@@ -17,12 +17,12 @@ export interface McpExtension extends ServiceExtension {
 export function createMcpExtension(): McpExtension {
   let bridge: McpBridge | undefined;
   let http: McpHttpHandler | undefined;
-  const route = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+  const route = async (req: IncomingMessage, res: ServerResponse, context: { allowList?: McpAllowList }): Promise<void> => {
     if (!http) {
       res.writeHead(503, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'the MCP endpoint is not started yet', code: 'unavailable' }));
       return;
     }
-    await http.handle(req, res);
+    await http.handle(req, res, context.allowList);
   };
   return {
     name: 'mcp',
@@ -37,7 +37,7 @@ export function createMcpExtension(): McpExtension {
     },
     handleEvent: (event) => bridge?.handleEvent(event),
     onReconnect: () => bridge?.onReconnect(),
-    adminRoutes: () => new Map([['/mcp', route]]),
+    adminRoutes: () => new Map([['/mcp', Object.assign(route, { refuse: refuseMcp })]]),
     async stop() {
       await http?.close();
       bridge?.close();

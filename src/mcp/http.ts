@@ -1,9 +1,12 @@
 // MCP over Streamable HTTP at `/mcp` on the admin port (stateful: one SDK server + transport per
 // session, keyed by `Mcp-Session-Id`).
 //
-// Gate, before the SDK sees a request: with an admin token configured, `Authorization: Bearer
-// <token>` (constant-time compare; else 401 + WWW-Authenticate); a browser `Origin` other than the
-// server's own (DNS-rebinding / cross-site requests from web pages) → 403. Sessions: POST without a
+// Gate: the admin port's access guard has already checked the Host (without a token: only this
+// port's own names, against DNS rebinding), the Origin (present and not this port's own → 403, as
+// the MCP spec asks) and the token. Here again, before the SDK sees a request: with an admin token,
+// `Authorization: Bearer <token>` (constant-time compare; else 401 + WWW-Authenticate); a browser
+// `Origin` other than the server's own → 403. And the SDK's own DNS-rebinding protection is on,
+// with the guard's exact allow-lists of Host values and Origins (when no token is set). Sessions: POST without a
 // session id starts one (the SDK accepts only `initialize` there); an unknown id → 404 (the client
 // re-initialises); at most MAX_SESSIONS live sessions, the least recently used is closed to make
 // room; a session idle for IDLE_MS is closed.
@@ -29,8 +32,15 @@ export interface McpHttpOptions {
   token?: string;
 }
 
+/** The exact Host values and Origins the admin port allows without a token (AdminRouteContext). */
+export interface McpAllowList {
+  hosts: string[];
+  origins: string[];
+}
+
 export interface McpHttpHandler {
-  handle(req: IncomingMessage, res: ServerResponse): Promise<void>;
+  /** Serves one request; `allowList` switches the SDK's DNS-rebinding protection on with those values. */
+  handle(req: IncomingMessage, res: ServerResponse, allowList?: McpAllowList): Promise<void>;
   /** Live sessions. */
   sessions(): number;
   close(): Promise<void>;
@@ -47,6 +57,11 @@ function digest(text: string): Buffer {
 
 function jsonRpcError(res: ServerResponse, status: number, code: number, message: string, headers: Record<string, string> = {}): void {
   res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
+}
+
+/** Writes a refusal of the admin port's guard as MCP clients expect it (JSON-RPC error; 401 with a Bearer challenge). */
+export function refuseMcp(res: ServerResponse, refusal: { status: number; message: string }): void {
+  jsonRpcError(res, refusal.status, refusal.status === 401 ? -32001 : -32000, refusal.message, refusal.status === 401 ? { 'www-authenticate': 'Bearer realm="tools-runner"' } : {});
 }
 
 /** Whether a browser Origin is the server itself (same host:port as the request's Host). */
@@ -98,7 +113,7 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
   }, 60_000);
   sweep.unref();
 
-  const start = async (req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> => {
+  const start = async (req: IncomingMessage, res: ServerResponse, allowList: McpAllowList | undefined, body: unknown): Promise<void> => {
     if (sessions.size >= MAX_SESSIONS) {
       let oldest: [string, Session] | undefined;
       for (const entry of sessions) if (!oldest || entry[1].lastUsed < oldest[1].lastUsed) oldest = entry;
@@ -106,6 +121,9 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
     }
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
+      // Belt and braces behind the admin guard: the SDK checks every request of the session itself.
+      // (Without a token only; with one, any Host that brings the token is fine.)
+      ...(allowList ? { enableDnsRebindingProtection: true, allowedHosts: allowList.hosts, allowedOrigins: allowList.origins } : {}),
       onsessioninitialized: (id) => {
         sessions.set(id, { transport, lastUsed: Date.now() });
         log.info('MCP session started', { session: id });
@@ -121,7 +139,7 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
     if (transport.sessionId === undefined || !sessions.has(transport.sessionId)) await server.close();
   };
 
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+  const handle = async (req: IncomingMessage, res: ServerResponse, allowList?: McpAllowList): Promise<void> => {
     if (tokenDigest) {
       const given = req.headers.authorization;
       if (given === undefined || !timingSafeEqual(digest(given), tokenDigest)) {
@@ -152,7 +170,7 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: discoverId, result: discoverResult(IDENTITY) }));
         return;
       }
-      await start(req, res, body.value);
+      await start(req, res, allowList, body.value);
       return;
     }
     const session = sessions.get(id);

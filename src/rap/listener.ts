@@ -3,16 +3,19 @@
 //
 //   GET  /.well-known/rap-toolset   the served toolset            (tool server)
 //   POST /invoke                    an invocation; 200 = recorded (tool server)
-//   POST /cancel_tool_call          always 200                    (tool server)
-//   POST /close_thread              always 200                    (tool server)
+//   POST /cancel_tool_call          200 once authenticated        (tool server)
+//   POST /close_thread              200 once authenticated        (tool server)
 //   POST /callback/<token>          a tool_result for one call    (runtime)
 //
+// The three POSTs of the tool server pass the gate of src/rap/auth.ts first (bearer token of
+// --rap-tokens → the caller; without tokens: loopback Host, no Origin).
 // Errors are `{error, code}` with a 4xx naming the offending value; a fault inside a route is a
 // logged 500 and the listener keeps serving.
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Logger } from '../logger.js';
 import { listenUrl } from '../store/server-util.js';
+import type { RapAuth } from './auth.js';
 import type { RapCaller } from './caller.js';
 import { RapHttpError, readJson, sendJson } from './http.js';
 import type { RapToolServer } from './tool-server.js';
@@ -25,6 +28,8 @@ export interface RapListenerOptions {
   logger: Logger;
   maxBodyBytes: number;
   toolServer?: () => RapToolServer | undefined;
+  /** The gate of the tool server's POSTs (required when a tool server is given). */
+  auth?: RapAuth;
   caller?: () => RapCaller | undefined;
 }
 
@@ -53,11 +58,13 @@ export async function startRapListener(options: RapListenerOptions): Promise<Rap
       throw new RapHttpError(405, 'method_not_allowed', `method ${method} not allowed on ${path}; use ${expected}`);
     }
     if (server && path === WELL_KNOWN_PATH) return sendJson(res, 200, server.toolset());
-    if (server && path === '/invoke') return sendJson(res, 200, await server.invoke(await readJson(req, res, options.maxBodyBytes)));
-    if (server && (path === '/cancel_tool_call' || path === '/close_thread')) {
+    if (server && TOOL_SERVER_POSTS.has(path)) {
+      if (!options.auth) throw new RapHttpError(500, 'internal', 'the RAP tool server has no gate');
+      const principal = options.auth.authenticate(req);
+      if (path === '/invoke') return sendJson(res, 200, await server.invoke(await readJson(req, res, options.maxBodyBytes), principal));
       // Always 200 (RAP): a malformed body cancels nothing.
       const body = await readJson(req, res, options.maxBodyBytes).catch(() => undefined);
-      const outcome = path === '/cancel_tool_call' ? await server.cancel(body) : await server.closeThread(body);
+      const outcome = path === '/cancel_tool_call' ? await server.cancel(body, principal) : await server.closeThread(body, principal);
       return sendJson(res, 200, { ok: true, ...outcome });
     }
     const token = path.slice('/callback/'.length);
@@ -67,13 +74,17 @@ export async function startRapListener(options: RapListenerOptions): Promise<Rap
   const server: Server = createServer((req, res) => {
     route(req, res).catch((error: unknown) => {
       if (res.headersSent) return void res.end();
-      if (error instanceof RapHttpError) return sendJson(res, error.status, { error: error.message, code: error.code });
+      if (error instanceof RapHttpError) {
+        if (error.status === 401) res.setHeader('www-authenticate', 'Bearer realm="tools-runner-rap"');
+        return sendJson(res, error.status, { error: error.message, code: error.code });
+      }
       logger.error('rap request failed', { error, path: req.url });
       sendJson(res, 500, { error: 'internal error', code: 'internal' });
     });
   });
   server.requestTimeout = 60_000;
   const url = await listenUrl(server, options.port, options.host);
+  options.auth?.setPort(Number(new URL(url).port));
   return {
     url,
     async close() {

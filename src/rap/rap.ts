@@ -14,7 +14,9 @@ import { ErrorCode, RunnerError } from '../errors.js';
 import { publishHostTools, unpublishHostTools, type CallOutcome, type HostTool, type RemoteCall } from '../legacy/index.js';
 import type { Logger } from '../logger.js';
 import type { SchemaValidator } from '../screen/index.js';
+import { createRapAuth, parseRapTokens } from './auth.js';
 import { createRapCaller, type RapCaller } from './caller.js';
+import { isLoopback } from './http.js';
 import { startRapListener, type RapListener } from './listener.js';
 import { createRapRuntime, type RapRuntime, type RapRuntimeStatus } from './runtime.js';
 import { createRapToolServer, type RapToolServer } from './tool-server.js';
@@ -74,6 +76,12 @@ export function createRap(options: RapOptions): Rap | undefined {
     }
     return undefined;
   }
+  const tokens = parseRapTokens(config.rapTokens);
+  for (const token of tokens.values()) logger.redact(token);
+  if (config.rapToolServer && tokens.size === 0 && !isLoopback(config.rapHost)) {
+    throw new RunnerError(ErrorCode.ConfigInvalid, `refusing to serve the RAP tool server on non-loopback host "${config.rapHost}" without --rap-tokens (anyone who can reach it could run tools): set --rap-tokens caller=token, bind --rap-host 127.0.0.1, or --no-rap-tool-server`);
+  }
+  const auth = createRapAuth({ tokens, ...(config.rapPublicUrl ? { publicHost: new URL(config.rapPublicUrl).host } : {}) });
   let listener: RapListener | undefined;
   const base = (): string => (config.rapPublicUrl ?? listener?.url ?? '').replace(/\/+$/, '');
   let published = new Set<string>();
@@ -160,9 +168,10 @@ export function createRap(options: RapOptions): Rap | undefined {
         logger,
         maxBodyBytes: config.maxBodyBytes,
         toolServer: () => toolServer,
+        auth,
         caller: () => caller,
       });
-      logger.info('rap listening', { url: listener.url, publicUrl: base(), toolServer: toolServer !== undefined, servers: config.rapServers });
+      logger.info('rap listening', { url: listener.url, publicUrl: base(), toolServer: toolServer !== undefined, callers: [...tokens.keys()], servers: config.rapServers });
       options.out?.(`rap listening on ${listener.url}`);
       if (runtime) {
         await runtime.refresh();

@@ -14,6 +14,12 @@
 // breadcrumb deleted, so it never runs; one already claimed runs to its end and its answer is
 // recorded in the store, but no result is sent); or TIMED OUT (an `Error: timeout` result is sent).
 // Calls live in memory: after a restart a retried invoke re-attaches, a cancel cannot.
+//
+// Callers (src/rap/auth.ts): every call belongs to the caller that invoked it (the --rap-tokens
+// name, or `anonymous` without tokens). Calls are keyed by (caller, id): a retried invoke re-attaches
+// (and may change callback_url) only for the same caller; another caller using the same id makes
+// an invocation of its own (its own request, its own result); cancel and close_thread see only the
+// caller's own calls, so another's call looks exactly like an unknown id (nothing is revealed).
 
 import { canonicalJson } from '../screen/index.js';
 import { conflictId, isConflict, isNotFound, SCHEMA, TAG, ToolResponseContext, type RequestKeys, type StoreClient, type StoreEvent } from '../breadcrumbs/index.js';
@@ -21,6 +27,7 @@ import { coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { checkCallbackUrl } from './callback-url.js';
 import { DEFAULT_DELIVERY, deliverCallback, type DeliveryPolicy } from './deliver.js';
+import type { RapPrincipal } from './auth.js';
 import { RapHttpError } from './http.js';
 import { buildServedToolset, type ServableTool } from './served-toolset.js';
 import { quoteValue, type RapToolset } from './toolset.js';
@@ -44,16 +51,20 @@ export interface ToolServerOptions {
 /** The tool server's operations (the listener maps routes onto them). */
 export interface RapToolServer {
   toolset(): RapToolset;
-  /** Validates and records an invocation; throws RapHttpError for a 4xx/5xx answer. */
-  invoke(body: unknown): Promise<{ accepted: true; id: string }>;
-  cancel(body: unknown): Promise<{ withdrawn: number; running: number }>;
-  closeThread(body: unknown): Promise<{ withdrawn: number; running: number }>;
+  /** Validates and records an invocation of `principal`; throws RapHttpError for a 4xx/5xx answer. */
+  invoke(body: unknown, principal: RapPrincipal): Promise<{ accepted: true; id: string }>;
+  /** Cancels one of `principal`'s own calls (another's is as good as unknown). */
+  cancel(body: unknown, principal: RapPrincipal): Promise<{ withdrawn: number; running: number }>;
+  /** Cancels `principal`'s own calls of a thread. */
+  closeThread(body: unknown, principal: RapPrincipal): Promise<{ withdrawn: number; running: number }>;
   handleEvent(event: StoreEvent): void;
   pending(): number;
   close(): Promise<void>;
 }
 
 interface Call {
+  /** The caller that invoked it (RapPrincipal.caller). */
+  owner: string;
   id: string;
   groupId: string;
   callId?: string;
@@ -102,7 +113,9 @@ export function resultText(response: ToolResponseContext): string {
 export function createRapToolServer(options: ToolServerOptions): RapToolServer {
   const { client, keys, workspace, logger } = options;
   const delivery = options.delivery ?? DEFAULT_DELIVERY;
+  /** (owner, id) -> call. */
   const byId = new Map<string, Call>();
+  const keyOf = (owner: string, id: string): string => `${owner}\0${id}`;
   const byRid = new Map<string, Call>();
   const deliveries = new Set<Promise<void>>();
   const stopping = new AbortController();
@@ -111,12 +124,12 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
 
   const forget = (call: Call): void => {
     clearTimeout(call.timer);
-    if (byId.get(call.id) === call) byId.delete(call.id);
+    if (byId.get(keyOf(call.owner, call.id)) === call) byId.delete(keyOf(call.owner, call.id));
     if (byRid.get(call.rid) === call) byRid.delete(call.rid);
   };
 
   const finish = (call: Call, text: string): void => {
-    if (byId.get(call.id) !== call) return;
+    if (byId.get(keyOf(call.owner, call.id)) !== call) return;
     forget(call);
     const message = { type: 'tool_result' as const, group_id: call.groupId, id: call.id, ...(call.callId !== undefined ? { call_id: call.callId } : {}), text };
     const task = deliverCallback(call.callbackUrl, message, delivery, stopping.signal).then((outcome) => {
@@ -128,7 +141,7 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
   };
 
   const check = async (call: Call): Promise<void> => {
-    if (call.checking || byId.get(call.id) !== call) return;
+    if (call.checking || byId.get(keyOf(call.owner, call.id)) !== call) return;
     call.checking = true;
     try {
       const items = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolResponse, tag: TAG.request(call.rid), include_context: true, limit: 20 });
@@ -154,9 +167,9 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
   poll.unref();
 
   const watch = (fields: Omit<Call, 'timer' | 'checking'>): void => {
-    const existing = byId.get(fields.id);
+    const existing = byId.get(keyOf(fields.owner, fields.id));
     if (existing) {
-      // A retried invoke: the latest callback_url (and thread) wins; the run is the same.
+      // A retried invoke by the same caller: the latest callback_url (and thread) wins; the run is the same.
       existing.callbackUrl = fields.callbackUrl;
       existing.groupId = fields.groupId;
       if (fields.callId !== undefined) existing.callId = fields.callId;
@@ -168,12 +181,12 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
     }, options.resultTimeoutMs);
     timer.unref();
     const call: Call = { ...fields, timer, checking: false };
-    byId.set(call.id, call);
+    byId.set(keyOf(call.owner, call.id), call);
     byRid.set(call.rid, call);
     void check(call);
   };
 
-  const invoke = async (body: unknown): Promise<{ accepted: true; id: string }> => {
+  const invoke = async (body: unknown, principal: RapPrincipal): Promise<{ accepted: true; id: string }> => {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw bad(`invocation must be a JSON object, got ${Array.isArray(body) ? 'an array' : quoteValue(body)}`);
     const b = body as Record<string, unknown>;
     if (typeof b['operation'] !== 'string' || b['operation'] === '') throw bad(`operation must be a non-empty string, got ${quoteValue(b['operation'])}`);
@@ -193,12 +206,14 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
     const tool = served().reverse.get(operation);
     if (tool === undefined) throw new RapHttpError(404, 'tool.not_found', `unknown operation ${quoteValue(operation)}: the toolset has no such tool`);
 
-    if (byId.size >= MAX_PENDING_CALLS && !byId.has(id)) {
+    if (byId.size >= MAX_PENDING_CALLS && !byId.has(keyOf(principal.caller, id))) {
       throw new RapHttpError(503, 'rate.exceeded', `${MAX_PENDING_CALLS} RAP calls are already waiting for the runner; retry later`);
     }
-    const derived = keys.stateMac('rap-invoke', `${workspace}\0${id}`);
+    // One request per (caller, id): a verified caller's ids are its own namespace.
+    const derived = keys.stateMac('rap-invoke', principal.verified ? `${workspace}\0${principal.caller}\0${id}` : `${workspace}\0${id}`);
     const rid = `rap-${derived.slice(0, 24)}`;
-    const caller = callerOf(userId, groupId);
+    // The tag names the verified caller; without tokens, what the invocation declares (a label only).
+    const caller = principal.verified ? principal.caller : callerOf(userId, groupId);
     const rap = { id, group_id: groupId, ...(callId !== undefined ? { call_id: callId } : {}), ...(userId !== undefined ? { user_id: userId } : {}) };
     let breadcrumbId: string;
     try {
@@ -217,7 +232,7 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
       }
       breadcrumbId = await existingRequest(error, id, tool, args);
     }
-    watch({ id, groupId, ...(callId !== undefined ? { callId } : {}), callbackUrl, rid, breadcrumbId, tool });
+    watch({ owner: principal.caller, id, groupId, ...(callId !== undefined ? { callId } : {}), callbackUrl, rid, breadcrumbId, tool });
     logger.info('rap invocation accepted', { rid, tool, breadcrumbId, caller });
     return { accepted: true, id };
   };
@@ -271,15 +286,15 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
   return {
     toolset: () => served().toolset,
     invoke,
-    cancel: (body) => {
+    cancel: (body, principal) => {
       const id = field(body, 'tool_call_id');
       const thread = field(body, 'thread_id');
-      const call = id === undefined ? undefined : byId.get(id);
+      const call = id === undefined ? undefined : byId.get(keyOf(principal.caller, id));
       return withdraw(call && (thread === undefined || thread === call.groupId) ? [call] : []);
     },
-    closeThread: (body) => {
+    closeThread: (body, principal) => {
       const thread = field(body, 'thread_id');
-      return withdraw(thread === undefined ? [] : [...byId.values()].filter((call) => call.groupId === thread));
+      return withdraw(thread === undefined ? [] : [...byId.values()].filter((call) => call.owner === principal.caller && call.groupId === thread));
     },
     handleEvent(event) {
       if (event.schema_name !== SCHEMA.ToolResponse || !event.tags) return;

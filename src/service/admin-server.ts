@@ -1,13 +1,15 @@
 // The admin port: `/health` (JSON; 503 unless RUNNING), `/metrics` (Prometheus text) and `/live`
 // (WebSocket: one JSON message per execution start/finish, for `tools-runner tail`), plus the
-// routes service extensions add (e.g. `/mcp`), which handle every method (and their auth) themselves,
-// and the web console (`/`, `/api/*`, src/console). The console, `/live` and `/metrics` pass the
-// access guard (src/console/access.ts): the admin token when one is set, else loopback Host names
-// only; a non-loopback bind without a token is refused at start.
+// routes service extensions add (e.g. `/mcp`), which handle every method themselves, and the web
+// console (`/`, `/api/*`, src/console). EVERY request, extension routes and the `/live` upgrade
+// included, passes the one access guard (src/console/access.ts) before anything else sees it: the
+// Host must name this port when no token is set (DNS rebinding), a present Origin must be this
+// port's own, and the admin token is required everywhere but `/health` when one is set; a
+// non-loopback bind without a token is refused at start.
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { createAccessGuard, type Refusal } from '../console/access.js';
+import { createAccessGuard, validateAdminHosts, type Refusal } from '../console/access.js';
 import { loginPage, nonLoopbackWithoutToken, readBody, SECURITY_HEADERS } from '../console/http.js';
 import { isLoopbackHost } from '../store/http-util.js';
 import { listenUrl } from '../store/server-util.js';
@@ -20,8 +22,19 @@ export interface LiveMessage {
   [key: string]: unknown;
 }
 
-/** A route an extension serves on the admin port (any method; it writes the whole response). */
-export type AdminRoute = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+/** What the guard let through, for a route with a check of its own (the MCP SDK's allow-lists). */
+export interface AdminRouteContext {
+  /** The exact Host values and Origins allowed without a token; undefined when a token is required instead. */
+  allowList?: { hosts: string[]; origins: string[] };
+}
+
+/**
+ * A route an extension serves on the admin port (any method; it writes the whole response), after
+ * the guard; `refuse`, when present, writes the guard's refusals in the route's own format.
+ */
+export type AdminRoute = ((req: IncomingMessage, res: ServerResponse, context: AdminRouteContext) => Promise<void>) & {
+  refuse?(res: ServerResponse, refusal: Refusal): void;
+};
 
 export interface AdminServerOptions {
   host: string;
@@ -32,8 +45,10 @@ export interface AdminServerOptions {
   health(): { ok: boolean; [key: string]: unknown };
   /** Extra routes by exact path. */
   routes?: ReadonlyMap<string, AdminRoute>;
-  /** When set, the console, `/live` and `/metrics` require it; without it only loopback binds are allowed. */
+  /** When set, every route but `/health` requires it; without it only loopback binds are allowed. */
   adminToken?: string;
+  /** Extra Host names the port answers to without a token (`--admin-hosts`: `name` or `name:port`). */
+  adminHosts?: readonly string[];
   /** The web console (pages and /api); served behind the access guard. */
   console?: { handle(req: IncomingMessage, res: ServerResponse, path: string): Promise<boolean> };
 }
@@ -52,17 +67,17 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
   const { logger, metrics } = options;
   if (!isLoopbackHost(options.host) && options.adminToken === undefined) throw nonLoopbackWithoutToken(options.host);
   if (options.adminToken !== undefined) logger.redact(options.adminToken);
-  const guard = createAccessGuard({ token: options.adminToken });
-  /** Paths behind the guard: the console's, `/live` and `/metrics` (`/health` stays open for probes). */
-  const guarded = (path: string): boolean =>
-    path === '/' || path === '/index.html' || path === '/login' || path === '/live' || path === '/metrics' || path.startsWith('/api/') || path.startsWith('/assets/');
+  const guard = createAccessGuard({ token: options.adminToken, hosts: validateAdminHosts(options.adminHosts ?? []) });
+  /** The console's paths. */
+  const consolePath = (path: string): boolean => path === '/' || path === '/index.html' || path === '/login' || path.startsWith('/api/') || path.startsWith('/assets/');
   const refuse = (req: IncomingMessage, res: ServerResponse, refusal: Refusal): void => {
     const wantsPage = req.method === 'GET' && (req.headers.accept ?? '').includes('text/html');
     if (wantsPage && refusal.status === 401) {
       res.writeHead(401, { ...SECURITY_HEADERS, 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' }).end(loginPage(undefined));
       return;
     }
-    res.writeHead(refusal.status, { ...SECURITY_HEADERS, 'content-type': 'application/json' }).end(JSON.stringify({ error: refusal.message, code: refusal.code }));
+    const challenge = refusal.status === 401 ? { 'www-authenticate': 'Bearer realm="tools-runner"' } : {};
+    res.writeHead(refusal.status, { ...SECURITY_HEADERS, ...challenge, 'content-type': 'application/json' }).end(JSON.stringify({ error: refusal.message, code: refusal.code }));
   };
   /** POST /login (form): the admin token in, a session cookie out. */
   const login = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -79,21 +94,20 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
+    const mutating = req.method !== 'GET' && req.method !== 'HEAD';
+    // The login form checks the token itself; /health is open to probes (but not to other hosts or origins).
+    const tokenFree = (path === '/login' && req.method === 'POST') || path === '/health';
+    // An extension route may stream on GET (MCP's SSE): treat every method there as state-changing.
     const route = options.routes?.get(path);
+    const refusal = guard.check(req, { mutating: mutating || route !== undefined, token: !tokenFree });
+    if (refusal) return route?.refuse ? route.refuse(res, refusal) : refuse(req, res, refusal);
     if (route) {
-      await route(req, res);
+      const allowList = guard.exactAllowList();
+      await route(req, res, allowList ? { allowList } : {});
       return;
     }
-    if (guarded(path)) {
-      const mutating = req.method !== 'GET' && req.method !== 'HEAD';
-      if (path === '/login' && req.method === 'POST') {
-        // The login form is the one mutating route that needs no token (it checks the token itself).
-        const refusal = guard.check(req, { mutating: true });
-        if (refusal && refusal.status !== 401) return refuse(req, res, refusal);
-        return login(req, res);
-      }
-      const refusal = guard.check(req, { mutating });
-      if (refusal) return refuse(req, res, refusal);
+    if (consolePath(path)) {
+      if (path === '/login' && req.method === 'POST') return login(req, res);
       if (options.console && (await options.console.handle(req, res, path))) return;
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -138,6 +152,7 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     });
   });
   const url = await listenUrl(server, options.port, options.host);
+  guard.setPort(Number(new URL(url).port));
 
   return {
     url,

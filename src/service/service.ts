@@ -205,6 +205,7 @@ async function startServing(parts: Parts): Promise<void> {
       routes: new Map(extensions.flatMap((extension) => [...(extension.adminRoutes?.() ?? [])])),
       health: parts.health,
       ...(config.adminToken !== undefined ? { adminToken: config.adminToken } : {}),
+      adminHosts: config.adminHosts,
       console: parts.consoleApi,
     });
     state.admin = admin;

@@ -116,4 +116,45 @@ describe('catalog ownership', () => {
     expect(reasons[calcId]).toBe(`the name "calculator" is reserved by the operator's bootstrap file; the runner runs only that file's definition, not this record`);
     expect(reasons[hostId]).toBe(`the name "host-tool" is reserved by a host tool of the operator's manifests; no tool.code.v1 of that name runs`);
   });
+
+  it('keeps the exported (MCP/RAP) names of host tools: a colliding agent tool is the one left out, and says why', async () => {
+    // Code tool names are already export-safe ([a-z][a-z0-9_-]), so only host tools (a manifest's or
+    // a RAP server's: dots and other characters allowed) can share an exported name with them.
+    const hosts: HostTool[] = [{ name: 'host.echo', manifestDigest: 'abcdef0123456789' } as HostTool, { name: 'mail.send', manifestDigest: '0123456789abcdef' } as HostTool];
+    const { as, catalog, write } = await setup({ hosts });
+    const mailId = await write(as('mallory'), 'mail_send', 'mallory');
+    const echoId = await write(as('mallory'), 'host-echo', 'fine');
+    const clashId = await write(as('mallory'), 'host_echo', 'mallory');
+    const unrelated = await write(as('mallory'), 'mail_read', 'mallory');
+    await catalog.load();
+    expect(catalog.resolve('mail_send')).toBeUndefined();
+    expect(catalog.resolve('host_echo')).toBeUndefined();
+    expect(marker(catalog.resolve('host-echo'))).toBe('fine');
+    expect(marker(catalog.resolve('mail_read'))).toBe('mallory');
+    expect(catalog.entries().map((e) => e.name)).toEqual(['host-echo', 'host.echo', 'mail_read', 'mail.send']);
+    const reasons = Object.fromEntries(catalog.rejected().map((r) => [r.id, r.errors.map((e) => `${e.code}: ${e.message}`)]));
+    expect(reasons[mailId]).toEqual([`trust.reserved: the name "mail_send" exports to MCP and RAP as "mail_send", the name of the operator's host tool "mail.send"; clients could not tell them apart, so this tool is not runnable: choose another name`]);
+    expect(reasons[clashId]).toEqual([`trust.reserved: the name "host_echo" exports to MCP and RAP as "host_echo", the name of the operator's host tool "host.echo"; clients could not tell them apart, so this tool is not runnable: choose another name`]);
+    expect(reasons[echoId]).toBeUndefined();
+    expect(reasons[unrelated]).toBeUndefined();
+    // The create flow asks first, so the owner is told before anything is written.
+    expect(catalog.ownership('mail_send')).toEqual({ kind: 'reserved', by: 'host', collidesWith: 'mail.send' });
+    expect(catalog.ownership('host_echo')).toEqual({ kind: 'reserved', by: 'host', collidesWith: 'host.echo' });
+    expect(catalog.ownership('host-echo')).toMatchObject({ kind: 'owned' });
+  });
+
+  it('a host tool that appears later (a RAP server\'s) takes its exported name back from an agent tool at once', async () => {
+    const hosts: HostTool[] = [];
+    const { as, catalog, write } = await setup({ hosts });
+    await write(as('mallory'), 'late_tool', 'mallory');
+    await catalog.load();
+    expect(catalog.entries().map((e) => e.name)).toEqual(['late_tool']);
+    hosts.push({ name: 'late.tool', manifestDigest: 'abcdef0123456789' } as HostTool);
+    // Before the next reindex the catalog's entries already leave the agent's tool out...
+    expect(catalog.entries().map((e) => e.name)).toEqual(['late.tool']);
+    // ...and after it, the tool is rejected with the reason.
+    await catalog.load();
+    expect(catalog.resolve('late_tool')).toBeUndefined();
+    expect(catalog.rejected().map((r) => r.errors[0]?.code)).toEqual(['trust.reserved']);
+  });
 });

@@ -123,18 +123,19 @@ describe('without an admin token (loopback only)', () => {
   }, 60_000);
 
   for (const evil of ['evil.example', 'evil.example:8082', 'localhost.evil.example', '127.0.0.1.nip.io', '10.0.0.1']) {
-    it(`refuses Host "${evil}" (DNS rebinding) on the API, pages and /live`, async () => {
+    it(`refuses Host "${evil}" (DNS rebinding) on the API, pages, /live, /mcp and /health`, async () => {
       const reply = await raw(`${run.adminUrl}/api/catalog`, { headers: { host: evil } });
       expect(reply.status).toBe(403);
-      expect(reply.json()).toEqual({ code: 'host_not_allowed', error: `Host "${evil}" is not a loopback name; without an admin token the console answers only to localhost, 127.0.0.1 and [::1]` });
+      expect(reply.json()).toEqual({ code: 'host_not_allowed', error: `Host "${evil}" is not this admin port; without an admin token it answers only to 127.0.0.1, localhost and [::1] with its port ${new URL(run.adminUrl).port} (--admin-hosts adds names)` });
       expect((await raw(`${run.adminUrl}/`, { headers: { host: evil } })).status).toBe(403);
       expect((await raw(`${run.adminUrl}/metrics`, { headers: { host: evil } })).status).toBe(403);
       expect(await openLive(run.adminUrl, { host: evil })).toBe(403);
-      expect((await raw(`${run.adminUrl}/health`, { headers: { host: evil } })).status).toBe(200);
+      expect((await raw(`${run.adminUrl}/mcp`, { method: 'POST', headers: { host: evil, 'content-type': 'application/json' }, body: '{}' })).status).toBe(403);
+      expect((await raw(`${run.adminUrl}/health`, { headers: { host: evil } })).status).toBe(403);
     });
   }
 
-  for (const name of ['localhost', 'LOCALHOST', 'app.localhost', '127.0.0.1', '[::1]']) {
+  for (const name of ['localhost', 'LOCALHOST', '127.0.0.1', '[::1]']) {
     it(`serves Host "${name}"`, async () => {
       const port = new URL(run.adminUrl).port;
       expect((await raw(`${run.adminUrl}/api/catalog`, { headers: { host: `${name}:${port}` } })).status).toBe(200);
@@ -145,7 +146,7 @@ describe('without an admin token (loopback only)', () => {
     it(`refuses a POST and a /live upgrade from Origin ${origin}`, async () => {
       const reply = await postJson(`${run.adminUrl}/api/screen`, { tool_spec: {} }, { origin });
       expect(reply.status).toBe(403);
-      expect(reply.json()).toEqual({ code: 'origin_not_allowed', error: `Origin "${origin}" is not this console (${host}); cross-site requests are refused` });
+      expect(reply.json()).toEqual({ code: 'origin_not_allowed', error: `Origin "${origin}" is not this admin port's origin (http://${host}); cross-site requests are refused` });
       expect(await openLive(run.adminUrl, {}, origin)).toBe(403);
     });
   }

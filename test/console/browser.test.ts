@@ -1,6 +1,7 @@
 // The console in a real browser (playwright-core driving Debian's Chromium) against the real
 // service: catalog -> tool page -> a call from the generated form; the editor's diagnostics from
 // the real screening on the right line; fix, run examples, create; the calls arrive in Live.
+// And the documented login: the admin token typed into the login form lands on the console.
 // Each page is saved as a screenshot under artifacts/console/.
 
 import type { Browser, Page } from 'playwright-core';
@@ -125,5 +126,35 @@ describe('web console in Chromium', () => {
     await until(async () => ((await live.locator('table.live tbody tr').count()) === 2 ? true : undefined), 'the tool filter to leave only b-made');
     await live.waitForTimeout(1100); // let the once-a-second charts draw for the screenshot
     await screenshot(live, '4-live');
+  });
+});
+
+describe('console login in Chromium (admin token set)', () => {
+  const TOKEN = 'browser-login-admin-token-0123456789';
+
+  it('types the token into the login form and lands on the console; a wrong token stays on the form', async () => {
+    const guarded = await startConsoleService({ adminToken: TOKEN });
+    await putTool(guarded.client, toolContext('l-shout', UPPER, { description: 'Upper-cases a text.' }));
+    const page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
+    const origins: string[] = [];
+    page.on('request', (request) => {
+      if (request.method() === 'POST' && request.url().endsWith('/login')) origins.push(request.headers()['origin'] ?? '(none)');
+    });
+    await page.goto(`${guarded.adminUrl}/`);
+    await page.waitForSelector('form[action="/login"]');
+
+    await page.fill('input[name="token"]', 'not-the-admin-token-at-all');
+    await Promise.all([page.waitForNavigation(), page.click('button[type="submit"]')]);
+    await expect(page.locator('.err').textContent()).resolves.toBe('That is not the admin token.');
+
+    await page.fill('input[name="token"]', TOKEN);
+    await Promise.all([page.waitForNavigation(), page.click('button[type="submit"]')]);
+    await page.waitForSelector('body[data-ready="catalog"]');
+    await page.locator('tr[data-tool="l-shout"]').waitFor({ timeout: 30_000 });
+    // Chromium sent the console's real Origin (not `null`) both times: the guard let the form through.
+    expect(origins).toEqual([new URL(guarded.adminUrl).origin, new URL(guarded.adminUrl).origin]);
+    await screenshot(page, '6-after-login');
+    await page.screenshot({ path: '/tmp/console-after-login.png', fullPage: true });
+    await page.close();
   });
 });

@@ -162,7 +162,7 @@ export const COMMANDS: readonly Command[] = [
       'With --store-url it is a client of that store (a runner with the same --runner-secret must be serving it); without, it embeds',
       'the whole service (store, runner, admin port with /mcp) like `start`. stdout carries only MCP frames; logs go to stderr.',
     ],
-    options: ['storeUrl', 'runnerSecret', 'dataDir', 'port', 'adminHost', 'adminPort', 'adminToken', 'mcpProgressMs', 'callTimeoutMs', 'workspace', 'logLevel'],
+    options: ['storeUrl', 'runnerSecret', 'dataDir', 'port', 'adminHost', 'adminPort', 'adminToken', 'adminHosts', 'mcpProgressMs', 'callTimeoutMs', 'workspace', 'logLevel'],
     exits: [[EXIT.Ok, 'stdin closed or stopped by SIGTERM/SIGINT'], [EXIT.Failed, 'the embedded service or the MCP extension did not start'], USAGE],
     client: false,
     load: async () => (await import('./mcp.js')).run,
