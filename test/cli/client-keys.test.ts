@@ -64,6 +64,25 @@ describe('a service started with the default data dir', () => {
     expect((JSON.parse(exported.out) as { tools: Array<{ function: { name: string } }> }).tools.map((t) => t.function.name)).toContain('greet');
   });
 
+  it('bootstrap reports a tool the running service refuses, with the runner\'s reason, exit 1', async () => {
+    const dir = tempDir('tr-tools-refused-');
+    // Accepted by this bootstrap (--bootstrap-allow env), refused by the runner (its --bootstrap-allow is empty).
+    writeFileSync(join(dir, 'envy.json'), JSON.stringify(toolContext('envy', 'export async function execute() { return {}; }', { permissions: { net: false, env: true } })));
+    const { code, out } = await run(['bootstrap', dir, '--store-url', url, '--skip-examples', '--bootstrap-allow', 'env'], noSecret(dataHome));
+    expect(out).toMatch(/^created +envy /m);
+    expect(out).toMatch(/^not loaded envy@1\.0\.0 — the runner refused it: \/permissions\/env: Permission "env" is not allowed for bootstrapped tools unless listed in bootstrapAllow \(currently \[\]\)$/m);
+    expect(code).toBe(1);
+  });
+
+  it('bootstrap into a store no runner serves says so after --bootstrap-wait-ms, exit 1', async () => {
+    const store = runCli(['store', '--port', '0', '--data-dir', tempDir('tr-lone-store-')], {}, { cwd: elsewhere });
+    const lone = (await store.line(/^store listening on /)).replace('store listening on ', '');
+    const { code, out } = await run(['bootstrap', toolsDir, '--store-url', lone, '--skip-examples', '--bootstrap-wait-ms', '500'], noSecret(dataHome));
+    expect(out).toMatch(/^created +greet /m);
+    expect(out).toContain('not loaded greet@1.2.0 — no runner has published a tool.catalog.v1 for workspace:tools in this store (is "tools-runner start" serving it?)');
+    expect(code).toBe(1);
+  });
+
   it('the key file text passed as --runner-secret is the same runner', async () => {
     const secret = readFileSync(join(dataHome, 'tools-runner', 'runner.key'), 'utf8').trim();
     const other = tempDir('tr-xdg-other-');
