@@ -158,3 +158,20 @@ describe('a client command with another runner secret', () => {
     }
   });
 });
+
+describe('bootstrap when the service stops loading', () => {
+  it('names a tool still listed at its old version, and one never listed, exit 1', async () => {
+    service.signal('SIGTERM');
+    expect(await service.exited).toBe(0);
+    const dir = tempDir('tr-tools-stopped-');
+    writeFileSync(join(dir, 'greet.json'), JSON.stringify(toolContext('greet', 'export async function execute() { return { v: 2 }; }', { version: '1.3.0' })));
+    writeFileSync(join(dir, 'later.json'), JSON.stringify(toolContext('later', 'export async function execute() { return {}; }')));
+    const store = runCli(['store', '--port', new URL(url).port, '--data-dir', join(dataHome, 'tools-runner')], { XDG_DATA_HOME: dataHome }, { cwd: elsewhere });
+    await store.line(/^store listening on /);
+    const { code, out } = await run(['bootstrap', dir, '--store-url', url, '--skip-examples', '--bootstrap-wait-ms', '500'], noSecret(dataHome));
+    expect(out).toMatch(/^updated +greet /m);
+    expect(out).toContain('not loaded greet@1.3.0 — the runner still lists version 1.2.0 after 0.5 s (its log says why: "tool rejected"; --bootstrap-wait-ms to wait longer)');
+    expect(out).toContain('not loaded later@1.0.0 — not in the runner\'s catalog after 0.5 s (its log says why: "tool rejected"; --bootstrap-wait-ms to wait longer)');
+    expect(code).toBe(1);
+  });
+});
