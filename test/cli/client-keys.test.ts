@@ -59,6 +59,8 @@ describe('a service started with the default data dir', () => {
     const call = await run(['call', 'greet', '{"n":3}', '--store-url', url], noSecret(dataHome));
     expect(call.code).toBe(0);
     expect(JSON.parse(call.out)).toMatchObject({ status: 'success', output: { hello: 3 } });
+    // The audit log of the call is under the service's data dir, not the working directory.
+    await expect.poll(() => (existsSync(join(dataHome, 'tools-runner', 'audit')) ? readdirSync(join(dataHome, 'tools-runner', 'audit')).length : 0), { timeout: 20_000 }).toBe(1);
     const exported = await run(['export', '--store-url', url], noSecret(dataHome));
     expect(exported.code).toBe(0);
     expect((JSON.parse(exported.out) as { tools: Array<{ function: { name: string } }> }).tools.map((t) => t.function.name)).toContain('greet');
