@@ -248,12 +248,19 @@ export const OPTIONS = {
     group: 'runner',
     doc: 'How long `tools-runner call` waits for the response.',
   }),
-  runnerSecret: opt(z.string().min(16, 'must be at least 16 characters long').optional(), {
+  runnerSecret: opt(
+    z
+      .string()
+      .min(16, 'must be at least 16 characters long')
+      .refine((text) => !text.startsWith('hex:') || /^hex:[0-9a-fA-F]{64}$/.test(text), 'a secret starting with "hex:" must be followed by exactly 64 hex digits')
+      .optional(),
+    {
     group: 'runner',
-    doc: 'Secret (16+ characters) every key of the runner derives from: Idempotency-Keys, claim MACs and answer tags (so no other writer can forge or squat them) and the stamps on the tools it deploys. Every replica of one store, and `tools-runner bootstrap`, must use the same value; required with `--store-url`.',
-    defaultText: 'generated into `<data-dir>/runner.key` with the embedded store',
+    doc: 'Secret (16+ characters; `hex:<64 hex digits>` stands for those 32 bytes) every key of the runner derives from: Idempotency-Keys, claim MACs and answer tags (so no other writer can forge or squat them) and the stamps on the tools it deploys. Every replica of one store, and the client commands (`bootstrap`, `export`, `mcp --store-url`, `approvals`), must use the same value; required with `--store-url`. `<data-dir>/runner.key` holds the same text.',
+    defaultText: 'read from `<data-dir>/runner.key` (the service generates it with the embedded store)',
     secret: true,
-  }),
+    },
+  ),
   secretsFile: opt(optionalString, {
     group: 'runner',
     doc: 'Fallback secrets: a JSON object file `{NAME: value}` consulted after the store\'s secrets API.',

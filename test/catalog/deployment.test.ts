@@ -140,6 +140,13 @@ describe('runner key', () => {
     );
   });
 
+  it('the service says when it cannot create the key file, naming it', () => {
+    const blocker = join(tempDir(), 'a-file');
+    writeFileSync(blocker, '');
+    const file = join(blocker, 'data', 'runner.key');
+    expect(() => resolveRunnerKey({ runnerSecret: undefined, dataDir: join(blocker, 'data'), logger: log, role: 'service' })).toThrow(new RegExp(`^cannot create runner key file "${file}": ENOTDIR`));
+  });
+
   it('refuses a --runner-secret "hex:" with anything but 64 hex digits', () => {
     expect(() => key(`hex:${'g'.repeat(64)}`)).toThrow('a runner secret starting with "hex:" must be followed by exactly 64 hex digits');
   });

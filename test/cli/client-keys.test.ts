@@ -59,9 +59,30 @@ describe('a service started with the default data dir', () => {
     const call = await run(['call', 'greet', '{"n":3}', '--store-url', url], noSecret(dataHome));
     expect(call.code).toBe(0);
     expect(JSON.parse(call.out)).toMatchObject({ status: 'success', output: { hello: 3 } });
+    // The audit log of the call is under the service's data dir, not the working directory.
+    await expect.poll(() => (existsSync(join(dataHome, 'tools-runner', 'audit')) ? readdirSync(join(dataHome, 'tools-runner', 'audit')).length : 0), { timeout: 20_000 }).toBe(1);
     const exported = await run(['export', '--store-url', url], noSecret(dataHome));
     expect(exported.code).toBe(0);
     expect((JSON.parse(exported.out) as { tools: Array<{ function: { name: string } }> }).tools.map((t) => t.function.name)).toContain('greet');
+  });
+
+  it('bootstrap reports a tool the running service refuses, with the runner\'s reason, exit 1', async () => {
+    const dir = tempDir('tr-tools-refused-');
+    // Accepted by this bootstrap (--bootstrap-allow env), refused by the runner (its --bootstrap-allow is empty).
+    writeFileSync(join(dir, 'envy.json'), JSON.stringify(toolContext('envy', 'export async function execute() { return {}; }', { permissions: { net: false, env: true } })));
+    const { code, out } = await run(['bootstrap', dir, '--store-url', url, '--skip-examples', '--bootstrap-allow', 'env'], noSecret(dataHome));
+    expect(out).toMatch(/^created +envy /m);
+    expect(out).toMatch(/^not loaded envy@1\.0\.0 — the runner refused it: \/permissions\/env: Permission "env" is not allowed for bootstrapped tools unless listed in bootstrapAllow \(currently \[\]\)$/m);
+    expect(code).toBe(1);
+  });
+
+  it('bootstrap into a store no runner serves says so after --bootstrap-wait-ms, exit 1', async () => {
+    const store = runCli(['store', '--port', '0', '--data-dir', tempDir('tr-lone-store-')], {}, { cwd: elsewhere });
+    const lone = (await store.line(/^store listening on /)).replace('store listening on ', '');
+    const { code, out } = await run(['bootstrap', toolsDir, '--store-url', lone, '--skip-examples', '--bootstrap-wait-ms', '500'], noSecret(dataHome));
+    expect(out).toMatch(/^created +greet /m);
+    expect(out).toContain('not loaded greet@1.2.0 — no runner has published a tool.catalog.v1 for workspace:tools in this store (is "tools-runner start" serving it?)');
+    expect(code).toBe(1);
   });
 
   it('the key file text passed as --runner-secret is the same runner', async () => {
@@ -137,5 +158,22 @@ describe('a client command with another runner secret', () => {
     } finally {
       await mcp.close();
     }
+  });
+});
+
+describe('bootstrap when the service stops loading', () => {
+  it('names a tool still listed at its old version, and one never listed, exit 1', async () => {
+    service.signal('SIGTERM');
+    expect(await service.exited).toBe(0);
+    const dir = tempDir('tr-tools-stopped-');
+    writeFileSync(join(dir, 'greet.json'), JSON.stringify(toolContext('greet', 'export async function execute() { return { v: 2 }; }', { version: '1.3.0' })));
+    writeFileSync(join(dir, 'later.json'), JSON.stringify(toolContext('later', 'export async function execute() { return {}; }')));
+    const store = runCli(['store', '--port', new URL(url).port, '--data-dir', join(dataHome, 'tools-runner')], { XDG_DATA_HOME: dataHome }, { cwd: elsewhere });
+    await store.line(/^store listening on /);
+    const { code, out } = await run(['bootstrap', dir, '--store-url', url, '--skip-examples', '--bootstrap-wait-ms', '500'], noSecret(dataHome));
+    expect(out).toMatch(/^updated +greet /m);
+    expect(out).toContain('not loaded greet@1.3.0 — the runner still lists version 1.2.0 after 0.5 s (its log says why: "tool rejected"; --bootstrap-wait-ms to wait longer)');
+    expect(out).toContain('not loaded later@1.0.0 — not in the runner\'s catalog after 0.5 s (its log says why: "tool rejected"; --bootstrap-wait-ms to wait longer)');
+    expect(code).toBe(1);
   });
 });

@@ -65,6 +65,7 @@ describe('config', () => {
     [{ env: { TOOLS_RUNNER_WORKSPACE: 'tools' } }, /TOOLS_RUNNER_WORKSPACE="tools"/],
     [{ argv: ['--nope', '1'] }, /unknown option "--nope"/],
     [{ argv: ['--port'] }, /option "--port" needs a value/],
+    [{ argv: ['--runner-secret', `hex:${'0'.repeat(63)}`] }, /--runner-secret=<hidden>: a secret starting with "hex:" must be followed by exactly 64 hex digits/],
   ])('rejects bad input with a message naming it: %j', (input, message) => {
     expect(() => loadConfig({ env: {}, ...input })).toThrow(message);
   });

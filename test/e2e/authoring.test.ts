@@ -115,7 +115,8 @@ describe('tools-runner bootstrap', () => {
     const dir = tempDir();
     cpSync(shipped, dir, { recursive: true });
     const run = async (): Promise<{ code: number | string; out: string }> => {
-      const cli = runCli(['bootstrap', dir, '--store-url', url]);
+      // A store without a runner: nothing would load the tools, so do not wait for that (--bootstrap-wait-ms 0).
+      const cli = runCli(['bootstrap', dir, '--store-url', url, '--bootstrap-wait-ms', '0']);
       const code = await cli.exited;
       return { code, out: cli.stdout.join('\n') };
     };

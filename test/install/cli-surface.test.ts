@@ -7,7 +7,7 @@ import { mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { wrapLine } from '../../src/cli/help.js';
+import { helpWidth, wrapLine } from '../../src/cli/help.js';
 import { cleanupAll, runCli, tempDir } from '../e2e/harness.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -39,6 +39,13 @@ describe('version and help', () => {
     const call = await run(['call', '--help']);
     expect(call.out).toContain('(default: 60000)');
     for (const line of call.out.split('\n')) expect(line.length, line).toBeLessThanOrEqual(80);
+  });
+
+  it('wraps to the terminal width on a TTY, else 80 columns', () => {
+    expect(helpWidth({ isTTY: true, columns: 120 })).toBe(120);
+    expect(helpWidth({ isTTY: false, columns: 120 })).toBe(80);
+    expect(helpWidth({})).toBe(80);
+    expect(helpWidth({ isTTY: true, columns: 12 })).toBe(80);
   });
 
   it('wraps at spaces with a hanging indent and never splits a word longer than the line', () => {

@@ -6,6 +6,7 @@ import { EXIT, type Command } from '../command.js';
 const USAGE: [number, string] = [EXIT.Usage, 'bad usage: unknown option, invalid value, missing or malformed argument'];
 const STORE: [number, string] = [EXIT.Unavailable, 'no store reachable at the store URL, or it refused the CLI\'s credentials'];
 const CLIENT_OPTIONS = ['storeUrl', 'host', 'port', 'storeToken', 'ownerId', 'adminKey', 'workspace'] as const;
+const NO_KEY: [number, string] = [EXIT.Usage, 'no runner key: no --runner-secret and no runner.key in --data-dir (the service\'s)'];
 
 /** Every subcommand, in the order `tools-runner help` lists them. */
 export const COMMANDS: readonly Command[] = [
@@ -89,10 +90,17 @@ export const COMMANDS: readonly Command[] = [
       'Validates every tool JSON file of [dir], runs its examples in the sandbox (a tool whose example fails is',
       'rejected, unless --skip-examples), and upserts the rest: created / updated / unchanged / rejected, with the reason.',
       'Only tools from the runner\'s own --bootstrap-dir are trusted as operator tools; a tool bootstrapped from another',
-      'directory is validated by the runner like an agent\'s tool (agent policy).',
+      'directory is validated by the runner like an agent\'s tool (agent policy). Then it waits (--bootstrap-wait-ms) until the',
+      'running service lists every written tool at its new version, and reports each that did not load, with why.',
     ],
-    options: [...CLIENT_OPTIONS, 'bootstrapDir', 'skipExamples', 'networkProbe', 'bootstrapAllow'],
-    exits: [[EXIT.Ok, 'every file created, updated or unchanged'], [EXIT.Failed, 'a file was rejected (invalid, failing example, store refusal)'], USAGE, STORE],
+    options: [...CLIENT_OPTIONS, 'runnerSecret', 'dataDir', 'bootstrapDir', 'bootstrapWaitMs', 'skipExamples', 'networkProbe', 'bootstrapAllow'],
+    exits: [
+      [EXIT.Ok, 'every file created, updated or unchanged, and the running service lists each tool at its new version'],
+      [EXIT.Failed, 'a file was rejected (invalid, failing example, store refusal), or a tool was not loaded by the running service (with why)'],
+      USAGE,
+      NO_KEY,
+      STORE,
+    ],
     client: true,
     load: async () => (await import('./bootstrap.js')).run,
   },
@@ -105,8 +113,8 @@ export const COMMANDS: readonly Command[] = [
       'format, with the reverse name map; the same mapping the live MCP endpoint serves. --from-files builds it offline from',
       '--bootstrap-dir and --manifests instead. Tools that cannot be exported are reported on stderr and make the exit code 1.',
     ],
-    options: [...CLIENT_OPTIONS, 'runnerSecret', 'format', 'fromFiles', 'bootstrapDir', 'manifests', 'grantedCapabilities'],
-    exits: [[EXIT.Ok, 'printed'], [EXIT.Failed, 'no sealed catalog in the store (no runner with this secret has run), a tool left out, or no valid tool file'], USAGE, STORE],
+    options: [...CLIENT_OPTIONS, 'runnerSecret', 'dataDir', 'format', 'fromFiles', 'bootstrapDir', 'manifests', 'grantedCapabilities'],
+    exits: [[EXIT.Ok, 'printed'], [EXIT.Failed, 'no sealed catalog in the store (no runner, or one with another runner secret: said which), a tool left out, or no valid tool file'], USAGE, NO_KEY, STORE],
     client: true,
     load: async () => (await import('./export.js')).run,
   },
@@ -120,7 +128,7 @@ export const COMMANDS: readonly Command[] = [
       'With the positional "json": a JSON array. Decide one with `tools-runner approve|deny <id>`.',
     ],
     options: [...CLIENT_OPTIONS, 'runnerSecret', 'dataDir'],
-    exits: [[EXIT.Ok, 'listed (possibly none)'], USAGE, STORE],
+    exits: [[EXIT.Ok, 'listed (possibly none)'], USAGE, NO_KEY, STORE],
     client: true,
     load: async () => (await import('./approvals.js')).run,
   },
@@ -136,7 +144,7 @@ export const COMMANDS: readonly Command[] = [
       'requester may not approve.',
     ],
     options: [...CLIENT_OPTIONS, 'runnerSecret', 'dataDir', 'reason', 'as'],
-    exits: [[EXIT.Ok, 'approved'], [EXIT.Failed, 'unknown id, not decidable by the operator, already decided, expired or answered (the reason is on stderr)'], USAGE, STORE],
+    exits: [[EXIT.Ok, 'approved'], [EXIT.Failed, 'unknown id, not decidable by the operator, already decided, expired or answered (the reason is on stderr)'], USAGE, NO_KEY, STORE],
     client: true,
     load: async () => (await import('./approve.js')).run,
   },
@@ -149,7 +157,7 @@ export const COMMANDS: readonly Command[] = [
       'and the reason. Refused like approve for unknown, undecidable, decided, expired or answered approvals.',
     ],
     options: [...CLIENT_OPTIONS, 'runnerSecret', 'dataDir', 'reason', 'as'],
-    exits: [[EXIT.Ok, 'denied'], [EXIT.Failed, 'unknown id, not decidable by the operator, already decided, expired or answered (the reason is on stderr)'], USAGE, STORE],
+    exits: [[EXIT.Ok, 'denied'], [EXIT.Failed, 'unknown id, not decidable by the operator, already decided, expired or answered (the reason is on stderr)'], USAGE, NO_KEY, STORE],
     client: true,
     load: async () => (await import('./deny.js')).run,
   },
@@ -163,7 +171,7 @@ export const COMMANDS: readonly Command[] = [
       'the whole service (store, runner, admin port with /mcp) like `start`. stdout carries only MCP frames; logs go to stderr.',
     ],
     options: ['storeUrl', 'runnerSecret', 'dataDir', 'port', 'adminHost', 'adminPort', 'adminToken', 'adminHosts', 'mcpProgressMs', 'callTimeoutMs', 'workspace', 'logLevel'],
-    exits: [[EXIT.Ok, 'stdin closed or stopped by SIGTERM/SIGINT'], [EXIT.Failed, 'the embedded service or the MCP extension did not start'], USAGE],
+    exits: [[EXIT.Ok, 'stdin closed or stopped by SIGTERM/SIGINT'], [EXIT.Failed, 'the embedded service or the MCP extension did not start'], USAGE, [EXIT.Usage, 'with --store-url: no runner key (no --runner-secret, no runner.key in --data-dir)']],
     client: false,
     load: async () => (await import('./mcp.js')).run,
   },
