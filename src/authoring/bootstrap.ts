@@ -141,6 +141,7 @@ export async function bootstrapTools(options: BootstrapOptions): Promise<Bootstr
       rows.push({ file: file.path, ...(file.name ? { name: file.name } : {}), action: 'rejected', reason: file.error });
       continue;
     }
+    for (const warning of file.warnings ?? []) logger.warn('bootstrap file warning', { file: file.path, tool: file.name, warning });
     const check = validateToolDefinition(file.breadcrumb.context, { origin: 'bootstrap', config, validator: options.validator });
     if (!check.ok) {
       const fix = fixLine(check.errors);

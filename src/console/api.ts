@@ -120,7 +120,7 @@ export function createConsoleApi(options: ConsoleOptions): ConsoleApi {
         code: { language: t.language, source: t.source },
         input_schema: t.inputSchema,
         output_schema: t.outputSchema,
-        permissions: { net: t.net.length > 0 ? t.net : false, api: t.api },
+        permissions: { net: t.extraPermissions.includes('net') ? true : t.net.length > 0 ? t.net : false, api: t.api },
         limits: { timeout_ms: t.timeoutMs, memory_mb: t.memoryMb },
         required_secrets: t.requiredSecrets,
         examples: t.examples,

@@ -4,7 +4,11 @@
 // is asserted strictly (<= 25 %); the lower bound depends on the machine having CPU to give, so it
 // is only checked loosely (> 2 %) and the measured figure is printed.
 
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { createProcessCgroup } from '../../src/sandbox/cgroup.js';
 import { silentLogger } from '../../src/logger.js';
 import { readCpuMs } from '../../src/sandbox/cpu.js';
 import { BURST_MS, startCpuLimit } from '../../src/sandbox/cpu-limit.js';
@@ -79,6 +83,27 @@ describe('duty cycle arithmetic', () => {
       expect(limit.stats().cpuMs).toBe(cpu);
     } finally {
       process.kill = realKill;
+    }
+  });
+});
+
+describe('cgroup cpu.max', () => {
+  // a plain directory laid out like cgroupfs (this machine has cgroup v1; the kernel's part cannot be shown)
+  it('is used when the process cgroup has the cpu controller (a cpu.max file), else the duty cycle', async () => {
+    const base = mkdtempSync(join(tmpdir(), 'cpu-cgroup-'));
+    try {
+      const withCpu = await createProcessCgroup(base, 'with-cpu', 64 * 1024 * 1024, silentLogger());
+      writeFileSync(join(withCpu.dir, 'cpu.max'), 'max 100000');
+      const limit = await startCpuLimit({ pid: 2 ** 22 + 12345, percent: 20, cgroup: withCpu });
+      expect(limit.mode).toBe('cgroup');
+      expect(readFileSync(join(withCpu.dir, 'cpu.max'), 'utf8')).toBe('20000 100000');
+      await limit.end();
+      const without = await createProcessCgroup(base, 'without-cpu', 64 * 1024 * 1024, silentLogger());
+      const fallback = await startCpuLimit({ pid: 2 ** 22 + 12345, percent: 20, cgroup: without });
+      expect(fallback.mode).toBe('duty-cycle');
+      await fallback.end();
+    } finally {
+      rmSync(base, { recursive: true, force: true });
     }
   });
 });
