@@ -11,6 +11,11 @@ export interface SandboxTool {
   source: string;
   /** Allowed hosts: "api.example.com", "*.example.com", "host:8443"; [] = no network. */
   net: string[];
+  /**
+   * Operator-granted private `host:port`s (`--allow-private-hosts`, bootstrapped tools only); the
+   * sandbox re-checks them against `config.allowPrivateHosts[name]`.
+   */
+  privateNet?: readonly string[];
   /** Grant for `context.api`. */
   api: false | 'read' | 'write';
   /**

@@ -14,6 +14,11 @@ export interface PermissionOptions {
   origin: Origin;
   maxNetDomains: number;
   bootstrapAllow: readonly string[];
+  /**
+   * Private `host:port`s the operator granted to THIS tool (`--allow-private-hosts`); honoured only
+   * for bootstrapped tools: such an entry of `permissions.net` is accepted (into `privateNet`).
+   */
+  privateHosts?: readonly string[];
 }
 
 /** Result of validatePermissions; the grants hold what was valid even when there are errors. */
@@ -23,6 +28,8 @@ export interface PermissionResult {
   net: string[];
   api: false | 'read' | 'write';
   extraPermissions: string[];
+  /** Operator-granted private `host:port`s of a bootstrapped tool (all its grants, listed or not); [] for agent tools. */
+  privateNet: string[];
 }
 
 const KNOWN = new Set(['net', 'read', 'write', 'env', 'run', 'ffi', 'sys', 'hrtime', 'api']);
@@ -46,7 +53,8 @@ function requested(value: unknown): boolean {
 
 /** Validates `permissions` (absent or null means "none") for a tool of the given origin. */
 export function validatePermissions(permissions: unknown, options: PermissionOptions): PermissionResult {
-  const result: PermissionResult = { errors: [], warnings: [], net: [], api: false, extraPermissions: [] };
+  const privateNet = options.origin === 'bootstrap' ? [...new Set(options.privateHosts ?? [])] : [];
+  const result: PermissionResult = { errors: [], warnings: [], net: [], api: false, extraPermissions: [], privateNet };
   const error = (code: string, key: string | undefined, message: string): void => {
     result.errors.push({ code, path: key === undefined ? '/permissions' : `/permissions/${key}`, message });
   };
@@ -59,7 +67,7 @@ export function validatePermissions(permissions: unknown, options: PermissionOpt
     if (!KNOWN.has(key)) error(IssueCode.PermissionUnknown, pointerSegment(key), `Unknown permission ${quote(key)}`);
   }
 
-  validateNet(permissions.net, options.maxNetDomains, result);
+  validateNet(permissions.net, options, result);
 
   for (const [name, agentMessage] of EXTRA) {
     const value = permissions[name];
@@ -83,7 +91,8 @@ export function validatePermissions(permissions: unknown, options: PermissionOpt
   return result;
 }
 
-function validateNet(net: unknown, maxNetDomains: number, result: PermissionResult): void {
+function validateNet(net: unknown, options: PermissionOptions, result: PermissionResult): void {
+  const { maxNetDomains } = options;
   if (net === undefined || net === null || net === false) return;
   if (net === true) {
     result.errors.push({
@@ -103,8 +112,13 @@ function validateNet(net: unknown, maxNetDomains: number, result: PermissionResu
   net.forEach((entry: unknown, index) => {
     const path = `/permissions/net/${index}`;
     const checked = checkNetHost(entry);
-    if (!checked.ok) {
-      result.errors.push({ code: checked.code, path, message: checked.message });
+    if (!checked.ok && typeof entry === 'string' && result.privateNet.includes(entry.toLowerCase())) {
+      // granted by the operator to this bootstrapped tool: the sandbox lets exactly this host:port through
+    } else if (!checked.ok) {
+      const hint = options.origin === 'bootstrap' && checked.code === IssueCode.NetBlocked
+        ? ` (an operator can allow a private host:port for this tool with --allow-private-hosts "<tool>=host:port")`
+        : '';
+      result.errors.push({ code: checked.code, path, message: checked.message + hint });
     } else if (result.net.includes(checked.host)) {
       result.warnings.push({ code: IssueCode.NetDuplicate, path, message: `Duplicate network domain ${quote(checked.host)} ignored` });
     } else {

@@ -26,6 +26,8 @@ export interface ToolDefinition {
   outputSchema: object;
   /** Normalised host list ([] = no network); ports kept as written. */
   net: string[];
+  /** Private `host:port`s the operator granted this bootstrapped tool (`--allow-private-hosts`); absent for agent tools. */
+  privateNet?: string[];
   api: false | 'read' | 'write';
   /** Extra Deno permissions; only ever non-empty for bootstrapped tools allowed by config.bootstrapAllow. */
   extraPermissions: string[];
