@@ -48,6 +48,8 @@ export interface SandboxJob {
   api?: SandboxApi;
   /** Abort = kill now (service shutdown); the call ends as sandbox.crashed with details.reason "aborted". */
   signal?: AbortSignal;
+  /** Each `context.progress(value)` of the tool while the call runs (JSON value, secrets redacted). */
+  onProgress?(value: unknown): void;
   /**
    * Told once, when the call ends, how its time split: waiting for a process (warm, in-flight or
    * fresh spawn; includes the call's own checks before it) and the run on that process.
