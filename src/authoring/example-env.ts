@@ -8,6 +8,7 @@ import type { Config } from '../config/index.js';
 import type { Logger } from '../logger.js';
 import { createSandbox, type Sandbox } from '../sandbox/index.js';
 import type { SchemaValidator, ToolDefinition } from '../screen/index.js';
+import { loadSecretsFile } from '../service/secrets.js';
 import { createToolApi } from '../service/tool-api.js';
 import { createStore, type Store } from '../store/index.js';
 import { runExamples, type ExampleReport } from './examples.js';
@@ -24,6 +25,7 @@ export function createExampleEnv(options: { config: Config; logger: Logger; vali
   const { config, logger, validator } = options;
   let sandbox: Promise<Sandbox> | undefined = options.sandbox ? Promise.resolve(options.sandbox) : undefined;
   let ownSandbox = false;
+  let fileSecrets: Promise<Record<string, string>> | undefined;
   let store: Promise<{ store: Store; client: StoreClient }> | undefined;
   const apiStore = (): Promise<{ store: Store; client: StoreClient }> =>
     (store ??= createStore({ ...config, host: '127.0.0.1', port: 0, dataDir: ':memory:', authSecret: undefined, logger }).then((s) => ({
@@ -37,7 +39,10 @@ export function createExampleEnv(options: { config: Config; logger: Logger; vali
         sandbox = createSandbox({ config, logger });
       }
       const api = tool.api ? (await apiStore()).client : undefined;
+      // examples get the tool's secrets from --secrets-file only (never from the real store)
+      const secrets = config.secretsFile && tool.requiredSecrets.length > 0 ? await (fileSecrets ??= loadSecretsFile(config.secretsFile, logger)) : undefined;
       return runExamples(tool, {
+        ...(secrets ? { secrets } : {}),
         sandbox: await sandbox,
         validator,
         workspace: config.workspace,

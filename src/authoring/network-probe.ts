@@ -24,9 +24,10 @@ function splitTarget(target: string): [string, number] {
 }
 
 /** The probe target of a tool with network examples, or undefined when it declares no host. */
-export function probeTarget(tool: Pick<ToolDefinition, 'net'>, override: string | undefined): string | undefined {
+export function probeTarget(tool: Pick<ToolDefinition, 'net' | 'privateNet'>, override: string | undefined): string | undefined {
   if (override) return override;
-  const first = tool.net[0];
+  // a tool that only reaches operator-granted private hosts is probed at the first of them
+  const first = tool.net[0] ?? tool.privateNet?.[0];
   if (first === undefined) return undefined;
   const host = first.replace(/^\*\./, '');
   return /:\d+$/.test(host) && !host.endsWith(']') ? host : `${host}:443`;
@@ -52,7 +53,7 @@ export function probe(target: string, timeoutMs = NETWORK_PROBE_TIMEOUT_MS): Pro
  * Probes, in parallel and once each, the targets of every tool that has an example marked
  * `requires_network`; returns the status of a tool by its probe target.
  */
-export async function checkNetwork(tools: ReadonlyArray<Pick<ToolDefinition, 'net' | 'examples'>>, override: string | undefined, timeoutMs = NETWORK_PROBE_TIMEOUT_MS): Promise<(tool: Pick<ToolDefinition, 'net'>) => NetworkStatus> {
+export async function checkNetwork(tools: ReadonlyArray<Pick<ToolDefinition, 'net' | 'privateNet' | 'examples'>>, override: string | undefined, timeoutMs = NETWORK_PROBE_TIMEOUT_MS): Promise<(tool: Pick<ToolDefinition, 'net' | 'privateNet'>) => NetworkStatus> {
   const targets = new Set<string>();
   for (const tool of tools) {
     if (!tool.examples.some((example) => example.requiresNetwork)) continue;
@@ -62,6 +63,10 @@ export async function checkNetwork(tools: ReadonlyArray<Pick<ToolDefinition, 'ne
   const results = new Map(await Promise.all([...targets].map(async (target) => [target, await probe(target, timeoutMs)] as const)));
   return (tool) => {
     const target = probeTarget(tool, override);
+    if (target === undefined && tool.net.length === 0) {
+      // no host at all: its network examples can only reach a private host the operator did not grant
+      return { reachable: false, reason: 'the tool has no network host (a private host must be granted with --allow-private-hosts)' };
+    }
     return (target && results.get(target)) || { reachable: true };
   };
 }
