@@ -8,7 +8,6 @@ import type { Config } from '../config/index.js';
 import type { Logger } from '../logger.js';
 import { createSandbox, type Sandbox } from '../sandbox/index.js';
 import type { SchemaValidator, ToolDefinition } from '../screen/index.js';
-import { loadSecretsFile } from '../service/secrets.js';
 import { createToolApi } from '../service/tool-api.js';
 import { createStore, type Store } from '../store/index.js';
 import { runExamples, type ExampleReport } from './examples.js';
@@ -21,7 +20,11 @@ export interface ExampleEnv {
 }
 
 /** Creates the environment; `sandbox` given = used and left open, else one is created on first use. */
-export function createExampleEnv(options: { config: Config; logger: Logger; validator: SchemaValidator; sandbox?: Sandbox }): ExampleEnv {
+export function createExampleEnv(options: {
+  config: Config; logger: Logger; validator: SchemaValidator; sandbox?: Sandbox;
+  /** Values of required secrets for examples (the CLI reads --secrets-file); never the real store's secrets. */
+  secrets?: () => Promise<Record<string, string>>;
+}): ExampleEnv {
   const { config, logger, validator } = options;
   let sandbox: Promise<Sandbox> | undefined = options.sandbox ? Promise.resolve(options.sandbox) : undefined;
   let ownSandbox = false;
@@ -39,8 +42,8 @@ export function createExampleEnv(options: { config: Config; logger: Logger; vali
         sandbox = createSandbox({ config, logger });
       }
       const api = tool.api ? (await apiStore()).client : undefined;
-      // examples get the tool's secrets from --secrets-file only (never from the real store)
-      const secrets = config.secretsFile && tool.requiredSecrets.length > 0 ? await (fileSecrets ??= loadSecretsFile(config.secretsFile, logger)) : undefined;
+      // examples get secrets only from the caller's loader (--secrets-file), never from the real store
+      const secrets = options.secrets && tool.requiredSecrets.length > 0 ? await (fileSecrets ??= options.secrets()) : undefined;
       return runExamples(tool, {
         ...(secrets ? { secrets } : {}),
         sandbox: await sandbox,

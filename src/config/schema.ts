@@ -372,6 +372,10 @@ export const OPTIONS = {
     group: 'sandbox',
     doc: 'Largest result (serialised JSON) a tool may return.',
   }),
+  progressIntervalMs: opt(intish(10, 60_000).default(250), {
+    group: 'sandbox',
+    doc: 'How often the reports of a running call (`context.progress`) are written to its `tool.progress.v1` record (the MCP endpoint forwards them as progress notifications).',
+  }),
   maxLogBytes: opt(intish(0).default(16 * 1024), {
     group: 'sandbox',
     doc: 'Log text kept per call (the rest is dropped and marked truncated).',

@@ -4,6 +4,7 @@
 // front). Prints a per-tool, per-example report; exit 1 when anything fails.
 
 import { createExampleEnv } from '../../authoring/example-env.js';
+import { secretsLoader } from '../../service/secrets.js';
 import { checkNetwork } from '../../authoring/network-probe.js';
 import { loadToolFiles, type ToolFile } from '../../authoring/tool-files.js';
 import { createSchemaValidator, validateToolDefinition, type ToolDefinition } from '../../screen/index.js';
@@ -34,7 +35,7 @@ export async function run({ config, positionals, logger, out, err }: CommandCont
     return { file, tool: check.tool, warnings: check.warnings.map((w) => `warning ${w.path}: ${w.message}`) };
   });
   const network = await checkNetwork(checked.flatMap((c) => (c.tool ? [c.tool] : [])), config.networkProbe);
-  const env = createExampleEnv({ config, logger: logger.child({ component: 'test' }), validator });
+  const env = createExampleEnv({ config, logger: logger.child({ component: 'test' }), validator, ...secretsLoader(config, logger) });
   const count = { tools: 0, failedTools: 0, examples: 0, failedExamples: 0, skipped: 0 };
   try {
     for (const { file, error, tool, warnings = [] } of checked) {
