@@ -46,6 +46,7 @@ export function createExampleEnv(options: {
       const secrets = options.secrets && tool.requiredSecrets.length > 0 ? await (fileSecrets ??= options.secrets()) : undefined;
       return runExamples(tool, {
         ...(secrets ? { secrets } : {}),
+        skipWithoutSecrets: true,
         sandbox: await sandbox,
         validator,
         workspace: config.workspace,

@@ -26,5 +26,5 @@ export function runExamplesAgainst(tool: ToolDefinition, sandbox: Sandbox, overr
     ...tool,
     examples: tool.examples.map((example) => ({ ...example, input: { ...(example.input as object), ...override } })),
   };
-  return runExamples(redirected, { sandbox, validator, workspace: 'workspace:tools', secrets });
+  return runExamples(redirected, { sandbox, validator, workspace: 'workspace:tools', secrets, skipWithoutSecrets: false });
 }
