@@ -51,7 +51,7 @@ describe('ollama (shipped tool) against a local Ollama-compatible server', () =>
     const result = await call({ model: 'llama3.2:1b', system: 'be brief', messages: [{ role: 'user', content: 'red green' }], temperature: 0.1, max_tokens: 9 }, progress);
     expect(result.ok ? result.output : result.error).toEqual({
       content: 'Echo: red green', model: 'llama3.2:1b', finish_reason: 'stop',
-      usage: { prompt_tokens: 26, completion_tokens: 3, total_tokens: 29 }, total_duration_ms: 5192,
+      usage: { prompt_tokens: 26, completion_tokens: 3, total_tokens: 29 }, cost_estimate: 0, total_duration_ms: 5192,
     });
     expect(progress).toEqual([{ text: 'Echo: ' }, { text: 'red ' }, { text: 'green' }]);
     expect(fake.requests.at(-1)?.body).toEqual({
@@ -71,6 +71,17 @@ describe('ollama (shipped tool) against a local Ollama-compatible server', () =>
   it('lists the local models', async () => {
     const result = await call({ action: 'models' });
     expect(result.ok && result.output).toMatchObject({ models_count: 2, models: [{ name: 'llama3.2:1b', family: 'llama', parameter_size: '1.2B' }, { name: 'qwen2.5:0.5b' }] });
+  });
+
+  it('accepts upstream ollama_local input (ollama_host, top_p, default model llama3.1:8b)', async () => {
+    const result = await sandbox.run({
+      tool: sandboxToolOf(tool),
+      input: { ollama_host: fake.baseUrl, top_p: 0.5, messages: [{ role: 'user', content: 'hi' }] },
+      secrets: {},
+      request: { id: 'r', workspace: 'workspace:tools' },
+    });
+    expect(codeOf(result)).toBe('not_found'); // the fake has no llama3.1:8b: the default reached it
+    expect(fake.requests.at(-1)?.body).toMatchObject({ model: 'llama3.1:8b', options: { top_p: 0.5 } });
   });
 
   it('a model that is not pulled is not_found with Ollama\'s message', async () => {
