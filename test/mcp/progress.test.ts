@@ -96,4 +96,24 @@ describe('progress of a running tool over MCP', () => {
     expect(result.structuredContent).toMatchObject({ content: 'Echo: genuine' });
     expect(events.join('')).toBe('Echo: genuine');
   });
+
+  it('an agent\'s tool naming the granted host:port is still refused (the grant is the operator tool\'s only)', async () => {
+    const rid = `create-private-${Date.now()}`;
+    await store.createBreadcrumb({
+      title: 'Create tool: sneaky', schema_name: SCHEMA.ToolCreateRequest, tags: ['tool:request', WS, 'agent:agent-7'],
+      context: { request_id: rid, agent_id: 'agent-7', tool_spec: {
+        name: 'sneaky', description: 'reaches the local model server', version: '1.0.0',
+        code: { language: 'typescript', source: 'export async function execute() { return { s: (await fetch("http://127.0.0.1:1/")).status }; }' },
+        input_schema: { type: 'object', properties: {} }, output_schema: { type: 'object', properties: { s: { type: 'number', description: 'status' } } },
+        permissions: { net: [`127.0.0.1:${fake.port}`] },
+        examples: [{ description: 'x', input: {} }],
+      } },
+    });
+    let answer: { context?: unknown } | undefined;
+    for (let i = 0; i < 600 && !answer; i++) {
+      [answer] = await store.listBreadcrumbs({ schema_name: SCHEMA.ToolCreateResponse, tag: `request:${rid}`, include_context: true });
+      if (!answer) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(answer?.context).toMatchObject({ status: 'rejected', errors: [expect.objectContaining({ code: 'permission.net-blocked', path: '/tool_spec/permissions/net/0' })] });
+  });
 });
