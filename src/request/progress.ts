@@ -51,6 +51,7 @@ export function createProgressPublisher(options: {
   let writing: Promise<void> | undefined;
   let timer: NodeJS.Timeout | undefined;
   let failed = false;
+  let closed = false;
 
   const write = async (done: boolean): Promise<void> => {
     const events = queue;
@@ -78,7 +79,7 @@ export function createProgressPublisher(options: {
   };
 
   const schedule = (): void => {
-    if (timer || writing) return;
+    if (timer || writing || closed) return;
     timer = setTimeout(() => {
       timer = undefined;
       writing = write(false).finally(() => {
@@ -90,6 +91,7 @@ export function createProgressPublisher(options: {
 
   return {
     push(value) {
+      if (closed) return;
       seq++;
       const bytes = JSON.stringify(value)?.length ?? 0;
       if (queue.length >= MAX_EVENTS_PER_WRITE || queuedBytes + bytes > MAX_BYTES_PER_WRITE) {
@@ -101,6 +103,7 @@ export function createProgressPublisher(options: {
       schedule();
     },
     async close() {
+      closed = true;
       clearTimeout(timer);
       timer = undefined;
       await writing;
