@@ -64,10 +64,13 @@ describe('openrouter (shipped tool) against a local OpenAI-compatible server', (
 
   it('stream: false asks for one JSON answer and reports no progress', async () => {
     const progress: unknown[] = [];
-    const result = await call({ messages: [{ role: 'user', content: 'hi' }], stream: false, temperature: 0.2, max_tokens: 5 }, { progress });
+    const result = await call({ messages: [{ role: 'user', content: 'hi' }], stream: false, temperature: 0.2, max_tokens: 5, venice_parameters: { include_venice_system_prompt: false } }, { progress });
     expect(result.ok && result.output).toMatchObject({ content: 'Echo: hi', finish_reason: 'stop' });
     expect(progress).toEqual([]);
-    expect(fake.requests.at(-1)?.body).toMatchObject({ stream: false, temperature: 0.2, max_tokens: 5 });
+    expect(fake.requests.at(-1)?.body).toEqual({
+      model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], stream: false, temperature: 0.2, max_tokens: 5,
+      venice_parameters: { include_venice_system_prompt: false },
+    });
   });
 
   it('lists models (action models)', async () => {
