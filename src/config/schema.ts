@@ -279,6 +279,10 @@ export const OPTIONS = {
     group: 'runner',
     doc: 'How long `tools-runner call` waits for the response.',
   }),
+  callProgress: opt(boolish.default(false), {
+    group: 'runner',
+    doc: '`tools-runner call`: print the running tool\'s progress reports (`context.progress`) to stderr as they arrive — a `{text}` report as its text, any other as one JSON line.',
+  }),
   runnerSecret: opt(z.string().min(16, 'must be at least 16 characters long').optional(), {
     group: 'runner',
     doc: 'Secret (16+ characters) every key of the runner derives from: Idempotency-Keys, claim MACs and answer tags (so no other writer can forge or squat them) and the stamps on the tools it deploys. Every replica of one store, and `tools-runner bootstrap`, must use the same value; required with `--store-url`.',

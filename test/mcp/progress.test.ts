@@ -10,7 +10,7 @@ import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCHEMA, type StoreClient } from '../../src/breadcrumbs/index.js';
-import { cleanupAll, client as storeClient, startRunnerWithStore, tempDir, WS, type CliProcess } from '../e2e/harness.js';
+import { cleanupAll, client as storeClient, runCli, startRunnerWithStore, tempDir, WS, type CliProcess } from '../e2e/harness.js';
 import { startFakeOpenAi, type FakeOpenAi } from '../fixtures/servers/openai-compatible.js';
 import { TOOLS_DIR } from '../tools/helpers.js';
 
@@ -21,6 +21,7 @@ let admin: string;
 let runner: CliProcess;
 let store: StoreClient;
 let mcp: Client;
+let url: string;
 
 beforeAll(async () => {
   fake = await startFakeOpenAi({ apiKey: KEY });
@@ -29,7 +30,6 @@ beforeAll(async () => {
   copyFileSync(join(TOOLS_DIR, 'openrouter.json'), join(dir, 'openrouter.json'));
   const secrets = join(tempDir(), 'secrets.json');
   writeFileSync(secrets, JSON.stringify({ LLM_API_KEY: KEY }));
-  let url: string;
   ({ url, runner } = await startRunnerWithStore([
     '--admin-port', '0', '--admin-token', TOKEN, '--mcp-progress-ms', '60000',
     '--bootstrap', '--bootstrap-dir', dir, '--skip-examples', '--secrets-file', secrets,
@@ -115,5 +115,12 @@ describe('progress of a running tool over MCP', () => {
       if (!answer) await new Promise((r) => setTimeout(r, 100));
     }
     expect(answer?.context).toMatchObject({ status: 'rejected', errors: [expect.objectContaining({ code: 'permission.net-blocked', path: '/tool_spec/permissions/net/0' })] });
+  });
+
+  it('tools-runner call --call-progress prints the streamed tokens to stderr, the response to stdout', async () => {
+    const cli = runCli(['call', 'openrouter', JSON.stringify({ base_url: fake.baseUrl, messages: [{ role: 'user', content: 'from the cli' }] }), '--store-url', url, '--call-progress']);
+    expect(await cli.exited).toBe(0);
+    expect(cli.stderr.join('')).toContain('Echo: from the cli\n');
+    expect(JSON.parse(cli.stdout.join('\n'))).toMatchObject({ tool: 'openrouter', status: 'success', output: { content: 'Echo: from the cli' } });
   });
 });

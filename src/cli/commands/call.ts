@@ -8,6 +8,7 @@ import { openEventStream } from '../../breadcrumbs/index.js';
 import { SCHEMA, TAG, ToolResponseContext, type ToolResponseContext as Response } from '../../breadcrumbs/messages.js';
 import { EXIT, type CommandContext } from '../command.js';
 import { safeJson } from '../sanitize.js';
+import { stripUnsafe } from '../../text.js';
 import { cliStoreClient, exitForStoreProblem } from '../store-client.js';
 
 function parseInput(raw: string | undefined): unknown {
@@ -56,6 +57,7 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
   const stop = new AbortController();
   const done = AbortSignal.any([stop.signal, signal, AbortSignal.timeout(config.callTimeoutMs)]);
   let response: Response | undefined;
+  let midLine = false; // --call-progress wrote text without a final newline
   const check = async (): Promise<void> => {
     const items = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolResponse, tag: TAG.request(rid), include_context: true, limit: 1 });
     const parsed = ToolResponseContext.safeParse(items[0]?.context);
@@ -73,6 +75,49 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
   try {
     // Mint the token first: an absent store or refused credentials end here, in one line.
     await client.token();
+    let waited = 0;
+    let interval = 4;
+    let streaming = false;
+    // --call-progress follows the stream from the start: reports come while the tool runs
+    let progressSeq = 0;
+    const showProgress = (context: unknown): void => {
+      const c = context as { request_id?: unknown; events?: unknown } | undefined;
+      if (c?.request_id !== rid || !Array.isArray(c.events)) return;
+      for (const item of c.events as Array<{ seq?: unknown; value?: unknown }>) {
+        if (typeof item?.seq !== 'number' || item.seq <= progressSeq) continue;
+        progressSeq = item.seq;
+        const value = item.value as { text?: unknown } | null;
+        if (value !== null && typeof value === 'object' && typeof value.text === 'string') {
+          process.stderr.write(stripUnsafe(value.text, true));
+          midLine = !value.text.endsWith('\n');
+        } else {
+          if (midLine) process.stderr.write('\n');
+          err(safeJson(item.value));
+          midLine = false;
+        }
+      }
+    };
+    const follow = (onConnected?: () => void): void => {
+      streaming = true;
+      openEventStream({
+        client,
+        signal: done,
+        logger,
+        ...(onConnected ? { onConnected } : {}),
+        onEvent: (event) => {
+          if (!event.tags?.includes(TAG.request(rid))) return;
+          if (event.schema_name === SCHEMA.ToolResponse) void check().catch(() => {});
+          else if (config.callProgress && event.schema_name === SCHEMA.ToolProgress) showProgress(event.context);
+        },
+      });
+    };
+    // --call-progress follows the stream before the request exists (the stream has no replay)
+    if (config.callProgress) {
+      await new Promise<void>((resolve) => {
+        follow(resolve);
+        void pause(5_000, done).then(resolve);
+      });
+    }
     try {
       await client.createBreadcrumb(body);
     } catch (error) {
@@ -87,24 +132,11 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
     // A quick tool answers within milliseconds: poll with a growing interval first. A call still
     // running after STREAM_AFTER_MS follows the event stream instead (plus a slow poll, in case the
     // stream is not connected), so long calls cost no busy polling.
-    let waited = 0;
-    let interval = 4;
-    let streaming = false;
     while (!done.aborted) {
+      if (!streaming && !done.aborted && waited >= STREAM_AFTER_MS) follow();
       await pause(interval, done);
       waited += interval;
       if (!response && !done.aborted) await check().catch(() => {});
-      if (!streaming && !done.aborted && waited >= STREAM_AFTER_MS) {
-        streaming = true;
-        openEventStream({
-          client,
-          signal: done,
-          logger,
-          onEvent: (event) => {
-            if (event.schema_name === SCHEMA.ToolResponse && event.tags?.includes(TAG.request(rid))) void check().catch(() => {});
-          },
-        });
-      }
       interval = streaming ? 1_000 : Math.min(interval * 2, 250);
     }
   } catch (error) {
@@ -113,6 +145,7 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
     stop.abort();
     client.close();
   }
+  if (midLine) process.stderr.write('\n');
   if (!response) {
     if (signal.aborted) return EXIT.Interrupted;
     err(`tools-runner call: no response for request ${rid} within ${config.callTimeoutMs} ms (is a runner serving ${config.workspace}? --call-timeout-ms to wait longer)`);

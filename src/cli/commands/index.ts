@@ -36,12 +36,12 @@ export const COMMANDS: readonly Command[] = [
   {
     name: 'call',
     summary: 'run a tool through the store and print its response',
-    usage: 'tools-runner call <tool> [json | -] [--store-url URL] [--call-timeout-ms MS]',
+    usage: 'tools-runner call <tool> [json | -] [--store-url URL] [--call-timeout-ms MS] [--call-progress]',
     description: [
       'Writes a tool.request.v1 for <tool> with the JSON input (an argument, or "-" to read stdin; default {}),',
       'waits for its tool.response.v1 and prints the response context as JSON on stdout. Needs a running runner.',
     ],
-    options: [...CLIENT_OPTIONS, 'callTimeoutMs'],
+    options: [...CLIENT_OPTIONS, 'callTimeoutMs', 'callProgress'],
     exits: [
       [EXIT.Ok, 'the tool answered with success'],
       [EXIT.Failed, 'the tool answered with an error (printed), or the store refused the request (e.g. 413: input over the store\'s --max-body-bytes)'],
