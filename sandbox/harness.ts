@@ -229,7 +229,17 @@ function sendError(seq: number, err: unknown, kind?: 'output'): void {
     message = 'unreadable error thrown';
   }
   const resolved = kind ?? (isPermission(err, message) ? 'permission' : 'tool');
-  const json = stringify({ __proto__: null, kind: resolved, name: strSlice(name, 0, 200), message: strSlice(message, 0, 8192), stack: strSlice(stack, 0, 16384) });
+  // A tool may classify its own failure with `error.code` (one of a few codes, checked by the host).
+  let code: unknown;
+  try {
+    code = own(err, 'code');
+  } catch {
+    code = undefined;
+  }
+  const json = stringify({
+    __proto__: null, kind: resolved, name: strSlice(name, 0, 200), message: strSlice(message, 0, 8192), stack: strSlice(stack, 0, 16384),
+    code: typeof code === 'string' ? strSlice(code, 0, 64) : undefined,
+  });
   frame('E', seq, json);
 }
 
@@ -298,6 +308,27 @@ function log(...args: unknown[]): void {
   writeAll(writeErr, utf8(line + '\n'));
 }
 
+/** Largest progress value (characters of its JSON); bigger ones throw in the tool. */
+const PROGRESS_MAX_CHARS = 4096;
+
+/**
+ * `context.progress(value)`: a JSON value (e.g. `{ text: "token" }`) reported while the call runs,
+ * framed like the result (nonce + 'P' + seq); the host forwards it to the caller's onProgress.
+ * Ignored after the call ended. Every frame counts against the call's output cap.
+ */
+function progress(job: Job, value: unknown): void {
+  if (current !== job) return;
+  let json: unknown;
+  try {
+    json = stringify(value);
+  } catch {
+    throw new TypeError('context.progress: the value is not JSON-serialisable');
+  }
+  if (typeof json !== 'string') throw new TypeError('context.progress: the value is not JSON');
+  if (json.length > PROGRESS_MAX_CHARS) throw new RangeError(`context.progress: ${json.length} characters of JSON, over the limit of ${PROGRESS_MAX_CHARS}`);
+  frame('P', job.seq, json);
+}
+
 function makeContext(job: Job): unknown {
   const call = (op: string) => (...args: unknown[]) => apiCall(job, op, args);
   return freeze({
@@ -310,6 +341,7 @@ function makeContext(job: Job): unknown {
       searchBreadcrumbs: call('searchBreadcrumbs'),
     }),
     log,
+    progress: (value: unknown) => progress(job, value),
   });
 }
 

@@ -20,10 +20,15 @@ export interface ExampleEnv {
 }
 
 /** Creates the environment; `sandbox` given = used and left open, else one is created on first use. */
-export function createExampleEnv(options: { config: Config; logger: Logger; validator: SchemaValidator; sandbox?: Sandbox }): ExampleEnv {
+export function createExampleEnv(options: {
+  config: Config; logger: Logger; validator: SchemaValidator; sandbox?: Sandbox;
+  /** Values of required secrets for examples (the CLI reads --secrets-file); never the real store's secrets. */
+  secrets?: () => Promise<Record<string, string>>;
+}): ExampleEnv {
   const { config, logger, validator } = options;
   let sandbox: Promise<Sandbox> | undefined = options.sandbox ? Promise.resolve(options.sandbox) : undefined;
   let ownSandbox = false;
+  let fileSecrets: Promise<Record<string, string>> | undefined;
   let store: Promise<{ store: Store; client: StoreClient }> | undefined;
   const apiStore = (): Promise<{ store: Store; client: StoreClient }> =>
     (store ??= createStore({ ...config, host: '127.0.0.1', port: 0, dataDir: ':memory:', authSecret: undefined, logger }).then((s) => ({
@@ -37,7 +42,11 @@ export function createExampleEnv(options: { config: Config; logger: Logger; vali
         sandbox = createSandbox({ config, logger });
       }
       const api = tool.api ? (await apiStore()).client : undefined;
+      // examples get secrets only from the caller's loader (--secrets-file), never from the real store
+      const secrets = options.secrets && tool.requiredSecrets.length > 0 ? await (fileSecrets ??= options.secrets()) : undefined;
       return runExamples(tool, {
+        ...(secrets ? { secrets } : {}),
+        skipWithoutSecrets: true,
         sandbox: await sandbox,
         validator,
         workspace: config.workspace,

@@ -26,13 +26,14 @@ function splitTarget(target: string): [string, number] {
 /** Why a `net: true` tool's examples are not run when no --network-probe says the network is up. */
 export const ANY_HOST_UNPROBED = 'net: true tool: its examples reach public hosts it does not name; pass --network-probe host:port to run them when that host is reachable';
 
-type Probed = Pick<ToolDefinition, 'net'> & Partial<Pick<ToolDefinition, 'extraPermissions'>>;
+type Probed = Pick<ToolDefinition, 'net' | 'privateNet'> & Partial<Pick<ToolDefinition, 'extraPermissions'>>;
 const anyHost = (tool: Probed): boolean => tool.extraPermissions?.includes('net') === true;
 
 /** The probe target of a tool with network examples, or undefined when it declares no host. */
 export function probeTarget(tool: Probed, override: string | undefined): string | undefined {
   if (override) return override;
-  const first = tool.net[0];
+  // a tool that only reaches operator-granted private hosts is probed at the first of them
+  const first = tool.net[0] ?? tool.privateNet?.[0];
   if (first === undefined) return undefined;
   const host = first.replace(/^\*\./, '');
   return /:\d+$/.test(host) && !host.endsWith(']') ? host : `${host}:443`;
@@ -69,6 +70,10 @@ export async function checkNetwork(tools: ReadonlyArray<Probed & Pick<ToolDefini
   return (tool) => {
     const target = probeTarget(tool, override);
     if (!target && anyHost(tool)) return { reachable: false, reason: ANY_HOST_UNPROBED };
+    if (target === undefined && tool.net.length === 0) {
+      // no host at all: its network examples can only reach a private host the operator did not grant
+      return { reachable: false, reason: 'the tool has no network host (a private host must be granted with --allow-private-hosts)' };
+    }
     return (target && results.get(target)) || { reachable: true };
   };
 }

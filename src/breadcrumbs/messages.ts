@@ -24,6 +24,8 @@ export const SCHEMA = {
   ToolApprovalResponse: 'tool.approval.response.v1',
   /** Ours: an idempotency key bound to its first request (docs/tool-contracts.md "Idempotency keys"). */
   ToolIdempotency: 'tool.idempotency.v1',
+  /** Ours: what a running call reported with context.progress (docs/tools.md "Progress"). */
+  ToolProgress: 'tool.progress.v1',
 } as const;
 
 export const TAG = {
@@ -33,6 +35,8 @@ export const TAG = {
   Claim: 'tool:claim',
   /** Tag of the runner's tool.approval.request.v1 records. */
   Approval: 'tool:approval',
+  /** Tag of the runner's tool.progress.v1 records. */
+  Progress: 'tool:progress',
   Tool: 'tool',
   /** `request:<rid>` */
   request: (rid: string) => `request:${rid}`,

@@ -55,6 +55,60 @@ export const listish = z.preprocess((value) => {
 
 const optionalString = z.string().min(1).optional();
 
+/** `host:port` of a private-host grant: a name, an IPv4 literal or a bracketed IPv6 literal, and a port. */
+const PRIVATE_HOST = /^(?:\[[0-9a-f:.]+\]|(?:\d{1,3}\.){3}\d{1,3}|[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*):([1-9]\d{0,4})$/;
+
+/** Why one `host:port` of --allow-private-hosts is unusable, or undefined when it is fine. */
+export function privateHostProblem(entry: string): string | undefined {
+  const match = PRIVATE_HOST.exec(entry);
+  if (!match) return `${JSON.stringify(entry)} is not host:port (a host name, an IPv4 address or [IPv6] address, and a port 1-65535)`;
+  if (Number(match[1]) > 65535) return `${JSON.stringify(entry)} has a port above 65535`;
+  const host = entry.slice(0, entry.lastIndexOf(':'));
+  if (/^(?:\d{1,3}\.){3}\d{1,3}$/.test(host) && host.split('.').some((part) => Number(part) > 255)) {
+    return `${JSON.stringify(entry)} is not a valid IPv4 address`;
+  }
+  if (host === '0.0.0.0' || host === '[::]' || host === '[0:0:0:0:0:0:0:0]') return `${JSON.stringify(entry)} is the unspecified address, which reaches every local service`;
+  return undefined;
+}
+
+/**
+ * `--allow-private-hosts`: which operator (bootstrapped) tools may reach which private `host:port`,
+ * as `tool=host:port[,host:port][;tool=...]` or a JSON object `{"tool": ["host:port", ...]}`.
+ */
+export const privateHostGrants = z.preprocess((value) => {
+  if (typeof value !== 'string') return value;
+  const trimmed = value.trim();
+  if (trimmed === '') return {};
+  if (trimmed.startsWith('{')) {
+    try {
+      return JSON.parse(trimmed) as unknown;
+    } catch {
+      return value;
+    }
+  }
+  const grants: Record<string, string[]> = {};
+  for (const part of trimmed.split(';').map((p) => p.trim()).filter((p) => p !== '')) {
+    const eq = part.indexOf('=');
+    if (eq === -1) return `${part} (expected tool=host:port)`;
+    const tool = part.slice(0, eq).trim();
+    const hosts = part.slice(eq + 1).split(',').map((h) => h.trim().toLowerCase()).filter((h) => h !== '');
+    grants[tool] = [...(grants[tool] ?? []), ...hosts];
+  }
+  return grants;
+}, z.record(
+  z.string(),
+  z.array(z.string().superRefine((entry, ctx) => {
+    const problem = privateHostProblem(entry);
+    if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+  })).min(1, { error: 'each tool needs at least one host:port' }),
+  { error: (issue) => (issue.code === 'invalid_type' ? `expected tool=host:port[,host:port][;tool=...] or a JSON object, got ${JSON.stringify(issue.input)}` : undefined) },
+).superRefine((grants, ctx) => {
+  for (const tool of Object.keys(grants)) {
+    if (!/^[a-z][a-z0-9_-]{0,63}$/.test(tool)) ctx.addIssue({ code: 'custom', message: `tool name ${JSON.stringify(tool)} must match ^[a-z][a-z0-9_-]{0,63}$` });
+  }
+}));
+
+
 /** A JSON object given as JSON text (env vars and flags) or as an object (config files, tests). */
 export const jsonObject = z.preprocess((value) => {
   if (typeof value !== 'string') return value;
@@ -248,6 +302,10 @@ export const OPTIONS = {
     group: 'runner',
     doc: 'How long `tools-runner call` waits for the response.',
   }),
+  callProgress: opt(boolish.default(false), {
+    group: 'runner',
+    doc: '`tools-runner call`: print the running tool\'s progress reports (`context.progress`) to stderr as they arrive — a `{text}` report as its text, any other as one JSON line.',
+  }),
   runnerSecret: opt(
     z
       .string()
@@ -348,6 +406,10 @@ export const OPTIONS = {
     group: 'sandbox',
     doc: 'Largest result (serialised JSON) a tool may return.',
   }),
+  progressIntervalMs: opt(intish(10, 60_000).default(250), {
+    group: 'sandbox',
+    doc: 'How often the reports of a running call (`context.progress`) are written to its `tool.progress.v1` record (the MCP endpoint forwards them as progress notifications).',
+  }),
   maxLogBytes: opt(intish(0).default(16 * 1024), {
     group: 'sandbox',
     doc: 'Log text kept per call (the rest is dropped and marked truncated).',
@@ -374,6 +436,10 @@ export const OPTIONS = {
   bootstrapMaxTimeoutMs: opt(intish(1).default(86_400_000), {
     group: 'authoring',
     doc: 'Upper bound on the declared timeout of the operator\'s bootstrapped tools (24 h by default; agent tools stay under `--max-timeout-ms`).',
+  }),
+  allowPrivateHosts: opt(privateHostGrants.default({}), {
+    group: 'authoring',
+    doc: 'Private `host:port`s that named operator (bootstrapped) tools may reach, e.g. `ollama=localhost:11434;browser-capture=127.0.0.1:9222` (or a JSON object of tool → list). Only that port of that host is let through the private-range deny list, only for that tool; agent-created tools never get it (docs/sandbox.md).',
   }),
   skipExamples: opt(boolish.default(false), {
     group: 'authoring',

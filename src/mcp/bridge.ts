@@ -24,6 +24,7 @@ import type { RequestKeys } from '../breadcrumbs/request-keys.js';
 import { coerceError, ErrorCode } from '../errors.js';
 import { buildToolViews, missingCatalogReason, readCatalog, type ToolViews } from '../export/index.js';
 import type { Logger } from '../logger.js';
+import { progressTag } from '../request/progress.js';
 import { callResult, errorResult, type McpCallResult } from './results.js';
 
 const POLL_MS = 2_000;
@@ -45,11 +46,16 @@ export interface BridgeCallOptions {
   agent: string;
   /** Aborted when the MCP client cancels the call (or its session closes). */
   signal: AbortSignal;
+  /** Each report of the running tool (context.progress), in order, once (tool.progress.v1 records). */
+  onProgress?(value: unknown): void;
 }
 
 interface Pending {
   rid: string;
   breadcrumbId?: string;
+  /** The last progress report forwarded (its `seq`). */
+  progressSeq: number;
+  onProgress?(value: unknown): void;
   early: StoreEvent[];
   settle(result: ToolResponseContext, responseId: string | undefined): void;
 }
@@ -127,7 +133,22 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
     return parsed.data;
   };
 
+  /** Forwards the new reports of a tool.progress.v1 event written by the runner for this call. */
+  const considerProgress = (entry: Pending, event: StoreEvent): void => {
+    const tags = event.tags ?? [];
+    if (!entry.onProgress || entry.breadcrumbId === undefined || !tags.includes(workspace)) return;
+    if (!tags.includes(progressTag(keys, entry.breadcrumbId))) return;
+    const context = event.context as { request_id?: unknown; events?: unknown } | undefined;
+    if (context?.request_id !== entry.rid || !Array.isArray(context.events)) return;
+    for (const item of context.events as Array<{ seq?: unknown; value?: unknown }>) {
+      if (typeof item?.seq !== 'number' || item.seq <= entry.progressSeq) continue;
+      entry.progressSeq = item.seq;
+      entry.onProgress(item.value);
+    }
+  };
+
   const consider = async (entry: Pending, event: StoreEvent): Promise<void> => {
+    if (event.schema_name === SCHEMA.ToolProgress) return considerProgress(entry, event);
     let context: unknown = event.context;
     if (context === undefined && event.breadcrumb_id) context = (await client.getBreadcrumbFull(event.breadcrumb_id)).context;
     const answer = isOurAnswer(entry, event.tags ?? [], context);
@@ -148,7 +169,7 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
       if (event.tags?.includes(workspace) && event.tags.includes(TAG.Catalog)) void refresh().catch((error: unknown) => logger.warn('MCP catalog refresh failed', { error }));
       return;
     }
-    if (event.schema_name !== SCHEMA.ToolResponse || pending.size === 0) return;
+    if ((event.schema_name !== SCHEMA.ToolResponse && event.schema_name !== SCHEMA.ToolProgress) || pending.size === 0) return;
     for (const tag of event.tags ?? []) {
       if (!tag.startsWith('request:')) continue;
       const entry = pending.get(tag.slice('request:'.length));
@@ -176,7 +197,10 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
     let timer: NodeJS.Timeout | undefined;
     let pollTimer: NodeJS.Timeout | undefined;
     const outcome = new Promise<{ answer: ToolResponseContext; responseId: string | undefined } | 'timeout' | 'cancelled'>((resolve) => {
-      const entry: Pending = { rid, early: [], settle: (answer, responseId) => resolve({ answer, responseId }) };
+      const entry: Pending = {
+        rid, early: [], progressSeq: 0, settle: (answer, responseId) => resolve({ answer, responseId }),
+        ...(opts.onProgress ? { onProgress: opts.onProgress } : {}),
+      };
       pending.set(rid, entry);
       timer = setTimeout(() => resolve('timeout'), options.callTimeoutMs);
       const onAbort = (): void => resolve('cancelled');

@@ -72,19 +72,33 @@ export function createMcpSession(options: McpSessionOptions): Server {
     const name = request.params.name;
     const token = request.params._meta?.progressToken;
     let progress: NodeJS.Timeout | undefined;
+    // one counter for both kinds of notification: MCP wants `progress` to increase with every one
+    let count = 0;
+    const notify = (message: string): void => {
+      if (token === undefined) return;
+      count++;
+      extra
+        .sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: count, message } })
+        .catch((error: unknown) => logger.debug('MCP progress notification failed', { error }));
+    };
     if (token !== undefined) {
       const startedAt = performance.now();
-      let count = 0;
       progress = setInterval(() => {
-        count++;
         const seconds = Math.round((performance.now() - startedAt) / 100) / 10;
-        extra
-          .sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: count, message: `${name}: running for ${seconds} s` } })
-          .catch((error: unknown) => logger.debug('MCP progress notification failed', { error }));
+        notify(`${name}: running for ${seconds} s`);
       }, progressMs);
     }
+    // the tool's own reports (context.progress): `{text}` as its text, anything else as JSON
+    const onProgress = (value: unknown): void => {
+      const text = value !== null && typeof value === 'object' && typeof (value as { text?: unknown }).text === 'string' ? (value as { text: string }).text : JSON.stringify(value);
+      notify(text);
+    };
     try {
-      return await bridge.call(name, request.params.arguments ?? {}, { agent: agentName(server.getClientVersion()?.name), signal: extra.signal });
+      return await bridge.call(name, request.params.arguments ?? {}, {
+        agent: agentName(server.getClientVersion()?.name),
+        signal: extra.signal,
+        ...(token !== undefined ? { onProgress } : {}),
+      });
     } finally {
       clearInterval(progress);
     }

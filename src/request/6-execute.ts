@@ -21,6 +21,9 @@ import { sandboxToolOf, type Sandbox } from '../sandbox/index.js';
 import type { SecretResolver } from '../service/secrets.js';
 import { createToolApi } from '../service/tool-api.js';
 import { errorResult } from './4-route.js';
+import { createProgressPublisher } from './progress.js';
+import type { RequestKeys } from '../breadcrumbs/request-keys.js';
+import type { Logger } from '../logger.js';
 import type { Stopwatch } from './timings.js';
 
 /** Who the run is for. */
@@ -79,7 +82,11 @@ export function executorMetadata(executors: Executors, route: Route): Record<str
 }
 
 /** The executor of tool.code.v1 tools: secrets, then the Deno sandbox. */
-export function createCodeExecutor(options: { client: StoreClient; sandbox: Sandbox; secrets: SecretResolver; config: Config; replica: string }): Executors['code'] {
+export function createCodeExecutor(options: {
+  client: StoreClient; sandbox: Sandbox; secrets: SecretResolver; config: Config; replica: string;
+  /** With keys (and a logger), context.progress reports are published as tool.progress.v1 (progress.ts). */
+  keys?: Pick<RequestKeys, 'stateMac'>; logger?: Logger;
+}): Executors['code'] {
   const { client, sandbox, secrets, config } = options;
   return {
     kind: 'code',
@@ -92,19 +99,31 @@ export function createCodeExecutor(options: { client: StoreClient; sandbox: Sand
       if (resolved.missing.length > 0) {
         return errorResult(ErrorCode.SecretMissing, `tool "${tool.name}" needs secret(s) that are not set: ${resolved.missing.join(', ')}`, { missing: resolved.missing });
       }
-      return sandbox.run({
-        tool: sandboxToolOf(tool),
-        input,
-        secrets: resolved.values,
-        request: { id: ctx.rid, workspace: config.workspace, ...(ctx.agentId ? { agentId: ctx.agentId } : {}) },
-        ...(ctx.isolation ? { isolation: ctx.isolation } : {}),
-        ...(tool.api ? { api: createToolApi({ client, tool: tool.name, rid: ctx.rid, config, schemas: tool.apiSchemas }) } : {}),
-        signal: ctx.signal,
-        onTimings: ({ waitMs, runMs }) => {
-          ctx.timings?.add('sandbox_wait', waitMs);
-          ctx.timings?.add('sandbox_run', runMs);
-        },
-      });
+      const progress = options.keys && options.logger
+        ? createProgressPublisher({
+          client, keys: options.keys, workspace: config.workspace, rid: ctx.rid, requestBreadcrumbId: ctx.breadcrumbId,
+          tool: tool.name, intervalMs: config.progressIntervalMs, logger: options.logger,
+        })
+        : undefined;
+      try {
+        return await sandbox.run({
+          tool: sandboxToolOf(tool),
+          input,
+          secrets: resolved.values,
+          request: { id: ctx.rid, workspace: config.workspace, ...(ctx.agentId ? { agentId: ctx.agentId } : {}) },
+          ...(ctx.isolation ? { isolation: ctx.isolation } : {}),
+          ...(tool.api ? { api: createToolApi({ client, tool: tool.name, rid: ctx.rid, config, schemas: tool.apiSchemas }) } : {}),
+          ...(progress ? { onProgress: (value: unknown) => progress.push(value) } : {}),
+          signal: ctx.signal,
+          onTimings: ({ waitMs, runMs }) => {
+            ctx.timings?.add('sandbox_wait', waitMs);
+            ctx.timings?.add('sandbox_run', runMs);
+          },
+        });
+      } finally {
+        // the last reports are in the store before the answer is written
+        await progress?.close();
+      }
     },
   };
 }

@@ -58,6 +58,8 @@ export interface DenoCommandInput {
   denoPath: string;
   /** Already validated and normalised hosts ("api.example.com:443"); [] = no network. */
   net: readonly string[];
+  /** The `--deny-net` list; DENY_NET unless the tool has operator-granted private hosts (net-policy denyNetFor). */
+  deny?: readonly string[];
   /** Extra permissions granted as `--allow-<name>` (already checked against the operator's policy); `net` = any host by name. */
   extra?: readonly string[];
   memoryMb: number;
@@ -95,7 +97,7 @@ export function buildDenoCommand(input: DenoCommandInput): DenoCommand {
   ];
   if (input.net.length > 0) args.push(`--allow-net=${input.net.join(',')}`);
   for (const name of input.extra ?? []) args.push(`--allow-${name}`);
-  args.push(`--deny-net=${DENY_NET.join(',')}`);
+  args.push(`--deny-net=${(input.deny ?? DENY_NET).join(',')}`);
   args.push(input.harnessPath ?? HARNESS_PATH);
   // the harness refuses Workers (unwrapped globals) in a process that may use the network
   if (input.net.length > 0 || (input.extra ?? []).includes('net')) args.push('net');

@@ -115,6 +115,16 @@ export function exitFailure(ctx: OutcomeContext, info: ExitInfo, memory?: Memory
   return failure(ErrorCode.SandboxCrashed, `the sandbox process of tool ${tool} died (exit code ${info.exitCode}, signal ${info.signal})`, details);
 }
 
+/**
+ * Codes a tool may give its own thrown error (`Object.assign(new Error(m), { code })`): failures of
+ * what it talks to (`dependency.unavailable`, `rate.exceeded`), a refused credential
+ * (`permission.denied`), bad input the schema could not catch (`input.invalid`), a missing record
+ * (`not_found`). Any other code stays `tool.error`.
+ */
+const TOOL_CODES: ReadonlyMap<string, ErrorCode> = new Map([
+  ErrorCode.DependencyUnavailable, ErrorCode.RateExceeded, ErrorCode.PermissionDenied, ErrorCode.InputInvalid, ErrorCode.NotFound,
+].map((c) => [c, c]));
+
 /** The failure for an 'E' frame from the harness; undefined when the frame is malformed. */
 export function errorFrameFailure(ctx: OutcomeContext, payload: string): ExecutionFailure | undefined {
   let frame: unknown;
@@ -124,7 +134,7 @@ export function errorFrameFailure(ctx: OutcomeContext, payload: string): Executi
     return undefined;
   }
   if (typeof frame !== 'object' || frame === null) return undefined;
-  const { kind, name, message, stack } = frame as Record<string, unknown>;
+  const { kind, name, message, stack, code } = frame as Record<string, unknown>;
   if (typeof kind !== 'string' || typeof message !== 'string') return undefined;
   const text = mapPositions(ctx, cleanToolText(message, ctx.secrets, MAX_MESSAGE_BYTES, false)) || 'tool error without a message';
   if (kind === 'output') return failure(ErrorCode.OutputInvalid, `tool ${JSON.stringify(ctx.tool)}: ${text}`);
@@ -133,6 +143,9 @@ export function errorFrameFailure(ctx: OutcomeContext, payload: string): Executi
     ...(typeof stack === 'string' && stack !== '' ? { stack: mapPositions(ctx, cleanToolText(stack, ctx.secrets, MAX_STACK_BYTES, true)) } : {}),
   };
   if (kind === 'permission') return failure(ErrorCode.PermissionDenied, text, details);
-  if (kind === 'tool') return failure(ErrorCode.ToolError, text, details);
+  if (kind === 'tool') {
+    const own = typeof code === 'string' ? TOOL_CODES.get(code) : undefined;
+    return failure(own ?? ErrorCode.ToolError, text, own ? { ...details, thrownCode: code } : details);
+  }
   return undefined;
 }

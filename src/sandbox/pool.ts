@@ -29,6 +29,8 @@ const BACKOFF_MAX_MS = 30_000;
 export interface PoolKeySpec {
   key: string;
   net: readonly string[];
+  /** The `--deny-net` list (denyNetFor); DENY_NET unless the tool has operator-granted private hosts. */
+  deny?: readonly string[];
   /** Extra `--allow-*` permissions (operator-trusted tools only). */
   extra: readonly string[];
   memoryMb: number;

@@ -93,6 +93,8 @@ export interface SpawnOptions {
   key: string;
   denoPath: string;
   net: readonly string[];
+  /** `--deny-net` list; DENY_NET when absent. */
+  deny?: readonly string[] | undefined;
   extra?: readonly string[];
   memoryMb: number;
   limits: ProcessLimits;
@@ -234,6 +236,7 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
       const cmd = buildDenoCommand({
         denoPath: options.denoPath,
         net: options.net,
+        ...(options.deny ? { deny: options.deny } : {}),
         ...(options.extra ? { extra: options.extra } : {}),
         memoryMb: options.memoryMb,
         cwd: root,

@@ -12,7 +12,7 @@ import { createEffectLog, NET_EFFECT_KINDS } from './effects.js';
 import type { MemoryGuard, Watched } from './memory-guard.js';
 import { errorFrameFailure, exitFailure, killFailure, type MemoryEvidence, type OutcomeContext } from './outcome.js';
 import type { SandboxProcess } from './process.js';
-import { createLogCollector } from './sanitise.js';
+import { createLogCollector, redactSecrets } from './sanitise.js';
 import type { SandboxJob } from './types.js';
 
 /** Per-call settings, already normalised by the sandbox. */
@@ -161,6 +161,22 @@ export function runJob(proc: SandboxProcess, job: SandboxJob, settings: JobSetti
           const effect = netEffect(payload);
           if (!effect) return malformed('effect');
           effects.add(effect.kind, effect.target);
+          return;
+        }
+        if (type === 'P') {
+          // context.progress(value): forwarded as it comes, secrets redacted (the size cap is the harness's
+          // and, for a hostile tool, the output cap that counts every frame byte)
+          let value: unknown;
+          try {
+            value = JSON.parse(redactSecrets(payload, secrets));
+          } catch {
+            return; // only a redaction can break the harness's JSON (a secret like "1"): drop that report
+          }
+          try {
+            job.onProgress?.(value);
+          } catch {
+            // a listener's fault is not the tool's
+          }
           return;
         }
         if (type === 'A') {

@@ -19,7 +19,8 @@ import { failure, type ExecutionFailure, type ExecutionResult } from '../result.
 import { HARNESS_PATH, IMPORT_MAP_JSON } from './command.js';
 import { resolveDeno } from './deno-binary.js';
 import { createMemoryGuard, type MemoryGuard } from './memory-guard.js';
-import { validateNetHosts } from './net-policy.js';
+import { denyNetFor, validateNetHosts, type PrivateGrant } from './net-policy.js';
+import { lookup } from 'node:dns/promises';
 import { createPool, type PoolKeySpec } from './pool.js';
 import { createDirectLauncher, createSpawnerLauncher } from './launcher.js';
 import { spawnSandboxProcess, sweepTempDirs, TEMP_PREFIX, type SandboxProcess } from './process.js';
@@ -66,6 +67,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
     throw new RunnerError(ErrorCode.ConfigInvalid, `sandbox harness not found at ${HARNESS_PATH}`);
   });
   const guard = options.guard ?? (await createMemoryGuard({ logger }));
+  const grants = await resolvePrivateGrants(config.allowPrivateHosts, logger);
   logger.info('sandbox ready', { deno: deno.path, version: deno.version, memoryEnforcement: guard.mode, poolSize: config.poolSize, poolMax: config.poolMax });
   const limits = {
     maxOutputBytes: config.maxOutputBytes,
@@ -88,7 +90,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
     guard,
     logger,
     spawn: (spec) =>
-      spawnSandboxProcess({ id: ++nextId, key: spec.key, denoPath: deno.path, net: spec.net, extra: spec.extra, memoryMb: spec.memoryMb, limits, guard, launcher, logger, harnessPath: harness.path, importMapPath: harness.importMapPath }),
+      spawnSandboxProcess({ id: ++nextId, key: spec.key, denoPath: deno.path, net: spec.net, ...(spec.deny ? { deny: spec.deny } : {}), extra: spec.extra, memoryMb: spec.memoryMb, limits, guard, launcher, logger, harnessPath: harness.path, importMapPath: harness.importMapPath }),
   });
   // Last resort when the service exits without close(): detached groups are not killed by Node.
   const killAll = (): void => {
@@ -96,12 +98,21 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
   };
   process.on('exit', killAll);
 
-  const specFor = (net: readonly string[], memoryMb: number, extra: readonly string[] = []): PoolKeySpec => ({
-    key: `${memoryMb}|${net.join(',')}|${extra.join(',')}`,
-    net,
-    extra,
-    memoryMb,
-  });
+  const specFor = (net: readonly string[], memoryMb: number, extra: readonly string[] = [], privateNet: readonly string[] = []): PoolKeySpec => {
+    const granted = privateNet.map((entry) => grants.get(entry) ?? { entry, addresses: [] });
+    const allow = [...net, ...privateNet];
+    return { key: `${memoryMb}|${allow.join(',')}|${extra.join(',')}`, net: allow, deny: denyNetFor(net, granted), extra, memoryMb };
+  };
+  /** The private hosts of a tool, re-checked against the operator's grants for its name (defence in depth). */
+  const privateNetOf = (tool: SandboxJob['tool']): string[] => {
+    const wanted = [...new Set(tool.privateNet ?? [])].sort();
+    const allowed = Object.hasOwn(config.allowPrivateHosts, tool.name) ? config.allowPrivateHosts[tool.name] ?? [] : [];
+    const refused = wanted.filter((entry) => !allowed.includes(entry));
+    if (refused.length > 0) {
+      throw new RunnerError(ErrorCode.PermissionDenied, `tool ${JSON.stringify(tool.name)} asks for private host(s) the operator did not grant it (--allow-private-hosts): ${refused.join(', ')}`);
+    }
+    return wanted;
+  };
   pool.prewarm(specFor([], clamp(config.defaultMemoryMb, config.defaultMemoryMb, MIN_MEMORY_MB, config.maxMemoryMb)));
 
   // Every call reports how long it waited for a process and how long it ran on it (job.onTimings).
@@ -123,8 +134,10 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
     if (job.signal?.aborted) return crashed(`the call of tool ${JSON.stringify(tool.name)} was aborted by the runner`, startedAt, { reason: 'aborted' });
     for (const value of Object.values(job.secrets)) logger.redact(value);
     let net: string[];
+    let privateNet: string[];
     try {
       net = validateNetHosts(tool.net);
+      privateNet = privateNetOf(tool);
     } catch (err) {
       const coerced = coerceError(err, ErrorCode.PermissionDenied);
       return errorResult(failure(coerced.code, coerced.message), startedAt);
@@ -139,7 +152,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
     if (refused.length > 0) {
       return errorResult(failure(ErrorCode.PermissionDenied, `tool ${JSON.stringify(tool.name)} asks for permission(s) the operator does not allow: ${refused.join(', ')}`), startedAt);
     }
-    const spec = specFor(net, memoryMb, extra);
+    const spec = specFor(net, memoryMb, extra, privateNet);
     // The caller's demand (job.isolation) and the tool's own both beat the operator's warm settings.
     const reuse = job.isolation !== 'process' && tool.isolation !== 'process' && (config.isolation === 'warm' || config.reuseTools.includes(tool.name));
     const compiled = compiler.compile(tool.source);
@@ -199,14 +212,16 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
       const keys = new Set<string>();
       for (const tool of closed ? [] : tools) {
         let net: string[];
+        let privateNet: string[];
         try {
           net = validateNetHosts(tool.net);
+          privateNet = privateNetOf(tool);
         } catch {
           continue; // run() answers such a tool with permission.denied; nothing to warm
         }
         const extra = [...new Set(tool.extraPermissions ?? [])].sort();
         if (extra.some((name) => !EXTRA_PERMISSIONS.has(name) || !config.bootstrapAllow.includes(name))) continue;
-        const spec = specFor(net, clamp(tool.memoryMb, config.defaultMemoryMb, MIN_MEMORY_MB, config.maxMemoryMb), extra);
+        const spec = specFor(net, clamp(tool.memoryMb, config.defaultMemoryMb, MIN_MEMORY_MB, config.maxMemoryMb), extra, privateNet);
         if (keys.has(spec.key)) continue;
         keys.add(spec.key);
         pool.prewarm(spec, 1);
@@ -225,6 +240,27 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
 }
 
 const ABORTED = Symbol('aborted');
+
+/**
+ * Resolves the host of every `--allow-private-hosts` entry once, at start-up: the addresses are cut
+ * out of the private-range deny list (denyNetFor). A name that does not resolve keeps no address, so
+ * every private address stays denied for it (logged).
+ */
+async function resolvePrivateGrants(grants: Readonly<Record<string, readonly string[]>>, logger: Logger): Promise<Map<string, PrivateGrant>> {
+  const out = new Map<string, PrivateGrant>();
+  for (const entry of new Set(Object.values(grants).flat())) {
+    const host = entry.slice(0, entry.lastIndexOf(':')).replace(/^\[(.*)\]$/, '$1');
+    try {
+      const found = await lookup(host, { all: true, verbatim: true });
+      out.set(entry, { entry, addresses: [...new Set(found.map((a) => a.address))] });
+    } catch (err) {
+      logger.warn('private host does not resolve; it stays denied', { entry, error: coerceError(err).message });
+      out.set(entry, { entry, addresses: [] });
+    }
+  }
+  if (out.size > 0) logger.info('private hosts granted', { grants: Object.fromEntries([...out].map(([k, v]) => [k, v.addresses])) });
+  return out;
+}
 
 /**
  * The harness every process starts from, and its import map. Deno strips the harness's types on every

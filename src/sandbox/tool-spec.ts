@@ -11,6 +11,7 @@ export function sandboxToolOf(tool: ToolDefinition): SandboxTool {
     version: tool.version,
     source: tool.source,
     net: tool.net,
+    ...(tool.privateNet ? { privateNet: tool.privateNet } : {}),
     api: tool.api,
     extraPermissions: tool.extraPermissions,
     timeoutMs: tool.timeoutMs,

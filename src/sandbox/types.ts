@@ -11,6 +11,11 @@ export interface SandboxTool {
   source: string;
   /** Allowed hosts: "api.example.com", "*.example.com", "host:8443"; [] = no network. */
   net: string[];
+  /**
+   * Operator-granted private `host:port`s (`--allow-private-hosts`, bootstrapped tools only); the
+   * sandbox re-checks them against `config.allowPrivateHosts[name]`.
+   */
+  privateNet?: readonly string[];
   /** Grant for `context.api`. */
   api: false | 'read' | 'write';
   /**
@@ -47,6 +52,8 @@ export interface SandboxJob {
   api?: SandboxApi;
   /** Abort = kill now (service shutdown); the call ends as sandbox.crashed with details.reason "aborted". */
   signal?: AbortSignal;
+  /** Each `context.progress(value)` of the tool while the call runs (JSON value, secrets redacted). */
+  onProgress?(value: unknown): void;
   /**
    * Told once, when the call ends, how its time split: waiting for a process (warm, in-flight or
    * fresh spawn; includes the call's own checks before it) and the run on that process.

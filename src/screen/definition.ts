@@ -15,7 +15,7 @@ import { screenSource } from './screen-source.js';
 import { IssueCode, isPlainObject, quote, type Issue, type Origin, type ToolDefinition } from './types.js';
 
 /** The configuration validateToolDefinition needs. */
-export type DefinitionConfig = Pick<Config, 'maxNetDomains' | 'bootstrapAllow' | 'maxSourceBytes' | 'defaultTimeoutMs' | 'maxTimeoutMs' | 'defaultMemoryMb' | 'maxMemoryMb'> &
+export type DefinitionConfig = Pick<Config, 'maxNetDomains' | 'bootstrapAllow' | 'allowPrivateHosts' | 'maxSourceBytes' | 'defaultTimeoutMs' | 'maxTimeoutMs' | 'defaultMemoryMb' | 'maxMemoryMb'> &
   Partial<Pick<Config, 'bootstrapMaxTimeoutMs'>>;
 
 /** Options of validateToolDefinition; `validator` is the caller's long-lived one (building one costs milliseconds). */
@@ -101,11 +101,17 @@ export function validateToolDefinition(context: unknown, options: DefinitionOpti
     else error(IssueCode.Code, '/code/source', `code.source must be a string, got ${quote(code.source)}`);
   }
 
-  const permissions = validatePermissions(context.permissions, { origin: options.origin, maxNetDomains: config.maxNetDomains, bootstrapAllow: config.bootstrapAllow });
+  const privateHosts = typeof name === 'string' && Object.hasOwn(config.allowPrivateHosts, name) ? config.allowPrivateHosts[name] : [];
+  const permissions = validatePermissions(context.permissions, {
+    origin: options.origin,
+    maxNetDomains: config.maxNetDomains,
+    bootstrapAllow: config.bootstrapAllow,
+    privateHosts,
+  });
   errors.push(...permissions.errors);
   warnings.push(...permissions.warnings);
   if (source !== undefined && language !== undefined) {
-    const granted = { net: permissions.net, extraPermissions: permissions.extraPermissions };
+    const granted = { net: [...permissions.net, ...permissions.privateNet], extraPermissions: permissions.extraPermissions };
     errors.push(...screenSource(source, { permissions: granted, maxSourceBytes: config.maxSourceBytes, language }));
   }
 
@@ -127,6 +133,7 @@ export function validateToolDefinition(context: unknown, options: DefinitionOpti
     inputSchema: structuredClone(context.input_schema) as object,
     outputSchema: structuredClone(context.output_schema) as object,
     net: permissions.net,
+    ...(permissions.privateNet.length > 0 ? { privateNet: permissions.privateNet } : {}),
     api: permissions.api,
     ...(permissions.apiSchemas ? { apiSchemas: structuredClone(permissions.apiSchemas) } : {}),
     extraPermissions: permissions.extraPermissions,

@@ -17,6 +17,11 @@ export interface PermissionOptions {
   origin: Origin;
   maxNetDomains: number;
   bootstrapAllow: readonly string[];
+  /**
+   * Private `host:port`s the operator granted to THIS tool (`--allow-private-hosts`); honoured only
+   * for bootstrapped tools: such an entry of `permissions.net` is accepted (into `privateNet`).
+   */
+  privateHosts?: readonly string[];
 }
 
 /** Result of validatePermissions; the grants hold what was valid even when there are errors. */
@@ -28,6 +33,8 @@ export interface PermissionResult {
   /** Schema scope of the `context.api` grant (`permissions.breadcrumbs`); absent = every schema the policy allows. */
   apiSchemas?: { read: string[]; write: string[] };
   extraPermissions: string[];
+  /** Operator-granted private `host:port`s of a bootstrapped tool (all its grants, listed or not); [] for agent tools. */
+  privateNet: string[];
 }
 
 const KNOWN = new Set(['net', 'read', 'write', 'env', 'run', 'ffi', 'sys', 'hrtime', 'api', 'breadcrumbs']);
@@ -53,7 +60,8 @@ function requested(value: unknown): boolean {
 
 /** Validates `permissions` (absent or null means "none") for a tool of the given origin. */
 export function validatePermissions(permissions: unknown, options: PermissionOptions): PermissionResult {
-  const result: PermissionResult = { errors: [], warnings: [], net: [], api: false, extraPermissions: [] };
+  const privateNet = options.origin === 'bootstrap' ? [...new Set(options.privateHosts ?? [])] : [];
+  const result: PermissionResult = { errors: [], warnings: [], net: [], api: false, extraPermissions: [], privateNet };
   const error = (code: string, key: string | undefined, message: string): void => {
     result.errors.push({ code, path: key === undefined ? '/permissions' : `/permissions/${key}`, message });
   };
@@ -169,8 +177,13 @@ function validateNet(net: unknown, options: PermissionOptions, result: Permissio
   net.forEach((entry: unknown, index) => {
     const path = `/permissions/net/${index}`;
     const checked = checkNetHost(entry);
-    if (!checked.ok) {
-      result.errors.push({ code: checked.code, path, message: checked.message });
+    if (!checked.ok && typeof entry === 'string' && result.privateNet.includes(entry.toLowerCase())) {
+      // granted by the operator to this bootstrapped tool: the sandbox lets exactly this host:port through
+    } else if (!checked.ok) {
+      const hint = options.origin === 'bootstrap' && checked.code === IssueCode.NetBlocked
+        ? ` (an operator can allow a private host:port for this tool with --allow-private-hosts "<tool>=host:port")`
+        : '';
+      result.errors.push({ code: checked.code, path, message: checked.message + hint });
     } else if (result.net.includes(checked.host)) {
       result.warnings.push({ code: IssueCode.NetDuplicate, path, message: `Duplicate network domain ${quote(checked.host)} ignored` });
     } else {

@@ -29,6 +29,8 @@ export interface ToolDefinition {
   outputSchema: object;
   /** Normalised host list ([] = no network); ports kept as written. */
   net: string[];
+  /** Private `host:port`s the operator granted this bootstrapped tool (`--allow-private-hosts`); absent for agent tools. */
+  privateNet?: string[];
   api: false | 'read' | 'write';
   /** `permissions.breadcrumbs`: the schemas the `api` grant may read and write (absent = unscoped). */
   apiSchemas?: { read: string[]; write: string[] };

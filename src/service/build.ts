@@ -198,7 +198,7 @@ export async function buildService(
   const consoleApi = createConsoleApi({ config, client, keys, catalog, sandbox, validator, logger: log.child({ component: 'console' }), health: () => health() });
   // The request path (src/request): one handler, two executors.
   const executors = {
-    code: createCodeExecutor({ client, sandbox, secrets, config, replica }),
+    code: createCodeExecutor({ client, sandbox, secrets, config, replica, keys, logger: log.child({ component: 'progress' }) }),
     host: createHostExecutor({
       replica,
       run: (tool, input, ctx) =>

@@ -125,3 +125,9 @@ export function createSecretResolver(options: SecretResolverOptions): SecretReso
 
   return { resolve, resolveOne };
 }
+
+/** The example runner's secrets: --secrets-file when set (read once, on first use), else none. */
+export function secretsLoader(config: { readonly secretsFile?: string | undefined }, logger: Logger): { secrets?: () => Promise<Record<string, string>> } {
+  const file = config.secretsFile;
+  return file ? { secrets: () => loadSecretsFile(file, logger) } : {};
+}

@@ -83,7 +83,10 @@ describe('client commands without a store', () => {
     const exported = JSON.parse(out) as { format: string; tools: Array<{ type: string; function: { name: string } }>; reverse: Record<string, string> };
     expect(exported.format).toBe('openai');
     expect(exported.tools.map((t) => t.function.name)).toEqual(
-      ['breadcrumb-create', 'breadcrumb-search', 'calculator', 'echo', 'host_cat', 'http-request', 'json-transform', 'random', 'slugify', 'timer'],
+      [
+        'breadcrumb-create', 'breadcrumb-search', 'browser-capture', 'calculator', 'context-builder', 'echo', 'host_cat', 'http-request',
+        'json-transform', 'ollama', 'openrouter', 'random', 'slugify', 'timer',
+      ],
     );
   });
 });

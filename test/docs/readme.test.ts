@@ -32,6 +32,8 @@ const SKIPPED = {
   'rate-limits-flag': 'starts a service with a flag; test/e2e/contract-policies.test.ts runs a runner with --rate-limits',
   'approvals-cli': 'needs a call waiting for approval; test/e2e/approvals.test.ts runs these commands against a real runner',
   'upstream-flags': "runs the examples of the operator's whole bootstrap directory; test/e2e/upstream-tools.test.ts runs this command on upstream-shaped fixtures",
+  'allow-private-hosts': 'starts a service with a flag; test/mcp/progress.test.ts runs a runner with this flag',
+  'shipped-tools-real': 'needs the real services (OpenRouter key, Ollama, a browser with internet)',
 };
 
 // Nothing listens on port 1: a refused connection, at once — "the network is unreachable".
@@ -163,12 +165,18 @@ describe('README examples', () => {
     expect(await offline.exited).toBe(0);
     expect(offline.stdout).toContain(`    - example 1: Paris skipped (network unreachable: ${OFFLINE_PROBE}: ECONNREFUSED)`);
     expect(offline.stdout.at(-1)).toBe('1 tool(s), 1 example(s): 1 tool(s) passed, 0 failed; 0 example(s) passed, 0 failed, 1 skipped');
-    // "Online" (the probe reaches a listening port): the example runs, and fails for want of its secret.
+    // "Online" (the probe reaches a listening port) without the secret: skipped, naming it.
     const server = await listening();
     const port = (server.address() as { port: number }).port;
     const online = runCli(['test', file, '--network-probe', `127.0.0.1:${port}`]);
-    expect(await online.exited).toBe(1);
-    expect(online.stdout.join('\n')).toContain('✗ example 1: Paris (0 ms)\n        secret.missing: WEATHER_KEY');
+    expect(await online.exited).toBe(0);
+    expect(online.stdout).toContain('    - example 1: Paris skipped (secret WEATHER_KEY not provided (--secrets-file))');
+    // With the secret from --secrets-file the example runs (and fails: this machine has no such host).
+    const secrets = join(cwd, 'weather-secrets.json');
+    writeFileSync(secrets, JSON.stringify({ WEATHER_KEY: 'k-123456' }));
+    const keyed = runCli(['test', file, '--network-probe', `127.0.0.1:${port}`, '--secrets-file', secrets]);
+    expect(await keyed.exited).toBe(1);
+    expect(keyed.stdout.join('\n')).toMatch(/✗ example 1: Paris \([\d.]+ ms\)\n\s+(tool\.error|permission\.denied): /);
     await new Promise((resolve) => server.close(resolve));
   });
 

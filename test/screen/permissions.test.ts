@@ -3,7 +3,7 @@ import { FFI_MESSAGE, HRTIME_MESSAGE, validatePermissions, type PermissionOption
 
 const AGENT: PermissionOptions = { origin: 'agent', maxNetDomains: 5, bootstrapAllow: [] };
 const BOOTSTRAP: PermissionOptions = { origin: 'bootstrap', maxNetDomains: 5, bootstrapAllow: ['read', 'env', 'ffi'] };
-const EMPTY = { errors: [], warnings: [], net: [], api: false, extraPermissions: [] };
+const EMPTY = { errors: [], warnings: [], net: [], api: false, extraPermissions: [], privateNet: [] };
 
 describe('validatePermissions: no permissions', () => {
   it.each([[undefined], [null], [{}], [{ net: false, read: false, write: false, env: false, run: false, ffi: false, sys: false, hrtime: false, api: false }], [{ net: [], read: [], env: null }]])(

@@ -5,6 +5,7 @@
 import { resolve } from 'node:path';
 import { bootstrapTools, renderBootstrapTable } from '../../authoring/bootstrap.js';
 import { createExampleEnv } from '../../authoring/example-env.js';
+import { secretsLoader } from '../../service/secrets.js';
 import { checkNetwork } from '../../authoring/network-probe.js';
 import { loadToolFiles } from '../../authoring/tool-files.js';
 import { createStamper } from '../../catalog/deployment.js';
@@ -39,7 +40,7 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
     return EXIT.Usage;
   }
   const client = cliStoreClient(config, logger, config.agentId, ['curator', 'emitter', 'subscriber']);
-  const env = config.skipExamples ? undefined : createExampleEnv({ config, logger: logger.child({ component: 'examples' }), validator });
+  const env = config.skipExamples ? undefined : createExampleEnv({ config, logger: logger.child({ component: 'examples' }), validator, ...secretsLoader(config, logger) });
   try {
     await client.token();
     const tools = files.flatMap((file) => {

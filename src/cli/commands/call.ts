@@ -4,10 +4,12 @@
 
 import { readFileSync } from 'node:fs';
 import { createRequestClient, openEventStream, type WrittenRequest } from '../../breadcrumbs/index.js';
-import type { ToolResponseContext as Response } from '../../breadcrumbs/messages.js';
+import { SCHEMA, type StoreEvent, type ToolResponseContext as Response } from '../../breadcrumbs/messages.js';
+import { progressTag } from '../../request/progress.js';
 import { resolveRequestKeys } from '../../catalog/runner-key.js';
 import { EXIT, type CommandContext } from '../command.js';
 import { safeJson } from '../sanitize.js';
+import { stripUnsafe } from '../../text.js';
 import { cliStoreClient, exitForStoreProblem } from '../store-client.js';
 
 function parseInput(raw: string | undefined): unknown {
@@ -37,8 +39,8 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
     err(`tools-runner call: ${(error as Error).message}`);
     return EXIT.Usage;
   }
-  // The runner's keys: only an answer carrying the runner's answer tag is printed (anyone can write a
-  // tool.response.v1 tagged request:<rid>).
+  // The runner's keys: only an answer carrying the runner's answer tag is printed, and only progress
+  // carrying its progress tag is shown (anyone can write records tagged request:<rid>).
   let keys;
   try {
     keys = resolveRequestKeys({ runnerSecret: config.runnerSecret, dataDir: config.dataDir, logger, storeUrl: config.storeUrl });
@@ -52,9 +54,59 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
   let response: Response | undefined;
   let written: WrittenRequest | undefined;
   const call = { tool, input, requestedBy: 'tools-runner-cli', ...(config.callIsolation ? { context: { isolation: config.callIsolation } } : {}) };
+
+  // --call-progress: the runner's tool.progress.v1 reports of this request, printed to stderr.
+  let midLine = false; // a text report ended without a newline
+  let progressSeq = 0;
+  const early: StoreEvent[] = []; // progress seen before the request's breadcrumb id was known (bounded)
+  const showProgress = (event: StoreEvent): void => {
+    if (!written) {
+      if (early.length < 64) early.push(event);
+      return;
+    }
+    if (!event.tags?.includes(progressTag(keys, written.breadcrumbId))) return;
+    const c = event.context as { request_id?: unknown; events?: unknown } | undefined;
+    if (c?.request_id !== written.rid || !Array.isArray(c.events)) return;
+    for (const item of c.events as Array<{ seq?: unknown; value?: unknown }>) {
+      if (typeof item?.seq !== 'number' || item.seq <= progressSeq) continue;
+      progressSeq = item.seq;
+      const value = item.value as { text?: unknown } | null;
+      if (value !== null && typeof value === 'object' && typeof value.text === 'string') {
+        process.stderr.write(stripUnsafe(value.text, true));
+        midLine = !value.text.endsWith('\n');
+      } else {
+        if (midLine) process.stderr.write('\n');
+        err(safeJson(item.value));
+        midLine = false;
+      }
+    }
+  };
+  const follow = (onConnected?: () => void): void => {
+    openEventStream({
+      client,
+      signal: stop.signal,
+      logger,
+      onConnected: () => {
+        requests.onReconnect();
+        onConnected?.();
+      },
+      onEvent: (event) => {
+        requests.handleEvent(event);
+        if (config.callProgress && event.schema_name === SCHEMA.ToolProgress) showProgress(event);
+      },
+    });
+  };
+  let streamTimer: NodeJS.Timeout | undefined;
   try {
     // Mint the token first: an absent store or refused credentials end here, in one line.
     await client.token();
+    // --call-progress follows the stream before the request exists (the stream has no replay).
+    if (config.callProgress) {
+      await new Promise<void>((resolve) => {
+        follow(resolve);
+        setTimeout(resolve, 5_000).unref();
+      });
+    }
     try {
       written = await requests.write(call);
     } catch (error) {
@@ -66,20 +118,21 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
       }
       throw error;
     }
+    for (const event of early.splice(0)) showProgress(event);
     // A quick tool answers within milliseconds (the client's first polls); a call still running after
     // STREAM_AFTER_MS is also followed on the event stream, so long calls cost no busy polling.
-    const streamTimer = setTimeout(() => {
-      openEventStream({ client, signal: stop.signal, logger, onEvent: (event) => requests.handleEvent(event), onConnected: () => requests.onReconnect() });
-    }, STREAM_AFTER_MS);
-    const outcome = await requests.wait(written, { timeoutMs: config.callTimeoutMs, signal }).finally(() => clearTimeout(streamTimer));
+    if (!config.callProgress) streamTimer = setTimeout(() => follow(), STREAM_AFTER_MS);
+    const outcome = await requests.wait(written, { timeoutMs: config.callTimeoutMs, signal });
     if (outcome.kind === 'answered') response = outcome.answer;
   } catch (error) {
     return exitForStoreProblem(error, { config, err }, 'call');
   } finally {
+    clearTimeout(streamTimer);
     stop.abort();
     requests.close();
     client.close();
   }
+  if (midLine) process.stderr.write('\n');
   if (!response) {
     if (signal.aborted) return EXIT.Interrupted;
     err(`tools-runner call: no response for request ${written?.rid} within ${config.callTimeoutMs} ms (is a runner serving ${config.workspace}? --call-timeout-ms to wait longer)`);

@@ -19,7 +19,7 @@ export const COMMANDS: readonly Command[] = [
       'Prints "store listening on http://HOST:PORT" and "runner ready" on stdout; log lines go to stderr',
       '(human-readable on a terminal, JSON otherwise; --log-format). Bootstraps --bootstrap-dir unless --no-bootstrap.',
     ],
-    options: ['storeUrl', 'host', 'port', 'dataDir', 'adminHost', 'adminPort', 'bootstrap', 'bootstrapDir', 'skipExamples', 'manifests', 'logLevel', 'logFormat', 'workspace'],
+    options: ['storeUrl', 'host', 'port', 'dataDir', 'adminHost', 'adminPort', 'bootstrap', 'bootstrapDir', 'skipExamples', 'allowPrivateHosts', 'manifests', 'logLevel', 'logFormat', 'workspace'],
     exits: [[EXIT.Ok, 'stopped by SIGTERM/SIGINT after draining'], [EXIT.Failed, 'start-up failed (the reason is on stderr)'], USAGE, [EXIT.Interrupted, 'a second signal: exited without draining']],
     client: false,
     load: async () => (await import('./start.js')).run,
@@ -37,13 +37,13 @@ export const COMMANDS: readonly Command[] = [
   {
     name: 'call',
     summary: 'run a tool through the store and print its response',
-    usage: 'tools-runner call <tool> [json | -] [--store-url URL] [--call-timeout-ms MS] [--call-isolation process]',
+    usage: 'tools-runner call <tool> [json | -] [--store-url URL] [--call-timeout-ms MS] [--call-isolation process] [--call-progress]',
     description: [
       'Writes a tool.request.v1 for <tool> with the JSON input (an argument, or "-" to read stdin; default {}),',
       'waits for its tool.response.v1 and prints the response context as JSON on stdout. Needs a running runner.',
       '--call-isolation process demands a fresh, never-reused Deno process for this call (context.isolation).',
     ],
-    options: [...CLIENT_OPTIONS, 'callTimeoutMs', 'callIsolation'],
+    options: [...CLIENT_OPTIONS, 'callTimeoutMs', 'callIsolation', 'callProgress'],
     exits: [
       [EXIT.Ok, 'the tool answered with success'],
       [EXIT.Failed, 'the tool answered with an error (printed), or the store refused the request (e.g. 413: input over the store\'s --max-body-bytes)'],
@@ -79,7 +79,7 @@ export const COMMANDS: readonly Command[] = [
       'Upstream RCRT tool files run as they are; under each refused file one "fix:" line names the flag that lifts the',
       'refusal (--bootstrap-allow net for net: true, --bootstrap-max-timeout-ms) or the edit it needs.',
     ],
-    options: ['networkProbe', 'workspace', 'bootstrapAllow', 'bootstrapMaxTimeoutMs', 'denoPath'],
+    options: ['networkProbe', 'workspace', 'bootstrapAllow', 'bootstrapMaxTimeoutMs', 'allowPrivateHosts', 'secretsFile', 'denoPath'],
     exits: [[EXIT.Ok, 'every tool valid and every example passed (or was skipped)'], [EXIT.Failed, 'a file is invalid or an example failed'], USAGE],
     client: false,
     load: async () => (await import('./test.js')).run,
@@ -95,7 +95,7 @@ export const COMMANDS: readonly Command[] = [
       'directory is validated by the runner like an agent\'s tool (agent policy). Then it waits (--bootstrap-wait-ms) until the',
       'running service lists every written tool at its new version, and reports each that did not load, with why.',
     ],
-    options: [...CLIENT_OPTIONS, 'runnerSecret', 'dataDir', 'bootstrapDir', 'bootstrapWaitMs', 'skipExamples', 'networkProbe', 'bootstrapAllow', 'bootstrapMaxTimeoutMs'],
+    options: [...CLIENT_OPTIONS, 'runnerSecret', 'dataDir', 'bootstrapDir', 'bootstrapWaitMs', 'skipExamples', 'networkProbe', 'bootstrapAllow', 'bootstrapMaxTimeoutMs', 'allowPrivateHosts', 'secretsFile'],
     exits: [
       [EXIT.Ok, 'every file created, updated or unchanged, and the running service lists each tool at its new version'],
       [EXIT.Failed, 'a file was rejected (invalid, failing example, store refusal), or a tool was not loaded by the running service (with why)'],

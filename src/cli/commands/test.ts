@@ -5,6 +5,7 @@
 
 import { createExampleEnv } from '../../authoring/example-env.js';
 import { fixLine } from '../../authoring/fix-hint.js';
+import { secretsLoader } from '../../service/secrets.js';
 import { checkNetwork } from '../../authoring/network-probe.js';
 import { loadToolFiles, type ToolFile } from '../../authoring/tool-files.js';
 import { createSchemaValidator, validateToolDefinition, type ToolDefinition } from '../../screen/index.js';
@@ -39,7 +40,7 @@ export async function run({ config, positionals, logger, out, err }: CommandCont
     return { file, tool: check.tool, warnings: [...fileWarnings, ...check.warnings.map((w) => `warning ${w.path}: ${w.message}`)] };
   });
   const network = await checkNetwork(checked.flatMap((c) => (c.tool ? [c.tool] : [])), config.networkProbe);
-  const env = createExampleEnv({ config, logger: logger.child({ component: 'test' }), validator });
+  const env = createExampleEnv({ config, logger: logger.child({ component: 'test' }), validator, ...secretsLoader(config, logger) });
   const count = { tools: 0, failedTools: 0, examples: 0, failedExamples: 0, skipped: 0 };
   try {
     for (const { file, error, fix, tool, warnings = [] } of checked) {
