@@ -101,7 +101,16 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
           signal: done,
           logger,
           onEvent: (event) => {
-            if (event.schema_name === SCHEMA.ToolResponse && event.tags?.includes(TAG.request(rid))) void check().catch(() => {});
+            if (event.schema_name !== SCHEMA.ToolResponse || !event.tags?.includes(TAG.request(rid))) return;
+            // The creation event carries the answer: take it from there, so an answer written just
+            // before an embedded store shuts down (a runner draining on Ctrl-C) still arrives.
+            const carried = ToolResponseContext.safeParse(event.context);
+            if (carried.success && carried.data.request_id === rid) {
+              response = carried.data;
+              stop.abort();
+            } else {
+              void check().catch(() => {});
+            }
           },
         });
       }
