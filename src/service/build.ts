@@ -284,7 +284,10 @@ async function waitForStore(client: StoreClient, logger: Logger, waitMs: number,
       await client.health();
       return;
     } catch (error) {
-      if (Date.now() > deadline || signal.aborted) {
+      if (signal.aborted) {
+        throw new RunnerError(ErrorCode.DependencyUnavailable, `interrupted while waiting for the store at ${client.baseUrl} (not reachable: ${coerceError(error).message})`, { cause: error });
+      }
+      if (Date.now() > deadline) {
         throw new RunnerError(ErrorCode.DependencyUnavailable, `store at ${client.baseUrl} is not reachable after ${waitMs} ms (--store-wait-ms): ${coerceError(error).message}`, { cause: error });
       }
       logger.warn('store not reachable yet', { url: client.baseUrl, error, waitMs });

@@ -35,6 +35,8 @@ export interface ServiceOptions {
   out?: (line: string) => void;
   /** Extra handlers for store events (tool authoring plugs in here). */
   extensions?: ServiceExtension[];
+  /** Aborted on the first SIGTERM/SIGINT: while starting (waiting for the store), startup gives up at once. */
+  signal?: AbortSignal;
 }
 
 /** A part that joins the running service (e.g. tool creation, bootstrap). */
@@ -94,8 +96,17 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   const onStop = (step: string, run: () => Promise<void>): void => void cleanups.push({ step, run });
   const intakeController = new AbortController();
   const hardStop = new AbortController();
+  // A signal while the parts are built (waiting for the store) gives up at once; later, the caller
+  // stops the started service (a drain).
+  let built = false;
+  const interrupted = (): void => {
+    if (!built) intakeController.abort(new Error('interrupted while starting'));
+  };
+  options.signal?.addEventListener('abort', interrupted, { once: true });
   try {
     const parts = await buildService(options, { replica, log, onStop, intakeController, hardStop });
+    built = true;
+    options.signal?.removeEventListener('abort', interrupted);
     const firstConnection = routeEvents(parts);
     // Until the stream is up (at most one scan interval), catch-up scans stand in for it.
     await Promise.race([firstConnection, sleep(parts.config.scanIntervalMs, undefined, { signal: intakeController.signal, ref: false }).catch(() => undefined)]);

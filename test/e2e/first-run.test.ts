@@ -98,6 +98,15 @@ describe('start with a store URL nobody listens on', () => {
     expect(jsonLines(runner.stderr).filter((l) => l['msg'] === 'store not reachable yet').length).toBeGreaterThan(1);
     expect(runner.stdout).not.toContain('runner ready');
   }, 120_000);
+
+  it('Ctrl-C (SIGINT) while it waits gives up at once: exit 1, naming the URL', async () => {
+    const url = `http://127.0.0.1:${await closedPort()}`;
+    const runner = runCli(['start', '--store-url', url, '--store-wait-ms', '600000', ...FAST], { TOOLS_RUNNER_LOG_LEVEL: 'info' });
+    await until('a first "store not reachable yet"', () => (jsonLines(runner.stderr).some((l) => l['msg'] === 'store not reachable yet') ? true : undefined));
+    runner.signal('SIGINT');
+    expect(await runner.exited).toBe(1);
+    expect(runner.stderr.join('')).toContain(`tools-runner start: dependency.unavailable: interrupted while waiting for the store at ${url}`);
+  }, 120_000);
 });
 
 describe('requests that will never be answered', () => {

@@ -49,6 +49,19 @@ async function progress(c: StoreClient, rids: string[], count: number): Promise<
   }
 }
 
+/** Waits until the runner holds a claim on a request that has no answer yet (it is mid-run on it). */
+async function midRun(c: StoreClient, rids: string[]): Promise<void> {
+  const wanted = new Set(rids);
+  for (;;) {
+    const claims = await c.listAll({ schema_name: 'tool.claim.v1', tag: 'workspace:tools', include_context: true });
+    const claimed = claims.map((i) => String(i.context?.['request_id'])).filter((rid) => wanted.has(rid));
+    const items = await c.listAll({ schema_name: 'tool.response.v1', tag: 'workspace:tools' });
+    const answered = new Set(items.flatMap((i) => i.tags.filter((t) => t.startsWith('request:')).map((t) => t.slice(8))));
+    if (claimed.some((rid) => !answered.has(rid))) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 describe('replicas', () => {
   it('two runners on one store answer 300 requests exactly once, running none twice', async () => {
     const { url } = await startStoreProcess(tempDir());
@@ -76,6 +89,9 @@ describe('crashes and restarts', () => {
     // runner is surely mid-run on others (a faster runner must not finish everything before the kill).
     const rids = await Promise.all(Array.from({ length: 60 }, (_, i) => request(c, 'e2e-marker', { sleepMs: 300, i })));
     await progress(c, rids, 10);
+    // On a loaded machine the runner can be between runs at any given moment: kill it only when it
+    // holds a claim on an unanswered request, so a takeover is certain to be needed.
+    await midRun(c, rids);
     first.signal('SIGKILL');
     await first.exited;
     await startRunner(url);

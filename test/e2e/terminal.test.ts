@@ -145,7 +145,8 @@ describe.skipIf(!hasScript)('at a terminal (pseudo-terminal, text logs)', () => 
       const slow = call(elsewhere, url, 'timer', { ms: 1500 });
       await untilRunning(admin);
       term.type('\x03');
-      const answered = await slow.done;
+      const answered = await Promise.race([slow.done, new Promise<undefined>((r) => setTimeout(() => r(undefined), 90_000))]);
+      if (!answered || answered.code !== 0) throw new Error(`the in-flight call was not answered (${JSON.stringify(answered)}); the terminal showed:\n${term.lines().slice(-40).join('\n')}`);
       console.log(`[terminal] slow call answered during the drain after ${answered.ms} ms`);
       expect(answered.code).toBe(0);
       expect(JSON.parse(answered.out)).toMatchObject({ tool: 'timer', status: 'success', output: { requested_ms: 1500 } });

@@ -6,7 +6,7 @@ import { serviceExtensions } from '../extensions.js';
 
 /** Runs `tools-runner start` until the first SIGTERM/SIGINT, then drains. */
 export async function run({ config, logger, out, signal }: CommandContext): Promise<number> {
-  const service = await startService({ config, logger, out, extensions: serviceExtensions(config) });
+  const service = await startService({ config, logger, out, extensions: serviceExtensions(config), signal });
   if (!signal.aborted) {
     await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
   }
