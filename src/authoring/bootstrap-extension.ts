@@ -75,8 +75,10 @@ export function createBootstrapExtension(): ServiceExtension {
       }
       const counts = Object.fromEntries(['created', 'updated', 'unchanged', 'rejected'].map((a) => [a, rows.filter((r) => r.action === a).length]));
       for (const row of rows.filter((r) => r.action === 'rejected')) context.logger.error('bootstrap file rejected', { file: row.file, tool: row.name, reason: row.reason });
-      const skipped = rows.filter((r) => (r.examples?.skipped ?? 0) > 0).map((r) => r.name);
-      if (skipped.length > 0) context.logger.warn('bootstrap: network examples skipped (network unreachable)', { tools: skipped });
+      // Skipping an example that needs the internet, a secret or an operator grant is expected (offline,
+      // no key given): information, not a warning. Each tool's reason is named.
+      const skipped = Object.fromEntries(rows.filter((r) => (r.examples?.skipped ?? 0) > 0).map((r) => [r.name ?? r.file, (r.examples?.why ?? []).join('; ')]));
+      if (Object.keys(skipped).length > 0) context.logger.info('bootstrap: some examples skipped', { tools: skipped });
       context.logger.info('bootstrap finished', { dir, ...counts, examples: env ? 'run' : 'skipped (--skip-examples)' });
       context.logger.debug('bootstrap table', { table: renderBootstrapTable(rows) });
     },

@@ -35,8 +35,8 @@ export interface BootstrapRow {
   action: BootstrapAction;
   id?: string;
   reason?: string;
-  /** Examples run before the write: passed / skipped (network unreachable) counts. */
-  examples?: { passed: number; skipped: number };
+  /** Examples run before the write: passed / skipped counts, and why examples were skipped (each reason once). */
+  examples?: { passed: number; skipped: number; why?: string[] };
 }
 
 export interface BootstrapOptions {
@@ -165,7 +165,8 @@ export async function bootstrapTools(options: BootstrapOptions): Promise<Bootstr
             rows.push({ file: file.path, name: file.name, action: 'rejected', reason: `${reason} (--skip-examples to bootstrap anyway)` });
             continue;
           }
-          examples = { passed: reports.filter((r) => !r.skipped).length, skipped: reports.filter((r) => r.skipped).length };
+          const why = [...new Set(reports.flatMap((r) => (r.skipped ? [r.skipped] : [])))];
+          examples = { passed: reports.filter((r) => !r.skipped).length, skipped: reports.filter((r) => r.skipped).length, ...(why.length > 0 ? { why } : {}) };
         }
       }
       const { action, id } = await upsert(client, options.stamper, file.breadcrumb, file.name, config.workspace);
@@ -186,7 +187,7 @@ export function renderBootstrapTable(rows: readonly BootstrapRow[]): string {
   const note = (row: BootstrapRow): string => {
     if (row.reason) return `  — ${row.reason}`;
     if (!row.examples) return row.action === 'unchanged' ? '' : '  (examples not run: --skip-examples)';
-    return `  (${row.examples.passed} example(s) passed${row.examples.skipped ? `, ${row.examples.skipped} skipped: network unreachable` : ''})`;
+    return `  (${row.examples.passed} example(s) passed${row.examples.skipped ? `, ${row.examples.skipped} skipped: ${(row.examples.why ?? ['network unreachable']).join('; ')}` : ''})`;
   };
   const lines = rows.map((row) => `${row.action.padEnd(9)} ${(row.name ?? '-').padEnd(24)} ${row.file}${note(row)}`);
   const count = (action: BootstrapAction): number => rows.filter((row) => row.action === action).length;

@@ -107,6 +107,7 @@ export function validateToolDefinition(context: unknown, options: DefinitionOpti
     maxNetDomains: config.maxNetDomains,
     bootstrapAllow: config.bootstrapAllow,
     privateHosts,
+    ...(typeof name === 'string' ? { toolName: name } : {}),
   });
   errors.push(...permissions.errors);
   warnings.push(...permissions.warnings);

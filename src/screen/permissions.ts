@@ -22,6 +22,8 @@ export interface PermissionOptions {
    * for bootstrapped tools: such an entry of `permissions.net` is accepted (into `privateNet`).
    */
   privateHosts?: readonly string[];
+  /** The tool's name, for the `--allow-private-hosts` fix of a refused private host. */
+  toolName?: string;
 }
 
 /** Result of validatePermissions; the grants hold what was valid even when there are errors. */
@@ -180,10 +182,11 @@ function validateNet(net: unknown, options: PermissionOptions, result: Permissio
     if (!checked.ok && typeof entry === 'string' && result.privateNet.includes(entry.toLowerCase())) {
       // granted by the operator to this bootstrapped tool: the sandbox lets exactly this host:port through
     } else if (!checked.ok) {
-      const hint = options.origin === 'bootstrap' && checked.code === IssueCode.NetBlocked
-        ? ` (an operator can allow a private host:port for this tool with --allow-private-hosts "<tool>=host:port")`
-        : '';
-      result.errors.push({ code: checked.code, path, message: checked.message + hint });
+      const operator = options.origin === 'bootstrap' && checked.code === IssueCode.NetBlocked;
+      const hint = operator ? ` (an operator can allow a private host:port for this tool with --allow-private-hosts "<tool>=host:port")` : '';
+      // A private host:port of an operator file is liftable by the flag: the fix names this tool and host.
+      const grantable = operator && options.toolName !== undefined && typeof entry === 'string' && /^[^/\s]+:\d{1,5}$/.test(entry);
+      result.errors.push({ code: checked.code, path, message: checked.message + hint, ...(grantable ? { fix: `--allow-private-hosts '${options.toolName}=${entry.toLowerCase()}'` } : {}) });
     } else if (result.net.includes(checked.host)) {
       result.warnings.push({ code: IssueCode.NetDuplicate, path, message: `Duplicate network domain ${quote(checked.host)} ignored` });
     } else {

@@ -1,8 +1,9 @@
 // Every shipped tool declares its contract (issue 20 point 4), so MCP clients stop asking for
 // confirmation before read-only tools: calculator, echo, random, slugify, json-transform, timer and
 // breadcrumb-search are read-only and idempotent; breadcrumb-create writes; http-request talks to
-// other hosts (it can POST/PUT/DELETE), so it stays served as destructive. Its hosts name no
-// package registry.
+// other hosts (it can POST/PUT/DELETE), so it stays served as destructive, as do the LLM tools (each
+// call sends the conversation to a provider and may cost money); context-builder and browser-capture
+// only read. http-request's hosts name no package registry.
 
 import { describe, expect, it } from 'vitest';
 import { fileURLToPath } from 'node:url';
@@ -22,6 +23,10 @@ const EXPECTED: Record<string, { side: string; readOnly: boolean; destructive: b
   'breadcrumb-search': { side: 'read-only', readOnly: true, destructive: false },
   'breadcrumb-create': { side: 'reversible-write', readOnly: false, destructive: false },
   'http-request': { side: 'external-communication', readOnly: false, destructive: true },
+  'context-builder': { side: 'read-only', readOnly: true, destructive: false },
+  'browser-capture': { side: 'read-only', readOnly: true, destructive: false },
+  openrouter: { side: 'external-communication', readOnly: false, destructive: true },
+  ollama: { side: 'external-communication', readOnly: false, destructive: true },
 };
 
 describe('shipped tools', () => {

@@ -103,7 +103,7 @@ describe('catalog ownership', () => {
     const pinnedTool = validateToolDefinition(context('calculator', 'operator'), { origin: 'bootstrap', config, validator });
     if (!pinnedTool.ok) throw new Error('fixture invalid');
     const pins = new Map<string, OperatorTool>([['calculator', { tool: pinnedTool.tool, context: context('calculator', 'operator'), file: 'calculator.json' }]]);
-    const host = { name: 'host-tool', manifestDigest: 'abcdef0123456789' } as HostTool;
+    const host = { name: 'host-tool', manifestDigest: 'abcdef0123456789', transport: {}, secrets: [], observabilityTags: [] } as unknown as HostTool;
     const { as, catalog, write } = await setup({ pins, hosts: [host] });
     const calcId = await write(as('mallory'), 'calculator', 'mallory');
     const hostId = await write(as('mallory'), 'host-tool', 'mallory');
@@ -120,7 +120,7 @@ describe('catalog ownership', () => {
   it('keeps the exported (MCP/RAP) names of host tools: a colliding agent tool is the one left out, and says why', async () => {
     // Code tool names are already export-safe ([a-z][a-z0-9_-]), so only host tools (a manifest's or
     // a RAP server's: dots and other characters allowed) can share an exported name with them.
-    const hosts: HostTool[] = [{ name: 'host.echo', manifestDigest: 'abcdef0123456789' } as HostTool, { name: 'mail.send', manifestDigest: '0123456789abcdef' } as HostTool];
+    const hosts: HostTool[] = [{ name: 'host.echo', manifestDigest: 'abcdef0123456789', transport: {}, secrets: [], observabilityTags: [] } as unknown as HostTool, { name: 'mail.send', manifestDigest: '0123456789abcdef', transport: {}, secrets: [], observabilityTags: [] } as unknown as HostTool];
     const { as, catalog, write } = await setup({ hosts });
     const mailId = await write(as('mallory'), 'mail_send', 'mallory');
     const echoId = await write(as('mallory'), 'host-echo', 'fine');
@@ -149,7 +149,7 @@ describe('catalog ownership', () => {
     await write(as('mallory'), 'late_tool', 'mallory');
     await catalog.load();
     expect(catalog.entries().map((e) => e.name)).toEqual(['late_tool']);
-    hosts.push({ name: 'late.tool', manifestDigest: 'abcdef0123456789' } as HostTool);
+    hosts.push({ name: 'late.tool', manifestDigest: 'abcdef0123456789', transport: {}, secrets: [], observabilityTags: [] } as unknown as HostTool);
     // Before the next reindex the catalog's entries already leave the agent's tool out...
     expect(catalog.entries().map((e) => e.name)).toEqual(['late.tool']);
     // ...and after it, the tool is rejected with the reason.

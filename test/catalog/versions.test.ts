@@ -215,7 +215,7 @@ describe('coexisting versions', () => {
     const pinned = validateToolDefinition(context('echo', '1.2.0', { deprecation: { deprecated_at: '2020-01-01T00:00:00Z', replacement: 'echo2' } }), { origin: 'bootstrap', config, validator });
     if (!pinned.ok) throw new Error('fixture invalid');
     const pins = new Map<string, OperatorTool>([['echo', { tool: pinned.tool, context: context('echo', '1.2.0'), file: 'echo.json' }]]);
-    const host = { name: 'host-tool', manifestDigest: '0123456789abcdef', inputSchema: null, resultSchema: null, description: 'h' } as HostTool;
+    const host = { name: 'host-tool', manifestDigest: '0123456789abcdef', inputSchema: null, resultSchema: null, description: 'h', transport: {}, secrets: [], observabilityTags: [] } as unknown as HostTool;
     const { alice, catalog, write } = await setup({ pins, hosts: [host] });
     await write(alice, 'echo', '2.0.0');
     await catalog.load();

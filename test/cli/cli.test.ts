@@ -164,7 +164,7 @@ describe('bootstrap', () => {
     expect(rows).toContainEqual(expect.stringMatching(/^created {3}fine {21}\S+fine\.json {2}\(1 example\(s\) passed\)$/));
     expect(rows).toContainEqual(expect.stringMatching(/^rejected {2}looper {19}\S+looper\.json {2}— example 1 \(spins forever\) failed: timeout: .* \(--skip-examples to bootstrap anyway\)$/));
     expect(rows).toContain('2 file(s): 1 created, 0 updated, 0 unchanged, 1 rejected');
-    expect(rows.at(-1)).toMatch(/^note: \S+ is not this runner's --bootstrap-dir \(\/\S+\/bootstrap-breadcrumbs\): a runner trusts only the tools of its own bootstrap directory, so it validates these like an agent's tools \(agent policy\)\.$/);
+    expect(rows.at(-1)).toMatch(/^note: \S+ is not this runner's --bootstrap-dir \(\/\S+\/bootstrap-breadcrumbs\): these tools are operator tools \(stamped with the runner key\) and run under the operator's policy, but the runner does not apply them again at its next start/);
     expect(await inStore('looper')).toBe(false);
     expect(await inStore('fine')).toBe(true);
 

@@ -32,9 +32,12 @@ afterEach(async () => {
   await cleanupAll();
 });
 
+/** The person's data home (XDG_DATA_HOME): the service's default data dir and the key its clients find. */
+let dataHome = '';
+
 /** The environment a person's shell would give: no TOOLS_RUNNER_* of the test run, a private TMPDIR. */
 function userEnv(): Record<string, string> {
-  return { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/tmp', TMPDIR: tempDir('tr-term-tmp-'), TERM: 'xterm' };
+  return { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/tmp', TMPDIR: tempDir('tr-term-tmp-'), TERM: 'xterm', XDG_DATA_HOME: dataHome };
 }
 
 interface Terminal {
@@ -47,10 +50,10 @@ interface Terminal {
   exited: Promise<number | string>;
 }
 
-/** Runs `args` of the CLI under a pseudo-terminal (`script -qefc`), from the checkout like a fresh clone. */
+/** Runs `args` of the CLI under a pseudo-terminal (`script -qefc`), from a directory outside the checkout. */
 function underTerminal(args: string[]): Terminal {
   const quoted = ['exec', process.execPath, cli, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
-  const proc = spawn('script', ['-qefc', quoted, '/dev/null'], { cwd: root, env: userEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
+  const proc = spawn('script', ['-qefc', quoted, '/dev/null'], { cwd: tempDir('tr-term-start-'), env: userEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
   procs.push(proc);
   let text = '';
   const waiters: Array<() => void> = [];
@@ -104,10 +107,13 @@ function call(cwd: string, url: string, tool: string, input: unknown): { proc: C
   return { proc, done };
 }
 
-/** Starts `start` with default settings but free ports and temp dirs; resolves with its store and admin URLs. */
+/**
+ * Starts `start` with default settings (data dir, audit dir and bootstrap dir at their defaults: the
+ * data home is a temp dir) but free ports; resolves with its store and admin URLs.
+ */
 async function startAtTerminal(): Promise<{ term: Terminal; url: string; admin: string }> {
-  const data = tempDir('tr-term-data-');
-  const term = underTerminal(['start', '--port', '0', '--admin-port', '0', '--data-dir', data, '--audit-dir', join(data, 'audit')]);
+  dataHome = tempDir('tr-term-home-');
+  const term = underTerminal(['start', '--port', '0', '--admin-port', '0']);
   const url = (await term.line(/^store listening on /)).replace('store listening on ', '').trim();
   await term.line(/^runner ready$/);
   const admin = /url=(http:\/\/\S+)/.exec(await term.line(/ admin port listening /))?.[1] as string;

@@ -18,7 +18,7 @@ import { answer, cleanupAll, client, request, runCli, startRunnerWithStore, temp
 const FIXTURES = fileURLToPath(new URL('../fixtures/upstream-tools/', import.meta.url));
 const NET_TOOLS = ['openrouter', 'openrouter_models_sync', 'scheduler', 'venice', 'workflow'];
 const CALC_FIX = 'fix: edit /code/source line 3:24 (screen.function-constructor): The Function constructor is not allowed: new Function(`"use strict"; return (${input.expression});`)';
-const OLLAMA_FIX = 'fix: edit /permissions/net/0 (permission.net-blocked): Blocked domain: localhost:11434. Private/local networks not allowed.';
+const OLLAMA_FIX = "fix: run with --allow-private-hosts 'ollama_local=localhost:11434'";
 
 async function testCommand(args: string[]): Promise<{ code: number | string; lines: string[] }> {
   const cli = runCli(['test', FIXTURES, '--log-level', 'warn', ...args]);

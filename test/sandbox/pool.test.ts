@@ -54,7 +54,15 @@ describe('strict single-use pool', () => {
     await waitFor(() => s.stats().warm === 3, 30_000, 'second key filled up to poolMax');
     await s.run(job(tool('counter', { memoryMb: 96 })));
     const heapFlags = (): string[] =>
-      ourDenoProcesses().map((pid) => /max-old-space-size=(\d+)/.exec(readFileSync(`/proc/${pid}/cmdline`, 'utf8'))?.[1] ?? '?');
+      ourDenoProcesses().flatMap((pid) => {
+        let cmdline: string;
+        try {
+          cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+        } catch {
+          return []; // exited between the listing and this read (a retired process)
+        }
+        return [/max-old-space-size=(\d+)/.exec(cmdline)?.[1] ?? '?'];
+      });
     // the newest key takes its poolSize from the least recently used keys (96 -> 2, 64 -> 1, 128 -> 0),
     // and the process that just served the 96 call stays parked for the next call of that version,
     // taking the room of the less recently used 64 key's prewarmed process: 96 -> 3

@@ -72,7 +72,7 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
       notLoaded = failed.length;
     }
     if (resolve(dir) !== resolve(config.bootstrapDir) && rows.some((row) => row.action !== 'rejected')) {
-      out(`note: ${dir} is not this runner's --bootstrap-dir (${config.bootstrapDir}): a runner trusts only the tools of its own bootstrap directory, so it validates these like an agent's tools (agent policy).`);
+      out(`note: ${dir} is not this runner's --bootstrap-dir (${config.bootstrapDir}): these tools are operator tools (stamped with the runner key) and run under the operator's policy, but the runner does not apply them again at its next start, and they do not hold their names against later edits the way its own directory's files do.`);
     }
     return notLoaded > 0 || rows.some((row) => row.action === 'rejected') ? EXIT.Failed : EXIT.Ok;
   } catch (error) {

@@ -91,8 +91,8 @@ export const COMMANDS: readonly Command[] = [
     description: [
       'Validates every tool JSON file of [dir], runs its examples in the sandbox (a tool whose example fails is',
       'rejected, unless --skip-examples), and upserts the rest: created / updated / unchanged / rejected, with the reason.',
-      'Only tools from the runner\'s own --bootstrap-dir are trusted as operator tools; a tool bootstrapped from another',
-      'directory is validated by the runner like an agent\'s tool (agent policy). Then it waits (--bootstrap-wait-ms) until the',
+      'Tools bootstrapped with the runner key are operator tools from any directory; only the runner\'s own --bootstrap-dir is',
+      'applied again at each start. Then it waits (--bootstrap-wait-ms) until the',
       'running service lists every written tool at its new version, and reports each that did not load, with why.',
     ],
     options: [...CLIENT_OPTIONS, 'runnerSecret', 'dataDir', 'bootstrapDir', 'bootstrapWaitMs', 'skipExamples', 'networkProbe', 'bootstrapAllow', 'bootstrapMaxTimeoutMs', 'allowPrivateHosts', 'secretsFile'],
