@@ -1,6 +1,7 @@
 // Shared helpers of the sandbox tests: fixture tools, a per-file temp dir (TMPDIR) so leftovers are
 // attributable, and leak checks that scan /proc for Deno processes running our harness.
 
+import { createServer, type Server } from 'node:http';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -137,4 +138,20 @@ export function useIsolatedSandboxes(current: () => { close(): Promise<void> } |
   afterAll(() => {
     tmp.restore();
   });
+}
+
+/** Local HTTP servers of a test file: `listen` starts one on `host` (free port), `closeAll` stops them. */
+export function localServers(): { listen(host: string, handler: Parameters<typeof createServer>[1]): Promise<number>; closeAll(): Promise<void> } {
+  const servers: Server[] = [];
+  return {
+    listen(host, handler) {
+      const server = createServer(handler);
+      servers.push(server);
+      return new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(0, host, () => resolve((server.address() as { port: number }).port));
+      });
+    },
+    closeAll: () => Promise.all(servers.splice(0).map((server) => new Promise((resolve) => server.close(resolve)))).then(() => undefined),
+  };
 }

@@ -9,7 +9,6 @@
 // that redirects to `localhost`. The control runs use the same allow list without the deny list.
 
 import { writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,20 +20,13 @@ import { createMemoryGuard } from '../../src/sandbox/memory-guard.js';
 import { createDirectLauncher, type Launcher } from '../../src/sandbox/launcher.js';
 import { spawnSandboxProcess } from '../../src/sandbox/process.js';
 import { runJob } from '../../src/sandbox/run-job.js';
-import { codeOf, expectNoLeaks, fixture, isolateTmp, job, testConfig, tool } from './helpers.js';
+import { codeOf, expectNoLeaks, fixture, isolateTmp, job, localServers, testConfig, tool } from './helpers.js';
 
 let tmp: ReturnType<typeof isolateTmp>;
 let denoPath: string;
-const servers: Server[] = [];
+const servers = localServers();
 
-function listen(host: string, handler: Parameters<typeof createServer>[1]): Promise<number> {
-  const server = createServer(handler);
-  servers.push(server);
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, host, () => resolve((server.address() as { port: number }).port));
-  });
-}
+const listen = (host: string, handler: Parameters<typeof servers.listen>[1]): Promise<number> => servers.listen(host, handler);
 
 beforeAll(async () => {
   tmp = isolateTmp();
@@ -42,7 +34,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  await servers.closeAll();
   expectNoLeaks(tmp.dir);
   tmp.restore();
 });

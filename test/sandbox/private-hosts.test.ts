@@ -3,29 +3,21 @@
 // Every other port and address stays denied, another tool naming the same host is refused, and the
 // screen refuses the same entry in an agent's tool definition.
 
-import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/logger.js';
 import { createSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { denyNetFor, DENY_NET } from '../../src/sandbox/net-policy.js';
 import { sandboxToolOf } from '../../src/sandbox/tool-spec.js';
 import { createSchemaValidator, validateToolDefinition } from '../../src/screen/index.js';
-import { codeOf, expectNoLeaks, isolateTmp, job, testConfig, tool } from './helpers.js';
+import { codeOf, expectNoLeaks, isolateTmp, job, localServers, testConfig, tool } from './helpers.js';
 
 let tmp: ReturnType<typeof isolateTmp>;
 let sandbox: Sandbox;
-const servers: Server[] = [];
+const servers = localServers();
 let granted = 0;
 let other = 0;
 
-function listen(host: string): Promise<number> {
-  const server = createServer((req, res) => res.end(`hello from ${host}`));
-  servers.push(server);
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, host, () => resolve((server.address() as { port: number }).port));
-  });
-}
+const listen = (host: string): Promise<number> => servers.listen(host, (_req, res) => res.end(`hello from ${host}`));
 
 beforeAll(async () => {
   tmp = isolateTmp();
@@ -37,7 +29,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await sandbox?.close();
-  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  await servers.closeAll();
   expectNoLeaks(tmp.dir);
   tmp.restore();
 });
