@@ -67,6 +67,18 @@ afterAll(cleanupAll);
 const local = (line: string): string =>
   line.replace(/localhost:8081/g, new URL(storeUrl).host).replace(/localhost:8082/g, new URL(adminUrl).host);
 
+/** Posts a documented request as written and resolves with the first answer tagged with its rid. */
+async function postAndAwait(request: Record<string, unknown>, rid: string): Promise<ToolResponseContext> {
+  const store = client(storeUrl);
+  await store.createBreadcrumb(BreadcrumbCreate.parse(request));
+  let answer: { context?: unknown } | undefined;
+  await expect.poll(async () => {
+    [answer] = await store.listBreadcrumbs({ schema_name: SCHEMA.ToolResponse, tag: TAG.request(rid), include_context: true });
+    return answer !== undefined;
+  }, { timeout: 30_000 }).toBe(true);
+  return ToolResponseContext.parse(answer?.context);
+}
+
 const json = (id: string): Record<string, unknown> => JSON.parse(doc.byId(id).body) as Record<string, unknown>;
 
 describe('README examples', () => {
@@ -209,14 +221,7 @@ describe('README examples', () => {
   it('request-version: a request pinned to a version range runs the version it matches', async () => {
     const request = json('request-version');
     const context = ToolRequestContext.parse(request['context']);
-    const store = client(storeUrl);
-    await store.createBreadcrumb(BreadcrumbCreate.parse(request));
-    let answer: { context?: unknown } | undefined;
-    await expect.poll(async () => {
-      [answer] = await store.listBreadcrumbs({ schema_name: SCHEMA.ToolResponse, tag: TAG.request(context.requestId as string), include_context: true });
-      return answer !== undefined;
-    }, { timeout: 30_000 }).toBe(true);
-    const response = ToolResponseContext.parse(answer?.context);
+    const response = await postAndAwait(request, context.requestId as string);
     expect(response).toMatchObject({ tool: 'calculator', status: 'success', output: { result: 42 }, metadata: { tool_version: '1.0.0' } });
   });
 
@@ -224,14 +229,7 @@ describe('README examples', () => {
     const request = json('isolation-request');
     const context = ToolRequestContext.parse(request['context']);
     expect(context.isolation).toBe('process');
-    const store = client(storeUrl);
-    await store.createBreadcrumb(BreadcrumbCreate.parse(request));
-    let answer: { context?: unknown } | undefined;
-    await expect.poll(async () => {
-      [answer] = await store.listBreadcrumbs({ schema_name: SCHEMA.ToolResponse, tag: TAG.request(context.requestId as string), include_context: true });
-      return answer !== undefined;
-    }, { timeout: 30_000 }).toBe(true);
-    expect(ToolResponseContext.parse(answer?.context)).toMatchObject({ tool: 'calculator', status: 'success', output: { result: 42 }, metadata: { isolation: 'process' } });
+    expect(await postAndAwait(request, context.requestId as string)).toMatchObject({ tool: 'calculator', status: 'success', output: { result: 42 }, metadata: { isolation: 'process' } });
   });
 });
 
