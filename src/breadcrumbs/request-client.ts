@@ -54,8 +54,8 @@ export interface RequestClientOptions {
 }
 
 export interface RequestClient {
-  /** Writes the tool.request.v1 (throws on store failure). */
-  write(call: ToolCall, opts?: { signal?: AbortSignal }): Promise<WrittenRequest>;
+  /** Writes the tool.request.v1 (throws on store failure; an `idempotencyKey` already used is the store's 409, thrown as is). */
+  write(call: ToolCall, opts?: { signal?: AbortSignal; idempotencyKey?: string }): Promise<WrittenRequest>;
   /** Waits for the runner's verified answer of a written request, up to `timeoutMs` or until `signal` aborts. */
   wait(request: WrittenRequest, opts: { timeoutMs: number; signal?: AbortSignal }): Promise<WaitOutcome>;
   /** The verified answer already in the store, if any (one listing). */
@@ -158,7 +158,7 @@ export function createRequestClient(options: RequestClientOptions): RequestClien
           tags: [TAG.Request, workspace, ...(call.tags ?? [])],
           context: { ...call.context, tool: call.tool, input: call.input, requestId: rid, requestedBy: call.requestedBy },
         },
-        opts?.signal ? { signal: opts.signal } : undefined,
+        { ...(opts?.signal ? { signal: opts.signal } : {}), ...(opts?.idempotencyKey !== undefined ? { idempotencyKey: opts.idempotencyKey } : {}) },
       );
       return { rid, breadcrumbId: id };
     },

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestKeys, StoreClient } from '../breadcrumbs/index.js';
-import { isNotFound } from '../breadcrumbs/index.js';
+import { createRequestClient, isNotFound } from '../breadcrumbs/index.js';
 import { SCHEMA, TAG } from '../breadcrumbs/messages.js';
 import type { Catalog } from '../catalog/catalog.js';
 import type { Config } from '../config/index.js';
@@ -81,6 +81,7 @@ export function createConsoleApi(options: ConsoleOptions): ConsoleApi {
   const stats = createConsoleStats();
   const index = createToolIndex({ client, workspace, catalog, stats });
   const assets = loadAssets(options.assetsDir ?? defaultAssetsDir());
+  const requestClient = createRequestClient({ client, keys, workspace });
   const requests = new Map<string, string>();
   const creates = new Map<string, string>();
   const maxBody = config.maxSourceBytes * 2 + 256 * 1024;
@@ -166,13 +167,8 @@ export function createConsoleApi(options: ConsoleOptions): ConsoleApi {
         const name = toolName(parts[1] as string);
         const body = await readJsonObject(req, maxBody);
         if (!('input' in body)) throw new ApiError(400, 'bad_request', 'body must have an "input" field (the tool input)');
-        const rid = randomUUID();
-        const { id } = await client.createBreadcrumb({
-          title: `Request: ${name}`,
-          schema_name: SCHEMA.ToolRequest,
-          tags: [TAG.Request, workspace, TAG.agent(CONSOLE_AGENT)],
-          context: { tool: name, input: body['input'], requestId: rid, requestedBy: CONSOLE_AGENT },
-        });
+        // The answer is read later by the inspector (GET /requests/:rid), which marks only the runner's verified answer genuine.
+        const { rid, breadcrumbId: id } = await requestClient.write({ tool: name, input: body['input'], requestedBy: CONSOLE_AGENT, tags: [TAG.agent(CONSOLE_AGENT)] });
         remember(requests, rid, id);
         logger.info('console call written', { rid, tool: name });
         return sendJson(res, 202, { rid, request_breadcrumb_id: id });

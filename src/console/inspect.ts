@@ -2,13 +2,14 @@
 // claims (attempts), the tool.response.v1 with its logs, and stage timings.
 //
 // Anyone can write breadcrumbs tagged `request:<rid>`, so what is shown is marked: a response is
-// `genuine` only when it carries the runner's unforgeable answer tag of the request, a claim only
+// `genuine` only when it is the runner's verified answer of the request (`verifiedAnswer` of the
+// request client: its unforgeable answer tag, the same rid and request breadcrumb), a claim only
 // when its MAC verifies. The request is found by the breadcrumb id the console itself wrote, the
 // genuine answer's `metadata.request_breadcrumb_id`, the rid itself (when it is a breadcrumb id), or
 // among the newest requests of the workspace.
 
 import type { RequestKeys, StoreClient } from '../breadcrumbs/index.js';
-import { isNotFound } from '../breadcrumbs/index.js';
+import { isNotFound, verifiedAnswer } from '../breadcrumbs/index.js';
 import { requestIdentity, SCHEMA, TAG, ToolClaimContext, type BreadcrumbFull } from '../breadcrumbs/messages.js';
 import type { CallRecord } from './stats.js';
 
@@ -49,7 +50,7 @@ export async function inspectRequest(options: InspectOptions, rid: string): Prom
   if (requestId === undefined) {
     for (const item of ofWorkspace) {
       const candidate = (item.context?.['metadata'] as Record<string, unknown> | undefined)?.['request_breadcrumb_id'];
-      if (typeof candidate === 'string' && item.tags.includes(keys.answerTag(candidate))) {
+      if (typeof candidate === 'string' && verifiedAnswer(keys, workspace, { rid, breadcrumbId: candidate }, item.tags, item.context)) {
         requestId = candidate;
         break;
       }
@@ -91,7 +92,7 @@ export async function inspectRequest(options: InspectOptions, rid: string): Prom
 
   const responses = ofWorkspace.map((item) => ({
     id: item.id,
-    genuine: full !== undefined && item.tags.includes(keys.answerTag(full.id)),
+    genuine: full !== undefined && verifiedAnswer(keys, workspace, { rid, breadcrumbId: full.id }, item.tags, item.context) !== undefined,
     context: item.context ?? {},
   }));
   responses.sort((a, b) => Number(b.genuine) - Number(a.genuine));

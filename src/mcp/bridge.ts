@@ -7,19 +7,20 @@
 // logged once per change.
 //
 // Calls: each call is one `tool.request.v1` (tags tool:request, the workspace, agent:mcp:<client>;
-// a fresh UUID requestId) and waits for the runner's `tool.response.v1`: PENDING (request written,
-// answer events matched by `request:<rid>` and checked: same workspace, `metadata.
-// request_breadcrumb_id` = our request, and the runner's unforgeable answer tag when the runner
-// secret is known) → ANSWERED | TIMED OUT (callTimeoutMs) | CANCELLED. The event stream delivers the
-// answer; a poll every POLL_MS covers a stream that is down. Cancellation deletes the request
-// breadcrumb: a request not yet claimed is then never run; one already running is NOT stopped
-// (the runner has no cancel mechanism) and its answer is still written to the store.
+// a fresh UUID requestId; `context.isolation: "process"` when the MCP client demands it) written and
+// awaited through the request client (src/breadcrumbs/request-client.ts), which accepts only the
+// runner's verified answer: PENDING → ANSWERED | TIMED OUT (callTimeoutMs) | CANCELLED. The event
+// stream delivers the answer; a poll (up to every POLL_MS) covers a stream that is down. While it
+// waits, the runner's `tool.progress.v1` records of the request (the runner's progress tag) are
+// forwarded. Cancellation withdraws (deletes) the request breadcrumb: a request not yet claimed is
+// then never run; one already running is NOT stopped (the runner has no cancel mechanism) and its
+// answer is still written to the store.
 
 import { randomUUID } from 'node:crypto';
 import { ErrorCode as McpErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { StoreClient } from '../breadcrumbs/index.js';
-import { isNotFound } from '../breadcrumbs/index.js';
-import { SCHEMA, TAG, ToolResponseContext, type StoreEvent } from '../breadcrumbs/messages.js';
+import { createRequestClient, type WrittenRequest } from '../breadcrumbs/request-client.js';
+import { SCHEMA, TAG, type StoreEvent } from '../breadcrumbs/messages.js';
 import type { RequestKeys } from '../breadcrumbs/request-keys.js';
 import { coerceError, ErrorCode } from '../errors.js';
 import { buildToolViews, missingCatalogReason, readCatalog, type ToolViews } from '../export/index.js';
@@ -33,7 +34,6 @@ export interface McpBridgeOptions {
   client: StoreClient;
   workspace: string;
   logger: Logger;
-  /** The runner's key derivation, when this process knows the runner secret (answers are then checked for the answer tag). */
   /** The runner's keys: verify the published catalog and the runner's answer tags. */
   keys: RequestKeys;
   /** Longest wait for an answer before the call ends as `timeout`. */
@@ -48,16 +48,19 @@ export interface BridgeCallOptions {
   signal: AbortSignal;
   /** Each report of the running tool (context.progress), in order, once (tool.progress.v1 records). */
   onProgress?(value: unknown): void;
+  /** `process`: the MCP client demands a fresh sandbox process for the call (`context.isolation`). */
+  isolation?: 'process';
 }
 
-interface Pending {
+/** A call whose progress is forwarded, by rid. */
+interface Watched {
   rid: string;
   breadcrumbId?: string;
   /** The last progress report forwarded (its `seq`). */
   progressSeq: number;
-  onProgress?(value: unknown): void;
+  onProgress(value: unknown): void;
+  /** Progress events seen before the request's breadcrumb id was known. */
   early: StoreEvent[];
-  settle(result: ToolResponseContext, responseId: string | undefined): void;
 }
 
 export interface McpBridge {
@@ -78,7 +81,8 @@ export interface McpBridge {
 /** Creates the bridge. */
 export function createMcpBridge(options: McpBridgeOptions): McpBridge {
   const { client, workspace, logger, keys } = options;
-  const pending = new Map<string, Pending>();
+  const requests = createRequestClient({ client, keys, workspace, pollMaxMs: POLL_MS });
+  const watched = new Map<string, Watched>();
   const listeners = new Set<() => void>();
   const closing = new AbortController();
   let current: ToolViews | undefined;
@@ -125,18 +129,10 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
     return loading;
   };
 
-  const isOurAnswer = (entry: Pending, tags: readonly string[], context: unknown): ToolResponseContext | undefined => {
-    if (entry.breadcrumbId === undefined || !tags.includes(workspace) || !tags.includes(TAG.request(entry.rid))) return undefined;
-    if (!tags.includes(keys.answerTag(entry.breadcrumbId))) return undefined;
-    const parsed = ToolResponseContext.safeParse(context);
-    if (!parsed.success || parsed.data.request_id !== entry.rid || parsed.data.metadata['request_breadcrumb_id'] !== entry.breadcrumbId) return undefined;
-    return parsed.data;
-  };
-
   /** Forwards the new reports of a tool.progress.v1 event written by the runner for this call. */
-  const considerProgress = (entry: Pending, event: StoreEvent): void => {
+  const considerProgress = (entry: Watched, event: StoreEvent): void => {
     const tags = event.tags ?? [];
-    if (!entry.onProgress || entry.breadcrumbId === undefined || !tags.includes(workspace)) return;
+    if (entry.breadcrumbId === undefined || !tags.includes(workspace)) return;
     if (!tags.includes(progressTag(keys, entry.breadcrumbId))) return;
     const context = event.context as { request_id?: unknown; events?: unknown } | undefined;
     if (context?.request_id !== entry.rid || !Array.isArray(context.events)) return;
@@ -147,35 +143,20 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
     }
   };
 
-  const consider = async (entry: Pending, event: StoreEvent): Promise<void> => {
-    if (event.schema_name === SCHEMA.ToolProgress) return considerProgress(entry, event);
-    let context: unknown = event.context;
-    if (context === undefined && event.breadcrumb_id) context = (await client.getBreadcrumbFull(event.breadcrumb_id)).context;
-    const answer = isOurAnswer(entry, event.tags ?? [], context);
-    if (answer) entry.settle(answer, event.breadcrumb_id);
-  };
-
-  const poll = async (entry: Pending): Promise<void> => {
-    const items = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolResponse, tag: TAG.request(entry.rid), include_context: true, limit: 20 });
-    for (const item of items) {
-      const answer = isOurAnswer(entry, item.tags, item.context);
-      if (answer) return entry.settle(answer, item.id);
-    }
-  };
-
   const handleEvent = (event: StoreEvent): void => {
     if (event.type !== 'breadcrumb.updated') return;
     if (event.schema_name === SCHEMA.ToolCatalog) {
       if (event.tags?.includes(workspace) && event.tags.includes(TAG.Catalog)) void refresh().catch((error: unknown) => logger.warn('MCP catalog refresh failed', { error }));
       return;
     }
-    if ((event.schema_name !== SCHEMA.ToolResponse && event.schema_name !== SCHEMA.ToolProgress) || pending.size === 0) return;
+    if (event.schema_name === SCHEMA.ToolResponse) return requests.handleEvent(event);
+    if (event.schema_name !== SCHEMA.ToolProgress || watched.size === 0) return;
     for (const tag of event.tags ?? []) {
       if (!tag.startsWith('request:')) continue;
-      const entry = pending.get(tag.slice('request:'.length));
+      const entry = watched.get(tag.slice('request:'.length));
       if (!entry) continue;
       if (entry.breadcrumbId === undefined) entry.early.push(event);
-      else void consider(entry, event).catch((error: unknown) => logger.warn('MCP answer check failed', { rid: entry.rid, error }));
+      else considerProgress(entry, event);
     }
   };
 
@@ -194,70 +175,52 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
     }
     const rid = randomUUID();
     const startedAt = performance.now();
-    let timer: NodeJS.Timeout | undefined;
-    let pollTimer: NodeJS.Timeout | undefined;
-    const outcome = new Promise<{ answer: ToolResponseContext; responseId: string | undefined } | 'timeout' | 'cancelled'>((resolve) => {
-      const entry: Pending = {
-        rid, early: [], progressSeq: 0, settle: (answer, responseId) => resolve({ answer, responseId }),
-        ...(opts.onProgress ? { onProgress: opts.onProgress } : {}),
-      };
-      pending.set(rid, entry);
-      timer = setTimeout(() => resolve('timeout'), options.callTimeoutMs);
-      const onAbort = (): void => resolve('cancelled');
-      AbortSignal.any([opts.signal, closing.signal]).addEventListener('abort', onAbort, { once: true });
-    });
-    const entry = pending.get(rid) as Pending;
+    const watch: Watched | undefined = opts.onProgress ? { rid, progressSeq: 0, onProgress: opts.onProgress, early: [] } : undefined;
+    if (watch) watched.set(rid, watch);
+    const signal = AbortSignal.any([opts.signal, closing.signal]);
+    let written: WrittenRequest | undefined;
     try {
-      const { id } = await client.createBreadcrumb({
-        title: `Request: ${name}`,
-        schema_name: SCHEMA.ToolRequest,
-        tags: [TAG.Request, workspace, TAG.agent(`mcp:${opts.agent}`)],
-        context: { tool: name, input: args ?? {}, requestId: rid, requestedBy: `mcp:${opts.agent}` },
-      }, { signal: opts.signal });
-      entry.breadcrumbId = id;
-      for (const event of entry.early.splice(0)) void consider(entry, event).catch(() => undefined);
-      const tick = (): void => {
-        pollTimer = setTimeout(() => {
-          poll(entry).catch((error: unknown) => logger.debug('MCP answer poll failed', { rid, error })).finally(() => { if (pending.has(rid)) tick(); });
-        }, POLL_MS);
-      };
-      tick();
-      const result = await outcome;
-      if (result === 'cancelled') {
-        await cancel(entry, name);
+      written = await requests.write(
+        { rid, tool: name, input: args ?? {}, requestedBy: `mcp:${opts.agent}`, tags: [TAG.agent(`mcp:${opts.agent}`)], ...(opts.isolation ? { context: { isolation: opts.isolation } } : {}) },
+        { signal: opts.signal },
+      );
+      if (watch) {
+        watch.breadcrumbId = written.breadcrumbId;
+        for (const event of watch.early.splice(0)) considerProgress(watch, event);
+      }
+      const result = await requests.wait(written, { timeoutMs: options.callTimeoutMs, signal });
+      if (result.kind === 'cancelled') {
+        await cancel(rid, written, name);
         return errorResult(ErrorCode.Internal, `call of ${JSON.stringify(name)} (request ${rid}) was cancelled by the client`);
       }
-      if (result === 'timeout') {
+      if (result.kind === 'timeout') {
         return errorResult(ErrorCode.Timeout, `no tool.response.v1 for request ${rid} (tool ${JSON.stringify(name)}) within ${options.callTimeoutMs} ms; the request stays in the store and may still be answered`);
       }
       logger.debug('MCP call answered', { rid, tool: name, status: result.answer.status, ms: Math.round(performance.now() - startedAt) });
-      return callResult(result.answer, { rid, requestBreadcrumbId: id, responseBreadcrumbId: result.responseId});
+      return callResult(result.answer, { rid, requestBreadcrumbId: written.breadcrumbId, responseBreadcrumbId: result.responseId });
     } catch (error) {
       if (opts.signal.aborted) {
-        await cancel(entry, name);
+        await cancel(rid, written, name);
         return errorResult(ErrorCode.Internal, `call of ${JSON.stringify(name)} (request ${rid}) was cancelled by the client`);
       }
       const e = coerceError(error);
       logger.warn('MCP call failed', { rid, tool: name, code: e.code, error: e.message });
       return errorResult(e.code, `request ${rid} for ${JSON.stringify(name)} could not be written to the store: ${e.message}`);
     } finally {
-      clearTimeout(timer);
-      clearTimeout(pollTimer);
-      pending.delete(rid);
+      if (watch) watched.delete(rid);
     }
   };
 
-  /** Deletes the request breadcrumb so a runner that has not claimed it yet never runs it. */
-  const cancel = async (entry: Pending, tool: string): Promise<void> => {
-    if (entry.breadcrumbId === undefined) {
-      logger.info('MCP call cancelled before its request was written', { rid: entry.rid, tool });
+  /** Withdraws the request so a runner that has not claimed it yet never runs it. */
+  const cancel = async (rid: string, written: WrittenRequest | undefined, tool: string): Promise<void> => {
+    if (written === undefined) {
+      logger.info('MCP call cancelled before its request was written', { rid, tool });
       return;
     }
     try {
-      await client.deleteBreadcrumb(entry.breadcrumbId);
-      logger.info('MCP call cancelled: request deleted', { rid: entry.rid, tool, request: entry.breadcrumbId });
+      if (await requests.withdraw(written)) logger.info('MCP call cancelled: request deleted', { rid, tool, request: written.breadcrumbId });
     } catch (error) {
-      if (!isNotFound(error)) logger.warn('MCP call cancelled but its request could not be deleted', { rid: entry.rid, tool, error });
+      logger.warn('MCP call cancelled but its request could not be deleted', { rid, tool, error });
     }
   };
 
@@ -265,7 +228,7 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
     handleEvent,
     onReconnect() {
       void refresh().catch((error: unknown) => logger.warn('MCP catalog refresh failed', { error }));
-      for (const entry of pending.values()) if (entry.breadcrumbId !== undefined) void poll(entry).catch(() => undefined);
+      requests.onReconnect();
     },
     views: () => (current ? Promise.resolve(current) : refresh()),
     call,
@@ -275,6 +238,7 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
     },
     close() {
       closing.abort();
+      requests.close();
       listeners.clear();
     },
   };

@@ -41,6 +41,17 @@ function decodeCursor(cursor: string): string {
   return name;
 }
 
+/** The `_meta` key by which a tools/call demands an isolation (only `process`: a fresh sandbox process for the call). */
+export const ISOLATION_META = 'tools-runner/isolation';
+
+/** The isolation a tools/call demands in `_meta`, if any; anything but `"process"` is a -32602 naming the value. */
+export function isolationOf(meta: Record<string, unknown> | undefined): 'process' | undefined {
+  const value = meta?.[ISOLATION_META];
+  if (value === undefined) return undefined;
+  if (value === 'process') return 'process';
+  throw new McpError(McpErrorCode.InvalidParams, `_meta["${ISOLATION_META}"] must be "process" (a fresh sandbox process for the call; omit it for the runner's default), got ${JSON.stringify(value)?.slice(0, 100) ?? String(value)}`);
+}
+
 /** What this server says of itself in `initialize` and `server/discover`. */
 export const IDENTITY: ServerIdentity = {
   serverInfo: { name: 'tools-runner', version: SERVER_VERSION },
@@ -71,6 +82,7 @@ export function createMcpSession(options: McpSessionOptions): Server {
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const name = request.params.name;
     const token = request.params._meta?.progressToken;
+    const isolation = isolationOf(request.params._meta);
     let progress: NodeJS.Timeout | undefined;
     // one counter for both kinds of notification: MCP wants `progress` to increase with every one
     let count = 0;
@@ -98,6 +110,7 @@ export function createMcpSession(options: McpSessionOptions): Server {
         agent: agentName(server.getClientVersion()?.name),
         signal: extra.signal,
         ...(token !== undefined ? { onProgress } : {}),
+        ...(isolation ? { isolation } : {}),
       });
     } finally {
       clearInterval(progress);

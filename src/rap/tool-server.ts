@@ -8,7 +8,8 @@
 // request (409 from the store -> the existing record), so it never runs twice; if that request was
 // already answered, the result is delivered again. A store failure is a 503 (the runtime retries).
 //
-// States of one call: WAITING (for the runner's tool.response.v1: store events, a poll as fallback)
+// States of one call: WAITING (for the runner's verified tool.response.v1 through the request client,
+// src/breadcrumbs/request-client.ts: store events fed in, a poll as fallback)
 // -> DELIVERING (POST `tool_result` to callback_url, retried) -> gone; or CANCELLED (by
 // `/cancel_tool_call` or `/close_thread`: a request no replica has claimed yet is withdrawn — its
 // breadcrumb deleted, so it never runs; one already claimed runs to its end and its answer is
@@ -22,7 +23,7 @@
 // caller's own calls, so another's call looks exactly like an unknown id (nothing is revealed).
 
 import { canonicalJson } from '../screen/index.js';
-import { conflictId, isConflict, isNotFound, SCHEMA, TAG, ToolResponseContext, type RequestKeys, type StoreClient, type StoreEvent } from '../breadcrumbs/index.js';
+import { conflictId, createRequestClient, isConflict, isNotFound, SCHEMA, TAG, ToolResponseContext, type RequestKeys, type StoreClient, type StoreEvent } from '../breadcrumbs/index.js';
 import { coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { checkCallbackUrl } from './callback-url.js';
@@ -72,8 +73,8 @@ interface Call {
   rid: string;
   breadcrumbId: string;
   tool: string;
-  timer: NodeJS.Timeout;
-  checking: boolean;
+  /** Ends its wait (cancel, close). */
+  stop: AbortController;
 }
 
 const MAX_ID = 200;
@@ -116,16 +117,15 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
   /** (owner, id) -> call. */
   const byId = new Map<string, Call>();
   const keyOf = (owner: string, id: string): string => `${owner}\0${id}`;
-  const byRid = new Map<string, Call>();
+  const requests = createRequestClient({ client, keys, workspace, pollMaxMs: options.pollIntervalMs });
   const deliveries = new Set<Promise<void>>();
   const stopping = new AbortController();
 
   const served = () => buildServedToolset({ name: `tools-runner/${workspace}`, description: `Tools of the tools-runner workspace ${workspace}`, endpoint: options.endpoint(), tools: options.tools() });
 
   const forget = (call: Call): void => {
-    clearTimeout(call.timer);
+    call.stop.abort();
     if (byId.get(keyOf(call.owner, call.id)) === call) byId.delete(keyOf(call.owner, call.id));
-    if (byRid.get(call.rid) === call) byRid.delete(call.rid);
   };
 
   const finish = (call: Call, text: string): void => {
@@ -140,33 +140,7 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
     void task.finally(() => deliveries.delete(task));
   };
 
-  const check = async (call: Call): Promise<void> => {
-    if (call.checking || byId.get(keyOf(call.owner, call.id)) !== call) return;
-    call.checking = true;
-    try {
-      const items = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolResponse, tag: TAG.request(call.rid), include_context: true, limit: 20 });
-      // Only the runner's own answer counts: it alone can carry the answer tag of this request.
-      const answerTag = keys.answerTag(call.breadcrumbId);
-      for (const item of items) {
-        if (!item.tags.includes(answerTag) || !item.tags.includes(workspace)) continue;
-        const parsed = ToolResponseContext.safeParse(item.context);
-        if (!parsed.success || parsed.data.metadata['request_breadcrumb_id'] !== call.breadcrumbId) continue;
-        finish(call, resultText(parsed.data));
-        return;
-      }
-    } catch (error) {
-      logger.warn('rap answer lookup failed', { rid: call.rid, error });
-    } finally {
-      call.checking = false;
-    }
-  };
-
-  const poll = setInterval(() => {
-    for (const call of byId.values()) void check(call);
-  }, options.pollIntervalMs);
-  poll.unref();
-
-  const watch = (fields: Omit<Call, 'timer' | 'checking'>): void => {
+  const watch = (fields: Omit<Call, 'stop'>): void => {
     const existing = byId.get(keyOf(fields.owner, fields.id));
     if (existing) {
       // A retried invoke by the same caller: the latest callback_url (and thread) wins; the run is the same.
@@ -175,15 +149,16 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
       if (fields.callId !== undefined) existing.callId = fields.callId;
       return;
     }
-    const timer = setTimeout(() => {
-      logger.warn('rap call timed out waiting for the runner', { rid: call.rid, tool: call.tool, timeoutMs: options.resultTimeoutMs });
-      finish(call, `Error: timeout: the runner did not answer within ${options.resultTimeoutMs} ms`);
-    }, options.resultTimeoutMs);
-    timer.unref();
-    const call: Call = { ...fields, timer, checking: false };
+    const call: Call = { ...fields, stop: new AbortController() };
     byId.set(keyOf(call.owner, call.id), call);
-    byRid.set(call.rid, call);
-    void check(call);
+    // Only the runner's own answer counts (the request client verifies it); a request already answered is found by the first poll.
+    void requests.wait({ rid: call.rid, breadcrumbId: call.breadcrumbId }, { timeoutMs: options.resultTimeoutMs, signal: call.stop.signal }).then((outcome) => {
+      if (outcome.kind === 'answered') finish(call, resultText(outcome.answer));
+      else if (outcome.kind === 'timeout') {
+        logger.warn('rap call timed out waiting for the runner', { rid: call.rid, tool: call.tool, timeoutMs: options.resultTimeoutMs });
+        finish(call, `Error: timeout: the runner did not answer within ${options.resultTimeoutMs} ms`);
+      }
+    });
   };
 
   const invoke = async (body: unknown, principal: RapPrincipal): Promise<{ accepted: true; id: string }> => {
@@ -217,13 +192,8 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
     const rap = { id, group_id: groupId, ...(callId !== undefined ? { call_id: callId } : {}), ...(userId !== undefined ? { user_id: userId } : {}) };
     let breadcrumbId: string;
     try {
-      ({ id: breadcrumbId } = await client.createBreadcrumb(
-        {
-          title: `Request: ${tool}`,
-          schema_name: SCHEMA.ToolRequest,
-          tags: [TAG.Request, workspace, TAG.agent(`rap:${caller}`)],
-          context: { tool, input: args, requestId: rid, requestedBy: `rap:${caller}`, rap },
-        },
+      ({ breadcrumbId } = await requests.write(
+        { rid, tool, input: args, requestedBy: `rap:${caller}`, tags: [TAG.agent(`rap:${caller}`)], context: { rap } },
         { idempotencyKey: `rap-invoke-${derived.slice(0, 32)}` },
       ));
     } catch (error) {
@@ -266,9 +236,7 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
           logger.info('rap call cancelled while running: it runs to its end and its answer is recorded; no result is sent', { rid: call.rid, tool: call.tool });
           continue;
         }
-        await client.deleteBreadcrumb(call.breadcrumbId).catch((error: unknown) => {
-          if (!isNotFound(error)) throw error;
-        });
+        await requests.withdraw({ rid: call.rid, breadcrumbId: call.breadcrumbId });
         withdrawn++;
         logger.info('rap call withdrawn before it ran', { rid: call.rid, tool: call.tool });
       } catch (error) {
@@ -296,17 +264,11 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
       const thread = field(body, 'thread_id');
       return withdraw(thread === undefined ? [] : [...byId.values()].filter((call) => call.owner === principal.caller && call.groupId === thread));
     },
-    handleEvent(event) {
-      if (event.schema_name !== SCHEMA.ToolResponse || !event.tags) return;
-      for (const tag of event.tags) {
-        const call = tag.startsWith('request:') ? byRid.get(tag.slice('request:'.length)) : undefined;
-        if (call) void check(call);
-      }
-    },
+    handleEvent: (event) => requests.handleEvent(event),
     pending: () => byId.size,
     async close() {
-      clearInterval(poll);
       for (const call of [...byId.values()]) forget(call);
+      requests.close();
       stopping.abort();
       await Promise.allSettled([...deliveries]);
     },

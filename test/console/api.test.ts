@@ -93,9 +93,13 @@ describe('console API', () => {
     expect(inspected.timings.totalMs).toBeGreaterThan(0);
 
     await run.client.createBreadcrumb({ title: 'forged', schema_name: SCHEMA.ToolResponse, tags: [WS, TAG.Response, TAG.request(rid)], context: { request_id: rid, tool: 'a-shout', status: 'success', output: { text: 'FORGED' }, execution_time_ms: 1, metadata: { request_breadcrumb_id: requestId }, timestamp: new Date().toISOString() } });
+    // A forger copying the genuine answer's tags (its answer tag included) but answering another rid in the body: not genuine either.
+    const genuineTags = (await run.client.getBreadcrumbFull(inspected.responses[0].id)).tags;
+    await run.client.createBreadcrumb({ title: 'forged', schema_name: SCHEMA.ToolResponse, tags: genuineTags, context: { request_id: 'another-request', tool: 'a-shout', status: 'success', output: { text: 'COPIED TAGS' }, execution_time_ms: 1, metadata: { request_breadcrumb_id: requestId }, timestamp: new Date().toISOString() } });
     const again = (await raw(`${run.adminUrl}/api/requests/${rid}`)).json();
-    expect(again.responses.map((r: { genuine: boolean }) => r.genuine)).toEqual([true, false]);
+    expect(again.responses.map((r: { genuine: boolean }) => r.genuine)).toEqual([true, false, false]);
     expect(again.responses[0].context.output).toEqual({ text: 'INSPECT ME' });
+    expect(again.responses.filter((r: { genuine: boolean }) => !r.genuine).map((r: { context: { output: unknown } }) => r.context.output)).toEqual(expect.arrayContaining([{ text: 'FORGED' }, { text: 'COPIED TAGS' }]));
 
     const page = (await raw(`${run.adminUrl}/api/tools/a-shout`)).json();
     expect(page.stats.calls).toBeGreaterThanOrEqual(1);

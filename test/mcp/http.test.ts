@@ -101,6 +101,23 @@ describe('MCP over Streamable HTTP', () => {
     expect(response.tags).toContain(`request:${meta['tools-runner/request_id']}`);
   });
 
+  it('_meta "tools-runner/isolation": "process" demands a fresh process (context.isolation); any other value is -32602 naming it', async () => {
+    const mcp = await connect();
+    await published(mcp, 'mcp-echo');
+    const result = await mcp.callTool({ name: 'mcp-echo', arguments: { n: 2 }, _meta: { 'tools-runner/isolation': 'process' } });
+    expect(result.isError).toBeUndefined();
+    expect(result.structuredContent).toEqual({ got: { n: 2 } });
+    const meta = result._meta as Record<string, string>;
+    const request = await store.getBreadcrumbFull(meta['tools-runner/request_breadcrumb_id'] as string);
+    expect(request.context).toMatchObject({ tool: 'mcp-echo', input: { n: 2 }, isolation: 'process' });
+    const response = await store.getBreadcrumbFull(meta['tools-runner/response_breadcrumb_id'] as string);
+    expect((response.context['metadata'] as Record<string, unknown>)['isolation']).toBe('process');
+    const error = await mcp.callTool({ name: 'mcp-echo', arguments: { n: 3 }, _meta: { 'tools-runner/isolation': 'warm' } }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(McpError);
+    expect(error).toMatchObject({ code: -32602 });
+    expect((error as Error).message).toContain('_meta["tools-runner/isolation"] must be "process" (a fresh sandbox process for the call; omit it for the runner\'s default), got "warm"');
+  });
+
   it('a mangled name reaches the tool by its real name', async () => {
     const mcp = await connect();
     const result = await mcp.callTool({ name: 'host_echo', arguments: { a: 2 } });
