@@ -524,6 +524,11 @@ export const OPTIONS = {
     group: 'rap',
     doc: 'Base URLs of RAP tool servers whose toolsets are published as host tools (fetched from `{base}/.well-known/rap-toolset`).',
   }),
+  rapServerTokens: opt(listish.default([]), {
+    group: 'rap',
+    doc: 'Bearer tokens for `--rap-servers` that require one (a tool server with `--rap-tokens`), `url=token` with `url` exactly one of the `--rap-servers` entries. The token is sent as `Authorization: Bearer <token>` on the toolset fetch, `/invoke` and `/cancel_tool_call` to that server (and its toolset\'s endpoint), and never logged.',
+    secret: true,
+  }),
   rapRefreshMs: opt(intish(1000).default(300_000), {
     group: 'rap',
     doc: 'Interval at which the toolsets of `--rap-servers` are fetched again (also fetched at start).',

@@ -34,6 +34,8 @@ export interface RapCallerOptions {
   invokeRetries?: number;
   retryDelayMs?: number;
   invokeTimeoutMs?: number;
+  /** The bearer token for the server of this base URL (`--rap-server-tokens`), if any. */
+  tokenFor?(base: string): string | undefined;
 }
 
 /** One call as the service hands it over (RemoteCall plus the request's identity). */
@@ -83,9 +85,14 @@ export function createRapCaller(options: RapCallerOptions): RapCaller {
   const retryDelayMs = options.retryDelayMs ?? 200;
   const invokeTimeoutMs = options.invokeTimeoutMs ?? 30_000;
 
+  const auth = (base: string): Record<string, string> => {
+    const token = options.tokenFor?.(base);
+    return token !== undefined ? { authorization: `Bearer ${token}` } : {};
+  };
+
   const cancelRemote = (base: string, groupId: string, id: string): void => {
     const url = base.replace(/\/+$/, '') + '/cancel_tool_call';
-    fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ thread_id: groupId, tool_call_id: id }), redirect: 'manual', signal: AbortSignal.timeout(5_000) })
+    fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...auth(base) }, body: JSON.stringify({ thread_id: groupId, tool_call_id: id }), redirect: 'manual', signal: AbortSignal.timeout(5_000) })
       .then((res) => res.body?.cancel())
       .catch((error: unknown) => logger.debug('rap cancel not delivered', { url, reason: reasonOf(error) }));
   };
@@ -118,7 +125,7 @@ export function createRapCaller(options: RapCallerOptions): RapCaller {
         try {
           const res = await fetch(t.endpoint, {
             method: 'POST',
-            headers: { 'content-type': 'application/json', accept: 'application/json' },
+            headers: { 'content-type': 'application/json', accept: 'application/json', ...auth(t.base) },
             body,
             redirect: 'manual',
             signal: c.signal ? AbortSignal.any([c.signal, timeout]) : timeout,
@@ -141,7 +148,10 @@ export function createRapCaller(options: RapCallerOptions): RapCaller {
       }
       if (status < 200 || status > 299) {
         const code = status >= 500 || status === 429 ? ErrorCode.DependencyUnavailable : ErrorCode.ToolError;
-        return fail(code, synthesizedError(t.operation, t.endpoint, status), { status, endpoint: t.endpoint });
+        const hint = status !== 401 ? '' : options.tokenFor?.(t.base) === undefined
+          ? ` The server requires a bearer token: give one for ${t.base} in --rap-server-tokens.`
+          : ` The token given for ${t.base} in --rap-server-tokens was refused.`;
+        return fail(code, synthesizedError(t.operation, t.endpoint, status) + hint, { status, endpoint: t.endpoint });
       }
 
       const timeout = AbortSignal.timeout(c.timeoutMs);

@@ -18,7 +18,7 @@ import { createRapAuth, parseRapTokens } from './auth.js';
 import { createRapCaller, type RapCaller } from './caller.js';
 import { isLoopback } from './http.js';
 import { startRapListener, type RapListener } from './listener.js';
-import { createRapRuntime, type RapRuntime, type RapRuntimeStatus } from './runtime.js';
+import { createRapRuntime, parseServerTokens, serverKey, type RapRuntime, type RapRuntimeStatus } from './runtime.js';
 import { createRapToolServer, type RapToolServer } from './tool-server.js';
 
 /** What RAP needs from the service. */
@@ -78,6 +78,9 @@ export function createRap(options: RapOptions): Rap | undefined {
   }
   const tokens = parseRapTokens(config.rapTokens);
   for (const token of tokens.values()) logger.redact(token);
+  const serverTokens = parseServerTokens(config.rapServerTokens, config.rapServers);
+  for (const token of serverTokens.values()) logger.redact(token);
+  const tokenFor = (server: string): string | undefined => serverTokens.get(serverKey(server));
   if (config.rapToolServer && tokens.size === 0 && !isLoopback(config.rapHost)) {
     throw new RunnerError(ErrorCode.ConfigInvalid, `refusing to serve the RAP tool server on non-loopback host "${config.rapHost}" without --rap-tokens (anyone who can reach it could run tools): set --rap-tokens caller=token, bind --rap-host 127.0.0.1, or --no-rap-tool-server`);
   }
@@ -95,6 +98,7 @@ export function createRap(options: RapOptions): Rap | undefined {
           validator: options.validator,
           logger: logger.child({ part: 'runtime' }),
           resultTimeoutMs: config.rapResultTimeoutMs,
+          tokenFor,
           localHostTools: options.localHostTools,
           codeToolNames: () => options.catalogEntries().filter((e) => e.kind === 'code').map((e) => e.name),
           onChange: () => {
@@ -119,7 +123,7 @@ export function createRap(options: RapOptions): Rap | undefined {
   };
 
   const caller: RapCaller | undefined = runtime
-    ? createRapCaller({ workspace: config.workspace, logger: logger.child({ part: 'caller' }), callbackBase: base, maxResultBytes: config.maxBodyBytes })
+    ? createRapCaller({ workspace: config.workspace, logger: logger.child({ part: 'caller' }), callbackBase: base, maxResultBytes: config.maxBodyBytes, tokenFor })
     : undefined;
 
   const toolServer: RapToolServer | undefined = config.rapToolServer

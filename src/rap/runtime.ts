@@ -28,6 +28,8 @@ export interface RapRuntimeOptions {
   localHostTools(): readonly HostTool[];
   /** Names of the runnable tool.code.v1 tools. */
   codeToolNames(): readonly string[];
+  /** The bearer token for a server (`--rap-server-tokens`), by its base URL. */
+  tokenFor?(base: string): string | undefined;
   onChange?(): void;
 }
 
@@ -74,6 +76,34 @@ export function checkServerList(servers: readonly string[]): string[] {
     out.push(base);
   }
   return out;
+}
+
+/**
+ * Parses `--rap-server-tokens` (`url=token`, `url` one of `servers`) into tokens by server key (the
+ * base URL without trailing slashes; see serverKey). Matched against the configured URLs, so neither
+ * a `=` in a URL nor one in a token is ambiguous. Errors name the entry, never its token.
+ */
+export function parseServerTokens(entries: readonly string[], servers: readonly string[]): Map<string, string> {
+  const out = new Map<string, string>();
+  const keys = [...new Set(servers.map(serverKey))].sort((a, b) => b.length - a.length);
+  entries.forEach((entry, index) => {
+    const trimmed = entry.trim();
+    const key = keys.find((k) => trimmed.startsWith(`${k}=`) || trimmed.startsWith(`${k}/=`));
+    if (key === undefined) {
+      const shown = trimmed.includes('=') ? trimmed.slice(0, trimmed.indexOf('=')) : '(no "=")';
+      throw new RunnerError(ErrorCode.ConfigInvalid, `--rap-server-tokens entry ${index + 1} must be "url=token" with url one of --rap-servers (${servers.join(', ') || 'none set'}), got url ${JSON.stringify(shown.slice(0, 200))}`);
+    }
+    const token = trimmed.slice(trimmed.indexOf('=', key.length) + 1).trim();
+    if (token.length === 0 || /[\s\u0000-\u001f\u007f]/.test(token)) throw new RunnerError(ErrorCode.ConfigInvalid, `--rap-server-tokens: the token for ${key} is empty or contains whitespace or control characters`);
+    if (out.has(key)) throw new RunnerError(ErrorCode.ConfigInvalid, `--rap-server-tokens names ${key} twice`);
+    out.set(key, token);
+  });
+  return out;
+}
+
+/** A --rap-servers entry as the key of its token. */
+export function serverKey(base: string): string {
+  return base.replace(/\/+$/, '');
 }
 
 interface ServerState {
@@ -162,7 +192,8 @@ export function createRapRuntime(options: RapRuntimeOptions): RapRuntime {
   };
 
   const refreshOne = async (state: ServerState, signal?: AbortSignal): Promise<void> => {
-    const fetched = await fetchToolset(state.base, { validator: options.validator, timeoutMs: options.fetchTimeoutMs ?? 10_000, ...(signal ? { signal } : {}) });
+    const token = options.tokenFor?.(state.base);
+    const fetched = await fetchToolset(state.base, { validator: options.validator, timeoutMs: options.fetchTimeoutMs ?? 10_000, ...(signal ? { signal } : {}), ...(token !== undefined ? { token } : {}) });
     state.fetchedAt = new Date().toISOString();
     if (fetched.ok) {
       if (state.error !== undefined) logger.info('rap toolset loaded again', { url: state.url });

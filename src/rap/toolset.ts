@@ -183,14 +183,14 @@ async function readText(res: Response, max: number): Promise<{ text: string; ove
 }
 
 /** Fetches and validates the toolset of one tool server. Never throws. */
-export async function fetchToolset(base: string, options: { validator: SchemaValidator; timeoutMs: number; signal?: AbortSignal }): Promise<ToolsetFetch> {
+export async function fetchToolset(base: string, options: { validator: SchemaValidator; timeoutMs: number; signal?: AbortSignal; token?: string }): Promise<ToolsetFetch> {
   const url = discoveryUrl(base);
   const timeout = AbortSignal.timeout(options.timeoutMs);
   const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
   let res: Response;
   let body: { text: string; over: boolean };
   try {
-    res = await fetch(url, { headers: { accept: 'application/json' }, redirect: 'manual', signal });
+    res = await fetch(url, { headers: { accept: 'application/json', ...(options.token !== undefined ? { authorization: `Bearer ${options.token}` } : {}) }, redirect: 'manual', signal });
     body = await readText(res, MAX_TOOLSET_BYTES);
   } catch (error) {
     const reason = timeout.aborted ? `no answer within ${options.timeoutMs} ms` : reasonOf(error);

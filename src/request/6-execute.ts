@@ -21,6 +21,7 @@ import { sandboxToolOf, type Sandbox } from '../sandbox/index.js';
 import type { SecretResolver } from '../service/secrets.js';
 import { createToolApi } from '../service/tool-api.js';
 import { errorResult } from './4-route.js';
+import { createLiveProgress, type LiveProgressReport } from './live-progress.js';
 import { createProgressPublisher } from './progress.js';
 import type { RequestKeys } from '../breadcrumbs/request-keys.js';
 import type { Logger } from '../logger.js';
@@ -86,6 +87,8 @@ export function createCodeExecutor(options: {
   client: StoreClient; sandbox: Sandbox; secrets: SecretResolver; config: Config; replica: string;
   /** With keys (and a logger), context.progress reports are published as tool.progress.v1 (progress.ts). */
   keys?: Pick<RequestKeys, 'stateMac'>; logger?: Logger;
+  /** Each call's reports for the live feed (secrets redacted, rate- and size-limited: live-progress.ts). */
+  onLiveProgress?(report: LiveProgressReport): void;
 }): Executors['code'] {
   const { client, sandbox, secrets, config } = options;
   return {
@@ -105,6 +108,11 @@ export function createCodeExecutor(options: {
           tool: tool.name, intervalMs: config.progressIntervalMs, logger: options.logger,
         })
         : undefined;
+      const live = options.onLiveProgress ? createLiveProgress({ rid: ctx.rid, tool: tool.name, emit: options.onLiveProgress }) : undefined;
+      const onProgress = progress || live ? (value: unknown): void => {
+        progress?.push(value);
+        live?.push(value);
+      } : undefined;
       try {
         return await sandbox.run({
           tool: sandboxToolOf(tool),
@@ -113,7 +121,7 @@ export function createCodeExecutor(options: {
           request: { id: ctx.rid, workspace: config.workspace, ...(ctx.agentId ? { agentId: ctx.agentId } : {}) },
           ...(ctx.isolation ? { isolation: ctx.isolation } : {}),
           ...(tool.api ? { api: createToolApi({ client, tool: tool.name, rid: ctx.rid, config, schemas: tool.apiSchemas }) } : {}),
-          ...(progress ? { onProgress: (value: unknown) => progress.push(value) } : {}),
+          ...(onProgress ? { onProgress } : {}),
           signal: ctx.signal,
           onTimings: ({ waitMs, runMs }) => {
             ctx.timings?.add('sandbox_wait', waitMs);
@@ -121,7 +129,8 @@ export function createCodeExecutor(options: {
           },
         });
       } finally {
-        // the last reports are in the store before the answer is written
+        // the last reports are in the store (and on the live feed) before the answer is written
+        live?.close();
         await progress?.close();
       }
     },

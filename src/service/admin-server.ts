@@ -17,7 +17,7 @@ import type { Logger } from '../logger.js';
 import type { Metrics } from './metrics.js';
 
 export interface LiveMessage {
-  type: 'execution:started' | 'execution:finished' | 'execution:ended';
+  type: 'execution:started' | 'execution:progress' | 'execution:finished' | 'execution:ended';
   ts: string;
   [key: string]: unknown;
 }

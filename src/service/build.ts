@@ -198,7 +198,10 @@ export async function buildService(
   const consoleApi = createConsoleApi({ config, client, keys, catalog, sandbox, validator, logger: log.child({ component: 'console' }), health: () => health() });
   // The request path (src/request): one handler, two executors.
   const executors = {
-    code: createCodeExecutor({ client, sandbox, secrets, config, replica, keys, logger: log.child({ component: 'progress' }) }),
+    code: createCodeExecutor({
+      client, sandbox, secrets, config, replica, keys, logger: log.child({ component: 'progress' }),
+      onLiveProgress: (report) => state.admin?.broadcast({ type: 'execution:progress', ts: new Date().toISOString(), replica, ...report }),
+    }),
     host: createHostExecutor({
       replica,
       run: (tool, input, ctx) =>

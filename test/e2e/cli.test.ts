@@ -14,6 +14,8 @@ beforeAll(async () => {
   const line = runner.stderr.join('').split('\n').find((l) => l.includes('"msg":"admin port listening"'));
   admin = (JSON.parse(line as string) as { url: string }).url;
   await putTool(client(url), toolContext('cli-echo', 'export async function execute(input) { return { got: input }; }'));
+  await putTool(client(url), toolContext('cli-progress', "export async function execute(input, context) { context.progress({ text: 'step 1\\u001b[2J' }); context.progress({ text: 'step 2' }); context.progress({ stage: 'done', n: 3 }); return { ok: true }; }"));
+  await putTool(client(url), toolContext('cli-chatty', 'export async function execute(input, context) { for (let i = 1; i <= 500; i++) context.progress({ text: "tick " + i }); return { ok: true }; }'));
   await putTool(client(url), toolContext('cli-slow', 'export async function execute() { await new Promise((r) => setTimeout(r, 1500)); return { genuine: true }; }'));
 });
 
@@ -84,6 +86,36 @@ describe('admin port', () => {
     await call(['cli-echo', '{"n":2}']);
     const line = await tail.line(/finish cli-echo success/);
     expect(line).toMatch(/^\S+ finish cli-echo success [\d.]+ms rid=/);
+    tail.signal('SIGTERM');
+    expect(await tail.exited).toBe(0);
+  });
+
+  it('tools-runner tail prints a running call\'s progress reports between its start and finish, escaped and rate-limited', async () => {
+    const port = new URL(admin).port;
+    const tail = runCli(['tail', '--admin-port', port, '--log-level', 'debug']);
+    await expect.poll(() => tail.stderr.join(''), { timeout: 20_000 }).toContain('"msg":"tailing"');
+    expect((await call(['cli-progress', '{}'])).code).toBe(0);
+    await tail.line(/finish cli-progress success/);
+    const lines = tail.stdout.filter((l) => l.includes(' cli-progress'));
+    const rid = /rid=(\S+)/.exec(lines[0] ?? '')?.[1];
+    expect(lines.every((l) => l.endsWith(`rid=${rid}`))).toBe(true);
+    // The first report goes out at once and the last is sent before the finish; a report in between
+    // may be replaced by a newer one (rate limit), so only its place is checked when it shows.
+    const kinds = lines.map((l) => /^\S+ (start |progress|finish) /.exec(l)?.[1]);
+    expect(kinds[0]).toBe('start ');
+    expect(kinds.at(-1)).toBe('finish');
+    const progress = lines.filter((l) => / progress cli-progress /.test(l)).map((l) => l.replace(/^\S+ progress cli-progress /, '').replace(/ rid=\S+$/, ''));
+    expect(progress[0]).toBe('#1 step 1\\u001b[2J');
+    expect(progress.at(-1)).toBe('#3 {"stage":"done","n":3}');
+    expect(progress.length === 2 || progress[1] === '#2 step 2').toBe(true);
+    for (const line of tail.stdout) expect(line).not.toContain('\u001b');
+
+    // A tool reporting 500 times in a loop does not put 500 lines on the feed; its last report does show.
+    expect((await call(['cli-chatty', '{}'])).code).toBe(0);
+    await tail.line(/finish cli-chatty success/);
+    const chatty = tail.stdout.filter((l) => / progress cli-chatty /.test(l));
+    expect(chatty.at(-1)).toMatch(/ progress cli-chatty #500 tick 500 rid=/);
+    expect(chatty.length).toBeLessThan(100);
     tail.signal('SIGTERM');
     expect(await tail.exited).toBe(0);
   });

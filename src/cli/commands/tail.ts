@@ -1,10 +1,18 @@
-// `tools-runner tail`: prints the runner's live execution feed (admin port, WebSocket /live).
+// `tools-runner tail`: prints the runner's live execution feed (admin port, WebSocket /live): calls
+// starting, their progress reports (context.progress), finishing and ending without an answer.
 // Positional `json` prints the raw messages instead of one readable line each. Names and ids in the
 // feed are chosen by agents: every field is printed through safeField (no terminal escapes).
 
 import WebSocket from 'ws';
 import { EXIT, type CommandContext } from '../command.js';
 import { safeField } from '../sanitize.js';
+
+/** A progress report on one line: a `{text}` report as its text, any other value as compact JSON (escaped). */
+function progressText(value: unknown): string {
+  const text = (value as { text?: unknown } | null)?.text;
+  if (typeof text === 'string' && Object.keys(value as object).length === 1) return safeField(text);
+  return safeField(JSON.stringify(value) ?? 'null');
+}
 
 /** One readable line of a /live message (every agent-chosen field escaped). */
 export function renderLiveMessage(text: string): string {
@@ -16,11 +24,12 @@ export function renderLiveMessage(text: string): string {
   } catch {
     return safeField(text);
   }
-  const what = m['type'] === 'execution:started' ? 'start ' : m['type'] === 'execution:finished' ? 'finish' : m['type'] === 'execution:ended' ? 'end   ' : safeField(m['type']);
+  const what = m['type'] === 'execution:started' ? 'start ' : m['type'] === 'execution:progress' ? 'progress' : m['type'] === 'execution:finished' ? 'finish' : m['type'] === 'execution:ended' ? 'end   ' : safeField(m['type']);
   const duration = Number(m['durationMs']);
   const detail = m['type'] === 'execution:finished'
     ? ` ${safeField(m['status'])}${m['code'] ? ` ${safeField(m['code'])}` : ''} ${Number.isFinite(duration) ? duration.toFixed(1) : '?'}ms`
-    : m['type'] === 'execution:ended' ? ` ${safeField(m['outcome'])} (no answer from this run)` : '';
+    : m['type'] === 'execution:ended' ? ` ${safeField(m['outcome'])} (no answer from this run)`
+    : m['type'] === 'execution:progress' ? ` #${safeField(m['seq'])} ${progressText(m['value'])}` : '';
   // A RAP tool's displayScript line ("PR #42 on acme/widgets"), escaped like every agent-chosen field.
   const display = m['display'] !== undefined ? ` — ${safeField(m['display'])}` : '';
   return `${safeField(m['ts'])} ${what} ${safeField(m['tool'])}${detail} rid=${safeField(m['rid'])}${display}`;
