@@ -60,6 +60,8 @@ const page = async (root: HTMLElement): Promise<() => void> => {
 
   const onMessage = (m: LiveMessage): void => {
     if (typeof m.rid !== 'string' || typeof m.tool !== 'string') return;
+    // Progress reports are shown by `tools-runner tail`; here they neither count as executions nor open a row.
+    if (m.type === 'execution:progress') return;
     received += 1;
     let e = execs.get(m.rid);
     if (!e) {
