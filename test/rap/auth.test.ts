@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SCHEMA, TAG, ToolResponseContext } from '../../src/breadcrumbs/messages.js';
 import { ErrorCode } from '../../src/errors.js';
-import { eventually, hostTool, manifest, startRunner, tempDir, WS, BIN, type Runner } from './helpers.js';
+import { eventually, hostTool, manifest, requestsByRapId, responsesFor, startRunner, tempDir, WS, BIN, type Runner } from './helpers.js';
 import { startReceiver } from './receiver.js';
 import { raw } from '../console/http.js';
 
@@ -31,15 +31,7 @@ async function post(r: Runner, path: string, body: unknown, headers: Record<stri
 const as = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
 const call = (callback: string, extra: Record<string, unknown> = {}) => ({ operation: 'host_echo', arguments: { a: 1 }, id: crypto.randomUUID(), group_id: 'thread-1', callback_url: callback, ...extra });
 
-async function requestsByRapId(r: Runner, id: string) {
-  const items = await r.client.listAll({ schema_name: SCHEMA.ToolRequest, tag: WS, include_context: true });
-  return items.filter((item) => (item.context?.['rap'] as { id?: string } | undefined)?.id === id);
-}
 
-async function responsesFor(r: Runner, breadcrumbId: string) {
-  const items = await r.client.listAll({ schema_name: SCHEMA.ToolResponse, tag: WS, include_context: true });
-  return items.map((item) => ToolResponseContext.parse(item.context)).filter((c) => c.metadata['request_breadcrumb_id'] === breadcrumbId);
-}
 
 describe('RAP tool server with --rap-tokens', () => {
   it('refuses a missing, wrong or malformed token with 401 on invoke, cancel and close, and records nothing', async () => {

@@ -116,3 +116,15 @@ export async function eventually<T>(check: () => Promise<T | undefined> | T | un
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/** The tool.request.v1 records the RAP tool server wrote for RAP invocation `id`. */
+export async function requestsByRapId(r: Runner, id: string) {
+  const items = await r.client.listAll({ schema_name: SCHEMA.ToolRequest, tag: WS, include_context: true });
+  return items.filter((item) => (item.context?.['rap'] as { id?: string } | undefined)?.id === id);
+}
+
+/** The answers of the request breadcrumb `breadcrumbId`. */
+export async function responsesFor(r: Runner, breadcrumbId: string) {
+  const items = await r.client.listAll({ schema_name: SCHEMA.ToolResponse, tag: WS, include_context: true });
+  return items.map((item) => ToolResponseContext.parse(item.context)).filter((c) => c.metadata['request_breadcrumb_id'] === breadcrumbId);
+}

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { SCHEMA, ToolResponseContext } from '../../src/breadcrumbs/messages.js';
 import { DEFAULT_DELIVERY, deliverCallback, validateToolset } from '../../src/rap/index.js';
 import { createSchemaValidator } from '../../src/screen/index.js';
-import { eventually, hostTool, manifest, startRunner, tempDir, WS, BIN, type Runner } from './helpers.js';
+import { eventually, hostTool, manifest, requestsByRapId, responsesFor, startRunner, tempDir, WS, BIN, type Runner } from './helpers.js';
 import { startReceiver } from './receiver.js';
 
 async function runnerWithTools(overrides: Record<string, unknown> = {}): Promise<Runner> {
@@ -42,15 +42,7 @@ async function invoke(rapUrl: string, body: unknown): Promise<{ status: number; 
 
 const base = (callback: string, extra: Record<string, unknown> = {}) => ({ operation: 'host_echo', arguments: { a: 1 }, id: crypto.randomUUID(), call_id: 'call-1', group_id: 'thread-1', callback_url: callback, ...extra });
 
-async function requestsByRapId(r: Runner, id: string) {
-  const items = await r.client.listAll({ schema_name: SCHEMA.ToolRequest, tag: WS, include_context: true });
-  return items.filter((item) => (item.context?.['rap'] as { id?: string } | undefined)?.id === id);
-}
 
-async function responsesFor(r: Runner, breadcrumbId: string) {
-  const items = await r.client.listAll({ schema_name: SCHEMA.ToolResponse, tag: WS, include_context: true });
-  return items.map((item) => ToolResponseContext.parse(item.context)).filter((c) => c.metadata['request_breadcrumb_id'] === breadcrumbId);
-}
 
 describe('RAP tool server', () => {
   it('serves the runnable catalog as a valid RAP toolset (names mangled, dialect named, crosswalk annotations)', async () => {
