@@ -101,7 +101,12 @@ describe('console API', () => {
     expect(again.responses[0].context.output).toEqual({ text: 'INSPECT ME' });
     expect(again.responses.filter((r: { genuine: boolean }) => !r.genuine).map((r: { context: { output: unknown } }) => r.context.output)).toEqual(expect.arrayContaining([{ text: 'FORGED' }, { text: 'COPIED TAGS' }]));
 
-    const page = (await raw(`${run.adminUrl}/api/tools/a-shout`)).json();
+    // The figures are recorded once the answer is stored and the call settled (audit, idempotency):
+    // a moment after the answer is visible, which a loaded machine can stretch.
+    const page = await until(async () => {
+      const body = (await raw(`${run.adminUrl}/api/tools/a-shout`)).json();
+      return body.stats.recent.some((c: { rid: string; status: string }) => c.rid === rid && c.status !== 'running') ? body : undefined;
+    }, 'the call in the tool\'s figures');
     expect(page.stats.calls).toBeGreaterThanOrEqual(1);
     expect(page.stats.recent.find((c: { rid: string }) => c.rid === rid)).toMatchObject({ status: 'success', agentId: 'console' });
     expect(page.definition.code.source).toBe(UPPER);
