@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { silentLogger } from '../dist/logger.js';
-import { createSchemaCache, executeHostTool, loadManifest } from '../dist/legacy/index.js';
+import { createSchemaCache, executeHostTool, loadManifest } from '../dist/host-tools/index.js';
 import { createSchemaValidator } from '../dist/screen/index.js';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 500);

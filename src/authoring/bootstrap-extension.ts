@@ -9,7 +9,7 @@
 
 import { existsSync } from 'node:fs';
 import { validateToolDefinition, type ToolDefinition } from '../screen/index.js';
-import type { ExtensionContext, ServiceExtension } from '../service/service.js';
+import type { ExtensionContext, ServiceExtension } from '../extension.js';
 import { bootstrapTools, renderBootstrapTable } from './bootstrap.js';
 import { createExampleEnv } from './example-env.js';
 import { checkNetwork } from './network-probe.js';

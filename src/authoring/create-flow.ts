@@ -44,9 +44,9 @@ import type { Logger } from '../logger.js';
 import { createResponder, type Responder } from '../request/7-respond.js';
 import type { Sandbox } from '../sandbox/index.js';
 import { SEMVER, validateToolDefinition, type SchemaValidator } from '../screen/index.js';
-import type { ExtensionContext, ServiceExtension } from '../service/service.js';
-import type { SecretResolver } from '../service/secrets.js';
-import { createToolApi } from '../service/tool-api.js';
+import type { ExtensionContext, ServiceExtension } from '../extension.js';
+import type { SecretResolver } from '../tool-context/secrets.js';
+import { createToolApi } from '../tool-context/tool-api.js';
 import { runExamples } from './examples.js';
 import { createRecentIds } from './recent-ids.js';
 

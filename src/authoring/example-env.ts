@@ -8,7 +8,7 @@ import type { Config } from '../config/index.js';
 import type { Logger } from '../logger.js';
 import { createSandbox, type Sandbox } from '../sandbox/index.js';
 import type { SchemaValidator, ToolDefinition } from '../screen/index.js';
-import { createToolApi } from '../service/tool-api.js';
+import { createToolApi } from '../tool-context/tool-api.js';
 import { createStore, type Store } from '../store/index.js';
 import { runExamples, type ExampleReport } from './examples.js';
 import type { NetworkStatus } from './network-probe.js';

@@ -30,7 +30,7 @@ import type { StoreClient } from '../breadcrumbs/index.js';
 import { isNotFound } from '../breadcrumbs/index.js';
 import { SCHEMA, TAG, type CatalogEntry } from '../breadcrumbs/messages.js';
 import type { Logger } from '../logger.js';
-import type { HostTool } from '../legacy/index.js';
+import type { HostTool } from '../host-tools/index.js';
 import { ErrorCode } from '../errors.js';
 import { definitionOf, type Issue, type Origin, type ToolDefinition } from '../screen/index.js';
 import { definitionDigest, OPERATOR, type Stamper, type Trust } from './deployment.js';

@@ -4,7 +4,7 @@
 // observability tags and budget), so an export from the store says what one from the files says.
 
 import type { CatalogEntry, CatalogVersion } from '../breadcrumbs/messages.js';
-import type { HostTool } from '../legacy/index.js';
+import type { HostTool } from '../host-tools/index.js';
 import type { ToolDefinition } from '../screen/index.js';
 import { chooseVersion, compareVersionsDesc, versionStatus, type VersionCandidate } from './versions.js';
 

@@ -1,7 +1,7 @@
 // The names MCP and RAP clients see belong to the operator first: which operator or host tool holds
 // an exported name, and whether an agent's tool would take one (see catalog.ts, "Reserved names").
 
-import { mangleToolName } from '../legacy/export-openai.js';
+import { mangleToolName } from '../host-tools/export-openai.js';
 
 /** An operator or host tool holding an exported name. */
 export interface ExportHolder {

@@ -4,7 +4,7 @@ import { createBootstrapExtension } from '../authoring/bootstrap-extension.js';
 import { createToolCreationExtension } from '../authoring/create-flow.js';
 import type { Config } from '../config/index.js';
 import { createMcpExtension } from '../mcp/extension.js';
-import type { ServiceExtension } from '../service/service.js';
+import type { ServiceExtension } from '../extension.js';
 
 /** Extensions enabled by this configuration. Bootstrap runs first so its tools are trusted. */
 export function serviceExtensions(config: Config): ServiceExtension[] {

@@ -13,7 +13,7 @@ import type { Config } from '../config/index.js';
 import type { Logger } from '../logger.js';
 import type { Sandbox } from '../sandbox/index.js';
 import { validateToolDefinition, type SchemaValidator, type ToolDefinition } from '../screen/index.js';
-import { createToolApi } from '../service/tool-api.js';
+import { createToolApi } from '../tool-context/tool-api.js';
 import { ApiError, defaultAssetsDir, loadAssets, readJsonObject, sendError, sendJson } from './http.js';
 import { inspectRequest } from './inspect.js';
 import { runAllExamples, runExample, type RunExampleOptions } from './run-example.js';

@@ -7,7 +7,7 @@
 // output schema that is not object-rooted is dropped (the result then travels as
 // `{result: <output>}`). Omissions carry a reason naming the tool.
 
-import { mangleToolName } from '../legacy/export-openai.js';
+import { mangleToolName } from '../host-tools/export-openai.js';
 import { asObjectRoot, derefSchema } from './schemas.js';
 import { rapAnnotationsOf, type McpHints, type ToolContract } from '../contract/contract.js';
 import { contractOf, policyOf } from './side-effects.js';

@@ -3,7 +3,7 @@
 // checked against the runner's answer tag, and `/mcp` is served on the admin port.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ServiceExtension } from '../service/service.js';
+import type { ServiceExtension } from '../extension.js';
 import { isLoopbackHost } from '../store/http-util.js';
 import { createMcpBridge, type McpBridge } from './bridge.js';
 import { createMcpHttpHandler, refuseMcp, type McpAllowList, type McpHttpHandler } from './http.js';

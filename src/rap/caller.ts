@@ -15,7 +15,7 @@
 import { randomBytes, createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ErrorCode } from '../errors.js';
-import { neverSent, REFUSED_BEFORE_ACTING, type CallOutcome, type RemoteCall, type TransportAudit } from '../legacy/index.js';
+import { neverSent, REFUSED_BEFORE_ACTING, type CallOutcome, type RemoteCall, type TransportAudit } from '../host-tools/index.js';
 import type { Logger } from '../logger.js';
 import { failure } from '../result.js';
 import { renderDisplay } from './display-script.js';

@@ -11,7 +11,7 @@ import type { CatalogEntry } from '../breadcrumbs/messages.js';
 import type { Config } from '../config/index.js';
 import { contractOrUnknown } from '../contract/contract.js';
 import { ErrorCode, RunnerError } from '../errors.js';
-import { publishHostTools, unpublishHostTools, type CallOutcome, type HostTool, type RemoteCall } from '../legacy/index.js';
+import { publishHostTools, unpublishHostTools, type CallOutcome, type HostTool, type RemoteCall } from '../host-tools/index.js';
 import type { Logger } from '../logger.js';
 import type { SchemaValidator } from '../screen/index.js';
 import { createRapAuth, parseRapTokens } from './auth.js';

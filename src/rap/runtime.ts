@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto';
 import { canonicalJson, type SchemaValidator } from '../screen/index.js';
 import { ErrorCode, RunnerError } from '../errors.js';
-import type { HostTool } from '../legacy/index.js';
+import type { HostTool } from '../host-tools/index.js';
 import type { Logger } from '../logger.js';
 import { contractFromRap } from '../contract/contract.js';
 import { discoveryUrl, fetchToolset, isHttpUrl, type RapToolset } from './toolset.js';

@@ -7,7 +7,7 @@
 // runner validates every call's arguments against them. A schema without `$schema` is RAP's default
 // dialect, JSON Schema 2020-12, and is stored with that `$schema` made explicit.
 
-import { capBytes, sanitizeText } from '../legacy/call-outcome.js';
+import { capBytes, sanitizeText } from '../host-tools/call-outcome.js';
 import type { SchemaValidator } from '../screen/index.js';
 import { quote } from '../screen/types.js';
 

@@ -8,7 +8,7 @@
 
 import type { Route } from '../catalog/catalog.js';
 import { ErrorCode } from '../errors.js';
-import { normalizeHostInput } from '../legacy/index.js';
+import { normalizeHostInput } from '../host-tools/index.js';
 import { failure, jsonDepthExceeds, MAX_JSON_DEPTH, type ExecutionResult } from '../result.js';
 import type { SchemaValidator } from '../screen/index.js';
 import { errorResult } from './4-route.js';

@@ -4,7 +4,7 @@
 //
 // The code executor resolves the tool's secrets, then runs it in the Deno sandbox (with
 // `context.api` when the tool was granted it). The host executor hands the call to the host-tool
-// runner (src/legacy: confirmation gate, secrets through the same resolver, transport, redaction;
+// runner (src/host-tools: confirmation gate, secrets through the same resolver, transport, redaction;
 // its audit facts come back in the result for the audit policy's one line per call); the input it
 // receives was already normalised and checked by 5-check.ts. Both executors list the call's effects
 // in the result (`effects`), recorded as they happened, for the effects and audit policies.
@@ -15,11 +15,11 @@ import type { Route } from '../catalog/catalog.js';
 import type { Config } from '../config/index.js';
 import { retryDelayMs, type RetryPlan } from '../contract/retry.js';
 import { ErrorCode } from '../errors.js';
-import type { HostTool } from '../legacy/index.js';
+import type { HostTool } from '../host-tools/index.js';
 import type { ExecutionResult } from '../result.js';
 import { sandboxToolOf, type Sandbox } from '../sandbox/index.js';
-import type { SecretResolver } from '../service/secrets.js';
-import { createToolApi } from '../service/tool-api.js';
+import type { SecretResolver } from '../tool-context/secrets.js';
+import { createToolApi } from '../tool-context/tool-api.js';
 import { errorResult } from './4-route.js';
 import { createLiveProgress, type LiveProgressReport } from './live-progress.js';
 import { createProgressPublisher } from './progress.js';
@@ -137,7 +137,7 @@ export function createCodeExecutor(options: {
   };
 }
 
-/** Runs one checked host-tool call (the service wires src/legacy's executeHostTool with `inputChecked`). */
+/** Runs one checked host-tool call (the service wires src/host-tools's executeHostTool with `inputChecked`). */
 export type HostRun = (tool: HostTool, input: Record<string, unknown>, ctx: RunContext) => Promise<ExecutionResult>;
 
 /** The executor of host tools (tools.json manifests, RAP toolsets); `run` is undefined when none are configured. */

@@ -2,7 +2,7 @@
 // as hostile input (shape, identifiers, call count), enforces the tool's grant, performs the call
 // with the host's SandboxApi and builds the reply frame. The tool never holds a token.
 //
-// Framing budgets per job (the policy's own per-call caps live in src/service/tool-api.ts): request
+// Framing budgets per job (the policy's own per-call caps live in src/tool-context/tool-api.ts): request
 // frame bytes and frame count (over either, the caller kills the process: output_limit), host calls
 // in flight at once (the rest wait in order), and reply bytes per reply and in total (over either, the
 // tool gets a rate.exceeded refusal instead of the value, so the service never queues unbounded

@@ -112,7 +112,7 @@ export function validatePermissions(permissions: unknown, options: PermissionOpt
 /**
  * `permissions.breadcrumbs: {read?: [schema...], write?: [schema...]}` (upstream's shape) becomes a
  * `context.api` grant scoped to those schemas: `write` when a write schema is listed, else `read`.
- * Reads may touch the read and write schemas, writes only the write schemas (src/service/tool-api.ts).
+ * Reads may touch the read and write schemas, writes only the write schemas (src/tool-context/tool-api.ts).
  */
 function validateBreadcrumbs(value: unknown, result: PermissionResult): void {
   const path = '/permissions/breadcrumbs';

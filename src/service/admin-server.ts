@@ -13,6 +13,7 @@ import { createAccessGuard, validateAdminHosts, type Refusal } from '../console/
 import { loginPage, nonLoopbackWithoutToken, readBody, SECURITY_HEADERS } from '../console/http.js';
 import { isLoopbackHost } from '../store/http-util.js';
 import { listenUrl } from '../store/server-util.js';
+import type { AdminRoute, AdminRouteContext } from '../extension.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from './metrics.js';
 
@@ -22,19 +23,7 @@ export interface LiveMessage {
   [key: string]: unknown;
 }
 
-/** What the guard let through, for a route with a check of its own (the MCP SDK's allow-lists). */
-export interface AdminRouteContext {
-  /** The exact Host values and Origins allowed without a token; undefined when a token is required instead. */
-  allowList?: { hosts: string[]; origins: string[] };
-}
-
-/**
- * A route an extension serves on the admin port (any method; it writes the whole response), after
- * the guard; `refuse`, when present, writes the guard's refusals in the route's own format.
- */
-export type AdminRoute = ((req: IncomingMessage, res: ServerResponse, context: AdminRouteContext) => Promise<void>) & {
-  refuse?(res: ServerResponse, refusal: Refusal): void;
-};
+export type { AdminRoute, AdminRouteContext } from '../extension.js';
 
 export interface AdminServerOptions {
   host: string;

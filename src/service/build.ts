@@ -11,7 +11,7 @@ import { deriveKey, REQUEST_KEYS_PURPOSE, resolveRunnerKey } from '../catalog/ru
 import { hostEnvironment, type Config } from '../config/index.js';
 import { createConsoleApi, type ConsoleApi } from '../console/api.js';
 import { coerceError, ErrorCode, RunnerError } from '../errors.js';
-import { createSchemaCache, executeHostTool, loadHostTools, publishHostTools, type HostTool } from '../legacy/index.js';
+import { createSchemaCache, executeHostTool, loadHostTools, publishHostTools, type HostTool } from '../host-tools/index.js';
 import type { Logger } from '../logger.js';
 import { createJobQueue, type JobQueue } from '../queue/job-queue.js';
 import { createRap, type Rap } from '../rap/index.js';
@@ -27,7 +27,7 @@ import { createSchemaValidator, validateToolDefinition, type SchemaValidator } f
 import { createStore, type Store } from '../store/index.js';
 import type { AdminServer } from './admin-server.js';
 import { createMetrics, type Metrics } from './metrics.js';
-import { createSecretResolver, loadSecretsFile, type SecretResolver } from './secrets.js';
+import { createSecretResolver, loadSecretsFile, type SecretResolver } from '../tool-context/secrets.js';
 import type { Lifecycle, ServiceExtension, ServiceOptions } from './service.js';
 
 /** Everything a running service holds, built by buildService and wired by routeEvents/startServing. */

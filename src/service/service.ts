@@ -20,10 +20,13 @@ import { createEventRouter } from '../request/1-events.js';
 import { createIgnoredRequestLog } from '../request/1-ignored.js';
 import type { Sandbox } from '../sandbox/index.js';
 import type { SchemaValidator } from '../screen/index.js';
-import { startAdminServer, type AdminRoute } from './admin-server.js';
+import { startAdminServer } from './admin-server.js';
+import type { ServiceExtension } from '../extension.js';
+
+export type { ExtensionContext, ServiceExtension } from '../extension.js';
 import { buildService, type Parts } from './build.js';
 import { createUncaughtGuard } from './uncaught-guard.js';
-import type { SecretResolver } from './secrets.js';
+import type { SecretResolver } from '../tool-context/secrets.js';
 
 /** Where the service is in its life (see the module comment). */
 export type Lifecycle = 'INITIALIZED' | 'RUNNING' | 'DRAINING' | 'STOPPED';
@@ -37,39 +40,6 @@ export interface ServiceOptions {
   extensions?: ServiceExtension[];
   /** Aborted on the first SIGTERM/SIGINT: while starting (waiting for the store), startup gives up at once. */
   signal?: AbortSignal;
-}
-
-/** A part that joins the running service (e.g. tool creation, bootstrap). */
-export interface ServiceExtension {
-  name: string;
-  start(ctx: ExtensionContext): Promise<void>;
-  handleEvent?(event: StoreEvent): void;
-  /** Called after the event stream reconnects (run a catch-up scan). */
-  onReconnect?(): void;
-  /** The store's copy of a pinned operator tool is missing or differs from its file. */
-  onOperatorDrift?(name: string): void;
-  stop?(): Promise<void>;
-  /** Routes it serves on the admin port (path → handler), e.g. `/mcp`. */
-  adminRoutes?(): ReadonlyMap<string, AdminRoute>;
-}
-
-export interface ExtensionContext {
-  client: StoreClient;
-  /** The runner's key derivation (Idempotency-Keys, answer tags). */
-  keys: RequestKeys;
-  catalog: Catalog;
-  sandbox: Sandbox;
-  config: Config;
-  logger: Logger;
-  replica: string;
-  signal: AbortSignal;
-  /** Signs what the runner deploys (deployment stamps). */
-  stamper: Stamper;
-  /** Pins an operator tool: the catalog runs only this definition under its name. */
-  pinOperatorTool(pin: OperatorTool): void;
-  secrets: SecretResolver;
-  /** The runner's one schema validator (compiled-schema cache), shared with the request path. */
-  validator: SchemaValidator;
 }
 
 export interface Service {

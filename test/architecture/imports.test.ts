@@ -15,26 +15,16 @@ const LAYERS: readonly (readonly string[])[] = [
   ['errors', 'logger', 'log-value', 'result', 'config', 'local-transport', 'process-group', 'text'],
   ['breadcrumbs', 'store'],
   ['screen', 'contract'],
-  ['sandbox', 'legacy', 'queue'],
+  ['sandbox', 'host-tools', 'queue', 'tool-context'],
   ['catalog', 'rap', 'export'],
   ['request'],
-  ['authoring', 'console', 'mcp'],
+  ['authoring', 'console', 'mcp', 'extension'],
   ['service'],
   ['cli'],
 ];
 
 /** Upward imports allowed today (importer -> imported, paths under src/), each with its reason. */
-const EXCEPTIONS: ReadonlyMap<string, string> = new Map([
-  ['request/6-execute.ts -> service/secrets.ts', 'the secret resolver is shared with tool authoring and the console; it belongs below both (move pending)'],
-  ['request/6-execute.ts -> service/tool-api.ts', "a code tool's context.api is shared with tool authoring and the console; it belongs below both (move pending)"],
-  ['authoring/create-flow.ts -> service/secrets.ts', 'see request/6-execute.ts -> service/secrets.ts'],
-  ['authoring/create-flow.ts -> service/tool-api.ts', 'see request/6-execute.ts -> service/tool-api.ts'],
-  ['authoring/example-env.ts -> service/tool-api.ts', 'see request/6-execute.ts -> service/tool-api.ts'],
-  ['console/api.ts -> service/tool-api.ts', 'see request/6-execute.ts -> service/tool-api.ts'],
-  ['authoring/create-flow.ts -> service/service.ts', 'type-only: the ServiceExtension / ExtensionContext interfaces an extension implements'],
-  ['authoring/bootstrap-extension.ts -> service/service.ts', 'type-only: the ServiceExtension interface'],
-  ['mcp/extension.ts -> service/service.ts', 'type-only: the ServiceExtension interface'],
-]);
+const EXCEPTIONS: ReadonlyMap<string, string> = new Map<string, string>([]);
 
 const layerOf = new Map(LAYERS.flatMap((names, level) => names.map((name) => [name, level] as const)));
 

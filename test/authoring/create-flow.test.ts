@@ -13,7 +13,7 @@ import { createRecentIds } from '../../src/authoring/recent-ids.js';
 import { silentLogger } from '../../src/logger.js';
 import type { Sandbox } from '../../src/sandbox/index.js';
 import { createSchemaValidator, validateToolDefinition, type SchemaValidator } from '../../src/screen/index.js';
-import { createSecretResolver } from '../../src/service/secrets.js';
+import { createSecretResolver } from '../../src/tool-context/secrets.js';
 import { onCleanup, startStore } from '../store/helpers.js';
 
 const WS = 'workspace:tools';

@@ -10,7 +10,7 @@ import { createCatalog, type OperatorTool } from '../../src/catalog/catalog.js';
 import { createStamper } from '../../src/catalog/deployment.js';
 import { resolveRunnerKey } from '../../src/catalog/runner-key.js';
 import { defaultConfig } from '../../src/config/index.js';
-import type { HostTool } from '../../src/legacy/index.js';
+import type { HostTool } from '../../src/host-tools/index.js';
 import { silentLogger } from '../../src/logger.js';
 import { createSchemaValidator, validateToolDefinition } from '../../src/screen/index.js';
 import { onCleanup, startStore } from '../store/helpers.js';

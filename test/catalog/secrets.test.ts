@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { createStoreClient, type StoreClient } from '../../src/breadcrumbs/index.js';
 import { silentLogger } from '../../src/logger.js';
-import { createSecretResolver } from '../../src/service/secrets.js';
+import { createSecretResolver } from '../../src/tool-context/secrets.js';
 import { onCleanup, startStore } from '../store/helpers.js';
 
 const WS = 'workspace:tools';

@@ -10,7 +10,7 @@ import { createCatalog, type Lookup, type OperatorTool } from '../../src/catalog
 import { createStamper } from '../../src/catalog/deployment.js';
 import { resolveRunnerKey } from '../../src/catalog/runner-key.js';
 import { defaultConfig } from '../../src/config/index.js';
-import type { HostTool } from '../../src/legacy/index.js';
+import type { HostTool } from '../../src/host-tools/index.js';
 import { silentLogger } from '../../src/logger.js';
 import { catalogChangeOf } from '../../src/request/1-events.js';
 import { routeRequest } from '../../src/request/4-route.js';

@@ -14,7 +14,7 @@ import { inputHash } from '../../src/contract/canonical.js';
 import { silentLogger } from '../../src/logger.js';
 import { answer, cleanupAll, runCli, startRunner, startRunnerWithStore, startStoreProcess, tempDir, toolContext, WS, type CliProcess } from './harness.js';
 
-const bin = fileURLToPath(new URL('../fixtures/legacy/bin/', import.meta.url));
+const bin = fileURLToPath(new URL('../fixtures/host-tools/bin/', import.meta.url));
 const OWNER = '00000000-0000-0000-0000-000000000001';
 const ADMIN_KEY = 'e2e-admin-key-approvals';
 const AUTH = ['--auth-secret', 'e2e-auth-secret-approvals-0123456789', '--admin-key', ADMIN_KEY];

@@ -12,7 +12,7 @@ import type { StoreClient } from '../../src/breadcrumbs/index.js';
 import { CALL_AUDIT_FIELDS } from '../../src/request/policies/audit.js';
 import { answer, cleanupAll, client, putTool, request, startRunnerWithStore, tempDir, toolContext } from './harness.js';
 
-const bin = fileURLToPath(new URL('../fixtures/legacy/bin/', import.meta.url));
+const bin = fileURLToPath(new URL('../fixtures/host-tools/bin/', import.meta.url));
 /** A store secret of the code tool (a valid host label, so the tool can put it in a host name). */
 const CODE_SECRET = 'vaultsecret7f3a9c';
 /** A secrets-file secret of the host tool. */

@@ -10,7 +10,7 @@ import type { StoreClient } from '../../src/breadcrumbs/index.js';
 import { SCHEMA, TAG } from '../../src/breadcrumbs/messages.js';
 import { answer, cleanupAll, client, putTool, request, runCli, startRunnerWithStore, tempDir, toolContext, WS } from './harness.js';
 
-const bin = fileURLToPath(new URL('../fixtures/legacy/bin/', import.meta.url));
+const bin = fileURLToPath(new URL('../fixtures/host-tools/bin/', import.meta.url));
 let c: StoreClient;
 let url: string;
 

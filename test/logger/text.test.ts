@@ -4,8 +4,8 @@
 
 import { describe, expect, it } from 'vitest';
 import { safeField, safeText } from '../../src/cli/sanitize.js';
-import { createRedactor } from '../../src/legacy/audit.js';
-import { sanitizeText } from '../../src/legacy/call-outcome.js';
+import { createRedactor } from '../../src/host-tools/audit.js';
+import { sanitizeText } from '../../src/host-tools/call-outcome.js';
 import { createLogger } from '../../src/logger.js';
 import { cleanToolText, redactSecrets } from '../../src/sandbox/sanitise.js';
 import { escapeUnsafe, longestFirst, redactLiterals, stripUnsafe } from '../../src/text.js';

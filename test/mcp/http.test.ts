@@ -40,7 +40,7 @@ async function published(mcp: Client, name: string): Promise<void> {
 beforeAll(async () => {
   // A host tool whose name MCP does not allow (the dot): exported as host_echo, called by its real name.
   const manifest = join(tempDir(), 'tools.json');
-  const bin = fileURLToPath(new URL('../fixtures/legacy/bin/echo-json', import.meta.url));
+  const bin = fileURLToPath(new URL('../fixtures/host-tools/bin/echo-json', import.meta.url));
   writeFileSync(manifest, JSON.stringify({ tools: [{ name: 'host.echo', description: 'echoes its arguments', schema: { type: 'object', properties: { a: { type: 'number' } } }, command: [bin] }] }));
   ({ url, runner } = await startRunnerWithStore(
     ['--admin-port', '0', '--admin-token', TOKEN, '--mcp-progress-ms', '200', '--concurrency', '1', '--manifests', manifest, '--granted-capabilities', 'exec', '--audit-dir', join(tempDir(), 'audit')],

@@ -24,7 +24,7 @@ export function onCleanup(fn: () => unknown): void {
 }
 
 export const WS = 'workspace:tools';
-export const BIN = fileURLToPath(new URL('../fixtures/legacy/bin/', import.meta.url));
+export const BIN = fileURLToPath(new URL('../fixtures/host-tools/bin/', import.meta.url));
 
 /** A temp dir removed after the test. */
 export function tempDir(prefix = 'tr-rap-'): string {

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Route } from '../../src/catalog/catalog.js';
 import type { ToolContract } from '../../src/contract/contract.js';
-import { createRedactor } from '../../src/legacy/index.js';
+import { createRedactor } from '../../src/host-tools/index.js';
 import { createRequestKeys } from '../../src/breadcrumbs/request-keys.js';
 import { canonicalJson } from '../../src/contract/canonical.js';
 import { approvalNeed, decisionMac, inputPreview, operatorIdentity, operatorNameProblem, PREVIEW_MAX_CHARS } from '../../src/request/policies/approval-records.js';

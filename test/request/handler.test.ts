@@ -12,7 +12,7 @@ import { createCatalog } from '../../src/catalog/catalog.js';
 import { createStamper } from '../../src/catalog/deployment.js';
 import { loadConfig } from '../../src/config/index.js';
 import { RunnerError, ErrorCode } from '../../src/errors.js';
-import { loadManifest, type HostTool } from '../../src/legacy/index.js';
+import { loadManifest, type HostTool } from '../../src/host-tools/index.js';
 import { silentLogger } from '../../src/logger.js';
 import type { ExecutionResult } from '../../src/result.js';
 import { RequestWithdrawn } from '../../src/request/2-intake.js';
@@ -24,7 +24,7 @@ import { errorResult } from '../../src/request/4-route.js';
 import { createRequestHandler } from '../../src/request/handler.js';
 import { createSandbox } from '../../src/sandbox/index.js';
 import { createSchemaValidator, validateToolDefinition } from '../../src/screen/index.js';
-import { createSecretResolver } from '../../src/service/secrets.js';
+import { createSecretResolver } from '../../src/tool-context/secrets.js';
 import { onCleanup, startStore, tempDir } from '../store/helpers.js';
 
 const WS = 'workspace:tools';

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StoreClient } from '../../src/breadcrumbs/index.js';
 import { answer, cleanupAll, client, request, startRunnerWithStore, tempDir } from '../e2e/harness.js';
 
-const bin = fileURLToPath(new URL('../fixtures/legacy/bin/', import.meta.url));
+const bin = fileURLToPath(new URL('../fixtures/host-tools/bin/', import.meta.url));
 let c: StoreClient;
 
 beforeAll(async () => {

@@ -4,8 +4,8 @@
 
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { executeHostTool, loadManifest, type ExecuteHostToolOptions, type HostTool } from '../../src/legacy/index.js';
-import { captureLogger, createTempDirs, livingChildren, schemas, testConfig, validator, writeManifest, type OptionOverrides } from '../legacy/helpers.js';
+import { executeHostTool, loadManifest, type ExecuteHostToolOptions, type HostTool } from '../../src/host-tools/index.js';
+import { captureLogger, createTempDirs, livingChildren, schemas, testConfig, validator, writeManifest, type OptionOverrides } from '../host-tools/helpers.js';
 
 const temp = createTempDirs();
 afterEach(async () => {

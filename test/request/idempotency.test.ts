@@ -13,7 +13,7 @@ import { createCatalog } from '../../src/catalog/catalog.js';
 import { createStamper } from '../../src/catalog/deployment.js';
 import { loadConfig } from '../../src/config/index.js';
 import { inputHash } from '../../src/contract/canonical.js';
-import { loadManifest, type HostTool } from '../../src/legacy/index.js';
+import { loadManifest, type HostTool } from '../../src/host-tools/index.js';
 import { silentLogger } from '../../src/logger.js';
 import type { ExecutionResult } from '../../src/result.js';
 import { createClaimManager } from '../../src/request/3-claims.js';
@@ -26,7 +26,7 @@ import { idempotencyMac, idempotencyPolicies, verifyIdempotencyRecord } from '..
 import { parseRateOverrides, rateLimitPolicy } from '../../src/request/policies/rate-limit.js';
 import { createSandbox } from '../../src/sandbox/index.js';
 import { createSchemaValidator, validateToolDefinition } from '../../src/screen/index.js';
-import { createSecretResolver } from '../../src/service/secrets.js';
+import { createSecretResolver } from '../../src/tool-context/secrets.js';
 import { onCleanup, startStore, tempDir } from '../store/helpers.js';
 
 const WS = 'workspace:tools';

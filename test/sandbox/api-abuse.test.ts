@@ -10,7 +10,7 @@ import { createStoreClient, type StoreClient } from '../../src/breadcrumbs/index
 import { defaultConfig, type Config } from '../../src/config/index.js';
 import { silentLogger } from '../../src/logger.js';
 import { createSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import { createToolApi } from '../../src/service/tool-api.js';
+import { createToolApi } from '../../src/tool-context/tool-api.js';
 import { createStore, type Store } from '../../src/store/index.js';
 
 const RECORDS = 110;

@@ -9,7 +9,7 @@ import { defaultConfig, type Config } from '../../src/config/index.js';
 import { ErrorCode } from '../../src/errors.js';
 import { silentLogger } from '../../src/logger.js';
 import { createSandbox, type Sandbox, type SandboxTool } from '../../src/sandbox/index.js';
-import { createToolApi } from '../../src/service/tool-api.js';
+import { createToolApi } from '../../src/tool-context/tool-api.js';
 import { createStore, type Store } from '../../src/store/index.js';
 
 let store: Store;

@@ -9,7 +9,7 @@ import { defaultConfig, type Config } from '../../src/config/index.js';
 import { silentLogger } from '../../src/logger.js';
 import { createSandbox, sandboxToolOf, type Sandbox } from '../../src/sandbox/index.js';
 import type { ToolDefinition } from '../../src/screen/index.js';
-import { createToolApi } from '../../src/service/tool-api.js';
+import { createToolApi } from '../../src/tool-context/tool-api.js';
 import { createStore, type Store } from '../../src/store/index.js';
 import { codeOf } from '../sandbox/helpers.js';
 import { shippedTool } from './helpers.js';

@@ -5,7 +5,7 @@
 import { resolve } from 'node:path';
 import { bootstrapTools, renderBootstrapTable } from '../../authoring/bootstrap.js';
 import { createExampleEnv } from '../../authoring/example-env.js';
-import { secretsLoader } from '../../service/secrets.js';
+import { secretsLoader } from '../../tool-context/secrets.js';
 import { checkNetwork } from '../../authoring/network-probe.js';
 import { loadToolFiles } from '../../authoring/tool-files.js';
 import { createStamper } from '../../catalog/deployment.js';

@@ -10,7 +10,7 @@ import { loadToolFiles } from '../../authoring/tool-files.js';
 import { codeFacts, hostFacts } from '../../catalog/entries.js';
 import { resolveRequestKeys } from '../../catalog/runner-key.js';
 import { missingCatalogReason, readCatalog, renderExport, type CatalogTool } from '../../export/index.js';
-import { loadHostTools } from '../../legacy/index.js';
+import { loadHostTools } from '../../host-tools/index.js';
 import { configuredRapBase, rapInvokeUrl } from '../../rap/index.js';
 import { createSchemaValidator, validateToolDefinition } from '../../screen/index.js';
 import { EXIT, type CommandContext } from '../command.js';

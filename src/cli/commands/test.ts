@@ -5,7 +5,7 @@
 
 import { createExampleEnv } from '../../authoring/example-env.js';
 import { fixLine } from '../../authoring/fix-hint.js';
-import { secretsLoader } from '../../service/secrets.js';
+import { secretsLoader } from '../../tool-context/secrets.js';
 import { checkNetwork } from '../../authoring/network-probe.js';
 import { loadToolFiles, type ToolFile } from '../../authoring/tool-files.js';
 import { createSchemaValidator, validateToolDefinition, type ToolDefinition } from '../../screen/index.js';

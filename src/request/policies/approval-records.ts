@@ -23,8 +23,8 @@ import {
 import type { RequestKeys } from '../../breadcrumbs/request-keys.js';
 import { sameText } from '../../breadcrumbs/request-keys.js';
 import { canonicalJson } from '../../contract/canonical.js';
-import type { Redactor } from '../../legacy/index.js';
-import { REDACTED } from '../../legacy/index.js';
+import type { Redactor } from '../../host-tools/index.js';
+import { REDACTED } from '../../host-tools/index.js';
 import type { Call } from '../5-policy.js';
 
 /** The approver that stands for `tools-runner approve|deny` (decisions sealed with the runner secret). */

@@ -19,7 +19,7 @@ import { createStoreAuthProbe, isConflict, conflictId, type StoreAuthProbe, type
 import { APPROVAL_TAG_PREFIX, SCHEMA, TAG, type ToolApprovalRequestContext as ApprovalContext } from '../../breadcrumbs/messages.js';
 import type { RequestKeys } from '../../breadcrumbs/request-keys.js';
 import { ErrorCode } from '../../errors.js';
-import { CONFIRMATION_REFUSED, createRedactor } from '../../legacy/index.js';
+import { CONFIRMATION_REFUSED, createRedactor } from '../../host-tools/index.js';
 import type { Logger } from '../../logger.js';
 import { errorResult } from '../4-route.js';
 import type { Call, Gate, Policy } from '../5-policy.js';

@@ -1,6 +1,6 @@
 // The audit policy: evidence for every answered call of a tool whose contract does not say
 // `read-only` (an absent side_effect is unknown and audited), code and host tools alike, as ONE
-// NDJSON line of one format (CallAuditRecord in src/legacy/audit.ts) appended to
+// NDJSON line of one format (CallAuditRecord in src/host-tools/audit.ts) appended to
 // `<auditDir>/YYYYMMDD.log`: who, tool@version, rid, request id, input hash (never the input), the
 // approval id, the effects, the outcome (status + code), durations, attempts and replica. A host
 // tool's transport facts (argv, exit, status, confirmation decision...) follow as extra fields; its
@@ -11,7 +11,7 @@
 // goes through the operator's `redact` patterns here. Calls answered by a policy without a run
 // (rate.exceeded, a refused approval) are audited too (`attempts: 0`); parked calls when answered.
 
-import { createRedactor, writeAuditRecord, type CallAuditRecord } from '../../legacy/index.js';
+import { createRedactor, writeAuditRecord, type CallAuditRecord } from '../../host-tools/index.js';
 import type { Logger } from '../../logger.js';
 import type { Policy } from '../5-policy.js';
 import { effectsOf } from './effects.js';

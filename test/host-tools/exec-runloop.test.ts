@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CONFIRMATION_AUTO_APPROVED, CONFIRMATION_REFUSED, executeHostTool, loadManifest, type ExecuteHostToolOptions, type HostTool } from '../../src/legacy/index.js';
+import { CONFIRMATION_AUTO_APPROVED, CONFIRMATION_REFUSED, executeHostTool, loadManifest, type ExecuteHostToolOptions, type HostTool } from '../../src/host-tools/index.js';
 import { captureLogger, createTempDirs, fixture, livingChildren, readAudit, schemas, secretsFrom, testConfig, validator, writeManifest, type OptionOverrides } from './helpers.js';
 
 const temp = createTempDirs();

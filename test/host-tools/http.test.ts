@@ -5,7 +5,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { executeHostTool, loadManifest, type ExecuteHostToolOptions, type HostTool } from '../../src/legacy/index.js';
+import { executeHostTool, loadManifest, type ExecuteHostToolOptions, type HostTool } from '../../src/host-tools/index.js';
 import { captureLogger, createTempDirs, readAudit, schemas, secretsFrom, testConfig, validator, writeManifest, type OptionOverrides } from './helpers.js';
 
 const temp = createTempDirs();

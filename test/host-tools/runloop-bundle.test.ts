@@ -7,7 +7,7 @@ import path from 'node:path';
 import { blake3 } from '@noble/hashes/blake3';
 import { bytesToHex } from '@noble/hashes/utils';
 import { afterEach, describe, expect, it } from 'vitest';
-import { blake3Hex, loadManifest } from '../../src/legacy/index.js';
+import { blake3Hex, loadManifest } from '../../src/host-tools/index.js';
 import { createTempDirs, validator, writeManifest } from './helpers.js';
 
 const temp = createTempDirs();

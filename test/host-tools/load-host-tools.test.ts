@@ -3,7 +3,7 @@
 
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isCapabilityGranted, loadHostTools } from '../../src/legacy/index.js';
+import { isCapabilityGranted, loadHostTools } from '../../src/host-tools/index.js';
 import { captureLogger, createTempDirs, validator, writeManifest } from './helpers.js';
 
 const temp = createTempDirs();

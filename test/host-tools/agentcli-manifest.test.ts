@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { exportOpenAI, loadManifest, type HostTool } from '../../src/legacy/index.js';
+import { exportOpenAI, loadManifest, type HostTool } from '../../src/host-tools/index.js';
 import { createTempDirs, validator, writeManifest } from './helpers.js';
 
 const temp = createTempDirs();

@@ -5,7 +5,7 @@
 // ./tools/bin and are resolved against the manifest's directory, never the process cwd.
 // Our additions run after agentcli's own checks for the same tool and use the same prefix:
 // timeoutSec must not be negative, schema must be an object that compiles, and an explicit `contract`
-// (our extension, src/legacy/contract-map.ts) must be a valid contract.
+// (our extension, src/host-tools/contract-map.ts) must be a valid contract.
 
 import path from 'node:path';
 import type { AgentcliSpec } from './agentcli-decode.js';

@@ -5,7 +5,7 @@
 //
 // "Schemas present" is reconciled with Runloop accepting null schemas like this: both keys must be
 // present; `null` is accepted and produces a load warning (nothing is validated on that side).
-// Each tool's contract is mapped by src/legacy/contract-map.ts (an explicit `contract` entry wins).
+// Each tool's contract is mapped by src/host-tools/contract-map.ts (an explicit `contract` entry wins).
 
 import path from 'node:path';
 import type { ManifestSource } from './agentcli-manifest.js';

@@ -3,7 +3,7 @@
 
 import { readFile } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadManifest, type HostTool } from '../../src/legacy/index.js';
+import { loadManifest, type HostTool } from '../../src/host-tools/index.js';
 import { createTempDirs, validator, writeManifest } from './helpers.js';
 
 const temp = createTempDirs();
@@ -158,7 +158,7 @@ describe('Runloop schema refs', () => {
   });
 
   it('the seed example loads once its refs are supplied', async () => {
-    const seed = JSON.parse(await readFile(new URL('../fixtures/legacy/runloop-seed-tools.json', import.meta.url), 'utf8')) as { tools: Array<Record<string, unknown>> };
+    const seed = JSON.parse(await readFile(new URL('../fixtures/host-tools/runloop-seed-tools.json', import.meta.url), 'utf8')) as { tools: Array<Record<string, unknown>> };
     const unresolved = await load(seed);
     expect(!unresolved.ok && unresolved.error).toBe('tool #0: unresolvable schema ref "schema:mail.send.request.v1" in input_schema');
     const tool = { ...seed.tools[0], schema_refs: { 'mail.send.request.v1': { type: 'object' }, 'mail.send.result.v1': { type: 'object' } } };

@@ -3,9 +3,9 @@
 // an explicit `contract` entry (validated, path-precise, overriding field by field).
 
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadManifest, type HostTool } from '../../src/legacy/index.js';
-import { runloopSideEffect } from '../../src/legacy/contract-map.js';
-import type { HostTransport } from '../../src/legacy/types.js';
+import { loadManifest, type HostTool } from '../../src/host-tools/index.js';
+import { runloopSideEffect } from '../../src/host-tools/contract-map.js';
+import type { HostTransport } from '../../src/host-tools/types.js';
 import { createSchemaValidator } from '../../src/screen/index.js';
 import { createTempDirs, writeManifest } from './helpers.js';
 

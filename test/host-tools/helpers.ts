@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createLogger, type Logger } from '../../src/logger.js';
-import { createSchemaCache, type ExecuteHostToolOptions, type HostToolConfig } from '../../src/legacy/index.js';
+import { createSchemaCache, type ExecuteHostToolOptions, type HostToolConfig } from '../../src/host-tools/index.js';
 import { createSchemaValidator } from '../../src/screen/index.js';
 
 /** The test file's one schema validator, as the runner keeps one for its lifetime. */
@@ -18,9 +18,9 @@ export const schemas = createSchemaCache(validator);
 /** Per-test changes to executeHostTool options; `config` is merged into testConfig(). */
 export type OptionOverrides = Omit<Partial<ExecuteHostToolOptions>, 'config'> & { config?: Partial<HostToolConfig> };
 
-/** Absolute path of a fixture program under test/fixtures/legacy/bin. */
+/** Absolute path of a fixture program under test/fixtures/host-tools/bin. */
 export function fixture(name: string): string {
-  return fileURLToPath(new URL(`../fixtures/legacy/bin/${name}`, import.meta.url));
+  return fileURLToPath(new URL(`../fixtures/host-tools/bin/${name}`, import.meta.url));
 }
 
 /** Temp directories made by a test file; remove them in afterEach/afterAll. */

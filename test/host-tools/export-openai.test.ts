@@ -2,7 +2,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { RunnerError } from '../../src/errors.js';
-import { exportOpenAI, mangleToolName } from '../../src/legacy/index.js';
+import { exportOpenAI, mangleToolName } from '../../src/host-tools/index.js';
 
 describe('mangleToolName', () => {
   it.each([

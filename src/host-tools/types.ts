@@ -79,7 +79,7 @@ export interface HostTool {
   requiresConfirmation: boolean;
   budget?: { tokens?: number; usd?: number };
   observabilityTags: string[];
-  /** The canonical contract the loader mapped the manifest's fields to (src/legacy/contract-map.ts); no `side_effect` = unknown, fails closed. */
+  /** The canonical contract the loader mapped the manifest's fields to (src/host-tools/contract-map.ts); no `side_effect` = unknown, fails closed. */
   contract: ToolContract;
 }
 

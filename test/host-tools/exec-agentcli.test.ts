@@ -4,7 +4,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { executeHostTool, loadManifest, type ExecuteHostToolOptions, type HostTool } from '../../src/legacy/index.js';
+import { executeHostTool, loadManifest, type ExecuteHostToolOptions, type HostTool } from '../../src/host-tools/index.js';
 import { captureLogger, createTempDirs, diesWithin, fixture, livingChildren, readAudit, schemas, testConfig, validator, writeManifest, type OptionOverrides } from './helpers.js';
 
 const temp = createTempDirs();
