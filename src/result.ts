@@ -55,6 +55,11 @@ export function failure(code: ErrorCode, message: string, details?: Record<strin
   return { code, message, retryable: isRetryable(code), ...(details ? { details } : {}) };
 }
 
+/** An error result of a stage that ran nothing (no duration, no logs). */
+export function errorResult(code: ErrorCode, message: string, details?: Record<string, unknown>): ExecutionResult {
+  return { ok: false, error: failure(code, message, details), durationMs: 0, logs: [], logsTruncated: false };
+}
+
 /** Deepest nesting of a tool's input or output (the store refuses contexts deeper than 256 levels). */
 export const MAX_JSON_DEPTH = 128;
 

@@ -8,20 +8,17 @@ import { createCatalog, type Catalog, type OperatorTool } from '../catalog/catal
 import { createStamper, type Stamper } from '../catalog/deployment.js';
 import { createCatalogPublisher, type CatalogPublisher } from '../catalog/publisher.js';
 import { deriveKey, REQUEST_KEYS_PURPOSE, resolveRunnerKey } from '../catalog/runner-key.js';
-import { hostEnvironment, type Config } from '../config/index.js';
+import type { Config } from '../config/index.js';
 import { createConsoleApi, type ConsoleApi } from '../console/api.js';
 import { coerceError, ErrorCode, RunnerError } from '../errors.js';
-import { createSchemaCache, executeHostTool, loadHostTools, publishHostTools, type HostTool } from '../host-tools/index.js';
+import { loadHostTools, publishHostTools, type HostTool } from '../host-tools/index.js';
 import type { Logger } from '../logger.js';
 import { createJobQueue, type JobQueue } from '../queue/job-queue.js';
 import { createRap, type Rap } from '../rap/index.js';
-import { createIntake, type Intake } from '../request/2-intake.js';
-import { createClaimManager } from '../request/3-claims.js';
-import { loadAnswerTagCutover } from '../request/3-cutover.js';
-import { createCodeExecutor, createHostExecutor } from '../request/6-execute.js';
-import { createResponder } from '../request/7-respond.js';
-import { createRequestHandler } from '../request/handler.js';
-import { createPolicies } from '../request/policies/index.js';
+import { createCreateExecutor } from '../authoring/create-flow.js';
+import { loadAnswerTagCutover } from '../request/cutover.js';
+import type { Intake } from '../request/intake.js';
+import { createRequestPath } from '../request/path.js';
 import { createSandbox, type Sandbox } from '../sandbox/index.js';
 import { createSchemaValidator, validateToolDefinition, type SchemaValidator } from '../screen/index.js';
 import { createStore, type Store } from '../store/index.js';
@@ -62,6 +59,8 @@ export interface Parts {
   /** `streamLate`: startup went on before the stream's first connection. */
   state: { lifecycle: Lifecycle; streamConnected: boolean; streamLate: boolean; admin?: AdminServer };
   health(): { ok: boolean; [key: string]: unknown };
+  /** Called once the service is RUNNING (extensions started, operator tools pinned): tool creation starts deciding. */
+  markReady(): void;
 }
 
 /** Builds and wires every part (store, client, sandbox, catalog, request path, RAP, console); nothing runs requests yet. */
@@ -155,8 +154,6 @@ export async function buildService(
     backlog: config.backlog,
     onJobError: (key, error) => log.error('job threw', { rid: key, error }),
   });
-  const claims = createClaimManager({ client, workspace: config.workspace, holder: replica, ttlMs: config.claimTtlMs, keys, logger: log.child({ component: 'claims' }) });
-  const responder = createResponder({ client, workspace: config.workspace, keys, logger: log.child({ component: 'responder' }) });
 
   const startedAt = Date.now();
   const health = (): { ok: boolean; [key: string]: unknown } => ({
@@ -179,8 +176,6 @@ export async function buildService(
     isKnownTool: (name) => catalog.resolve(name) !== undefined,
     droppedLogLines: () => logger.droppedLines(),
   });
-  const hostEnv = hostEnvironment();
-  const hostSchemas = createSchemaCache(validator);
   rap = createRap({
     config,
     logger: log.child({ component: 'rap' }),
@@ -193,59 +188,21 @@ export async function buildService(
     out,
   });
   const rapRuntime = rap;
-  const legacyCutoverMs = await loadAnswerTagCutover({ client, keys, workspace: config.workspace, logger: log });
-  // The web console's API (served on the admin port); its figures come from the handler's reports.
+  let markReady = (): void => {};
+  const ready = new Promise<void>((resolve) => (markReady = resolve));
+  const cutover = await loadAnswerTagCutover({ client, keys, workspace: config.workspace, logger: log });
+  // The web console's API (served on the admin port); its figures come from the job's reports.
   const consoleApi = createConsoleApi({ config, client, keys, catalog, sandbox, validator, logger: log.child({ component: 'console' }), health: () => health() });
-  // The request path (src/request): one handler, two executors.
-  const executors = {
-    code: createCodeExecutor({
-      client, sandbox, secrets, config, replica, keys, logger: log.child({ component: 'progress' }),
-      onLiveProgress: (report) => state.admin?.broadcast({ type: 'execution:progress', ts: new Date().toISOString(), replica, ...report }),
-    }),
-    host: createHostExecutor({
-      replica,
-      run: (tool, input, ctx) =>
-        executeHostTool(tool, input, {
-          signal: ctx.signal,
-          logger: log.child({ component: 'legacy', rid: ctx.rid }),
-          config,
-          env: hostEnv,
-          schemas: hostSchemas,
-          inputChecked: true,
-          // the audit policy writes the call's one audit line (with these transport facts)
-          audit: 'return',
-          ...(ctx.approvalId !== undefined ? { approvalId: ctx.approvalId } : {}),
-          // timed into the request's `secrets` stage (the host executor counts the rest as `sandbox_run`)
-          resolveSecret: async (name) => {
-            const from = performance.now();
-            try {
-              return await secrets.resolveOne(name, { tool: tool.name, rid: ctx.rid, operator: true });
-            } finally {
-              ctx.timings?.add('secrets', performance.now() - from);
-            }
-          },
-          ...(rapRuntime ? { runRemote: (call) => rapRuntime.runRemote(call, { rid: ctx.rid, requestBreadcrumbId: ctx.breadcrumbId }) } : {}),
-        }),
-    }),
-  };
-  // The contract policies (src/request/policies/index.ts: idempotency, approval, rate limit, effects, audit).
-  // Whether the store authenticates writers: then every per-agent feature keys on the verified writer.
-  const storeAuth = createStoreAuthProbe(client);
-  const policies = createPolicies({ client, keys, config, logger: log, replica, storeAuth, secretValues: () => Object.values(fileSecrets ?? {}) });
-  const handler = createRequestHandler({
-    client,
-    storeAuth,
-    policies,
-    legacyCutoverMs,
-    claims,
-    catalog,
-    validator,
-    executors,
-    responder,
-    config,
-    logger: log,
-    replica,
+  // The request path (src/request/path.ts): every request of every kind, tool calls and tool creation.
+  const { intake } = createRequestPath({
+    client, keys, config, logger: log, replica, catalog, validator, queue, sandbox, secrets, cutover,
     hardStop: hardStop.signal,
+    ...(rapRuntime ? { runRemote: (call, request) => rapRuntime.runRemote(call, request) } : {}),
+    // Always on: when creation is disabled it answers every create request with a rejection
+    // (permission.denied) instead of leaving agents without an answer.
+    create: createCreateExecutor({ client, keys, sandbox, config, logger: log.child({ component: 'tool-creation' }), validator, stamper, catalog, secrets, ready }),
+    secretValues: () => Object.values(fileSecrets ?? {}),
+    onLiveProgress: (report) => state.admin?.broadcast({ type: 'execution:progress', ts: new Date().toISOString(), replica, ...report }),
     onStarted: (report) => {
       consoleApi.stats.started(report);
       state.admin?.broadcast({ type: 'execution:started', ts: new Date().toISOString(), replica, ...report });
@@ -260,21 +217,10 @@ export async function buildService(
       state.admin?.broadcast({ type: 'execution:ended', ts: new Date().toISOString(), replica, ...report });
     },
   });
-  const intake = createIntake({
-    client,
-    legacyCutoverMs,
-    claims,
-    queue,
-    workspace: config.workspace,
-    keys,
-    logger: log.child({ component: 'intake' }),
-    scanIntervalMs: config.scanIntervalMs,
-    run: (request, signal) => handler.handle(request, signal),
-  });
 
   return {
     config, log, out, replica, storeUrl, client, keys, stamper, sandbox, secrets, validator, catalog, publisher, queue, intake, metrics, consoleApi, rap,
-    extensions, operatorTools, intakeController, hardStop, onStop, state, health,
+    extensions, operatorTools, intakeController, hardStop, onStop, state, health, markReady,
   };
 }
 

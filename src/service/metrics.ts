@@ -1,7 +1,7 @@
 // Prometheus metrics of one runner (its own registry, so tests and several services never clash).
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { ExecutionReport } from '../request/handler.js';
+import type { ExecutionReport } from '../request/job.js';
 import { STAGES } from '../request/timings.js';
 
 export interface MetricsSources {
@@ -18,7 +18,7 @@ export interface Metrics {
   registry: Registry;
   recordExecution(report: ExecutionReport): void;
   recordReconnect(): void;
-  /** A request-like record the runner will never answer (src/request/1-ignored.ts), by reason. */
+  /** A request-like record the runner will never answer (src/request/ignored-requests.ts), by reason. */
   recordIgnored(reason: string): void;
   /** An error no handler caught (logged; the service keeps serving). */
   recordUncaught(): void;

@@ -1,26 +1,27 @@
-// Step 6 of a request's life: run the checked input. Code tools and host tools are two executors
+// Step "run" of a request's life: run the checked input. Code tools and host tools are two executors
 // behind one interface; everything around them (reading, routing, checking, answering, claims,
-// reports) is the same path (handler.ts).
+// reports) is the same path (job.ts). A create request has an executor of its own (validate, test
+// the examples, deploy: src/authoring/create-flow.ts implements CreateExecutor), on the same path.
 //
 // The code executor resolves the tool's secrets, then runs it in the Deno sandbox (with
 // `context.api` when the tool was granted it). The host executor hands the call to the host-tool
 // runner (src/host-tools: confirmation gate, secrets through the same resolver, transport, redaction;
 // its audit facts come back in the result for the audit policy's one line per call); the input it
-// receives was already normalised and checked by 5-check.ts. Both executors list the call's effects
+// receives was already normalised and checked by check.ts. Both executors list the call's effects
 // in the result (`effects`), recorded as they happened, for the effects and audit policies.
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { StoreClient } from '../breadcrumbs/index.js';
+import type { ToolCreateResponseContext } from '../breadcrumbs/messages.js';
 import type { Route } from '../catalog/catalog.js';
 import type { Config } from '../config/index.js';
 import { retryDelayMs, type RetryPlan } from '../contract/retry.js';
 import { ErrorCode } from '../errors.js';
 import type { HostTool } from '../host-tools/index.js';
-import type { ExecutionResult } from '../result.js';
+import { errorResult, type ExecutionResult } from '../result.js';
 import { sandboxToolOf, type Sandbox } from '../sandbox/index.js';
 import type { SecretResolver } from '../tool-context/secrets.js';
 import { createToolApi } from '../tool-context/tool-api.js';
-import { errorResult } from './4-route.js';
 import { createLiveProgress, type LiveProgressReport } from './live-progress.js';
 import { createProgressPublisher } from './progress.js';
 import type { RequestKeys } from '../breadcrumbs/request-keys.js';
@@ -49,10 +50,27 @@ export interface Executor<R extends Route = Route> {
   run(route: R, input: unknown, ctx: RunContext): Promise<ExecutionResult>;
 }
 
-/** Both executors, by route kind. */
+/** A create request as the job read it (`created_by` and `version` from `/full`). */
+export interface CreateRequestRecord {
+  id: string;
+  tags: string[];
+  context: Record<string, unknown>;
+  created_by?: string | null | undefined;
+  /** Store version; a request changed after it was written (version > 1) is refused. */
+  version?: number | undefined;
+}
+
+/** Runs one create request (validate, test the examples, deploy); its answer is the job's to write. */
+export interface CreateExecutor {
+  run(record: CreateRequestRecord, signal: AbortSignal): Promise<{ rid: string; answer: ToolCreateResponseContext }>;
+}
+
+/** The executors, by request kind (code and host tools by route kind; `create` for create requests). */
 export interface Executors {
   code: Executor<Extract<Route, { kind: 'code' }>>;
   host: Executor<Extract<Route, { kind: 'host' }>>;
+  /** Absent: create requests are answered `rejected` (no tool creation on this request path). */
+  create?: CreateExecutor;
 }
 
 /** Runs `route` with the executor of its kind. */
