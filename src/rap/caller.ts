@@ -19,7 +19,7 @@ import { neverSent, REFUSED_BEFORE_ACTING, type CallOutcome, type RemoteCall, ty
 import type { Logger } from '../logger.js';
 import { failure } from '../result.js';
 import { renderDisplay } from './display-script.js';
-import { RapHttpError } from './http.js';
+import { HttpError } from '../http.js';
 import { quoteValue } from './toolset.js';
 
 /** Inputs of the caller. */
@@ -44,7 +44,7 @@ export type RapCall = RemoteCall & { requestBreadcrumbId: string; rid: string };
 /** The caller: runs calls and settles them from the callback route. */
 export interface RapCaller {
   call(call: RapCall): Promise<CallOutcome>;
-  /** Handles `POST /callback/<token>`; throws RapHttpError for a 4xx. */
+  /** Handles `POST /callback/<token>`; throws HttpError for a 4xx. */
   callback(token: string, body: unknown): { settled: boolean };
   pending(): number;
 }
@@ -178,12 +178,12 @@ export function createRapCaller(options: RapCallerOptions): RapCaller {
 
   const callback = (token: string, body: unknown): { settled: boolean } => {
     const entry = pending.get(token);
-    if (!entry) throw new RapHttpError(404, 'not_found', 'no RAP call is waiting on this callback URL (unknown, settled or timed out)');
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new RapHttpError(400, 'input.invalid', `callback must be a JSON object, got ${quoteValue(body)}`);
+    if (!entry) throw new HttpError(404, 'not_found', 'no RAP call is waiting on this callback URL (unknown, settled or timed out)');
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new HttpError(400, 'input.invalid', `callback must be a JSON object, got ${quoteValue(body)}`);
     const b = body as Record<string, unknown>;
-    if (b['type'] !== 'tool_result') throw new RapHttpError(400, 'input.invalid', `callback type ${quoteValue(b['type'])} is not supported; only "tool_result" is`);
-    if (b['id'] !== entry.id) throw new RapHttpError(400, 'input.invalid', `callback id ${quoteValue(b['id'])} does not match the call's id`);
-    if (typeof b['text'] !== 'string') throw new RapHttpError(400, 'input.invalid', `callback text must be a string, got ${quoteValue(b['text'])}`);
+    if (b['type'] !== 'tool_result') throw new HttpError(400, 'input.invalid', `callback type ${quoteValue(b['type'])} is not supported; only "tool_result" is`);
+    if (b['id'] !== entry.id) throw new HttpError(400, 'input.invalid', `callback id ${quoteValue(b['id'])} does not match the call's id`);
+    if (typeof b['text'] !== 'string') throw new HttpError(400, 'input.invalid', `callback text must be a string, got ${quoteValue(b['text'])}`);
     pending.delete(token);
     entry.settle(b['text']);
     return { settled: true };
