@@ -14,6 +14,10 @@ import type { StoreClient } from './client.js';
 import { SCHEMA, TAG, ToolResponseContext, type StoreEvent } from './messages.js';
 import type { RequestKeys } from './request-keys.js';
 import { isNotFound } from './store-error.js';
+import { backoffMs } from '../backoff.js';
+
+/** The first answer poll comes this soon; later ones back off to `pollMaxMs`. */
+const POLL_BACKOFF_INITIAL_MS = 4;
 
 /** A request to write. */
 export interface ToolCall {
@@ -112,7 +116,8 @@ export function createRequestClient(options: RequestClientOptions): RequestClien
   const wait = (request: WrittenRequest, opts: { timeoutMs: number; signal?: AbortSignal }): Promise<WaitOutcome> =>
     new Promise<WaitOutcome>((resolve) => {
       let timer: NodeJS.Timeout | undefined;
-      let interval = 4;
+      let polls = 0;
+      let interval = POLL_BACKOFF_INITIAL_MS;
       let finished = false;
       const stop = AbortSignal.any([closing.signal, ...(opts.signal ? [opts.signal] : [])]);
       const entry: Pending = { request, settle: (outcome) => end(outcome) };
@@ -135,7 +140,7 @@ export function createRequestClient(options: RequestClientOptions): RequestClien
             .catch(() => undefined) // store trouble: the next poll or an event settles it
             .finally(() => {
               if (finished) return;
-              interval = Math.min(interval * 2, pollMaxMs);
+              interval = backoffMs({ initialMs: POLL_BACKOFF_INITIAL_MS, maxMs: pollMaxMs }, ++polls);
               tick();
             });
         }, interval);

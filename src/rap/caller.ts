@@ -21,6 +21,10 @@ import { failure } from '../result.js';
 import { renderDisplay } from './display-script.js';
 import { HttpError } from '../http.js';
 import { quoteValue } from './toolset.js';
+import { backoffMs } from '../backoff.js';
+
+/** The longest wait between two invocation retries. */
+const MAX_RETRY_DELAY_MS = 30_000;
 
 /** Inputs of the caller. */
 export interface RapCallerOptions {
@@ -143,7 +147,7 @@ export function createRapCaller(options: RapCallerOptions): RapCaller {
         const retryable = status >= 500 || status === 429;
         if (!retryable || attempt >= retries) break;
         log.warn('rap invocation answered with a retryable status, retrying', { status, attempt: attempt + 1 });
-        const aborted = await sleep(retryDelayMs * 2 ** attempt, undefined, c.signal ? { signal: c.signal } : {}).then(() => false, () => true);
+        const aborted = await sleep(backoffMs({ initialMs: retryDelayMs, maxMs: MAX_RETRY_DELAY_MS }, attempt), undefined, c.signal ? { signal: c.signal } : {}).then(() => false, () => true);
         if (aborted) return fail(ErrorCode.Internal, `RAP tool '${t.operation}' was cancelled while its invocation was being retried`);
       }
       if (status < 200 || status > 299) {
