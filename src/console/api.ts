@@ -20,6 +20,7 @@ import { inspectRequest } from './inspect.js';
 import { runAllExamples, runExample, type RunExampleOptions } from './run-example.js';
 import { createConsoleStats, type ConsoleStats } from './stats.js';
 import { createToolIndex } from './tool-index.js';
+import { BoundedMap } from '../bounded.js';
 
 /** The agent id the console writes requests as (`agent:console`). */
 export const CONSOLE_AGENT = 'console';
@@ -51,11 +52,6 @@ const sendJson = (res: ServerResponse, status: number, body: unknown): void => s
 const MAX_REMEMBERED = 10_000;
 const NAME = /^[A-Za-z0-9_.:-]{1,128}$/;
 
-function remember(map: Map<string, string>, key: string, value: string): void {
-  map.set(key, value);
-  if (map.size > MAX_REMEMBERED) map.delete(map.keys().next().value as string);
-}
-
 function decode(raw: string, what: string): string {
   try {
     return decodeURIComponent(raw);
@@ -86,8 +82,8 @@ export function createConsoleApi(options: ConsoleOptions): ConsoleApi {
   const index = createToolIndex({ client, workspace, catalog, stats });
   const assets = loadAssets(options.assetsDir ?? defaultAssetsDir());
   const requestClient = createRequestClient({ client, keys, workspace });
-  const requests = new Map<string, string>();
-  const creates = new Map<string, string>();
+  const requests = new BoundedMap<string, string>(MAX_REMEMBERED);
+  const creates = new BoundedMap<string, string>(MAX_REMEMBERED);
   const maxBody = config.maxSourceBytes * 2 + 256 * 1024;
   const exampleOptions: RunExampleOptions = {
     sandbox,
@@ -173,7 +169,7 @@ export function createConsoleApi(options: ConsoleOptions): ConsoleApi {
         if (!('input' in body)) throw new HttpError(400, 'bad_request', 'body must have an "input" field (the tool input)');
         // The answer is read later by the inspector (GET /requests/:rid), which marks only the runner's verified answer genuine.
         const { rid, breadcrumbId: id } = await requestClient.write({ tool: name, input: body['input'], requestedBy: CONSOLE_AGENT, tags: [TAG.agent(CONSOLE_AGENT)] });
-        remember(requests, rid, id);
+        requests.set(rid, id);
         logger.info('console call written', { rid, tool: name });
         return sendJson(res, 202, { rid, request_breadcrumb_id: id });
       }
@@ -201,7 +197,7 @@ export function createConsoleApi(options: ConsoleOptions): ConsoleApi {
           tags: [workspace, TAG.agent(CONSOLE_AGENT)],
           context: { request_id: rid, agent_id: CONSOLE_AGENT, tool_spec: spec, ...(replaces !== undefined ? { replaces_version: replaces } : {}) },
         });
-        remember(creates, rid, id);
+        creates.set(rid, id);
         logger.info('console create request written', { rid, tool: spec['name'] });
         return sendJson(res, 202, { rid, request_breadcrumb_id: id });
       }

@@ -5,6 +5,8 @@
 // (names come from requests, which any agent writes; unknown names are folded into one entry by
 // the caller), recent calls per tool, buckets per tool and samples per bucket.
 
+import { BoundedMap } from '../bounded.js';
+
 /** One finished (or running) call as the console shows it. */
 export interface CallRecord {
   rid: string;
@@ -76,7 +78,7 @@ function quantile(sorted: number[], q: number): number | null {
 export function createConsoleStats(options: { now?: () => number } = {}): ConsoleStats {
   const now = options.now ?? Date.now;
   const tools = new Map<string, Entry>();
-  const byRid = new Map<string, CallRecord>();
+  const byRid = new BoundedMap<string, CallRecord>(MAX_CALLS_BY_RID);
 
   const entry = (name: string): Entry | undefined => {
     let found = tools.get(name);
@@ -89,9 +91,7 @@ export function createConsoleStats(options: { now?: () => number } = {}): Consol
   };
 
   const remember = (record: CallRecord): void => {
-    byRid.delete(record.rid);
     byRid.set(record.rid, record);
-    if (byRid.size > MAX_CALLS_BY_RID) byRid.delete(byRid.keys().next().value as string);
   };
 
   return {
