@@ -7,7 +7,8 @@
 
 import { ErrorCode } from '../errors.js';
 import { failure, type ExecutionFailure } from '../result.js';
-import { capBytes, neverSent, sanitizeText, type CallOutcome, type OnSend, type TransportAudit } from './call-outcome.js';
+import { capBytes, neverSent, sanitizeText, type CallOutcome, type OnSend } from './call-outcome.js';
+import type { TransportFacts } from '../audit/audit-log.js';
 import { describeIssues, type SchemaCache } from './schema-validator.js';
 import { fillSecretPlaceholders } from './secrets.js';
 import type { HostTool, HttpTransport } from './types.js';
@@ -112,7 +113,7 @@ function answer(status: number, res: Response, body: Buffer, call: HttpCall, wha
 /** Calls an http host tool once. Never throws for endpoint behaviour. */
 export async function runHttpTool(call: HttpCall): Promise<CallOutcome> {
   const { method } = call.transport;
-  const audit: TransportAudit = { argv: [method, call.transport.url], cwd: null, exit: null, stdoutBytes: 0, stderrBytes: 0, truncated: false, envKeys: [] };
+  const audit: TransportFacts = { argv: [method, call.transport.url], cwd: null, exit: null, stdoutBytes: 0, stderrBytes: 0, truncated: false, envKeys: [] };
   const none = { logs: [] as string[], logsTruncated: false };
   const filled = fillUrlTemplate(call.transport.url, call.input);
   if (!filled.ok) return { ...none, audit, ok: false, error: failure(ErrorCode.InputInvalid, filled.message) };

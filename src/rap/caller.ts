@@ -15,7 +15,8 @@
 import { randomBytes, createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ErrorCode } from '../errors.js';
-import { neverSent, REFUSED_BEFORE_ACTING, type CallOutcome, type RemoteCall, type TransportAudit } from '../host-tools/index.js';
+import { neverSent, REFUSED_BEFORE_ACTING, type CallOutcome, type RemoteCall } from '../host-tools/index.js';
+import type { TransportFacts } from '../audit/audit-log.js';
 import type { Logger } from '../logger.js';
 import { failure } from '../result.js';
 import { renderDisplay } from './display-script.js';
@@ -107,7 +108,7 @@ export function createRapCaller(options: RapCallerOptions): RapCaller {
     const groupId = `tools-runner/${options.workspace}`;
     const token = randomBytes(24).toString('base64url');
     const callbackUrl = `${options.callbackBase().replace(/\/+$/, '')}/callback/${token}`;
-    const audit: TransportAudit = { argv: ['POST', t.endpoint], cwd: null, exit: null, stdoutBytes: 0, stderrBytes: 0, truncated: false, envKeys: [] };
+    const audit: TransportFacts = { argv: ['POST', t.endpoint], cwd: null, exit: null, stdoutBytes: 0, stderrBytes: 0, truncated: false, envKeys: [] };
     const display = renderDisplay(t.operation, t.displayScript, c.input);
     const log = logger.child({ rid: c.rid, tool: c.tool.name });
     const logs = [`display: ${display}`];

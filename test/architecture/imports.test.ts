@@ -14,7 +14,7 @@ const src = join(root, 'src');
 const LAYERS: readonly (readonly string[])[] = [
   ['errors', 'logger', 'log-value', 'result', 'config', 'local-transport', 'process-group', 'text', 'http', 'backoff', 'bounded'],
   ['breadcrumbs', 'store'],
-  ['screen', 'contract'],
+  ['screen', 'contract', 'audit'],
   ['sandbox', 'host-tools', 'queue', 'tool-context'],
   ['catalog', 'rap', 'export'],
   ['request'],
