@@ -74,7 +74,7 @@ export interface RequestClient {
   close(): void;
 }
 
-interface Pending {
+interface PendingWait {
   request: WrittenRequest;
   settle(outcome: Answered): void;
 }
@@ -92,7 +92,7 @@ export function createRequestClient(options: RequestClientOptions): RequestClien
   const { client, keys, workspace } = options;
   const pollMaxMs = options.pollMaxMs ?? 2_000;
   // Pending waits by rid (a rid is a fresh UUID unless the caller chose one; several waits of one rid are allowed).
-  const pending = new Map<string, Set<Pending>>();
+  const pending = new Map<string, Set<PendingWait>>();
   const closing = new AbortController();
 
   const find = async (request: WrittenRequest): Promise<Answered | undefined> => {
@@ -104,14 +104,14 @@ export function createRequestClient(options: RequestClientOptions): RequestClien
     return undefined;
   };
 
-  const consider = async (entry: Pending, event: StoreEvent): Promise<void> => {
+  const consider = async (entry: PendingWait, event: StoreEvent): Promise<void> => {
     let context: unknown = event.context;
     if (context === undefined && event.breadcrumb_id) context = (await client.getBreadcrumbFull(event.breadcrumb_id)).context;
     const answer = verifiedAnswer(keys, workspace, entry.request, event.tags ?? [], context);
     if (answer && event.breadcrumb_id) entry.settle({ kind: 'answered', answer, responseId: event.breadcrumb_id });
   };
 
-  const poll = (entry: Pending): Promise<void> => find(entry.request).then((found) => (found ? entry.settle(found) : undefined));
+  const poll = (entry: PendingWait): Promise<void> => find(entry.request).then((found) => (found ? entry.settle(found) : undefined));
 
   const wait = (request: WrittenRequest, opts: { timeoutMs: number; signal?: AbortSignal }): Promise<WaitOutcome> =>
     new Promise<WaitOutcome>((resolve) => {
@@ -120,7 +120,7 @@ export function createRequestClient(options: RequestClientOptions): RequestClien
       let interval = POLL_BACKOFF_INITIAL_MS;
       let finished = false;
       const stop = AbortSignal.any([closing.signal, ...(opts.signal ? [opts.signal] : [])]);
-      const entry: Pending = { request, settle: (outcome) => end(outcome) };
+      const entry: PendingWait = { request, settle: (outcome) => end(outcome) };
       const onAbort = (): void => end({ kind: 'cancelled' });
       const deadline = setTimeout(() => end({ kind: 'timeout' }), opts.timeoutMs);
       function end(outcome: WaitOutcome): void {

@@ -54,7 +54,7 @@ export interface RapCaller {
   pending(): number;
 }
 
-interface Pending {
+interface PendingCall {
   id: string;
   settle(text: string): void;
 }
@@ -85,7 +85,7 @@ function reasonOf(error: unknown): string {
 /** Creates the caller. */
 export function createRapCaller(options: RapCallerOptions): RapCaller {
   const { logger } = options;
-  const pending = new Map<string, Pending>();
+  const pending = new Map<string, PendingCall>();
   const retries = options.invokeRetries ?? 3;
   const retryDelayMs = options.retryDelayMs ?? 200;
   const invokeTimeoutMs = options.invokeTimeoutMs ?? 30_000;

@@ -42,7 +42,7 @@ export interface SchemaValidator {
 
 type Dialect = 'draft-07' | '2019-09' | '2020-12';
 type AjvInstance = Ajv | Ajv2019 | Ajv2020;
-type Entry = { fn: ValidateFunction; schema: object; dialect: Dialect } | { error: string };
+type CompiledEntry = { fn: ValidateFunction; schema: object; dialect: Dialect } | { error: string };
 
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
 const AJV_OPTIONS = { allErrors: true, strict: false, allowUnionTypes: true, logger: false as const };
@@ -110,10 +110,10 @@ export function createSchemaValidator(options: SchemaValidatorOptions = {}): Sch
   const patterns = createPatternEngine(options.regexBudget === undefined ? {} : { budget: options.regexBudget });
   const ajvOptions = { ...AJV_OPTIONS, code: { regExp: patterns.regExp } };
   const instances = new Map<Dialect, AjvInstance>();
-  const cache = new BoundedMap<string, Entry>(maxCached, (_key, entry) => {
+  const cache = new BoundedMap<string, CompiledEntry>(maxCached, (_key, entry) => {
     if ('fn' in entry) ajvFor(entry.dialect).removeSchema(entry.schema);
   });
-  const byIdentity = new WeakMap<object, { key: string; entry: Entry }>();
+  const byIdentity = new WeakMap<object, { key: string; entry: CompiledEntry }>();
 
   const ajvFor = (dialect: Dialect): AjvInstance => {
     let ajv = instances.get(dialect);
@@ -126,7 +126,7 @@ export function createSchemaValidator(options: SchemaValidatorOptions = {}): Sch
     return ajv;
   };
 
-  const compile = (schema: object): Entry => {
+  const compile = (schema: object): CompiledEntry => {
     const dialect = schemaDialect(schema);
     if (typeof dialect !== 'string') return dialect;
     const ajv = ajvFor(dialect);
@@ -150,7 +150,7 @@ export function createSchemaValidator(options: SchemaValidatorOptions = {}): Sch
     }
   };
 
-  const lookup = (schema: object): Entry => {
+  const lookup = (schema: object): CompiledEntry => {
     const known = byIdentity.get(schema);
     if (known && cache.get(known.key) === known.entry) {
       cache.touch(known.key);
