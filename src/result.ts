@@ -55,9 +55,14 @@ export function failure(code: ErrorCode, message: string, details?: Record<strin
   return { code, message, retryable: isRetryable(code), ...(details ? { details } : {}) };
 }
 
-/** An error result of a stage that ran nothing (no duration, no logs). */
-export function errorResult(code: ErrorCode, message: string, details?: Record<string, unknown>): ExecutionResult {
-  return { ok: false, error: failure(code, message, details), durationMs: 0, logs: [], logsTruncated: false };
+/** The result of a call that ended before its tool produced anything: no logs, `durationMs` 0 unless given. */
+export function errorResult(
+  code: ErrorCode,
+  message: string,
+  details?: Record<string, unknown>,
+  durationMs = 0,
+): ExecutionError {
+  return { ok: false, error: failure(code, message, details), durationMs, logs: [], logsTruncated: false };
 }
 
 /** Deepest nesting of a tool's input or output (the store refuses contexts deeper than 256 levels). */

@@ -105,10 +105,6 @@ export function createRequestPath(options: RequestPathOptions): RequestPath {
             config,
             env: hostEnv,
             schemas: hostSchemas,
-            inputChecked: true,
-            // the audit policy writes the call's one audit line (with these transport facts)
-            audit: 'return',
-            ...(ctx.approvalId !== undefined ? { approvalId: ctx.approvalId } : {}),
             // timed into the request's `secrets` stage (the host executor counts the rest as `sandbox_run`)
             resolveSecret: async (name) => {
               const from = performance.now();

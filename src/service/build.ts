@@ -26,6 +26,7 @@ import type { AdminServer } from './admin-server.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { createSecretResolver, loadSecretsFile, type SecretResolver } from '../tool-context/secrets.js';
 import type { Lifecycle, ServiceExtension, ServiceOptions } from './service.js';
+import { backoffMs } from '../backoff.js';
 
 /** Everything a running service holds, built by buildService and wired by routeEvents/startServing. */
 export interface Parts {
@@ -227,7 +228,7 @@ export async function buildService(
 /** Polls the store's health with backoff until it answers, `waitMs` passes or `signal` aborts. */
 async function waitForStore(client: StoreClient, logger: Logger, waitMs: number, signal: AbortSignal): Promise<void> {
   const deadline = Date.now() + waitMs;
-  let wait = 100;
+  let tries = 0;
   for (;;) {
     try {
       await client.health();
@@ -242,8 +243,8 @@ async function waitForStore(client: StoreClient, logger: Logger, waitMs: number,
       logger.warn('store not reachable yet', { url: client.baseUrl, error, waitMs });
       // A referenced timer: while nothing else is open, this wait is what keeps the process alive
       // (an unreferenced one let a `start` with an unreachable --store-url exit 0 at once).
+      const wait = backoffMs({ initialMs: 100, maxMs: 2_000 }, tries++);
       await sleep(Math.min(wait, Math.max(0, deadline - Date.now()) + 1), undefined, { signal }).catch(() => undefined);
-      wait = Math.min(2_000, wait * 2);
     }
   }
 }
