@@ -16,7 +16,8 @@ import type { Logger } from '../logger.js';
 import { createJobQueue, type JobQueue } from '../queue/job-queue.js';
 import { createRap, type Rap } from '../rap/index.js';
 import { createIntake, type Intake } from '../request/2-intake.js';
-import { createClaimManager } from '../request/3-claims.js';
+import { createClaimManager, type ClaimManager } from '../request/3-claims.js';
+import { checkLeaseKey, createLeaseClaimManager, storeOffersLeases } from '../request/lease-claims.js';
 import { loadAnswerTagCutover } from '../request/3-cutover.js';
 import { createCodeExecutor, createHostExecutor } from '../request/6-execute.js';
 import { createResponder } from '../request/7-respond.js';
@@ -64,6 +65,24 @@ export interface Parts {
   health(): { ok: boolean; [key: string]: unknown };
 }
 
+const LEASE_KEY_PURPOSE = 'tools-runner/store-lease-key/v1';
+
+// Claims: leases on a store that offers them (this project's), breadcrumb claims on any other.
+// `--claims` forces one kind; every replica of a store must end up with the same kind.
+async function selectClaims(config: Config, options: Parameters<typeof createClaimManager>[0], leaseKey: string): Promise<ClaimManager> {
+  const offered = config.claims === 'breadcrumb' ? false : await storeOffersLeases(options.client);
+  if (config.claims === 'lease' && !offered) {
+    throw new RunnerError(ErrorCode.ConfigInvalid, `--claims lease: the store at ${options.client.baseUrl} offers no leases (only this project's store does, with a lease key); use --claims auto or breadcrumb`);
+  }
+  if (!offered) {
+    options.logger.info('claims are breadcrumbs', { kind: 'breadcrumb' });
+    return createClaimManager(options);
+  }
+  await checkLeaseKey(options.client, options.workspace, leaseKey);
+  options.logger.info('claims are store leases', { kind: 'lease' });
+  return createLeaseClaimManager({ ...options, leaseKey });
+}
+
 /** Builds and wires every part (store, client, sandbox, catalog, request path, RAP, console); nothing runs requests yet. */
 export async function buildService(
   options: ServiceOptions,
@@ -80,10 +99,13 @@ export async function buildService(
   const stamper = createStamper(runnerKey.key);
   const keys = createRequestKeys(deriveKey(runnerKey.master, REQUEST_KEYS_PURPOSE));
 
+  // The key of the store's lease routes: configured, or derived like every other runner key (so the
+  // embedded store and replicas sharing the runner secret agree on it without configuration).
+  const leaseKey = config.leaseKey ?? deriveKey(runnerKey.master, LEASE_KEY_PURPOSE).toString('base64url');
   let storeUrl = config.storeUrl;
   let store: Store | undefined;
   if (!storeUrl) {
-    const embedded = await createStore({ ...config, logger: logger.child({ component: 'store' }) });
+    const embedded = await createStore({ ...config, leaseKey, logger: logger.child({ component: 'store' }) });
     store = embedded;
     onStop('store', () => embedded.close());
     storeUrl = embedded.url;
@@ -155,7 +177,7 @@ export async function buildService(
     backlog: config.backlog,
     onJobError: (key, error) => log.error('job threw', { rid: key, error }),
   });
-  const claims = createClaimManager({ client, workspace: config.workspace, holder: replica, ttlMs: config.claimTtlMs, keys, logger: log.child({ component: 'claims' }) });
+  const claims = await selectClaims(config, { client, workspace: config.workspace, holder: replica, ttlMs: config.claimTtlMs, keys, logger: log.child({ component: 'claims' }) }, leaseKey);
   const responder = createResponder({ client, workspace: config.workspace, keys, logger: log.child({ component: 'responder' }) });
 
   const startedAt = Date.now();
