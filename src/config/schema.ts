@@ -210,6 +210,20 @@ export const OPTIONS = {
     group: 'store',
     doc: 'Events kept for `Last-Event-ID` resume; older ones are pruned.',
   }),
+  leaseKey: opt(z.string().min(16, 'must be at least 16 characters long').optional(), {
+    group: 'store',
+    doc: 'Key (16+ characters; header `X-Lease-Key`) of the store\'s lease routes `/x/leases/*`, which runner replicas use for claims instead of `tool.claim.v1` breadcrumbs. `tools-runner store`: unset turns the lease routes off; give every runner replica the same value. `start`: unset derives it from the runner secret, for the embedded store and for replicas on `--store-url` alike.',
+    defaultText: 'derived from the runner secret (`start`); off (`store`)',
+    secret: true,
+  }),
+  retentionMs: opt(intish(0).default(7 * 24 * 3600_000), {
+    group: 'store',
+    doc: 'How long the store keeps the runner\'s finished records: an answered request and its answer (counted from the answer), claims, progress reports, decided approvals; 0 keeps them forever. Never removes an unanswered request or a pending approval.',
+  }),
+  auditRetentionMs: opt(intish(0).default(30 * 24 * 3600_000), {
+    group: 'store',
+    doc: 'How long the store keeps audit-bearing records (idempotency records of settled calls, approval decisions of calls that ran); 0 keeps them forever.',
+  }),
   authMint: opt(z.enum(['admin-key', 'open']).default('admin-key'), {
     group: 'store',
     doc: 'Who may mint tokens at `POST /auth/token` when auth is on: `admin-key` (needs `X-Admin-Key`) or `open` (ANYONE who can reach the port mints a token for ANY owner, like upstream rcrt-server; see docs/compat.md).',
@@ -285,6 +299,10 @@ export const OPTIONS = {
   claimTtlMs: opt(intish(1000).default(30_000), {
     group: 'runner',
     doc: 'Lease length of a claim; the holder renews it while the job runs.',
+  }),
+  claims: opt(z.enum(['auto', 'lease', 'breadcrumb']).default('auto'), {
+    group: 'runner',
+    doc: 'How replicas share requests: `lease` uses the store\'s lease routes (this project\'s store only; no breadcrumbs, no events), `breadcrumb` uses `tool.claim.v1` breadcrumbs (any RCRT store), `auto` picks `lease` when the store offers it. Every replica of one store must end up with the same kind.',
   }),
   scanIntervalMs: opt(intish(100).default(15_000), {
     group: 'runner',

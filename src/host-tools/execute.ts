@@ -1,5 +1,5 @@
 // executeHostTool(): one call of a host tool whose input the request path has already normalised
-// and checked (src/request/5-check.ts) and whose approval it has already obtained (the approval
+// and checked (src/request/check.ts) and whose approval it has already obtained (the approval
 // policy): resolve secrets -> run the transport under its timeout -> clean and redact the answer ->
 // hand the transport facts back, redacted, as the result's `evidence` for the runner's one audit
 // line (src/request/policies/audit.ts). Effects (a process started, a remote call made, a request

@@ -1,5 +1,5 @@
 // A host tool's arguments as agentcli reads them. The request path normalises a host tool's input
-// with this once, before it checks the input schema (src/request/5-check.ts); the executor then
+// with this once, before it checks the input schema (src/request/check.ts); the executor then
 // receives the object.
 
 import { ErrorCode } from '../errors.js';

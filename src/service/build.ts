@@ -19,6 +19,8 @@ import { createCreateExecutor } from '../authoring/create-flow.js';
 import { loadAnswerTagCutover } from '../request/cutover.js';
 import type { Intake } from '../request/intake.js';
 import { createRequestPath } from '../request/path.js';
+import { createClaimManager, type ClaimManager } from '../request/claims.js';
+import { checkLeaseKey, createLeaseClaimManager, storeOffersLeases } from '../request/lease-claims.js';
 import { createSandbox, type Sandbox } from '../sandbox/index.js';
 import { createSchemaValidator, validateToolDefinition, type SchemaValidator } from '../screen/index.js';
 import { createStore, type Store } from '../store/index.js';
@@ -64,6 +66,24 @@ export interface Parts {
   markReady(): void;
 }
 
+const LEASE_KEY_PURPOSE = 'tools-runner/store-lease-key/v1';
+
+// Claims: leases on a store that offers them (this project's), breadcrumb claims on any other.
+// `--claims` forces one kind; every replica of a store must end up with the same kind.
+async function selectClaims(config: Config, options: Parameters<typeof createClaimManager>[0], leaseKey: string): Promise<ClaimManager> {
+  const offered = config.claims === 'breadcrumb' ? false : await storeOffersLeases(options.client);
+  if (config.claims === 'lease' && !offered) {
+    throw new RunnerError(ErrorCode.ConfigInvalid, `--claims lease: the store at ${options.client.baseUrl} offers no leases (only this project's store does, with a lease key); use --claims auto or breadcrumb`);
+  }
+  if (!offered) {
+    options.logger.info('claims are breadcrumbs', { kind: 'breadcrumb' });
+    return createClaimManager(options);
+  }
+  await checkLeaseKey(options.client, options.workspace, leaseKey);
+  options.logger.info('claims are store leases', { kind: 'lease' });
+  return createLeaseClaimManager({ ...options, leaseKey });
+}
+
 /** Builds and wires every part (store, client, sandbox, catalog, request path, RAP, console); nothing runs requests yet. */
 export async function buildService(
   options: ServiceOptions,
@@ -80,10 +100,13 @@ export async function buildService(
   const stamper = createStamper(runnerKey.key);
   const keys = createRequestKeys(deriveKey(runnerKey.master, REQUEST_KEYS_PURPOSE));
 
+  // The key of the store's lease routes: configured, or derived like every other runner key (so the
+  // embedded store and replicas sharing the runner secret agree on it without configuration).
+  const leaseKey = config.leaseKey ?? deriveKey(runnerKey.master, LEASE_KEY_PURPOSE).toString('base64url');
   let storeUrl = config.storeUrl;
   let store: Store | undefined;
   if (!storeUrl) {
-    const embedded = await createStore({ ...config, logger: logger.child({ component: 'store' }) });
+    const embedded = await createStore({ ...config, leaseKey, logger: logger.child({ component: 'store' }) });
     store = embedded;
     onStop('store', () => embedded.close());
     storeUrl = embedded.url;
@@ -155,6 +178,7 @@ export async function buildService(
     backlog: config.backlog,
     onJobError: (key, error) => log.error('job threw', { rid: key, error }),
   });
+  const claims = await selectClaims(config, { client, workspace: config.workspace, holder: replica, ttlMs: config.claimTtlMs, keys, logger: log.child({ component: 'claims' }) }, leaseKey);
 
   const startedAt = Date.now();
   const health = (): { ok: boolean; [key: string]: unknown } => ({
@@ -196,7 +220,7 @@ export async function buildService(
   const consoleApi = createConsoleApi({ config, client, keys, catalog, sandbox, validator, logger: log.child({ component: 'console' }), health: () => health() });
   // The request path (src/request/path.ts): every request of every kind, tool calls and tool creation.
   const { intake } = createRequestPath({
-    client, keys, config, logger: log, replica, catalog, validator, queue, sandbox, secrets, cutover,
+    client, keys, config, logger: log, replica, catalog, validator, queue, sandbox, secrets, cutover, claims,
     hardStop: hardStop.signal,
     ...(rapRuntime ? { runRemote: (call, request) => rapRuntime.runRemote(call, request) } : {}),
     // Always on: when creation is disabled it answers every create request with a rejection

@@ -22,6 +22,7 @@ import { createRegistry } from './registry.js';
 import { createBreadcrumbSearch } from './search.js';
 import type { BreadcrumbReads } from './breadcrumb-reads.js';
 import { HttpError, isLoopbackHost, sendError } from './http-util.js';
+import { createLeaseGate, createLeases } from './leases.js';
 import { createLocalEndpoint, type LocalEndpoint } from './local.js';
 import { createStoreOperations } from './operations.js';
 import { createRoutes } from './routes.js';
@@ -42,6 +43,12 @@ export type StoreOptions = Pick<
   sseBufferCapBytes?: number;
   /** Interval of the expired-breadcrumb sweep; default 30 s. */
   pruneIntervalMs?: number;
+  /** Key of the lease routes (`X-Lease-Key`); unset: no lease routes, runners use breadcrumb claims. */
+  leaseKey?: string | undefined;
+  /** Retention of the runner's finished records (retention.ts); 0 or unset: kept forever. */
+  retentionMs?: number;
+  /** Retention of audit-bearing records; 0 or unset: kept forever. */
+  auditRetentionMs?: number;
 };
 
 /** A running store. */
@@ -66,7 +73,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
   if (!isLoopbackHost(host) && options.authSecret === undefined) {
     throw new RunnerError(ErrorCode.ConfigInvalid, `refusing to serve the store on non-loopback host "${host}" without authSecret (set --auth-secret, or bind to 127.0.0.1)`);
   }
-  for (const secret of [options.authSecret, options.adminKey, options.secretsKey]) if (secret) logger.redact(secret);
+  for (const secret of [options.authSecret, options.adminKey, options.secretsKey, options.leaseKey]) if (secret) logger.redact(secret);
 
   // A malformed configured key fails before anything touches the disk.
   const configuredKey = options.secretsKey === undefined ? undefined : resolveSecretsKey({ secretsKey: options.secretsKey, dataDir: options.dataDir, logger });
@@ -105,13 +112,16 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     }
     if (embedder) logger.info('search embeds text with the configured embedder', { embedder: embedder.describe });
     const hub = sse;
+    const gate = createLeaseGate(options.leaseKey);
     const ops = createStoreOperations({
       auth, writes, logger, reads, secrets: createSecretsRepo(db, key),
       search: createBreadcrumbSearch({ db, reads, embedder, logger }),
-      startedMs: Date.now(), streams: () => hub.count(),
+      startedMs: Date.now(), streams: () => hub.count(), leases: gate.enabled,
     });
-    const routes = createRoutes({ auth, ops, writes, sse, registry });
-    local = (url) => createLocalEndpoint({ url, auth, ops, sse: hub, running: () => state === 'RUNNING' });
+    const leases = createLeases(db);
+    const leaseGate = (header: string | string[] | undefined): void => gate.check(header);
+    const routes = createRoutes({ auth, ops, writes, sse, registry, leases, leaseGate });
+    local = (url) => createLocalEndpoint({ url, auth, ops, sse: hub, running: () => state === 'RUNNING', leases, leaseGate });
     stopPrune = startPruning(writes.pruneExpired, options.pruneIntervalMs ?? 30_000, logger);
     const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
       if (state !== 'RUNNING') {
