@@ -30,6 +30,7 @@ import { checkInput, checkOutput } from './5-check.js';
 import { executeWithRetries, executorMetadata, type Executors } from './6-execute.js';
 import type { Responder } from './7-respond.js';
 import { renderDisplay } from '../rap/display-script.js';
+import type { RequestOrigin } from '../tool-context/origin.js';
 import { createStopwatch, type StageTimings, type Stopwatch } from './timings.js';
 
 /** What the service's metrics, console and live feed learn about one answered request. */
@@ -74,6 +75,11 @@ export interface RequestHandlerOptions {
   onFinished?(report: ExecutionReport): void;
   /** A started call that ends without an answer from this run: withdrawn (request deleted), released (drain) or parked. */
   onEnded?(report: EndedReport): void;
+  /**
+   * The verified origin of a request the runner wrote itself (src/tool-context/origin.ts): it runs
+   * as the origin's agent, and its depth, chain and deadline reach the executor. Absent = none trusted.
+   */
+  originOf?(context: Record<string, unknown> | undefined, rid: string): RequestOrigin | undefined;
 }
 
 /** How a started call ended when it ended without an answer. */
@@ -107,7 +113,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
   const policies = options.policies ?? [];
 
   // Steps 4 to 6 (and the output check of 5): every ending is a result to answer with.
-  const run = async (full: Pick<BreadcrumbFull, 'tags' | 'context'>, identity: RequestIdentity, signal: AbortSignal, watch: Stopwatch): Promise<Executed> => {
+  const run = async (full: Pick<BreadcrumbFull, 'tags' | 'context'>, identity: RequestIdentity, signal: AbortSignal, watch: Stopwatch, origin?: RequestOrigin): Promise<Executed> => {
     const { rid, tool: toolName, agentId } = identity;
     const read = readRequest(full, identity);
     if (!read.ok) return { tool: toolName, kind: 'none', metadata: {}, result: read.result };
@@ -127,7 +133,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
     if (gate.kind === 'park') return { tool: toolName, kind: route.kind, metadata, call, parked: gate, attempts: 0, result: errorResult(ErrorCode.ApprovalRequired, gate.reason) };
     if (gate.kind === 'answer') return { tool: toolName, kind: route.kind, metadata, call, attempts: 0, result: gate.result };
     const approvalId = call.metadata['approval_id'];
-    const ctx = { rid, breadcrumbId: identity.breadcrumbId, signal, timings: watch, ...(agentId ? { agentId } : {}), ...(read.isolation ? { isolation: read.isolation } : {}), ...(typeof approvalId === 'string' ? { approvalId } : {}) };
+    const ctx = { rid, breadcrumbId: identity.breadcrumbId, signal, timings: watch, ...(agentId ? { agentId } : {}), ...(read.isolation ? { isolation: read.isolation } : {}), ...(typeof approvalId === 'string' ? { approvalId } : {}), ...(origin ? { origin } : {}) };
     const { result, attempts } = await executeWithRetries(executors, route, checked.input, ctx, retryPlan(call.contract));
     watch.mark(); // the executor counted its own stages (secrets, sandbox_wait, sandbox_run)
     const display = route.kind === 'host' && route.tool.transport.kind === 'rap' ? renderDisplay(route.tool.name, route.tool.transport.displayScript, checked.input) : undefined;
@@ -164,9 +170,12 @@ export function createRequestHandler(options: RequestHandlerOptions) {
       // The record actually run decides the identity (it may differ from the event that queued it).
       const caller = callerOf(full, authenticated);
       const { agentId: _label, ...named } = requestIdentity({ id: request.breadcrumbId, tags: full.tags, context: full.context });
+      // A request the runner wrote for a nested call, trigger or bootstrap run runs as its origin's agent.
+      const origin = options.originOf?.(full.context, named.rid);
+      const agentId = origin ? origin.agent : caller.agentId;
       const identity: RequestIdentity = {
         ...named,
-        ...(caller.agentId !== undefined ? { agentId: caller.agentId } : {}),
+        ...(agentId !== undefined ? { agentId } : {}),
         verified: caller.verified,
         ...(caller.problem !== undefined ? { callerProblem: caller.problem } : {}),
       };
@@ -186,7 +195,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
       watch.mark(); // total_ms and the stages from here on measure the same span
       let executed: Executed;
       try {
-        executed = await run(full, identity, signal, watch);
+        executed = await run(full, identity, signal, watch, origin);
       } catch (error) {
         // Infrastructure trouble on the way (secrets API, catalog refresh): still an answer.
         const e = coerceError(error);

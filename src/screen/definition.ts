@@ -137,6 +137,7 @@ export function validateToolDefinition(context: unknown, options: DefinitionOpti
     ...(permissions.privateNet.length > 0 ? { privateNet: permissions.privateNet } : {}),
     api: permissions.api,
     ...(permissions.apiSchemas ? { apiSchemas: structuredClone(permissions.apiSchemas) } : {}),
+    ...(permissions.tools !== undefined ? { tools: permissions.tools === true ? true as const : [...permissions.tools] } : {}),
     extraPermissions: permissions.extraPermissions,
     timeoutMs: limits.timeoutMs,
     memoryMb: limits.memoryMb,

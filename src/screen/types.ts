@@ -34,6 +34,8 @@ export interface ToolDefinition {
   api: false | 'read' | 'write';
   /** `permissions.breadcrumbs`: the schemas the `api` grant may read and write (absent = unscoped). */
   apiSchemas?: { read: string[]; write: string[] };
+  /** `permissions.tools`: the tools `context.tools.call` may call (`true` = any); absent = none. */
+  tools?: true | string[];
   /**
    * Extra Deno permissions; only ever non-empty for bootstrapped tools allowed by config.bootstrapAllow.
    * `net` here is `net: true`: any public host (bare --allow-net; the private-range deny list stays).

@@ -3,7 +3,8 @@
 // console API). Nothing runs requests yet: service.ts routes the events and starts serving.
 
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createRequestKeys, createStoreAuthProbe, createStoreClient, type RequestKeys, type StoreClient } from '../breadcrumbs/index.js';
+import { createRequestClient, createRequestKeys, createStoreAuthProbe, createStoreClient, type RequestKeys, type StoreClient } from '../breadcrumbs/index.js';
+import { verifiedOrigin } from '../tool-context/origin.js';
 import { createCatalog, type Catalog, type OperatorTool } from '../catalog/catalog.js';
 import { createStamper, type Stamper } from '../catalog/deployment.js';
 import { createCatalogPublisher, type CatalogPublisher } from '../catalog/publisher.js';
@@ -196,10 +197,14 @@ export async function buildService(
   const legacyCutoverMs = await loadAnswerTagCutover({ client, keys, workspace: config.workspace, logger: log });
   // The web console's API (served on the admin port); its figures come from the handler's reports.
   const consoleApi = createConsoleApi({ config, client, keys, catalog, sandbox, validator, logger: log.child({ component: 'console' }), health: () => health() });
+  // Nested calls (context.tools.call) write their requests and wait for the answers with one request client.
+  const nestedRequests = createRequestClient({ client, keys, workspace: config.workspace, pollMaxMs: 500 });
+  onStop('nested calls', async () => nestedRequests.close());
   // The request path (src/request): one handler, two executors.
   const executors = {
     code: createCodeExecutor({
       client, sandbox, secrets, config, replica, keys, logger: log.child({ component: 'progress' }),
+      toolCalls: { requests: nestedRequests, keys, maxDepth: config.nestedCallMaxDepth, logger: log.child({ component: 'tool-calls' }) },
       onLiveProgress: (report) => state.admin?.broadcast({ type: 'execution:progress', ts: new Date().toISOString(), replica, ...report }),
     }),
     host: createHostExecutor({
@@ -246,6 +251,7 @@ export async function buildService(
     logger: log,
     replica,
     hardStop: hardStop.signal,
+    originOf: (context, rid) => verifiedOrigin(keys, context, rid),
     onStarted: (report) => {
       consoleApi.stats.started(report);
       state.admin?.broadcast({ type: 'execution:started', ts: new Date().toISOString(), replica, ...report });
