@@ -1,5 +1,6 @@
 // The optional parts `start` adds to the service (bootstrap, tool creation), chosen by config.
 
+import { createAutonomyExtension } from '../autonomy/extension.js';
 import { createBootstrapExtension } from '../authoring/bootstrap-extension.js';
 import { createToolCreationExtension } from '../authoring/create-flow.js';
 import type { Config } from '../config/index.js';
@@ -15,5 +16,7 @@ export function serviceExtensions(config: Config): ServiceExtension[] {
     createToolCreationExtension(),
     // MCP over Streamable HTTP at `/mcp` on the admin port.
     createMcpExtension(),
+    // Subscriptions, once-runs and continuous tools (docs/autonomy.md).
+    createAutonomyExtension(),
   ];
 }

@@ -241,6 +241,9 @@ export function createRequestHandler(options: RequestHandlerOptions) {
           ...(executed.call && executed.call.warnings.length > 0 ? { warnings: executed.call.warnings } : {}),
           ...(executed.attempts !== undefined && executed.attempts > 1 ? { attempts: executed.attempts } : {}),
           attempt: claim.attempt,
+          // A subscription's run names its trigger; a nested call its parent (src/tool-context/origin.ts).
+          ...(origin?.trigger_id !== undefined ? { trigger_id: origin.trigger_id, subscription: origin.subscription } : {}),
+          ...(origin?.parent_rid !== undefined ? { parent_rid: origin.parent_rid, depth: origin.depth } : {}),
           total_ms: Math.round(totalMs * 1000) / 1000,
           timings: watch.forAnswer(),
         },
