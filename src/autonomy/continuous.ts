@@ -148,7 +148,8 @@ export function createContinuousRuns(options: { context: ExtensionContext }): Co
         if (supervisors.has(name)) continue;
         const stop = new AbortController();
         const status: ContinuousStatus = { tool: name, version, state: 'STANDBY', runs: 0 };
-        const done = supervise(name, version, status, AbortSignal.any([stop.signal, stopping.signal]))
+        // Drain (the intake signal) stops it as well as the extension's own stop.
+        const done = supervise(name, version, status, AbortSignal.any([stop.signal, stopping.signal, options.context.signal]))
           .catch((error: unknown) => logger.warn('continuous supervisor failed', { tool: name, error }));
         supervisors.set(name, { status, done, stop });
       }
