@@ -340,6 +340,9 @@ function makeContext(job: Job): unknown {
       updateBreadcrumb: call('updateBreadcrumb'),
       searchBreadcrumbs: call('searchBreadcrumbs'),
     }),
+    // Nested calls: the host writes a tool.request.v1 for the named tool and relays its answer
+    // (src/tool-context/tool-calls.ts); refused there unless the tool has a `permissions.tools` grant.
+    tools: freeze({ call: (name: unknown, input?: unknown, options?: unknown) => apiCall(job, 'callTool', [name, input ?? {}, options ?? {}]) }),
     log,
     progress: (value: unknown) => progress(job, value),
   });

@@ -1,6 +1,7 @@
 // The optional parts `start` adds to the service (bootstrap, MCP), chosen by config. Tool creation
 // is no extension: create requests are a request kind of the request path (src/service/build.ts).
 
+import { createAutonomyExtension } from '../autonomy/extension.js';
 import { createBootstrapExtension } from '../authoring/bootstrap-extension.js';
 import type { Config } from '../config/index.js';
 import { createMcpExtension } from '../mcp/extension.js';
@@ -12,5 +13,7 @@ export function serviceExtensions(config: Config): ServiceExtension[] {
     ...(config.bootstrap ? [createBootstrapExtension()] : []),
     // MCP over Streamable HTTP at `/mcp` on the admin port.
     createMcpExtension(),
+    // Subscriptions, once-runs and continuous tools (docs/autonomy.md).
+    createAutonomyExtension(),
   ];
 }

@@ -353,6 +353,22 @@ export const OPTIONS = {
     group: 'runner',
     doc: 'Total `context.api` reply bytes one execution may receive; beyond it calls fail with `rate.exceeded`.',
   }),
+  nestedCallMaxDepth: opt(intish(1, 32).default(4), {
+    group: 'runner',
+    doc: 'Deepest chain of nested calls (`context.tools.call`, subscription triggers caused by a triggered run): a call one level deeper is refused with `rate.exceeded` (docs/autonomy.md).',
+  }),
+  subscriptionRatePerMinute: opt(intish(1).default(600), {
+    group: 'runner',
+    doc: 'Most runs one subscription may start per minute on this replica; further triggers wait for the next catch-up (docs/autonomy.md "Subscriptions").',
+  }),
+  continuousMaxLifetimeMs: opt(intish(1000).default(24 * 60 * 60 * 1000), {
+    group: 'runner',
+    doc: 'Longest one run of a continuous tool lasts before the runner stops and restarts it (docs/autonomy.md "Continuous tools").',
+  }),
+  continuousLeaseMs: opt(intish(1000).default(15_000), {
+    group: 'runner',
+    doc: 'Lease of the replica running a continuous tool: renewed at a third of it; another replica takes over when it has expired.',
+  }),
   toolApiRunnerReaders: opt(listish.default([]), {
     group: 'runner',
     doc: 'Tools (names) whose `context.api` may read the runner\'s own `tool.*` records (requests, responses, claims, definitions); others never see them.',

@@ -22,6 +22,8 @@ import { errorResult, type ExecutionResult } from '../result.js';
 import { sandboxToolOf, type Sandbox } from '../sandbox/index.js';
 import type { SecretResolver } from '../tool-context/secrets.js';
 import { createToolApi } from '../tool-context/tool-api.js';
+import type { RequestOrigin } from '../tool-context/origin.js';
+import { createRunToolCaller, type ToolCallsOptions } from '../tool-context/tool-calls.js';
 import { createLiveProgress, type LiveProgressReport } from './live-progress.js';
 import { createProgressPublisher } from './progress.js';
 import type { RequestKeys } from '../breadcrumbs/request-keys.js';
@@ -40,6 +42,8 @@ export interface RunContext {
   signal: AbortSignal;
   /** The request's stopwatch: executors add `secrets`, `sandbox_wait` and `sandbox_run` to it. */
   timings?: Stopwatch;
+  /** The verified origin of a request the runner wrote (nested call, subscription trigger, bootstrap run). */
+  origin?: RequestOrigin;
 }
 
 /** Runs one kind of tool; never throws for tool behaviour (infrastructure trouble may throw). */
@@ -107,6 +111,8 @@ export function createCodeExecutor(options: {
   keys?: Pick<RequestKeys, 'stateMac'>; logger?: Logger;
   /** Each call's reports for the live feed (secrets redacted, rate- and size-limited: live-progress.ts). */
   onLiveProgress?(report: LiveProgressReport): void;
+  /** `context.tools.call` for tools with a `permissions.tools` grant (absent: their calls fail as dependency.unavailable). */
+  toolCalls?: ToolCallsOptions;
 }): Executors['code'] {
   const { client, sandbox, secrets, config } = options;
   return {
@@ -126,6 +132,17 @@ export function createCodeExecutor(options: {
           tool: tool.name, intervalMs: config.progressIntervalMs, logger: options.logger,
         })
         : undefined;
+      const deadlineAt = Math.min(Date.now() + tool.timeoutMs, ctx.origin?.deadline_at ?? Infinity);
+      if (deadlineAt <= Date.now()) {
+        return errorResult(ErrorCode.Timeout, `the deadline of the calling run (${ctx.origin?.parent_tool ?? '?'}, request ${ctx.origin?.parent_rid ?? '?'}) passed before tool "${tool.name}" started`);
+      }
+      const tools = tool.tools !== undefined && options.toolCalls
+        ? createRunToolCaller(options.toolCalls, {
+          tool: tool.name, rid: ctx.rid, breadcrumbId: ctx.breadcrumbId, deadlineAt, signal: ctx.signal,
+          ...(ctx.agentId ? { agentId: ctx.agentId } : {}), ...(ctx.origin ? { origin: ctx.origin } : {}),
+        })
+        : undefined;
+      const depth = ctx.origin?.depth ?? 0;
       const live = options.onLiveProgress ? createLiveProgress({ rid: ctx.rid, tool: tool.name, emit: options.onLiveProgress }) : undefined;
       const onProgress = progress || live ? (value: unknown): void => {
         progress?.push(value);
@@ -136,9 +153,13 @@ export function createCodeExecutor(options: {
           tool: sandboxToolOf(tool),
           input,
           secrets: resolved.values,
-          request: { id: ctx.rid, workspace: config.workspace, ...(ctx.agentId ? { agentId: ctx.agentId } : {}) },
+          request: {
+            id: ctx.rid, workspace: config.workspace, ...(ctx.agentId ? { agentId: ctx.agentId } : {}),
+            ...(ctx.origin?.trigger_event !== undefined ? { trigger_event: ctx.origin.trigger_event } : {}),
+          },
           ...(ctx.isolation ? { isolation: ctx.isolation } : {}),
-          ...(tool.api ? { api: createToolApi({ client, tool: tool.name, rid: ctx.rid, config, schemas: tool.apiSchemas }) } : {}),
+          ...(tool.api ? { api: createToolApi({ client, tool: tool.name, rid: ctx.rid, config, schemas: tool.apiSchemas, ...(depth > 0 ? { depth } : {}) }) } : {}),
+          ...(tools ? { tools } : {}),
           ...(onProgress ? { onProgress } : {}),
           signal: ctx.signal,
           onTimings: ({ waitMs, runMs }) => {
@@ -149,6 +170,7 @@ export function createCodeExecutor(options: {
       } finally {
         // the last reports are in the store (and on the live feed) before the answer is written
         live?.close();
+        await tools?.close();
         await progress?.close();
       }
     },

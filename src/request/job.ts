@@ -30,6 +30,7 @@ import { admit, callOf, review, settle, type Call, type Gate, type Policy } from
 import { readRequest, readRequestRecord, type RequestRecord } from './read.js';
 import type { CreateAnswer, Responder, ToolAnswer } from './respond.js';
 import { routeRequest } from './route.js';
+import type { RequestOrigin } from '../tool-context/origin.js';
 import { createStopwatch, type StageTimings, type Stopwatch } from './timings.js';
 
 /** What the service's metrics, console and live feed learn about one answered request. */
@@ -82,6 +83,11 @@ export interface RequestJobOptions {
   onFinished?(report: ExecutionReport): void;
   /** A started call that ends without an answer from this run: withdrawn (request deleted), released (drain) or parked. */
   onEnded?(report: EndedReport): void;
+  /**
+   * The verified origin of a request the runner wrote itself (src/tool-context/origin.ts): it runs
+   * as the origin's agent, and its depth, chain and deadline reach the executor. Absent = none trusted.
+   */
+  originOf?(context: Record<string, unknown> | undefined, rid: string): RequestOrigin | undefined;
 }
 
 export interface RequestJob {
@@ -107,6 +113,12 @@ interface Ran {
   parked?: Extract<Gate, { kind: 'park' }>;
 }
 
+/** The identity with its agent replaced (a runner-written request runs as its origin's agent). */
+function withAgent(identity: RequestIdentity, agentId: string | undefined): RequestIdentity {
+  const { agentId: _replaced, ...rest } = identity;
+  return agentId !== undefined ? { ...rest, agentId } : rest;
+}
+
 /** Creates the job that runs one request's life. */
 export function createRequestJob(options: RequestJobOptions): RequestJob {
   const { client, claims, leases, catalog, responder, validator, executors, logger, replica } = options;
@@ -129,7 +141,10 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
         await claims.cleanup(request.breadcrumbId);
         return 'answered';
       }
-      const { record, identity } = read;
+      const { record } = read;
+      // A request the runner wrote for a nested call, trigger or bootstrap run runs as its origin's agent.
+      const origin = request.kind === 'create' ? undefined : options.originOf?.(record.context, read.identity.rid);
+      const identity: RequestIdentity = origin ? withAgent(read.identity, origin.agent) : read.identity;
       if (request.kind !== 'create' && (await options.cutover?.answeredByOlderRunner(record, identity.rid))) {
         log.info('request answered by an older runner; not run again');
         await claim.drop();
@@ -142,7 +157,7 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
       if (request.kind !== 'create') options.onStarted?.(who);
       // route -> check -> admit -> run (retries) -> check output -> review; or create
       watch.mark(); // total_ms and the stages from here on measure the same span
-      const ran = request.kind === 'create' ? await runCreate(record, signal, log) : await runTool(record, identity, claim, signal, watch, log);
+      const ran = request.kind === 'create' ? await runCreate(record, signal, log) : await runTool(record, identity, claim, signal, watch, log, origin);
       // endings without an answer
       if (signal.aborted && signal.reason instanceof RequestWithdrawn) {
         log.info('request deleted while it ran; no answer');
@@ -202,11 +217,11 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
 
   // A tool request: route -> check -> admit -> run (retries) -> check output -> review. Every
   // ending is a result to answer with (or a park).
-  const runTool = async (record: RequestRecord, identity: RequestIdentity, claim: HeldClaim, signal: AbortSignal, watch: Stopwatch, log: Logger): Promise<Ran> => {
+  const runTool = async (record: RequestRecord, identity: RequestIdentity, claim: HeldClaim, signal: AbortSignal, watch: Stopwatch, log: Logger, origin?: RequestOrigin): Promise<Ran> => {
     const startedAt = performance.now();
     let outcome: NonNullable<Ran['tool']> & { metadata: Record<string, unknown>; tool: string; parked?: Ran['parked'] };
     try {
-      outcome = { ...(await callTool(record, identity, signal, watch)), durationMs: 0 };
+      outcome = { ...(await callTool(record, identity, signal, watch, origin)), durationMs: 0 };
     } catch (error) {
       // Infrastructure trouble on the way (secrets API, catalog refresh): still an answer.
       const e = coerceError(error);
@@ -228,6 +243,9 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
         ...(call && call.warnings.length > 0 ? { warnings: call.warnings } : {}),
         ...(attempts > 1 ? { attempts } : {}),
         attempt: claim.attempt,
+        // A subscription's run names its trigger; a nested call its parent (src/tool-context/origin.ts).
+        ...(origin?.trigger_id !== undefined ? { trigger_id: origin.trigger_id, subscription: origin.subscription } : {}),
+        ...(origin?.parent_rid !== undefined ? { parent_rid: origin.parent_rid, depth: origin.depth } : {}),
         total_ms: Math.round(durationMs * 1000) / 1000,
         timings: watch.forAnswer(),
       },
@@ -235,7 +253,7 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
     return { answer, tool: { ...outcome, durationMs }, ...(outcome.parked ? { parked: outcome.parked } : {}) };
   };
 
-  const callTool = async (record: RequestRecord, identity: RequestIdentity, signal: AbortSignal, watch: Stopwatch) => {
+  const callTool = async (record: RequestRecord, identity: RequestIdentity, signal: AbortSignal, watch: Stopwatch, origin?: RequestOrigin) => {
     const { rid, tool: toolName, agentId } = identity;
     const ended = (kind: ExecutionReport['kind'], metadata: Record<string, unknown>, result: ExecutionResult) => ({ tool: toolName, kind, metadata, result, attempts: 0 });
     const read = readRequest(record, identity);
@@ -260,7 +278,7 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
     if (gate.kind === 'answer') return { ...ended(route.kind, metadata, gate.result), call };
     // run (retries)
     const approvalId = call.metadata['approval_id'];
-    const ctx = { rid, breadcrumbId: identity.breadcrumbId, signal, timings: watch, ...(agentId ? { agentId } : {}), ...(read.isolation ? { isolation: read.isolation } : {}), ...(typeof approvalId === 'string' ? { approvalId } : {}) };
+    const ctx = { rid, breadcrumbId: identity.breadcrumbId, signal, timings: watch, ...(agentId ? { agentId } : {}), ...(read.isolation ? { isolation: read.isolation } : {}), ...(typeof approvalId === 'string' ? { approvalId } : {}), ...(origin ? { origin } : {}) };
     const { result, attempts } = await executeWithRetries(executors, route, checked.input, ctx, retryPlan(call.contract));
     watch.mark(); // the executor counted its own stages (secrets, sandbox_wait, sandbox_run)
     const display = route.kind === 'host' && route.tool.transport.kind === 'rap' ? renderDisplay(route.tool.name, route.tool.transport.displayScript, checked.input) : undefined;

@@ -18,6 +18,7 @@ import type { ExecuteHostToolOptions } from '../host-tools/index.js';
 import type { Sandbox } from '../sandbox/index.js';
 import type { SchemaValidator } from '../screen/index.js';
 import type { SecretResolver } from '../tool-context/secrets.js';
+import type { ToolCallsOptions } from '../tool-context/tool-calls.js';
 import { createClaimManager, type ClaimManager } from './claims.js';
 import type { Cutover } from './cutover.js';
 import { createCodeExecutor, createHostExecutor, type CreateExecutor, type Executors } from './execute.js';
@@ -53,6 +54,10 @@ export interface RequestPathOptions {
   secretValues?(): string[];
   /** Each code-tool call's progress reports for the live feed. */
   onLiveProgress?(report: LiveProgressReport): void;
+  /** `context.tools.call` for code tools with a `permissions.tools` grant (src/tool-context/tool-calls.ts). */
+  toolCalls?: ToolCallsOptions;
+  /** The verified origin of a request the runner wrote itself (nested call, trigger, bootstrap run). */
+  originOf?: RequestJobOptions['originOf'];
   onStarted?: RequestJobOptions['onStarted'];
   onFinished?: RequestJobOptions['onFinished'];
   onEnded?: RequestJobOptions['onEnded'];
@@ -93,6 +98,7 @@ export function createRequestPath(options: RequestPathOptions): RequestPath {
       createCodeExecutor({
         client, sandbox, secrets, config, replica, keys, logger: log.child({ component: 'progress' }),
         ...(options.onLiveProgress ? { onLiveProgress: options.onLiveProgress } : {}),
+        ...(options.toolCalls ? { toolCalls: options.toolCalls } : {}),
       }),
     host:
       options.executors?.host ??
@@ -132,6 +138,7 @@ export function createRequestPath(options: RequestPathOptions): RequestPath {
     replica,
     storeAuth,
     hardStop: options.hardStop,
+    ...(options.originOf ? { originOf: options.originOf } : {}),
     ...(options.cutover ? { cutover: options.cutover } : {}),
     ...(options.onStarted ? { onStarted: options.onStarted } : {}),
     ...(options.onFinished ? { onFinished: options.onFinished } : {}),

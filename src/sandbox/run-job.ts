@@ -59,7 +59,7 @@ export function runJob(proc: SandboxProcess, job: SandboxJob, settings: JobSetti
   };
   // effects are recorded as they arrive, so every ending (a timeout or kill included) lists them
   const effects = createEffectLog(settings.startedAt, secrets);
-  const proxy = createApiProxy({ tool: job.tool, api: job.api, effects });
+  const proxy = createApiProxy({ tool: job.tool, api: job.api, ...(job.tools ? { tools: job.tools } : {}), effects });
 
   return new Promise<JobOutcome>((resolve) => {
     let done = false;

@@ -3,7 +3,8 @@
 // console API). Nothing runs requests yet: service.ts routes the events and starts serving.
 
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createRequestKeys, createStoreAuthProbe, createStoreClient, type RequestKeys, type StoreClient } from '../breadcrumbs/index.js';
+import { createRequestClient, createRequestKeys, createStoreAuthProbe, createStoreClient, type RequestKeys, type StoreClient } from '../breadcrumbs/index.js';
+import { verifiedOrigin } from '../tool-context/origin.js';
 import { createCatalog, type Catalog, type OperatorTool } from '../catalog/catalog.js';
 import { createStamper, type Stamper } from '../catalog/deployment.js';
 import { createCatalogPublisher, type CatalogPublisher } from '../catalog/publisher.js';
@@ -218,10 +219,15 @@ export async function buildService(
   const cutover = await loadAnswerTagCutover({ client, keys, workspace: config.workspace, logger: log });
   // The web console's API (served on the admin port); its figures come from the job's reports.
   const consoleApi = createConsoleApi({ config, client, keys, catalog, sandbox, validator, logger: log.child({ component: 'console' }), health: () => health() });
+  // Nested calls (context.tools.call) write their requests and wait for the answers with one request client.
+  const nestedRequests = createRequestClient({ client, keys, workspace: config.workspace, pollMaxMs: 500 });
+  onStop('nested calls', async () => nestedRequests.close());
   // The request path (src/request/path.ts): every request of every kind, tool calls and tool creation.
   const { intake } = createRequestPath({
     client, keys, config, logger: log, replica, catalog, validator, queue, sandbox, secrets, cutover, claims,
     hardStop: hardStop.signal,
+    toolCalls: { requests: nestedRequests, keys, maxDepth: config.nestedCallMaxDepth, logger: log.child({ component: 'tool-calls' }) },
+    originOf: (context, rid) => verifiedOrigin(keys, context, rid),
     ...(rapRuntime ? { runRemote: (call, request) => rapRuntime.runRemote(call, request) } : {}),
     // Always on: when creation is disabled it answers every create request with a rejection
     // (permission.denied) instead of leaving agents without an answer.

@@ -18,7 +18,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['sandbox', 'host-tools', 'queue', 'tool-context'],
   ['catalog', 'rap', 'export'],
   ['request'],
-  ['authoring', 'console', 'mcp', 'extension'],
+  ['authoring', 'console', 'mcp', 'extension', 'autonomy'],
   ['service'],
   ['cli'],
 ];
