@@ -22,6 +22,9 @@ import { createMemoryGuard, type MemoryGuard } from './memory-guard.js';
 import { denyNetFor, validateNetHosts, type PrivateGrant } from './net-policy.js';
 import { lookup } from 'node:dns/promises';
 import { createPool, type PoolKeySpec } from './pool.js';
+import { cpuSlotOf } from '../queue/cpu-slot.js';
+import { createActivityMonitor } from './activity.js';
+import { resolveCapacity } from './capacity.js';
 import { createDirectLauncher, createSpawnerLauncher } from './launcher.js';
 import { spawnSandboxProcess, sweepTempDirs, TEMP_PREFIX, type SandboxProcess } from './process.js';
 import { runJob } from './run-job.js';
@@ -68,7 +71,8 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
   });
   const guard = options.guard ?? (await createMemoryGuard({ logger }));
   const grants = await resolvePrivateGrants(config.allowPrivateHosts, logger);
-  logger.info('sandbox ready', { deno: deno.path, version: deno.version, memoryEnforcement: guard.mode, poolSize: config.poolSize, poolMax: config.poolMax });
+  const capacity = resolveCapacity(config);
+  logger.info('sandbox ready', { deno: deno.path, version: deno.version, memoryEnforcement: guard.mode, poolSize: config.poolSize, poolMax: capacity.poolMax });
   const limits = {
     maxOutputBytes: config.maxOutputBytes,
     maxFrameBytes: config.maxResultBytes + FRAME_SLACK_BYTES,
@@ -82,10 +86,12 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
   const compiler = options.compiler ?? (await createToolCompiler());
   const harness = await prepareHarness();
   if (!compiler.transpiles) logger.warn('esbuild is not installed: tools are sent as TypeScript and Deno transpiles them on every call');
+  // a call whose process sleeps lends its CPU slot (queue/cpu-slot.ts, activity.ts)
+  const activity = createActivityMonitor();
   const pool = createPool({
     maxReuseCalls: config.warmMaxCalls,
     poolSize: config.poolSize,
-    poolMax: config.poolMax,
+    poolMax: capacity.poolMax,
     poolIdleMs: config.poolIdleMs,
     guard,
     logger,
@@ -176,6 +182,8 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
     }
     if (!usable(proc)) return crashed(`no live Deno sandbox process for tool ${JSON.stringify(tool.name)}`, startedAt, { reason: 'spawn_failed' });
     split.gotAt = performance.now();
+    const slot = cpuSlotOf(job.signal);
+    const untrack = slot && proc.pid !== undefined ? activity.track(proc.pid, slot) : undefined;
     const outcome = await runJob(
       proc,
       job,
@@ -193,6 +201,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
       },
       guard,
     );
+    untrack?.();
     if (outcome.reusable) pool.park(proc, reuseKey);
     pool.release(spec);
     const result = outcome.result;
@@ -230,6 +239,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
     async close() {
       if (closed) return;
       closed = true;
+      activity.close();
       await pool.close();
       await launcher.close();
       await harness.remove();

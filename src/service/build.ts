@@ -22,7 +22,7 @@ import { createCodeExecutor, createHostExecutor } from '../request/6-execute.js'
 import { createResponder } from '../request/7-respond.js';
 import { createRequestHandler } from '../request/handler.js';
 import { createPolicies } from '../request/policies/index.js';
-import { createSandbox, type Sandbox } from '../sandbox/index.js';
+import { createSandbox, resolveCapacity, type Sandbox } from '../sandbox/index.js';
 import { createSchemaValidator, validateToolDefinition, type SchemaValidator } from '../screen/index.js';
 import { createStore, type Store } from '../store/index.js';
 import type { AdminServer } from './admin-server.js';
@@ -149,8 +149,10 @@ export async function buildService(
   publish = () => publisher.schedule();
   onStop('catalog publisher', () => publisher.close());
 
+  const capacity = resolveCapacity(config);
   const queue = createJobQueue({
-    concurrency: config.concurrency,
+    concurrency: capacity.concurrency,
+    cpuConcurrency: capacity.cpuConcurrency,
     toolConcurrency: config.toolConcurrency,
     backlog: config.backlog,
     onJobError: (key, error) => log.error('job threw', { rid: key, error }),
