@@ -4,9 +4,10 @@
 // The host asks the kernel, not the process: /proc/<pid>/schedstat holds, in nanoseconds, the time the
 // process's main thread (where Deno runs JavaScript) spent on a CPU and the time it spent runnable but
 // waiting for one. Over a window, what is neither was spent asleep. A call whose process was asleep for
-// more than 90% of the last window waits: its slot goes back to the queue; once its process is on (or
-// wants) a CPU for more than 30% of a window again, it computes and counts again. A process starved of
-// CPU by others is runnable, not asleep, so it keeps its slot: over-commit cannot feed on itself.
+// more than 90% of the last window, and asleep at that moment (state S in /proc/<pid>/stat), waits: its
+// slot goes back to the queue; once its process is on (or wants) a CPU for more than 30% of a window
+// again, it computes and counts again. A process starved of CPU by others is runnable, not asleep, so
+// it keeps its slot: over-commit cannot feed on itself.
 //
 // Cost: while calls run, a timer ticks every SAMPLE_MS; it reads /proc (one small read per call) only
 // for calls whose slot is contended (another job waits for one) or lent. Its first look at a call is a
@@ -52,8 +53,23 @@ export interface ActivityMonitor {
   close(): void;
 }
 
-/** Creates the monitor; `read` is the schedstat reader (tests may substitute one). */
-export function createActivityMonitor(read: (pid: number) => number | undefined = readDemandNs): ActivityMonitor {
+/**
+ * Whether the main thread of `pid` is asleep now (state S or I in /proc/<pid>/stat). The kernel adds
+ * run-queue time to schedstat only when the thread gets a CPU, so a starved busy process can show no
+ * demand for a while: only a thread that is not runnable now counts as waiting.
+ */
+export function isAsleep(pid: number): boolean {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    const state = text.charAt(text.lastIndexOf(')') + 2);
+    return state === 'S' || state === 'I';
+  } catch {
+    return false;
+  }
+}
+
+/** Creates the monitor; `read` and `asleep` read /proc (tests may substitute them). */
+export function createActivityMonitor(read: (pid: number) => number | undefined = readDemandNs, asleep: (pid: number) => boolean = isAsleep): ActivityMonitor {
   const tracked = new Set<Tracked>();
   let timer: NodeJS.Timeout | undefined;
   let lentCount = 0;
@@ -69,7 +85,7 @@ export function createActivityMonitor(read: (pid: number) => number | undefined 
       if (ns === undefined) continue;
       if (t.lastNs !== undefined) {
         const share = (ns - t.lastNs) / 1e6 / Math.max(1, now - t.lastAt);
-        if (!t.lent && share < WAITING_BELOW) {
+        if (!t.lent && share < WAITING_BELOW && asleep(t.pid)) {
           t.lent = true;
           lentCount++;
           t.slot.waiting();

@@ -166,6 +166,11 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
     const reuseKey = reuse ? warmKey(tool, spec.key, timeoutMs, job.secrets) : '';
 
     let proc = reuse ? pool.acquireReuse(reuseKey) : undefined;
+    // every process of this version busy: wait for one when that is cheaper than a spawn (pool.ts)
+    if (reuse && !usable(proc)) {
+      const next = pool.waitForReuse(reuseKey);
+      if (next) proc = await next;
+    }
     // a process can die between being handed out and receiving its job (rare): then take another once
     for (let attempt = 0; attempt < 2 && !usable(proc); attempt++) {
       const pending = pool.acquire(spec);
@@ -184,6 +189,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
     split.gotAt = performance.now();
     const slot = cpuSlotOf(job.signal);
     const untrack = slot && proc.pid !== undefined ? activity.track(proc.pid, slot) : undefined;
+    if (reuse) pool.callStarted(reuseKey);
     const outcome = await runJob(
       proc,
       job,
@@ -202,6 +208,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
       guard,
     );
     untrack?.();
+    if (reuse) pool.callEnded(reuseKey, performance.now() - split.gotAt, outcome.reusable);
     if (outcome.reusable) pool.park(proc, reuseKey);
     pool.release(spec);
     const result = outcome.result;
@@ -216,7 +223,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
 
   return {
     run,
-    stats: () => ({ ...pool.stats(), memoryEnforcement: guard.mode }),
+    stats: () => ({ ...pool.stats(), lent: activity.lent(), memoryEnforcement: guard.mode }),
     prewarm(tools) {
       const keys = new Set<string>();
       for (const tool of closed ? [] : tools) {

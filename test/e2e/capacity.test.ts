@@ -55,4 +55,14 @@ describe('capacity', () => {
     const after = await waitForResponses(c, gates, 90_000);
     for (const rid of gates) expect(after.get(rid)?.[0]).toMatchObject({ status: 'success', output: { released: true } });
   }, 180_000);
+
+  it('/metrics counts the pool\'s spawns, evictions, retirements and waits, and the calls lending their slot', async () => {
+    const text = await (await fetch(`${admin}/metrics`)).text();
+    const value = (name: string): number => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+    // the gate and echo tools each needed at least one process of their own
+    expect(value('tools_runner_pool_spawns_total')).toBeGreaterThanOrEqual(2);
+    for (const name of ['tools_runner_pool_evictions_total', 'tools_runner_pool_retirements_total', 'tools_runner_pool_waits_for_busy_total', 'tools_runner_jobs_waiting']) {
+      expect(value(name), name).toBeGreaterThanOrEqual(0);
+    }
+  });
 });
