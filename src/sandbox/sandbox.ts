@@ -86,6 +86,8 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
   const compiler = options.compiler ?? (await createToolCompiler());
   const harness = await prepareHarness();
   if (!compiler.transpiles) logger.warn('esbuild is not installed: tools are sent as TypeScript and Deno transpiles them on every call');
+  // warm processes that imported a tool's module factory: later calls send only its id
+  const factoryLoaded = new WeakMap<SandboxProcess, string>();
   // a call whose process sleeps lends its CPU slot (queue/cpu-slot.ts, activity.ts)
   const activity = createActivityMonitor();
   const pool = createPool({
@@ -190,6 +192,9 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
     const slot = cpuSlotOf(job.signal);
     const untrack = slot && proc.pid !== undefined ? activity.track(proc.pid, slot) : undefined;
     if (reuse) pool.callStarted(reuseKey);
+    // warm mode: the tool's module factory, imported once per process, called once per call
+    const factory = reuse ? compiled.factory : undefined;
+    const mapPosition = factory ? factory.mapPosition : compiled.mapPosition;
     const outcome = await runJob(
       proc,
       job,
@@ -197,7 +202,8 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
         seq: ++nextSeq,
         source64: compiled.source64,
         lang: compiled.lang,
-        ...(compiled.mapPosition ? { mapPosition: compiled.mapPosition } : {}),
+        ...(factory ? { factory: factoryLoaded.get(proc) === factory.id ? { id: factory.id } : { id: factory.id, code64: factory.code64 } } : {}),
+        ...(mapPosition ? { mapPosition } : {}),
         timeoutMs,
         reuse,
         maxResultBytes: config.maxResultBytes,
@@ -208,6 +214,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
       guard,
     );
     untrack?.();
+    if (factory && outcome.reusable) factoryLoaded.set(proc, factory.id);
     if (reuse) pool.callEnded(reuseKey, performance.now() - split.gotAt, outcome.reusable);
     if (outcome.reusable) pool.park(proc, reuseKey);
     pool.release(spec);
