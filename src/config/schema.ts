@@ -284,13 +284,19 @@ export const OPTIONS = {
     group: 'runner',
     doc: 'MCP `tools/call`: interval of progress notifications while a call runs (sent only when the client asked with a progress token).',
   }),
-  concurrency: opt(intish(1, 1024).default(4), {
+  concurrency: opt(intish(0, 1024).default(0), {
     group: 'runner',
-    doc: 'Tool executions running at once, across all tools.',
+    doc: 'Tool calls in flight at once, across all tools: computing, or waiting on a timer, the network or a nested call (one tool holds at most 3/4 of them). `0`: as many sandbox processes as half the machine\'s memory holds at the default memory limit (`defaultMemoryMb` + 64 MB each), 4 to 256.',
+    defaultText: '0 (from memory)',
+  }),
+  cpuConcurrency: opt(intish(0, 1024).default(0), {
+    group: 'runner',
+    doc: 'Tool calls computing at once. A call whose sandbox process sleeps (a timer, the network, a nested call) lends its slot to the next call until it computes again. `0`: 2 per core.',
+    defaultText: '0 (2 per core)',
   }),
   toolConcurrency: opt(intish(1, 1024).default(4), {
     group: 'runner',
-    doc: 'Executions of any one tool running at once.',
+    doc: 'Calls of any one tool computing at once (free slots go to the tools round robin).',
   }),
   backlog: opt(intish(1).default(1000), {
     group: 'runner',
@@ -392,9 +398,10 @@ export const OPTIONS = {
     group: 'sandbox',
     doc: 'Warm, pre-spawned Deno processes kept per permission set.',
   }),
-  poolMax: opt(intish(1, 256).default(8), {
+  poolMax: opt(intish(0, 256).default(0), {
     group: 'sandbox',
-    doc: 'Upper bound on warm processes across all permission sets.',
+    doc: 'Upper bound on warm processes (spares and parked warm ones) across all permission sets. `0`: 4 per CPU slot (`cpuConcurrency`), at least 8, within the memory bound of `concurrency`.',
+    defaultText: '0 (from cores and memory)',
   }),
   poolIdleMs: opt(intish(1000).default(60_000), {
     group: 'sandbox',

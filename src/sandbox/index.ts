@@ -11,3 +11,5 @@ export { createToolCompiler, type ToolCompiler } from './transpile.js';
 /** Public types. */
 export type { Sandbox, SandboxApi, SandboxJob, SandboxStats, SandboxTool, SandboxToolCaller, MemoryEnforcement } from './types.js';
 export { sandboxToolOf } from './tool-spec.js';
+/** Calls, CPU slots and pool size from the machine's memory and cores (the `0 = auto` settings). */
+export { resolveCapacity, type Capacity } from './capacity.js';

@@ -82,6 +82,14 @@ export interface SandboxStats {
   busy: number;
   /** Processes spawned since creation. */
   spawned: number;
+  /** Processes killed to make room for another permission set or tool version (pool at its maximum). */
+  evicted: number;
+  /** Processes retired: unused too long, busy while parked, at `warmMaxCalls`, or no room to park. */
+  retired: number;
+  /** Calls that waited for a busy warm process of their tool version instead of taking a fresh one. */
+  waitedForBusy: number;
+  /** Running calls whose process sleeps now, their CPU slot lent to another call. */
+  lent: number;
   memoryEnforcement: MemoryEnforcement;
 }
 

@@ -22,7 +22,7 @@ import type { Intake } from '../request/intake.js';
 import { createRequestPath } from '../request/path.js';
 import { createClaimManager, type ClaimManager } from '../request/claims.js';
 import { checkLeaseKey, createLeaseClaimManager, storeOffersLeases } from '../request/lease-claims.js';
-import { createSandbox, type Sandbox } from '../sandbox/index.js';
+import { createSandbox, resolveCapacity, type Sandbox } from '../sandbox/index.js';
 import { createSchemaValidator, validateToolDefinition, type SchemaValidator } from '../screen/index.js';
 import { createStore, type Store } from '../store/index.js';
 import type { AdminServer } from './admin-server.js';
@@ -173,8 +173,10 @@ export async function buildService(
   publish = () => publisher.schedule();
   onStop('catalog publisher', () => publisher.close());
 
+  const capacity = resolveCapacity(config);
   const queue = createJobQueue({
-    concurrency: config.concurrency,
+    concurrency: capacity.concurrency,
+    cpuConcurrency: capacity.cpuConcurrency,
     toolConcurrency: config.toolConcurrency,
     backlog: config.backlog,
     onJobError: (key, error) => log.error('job threw', { rid: key, error }),
