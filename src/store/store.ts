@@ -18,7 +18,7 @@ import { createBreadcrumbWrites } from './breadcrumb-writes.js';
 import { startCheckpointer } from './checkpointer.js';
 import { openDatabase, type Db } from './db.js';
 import type { ReadsPort, RegistryPort, SearchPort, SecretsPort, WritesPort } from './backend.js';
-import { isPostgresUrl, openPgBackend, type PgBackend } from './pg/index.js';
+import { isPostgresUrl, isUnavailable, openPgBackend, type PgBackend } from './pg/index.js';
 import { createEmbeddingQueue, embedderFromConfig, type Embedder, type EmbeddingQueue } from './embeddings.js';
 import { createEventLog } from './event-log.js';
 import { createRegistry } from './registry.js';
@@ -149,7 +149,10 @@ export async function createStore(options: StoreOptions): Promise<Store> {
         await dispatch(routes, auth, req, res, options.maxBodyBytes);
       } catch (error) {
         if (error instanceof HttpError) sendError(res, error);
-        else {
+        else if (pg && isUnavailable(error)) {
+          logger.warn('store request failed: the database is unreachable', { method: req.method, path: req.url?.split('?')[0], error: coerceError(error).message });
+          sendError(res, new HttpError(503, 'unavailable', 'the store\'s database is unreachable; retry shortly'));
+        } else {
           logger.error('store request failed', { method: req.method, path: req.url?.split('?')[0], error: coerceError(error) });
           sendError(res, new HttpError(500, 'internal', 'internal store error'));
         }

@@ -77,8 +77,9 @@ export async function startPgCluster(): Promise<PgCluster> {
   };
   run('initdb', ['-D', data, '-U', ROLE, '-A', 'trust', '--no-sync', '-E', 'UTF8', '--locale', 'C']);
   const port = await freePort();
-  // fsync off: a test cluster trades durability for speed; the socket dir is the temp dir.
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200`;
+  // fsync off: a test cluster needs no durability against an OS crash (a killed server keeps every
+  // commit: the kernel has the WAL); synchronous_commit stays on, so restart() loses no commit.
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=200`;
   const start = (): void => run('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-o', options, '-w', '-t', '60', 'start']);
   start();
   const admin = `postgres://${ROLE}@127.0.0.1:${port}/postgres`;

@@ -141,6 +141,9 @@ const types = {
 export function openPool(url: string, max: number, logger: Logger): pg.Pool {
   const pool = new pg.Pool({ connectionString: url, max, types, connectionTimeoutMillis: 10_000, idleTimeoutMillis: 30_000 });
   pool.on('error', (error) => logger.warn('an idle PostgreSQL connection failed', { error: error.message }));
+  // A connection lost while checked out fails its query (the caller sees that) and also emits
+  // 'error' on the client, which must not become an uncaught exception.
+  pool.on('connect', (client) => client.on('error', (error) => logger.debug('a PostgreSQL connection failed', { error: error.message })));
   return pool;
 }
 
@@ -211,4 +214,12 @@ export async function transaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) 
 /** True for PostgreSQL's unique_violation. */
 export function isUniqueViolation(error: unknown): boolean {
   return (error as { code?: string } | null)?.code === '23505';
+}
+
+/** True for failures that mean "the database is unreachable right now" (connection lost or refused, server shutting down or starting). */
+export function isUnavailable(error: unknown): boolean {
+  const e = error as { code?: string; message?: string } | null;
+  if (!e) return false;
+  if (typeof e.code === 'string' && (/^08/.test(e.code) || ['57P01', '57P02', '57P03', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(e.code))) return true;
+  return typeof e.message === 'string' && /Connection terminated|timeout exceeded when trying to connect/.test(e.message);
 }

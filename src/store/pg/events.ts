@@ -143,7 +143,21 @@ export async function createPgEventLog(options: { pool: pg.Pool; url: string; re
     }
     listener = client;
     backoff = 250;
+    if (reconnecting) await rewound();
+    reconnecting = true;
     kick();
+  };
+  // After a reconnect (a database restart or failover): a database that lost committed events
+  // (restored from a backup, promoted a lagging standby) hands out their seqs again. Publishing
+  // resumes from its real end, so new events are not mistaken for ones already sent.
+  let reconnecting = false;
+  const rewound = async (): Promise<void> => {
+    const newest = (await pool.query<{ seq: number | null }>('SELECT max(seq) AS seq FROM events')).rows[0]?.seq ?? 0;
+    if (newest < latest) {
+      logger.warn('the event log is behind what this replica published (database restored or failed over with data loss): resuming from its end; streams may miss the lost events', { published: latest, databaseLatest: newest });
+      latest = newest;
+      lastPrune = newest;
+    }
   };
   const lost = (client: pg.Client): void => {
     if (listener !== client && listener !== undefined) return;

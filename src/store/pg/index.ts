@@ -15,7 +15,7 @@ import { createPgRegistry } from './registry.js';
 import { checkSecretsKey, createPgSecrets } from './secrets.js';
 import { createPgWrites } from './writes.js';
 
-export { isPostgresUrl, redactUrl } from './db.js';
+export { isPostgresUrl, isUnavailable, redactUrl } from './db.js';
 
 /** A running PostgreSQL backend. */
 export interface PgBackend {
