@@ -182,6 +182,16 @@ export const OPTIONS = {
     doc: 'Directory of the SQLite database, the generated runner and secrets keys and (by default) the audit logs; `:memory:` keeps no database or keys on disk. Client commands read the runner key here.',
     defaultText: '`$XDG_DATA_HOME/tools-runner`, else `~/.local/share/tools-runner`',
   }),
+  db: opt(optionalString, {
+    group: 'store',
+    doc: 'Database of the store: unset keeps SQLite in `--data-dir`; a `postgres://user:pass@host:port/db` URL puts the store on PostgreSQL (several `store`/`start` replicas may share it; needs `--secrets-key`; docs/deployment.md).',
+    defaultText: 'SQLite in `--data-dir`',
+    secret: true,
+  }),
+  dbPoolSize: opt(intish(1, 1000).default(10), {
+    group: 'store',
+    doc: 'Connections of the store\'s PostgreSQL pool per replica (plus one for LISTEN); see docs/deployment.md for sizing.',
+  }),
   maxBodyBytes: opt(intish(1024).default(1024 * 1024), {
     group: 'store',
     doc: 'Largest request body the embedded store accepts (bytes); larger bodies get 413.',

@@ -82,7 +82,7 @@ export function createStoreAuth(options: {
   authSecret: string | undefined;
   adminKey: string | undefined;
   mintMode?: MintMode;
-  onMint?: (ownerId: string, agentId: string, roles: string[]) => void;
+  onMint?: (ownerId: string, agentId: string, roles: string[]) => void | Promise<void>;
 }): StoreAuth {
   const open = options.mintMode === 'open';
   const enabled = options.authSecret !== undefined;
@@ -156,7 +156,7 @@ export function createStoreAuth(options: {
         .setIssuedAt(iat)
         .setExpirationTime(exp)
         .sign(key);
-      options.onMint?.(request.ownerId, request.agentId, request.roles);
+      await options.onMint?.(request.ownerId, request.agentId, request.roles);
       return { token, owner_id: request.ownerId, agent_id: request.agentId, roles: request.roles, exp };
     },
     authenticate(req, query) {

@@ -198,3 +198,11 @@ export function createLeases(db: Db, now: () => number = Date.now): Leases {
     count: () => countStmt.get() as number,
   };
 }
+
+/** The lease operations of a store without a lease table (PostgreSQL, for now): every one answers 404. */
+export function noLeases(): Leases {
+  const refuse = (): never => {
+    throw new HttpError(404, 'route_not_found', 'leases are not available on this store backend');
+  };
+  return { acquire: refuse, renew: refuse, release: refuse, finish: refuse, expired: refuse, list: refuse, pruneOrphans: () => 0, count: () => 0 };
+}

@@ -6,7 +6,7 @@
 
 import type { LocalEndpoint, LocalReply, LocalRequest, LocalStreamSink } from '../local-transport.js';
 import type { Need, Principal, StoreAuth } from './auth.js';
-import type { ListCursor } from './breadcrumb-reads.js';
+import type { ItemCursor } from './backend.js';
 import { HttpError } from './http-util.js';
 import { checkIdempotencyKey, type StoreOperations } from './operations.js';
 import { LEASE_OPS, type LeaseOp, type Leases } from './leases.js';
@@ -23,10 +23,13 @@ const YIELD_EVERY = 256;
 
 // Reads a listing cursor to its end; like the HTTP route between chunks, it lets other work run
 // every YIELD_EVERY rows, so a long listing does not hold the event loop.
-const drain = async (cursor: ListCursor): Promise<unknown[]> => {
+const drain = async (cursor: ItemCursor): Promise<unknown[]> => {
   const out: unknown[] = [];
   try {
-    for (let item = cursor.next(); item !== undefined; item = cursor.next()) {
+    for (;;) {
+      let item = cursor.next();
+      if (item instanceof Promise) item = await item;
+      if (item === undefined) break;
       out.push(item);
       if (out.length % YIELD_EVERY === 0) await new Promise<void>((resolve) => setImmediate(resolve));
     }
@@ -63,7 +66,7 @@ export function createLocalEndpoint(deps: {
     {
       pattern: /^\/breadcrumbs$/,
       methods: {
-        GET: { need: 'read', run: (p, _a, r) => drain(ops.list(p, r.query)) },
+        GET: { need: 'read', run: async (p, _a, r) => await drain(await ops.list(p, r.query)) },
         POST: {
           need: 'write',
           run: (p, _a, r) => {
@@ -177,6 +180,10 @@ export function createLocalEndpoint(deps: {
           buffered: () => queue.length,
           onDrain: (resume) => setImmediate(resume),
           destroyed: () => !open,
+          fail: () => {
+            close();
+            sink.end();
+          },
         });
         const detach = sse.track(() => {
           close();

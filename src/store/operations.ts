@@ -4,20 +4,19 @@
 
 import type { Logger } from '../logger.js';
 import type { Principal, StoreAuth } from './auth.js';
-import type { ListCursor, BreadcrumbReads } from './breadcrumb-reads.js';
-import type { BreadcrumbWrites } from './breadcrumb-writes.js';
+import type { ItemCursor, ReadsPort, SearchPort, SecretsPort, WritesPort } from './backend.js';
 import { describe, httpErrors } from './http-util.js';
-import { DEFAULT_NN, type BreadcrumbSearch } from './search.js';
-import type { SecretInfo, SecretsRepo } from './secrets.js';
+import { DEFAULT_NN } from './search.js';
+import type { SecretInfo } from './secrets.js';
 import { MAX_EMBEDDING_DIM, boolParam, clampedInt, parseIfMatch, single, validateCreate, validatePatch } from './validate.js';
 
 /** What the operations use. */
 export interface OperationDeps {
   auth: StoreAuth;
-  reads: BreadcrumbReads;
-  writes: BreadcrumbWrites;
-  search: BreadcrumbSearch;
-  secrets: SecretsRepo;
+  reads: ReadsPort;
+  writes: WritesPort;
+  search: SearchPort;
+  secrets: SecretsPort;
   logger: Logger;
   startedMs: number;
   /** Open event streams (for /health). */
@@ -26,23 +25,23 @@ export interface OperationDeps {
   leases: boolean;
 }
 
-/** The store's operations; each throws HttpError (status, code, message, extra) on failure. */
+/** The store's operations; each throws (rejects with) HttpError (status, code, message, extra) on failure. */
 export interface StoreOperations {
   health(): Record<string, unknown>;
-  create(principal: Principal, body: Record<string, unknown>, idempotencyKey: string | undefined): { id: string };
-  contextView(principal: Principal, id: string): Record<string, unknown>;
-  full(principal: Principal, id: string): Record<string, unknown>;
-  history(principal: Principal, id: string): Array<Record<string, unknown>>;
+  create(principal: Principal, body: Record<string, unknown>, idempotencyKey: string | undefined): Promise<{ id: string }>;
+  contextView(principal: Principal, id: string): Promise<Record<string, unknown>>;
+  full(principal: Principal, id: string): Promise<Record<string, unknown>>;
+  history(principal: Principal, id: string): Promise<Array<Record<string, unknown>>>;
   /** `ifMatch`: the raw If-Match header value. */
-  update(principal: Principal, id: string, body: Record<string, unknown>, ifMatch: string | string[] | undefined): { ok: true; version: number };
-  remove(principal: Principal, id: string): { ok: true };
-  list(principal: Principal, query: URLSearchParams): ListCursor;
-  search(principal: Principal, query: URLSearchParams): Promise<ListCursor>;
-  listSecrets(principal: Principal, query: URLSearchParams): SecretInfo[];
-  createSecret(principal: Principal, body: Record<string, unknown>): { id: string };
-  updateSecret(principal: Principal, id: string, body: Record<string, unknown>): { ok: true };
-  decryptSecret(principal: Principal, id: string, body: Record<string, unknown>): { value: string };
-  removeSecret(principal: Principal, id: string): { ok: true };
+  update(principal: Principal, id: string, body: Record<string, unknown>, ifMatch: string | string[] | undefined): Promise<{ ok: true; version: number }>;
+  remove(principal: Principal, id: string): Promise<{ ok: true }>;
+  list(principal: Principal, query: URLSearchParams): Promise<ItemCursor>;
+  search(principal: Principal, query: URLSearchParams): Promise<ItemCursor>;
+  listSecrets(principal: Principal, query: URLSearchParams): Promise<SecretInfo[]>;
+  createSecret(principal: Principal, body: Record<string, unknown>): Promise<{ id: string }>;
+  updateSecret(principal: Principal, id: string, body: Record<string, unknown>): Promise<{ ok: true }>;
+  decryptSecret(principal: Principal, id: string, body: Record<string, unknown>): Promise<{ value: string }>;
+  removeSecret(principal: Principal, id: string): Promise<{ ok: true }>;
 }
 
 // Upstream's listing parameters: no default limit, `limit` clamped up to 1, `offset` up to 0.
@@ -94,48 +93,48 @@ export function createStoreOperations(deps: OperationDeps): StoreOperations {
   const { auth, reads, writes, secrets, logger, search } = deps;
   return {
     health: () => ({ status: 'ok', auth: auth.enabled ? 'on' : 'off', streams: deps.streams(), uptime_ms: Date.now() - deps.startedMs, ...(deps.leases ? { x_leases: true } : {}) }),
-    create(principal, body, key) {
+    async create(principal, body, key) {
       checkIdempotencyKey(key);
-      return writes.create(validateCreate(body), principal, key);
+      return await writes.create(validateCreate(body), principal, key);
     },
-    contextView: (principal, id) => reads.contextView(id, principal),
-    full: (principal, id) => reads.full(id, principal),
-    history: (principal, id) => reads.history(id, principal),
-    update(principal, id, body, ifMatchHeader) {
+    contextView: async (principal, id) => await reads.contextView(id, principal),
+    full: async (principal, id) => await reads.full(id, principal),
+    history: async (principal, id) => await reads.history(id, principal),
+    async update(principal, id, body, ifMatchHeader) {
       const ifMatch = parseIfMatch(ifMatchHeader);
       const patch = validatePatch(body);
-      return { ok: true, ...writes.update(id, patch, principal, ifMatch) };
+      return { ok: true, ...(await writes.update(id, patch, principal, ifMatch)) };
     },
-    remove(principal, id) {
-      writes.remove(id, principal);
+    async remove(principal, id) {
+      await writes.remove(id, principal);
       return { ok: true };
     },
-    list: (principal, query) => reads.list(listFilter(query), principal),
+    list: async (principal, query) => await reads.list(listFilter(query), principal),
     search: (principal, query) => search.search(searchQuery(query), principal),
-    listSecrets: (principal, query) => secrets.list(single(query, 'scope_type'), single(query, 'scope_id'), principal),
-    createSecret(principal, body) {
-      const created = secrets.create(body, principal);
+    listSecrets: async (principal, query) => await secrets.list(single(query, 'scope_type'), single(query, 'scope_id'), principal),
+    async createSecret(principal, body) {
+      const created = await secrets.create(body, principal);
       logger.redact(created.value);
       return { id: created.id };
     },
-    updateSecret(principal, id, body) {
+    async updateSecret(principal, id, body) {
       const value = body.value;
       if (typeof value !== 'string') throw httpErrors.invalidBody(`value must be a string, got ${describe(value)}`);
       logger.redact(value);
-      secrets.update(id, value, principal);
+      await secrets.update(id, value, principal);
       return { ok: true };
     },
-    decryptSecret(principal, id, body) {
+    async decryptSecret(principal, id, body) {
       const reason = body.reason;
       if (reason !== undefined && reason !== null && typeof reason !== 'string') {
         throw httpErrors.invalidBody(`reason must be a string, got ${describe(reason)}`);
       }
-      const value = secrets.decrypt(id, (reason as string | null | undefined) ?? null, principal);
+      const value = await secrets.decrypt(id, (reason as string | null | undefined) ?? null, principal);
       logger.redact(value);
       return { value };
     },
-    removeSecret(principal, id) {
-      secrets.remove(id, principal);
+    async removeSecret(principal, id) {
+      await secrets.remove(id, principal);
       return { ok: true };
     },
   };

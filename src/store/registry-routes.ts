@@ -4,7 +4,7 @@
 
 import type { StoreAuth } from './auth.js';
 import { HttpError, sendJson } from './http-util.js';
-import type { Registry } from './registry.js';
+import type { RegistryPort } from './backend.js';
 import { requireText } from './registry.js';
 import type { Route, RouteContext } from './routes.js';
 
@@ -22,7 +22,7 @@ const noWebhooks = (): never => {
 };
 
 /** Builds the registry routes. */
-export function createRegistryRoutes(deps: { auth: StoreAuth; registry: Registry }): Route[] {
+export function createRegistryRoutes(deps: { auth: StoreAuth; registry: RegistryPort }): Route[] {
   const { auth, registry } = deps;
   return [
     // Upstream's OpenRouter demo; listed before /agents/:id so "run" is never taken for an agent id.
@@ -39,12 +39,12 @@ export function createRegistryRoutes(deps: { auth: StoreAuth; registry: Registry
     },
     {
       pattern: /^\/agents$/,
-      methods: { GET: { need: 'read', handle: ({ res, principal }) => sendJson(res, 200, registry.listAgents(principal)) } },
+      methods: { GET: { need: 'read', handle: async ({ res, principal }) => sendJson(res, 200, await registry.listAgents(principal)) } },
     },
     {
       pattern: new RegExp(`^/agents/${id}$`),
       methods: {
-        GET: { need: 'read', handle: ({ res, params, principal }) => sendJson(res, 200, registry.getAgent(principal, params[0] as string)) },
+        GET: { need: 'read', handle: async ({ res, params, principal }) => sendJson(res, 200, await registry.getAgent(principal, params[0] as string)) },
         POST: {
           need: 'read',
           async handle(ctx) {
@@ -53,14 +53,14 @@ export function createRegistryRoutes(deps: { auth: StoreAuth; registry: Registry
             if (!Array.isArray(roles) || !roles.every((r) => typeof r === 'string')) {
               throw new HttpError(400, 'invalid_body', `roles must be an array of strings, got ${JSON.stringify(roles) ?? 'nothing'}`);
             }
-            registry.upsertAgent(ctx.principal.ownerId, ctx.params[0] as string, roles as string[]);
+            await registry.upsertAgent(ctx.principal.ownerId, ctx.params[0] as string, roles as string[]);
             sendJson(ctx.res, 200, { ok: true });
           },
         },
         DELETE: {
           need: 'curator',
-          handle({ res, params, principal }) {
-            registry.deleteAgent(principal, params[0] as string);
+          async handle({ res, params, principal }) {
+            await registry.deleteAgent(principal, params[0] as string);
             sendJson(res, 200, { ok: true });
           },
         },
@@ -71,7 +71,7 @@ export function createRegistryRoutes(deps: { auth: StoreAuth; registry: Registry
     { pattern: new RegExp(`^/agents/${id}/webhooks/${id}$`), methods: { DELETE: { need: 'read', handle: noWebhooks } } },
     {
       pattern: /^\/tenants$/,
-      methods: { GET: { need: 'curator', handle: ({ res }) => sendJson(res, 200, registry.listTenants()) } },
+      methods: { GET: { need: 'curator', handle: async ({ res }) => sendJson(res, 200, await registry.listTenants()) } },
     },
     {
       pattern: new RegExp(`^/tenants/${id}$`),
@@ -80,18 +80,18 @@ export function createRegistryRoutes(deps: { auth: StoreAuth; registry: Registry
           need: 'read' as const,
           async handle(ctx: RouteContext) {
             selfOrCurator(auth, ctx, ctx.principal.ownerId);
-            registry.ensureTenant(ctx.params[0] as string, requireText(await ctx.body(), 'name'));
+            await registry.ensureTenant(ctx.params[0] as string, requireText(await ctx.body(), 'name'));
             sendJson(ctx.res, 200, { ok: true });
           },
         };
         return {
-          GET: { need: 'read' as const, handle: ({ res, params }: RouteContext) => sendJson(res, 200, registry.getTenant(params[0] as string)) },
+          GET: { need: 'read' as const, handle: async ({ res, params }: RouteContext) => sendJson(res, 200, await registry.getTenant(params[0] as string)) },
           POST: upsert,
           PUT: upsert,
           DELETE: {
             need: 'curator' as const,
-            handle({ res, params }: RouteContext) {
-              registry.deleteTenant(params[0] as string);
+            async handle({ res, params }: RouteContext) {
+              await registry.deleteTenant(params[0] as string);
               sendJson(res, 200, { ok: true });
             },
           },
@@ -100,21 +100,21 @@ export function createRegistryRoutes(deps: { auth: StoreAuth; registry: Registry
     },
     {
       pattern: /^\/acl$/,
-      methods: { GET: { need: 'read', handle: ({ res, principal }) => sendJson(res, 200, registry.listAcls(principal)) } },
+      methods: { GET: { need: 'read', handle: async ({ res, principal }) => sendJson(res, 200, await registry.listAcls(principal)) } },
     },
     {
       pattern: /^\/acl\/grant$/,
-      methods: { POST: { need: 'curator', handle: async ({ res, principal, body }) => sendJson(res, 200, registry.grant(principal, await body())) } },
+      methods: { POST: { need: 'curator', handle: async ({ res, principal, body }) => sendJson(res, 200, await registry.grant(principal, await body())) } },
     },
     {
       pattern: /^\/acl\/revoke$/,
-      methods: { POST: { need: 'curator', handle: async ({ res, principal, body }) => sendJson(res, 200, registry.revoke(principal, await body())) } },
+      methods: { POST: { need: 'curator', handle: async ({ res, principal, body }) => sendJson(res, 200, await registry.revoke(principal, await body())) } },
     },
     {
       pattern: /^\/subscriptions\/selectors$/,
       methods: {
-        GET: { need: 'subscribe', handle: ({ res, principal }) => sendJson(res, 200, registry.listSelectors(principal)) },
-        POST: { need: 'subscribe', handle: async ({ res, principal, body }) => sendJson(res, 200, registry.createSelector(principal, await body())) },
+        GET: { need: 'subscribe', handle: async ({ res, principal }) => sendJson(res, 200, await registry.listSelectors(principal)) },
+        POST: { need: 'subscribe', handle: async ({ res, principal, body }) => sendJson(res, 200, await registry.createSelector(principal, await body())) },
       },
     },
     {
@@ -123,14 +123,14 @@ export function createRegistryRoutes(deps: { auth: StoreAuth; registry: Registry
         PUT: {
           need: 'subscribe',
           async handle({ res, params, principal, body }) {
-            registry.updateSelector(principal, params[0] as string, await body());
+            await registry.updateSelector(principal, params[0] as string, await body());
             sendJson(res, 200, { ok: true });
           },
         },
         DELETE: {
           need: 'subscribe',
-          handle({ res, params, principal }) {
-            registry.deleteSelector(principal, params[0] as string);
+          async handle({ res, params, principal }) {
+            await registry.deleteSelector(principal, params[0] as string);
             sendJson(res, 200, { ok: true });
           },
         },

@@ -43,7 +43,7 @@ function stringList(body: Record<string, unknown>, field: string): string[] | nu
 }
 
 // A selector as upstream serialises it: every key present, null when unset.
-function selectorOf(body: Record<string, unknown>): Record<string, unknown> {
+export function selectorOf(body: Record<string, unknown>): Record<string, unknown> {
   const schema = body.schema_name;
   if (schema !== undefined && schema !== null && typeof schema !== 'string') throw httpErrors.invalidBody(`schema_name must be a string or null, got ${describe(schema)}`);
   const rules = body.context_match;

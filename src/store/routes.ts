@@ -1,19 +1,18 @@
 // The route table of the embedded store: path pattern → method → handler, with the role each
 // route needs. Handlers parse the HTTP request and call the store's operations (operations.ts,
-// shared with the in-process transport); they are synchronous against SQLite once the body is read,
-// so a change and its event commit and publish in one tick (see event-log.ts).
+// shared with the in-process transport) and await them (SQLite answers synchronously, so a change
+// and its event still commit and publish in one tick there; see event-log.ts and backend.ts).
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Need, Principal, StoreAuth } from './auth.js';
 import { HttpError, parseJsonObject, readBody, sendJson } from './http-util.js';
 import { checkIdempotencyKey, type StoreOperations } from './operations.js';
 import { parseIfMatch } from './validate.js';
-import type { Registry } from './registry.js';
 import { createRegistryRoutes } from './registry-routes.js';
 import type { SseHub } from './sse.js';
 import { sendJsonArray } from './stream-json.js';
-import type { BreadcrumbWrites } from './breadcrumb-writes.js';
 import { LEASE_OPS, type LeaseOp, type Leases } from './leases.js';
+import type { RegistryPort, WritesPort } from './backend.js';
 
 /** What a handler gets. */
 export interface RouteContext {
@@ -42,8 +41,8 @@ export interface Route {
 export interface RouteDeps {
   auth: StoreAuth;
   ops: StoreOperations;
-  writes: BreadcrumbWrites;
-  registry: Registry;
+  writes: WritesPort;
+  registry: RegistryPort;
   sse: SseHub;
   leases: Leases;
   /** Throws unless the `X-Lease-Key` header carries the store's lease key. */
@@ -73,14 +72,14 @@ export function createRoutes(deps: RouteDeps): Route[] {
     {
       pattern: /^\/breadcrumbs$/,
       methods: {
-        GET: { need: 'read', handle: ({ res, query, principal }) => sendJsonArray(res, ops.list(principal, query)) },
+        GET: { need: 'read', handle: async ({ res, query, principal }) => sendJsonArray(res, await ops.list(principal, query)) },
         POST: {
           need: 'write',
           async handle({ req, res, principal, body }) {
             // Header checks come before the body is read (a bad key is reported even with a bad body).
             const key = header(req, 'idempotency-key');
             checkIdempotencyKey(key);
-            sendJson(res, 201, ops.create(principal, await body(), key));
+            sendJson(res, 201, await ops.create(principal, await body(), key));
           },
         },
       },
@@ -92,25 +91,25 @@ export function createRoutes(deps: RouteDeps): Route[] {
     {
       pattern: new RegExp(`^/breadcrumbs/${id}$`),
       methods: {
-        GET: { need: 'read', handle: ({ res, params, principal }) => sendJson(res, 200, ops.contextView(principal, params[0] as string)) },
+        GET: { need: 'read', handle: async ({ res, params, principal }) => sendJson(res, 200, await ops.contextView(principal, params[0] as string)) },
         PATCH: {
           need: 'write',
           handle: async ({ req, res, params, principal, body }) => {
             const ifMatch = req.headers['if-match'];
             parseIfMatch(ifMatch);
-            sendJson(res, 200, ops.update(principal, params[0] as string, await body(), ifMatch));
+            sendJson(res, 200, await ops.update(principal, params[0] as string, await body(), ifMatch));
           },
         },
-        DELETE: { need: 'write', handle: ({ res, params, principal }) => sendJson(res, 200, ops.remove(principal, params[0] as string)) },
+        DELETE: { need: 'write', handle: async ({ res, params, principal }) => sendJson(res, 200, await ops.remove(principal, params[0] as string)) },
       },
     },
     {
       pattern: new RegExp(`^/breadcrumbs/${id}/full$`),
-      methods: { GET: { need: 'read', handle: ({ res, params, principal }) => sendJson(res, 200, ops.full(principal, params[0] as string)) } },
+      methods: { GET: { need: 'read', handle: async ({ res, params, principal }) => sendJson(res, 200, await ops.full(principal, params[0] as string)) } },
     },
     {
       pattern: new RegExp(`^/breadcrumbs/${id}/history$`),
-      methods: { GET: { need: 'read', handle: ({ res, params, principal }) => sendJson(res, 200, ops.history(principal, params[0] as string)) } },
+      methods: { GET: { need: 'read', handle: async ({ res, params, principal }) => sendJson(res, 200, await ops.history(principal, params[0] as string)) } },
     },
     {
       pattern: /^\/events\/stream$/,
@@ -119,21 +118,21 @@ export function createRoutes(deps: RouteDeps): Route[] {
     {
       pattern: /^\/secrets$/,
       methods: {
-        GET: { need: 'curator', handle: ({ res, query, principal }) => sendJson(res, 200, ops.listSecrets(principal, query)) },
-        POST: { need: 'curator', handle: async ({ res, principal, body }) => sendJson(res, 200, ops.createSecret(principal, await body())) },
+        GET: { need: 'curator', handle: async ({ res, query, principal }) => sendJson(res, 200, await ops.listSecrets(principal, query)) },
+        POST: { need: 'curator', handle: async ({ res, principal, body }) => sendJson(res, 200, await ops.createSecret(principal, await body())) },
       },
     },
     {
       pattern: new RegExp(`^/secrets/${id}$`),
       methods: {
-        PUT: { need: 'curator', handle: async ({ res, params, principal, body }) => sendJson(res, 200, ops.updateSecret(principal, params[0] as string, await body())) },
-        DELETE: { need: 'curator', handle: ({ res, params, principal }) => sendJson(res, 200, ops.removeSecret(principal, params[0] as string)) },
+        PUT: { need: 'curator', handle: async ({ res, params, principal, body }) => sendJson(res, 200, await ops.updateSecret(principal, params[0] as string, await body())) },
+        DELETE: { need: 'curator', handle: async ({ res, params, principal }) => sendJson(res, 200, await ops.removeSecret(principal, params[0] as string)) },
       },
     },
     {
       pattern: new RegExp(`^/secrets/${id}/decrypt$`),
       methods: {
-        POST: { need: 'curator', handle: async ({ res, params, principal, body }) => sendJson(res, 200, ops.decryptSecret(principal, params[0] as string, await body(true))) },
+        POST: { need: 'curator', handle: async ({ res, params, principal, body }) => sendJson(res, 200, await ops.decryptSecret(principal, params[0] as string, await body(true))) },
       },
     },
     {
@@ -141,8 +140,8 @@ export function createRoutes(deps: RouteDeps): Route[] {
       methods: {
         POST: {
           need: 'curator',
-          handle({ res }) {
-            const purged = writes.pruneExpired();
+          async handle({ res }) {
+            const purged = await writes.pruneExpired();
             sendJson(res, 200, { purged, ttl_purged: purged, health_checks_purged: 0, expired_purged: 0 });
           },
         },

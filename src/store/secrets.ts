@@ -33,11 +33,11 @@ interface SecretRow extends SecretInfo {
   auth_tag: Buffer;
 }
 
-function aad(name: string, scopeType: string, scopeId: string | null): Buffer {
+export function aad(name: string, scopeType: string, scopeId: string | null): Buffer {
   return Buffer.from(JSON.stringify([name, scopeType, scopeId]));
 }
 
-function requireString(body: Record<string, unknown>, field: string, allowEmpty = false): string {
+export function requireString(body: Record<string, unknown>, field: string, allowEmpty = false): string {
   const value = body[field];
   if (typeof value !== 'string' || (!allowEmpty && value === '')) {
     throw httpErrors.invalidBody(`${field} must be a ${allowEmpty ? '' : 'non-empty '}string, got ${describe(value)}`);

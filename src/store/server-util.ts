@@ -77,17 +77,17 @@ export async function listenUrl(server: Server, port: number, host: string): Pro
 }
 
 /** Sweeps expired breadcrumbs now and every `intervalMs`; returns the stop function. */
-export function startPruning(prune: () => number, intervalMs: number, logger: Logger): () => void {
-  const run = (): void => {
+export function startPruning(prune: () => number | Promise<number>, intervalMs: number, logger: Logger): () => void {
+  const run = async (): Promise<void> => {
     try {
-      const removed = prune();
+      const removed = await prune();
       if (removed > 0) logger.info('expired breadcrumbs pruned', { removed });
     } catch (error) {
       logger.error('expiry sweep failed', { error: coerceError(error) });
     }
   };
-  run();
-  const timer = setInterval(run, intervalMs);
+  void run();
+  const timer = setInterval(() => void run(), intervalMs);
   timer.unref();
   return () => clearInterval(timer);
 }

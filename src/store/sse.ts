@@ -18,6 +18,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../logger.js';
 import type { Principal } from './auth.js';
+import type { MaybePromise } from './backend.js';
 import { sseFrame, type EventLog, type StoredEvent } from './event-log.js';
 import { httpErrors } from './http-util.js';
 import { single } from './validate.js';
@@ -48,11 +49,22 @@ export interface StreamSink {
   /** Calls `resume` once the sink has room again (after `buffered()` passed the replay high-water mark). */
   onDrain(resume: () => void): void;
   destroyed(): boolean;
+  /** The stored events could not be read (a database error): the subscription is over. */
+  fail?(): void;
 }
 
 /** Stream extensions a client may ask for with `x_ext`. */
 export const STREAM_EXTENSIONS = ['deleted', 'ids', 'gap'] as const;
 export type StreamExtension = (typeof STREAM_EXTENSIONS)[number];
+
+/**
+ * What the hub reads events from: SQLite's event log (synchronous) or PostgreSQL's (pg/events.ts:
+ * the stored page and bounds come through a promise; live events are published in seq order).
+ */
+export type EventFeed = Pick<EventLog, 'latestSeq' | 'subscribe'> & {
+  readAfter(afterSeq: number, limit: number, maxBytes?: number): MaybePromise<StoredEvent[]>;
+  bounds(): MaybePromise<{ oldest: number | undefined; latest: number }>;
+};
 
 const PAGE = 256;
 const PAGE_BYTES = 1024 * 1024;
@@ -73,7 +85,7 @@ export function parseExtensions(query: URLSearchParams): Set<StreamExtension> {
 }
 
 /** Builds the SSE hub over `log`. */
-export function createSseHub(options: { log: EventLog; pingIntervalMs: number; bufferCapBytes: number; logger: Logger }): SseHub {
+export function createSseHub(options: { log: EventFeed; pingIntervalMs: number; bufferCapBytes: number; logger: Logger }): SseHub {
   const { log, logger, bufferCapBytes } = options;
   // Replay writes at most this much ahead of a reader per turn, so many replaying readers share
   // the event loop in small slices (and hold little memory each).
@@ -118,8 +130,9 @@ export function createSseHub(options: { log: EventLog; pingIntervalMs: number; b
     let cursor = log.latestSeq();
     let live = true;
     let closed = false;
-    if (ext.has('ids') && lastHeader !== undefined && lastHeader !== '') {
-      const { oldest, latest } = log.bounds();
+    // Where a resume starts, from the retained bounds (a gap notice when the point is gone).
+    const resumeFrom = (bounds: { oldest: number | undefined; latest: number }, lastHeader: string): void => {
+      const { oldest, latest } = bounds;
       const lastId = /^\d{1,15}$/.test(lastHeader.trim()) ? Number(lastHeader.trim()) : Number.NaN;
       const firstKept = oldest ?? latest + 1;
       if (!(lastId <= latest) || lastId < firstKept - 1) {
@@ -128,13 +141,29 @@ export function createSseHub(options: { log: EventLog; pingIntervalMs: number; b
       } else {
         cursor = lastId;
       }
-      live = cursor >= latest;
+    };
+    // A promised bounds (PostgreSQL) holds the stream in replay until it is known.
+    let pendingBounds: Promise<{ oldest: number | undefined; latest: number }> | undefined;
+    if (ext.has('ids') && lastHeader !== undefined && lastHeader !== '') {
+      const bounds = log.bounds();
+      if (bounds instanceof Promise) {
+        pendingBounds = bounds;
+        live = false;
+      } else {
+        resumeFrom(bounds, lastHeader);
+        live = cursor >= bounds.latest;
+      }
     }
 
     // Replay writes while the sink keeps up (below highWater), then waits for its drain and
     // continues in the same page; a page holds at most PAGE events and about PAGE_BYTES.
     let page: StoredEvent[] = [];
     let index = 0;
+    const failed = (error: unknown): void => {
+      logger.warn('event replay failed; ending the stream', { error: error instanceof Error ? error.message : String(error) });
+      closed = true;
+      sink.fail?.();
+    };
     const replay = (): void => {
       if (closed || sink.destroyed()) return;
       if (index >= page.length) {
@@ -143,15 +172,35 @@ export function createSseHub(options: { log: EventLog; pingIntervalMs: number; b
           page = [];
           return;
         }
-        page = log.readAfter(cursor, PAGE, PAGE_BYTES);
-        index = 0;
-        const first = page[0];
-        if (!first) {
-          live = true;
+        const read = log.readAfter(cursor, PAGE, PAGE_BYTES);
+        if (read instanceof Promise) {
+          read.then((events) => {
+            if (closed) return;
+            // Events past the cursor arrived live while the page was read: keep only the rest.
+            page = events.filter((event) => event.seq > cursor);
+            index = 0;
+            if (page.length === 0 && events.length > 0) return replay();
+            continueWith();
+          }, failed);
           return;
         }
-        if (first.seq > cursor + 1 && ext.has('gap')) sink.gap(gapData(String(cursor), first.seq, log.latestSeq()));
+        page = read;
+        index = 0;
+        continueWith();
+        return;
       }
+      writePage();
+    };
+    const continueWith = (): void => {
+      const first = page[0];
+      if (!first) {
+        live = true;
+        return;
+      }
+      if (first.seq > cursor + 1 && ext.has('gap')) sink.gap(gapData(String(cursor), first.seq, log.latestSeq()));
+      writePage();
+    };
+    const writePage = (): void => {
       while (index < page.length) {
         const event = page[index++] as StoredEvent;
         cursor = event.seq;
@@ -169,7 +218,14 @@ export function createSseHub(options: { log: EventLog; pingIntervalMs: number; b
       cursor = event.seq;
       if (matches(event)) sink.event(event, frameWithId, plain);
     });
-    if (!live) replay();
+    if (pendingBounds !== undefined) {
+      const header = lastHeader as string;
+      pendingBounds.then((bounds) => {
+        if (closed) return;
+        resumeFrom(bounds, header);
+        replay();
+      }, failed);
+    } else if (!live) replay();
     return () => {
       closed = true;
       page = [];
@@ -209,6 +265,7 @@ export function createSseHub(options: { log: EventLog; pingIntervalMs: number; b
         buffered: () => res.writableLength,
         onDrain: (resume) => res.once('drain', resume),
         destroyed: () => res.destroyed,
+        fail: () => res.destroy(),
       });
       streams.add(res);
       ensurePinger();

@@ -1,5 +1,6 @@
-// The embedded RCRT-compatible breadcrumb store: node:http + better-sqlite3 (differences from
-// upstream in docs/compat.md).
+// The embedded RCRT-compatible breadcrumb store: node:http + better-sqlite3, or PostgreSQL with
+// `db: postgres://…` (pg/; several replicas on one database); differences from upstream in
+// docs/compat.md.
 //
 // Lifecycle: RUNNING once `createStore` resolves (the port accepts connections); CLOSING after
 // `close()` is called (new requests get 503, SSE streams are ended, idle keep-alive sockets are
@@ -15,27 +16,29 @@ import { DEFAULT_OWNER_ID, createStoreAuth } from './auth.js';
 import { createBreadcrumbReads } from './breadcrumb-reads.js';
 import { createBreadcrumbWrites } from './breadcrumb-writes.js';
 import { startCheckpointer } from './checkpointer.js';
-import { openDatabase } from './db.js';
+import { openDatabase, type Db } from './db.js';
+import type { ReadsPort, RegistryPort, SearchPort, SecretsPort, WritesPort } from './backend.js';
+import { isPostgresUrl, isUnavailable, openPgBackend, type PgBackend } from './pg/index.js';
 import { createEmbeddingQueue, embedderFromConfig, type Embedder, type EmbeddingQueue } from './embeddings.js';
 import { createEventLog } from './event-log.js';
 import { createRegistry } from './registry.js';
 import { createBreadcrumbSearch } from './search.js';
 import type { BreadcrumbReads } from './breadcrumb-reads.js';
 import { HttpError, isLoopbackHost, sendError } from './http-util.js';
-import { createLeaseGate, createLeases } from './leases.js';
+import { createLeaseGate, createLeases, noLeases } from './leases.js';
 import { createLocalEndpoint, type LocalEndpoint } from './local.js';
 import { createStoreOperations } from './operations.js';
 import { createRoutes } from './routes.js';
 import { createSecretsRepo } from './secrets.js';
 import { resolveSecretsKey } from './secrets-key.js';
-import { createSseHub, type SseHub } from './sse.js';
+import { createSseHub, type EventFeed, type SseHub } from './sse.js';
 import { dispatch, listen, startPruning } from './server-util.js';
 
 /** Options of `createStore`: the store group of Config plus a logger and two tuning knobs. */
 export type StoreOptions = Pick<
   Config,
   'host' | 'port' | 'dataDir' | 'maxBodyBytes' | 'authSecret' | 'adminKey' | 'secretsKey' | 'pingIntervalMs' | 'eventRetention'
-> & Partial<Pick<Config, 'authMint' | 'embedUrl' | 'embedCommand'>> & {
+> & Partial<Pick<Config, 'authMint' | 'embedUrl' | 'embedCommand' | 'db' | 'dbPoolSize'>> & {
   /** An embedder given in code (tests, embedding hosts); wins over embedUrl/embedCommand. */
   embedder?: Embedder;
   logger: Logger;
@@ -75,10 +78,18 @@ export async function createStore(options: StoreOptions): Promise<Store> {
   }
   for (const secret of [options.authSecret, options.adminKey, options.secretsKey, options.leaseKey]) if (secret) logger.redact(secret);
 
+  const pgUrl = options.db !== undefined && options.db !== '' ? options.db : undefined;
+  if (pgUrl !== undefined && !isPostgresUrl(pgUrl)) {
+    throw new RunnerError(ErrorCode.ConfigInvalid, `db must be a postgres:// or postgresql:// URL, got ${JSON.stringify(pgUrl.split('@').pop())}`);
+  }
+  if (pgUrl !== undefined && options.secretsKey === undefined) {
+    throw new RunnerError(ErrorCode.ConfigInvalid, 'a PostgreSQL store needs --secrets-key (every replica must encrypt and decrypt secrets with the same key)');
+  }
   // A malformed configured key fails before anything touches the disk.
   const configuredKey = options.secretsKey === undefined ? undefined : resolveSecretsKey({ secretsKey: options.secretsKey, dataDir: options.dataDir, logger });
-  const db = openDatabase(options.dataDir);
-  const checkpointer = options.dataDir === ':memory:' ? undefined : startCheckpointer({ file: db.name, intervalMs: CHECKPOINT_INTERVAL_MS, logger });
+  const db: Db | undefined = pgUrl === undefined ? openDatabase(options.dataDir) : undefined;
+  const checkpointer = db === undefined || options.dataDir === ':memory:' ? undefined : startCheckpointer({ file: db.name, intervalMs: CHECKPOINT_INTERVAL_MS, logger });
+  let pg: PgBackend | undefined;
   let server: Server;
   let sse: SseHub;
   let stopPrune: () => void = () => {};
@@ -91,38 +102,54 @@ export async function createStore(options: StoreOptions): Promise<Store> {
   const sockets = new Set<Socket>();
   try {
     const key = configuredKey ?? resolveSecretsKey({ secretsKey: undefined, dataDir: options.dataDir, logger });
-    const log = createEventLog(db, options.eventRetention);
     const embedder = options.embedder ?? embedderFromConfig(options);
-    embeddings = embedder ? createEmbeddingQueue(db, embedder, logger) : undefined;
-    const queue = embeddings;
-    const writes = createBreadcrumbWrites(db, log, queue ? (id, version, text) => queue.schedule(id, version, text) : undefined);
-    reads = createBreadcrumbReads(db);
-    const registry = createRegistry(db);
-    registry.ensureTenant(DEFAULT_OWNER_ID, 'Default Tenant');
+    let log: EventFeed;
+    let writes: WritesPort;
+    let readsPort: ReadsPort;
+    let registry: RegistryPort;
+    let secrets: SecretsPort;
+    let search: SearchPort;
+    if (db === undefined) {
+      pg = await openPgBackend({
+        url: pgUrl as string, poolSize: options.dbPoolSize ?? 10, secretsKey: key, eventRetention: options.eventRetention, embedder, logger,
+      });
+      ({ log, writes, reads: readsPort, registry, secrets, search } = pg);
+      if (embedder) logger.warn('the embedder computes no stored vectors on a PostgreSQL store yet: it embeds search text only (vectors given on write are kept)');
+    } else {
+      const sqliteLog = createEventLog(db, options.eventRetention);
+      embeddings = embedder ? createEmbeddingQueue(db, embedder, logger) : undefined;
+      const queue = embeddings;
+      writes = createBreadcrumbWrites(db, sqliteLog, queue ? (id, version, text) => queue.schedule(id, version, text) : undefined);
+      reads = createBreadcrumbReads(db);
+      readsPort = reads;
+      registry = createRegistry(db);
+      secrets = createSecretsRepo(db, key);
+      search = createBreadcrumbSearch({ db, reads, embedder, logger });
+      log = sqliteLog;
+    }
+    await registry.ensureTenant(DEFAULT_OWNER_ID, 'Default Tenant');
     sse = createSseHub({
       log, logger, pingIntervalMs: options.pingIntervalMs,
       bufferCapBytes: options.sseBufferCapBytes ?? Math.max(8 * 1024 * 1024, 4 * options.maxBodyBytes),
     });
     const auth = createStoreAuth({
       authSecret: options.authSecret, adminKey: options.adminKey, mintMode: options.authMint ?? 'admin-key',
-      onMint: (ownerId, agentId, roles) => registry.upsertAgent(ownerId, agentId, roles),
+      onMint: async (ownerId, agentId, roles) => await registry.upsertAgent(ownerId, agentId, roles),
     });
     if (auth.enabled && options.authMint === 'open') {
       logger.warn('OPEN TOKEN MINTING: anyone who can reach this port can mint a token for any owner (upstream-compatible mode, --auth-mint open)', { host });
     }
     if (embedder) logger.info('search embeds text with the configured embedder', { embedder: embedder.describe });
     const hub = sse;
-    const gate = createLeaseGate(options.leaseKey);
-    const ops = createStoreOperations({
-      auth, writes, logger, reads, secrets: createSecretsRepo(db, key),
-      search: createBreadcrumbSearch({ db, reads, embedder, logger }),
-      startedMs: Date.now(), streams: () => hub.count(), leases: gate.enabled,
-    });
-    const leases = createLeases(db);
+    // Leases (the runner's claims without breadcrumbs) live in the SQLite store only, for now; a
+    // PostgreSQL store answers the lease routes 404, so runners use breadcrumb claims there.
+    const gate = createLeaseGate(db === undefined ? undefined : options.leaseKey);
+    const ops = createStoreOperations({ auth, writes, logger, reads: readsPort, secrets, search, startedMs: Date.now(), streams: () => hub.count(), leases: gate.enabled });
+    const leases = db === undefined ? noLeases() : createLeases(db);
     const leaseGate = (header: string | string[] | undefined): void => gate.check(header);
     const routes = createRoutes({ auth, ops, writes, sse, registry, leases, leaseGate });
     local = (url) => createLocalEndpoint({ url, auth, ops, sse: hub, running: () => state === 'RUNNING', leases, leaseGate });
-    stopPrune = startPruning(writes.pruneExpired, options.pruneIntervalMs ?? 30_000, logger);
+    stopPrune = startPruning(() => writes.pruneExpired(), options.pruneIntervalMs ?? 30_000, logger);
     const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
       if (state !== 'RUNNING') {
         res.shouldKeepAlive = false;
@@ -134,7 +161,10 @@ export async function createStore(options: StoreOptions): Promise<Store> {
         await dispatch(routes, auth, req, res, options.maxBodyBytes);
       } catch (error) {
         if (error instanceof HttpError) sendError(res, error);
-        else {
+        else if (pg && isUnavailable(error)) {
+          logger.warn('store request failed: the database is unreachable', { method: req.method, path: req.url?.split('?')[0], error: coerceError(error).message });
+          sendError(res, new HttpError(503, 'unavailable', 'the store\'s database is unreachable; retry shortly'));
+        } else {
           logger.error('store request failed', { method: req.method, path: req.url?.split('?')[0], error: coerceError(error) });
           sendError(res, new HttpError(500, 'internal', 'internal store error'));
         }
@@ -153,14 +183,15 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     embeddings?.close();
     reads?.close();
     await checkpointer?.stop();
-    db.close();
+    db?.close();
+    await pg?.close();
     throw error;
   }
 
   const address = server.address();
   const port = typeof address === 'object' && address !== null ? address.port : options.port;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  logger.info('store listening', { url, dataDir: options.dataDir, auth: options.authSecret !== undefined });
+  logger.info('store listening', { url, ...(pg ? { db: 'postgres' } : { dataDir: options.dataDir }), auth: options.authSecret !== undefined });
 
   let closing: Promise<void> | undefined;
   const close = async (): Promise<void> => {
@@ -185,7 +216,8 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     await embeddings?.idle();
     reads?.close();
     await checkpointer?.stop();
-    db.close();
+    db?.close();
+    await pg?.close();
     state = 'CLOSED';
     logger.info('store closed', { url });
   };

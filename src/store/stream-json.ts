@@ -4,7 +4,7 @@
 // A listing that fits in one chunk is sent whole, with Content-Length.
 
 import type { ServerResponse } from 'node:http';
-import type { ListCursor } from './breadcrumb-reads.js';
+import type { ItemCursor } from './backend.js';
 import { sendJson } from './http-util.js';
 
 const CHUNK_BYTES = 64 * 1024;
@@ -23,12 +23,14 @@ function waitWritable(res: ServerResponse): Promise<boolean> {
   });
 }
 
-// Serialises rows until about CHUNK_BYTES; `end` tells whether the cursor ran out.
-function fill(cursor: ListCursor): { parts: string[]; end: boolean } {
+// Serialises rows until about CHUNK_BYTES; `end` tells whether the cursor ran out. Awaits only a
+// cursor that answers with a promise (PostgreSQL pages), so SQLite rows are read without yielding.
+async function fill(cursor: ItemCursor): Promise<{ parts: string[]; end: boolean }> {
   const parts: string[] = [];
   let size = 0;
   while (size < CHUNK_BYTES) {
-    const item = cursor.next();
+    let item = cursor.next();
+    if (item instanceof Promise) item = await item;
     if (item === undefined) return { parts, end: true };
     const text = JSON.stringify(item);
     parts.push(text);
@@ -38,9 +40,9 @@ function fill(cursor: ListCursor): { parts: string[]; end: boolean } {
 }
 
 /** Sends `cursor` as a 200 JSON array and closes it (also when the client goes away or a read fails). */
-export async function sendJsonArray(res: ServerResponse, cursor: ListCursor): Promise<void> {
+export async function sendJsonArray(res: ServerResponse, cursor: ItemCursor): Promise<void> {
   try {
-    let chunk = fill(cursor);
+    let chunk = await fill(cursor);
     if (chunk.end) {
       const text = `[${chunk.parts.join(',')}]`;
       res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
@@ -61,7 +63,7 @@ export async function sendJsonArray(res: ServerResponse, cursor: ListCursor): Pr
       if (res.destroyed) return;
       // Let other requests run between chunks even when the socket keeps up.
       await new Promise<void>((resolve) => setImmediate(resolve));
-      chunk = fill(cursor);
+      chunk = await fill(cursor);
     }
   } catch (error) {
     if (!res.headersSent) throw error;

@@ -2,7 +2,7 @@ import { SignJWT, decodeJwt } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { createStore } from '../../src/store/index.js';
 import { silentLogger } from '../../src/logger.js';
-import { call, crumb, openSse, startStore } from './helpers.js';
+import { call, crumb, openSse, startStore, describeBackends } from './helpers.js';
 
 const SECRET = 'test-auth-secret-0123456789';
 const ADMIN = 'test-admin-key-0123456789';
@@ -15,7 +15,7 @@ async function mint(url: string, body: Record<string, unknown>, adminKey: string
 
 const bearer = (token: string): Record<string, string> => ({ Authorization: `Bearer ${token}` });
 
-describe('store: auth on (authSecret set)', () => {
+describeBackends('store: auth on (authSecret set)', () => {
   it('mints HS256 tokens with the admin key only', async () => {
     const store = await startStore({ authSecret: SECRET, adminKey: ADMIN });
     const reply = await call(store.url, 'POST', '/auth/token', { body: { owner_id: 'o1', agent_id: 'agent-1', ttl_sec: 60 }, headers: { 'X-Admin-Key': ADMIN } });
@@ -102,7 +102,7 @@ describe('store: auth on (authSecret set)', () => {
   });
 });
 
-describe('store: auth off (no authSecret)', () => {
+describeBackends('store: auth off (no authSecret)', () => {
   it('leaves every route open; minting works without an admin key; a presented token sets owner and created_by', async () => {
     const store = await startStore({ adminKey: ADMIN });
     const open = await call(store.url, 'POST', '/breadcrumbs', { body: crumb() });

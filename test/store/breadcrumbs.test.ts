@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { call, crumb, startStore } from './helpers.js';
+import { call, crumb, startStore, describeBackends } from './helpers.js';
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
-describe('store: breadcrumb routes', () => {
+describeBackends('store: breadcrumb routes', () => {
   it('creates (201 {id} uuid v4) and reads the context view and the full record', async () => {
     const store = await startStore();
     const created = await call(store.url, 'POST', '/breadcrumbs', {

@@ -1,9 +1,9 @@
 import http from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { cases } from './error-cases.js';
-import { call, crumb, startStore } from './helpers.js';
+import { call, crumb, startStore, describeBackends } from './helpers.js';
 
-describe('store: bad input gets a 4xx with JSON {error, code}', () => {
+describeBackends('store: bad input gets a 4xx with JSON {error, code}', () => {
   it.each(cases)('%s', async (_name, method, path, options, status, code, error) => {
     const store = await startStore();
     const reply = await call(store.url, method, path, options);

@@ -1,13 +1,13 @@
 import http from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { call, captureLogger, crumb, openSse, startStore, type SseFrame } from './helpers.js';
+import { call, captureLogger, crumb, openSse, startStore, type SseFrame, describeBackends } from './helpers.js';
 
 // These tests cover our stream extensions, so every stream opts in to all of them.
 const ALL = '?x_ext=deleted,ids,gap';
 const ids = (frames: SseFrame[]): number[] => frames.map((frame) => Number(frame.id));
 const consecutive = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
-describe('store: /events/stream', () => {
+describeBackends('store: /events/stream', () => {
   it('emits one breadcrumb.updated per create and update and a breadcrumb.deleted, as data frames with ids', async () => {
     const store = await startStore();
     const sse = await openSse(store.url, { query: ALL });

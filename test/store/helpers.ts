@@ -5,9 +5,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createParser } from 'eventsource-parser';
-import { afterEach } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, it } from 'vitest';
 import { createLogger, type Logger } from '../../src/logger.js';
 import { createStore, type Store, type StoreOptions } from '../../src/store/index.js';
+import { PG_UNAVAILABLE, sharedPgCluster, stopSharedPgCluster } from '../support/pg-cluster.js';
 
 const cleanups: Array<() => unknown> = [];
 afterEach(async () => {
@@ -53,8 +54,50 @@ export function captureLogger(): { logger: Logger; lines: Array<Record<string, u
   };
 }
 
-/** Starts a store (in memory unless `dataDir` is given) and closes it after the test. */
+/** The store's database backends the contract tests run against. */
+export type Backend = 'sqlite' | 'postgres';
+export const BACKENDS: Backend[] = PG_UNAVAILABLE === undefined ? ['sqlite', 'postgres'] : ['sqlite'];
+/** The secrets key of PostgreSQL test stores (a PostgreSQL store needs one). */
+export const PG_TEST_SECRETS_KEY = 'ab'.repeat(32);
+let backend: Backend = 'sqlite';
+afterAll(stopSharedPgCluster);
+
+/** The backend of the running `describeBackends` block. */
+export function currentBackend(): Backend {
+  return backend;
+}
+
+/**
+ * Runs the block once per backend (`name [sqlite]`, `name [postgres]`): inside it `startStore()`
+ * without a `dataDir` starts a store on a fresh database of that backend (PostgreSQL: a fresh
+ * database in this file's throwaway cluster). Where PostgreSQL cannot run, its block is skipped
+ * with the reason in its name (in CI that is an error instead: see test/support/pg-cluster.ts).
+ */
+export function describeBackends(name: string, fn: (backend: Backend) => void): void {
+  for (const each of BACKENDS) {
+    describe(`${name} [${each}]`, () => {
+      beforeAll(() => {
+        backend = each;
+      });
+      afterAll(() => {
+        backend = 'sqlite';
+      });
+      fn(each);
+    });
+  }
+  if (PG_UNAVAILABLE !== undefined) describe.skip(`${name} [postgres] skipped: ${PG_UNAVAILABLE}`, () => it('needs PostgreSQL', () => {}));
+}
+
+/** A fresh PostgreSQL database URL in this file's cluster. */
+export async function pgDatabase(): Promise<string> {
+  return (await sharedPgCluster()).database();
+}
+
+/** Starts a store (in memory unless `dataDir` is given; on PostgreSQL inside a postgres `describeBackends` block) and closes it after the test. */
 export async function startStore(overrides: Partial<StoreOptions> = {}): Promise<Store> {
+  const pg = backend === 'postgres' && overrides.dataDir === undefined && overrides.db === undefined
+    ? { db: await pgDatabase(), secretsKey: PG_TEST_SECRETS_KEY }
+    : overrides.db !== undefined ? { secretsKey: PG_TEST_SECRETS_KEY } : {};
   const store = await createStore({
     host: '127.0.0.1',
     port: 0,
@@ -66,6 +109,7 @@ export async function startStore(overrides: Partial<StoreOptions> = {}): Promise
     pingIntervalMs: 5000,
     eventRetention: 1000,
     logger: createLogger({ level: 'silent' }),
+    ...pg,
     ...overrides,
   });
   onCleanup(() => store.close());

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import type { LocalReply, LocalRequest } from '../../src/store/index.js';
 import { cases } from './error-cases.js';
-import { call, crumb, startStore } from './helpers.js';
+import { call, crumb, startStore, describeBackends } from './helpers.js';
 
 // The routes the store client uses, the ones the in-process endpoint serves.
 const CLIENT_ROUTES = [/^\/health$/, /^\/auth\/token$/, /^\/breadcrumbs(\/search)?$/, /^\/breadcrumbs\/[^/]+(\/full|\/history)?$/, /^\/secrets(\/[^/]+(\/decrypt)?)?$/];
@@ -24,7 +24,7 @@ const errorOf = (reply: LocalReply): Record<string, unknown> => {
 // JSON-invalid bodies cannot reach the in-process endpoint (the client copies values as JSON).
 const inProcessCases = cases.filter(([, method, path, options]) => served(path) && !(options.raw !== undefined && !/^\s*(\{.*\})?\s*$/s.test(options.raw)) && !(method === 'PUT' && path.startsWith('/breadcrumbs')) && !(method === 'PUT' && path.startsWith('/secrets/')));
 
-describe('store in-process endpoint: same failures as HTTP', () => {
+describeBackends('store in-process endpoint: same failures as HTTP', () => {
   it.each(inProcessCases)('%s', async (_name, method, rawPath, options, status, code, error) => {
     const store = await startStore();
     const path = rawPath.split('?')[0] as string;

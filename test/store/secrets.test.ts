@@ -3,11 +3,11 @@ import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { call, captureLogger, startStore, tempDir } from './helpers.js';
+import { call, captureLogger, startStore, tempDir, describeBackends } from './helpers.js';
 
 const VALUE = 'PLAINTEXT-secret-value-7f3a9c';
 
-describe('store: secrets', () => {
+describeBackends('store: secrets', () => {
   it('round-trips a value, lists without values, filters by scope, 409 on a duplicate, deletes', async () => {
     const store = await startStore();
     const created = await call(store.url, 'POST', '/secrets', { body: { name: 'API_KEY', scope_type: 'agent', scope_id: 'a1', value: VALUE } });

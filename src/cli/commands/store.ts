@@ -19,6 +19,8 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
       host: config.host,
       port: config.port,
       dataDir: config.dataDir,
+      db: config.db,
+      dbPoolSize: config.dbPoolSize,
       maxBodyBytes: config.maxBodyBytes,
       authSecret: config.authSecret,
       adminKey: config.adminKey,

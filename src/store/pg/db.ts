@@ -1,0 +1,225 @@
+// PostgreSQL connection pool and versioned schema migrations of the store (`--db postgres://…`).
+//
+// Migrations are numbered; each runs in its own transaction and is recorded in
+// `schema_migrations`. They run at start under a session advisory lock (MIGRATION_LOCK), so
+// replicas starting together apply each migration exactly once and the others wait, then see it
+// applied. A database migrated by a newer version (an unknown migration number) is refused.
+//
+// The table layout mirrors the SQLite store (../db.ts) so both answer alike: `write_seq` is the
+// seq of the breadcrumb's latest event, tags live in (tag, write_seq) rows, history holds
+// superseded versions only. Differences: full-text search is a generated `tsvector` column
+// (title weight A, description + context weight B, 'simple' configuration) with a GIN index,
+// and `event_clock` is the one-row table whose row lock serialises event appends (see events.ts).
+
+import pg from 'pg';
+import { ErrorCode, RunnerError } from '../../errors.js';
+import type { Logger } from '../../logger.js';
+
+/** Session advisory lock taken while migrating (an arbitrary constant of this project). */
+export const MIGRATION_LOCK = 7_305_250_001;
+
+interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/** The migrations, oldest first. Never edit a released one: append a new version. */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'breadcrumbs, events, secrets and registries',
+    sql: `
+CREATE TABLE meta (key text PRIMARY KEY, value text NOT NULL);
+CREATE TABLE event_clock (id integer PRIMARY KEY CHECK (id = 1), last_ms bigint NOT NULL);
+INSERT INTO event_clock (id, last_ms) VALUES (1, 0);
+CREATE TABLE events (
+  seq bigserial PRIMARY KEY,
+  owner_id text,
+  schema_name text,
+  tags text NOT NULL,
+  data text NOT NULL
+);
+CREATE TABLE breadcrumbs (
+  write_seq bigint PRIMARY KEY,
+  id text NOT NULL UNIQUE,
+  owner_id text NOT NULL,
+  title text NOT NULL,
+  description text,
+  semantic_version text,
+  context text NOT NULL,
+  tags text NOT NULL,
+  schema_name text,
+  llm_hints text,
+  visibility text NOT NULL,
+  sensitivity text NOT NULL,
+  version integer NOT NULL,
+  checksum text NOT NULL,
+  size_bytes integer NOT NULL,
+  ttl text,
+  expires_ms bigint,
+  created_at text NOT NULL,
+  updated_at text NOT NULL,
+  updated_ms bigint NOT NULL,
+  created_by text,
+  updated_by text,
+  fts tsvector GENERATED ALWAYS AS (
+    setweight(to_tsvector('simple'::regconfig, title), 'A') ||
+    setweight(to_tsvector('simple'::regconfig, coalesce(description, '') || ' ' || context), 'B')
+  ) STORED
+);
+CREATE INDEX breadcrumbs_schema ON breadcrumbs (schema_name, write_seq);
+CREATE INDEX breadcrumbs_expires ON breadcrumbs (expires_ms) WHERE expires_ms IS NOT NULL;
+CREATE INDEX breadcrumbs_fts ON breadcrumbs USING gin (fts);
+CREATE TABLE breadcrumb_tags (tag text NOT NULL, write_seq bigint NOT NULL, PRIMARY KEY (tag, write_seq));
+CREATE INDEX breadcrumb_tags_seq ON breadcrumb_tags (write_seq);
+CREATE TABLE breadcrumb_history (
+  breadcrumb_id text NOT NULL,
+  version integer NOT NULL,
+  context text NOT NULL,
+  updated_at text NOT NULL,
+  updated_by text,
+  PRIMARY KEY (breadcrumb_id, version)
+);
+CREATE TABLE idempotency_keys (key text PRIMARY KEY, breadcrumb_id text NOT NULL, owner_id text NOT NULL, created_at text NOT NULL);
+CREATE TABLE breadcrumb_embeddings (breadcrumb_id text PRIMARY KEY, dim integer NOT NULL, vec bytea NOT NULL);
+CREATE TABLE secrets (
+  id text PRIMARY KEY,
+  owner_id text NOT NULL,
+  name text NOT NULL,
+  scope_type text NOT NULL,
+  scope_id text,
+  scope_key text NOT NULL,
+  iv bytea NOT NULL,
+  ciphertext bytea NOT NULL,
+  auth_tag bytea NOT NULL,
+  created_at text NOT NULL,
+  created_by text,
+  UNIQUE (owner_id, name, scope_type, scope_key)
+);
+CREATE TABLE secret_audit (id bigserial PRIMARY KEY, secret_id text NOT NULL, owner_id text NOT NULL, actor text, reason text, at text NOT NULL);
+CREATE TABLE agents (owner_id text NOT NULL, id text NOT NULL, roles text NOT NULL, created_at text NOT NULL, PRIMARY KEY (owner_id, id));
+CREATE TABLE tenants (id text PRIMARY KEY, name text NOT NULL, created_at text NOT NULL);
+CREATE TABLE acls (
+  id text PRIMARY KEY,
+  owner_id text NOT NULL,
+  breadcrumb_id text NOT NULL,
+  grantee_agent_id text NOT NULL,
+  actions text NOT NULL,
+  created_at text NOT NULL,
+  UNIQUE (owner_id, breadcrumb_id, grantee_agent_id)
+);
+CREATE TABLE selectors (id text PRIMARY KEY, owner_id text NOT NULL, agent_id text NOT NULL, selector text NOT NULL, created_at text NOT NULL);
+`,
+  },
+];
+
+/** Whether `url` names a PostgreSQL database (`postgres://` or `postgresql://`). */
+export function isPostgresUrl(url: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(url);
+}
+
+/** The URL without its password, for logs and errors. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return 'postgres://(unparseable URL)';
+  }
+}
+
+// bigint columns (seqs, milliseconds) as numbers: every value this store keeps fits in 2^53.
+const INT8 = 20;
+const types = {
+  getTypeParser: ((oid: number, format?: string) =>
+    oid === INT8 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+};
+
+/** Opens a pool on `url` (`max` connections); connection errors of idle clients are logged, not thrown. */
+export function openPool(url: string, max: number, logger: Logger): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, max, types, connectionTimeoutMillis: 10_000, idleTimeoutMillis: 30_000 });
+  pool.on('error', (error) => logger.warn('an idle PostgreSQL connection failed', { error: error.message }));
+  // A connection lost while checked out fails its query (the caller sees that) and also emits
+  // 'error' on the client, which must not become an uncaught exception.
+  pool.on('connect', (client) => client.on('error', (error) => logger.debug('a PostgreSQL connection failed', { error: error.message })));
+  return pool;
+}
+
+/** A client of `url` outside the pool (LISTEN), with the same type parsing. */
+export function openClient(url: string): pg.Client {
+  return new pg.Client({ connectionString: url, types, connectionTimeoutMillis: 10_000 });
+}
+
+/** Applies the missing migrations under MIGRATION_LOCK; throws config.invalid on a newer database. */
+export async function migrate(pool: pg.Pool, logger: Logger): Promise<number> {
+  const client = await pool.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    try {
+      await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())');
+      const applied = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((row) => row.version));
+      const known = new Set(MIGRATIONS.map((m) => m.version));
+      const unknown = [...applied].filter((version) => !known.has(version));
+      if (unknown.length > 0) {
+        throw new RunnerError(
+          ErrorCode.ConfigInvalid,
+          `database has schema migration ${Math.max(...unknown)}, newer than this store knows (latest ${Math.max(...known)}): upgrade tools-runner`,
+        );
+      }
+      for (const migration of MIGRATIONS) {
+        if (applied.has(migration.version)) continue;
+        await client.query('BEGIN');
+        try {
+          await client.query(migration.sql);
+          await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [migration.version, migration.name]);
+          await client.query('COMMIT');
+        } catch (error) {
+          await client.query('ROLLBACK');
+          throw error;
+        }
+        logger.info('applied store schema migration', { version: migration.version, name: migration.name });
+      }
+      return Math.max(...known);
+    } finally {
+      await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
+    }
+  } finally {
+    client.release();
+  }
+}
+
+/** Runs `fn` in a transaction on one pooled client (ROLLBACK on any failure; a broken client is discarded). */
+export async function transaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query('BEGIN');
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    try {
+      await client.query('ROLLBACK');
+    } catch (rollbackError) {
+      broken = rollbackError as Error;
+    }
+    throw error;
+  } finally {
+    client.release(broken);
+  }
+}
+
+/** True for PostgreSQL's unique_violation. */
+export function isUniqueViolation(error: unknown): boolean {
+  return (error as { code?: string } | null)?.code === '23505';
+}
+
+/** True for failures that mean "the database is unreachable right now" (connection lost or refused, server shutting down or starting). */
+export function isUnavailable(error: unknown): boolean {
+  const e = error as { code?: string; message?: string } | null;
+  if (!e) return false;
+  if (typeof e.code === 'string' && (/^08/.test(e.code) || ['57P01', '57P02', '57P03', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(e.code))) return true;
+  return typeof e.message === 'string' && /Connection terminated|timeout exceeded when trying to connect/.test(e.message);
+}

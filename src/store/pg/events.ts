@@ -1,0 +1,257 @@
+// The PostgreSQL event log: a durable `events` table shared by every replica, and per replica a
+// pump that publishes committed events to its own SSE streams in seq order.
+//
+// Order: an append first locks the one `event_clock` row (UPDATE … RETURNING, held until the
+// transaction ends), then takes the next seq. So seqs are handed out in commit order, and the
+// committed seqs any reader sees are always a prefix of the sequence (later seqs cannot commit
+// while an earlier one is in flight; a rolled-back append leaves a hole, never a late arrival).
+// The same row carries the last `updated_at` milliseconds, so timestamps never go backwards
+// across replicas either. The cost: appends (not reads) are serialised, one commit at a time.
+//
+// Delivery: the writing transaction sends NOTIFY `tools_runner_events` (delivered only on
+// commit). Each replica LISTENs on a dedicated connection and, on a notification, after its own
+// commits, and every `pollMs` as a safety net (a dropped LISTEN connection, a missed NOTIFY),
+// reads `seq > latest published` in order and publishes each event once. Streams resume from the
+// table with Last-Event-ID exactly as on SQLite (sse.ts): at-least-once across reconnects.
+
+import type pg from 'pg';
+import type { Logger } from '../../logger.js';
+import { sseFrame, type EventInput, type EventListener, type StoredEvent } from '../event-log.js';
+import type { EventFeed } from '../sse.js';
+import { openClient } from './db.js';
+
+/** The NOTIFY channel of committed events. */
+export const EVENT_CHANNEL = 'tools_runner_events';
+
+const PUMP_PAGE = 500;
+const PUBLISH_WAIT_MS = 5000;
+const PRUNE_EVERY = 128;
+
+interface EventRow {
+  seq: number;
+  owner_id: string | null;
+  schema_name: string | null;
+  tags: string;
+  data: string;
+}
+
+const TYPE_PREFIX = /^\{"type":"([^"]+)"/;
+
+function fromRow(row: EventRow): StoredEvent {
+  return { seq: row.seq, type: TYPE_PREFIX.exec(row.data)?.[1] ?? '', ownerId: row.owner_id, schemaName: row.schema_name, tags: JSON.parse(row.tags) as string[], data: row.data };
+}
+
+/** The event log of one replica. */
+export interface PgEventLog extends EventFeed {
+  /** Inside a write transaction: takes the append lock and returns the write time (monotonic across replicas). */
+  lock(client: pg.PoolClient, nowMs: number): Promise<{ ms: number; iso: string }>;
+  /** Inside the same transaction, after `lock`: inserts the event; the transaction must then `notify`. */
+  append(client: pg.PoolClient, input: EventInput): Promise<StoredEvent>;
+  /** Inside the same transaction, last: the NOTIFY other replicas wake on (sent at commit). */
+  notify(client: pg.PoolClient, seq: number): Promise<void>;
+  /** After a local commit: publish what is new now. */
+  kick(): void;
+  /**
+   * After a local commit of event `seq`: resolves once this replica's streams have it (so a write
+   * answers after its own replica published it, as on SQLite), or after PUBLISH_WAIT_MS when the
+   * database cannot be read meanwhile (the event is committed; the pump delivers it later).
+   */
+  published(seq: number): Promise<void>;
+  /** Deletes events older than the retention. */
+  prune(): Promise<void>;
+  listenerCount(): number;
+  close(): Promise<void>;
+}
+
+/** Starts the log: reads the latest seq, LISTENs (reconnecting with backoff) and polls every `pollMs`. */
+export async function createPgEventLog(options: { pool: pg.Pool; url: string; retention: number; logger: Logger; pollMs?: number }): Promise<PgEventLog> {
+  const { pool, url, retention, logger } = options;
+  const listeners = new Set<EventListener>();
+  const max = (await pool.query<{ seq: number | null }>('SELECT max(seq) AS seq FROM events')).rows[0]?.seq;
+  let latest = max ?? 0;
+  let closed = false;
+  let pumping: Promise<void> | undefined;
+  let again = false;
+  let lastPrune = latest;
+
+  const waiters: Array<{ seq: number; resolve: () => void }> = [];
+  const settle = (): void => {
+    for (let i = waiters.length - 1; i >= 0; i--) {
+      const waiter = waiters[i] as { seq: number; resolve: () => void };
+      if (waiter.seq <= latest) {
+        waiters.splice(i, 1);
+        waiter.resolve();
+      }
+    }
+  };
+
+  const publish = (event: StoredEvent): void => {
+    latest = event.seq;
+    if (listeners.size === 0) return;
+    const frame = sseFrame(event.data, event.seq);
+    const plain = sseFrame(event.data);
+    for (const listener of listeners) listener(event, frame, plain);
+  };
+
+  const prune = async (): Promise<void> => {
+    lastPrune = latest;
+    await pool.query('DELETE FROM events WHERE seq <= $1', [latest - retention]);
+  };
+
+  const drain = async (): Promise<void> => {
+    do {
+      again = false;
+      for (;;) {
+        const rows = (await pool.query<EventRow>('SELECT seq, owner_id, schema_name, tags, data FROM events WHERE seq > $1 ORDER BY seq LIMIT $2', [latest, PUMP_PAGE])).rows;
+        for (const row of rows) if (row.seq > latest) publish(fromRow(row));
+        if (waiters.length > 0) settle();
+        if (rows.length < PUMP_PAGE || closed) break;
+      }
+    } while (again && !closed);
+    if (latest - lastPrune >= PRUNE_EVERY) await prune();
+  };
+
+  // One pump at a time; a kick while it runs makes it read once more.
+  const kick = (): void => {
+    if (closed) return;
+    if (pumping) {
+      again = true;
+      return;
+    }
+    pumping = drain()
+      .catch((error: Error) => logger.warn('reading new events from PostgreSQL failed; retrying on the next notification or poll', { error: error.message }))
+      .finally(() => (pumping = undefined));
+  };
+
+  // The LISTEN connection; on loss, reconnect with backoff and catch up.
+  let listener: pg.Client | undefined;
+  let retryTimer: NodeJS.Timeout | undefined;
+  let backoff = 250;
+  const connect = async (): Promise<void> => {
+    const client = openClient(url);
+    client.on('notification', () => kick());
+    client.on('error', (error) => {
+      logger.warn('the PostgreSQL event listener connection failed; reconnecting', { error: error.message });
+      lost(client);
+    });
+    client.on('end', () => lost(client));
+    await client.connect();
+    await client.query(`LISTEN ${EVENT_CHANNEL}`);
+    if (closed) {
+      await client.end().catch(() => {});
+      return;
+    }
+    listener = client;
+    backoff = 250;
+    if (reconnecting) await rewound();
+    reconnecting = true;
+    kick();
+  };
+  // After a reconnect (a database restart or failover): a database that lost committed events
+  // (restored from a backup, promoted a lagging standby) hands out their seqs again. Publishing
+  // resumes from its real end, so new events are not mistaken for ones already sent.
+  let reconnecting = false;
+  const rewound = async (): Promise<void> => {
+    const newest = (await pool.query<{ seq: number | null }>('SELECT max(seq) AS seq FROM events')).rows[0]?.seq ?? 0;
+    if (newest < latest) {
+      logger.warn('the event log is behind what this replica published (database restored or failed over with data loss): resuming from its end; streams may miss the lost events', { published: latest, databaseLatest: newest });
+      latest = newest;
+      lastPrune = newest;
+    }
+  };
+  const lost = (client: pg.Client): void => {
+    if (listener !== client && listener !== undefined) return;
+    listener = undefined;
+    client.end().catch(() => {});
+    if (closed || retryTimer) return;
+    retryTimer = setTimeout(() => {
+      retryTimer = undefined;
+      connect().catch((error: Error) => {
+        logger.warn('reconnecting the PostgreSQL event listener failed', { error: error.message, retryMs: backoff });
+        backoff = Math.min(backoff * 2, 5000);
+        lost(client);
+      });
+    }, backoff);
+    retryTimer.unref();
+  };
+  await connect();
+  const poll = setInterval(kick, options.pollMs ?? 1000);
+  poll.unref();
+  await prune();
+
+  return {
+    async lock(client, nowMs) {
+      const row = (await client.query<{ last_ms: number }>('UPDATE event_clock SET last_ms = GREATEST(last_ms, $1) WHERE id = 1 RETURNING last_ms', [nowMs])).rows[0];
+      const ms = row?.last_ms ?? nowMs;
+      return { ms, iso: new Date(ms).toISOString() };
+    },
+    async append(client, input) {
+      const tags = JSON.stringify(input.tags);
+      const data = JSON.stringify(input);
+      const seq = (await client.query<{ seq: number }>('INSERT INTO events (owner_id, schema_name, tags, data) VALUES ($1, $2, $3, $4) RETURNING seq', [input.owner_id, input.schema_name, tags, data])).rows[0]?.seq as number;
+      return { seq, type: String(input.type), ownerId: input.owner_id, schemaName: input.schema_name, tags: input.tags, data };
+    },
+    async notify(client, seq) {
+      await client.query('SELECT pg_notify($1, $2)', [EVENT_CHANNEL, String(seq)]);
+    },
+    kick,
+    published(seq) {
+      if (seq <= latest || closed) return Promise.resolve();
+      return new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          const index = waiters.indexOf(waiter);
+          if (index !== -1) waiters.splice(index, 1);
+          resolve();
+        }, PUBLISH_WAIT_MS);
+        const waiter = {
+          seq,
+          resolve: () => {
+            clearTimeout(timer);
+            resolve();
+          },
+        };
+        waiters.push(waiter);
+        kick();
+      });
+    },
+    prune,
+    async readAfter(afterSeq, limit, maxBytes) {
+      if (maxBytes === undefined) {
+        return (await pool.query<EventRow>('SELECT seq, owner_id, schema_name, tags, data FROM events WHERE seq > $1 ORDER BY seq LIMIT $2', [afterSeq, limit])).rows.map(fromRow);
+      }
+      // Sizes first (no payloads), so a page of huge events never loads more than maxBytes of them.
+      const sizes = (await pool.query<{ seq: number; n: number }>('SELECT seq, octet_length(data) AS n FROM events WHERE seq > $1 ORDER BY seq LIMIT $2', [afterSeq, limit])).rows;
+      let last: number | undefined;
+      let total = 0;
+      for (const row of sizes) {
+        if (last !== undefined && total + row.n > maxBytes) break;
+        total += row.n;
+        last = row.seq;
+      }
+      if (last === undefined) return [];
+      return (await pool.query<EventRow>('SELECT seq, owner_id, schema_name, tags, data FROM events WHERE seq > $1 AND seq <= $2 ORDER BY seq', [afterSeq, last])).rows.map(fromRow);
+    },
+    latestSeq: () => latest,
+    async bounds() {
+      // The table's latest, not only the published one: a client resuming here with an id it got
+      // from another replica is ahead of this replica's pump, not past the end of the log.
+      const row = (await pool.query<{ oldest: number | null; newest: number | null }>('SELECT min(seq) AS oldest, max(seq) AS newest FROM events')).rows[0];
+      return { oldest: row?.oldest ?? undefined, latest: Math.max(latest, row?.newest ?? 0) };
+    },
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    listenerCount: () => listeners.size,
+    async close() {
+      closed = true;
+      for (const waiter of waiters.splice(0)) waiter.resolve();
+      clearInterval(poll);
+      if (retryTimer) clearTimeout(retryTimer);
+      await pumping;
+      const client = listener;
+      listener = undefined;
+      await client?.end().catch(() => {});
+    },
+  };
+}

@@ -1,0 +1,71 @@
+// The store's PostgreSQL backend (`--db postgres://…`): one pool, migrations applied at start,
+// the shared event log with its LISTEN pump, and the repositories, all behind the storage seam
+// of ../backend.ts. Several replicas may run on one database at once (see docs/deployment.md).
+
+import type pg from 'pg';
+import { ErrorCode, RunnerError } from '../../errors.js';
+import type { Logger } from '../../logger.js';
+import type { ReadsPort, RegistryPort, SearchPort, SecretsPort, WritesPort } from '../backend.js';
+import type { Embedder } from '../embeddings.js';
+import type { EventFeed } from '../sse.js';
+import { migrate, openPool, redactUrl } from './db.js';
+import { createPgEventLog, type PgEventLog } from './events.js';
+import { createPgReads } from './reads.js';
+import { createPgRegistry } from './registry.js';
+import { checkSecretsKey, createPgSecrets } from './secrets.js';
+import { createPgWrites } from './writes.js';
+
+export { isPostgresUrl, isUnavailable, redactUrl } from './db.js';
+
+/** A running PostgreSQL backend. */
+export interface PgBackend {
+  log: EventFeed & Pick<PgEventLog, 'listenerCount'>;
+  writes: WritesPort;
+  reads: ReadsPort;
+  search: SearchPort;
+  secrets: SecretsPort;
+  registry: RegistryPort;
+  /** Schema version after migrating. */
+  schemaVersion: number;
+  close(): Promise<void>;
+}
+
+/** Connects, migrates (under an advisory lock), checks the secrets key and starts the event pump. */
+export async function openPgBackend(options: {
+  url: string;
+  poolSize: number;
+  secretsKey: Buffer;
+  eventRetention: number;
+  embedder: Embedder | undefined;
+  logger: Logger;
+}): Promise<PgBackend> {
+  const { url, logger } = options;
+  const pool: pg.Pool = openPool(url, options.poolSize, logger);
+  let log: PgEventLog | undefined;
+  try {
+    const schemaVersion = await migrate(pool, logger);
+    await checkSecretsKey(pool, options.secretsKey);
+    log = await createPgEventLog({ pool, url, retention: options.eventRetention, logger });
+    const reads = createPgReads(pool, { embedder: options.embedder, logger });
+    const events = log;
+    logger.info('store database is PostgreSQL', { db: redactUrl(url), schemaVersion, poolSize: options.poolSize });
+    return {
+      log: events,
+      writes: createPgWrites(pool, events),
+      reads,
+      search: reads,
+      secrets: createPgSecrets(pool, options.secretsKey),
+      registry: createPgRegistry(pool),
+      schemaVersion,
+      async close() {
+        await events.close();
+        await pool.end();
+      },
+    };
+  } catch (error) {
+    await log?.close();
+    await pool.end().catch(() => {});
+    if (error instanceof RunnerError) throw error;
+    throw new RunnerError(ErrorCode.ConfigInvalid, `cannot use database "${redactUrl(url)}": ${(error as Error).message || String(error)}`, { cause: error });
+  }
+}
