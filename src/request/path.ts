@@ -91,13 +91,12 @@ export function createRequestPath(options: RequestPathOptions): RequestPath {
     code:
       options.executors?.code ??
       createCodeExecutor({
-        client, sandbox, secrets, config, replica, keys, logger: log.child({ component: 'progress' }),
+        client, sandbox, secrets, config, keys, logger: log.child({ component: 'progress' }),
         ...(options.onLiveProgress ? { onLiveProgress: options.onLiveProgress } : {}),
       }),
     host:
       options.executors?.host ??
       createHostExecutor({
-        replica,
         run: (tool, input, ctx) =>
           executeHostTool(tool, input, {
             signal: ctx.signal,
