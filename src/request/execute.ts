@@ -22,8 +22,7 @@ import { errorResult, type ExecutionResult } from '../result.js';
 import { sandboxToolOf, type Sandbox } from '../sandbox/index.js';
 import type { SecretResolver } from '../tool-context/secrets.js';
 import { createToolApi } from '../tool-context/tool-api.js';
-import { createLiveProgress, type LiveProgressReport } from './live-progress.js';
-import { createProgressPublisher } from './progress.js';
+import { createLiveProgress, createProgressPublisher, type LiveProgressReport } from './progress.js';
 import type { RequestKeys } from '../breadcrumbs/request-keys.js';
 import type { Logger } from '../logger.js';
 import type { Stopwatch } from './timings.js';
@@ -98,7 +97,7 @@ export function createCodeExecutor(options: {
   client: StoreClient; sandbox: Sandbox; secrets: SecretResolver; config: Config;
   /** With keys (and a logger), context.progress reports are published as tool.progress.v1 (progress.ts). */
   keys?: Pick<RequestKeys, 'stateMac'>; logger?: Logger;
-  /** Each call's reports for the live feed (secrets redacted, rate- and size-limited: live-progress.ts). */
+  /** Each call's reports for the live feed (secrets redacted, rate- and size-limited: progress.ts). */
   onLiveProgress?(report: LiveProgressReport): void;
 }): Executors['code'] {
   const { client, sandbox, secrets, config } = options;

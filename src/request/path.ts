@@ -24,7 +24,7 @@ import { createCodeExecutor, createHostExecutor, type CreateExecutor, type Execu
 import { createIntake, type Intake } from './intake.js';
 import { createRequestJob, type RequestJob, type RequestJobOptions } from './job.js';
 import { createLeaseKeeper, type LeaseKeeper } from './lease.js';
-import type { LiveProgressReport } from './live-progress.js';
+import type { LiveProgressReport } from './progress.js';
 import { createPolicies } from './policies/index.js';
 import type { Policy } from './policy.js';
 import { createResponder, type Responder } from './respond.js';
