@@ -143,20 +143,22 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
       const who = request.kind === 'create'
         ? { rid: createRequestRid(record).rid, tool: request.tool }
         : { rid: identity.rid, tool: identity.tool, ...(identity.agentId ? { agentId: identity.agentId } : {}) };
-      if (request.kind !== 'create') options.onStarted?.(who);
+      // The reports (metrics, console, live feed) are of tool calls; a create request is logged.
+      const reports = request.kind !== 'create';
+      if (reports) options.onStarted?.(who);
       // route -> check -> admit -> run (retries) -> check output -> review; or create
       watch.mark(); // total_ms and the stages from here on measure the same span
       const ran = request.kind === 'create' ? await runCreate(record, signal, log) : await runTool(record, identity, claim, signal, watch, log);
       // endings without an answer
       if (signal.aborted && signal.reason instanceof RequestWithdrawn) {
         log.info('request deleted while it ran; no answer');
-        options.onEnded?.({ ...who, outcome: 'withdrawn' });
+        if (reports) options.onEnded?.({ ...who, outcome: 'withdrawn' });
         await claim.drop();
         return 'withdrawn';
       }
       if (signal.aborted) {
         log.warn('job aborted by drain, releasing its claim');
-        options.onEnded?.({ ...who, outcome: 'released' });
+        if (reports) options.onEnded?.({ ...who, outcome: 'released' });
         await claim.release().catch((error: unknown) => log.warn('claim release failed', { error }));
         return 'released';
       }
@@ -164,7 +166,7 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
         // Waiting (for an approval, for another request's answer): no answer and no claim now;
         // intake wakes the request when a wake token is seen or at `until` (a restart finds it by scan).
         log.info('request parked', { reason: ran.parked.reason, until: new Date(ran.parked.until).toISOString() });
-        options.onEnded?.({ ...who, outcome: 'parked' });
+        if (reports) options.onEnded?.({ ...who, outcome: 'parked' });
         await claim.release().catch((error: unknown) => log.warn('claim release failed', { error }));
         return { kind: 'parked', until: ran.parked.until, wakeOn: ran.parked.wakeOn };
       }
