@@ -1,4 +1,4 @@
-// What a part that joins the running service implements (tool creation, bootstrap, MCP): the
+// What a part that joins the running service implements (bootstrap, MCP): the
 // service starts each extension with an ExtensionContext, hands it the store's events, and serves the
 // admin routes it declares. Types only; the service (src/service) is the one implementation.
 
@@ -28,7 +28,7 @@ export type AdminRoute = ((req: IncomingMessage, res: ServerResponse, context: A
   refuse?(res: ServerResponse, refusal: Refusal): void;
 };
 
-/** A part that joins the running service (e.g. tool creation, bootstrap). */
+/** A part that joins the running service (e.g. bootstrap, MCP). */
 export interface ServiceExtension {
   name: string;
   start(ctx: ExtensionContext): Promise<void>;

@@ -17,7 +17,7 @@ import { createToolApi } from '../tool-context/tool-api.js';
 import { HttpError, sendError, sendJson as sendJsonWith } from '../http.js';
 import { defaultAssetsDir, JSON_HEADERS, loadAssets, readJsonObject } from './http.js';
 import { inspectRequest } from './inspect.js';
-import { runAllExamples, runExample, type RunExampleOptions } from './run-example.js';
+import { runExample, type ExampleRun, type RunExamplesOptions } from '../authoring/examples.js';
 import { createConsoleStats, type ConsoleStats } from './stats.js';
 import { createToolIndex } from './tool-index.js';
 import { BoundedMap } from '../bounded.js';
@@ -85,11 +85,20 @@ export function createConsoleApi(options: ConsoleOptions): ConsoleApi {
   const requests = new BoundedMap<string, string>(MAX_REMEMBERED);
   const creates = new BoundedMap<string, string>(MAX_REMEMBERED);
   const maxBody = config.maxSourceBytes * 2 + 256 * 1024;
-  const exampleOptions: RunExampleOptions = {
+  // The one example runner (authoring/examples.ts), as the create flow and `tools-runner test` use it;
+  // the console holds no secrets (examples of tools that need some fail with secret.missing).
+  const exampleOptions: RunExamplesOptions = {
     sandbox,
     validator,
     workspace,
+    agentId: CONSOLE_AGENT,
+    requestId: (tool, i) => `console-example:${tool.name}:${i + 1}`,
     api: (tool, i) => createToolApi({ client, tool: tool.name, rid: `console-example:${tool.name}:${i + 1}`, config, schemas: tool.apiSchemas }),
+  };
+  const runAllExamples = async (tool: ToolDefinition): Promise<ExampleRun[]> => {
+    const runs: ExampleRun[] = [];
+    for (let i = 0; i < tool.examples.length; i++) runs.push(await runExample(tool, i, exampleOptions));
+    return runs;
   };
 
   const validate = (spec: Record<string, unknown>) => validateToolDefinition(spec, { origin: 'agent', config, validator });
@@ -180,7 +189,7 @@ export function createConsoleApi(options: ConsoleOptions): ConsoleApi {
       case 'POST /examples': {
         const result = validate(specOf(await readJsonObject(req, res, maxBody)));
         if (!result.ok) return sendJson(res, 422, { ok: false, errors: result.errors, warnings: result.warnings, examples: [] });
-        const runs = await runAllExamples(result.tool, exampleOptions);
+        const runs = await runAllExamples(result.tool);
         return sendJson(res, 200, { ok: runs.every((r) => r.ok), errors: [], warnings: result.warnings, examples: runs });
       }
       case 'POST /create': {

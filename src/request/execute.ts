@@ -24,8 +24,7 @@ import type { SecretResolver } from '../tool-context/secrets.js';
 import { createToolApi } from '../tool-context/tool-api.js';
 import type { RequestOrigin } from '../tool-context/origin.js';
 import { createRunToolCaller, type ToolCallsOptions } from '../tool-context/tool-calls.js';
-import { createLiveProgress, type LiveProgressReport } from './live-progress.js';
-import { createProgressPublisher } from './progress.js';
+import { createLiveProgress, createProgressPublisher, type LiveProgressReport } from './progress.js';
 import type { RequestKeys } from '../breadcrumbs/request-keys.js';
 import type { Logger } from '../logger.js';
 import type { Stopwatch } from './timings.js';
@@ -49,8 +48,6 @@ export interface RunContext {
 /** Runs one kind of tool; never throws for tool behaviour (infrastructure trouble may throw). */
 export interface Executor<R extends Route = Route> {
   readonly kind: R['kind'];
-  /** What the answer's metadata says about the run. */
-  metadata(route: R): Record<string, unknown>;
   run(route: R, input: unknown, ctx: RunContext): Promise<ExecutionResult>;
 }
 
@@ -99,17 +96,12 @@ export async function executeWithRetries(executors: Executors, route: Route, inp
   }
 }
 
-/** The answer metadata of `route`'s executor. */
-export function executorMetadata(executors: Executors, route: Route): Record<string, unknown> {
-  return route.kind === 'code' ? executors.code.metadata(route) : executors.host.metadata(route);
-}
-
 /** The executor of tool.code.v1 tools: secrets, then the Deno sandbox. */
 export function createCodeExecutor(options: {
-  client: StoreClient; sandbox: Sandbox; secrets: SecretResolver; config: Config; replica: string;
+  client: StoreClient; sandbox: Sandbox; secrets: SecretResolver; config: Config;
   /** With keys (and a logger), context.progress reports are published as tool.progress.v1 (progress.ts). */
   keys?: Pick<RequestKeys, 'stateMac'>; logger?: Logger;
-  /** Each call's reports for the live feed (secrets redacted, rate- and size-limited: live-progress.ts). */
+  /** Each call's reports for the live feed (secrets redacted, rate- and size-limited: progress.ts). */
   onLiveProgress?(report: LiveProgressReport): void;
   /** `context.tools.call` for tools with a `permissions.tools` grant (absent: their calls fail as dependency.unavailable). */
   toolCalls?: ToolCallsOptions;
@@ -117,7 +109,6 @@ export function createCodeExecutor(options: {
   const { client, sandbox, secrets, config } = options;
   return {
     kind: 'code',
-    metadata: (route) => ({ kind: 'code', tool_version: route.tool.version, tool_id: route.breadcrumbId, replica: options.replica }),
     async run(route, input, ctx) {
       const tool = route.tool;
       const secretsFrom = performance.now();
@@ -181,10 +172,9 @@ export function createCodeExecutor(options: {
 export type HostRun = (tool: HostTool, input: Record<string, unknown>, ctx: RunContext) => Promise<ExecutionResult>;
 
 /** The executor of host tools (tools.json manifests, RAP toolsets); `run` is undefined when none are configured. */
-export function createHostExecutor(options: { run?: HostRun; replica: string }): Executors['host'] {
+export function createHostExecutor(options: { run?: HostRun }): Executors['host'] {
   return {
     kind: 'host',
-    metadata: (route) => ({ kind: 'host', transport: route.tool.transport.kind, replica: options.replica }),
     async run(route, input, ctx) {
       if (!options.run) return errorResult(ErrorCode.ToolNotFound, `host tool "${route.tool.name}" has no executor`);
       // The whole call counts as sandbox_run, but for the secret resolution the service times into `secrets`.

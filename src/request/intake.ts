@@ -48,6 +48,7 @@ export interface IntakeOptions {
   keys: RequestKeys;
   logger: Logger;
   scanIntervalMs: number;
+  /** The job: runs one request's life (job.ts `handle`, wired in path.ts). */
   run(request: PendingRequest, signal: AbortSignal): Promise<RequestOutcome>;
   /** Requests that predate it also count as answered by a legacy `request:<rid>` response (cutover.ts). */
   cutover?: Cutover;

@@ -23,13 +23,13 @@ import { checkInput, checkOutput } from './check.js';
 import type { ClaimManager, HeldClaim } from './claims.js';
 import type { Cutover } from './cutover.js';
 import { createRequestRid, type PendingRequest } from './events.js';
-import { executeWithRetries, executorMetadata, type Executors } from './execute.js';
+import { executeWithRetries, type Executors } from './execute.js';
 import { RequestWithdrawn, type RequestOutcome } from './intake.js';
 import type { LeaseKeeper } from './lease.js';
 import { admit, callOf, review, settle, type Call, type Gate, type Policy } from './policy.js';
 import { readRequest, readRequestRecord, type RequestRecord } from './read.js';
 import type { CreateAnswer, Responder, ToolAnswer } from './respond.js';
-import { routeRequest } from './route.js';
+import { routeMetadata, routeRequest } from './route.js';
 import type { RequestOrigin } from '../tool-context/origin.js';
 import { createStopwatch, type StageTimings, type Stopwatch } from './timings.js';
 
@@ -95,20 +95,17 @@ export interface RequestJob {
   handle(request: PendingRequest, signal: AbortSignal): Promise<RequestOutcome>;
 }
 
-/** What a run came to: the answer to write (or the park that replaces it), and what the reports need. */
-interface Ran {
-  answer: ToolAnswer | CreateAnswer;
-  /** Tool requests: how the call went (absent for create requests). */
-  tool?: {
-    kind: ExecutionReport['kind'];
-    result: ExecutionResult;
-    /** The call the policies saw (absent when the request never got past routing and checking). */
-    call?: Call;
-    /** Runs of the tool (0 when a policy answered). */
-    attempts: number;
-    display?: string;
-    durationMs: number;
-  };
+/** How a tool call ended: the result to answer with, and what the answer and the reports say about it. */
+interface Called {
+  kind: ExecutionReport['kind'];
+  /** The route's answer metadata (routeMetadata). */
+  metadata: Record<string, unknown>;
+  result: ExecutionResult;
+  /** The call the policies saw (absent when the request never got past routing and checking). */
+  call?: Call;
+  /** Runs of the tool (0 when it never ran: a policy answered, or the request ended before). */
+  attempts: number;
+  display?: string;
   /** Set when a policy parked the call: no answer now. */
   parked?: Extract<Gate, { kind: 'park' }>;
 }
@@ -117,6 +114,13 @@ interface Ran {
 function withAgent(identity: RequestIdentity, agentId: string | undefined): RequestIdentity {
   const { agentId: _replaced, ...rest } = identity;
   return agentId !== undefined ? { ...rest, agentId } : rest;
+}
+
+/** What a run came to: the answer to write (unless parked) and, for a tool request, how the call went. */
+interface Ran {
+  answer: ToolAnswer | CreateAnswer;
+  tool?: Called & { durationMs: number };
+  parked?: Called['parked'];
 }
 
 /** Creates the job that runs one request's life. */
@@ -154,20 +158,22 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
       const who = request.kind === 'create'
         ? { rid: createRequestRid(record).rid, tool: request.tool }
         : { rid: identity.rid, tool: identity.tool, ...(identity.agentId ? { agentId: identity.agentId } : {}) };
-      if (request.kind !== 'create') options.onStarted?.(who);
+      // The reports (metrics, console, live feed) are of tool calls; a create request is logged.
+      const reports = request.kind !== 'create';
+      if (reports) options.onStarted?.(who);
       // route -> check -> admit -> run (retries) -> check output -> review; or create
       watch.mark(); // total_ms and the stages from here on measure the same span
       const ran = request.kind === 'create' ? await runCreate(record, signal, log) : await runTool(record, identity, claim, signal, watch, log, origin);
       // endings without an answer
       if (signal.aborted && signal.reason instanceof RequestWithdrawn) {
         log.info('request deleted while it ran; no answer');
-        options.onEnded?.({ ...who, outcome: 'withdrawn' });
+        if (reports) options.onEnded?.({ ...who, outcome: 'withdrawn' });
         await claim.drop();
         return 'withdrawn';
       }
       if (signal.aborted) {
         log.warn('job aborted by drain, releasing its claim');
-        options.onEnded?.({ ...who, outcome: 'released' });
+        if (reports) options.onEnded?.({ ...who, outcome: 'released' });
         await claim.release().catch((error: unknown) => log.warn('claim release failed', { error }));
         return 'released';
       }
@@ -175,7 +181,7 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
         // Waiting (for an approval, for another request's answer): no answer and no claim now;
         // intake wakes the request when a wake token is seen or at `until` (a restart finds it by scan).
         log.info('request parked', { reason: ran.parked.reason, until: new Date(ran.parked.until).toISOString() });
-        options.onEnded?.({ ...who, outcome: 'parked' });
+        if (reports) options.onEnded?.({ ...who, outcome: 'parked' });
         await claim.release().catch((error: unknown) => log.warn('claim release failed', { error }));
         return { kind: 'parked', until: ran.parked.until, wakeOn: ran.parked.wakeOn };
       }
@@ -219,26 +225,26 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
   // ending is a result to answer with (or a park).
   const runTool = async (record: RequestRecord, identity: RequestIdentity, claim: HeldClaim, signal: AbortSignal, watch: Stopwatch, log: Logger, origin?: RequestOrigin): Promise<Ran> => {
     const startedAt = performance.now();
-    let outcome: NonNullable<Ran['tool']> & { metadata: Record<string, unknown>; tool: string; parked?: Ran['parked'] };
+    let called: Called;
     try {
-      outcome = { ...(await callTool(record, identity, signal, watch, origin)), durationMs: 0 };
+      called = await callTool(record, identity, signal, watch, origin);
     } catch (error) {
       // Infrastructure trouble on the way (secrets API, catalog refresh): still an answer.
       const e = coerceError(error);
       log.warn('request failed before or around execution', { code: e.code, error: e.message });
       const result: ExecutionResult = { ok: false, error: failure(e.code, e.message), durationMs: performance.now() - startedAt, logs: [], logsTruncated: false };
-      outcome = { tool: identity.tool, kind: 'none', metadata: { replica }, result, attempts: 0, durationMs: 0 };
+      called = { kind: 'none', metadata: { replica }, result, attempts: 0 };
     }
     const durationMs = performance.now() - startedAt;
-    const { call, attempts, result } = outcome;
+    const { call, attempts } = called;
     const answer: ToolAnswer = {
       requestBreadcrumbId: identity.breadcrumbId,
       rid: identity.rid,
-      tool: outcome.tool,
-      result,
+      tool: identity.tool,
+      result: called.result,
       extraTags: agentTagsOf(record.tags),
       metadata: {
-        ...outcome.metadata,
+        ...called.metadata,
         ...call?.metadata,
         ...(call && call.warnings.length > 0 ? { warnings: call.warnings } : {}),
         ...(attempts > 1 ? { attempts } : {}),
@@ -250,12 +256,12 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
         timings: watch.forAnswer(),
       },
     };
-    return { answer, tool: { ...outcome, durationMs }, ...(outcome.parked ? { parked: outcome.parked } : {}) };
+    return { answer, tool: { ...called, durationMs }, ...(called.parked ? { parked: called.parked } : {}) };
   };
 
-  const callTool = async (record: RequestRecord, identity: RequestIdentity, signal: AbortSignal, watch: Stopwatch, origin?: RequestOrigin) => {
+  const callTool = async (record: RequestRecord, identity: RequestIdentity, signal: AbortSignal, watch: Stopwatch, origin?: RequestOrigin): Promise<Called> => {
     const { rid, tool: toolName, agentId } = identity;
-    const ended = (kind: ExecutionReport['kind'], metadata: Record<string, unknown>, result: ExecutionResult) => ({ tool: toolName, kind, metadata, result, attempts: 0 });
+    const ended = (kind: Called['kind'], metadata: Record<string, unknown>, result: ExecutionResult): Called => ({ kind, metadata, result, attempts: 0 });
     const read = readRequest(record, identity);
     if (!read.ok) return ended('none', {}, read.result);
     // route
@@ -263,7 +269,7 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
     watch.lap('route');
     if (!routed.ok) return ended('none', {}, routed.result);
     const { route } = routed;
-    const metadata = executorMetadata(executors, route);
+    const metadata = routeMetadata(route, replica);
     // The caller's demand for a fresh process is honoured by the code executor (host tools run their own transport).
     if (read.isolation && route.kind === 'code') metadata['isolation'] = read.isolation;
     // check
@@ -288,7 +294,7 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
     // review
     const reviewed = review(policies, call, output);
     watch.lap('policy');
-    return { tool: toolName, kind: route.kind, metadata, call, attempts, result: reviewed, ...(display !== undefined ? { display } : {}) };
+    return { kind: route.kind, metadata, call, attempts, result: reviewed, ...(display !== undefined ? { display } : {}) };
   };
 
   // A create request: the create executor validates the spec, tests its examples and deploys the tool.

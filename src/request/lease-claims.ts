@@ -78,7 +78,8 @@ export function createLeaseClaimManager(options: LeaseClaimManagerOptions): Clai
   const call = (op: string, body: Record<string, unknown>): Promise<unknown> => client.lease(op, { scope: workspace, ...body }, leaseKey);
 
   const hasResponse = async (id: string): Promise<boolean> => {
-    const items = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolResponse, tag: keys.answerTag(id), limit: 1 });
+    // Any record with the answer tag (a tool.response.v1 or a tool.create.response.v1): only the runner can write it.
+    const items = await client.listBreadcrumbs({ tag: keys.answerTag(id), limit: 1 });
     return items.length > 0;
   };
 

@@ -25,7 +25,7 @@ import { createCodeExecutor, createHostExecutor, type CreateExecutor, type Execu
 import { createIntake, type Intake } from './intake.js';
 import { createRequestJob, type RequestJob, type RequestJobOptions } from './job.js';
 import { createLeaseKeeper, type LeaseKeeper } from './lease.js';
-import type { LiveProgressReport } from './live-progress.js';
+import type { LiveProgressReport } from './progress.js';
 import { createPolicies } from './policies/index.js';
 import type { Policy } from './policy.js';
 import { createResponder, type Responder } from './respond.js';
@@ -96,14 +96,13 @@ export function createRequestPath(options: RequestPathOptions): RequestPath {
     code:
       options.executors?.code ??
       createCodeExecutor({
-        client, sandbox, secrets, config, replica, keys, logger: log.child({ component: 'progress' }),
+        client, sandbox, secrets, config, keys, logger: log.child({ component: 'progress' }),
         ...(options.onLiveProgress ? { onLiveProgress: options.onLiveProgress } : {}),
         ...(options.toolCalls ? { toolCalls: options.toolCalls } : {}),
       }),
     host:
       options.executors?.host ??
       createHostExecutor({
-        replica,
         run: (tool, input, ctx) =>
           executeHostTool(tool, input, {
             signal: ctx.signal,

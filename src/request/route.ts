@@ -23,3 +23,10 @@ export async function routeRequest(catalog: Catalog, name: string, versionSpec?:
   const why = rejected?.errors[0] ? ` (a tool.code.v1 named "${name}" exists but was rejected: ${rejected.errors[0].path}: ${rejected.errors[0].message})` : '';
   return { ok: false, result: errorResult(ErrorCode.ToolNotFound, `no runnable tool named "${name}"${why}`) };
 }
+
+/** What the answer's metadata says about the route that runs (code: its version and record; host: its transport). */
+export function routeMetadata(route: Route, replica: string): Record<string, unknown> {
+  return route.kind === 'code'
+    ? { kind: 'code', tool_version: route.tool.version, tool_id: route.breadcrumbId, replica }
+    : { kind: 'host', transport: route.tool.transport.kind, replica };
+}

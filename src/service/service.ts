@@ -36,7 +36,7 @@ export interface ServiceOptions {
   logger: Logger;
   /** Human-facing lines (`store listening on ...`, `runner ready`). */
   out?: (line: string) => void;
-  /** Extra handlers for store events (tool authoring plugs in here). */
+  /** Extra handlers for store events (bootstrap and MCP plug in here). */
   extensions?: ServiceExtension[];
   /** Aborted on the first SIGTERM/SIGINT: while starting (waiting for the store), startup gives up at once. */
   signal?: AbortSignal;

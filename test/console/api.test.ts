@@ -72,7 +72,7 @@ describe('console API', () => {
     expect(reply.status).toBe(200);
     const body = reply.json();
     expect(body.ok).toBe(false);
-    expect(body.examples[0]).toMatchObject({ ok: false, output: { text: 'hi' }, error: { code: 'example.mismatch', message: "output differs from the example's expected output" } });
+    expect(body.examples[0]).toMatchObject({ ok: false, output: { text: 'hi' }, error: { code: 'example.mismatch', message: 'output differs from the example: expected {"text":"HI"}, got {"text":"hi"}' } });
     expect(JSON.stringify(body.examples[0].logs)).toContain('lower');
     const invalid = await postJson(`${run.adminUrl}/api/examples`, { tool_spec: toolContext('a-x', EVAL_SOURCE) });
     expect(invalid.status).toBe(422);

@@ -87,7 +87,6 @@ async function rig(options: { failingReads?: number; policies?: Policy[] } = {})
     policies: options.policies ?? [],
     executors: {
       host: createHostExecutor({
-        replica: 'A',
         run: (_tool, input, ctx) =>
           new Promise<ExecutionResult>((resolve, reject) => {
             const run = { input, ctx, finish: (r: ExecutionResult | Error) => (r instanceof Error ? reject(r) : resolve(r)) };

@@ -85,7 +85,6 @@ async function rig(options: { rateLimited?: boolean } = {}) {
     policies,
     executors: {
       host: createHostExecutor({
-        replica: 'A',
         run: (_tool, input) =>
           new Promise<ExecutionResult>((resolve) => {
             const run = { input, finish: resolve };

@@ -1,9 +1,9 @@
-// The live feed's view of a call's progress (src/request/live-progress.ts): the first report at
+// The live feed's view of a call's progress (src/request/progress.ts, the live feed): the first report at
 // once, later ones at most one per interval (a waiting report replaced by a newer one, the last one
 // sent at close), values cut to LIVE_MAX_CHARS of JSON, a throwing listener ignored.
 
 import { describe, expect, it } from 'vitest';
-import { createLiveProgress, liveValue, LIVE_MAX_CHARS, type LiveProgressReport } from '../../src/request/live-progress.js';
+import { createLiveProgress, liveValue, LIVE_MAX_CHARS, type LiveProgressReport } from '../../src/request/progress.js';
 
 describe('live progress', () => {
   it('sends the first report at once, keeps only the newest while waiting, and sends it at close', () => {
