@@ -6,7 +6,10 @@ import { ErrorCode, RunnerError } from './errors.js';
 
 function checkedMax(max: number, what: string): number {
   if (!Number.isInteger(max) || max < 1) {
-    throw new RunnerError(ErrorCode.ConfigInvalid, `the bound of a ${what} must be an integer >= 1, got ${String(max)}`);
+    throw new RunnerError(
+      ErrorCode.ConfigInvalid,
+      `the bound of a ${what} must be an integer >= 1, got ${String(max)}`,
+    );
   }
   return max;
 }

@@ -35,9 +35,9 @@ import { ErrorCode } from '../errors.js';
 import { definitionOf, type Issue, type Origin, type ToolDefinition } from '../screen/index.js';
 import { definitionDigest, OPERATOR, type Stamper, type Trust } from './deployment.js';
 import { codeEntry, hostEntry, hostVersion } from './entries.js';
-import { collisionMessage, exportCollision, operatorExports as exportHolders, type ExportHolders } from './exported-names.js';
-import { issue, older, selectVersions, versionOf, type CodeRecord, type Owners } from './selection.js';
-import { badSpecMessage, chooseVersion, compareVersionsDesc, deprecationWarning, isVersionSpec, removedMessage, versionKey, versionStatus, type VersionCandidate } from './versions.js';
+import { exportCollision, operatorExports as exportHolders, type ExportHolders } from './exported-names.js';
+import { issue, selectVersions, versionOf, type CodeRecord, type Owners } from './selection.js';
+import { badSpecMessage, chooseVersion, compareVersionsDesc, deprecationWarning, isVersionSpec, removedMessage, versionStatus, type VersionCandidate } from './versions.js';
 
 /** What runs a request: `version` is the chosen version; `warnings` (deprecation) go to `metadata.warnings`. */
 export type Route =

@@ -31,7 +31,8 @@ export type Owners = Map<string, { owner: string; versions: Map<string, { versio
 /** An Issue of a record that does not run. */
 export const issue = (code: string, path: string, message: string): Issue => ({ code, path, message });
 /** Whether `a` was created before `b` (ties: the smaller id). */
-export const older = (a: CodeRecord, b: CodeRecord): boolean => a.createdAt < b.createdAt || (a.createdAt === b.createdAt && a.id < b.id);
+export const older = (a: CodeRecord, b: CodeRecord): boolean =>
+  a.createdAt < b.createdAt || (a.createdAt === b.createdAt && a.id < b.id);
 
 /** The semantic version of a runnable record. */
 export const versionOf = (record: CodeRecord): string => (record.tool as ToolDefinition).version;
@@ -58,7 +59,13 @@ export function selectVersions(input: {
     if (holder) {
       for (const record of candidates) {
         // Logged once: when the record was not already set aside for this reason.
-        if (shadowed.get(record.id)?.code !== 'trust.reserved') logger.warn('tool name collides with an operator tool', { id: record.id, name, operatorTool: holder.name, owner: record.owner });
+        if (shadowed.get(record.id)?.code !== 'trust.reserved')
+          logger.warn('tool name collides with an operator tool', {
+            id: record.id,
+            name,
+            operatorTool: holder.name,
+            owner: record.owner,
+          });
         nextShadowed.set(record.id, issue('trust.reserved', '/name', collisionMessage(name, holder)));
       }
       continue;
@@ -77,7 +84,8 @@ export function selectVersions(input: {
       const remembered = owners.get(name) ?? { owner, versions: new Map() };
       for (const [key, record] of byVersion) {
         // A record updated in place (create flow: a minor/patch) no longer stands for its old version.
-        for (const [oldKey, entry] of remembered.versions) if (entry.id === record.id && oldKey !== key) remembered.versions.delete(oldKey);
+        for (const [oldKey, entry] of remembered.versions)
+          if (entry.id === record.id && oldKey !== key) remembered.versions.delete(oldKey);
         remembered.versions.set(key, { version: versionOf(record), id: record.id });
       }
       owners.set(name, remembered);
@@ -88,8 +96,16 @@ export function selectVersions(input: {
       nextShadowed.set(
         record.id,
         record.owner !== owner
-          ? issue('trust.owner', '/name', `the name "${name}" belongs to ${owner}; this definition, by ${record.owner}, is not runnable`)
-          : issue('trust.shadowed', '/name', `an older definition of "${name}" version ${versionOf(record)} (${best?.id}) by the same owner wins; publish a new version instead of a copy`),
+          ? issue(
+              'trust.owner',
+              '/name',
+              `the name "${name}" belongs to ${owner}; this definition, by ${record.owner}, is not runnable`,
+            )
+          : issue(
+              'trust.shadowed',
+              '/name',
+              `an older definition of "${name}" version ${versionOf(record)} (${best?.id}) by the same owner wins; publish a new version instead of a copy`,
+            ),
       );
     }
   }

@@ -103,7 +103,7 @@ export const TOOL_OPTIONS = {
     group: 'authoring',
     doc: 'Bootstrap (`bootstrap`, and `start` unless `--no-bootstrap`) without running the tools\' examples first; by default a tool whose example fails is rejected.',
   }),
-  networkProbe: opt(z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[^\s:\[\]]+):\d{1,5}$/).optional(), {
+  networkProbe: opt(z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[^\s:[\]]+):\d{1,5}$/).optional(), {
     group: 'authoring',
     doc: '`host:port` checked once (TCP connect, 1.5 s) before running examples marked `requires_network`; unreachable → those examples are skipped. Default: the first declared host of each such tool, port 443.',
   }),
