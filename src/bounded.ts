@@ -6,7 +6,10 @@ import { ErrorCode, RunnerError } from './errors.js';
 
 function checkedMax(max: number, what: string): number {
   if (!Number.isInteger(max) || max < 1) {
-    throw new RunnerError(ErrorCode.ConfigInvalid, `the bound of a ${what} must be an integer >= 1, got ${String(max)}`);
+    throw new RunnerError(
+      ErrorCode.ConfigInvalid,
+      `the bound of a ${what} must be an integer >= 1, got ${String(max)}`,
+    );
   }
   return max;
 }
@@ -48,9 +51,10 @@ export class BoundedMap<K, V> extends Map<K, V> {
 export class BoundedSet<T> extends Set<T> {
   readonly max: number;
 
-  constructor(max: number) {
+  /** `what` names the set in the error a bad `max` raises. */
+  constructor(max: number, what = 'bounded set') {
     super();
-    this.max = checkedMax(max, 'bounded set');
+    this.max = checkedMax(max, what);
   }
 
   /** Adds `value` as the newest, then evicts the oldest values beyond `max`. */

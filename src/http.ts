@@ -59,7 +59,12 @@ export function sendError(res: ServerResponse, error: HttpError, headers?: Reado
     res.destroy();
     return;
   }
-  sendJson(res, error.status, { error: error.message, code: error.code, ...error.extra }, { ...headers, ...error.headers });
+  sendJson(
+    res,
+    error.status,
+    { error: error.message, code: error.code, ...error.extra },
+    { ...headers, ...error.headers },
+  );
 }
 
 /**

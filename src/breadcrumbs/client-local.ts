@@ -8,7 +8,7 @@
 import { ErrorCode } from '../errors.js';
 import { checkHeaders, withQuery, withRetryOnRefusedToken, type CallOptions, type HttpCall, type QueryValues } from './client-http.js';
 import { StoreError } from './store-error.js';
-import type { LocalEndpoint, LocalReply, LocalRequest, LocalStreamSink } from '../local-transport.js';
+import type { LocalEndpoint } from '../local-transport.js';
 import type { TokenSource } from './token-source.js';
 
 

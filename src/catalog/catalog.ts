@@ -35,8 +35,9 @@ import { ErrorCode } from '../errors.js';
 import { definitionOf, type Issue, type Origin, type ToolDefinition } from '../screen/index.js';
 import { definitionDigest, OPERATOR, type Stamper, type Trust } from './deployment.js';
 import { codeEntry, hostEntry, hostVersion } from './entries.js';
-import { collisionMessage, exportCollision, operatorExports as exportHolders, type ExportHolders } from './exported-names.js';
-import { badSpecMessage, chooseVersion, compareVersionsDesc, deprecationWarning, isVersionSpec, removedMessage, versionKey, versionStatus, type VersionCandidate } from './versions.js';
+import { exportCollision, operatorExports as exportHolders, type ExportHolders } from './exported-names.js';
+import { issue, selectVersions, versionOf, type CodeRecord, type Owners } from './selection.js';
+import { badSpecMessage, chooseVersion, compareVersionsDesc, deprecationWarning, isVersionSpec, removedMessage, versionStatus, type VersionCandidate } from './versions.js';
 
 /** What runs a request: `version` is the chosen version; `warnings` (deprecation) go to `metadata.warnings`. */
 export type Route =
@@ -98,22 +99,6 @@ export interface CatalogOptions {
   now?(): number;
 }
 
-/** What the catalog knows of one tool.code.v1 breadcrumb. */
-interface CodeRecord {
-  id: string;
-  version: number;
-  createdAt: string;
-  name?: string;
-  /** Runnable candidate (trusted and valid). */
-  tool?: ToolDefinition;
-  owner?: string;
-  /** The store's copy of a pinned operator tool (never routed; not a rejection either). */
-  publication?: boolean;
-  /** The pinned operator tools the record was judged against (a change re-judges it). */
-  pins: string;
-  errors: Issue[];
-}
-
 export interface RejectedTool {
   id: string;
   name?: string;
@@ -139,16 +124,13 @@ export interface Catalog {
   rejected(): RejectedTool[];
 }
 
-const issue = (code: string, path: string, message: string): Issue => ({ code, path, message });
-const older = (a: CodeRecord, b: CodeRecord): boolean => a.createdAt < b.createdAt || (a.createdAt === b.createdAt && a.id < b.id);
-
 /** Creates the catalog. */
 export function createCatalog(options: CatalogOptions): Catalog {
   const { client, workspace, logger, stamper } = options;
   const now = options.now ?? Date.now;
   const records = new Map<string, CodeRecord>();
   /** name -> its owner and, per version key, the version and record that last ran (kept after deletion). */
-  const owners = new Map<string, { owner: string; versions: Map<string, { version: string; id: string }> }>();
+  const owners: Owners = new Map();
   /** name -> version key -> selected record; id -> why a valid record is not selected. */
   let selected = new Map<string, Map<string, CodeRecord>>();
   let shadowed = new Map<string, Issue>();
@@ -156,67 +138,19 @@ export function createCatalog(options: CatalogOptions): Catalog {
 
   const isHostName = (name: string): boolean => options.hostTools().some((tool) => tool.name === name);
   const pinsKey = (): string => [...options.operatorTools()].map(([name, pin]) => `${name}=${definitionDigest(pin.context)}`).sort().join(',');
-  const versionOf = (record: CodeRecord): string => (record.tool as ToolDefinition).version;
   const operatorExports = (): ExportHolders => exportHolders(options.hostTools().map((tool) => tool.name), options.operatorTools().keys());
 
   const reindex = (): void => {
     if (loading > 0) return;
-    const byName = new Map<string, CodeRecord[]>();
-    for (const record of records.values()) {
-      if (!record.tool || !record.owner) continue;
-      byName.set(record.tool.name, [...(byName.get(record.tool.name) ?? []), record]);
-    }
-    const nextSelected = new Map<string, Map<string, CodeRecord>>();
-    const nextShadowed = new Map<string, Issue>();
-    const exports = operatorExports();
-    for (const [name, candidates] of byName) {
-      const holder = exportCollision(name, exports);
-      if (holder) {
-        for (const record of candidates) {
-          // Logged once: when the record was not already set aside for this reason.
-          if (shadowed.get(record.id)?.code !== 'trust.reserved') logger.warn('tool name collides with an operator tool', { id: record.id, name, operatorTool: holder.name, owner: record.owner });
-          nextShadowed.set(record.id, issue('trust.reserved', '/name', collisionMessage(name, holder)));
-        }
-        continue;
-      }
-      let owner = owners.get(name)?.owner;
-      if (owner === undefined) owner = candidates.reduce((a, b) => (older(b, a) ? b : a)).owner as string;
-      const byVersion = new Map<string, CodeRecord>();
-      for (const record of candidates) {
-        if (record.owner !== owner) continue;
-        const key = versionKey(versionOf(record));
-        const best = byVersion.get(key);
-        if (!best || older(record, best)) byVersion.set(key, record);
-      }
-      if (byVersion.size > 0) {
-        nextSelected.set(name, byVersion);
-        const remembered = owners.get(name) ?? { owner, versions: new Map() };
-        for (const [key, record] of byVersion) {
-          // A record updated in place (create flow: a minor/patch) no longer stands for its old version.
-          for (const [oldKey, entry] of remembered.versions) if (entry.id === record.id && oldKey !== key) remembered.versions.delete(oldKey);
-          remembered.versions.set(key, { version: versionOf(record), id: record.id });
-        }
-        owners.set(name, remembered);
-      }
-      for (const record of candidates) {
-        const best = byVersion.get(versionKey(versionOf(record)));
-        if (record === best) continue;
-        nextShadowed.set(
-          record.id,
-          record.owner !== owner
-            ? issue('trust.owner', '/name', `the name "${name}" belongs to ${owner}; this definition, by ${record.owner}, is not runnable`)
-            : issue('trust.shadowed', '/name', `an older definition of "${name}" version ${versionOf(record)} (${best?.id}) by the same owner wins; publish a new version instead of a copy`),
-        );
-      }
-    }
+    const next = selectVersions({ records: records.values(), owners, shadowed, exports: operatorExports(), logger });
     for (const [name, versions] of selected) {
       for (const [key, record] of versions) {
-        const next = nextSelected.get(name)?.get(key);
-        if (next !== record) logger.info('tool route changed', { name, version: versionOf(record), from: record.id, to: next?.id });
+        const chosen = next.selected.get(name)?.get(key);
+        if (chosen !== record) logger.info('tool route changed', { name, version: versionOf(record), from: record.id, to: chosen?.id });
       }
     }
-    selected = nextSelected;
-    shadowed = nextShadowed;
+    selected = next.selected;
+    shadowed = next.shadowed;
     for (const [name] of options.operatorTools()) {
       if (![...records.values()].some((record) => record.publication && record.name === name)) options.onOperatorDrift?.(name);
     }

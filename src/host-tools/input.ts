@@ -7,9 +7,7 @@ import { errorResult, type ExecutionError } from '../result.js';
 import { isJsonObject, kindOf } from './json-kinds.js';
 
 /** Blank or null input is `{}`, a JSON string is parsed, anything but an object is input.invalid. */
-export function normalizeHostInput(
-  input: unknown,
-): { ok: true; value: Record<string, unknown> } | ExecutionError {
+export function normalizeHostInput(input: unknown): { ok: true; value: Record<string, unknown> } | ExecutionError {
   let value = input;
   if (typeof value === 'string') {
     if (value.trim() === '') return { ok: true, value: {} };

@@ -63,7 +63,7 @@ export interface RapToolServer {
   close(): Promise<void>;
 }
 
-interface RapCall {
+interface ServedCall {
   /** The caller that invoked it (RapPrincipal.caller). */
   owner: string;
   id: string;
@@ -115,7 +115,7 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
   const { client, keys, workspace, logger } = options;
   const delivery = options.delivery ?? DEFAULT_DELIVERY;
   /** (owner, id) -> call. */
-  const byId = new Map<string, RapCall>();
+  const byId = new Map<string, ServedCall>();
   const keyOf = (owner: string, id: string): string => `${owner}\0${id}`;
   const requests = createRequestClient({ client, keys, workspace, pollMaxMs: options.pollIntervalMs });
   const deliveries = new Set<Promise<void>>();
@@ -123,12 +123,12 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
 
   const served = () => buildServedToolset({ name: `tools-runner/${workspace}`, description: `Tools of the tools-runner workspace ${workspace}`, endpoint: options.endpoint(), tools: options.tools() });
 
-  const forget = (call: RapCall): void => {
+  const forget = (call: ServedCall): void => {
     call.stop.abort();
     if (byId.get(keyOf(call.owner, call.id)) === call) byId.delete(keyOf(call.owner, call.id));
   };
 
-  const finish = (call: RapCall, text: string): void => {
+  const finish = (call: ServedCall, text: string): void => {
     if (byId.get(keyOf(call.owner, call.id)) !== call) return;
     forget(call);
     const message = { type: 'tool_result' as const, group_id: call.groupId, id: call.id, ...(call.callId !== undefined ? { call_id: call.callId } : {}), text };
@@ -140,7 +140,7 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
     void task.finally(() => deliveries.delete(task));
   };
 
-  const watch = (fields: Omit<RapCall, 'stop'>): void => {
+  const watch = (fields: Omit<ServedCall, 'stop'>): void => {
     const existing = byId.get(keyOf(fields.owner, fields.id));
     if (existing) {
       // A retried invoke by the same caller: the latest callback_url (and thread) wins; the run is the same.
@@ -149,7 +149,7 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
       if (fields.callId !== undefined) existing.callId = fields.callId;
       return;
     }
-    const call: RapCall = { ...fields, stop: new AbortController() };
+    const call: ServedCall = { ...fields, stop: new AbortController() };
     byId.set(keyOf(call.owner, call.id), call);
     // Only the runner's own answer counts (the request client verifies it); a request already answered is found by the first poll.
     void requests.wait({ rid: call.rid, breadcrumbId: call.breadcrumbId }, { timeoutMs: options.resultTimeoutMs, signal: call.stop.signal }).then((outcome) => {
@@ -224,7 +224,7 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
     return full.id;
   };
 
-  const withdraw = async (calls: RapCall[]): Promise<{ withdrawn: number; running: number }> => {
+  const withdraw = async (calls: ServedCall[]): Promise<{ withdrawn: number; running: number }> => {
     let withdrawn = 0;
     let running = 0;
     for (const call of calls) {

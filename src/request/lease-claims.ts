@@ -16,7 +16,6 @@
 
 import { randomBytes } from 'node:crypto';
 import type { StoreClient } from '../breadcrumbs/index.js';
-import { SCHEMA } from '../breadcrumbs/messages.js';
 import type { RequestKeys } from '../breadcrumbs/request-keys.js';
 import { ErrorCode, RunnerError } from '../errors.js';
 import type { Logger } from '../logger.js';

@@ -30,17 +30,7 @@ export function runRules(program: AstNode, source: string, permissions: ScreenPe
   };
   const granted = (p: DenoPermission): boolean => (p === 'net' ? permissions.net.length > 0 || permissions.extraPermissions.includes('net') : permissions.extraPermissions.includes(p));
 
-  // The expression to quote for a node: the whole call when the node is what is called.
-  const context = (node: AstNode): AstNode => {
-    const parent = stack.at(-1);
-    const grand = stack.at(-2);
-    const isCallee = (call: AstNode | undefined, callee: AstNode): boolean =>
-      (call?.type === 'CallExpression' || call?.type === 'NewExpression') && call.callee === callee;
-    if (isCallee(parent, node)) return parent as AstNode;
-    if (parent?.type === 'SequenceExpression' && children(parent, 'expressions').at(-1) === node && isCallee(grand, parent)) return grand as AstNode;
-    return node;
-  };
-  const text = (node: AstNode): string => snippet(source, context(node));
+  const text = (node: AstNode): string => snippet(source, quotedNode(node, stack));
 
   // A Function constructor that is only compared, type-checked or whose .prototype is read is harmless.
   const benignFunctionUse = (key: string, scope: Scope): boolean => {
@@ -81,48 +71,11 @@ export function runRules(program: AstNode, source: string, permissions: ScreenPe
       inner = parent;
       parent = stack[--depth];
     }
-    if (!parent || allowedUse(parent, inner, scope0(depth))) return;
+    if (!parent || allowedUse(parent, inner, scope0(depth), kindOf)) return;
     report(IssueCode.ComputedGlobal, node, `A global object may only be used through its properties: ${snippet(source, parent)}`);
   };
   const scopes: Scope[] = [];
   const scope0 = (depth: number): Scope => scopes[depth] ?? info.root;
-  const allowedUse = (parent: AstNode, inner: AstNode, scope: Scope): boolean => {
-    switch (parent.type) {
-      case 'MemberExpression':
-        return parent.object === inner;
-      case 'TSQualifiedName':
-        return parent.left === inner;
-      case 'VariableDeclarator':
-      case 'AssignmentPattern':
-      case 'ExpressionStatement':
-        return true; // aliases are tracked; destructuring is reported by checkPattern
-      case 'AssignmentExpression': {
-        const target = child(parent, 'left');
-        return parent.left === inner || (target !== undefined && unwrap(target).type !== 'MemberExpression');
-      }
-      case 'ConditionalExpression':
-        return parent.test === inner;
-      case 'BinaryExpression':
-        return EQUALITY.has(parent.operator as string) || parent.operator === 'instanceof' || parent.operator === 'in';
-      case 'UnaryExpression':
-        return parent.operator === 'typeof' || parent.operator === '!' || parent.operator === 'void';
-      case 'IfStatement':
-      case 'WhileStatement':
-      case 'DoWhileStatement':
-      case 'ForStatement':
-        return parent.test === inner;
-      case 'CallExpression': {
-        const callee = child(parent, 'callee');
-        const member = callee ? unwrap(callee) : undefined;
-        if (member?.type !== 'MemberExpression') return false;
-        const owner = kindOf(child(member, 'object') as AstNode, scope);
-        return owner === ValueKind.Reflect || owner === ValueKind.ObjectCtor; // reported by checkReflective
-      }
-      default:
-        return false;
-    }
-  };
-
   const checkIdentifier = (node: AstNode, key: string, scope: Scope): void => {
     const name = node.name as string;
     const binding = resolve(name, scope);
@@ -258,4 +211,55 @@ export function runRules(program: AstNode, source: string, permissions: ScreenPe
   };
   visit(program, 'program', info.root, false);
   return issues;
+}
+
+type KindOf = ReturnType<typeof createClassifier>['kindOf'];
+
+/** The expression to quote for a node (`stack`: its ancestors): the whole call when the node is what is called. */
+function quotedNode(node: AstNode, stack: readonly AstNode[]): AstNode {
+  const parent = stack.at(-1);
+  const grand = stack.at(-2);
+  const isCallee = (call: AstNode | undefined, callee: AstNode): boolean =>
+    (call?.type === 'CallExpression' || call?.type === 'NewExpression') && call.callee === callee;
+  if (isCallee(parent, node)) return parent as AstNode;
+  if (parent?.type === 'SequenceExpression' && children(parent, 'expressions').at(-1) === node && isCallee(grand, parent)) return grand as AstNode;
+  return node;
+}
+
+/** Whether the use of a dangerous value `inner` under `parent` is one the rules let through (a read, a test, an alias). */
+function allowedUse(parent: AstNode, inner: AstNode, scope: Scope, kindOf: KindOf): boolean {
+  switch (parent.type) {
+    case 'MemberExpression':
+      return parent.object === inner;
+    case 'TSQualifiedName':
+      return parent.left === inner;
+    case 'VariableDeclarator':
+    case 'AssignmentPattern':
+    case 'ExpressionStatement':
+      return true; // aliases are tracked; destructuring is reported by checkPattern
+    case 'AssignmentExpression': {
+      const target = child(parent, 'left');
+      return parent.left === inner || (target !== undefined && unwrap(target).type !== 'MemberExpression');
+    }
+    case 'ConditionalExpression':
+      return parent.test === inner;
+    case 'BinaryExpression':
+      return EQUALITY.has(parent.operator as string) || parent.operator === 'instanceof' || parent.operator === 'in';
+    case 'UnaryExpression':
+      return parent.operator === 'typeof' || parent.operator === '!' || parent.operator === 'void';
+    case 'IfStatement':
+    case 'WhileStatement':
+    case 'DoWhileStatement':
+    case 'ForStatement':
+      return parent.test === inner;
+    case 'CallExpression': {
+      const callee = child(parent, 'callee');
+      const member = callee ? unwrap(callee) : undefined;
+      if (member?.type !== 'MemberExpression') return false;
+      const owner = kindOf(child(member, 'object') as AstNode, scope);
+      return owner === ValueKind.Reflect || owner === ValueKind.ObjectCtor; // reported by checkReflective
+    }
+    default:
+      return false;
+  }
 }

@@ -13,7 +13,7 @@ import { createAccessGuard, validateAdminHosts, type Refusal } from '../console/
 import { loginPage, nonLoopbackWithoutToken, SECURITY_HEADERS } from '../console/http.js';
 import { HttpError, isLoopbackHost, readBody, sendError } from '../http.js';
 import { listenUrl } from '../store/server-util.js';
-import type { AdminRoute, AdminRouteContext } from '../extension.js';
+import type { AdminRoute } from '../extension.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from './metrics.js';
 

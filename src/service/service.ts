@@ -9,24 +9,18 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { openEventStream, type RequestKeys, type StoreClient } from '../breadcrumbs/index.js';
-import type { StoreEvent } from '../breadcrumbs/messages.js';
-import type { Catalog, OperatorTool } from '../catalog/catalog.js';
-import type { Stamper } from '../catalog/deployment.js';
+import { openEventStream } from '../breadcrumbs/index.js';
 import type { Config } from '../config/index.js';
 import { coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { createEventRouter } from '../request/events.js';
 import { createIgnoredRequestLog } from '../request/ignored-requests.js';
-import type { Sandbox } from '../sandbox/index.js';
-import type { SchemaValidator } from '../screen/index.js';
 import { startAdminServer } from './admin-server.js';
 import type { ServiceExtension } from '../extension.js';
 
 export type { ExtensionContext, ServiceExtension } from '../extension.js';
 import { buildService, type Parts } from './build.js';
 import { createUncaughtGuard } from './uncaught-guard.js';
-import type { SecretResolver } from '../tool-context/secrets.js';
 
 /** Where the service is in its life (see the module comment). */
 export type Lifecycle = 'INITIALIZED' | 'RUNNING' | 'DRAINING' | 'STOPPED';

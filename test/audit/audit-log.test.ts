@@ -21,9 +21,27 @@ const tempDir = async (): Promise<string> => {
 };
 
 const record = (ts: string, extra: Record<string, unknown> = {}): CallAuditRecord & Record<string, unknown> => ({
-  ts, tool: 't', version: '1', kind: 'host', agent: null, agent_verified: false, agent_label: null, rid: 'r', request_id: 'b',
-  input_hash: 'sha256:00', side_effect: 'unknown', approval_id: null, effects: [], effects_count: 0, status: 'success',
-  outcome: 'ok', ms: 1, total_ms: 2, attempts: 1, replica: 'x', ...extra,
+  ts,
+  tool: 't',
+  version: '1',
+  kind: 'host',
+  agent: null,
+  agent_verified: false,
+  agent_label: null,
+  rid: 'r',
+  request_id: 'b',
+  input_hash: 'sha256:00',
+  side_effect: 'unknown',
+  approval_id: null,
+  effects: [],
+  effects_count: 0,
+  status: 'success',
+  outcome: 'ok',
+  ms: 1,
+  total_ms: 2,
+  attempts: 1,
+  replica: 'x',
+  ...extra,
 });
 
 describe('audit log', () => {
@@ -42,7 +60,12 @@ describe('audit log', () => {
   it('every string of the line is redacted: literals first, then the operator patterns', async () => {
     const dir = await tempDir();
     const redactor = createRedactor(['sk-live-123456'], ['secret', 'sk-[a-z]+']);
-    await writeAuditRecord(dir, record('2025-01-02T00:00:00.000Z', { argv: ['--token=sk-live-123456', '--note=my-secret', 'sk-abc'] }), redactor, captureLogger().logger);
+    await writeAuditRecord(
+      dir,
+      record('2025-01-02T00:00:00.000Z', { argv: ['--token=sk-live-123456', '--note=my-secret', 'sk-abc'] }),
+      redactor,
+      captureLogger().logger,
+    );
     const [file] = await readdir(dir);
     const text = await readFile(path.join(dir, file as string), 'utf8');
     expect(JSON.parse(text).argv).toEqual([`--token=${REDACTED}`, `--note=my-${REDACTED}`, REDACTED]);

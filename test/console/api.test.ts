@@ -45,8 +45,8 @@ describe('console API', () => {
   it('answers every malformed body with an explicit error', async () => {
     const notJson = await raw(`${run.adminUrl}/api/screen`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"tool_spec":' });
     expect(notJson.status).toBe(400);
-    expect(notJson.json().error).toMatch(/^body is not JSON: /);
-    expect((await postJson(`${run.adminUrl}/api/screen`, [1])).json()).toEqual({ code: 'bad_request', error: 'body must be a JSON object, got an array' });
+    expect(notJson.json().error).toMatch(/^request body is not valid JSON: /);
+    expect((await postJson(`${run.adminUrl}/api/screen`, [1])).json()).toEqual({ code: 'bad_request', error: 'request body must be a JSON object, got array' });
     expect((await postJson(`${run.adminUrl}/api/screen`, {})).json()).toEqual({ code: 'bad_request', error: 'tool_spec must be a JSON object, got undefined' });
     expect((await postJson(`${run.adminUrl}/api/screen`, { tool_spec: 'x' })).json()).toEqual({ code: 'bad_request', error: 'tool_spec must be a JSON object, got string' });
     const huge = await raw(`${run.adminUrl}/api/screen`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: `{"tool_spec":{"x":"${'a'.repeat(1024 * 1024)}"}}` });

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCHEMA } from '../../src/breadcrumbs/messages.js';
-import { cleanupConsole, ensureConsoleBuilt, putTool, screenshot, startConsoleService, toolContext, until, UPPER, type Running, WS } from './helpers.js';
+import { cleanupConsole, ensureConsoleBuilt, putTool, startConsoleService, toolContext, until, UPPER, type Running, WS } from './helpers.js';
 
 const EVIL = 'rebind.attacker.example';
 const OTHER = 'other.attacker.example';

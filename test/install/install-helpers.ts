@@ -1,7 +1,6 @@
 // Helpers of the installed-copy tests: a local prebuild of better-sqlite3 (this checkout's compiled
 // module, so installing does not compile it again) and running the installed `tools-runner` bin.
 
-import { spawn } from 'node:child_process';
 import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';

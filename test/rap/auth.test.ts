@@ -7,7 +7,7 @@
 
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SCHEMA, TAG, ToolResponseContext } from '../../src/breadcrumbs/messages.js';
+import { SCHEMA, TAG } from '../../src/breadcrumbs/messages.js';
 import { ErrorCode } from '../../src/errors.js';
 import { eventually, hostTool, manifest, requestsByRapId, responsesFor, startRunner, tempDir, WS, BIN, type Runner } from './helpers.js';
 import { startReceiver } from './receiver.js';

@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { SCHEMA, ToolResponseContext } from '../../src/breadcrumbs/messages.js';
+import { SCHEMA } from '../../src/breadcrumbs/messages.js';
 import { DEFAULT_DELIVERY, deliverCallback, validateToolset } from '../../src/rap/index.js';
 import { createSchemaValidator } from '../../src/screen/index.js';
 import { eventually, hostTool, manifest, requestsByRapId, responsesFor, startRunner, tempDir, WS, BIN, type Runner } from './helpers.js';
