@@ -29,13 +29,13 @@ export interface OperationDeps {
 /** The store's operations; each throws HttpError (status, code, message, extra) on failure. */
 export interface StoreOperations {
   health(): Record<string, unknown>;
-  create(principal: Principal, body: Record<string, unknown>, idempotencyKey: string | undefined): { id: string };
+  create(principal: Principal, body: Record<string, unknown>, idempotencyKey: string | undefined): Promise<{ id: string }>;
   contextView(principal: Principal, id: string): Record<string, unknown>;
   full(principal: Principal, id: string): Record<string, unknown>;
   history(principal: Principal, id: string): Array<Record<string, unknown>>;
   /** `ifMatch`: the raw If-Match header value. */
-  update(principal: Principal, id: string, body: Record<string, unknown>, ifMatch: string | string[] | undefined): { ok: true; version: number };
-  remove(principal: Principal, id: string): { ok: true };
+  update(principal: Principal, id: string, body: Record<string, unknown>, ifMatch: string | string[] | undefined): Promise<{ ok: true; version: number }>;
+  remove(principal: Principal, id: string): Promise<{ ok: true }>;
   list(principal: Principal, query: URLSearchParams): ListCursor;
   search(principal: Principal, query: URLSearchParams): Promise<ListCursor>;
   listSecrets(principal: Principal, query: URLSearchParams): SecretInfo[];
@@ -94,20 +94,20 @@ export function createStoreOperations(deps: OperationDeps): StoreOperations {
   const { auth, reads, writes, secrets, logger, search } = deps;
   return {
     health: () => ({ status: 'ok', auth: auth.enabled ? 'on' : 'off', streams: deps.streams(), uptime_ms: Date.now() - deps.startedMs, ...(deps.leases ? { x_leases: true } : {}) }),
-    create(principal, body, key) {
+    async create(principal, body, key) {
       checkIdempotencyKey(key);
       return writes.create(validateCreate(body), principal, key);
     },
     contextView: (principal, id) => reads.contextView(id, principal),
     full: (principal, id) => reads.full(id, principal),
     history: (principal, id) => reads.history(id, principal),
-    update(principal, id, body, ifMatchHeader) {
+    async update(principal, id, body, ifMatchHeader) {
       const ifMatch = parseIfMatch(ifMatchHeader);
       const patch = validatePatch(body);
-      return { ok: true, ...writes.update(id, patch, principal, ifMatch) };
+      return { ok: true, ...(await writes.update(id, patch, principal, ifMatch)) };
     },
-    remove(principal, id) {
-      writes.remove(id, principal);
+    async remove(principal, id) {
+      await writes.remove(id, principal);
       return { ok: true };
     },
     list: (principal, query) => reads.list(listFilter(query), principal),

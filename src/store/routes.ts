@@ -80,7 +80,7 @@ export function createRoutes(deps: RouteDeps): Route[] {
             // Header checks come before the body is read (a bad key is reported even with a bad body).
             const key = header(req, 'idempotency-key');
             checkIdempotencyKey(key);
-            sendJson(res, 201, ops.create(principal, await body(), key));
+            sendJson(res, 201, await ops.create(principal, await body(), key));
           },
         },
       },
@@ -98,10 +98,10 @@ export function createRoutes(deps: RouteDeps): Route[] {
           handle: async ({ req, res, params, principal, body }) => {
             const ifMatch = req.headers['if-match'];
             parseIfMatch(ifMatch);
-            sendJson(res, 200, ops.update(principal, params[0] as string, await body(), ifMatch));
+            sendJson(res, 200, await ops.update(principal, params[0] as string, await body(), ifMatch));
           },
         },
-        DELETE: { need: 'write', handle: ({ res, params, principal }) => sendJson(res, 200, ops.remove(principal, params[0] as string)) },
+        DELETE: { need: 'write', handle: async ({ res, params, principal }) => sendJson(res, 200, await ops.remove(principal, params[0] as string)) },
       },
     },
     {

@@ -13,7 +13,7 @@ import { ErrorCode, RunnerError, coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { DEFAULT_OWNER_ID, createStoreAuth } from './auth.js';
 import { createBreadcrumbReads } from './breadcrumb-reads.js';
-import { createBreadcrumbWrites } from './breadcrumb-writes.js';
+import { createBreadcrumbWrites, type BreadcrumbWrites, type WriteStats } from './breadcrumb-writes.js';
 import { startCheckpointer } from './checkpointer.js';
 import { openDatabase } from './db.js';
 import { createEmbeddingQueue, embedderFromConfig, type Embedder, type EmbeddingQueue } from './embeddings.js';
@@ -49,6 +49,8 @@ export type StoreOptions = Pick<
   retentionMs?: number;
   /** Retention of audit-bearing records; 0 or unset: kept forever. */
   auditRetentionMs?: number;
+  /** Commit writes that arrive together in one transaction (default true; false for A/B benches). */
+  groupCommit?: boolean;
 };
 
 /** A running store. */
@@ -58,6 +60,8 @@ export interface Store {
   port: number;
   /** The in-process endpoint (same calls and semantics as the HTTP routes, no sockets, no JSON). */
   local: LocalEndpoint;
+  /** Counters of the write path (transactions, writes, time inside them). */
+  writeStats(): WriteStats;
   /** Resolves once no breadcrumb is waiting to be embedded (immediately without an embedder). */
   embeddingsIdle(): Promise<void>;
   /** Ends SSE streams, stops the server, closes the database. Idempotent. */
@@ -83,6 +87,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
   let sse: SseHub;
   let stopPrune: () => void = () => {};
   let reads: BreadcrumbReads | undefined;
+  let writer: BreadcrumbWrites | undefined;
   let embeddings: EmbeddingQueue | undefined;
   let local: ((url: string) => LocalEndpoint) | undefined;
   let inflight = 0;
@@ -95,7 +100,8 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     const embedder = options.embedder ?? embedderFromConfig(options);
     embeddings = embedder ? createEmbeddingQueue(db, embedder, logger) : undefined;
     const queue = embeddings;
-    const writes = createBreadcrumbWrites(db, log, queue ? (id, version, text) => queue.schedule(id, version, text) : undefined);
+    const writes = createBreadcrumbWrites(db, log, queue ? (id, version, text) => queue.schedule(id, version, text) : undefined, { groupCommit: options.groupCommit ?? true });
+    writer = writes;
     reads = createBreadcrumbReads(db);
     const registry = createRegistry(db);
     registry.ensureTenant(DEFAULT_OWNER_ID, 'Default Tenant');
@@ -190,5 +196,6 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     logger.info('store closed', { url });
   };
   const endpoint = (local as (url: string) => LocalEndpoint)(url);
-  return { url, port, local: endpoint, embeddingsIdle: () => embeddings?.idle() ?? Promise.resolve(), close: () => (closing ??= close()) };
+  const statsOf = writer as BreadcrumbWrites;
+  return { url, port, local: endpoint, writeStats: () => statsOf.stats(), embeddingsIdle: () => embeddings?.idle() ?? Promise.resolve(), close: () => (closing ??= close()) };
 }
