@@ -148,6 +148,10 @@ export function openDatabase(dataDir: string): Db {
   let db: Db;
   try {
     db = new Database(file);
+    // Freed pages are given back to the file system by `PRAGMA incremental_vacuum` (retention.ts).
+    // This must come before anything writes the file header (WAL mode does); an older file is
+    // switched over once, below.
+    db.pragma('auto_vacuum = INCREMENTAL');
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     db.pragma('foreign_keys = OFF');
@@ -157,9 +161,6 @@ export function openDatabase(dataDir: string): Db {
       db.pragma(`wal_autocheckpoint = ${WRITER_AUTOCHECKPOINT_PAGES}`);
       db.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
     }
-    // Freed pages are given back to the file system by `PRAGMA incremental_vacuum` (retention.ts);
-    // this takes effect on a new file (an older one is switched over once, below).
-    db.pragma('auto_vacuum = INCREMENTAL');
     db.exec(SCHEMA);
     db.exec(LEASES_SQL);
   } catch (error) {
@@ -179,14 +180,17 @@ export function openDatabase(dataDir: string): Db {
       db.exec(`INSERT INTO breadcrumbs_fts (breadcrumbs_fts) VALUES ('rebuild')`);
       db.prepare('UPDATE meta SET value = ? WHERE key = ?').run(SCHEMA_VERSION, 'schema_version');
     })();
-    // A file made before incremental auto-vacuum: one full VACUUM switches it (and compacts it).
-    if (!db.memory && db.pragma('auto_vacuum', { simple: true }) !== 2) db.exec('VACUUM');
   } else if (row.value !== SCHEMA_VERSION) {
     db.close();
     throw new RunnerError(
       ErrorCode.ConfigInvalid,
       `database "${file}" has schema version ${row.value}; this store understands version ${SCHEMA_VERSION}`,
     );
+  }
+  // A file made before incremental auto-vacuum: one full VACUUM switches it (and compacts it).
+  if (!db.memory && db.pragma('auto_vacuum', { simple: true }) !== 2) {
+    db.pragma('auto_vacuum = INCREMENTAL');
+    db.exec('VACUUM');
   }
   return db;
 }

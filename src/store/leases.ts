@@ -33,6 +33,7 @@ CREATE TABLE IF NOT EXISTS leases (
   PRIMARY KEY (scope, name)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS leases_free ON leases (scope, expires_ms) WHERE state != 'done';
+CREATE INDEX IF NOT EXISTS leases_name ON leases (name);
 `;
 
 /** A lease as the routes answer it (never its token). */
@@ -64,8 +65,8 @@ export interface Leases {
   expired(body: Record<string, unknown>): { leases: LeaseView[] };
   /** Every lease of a scope (operators, tests), most recently changed first. */
   list(body: Record<string, unknown>): { leases: LeaseView[] };
-  /** Deletes leases past their expiry (so: not live) whose subject breadcrumb (`name`) is gone; returns how many. */
-  pruneOrphans(limit: number): number;
+  /** Deletes leases that are not live (released, done, or past expiry at `at`) whose subject breadcrumb (`name`) is gone; returns how many. */
+  pruneOrphans(limit: number, at?: number): number;
   count(): number;
 }
 
@@ -143,7 +144,7 @@ export function createLeases(db: Db, now: () => number = Date.now): Leases {
   const finishAny = db.prepare(`UPDATE leases SET state = 'done', updated_ms = @now WHERE scope = @scope AND name = @name AND state != 'done'`);
   const finishMine = db.prepare(`UPDATE leases SET state = 'done', updated_ms = @now WHERE scope = @scope AND name = @name AND token = @token AND state != 'done'`);
   const expired = db.prepare(`SELECT * FROM leases WHERE scope = ? AND state != 'done' AND expires_ms <= ? ORDER BY expires_ms LIMIT ?`);
-  const orphanKeys = db.prepare(`SELECT scope, name FROM leases l WHERE l.expires_ms <= ?
+  const orphanKeys = db.prepare(`SELECT scope, name FROM leases l WHERE (l.state != 'held' OR l.expires_ms <= ?)
     AND NOT EXISTS (SELECT 1 FROM breadcrumbs b WHERE b.id = l.name) LIMIT ?`);
   const listAll = db.prepare('SELECT * FROM leases WHERE scope = ? ORDER BY updated_ms DESC LIMIT ?');
   const remove = db.prepare('DELETE FROM leases WHERE scope = ? AND name = ?');
@@ -188,8 +189,8 @@ export function createLeases(db: Db, now: () => number = Date.now): Leases {
     },
     expired: (body) => ({ leases: (expired.all(text(body, 'scope'), now(), limit(body)) as Row[]).map(view) }),
     list: (body) => ({ leases: (listAll.all(text(body, 'scope'), limit(body)) as Row[]).map(view) }),
-    pruneOrphans(limit) {
-      const rows = orphanKeys.all(now(), limit) as Array<{ scope: string; name: string }>;
+    pruneOrphans(limit, at = now()) {
+      const rows = orphanKeys.all(at, limit) as Array<{ scope: string; name: string }>;
       db.transaction(() => {
         for (const row of rows) remove.run(row.scope, row.name);
       })();

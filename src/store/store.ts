@@ -23,13 +23,14 @@ import { createBreadcrumbSearch } from './search.js';
 import type { BreadcrumbReads } from './breadcrumb-reads.js';
 import { HttpError, isLoopbackHost, sendError } from './http-util.js';
 import { createLeaseGate, createLeases } from './leases.js';
+import { createRetention, type Retention } from './retention.js';
 import { createLocalEndpoint, type LocalEndpoint } from './local.js';
 import { createStoreOperations } from './operations.js';
 import { createRoutes } from './routes.js';
 import { createSecretsRepo } from './secrets.js';
 import { resolveSecretsKey } from './secrets-key.js';
 import { createSseHub, type SseHub } from './sse.js';
-import { dispatch, listen, startPruning } from './server-util.js';
+import { dispatch, listen, startPruning, startRetention, storeMetrics } from './server-util.js';
 
 /** Options of `createStore`: the store group of Config plus a logger and two tuning knobs. */
 export type StoreOptions = Pick<
@@ -62,6 +63,8 @@ export interface Store {
   local: LocalEndpoint;
   /** Counters of the write path (transactions, writes, time inside them). */
   writeStats(): WriteStats;
+  /** The retention sweeper (runs every pruneIntervalMs) and the database's size. */
+  retention: Retention;
   /** Resolves once no breadcrumb is waiting to be embedded (immediately without an embedder). */
   embeddingsIdle(): Promise<void>;
   /** Ends SSE streams, stops the server, closes the database. Idempotent. */
@@ -88,6 +91,8 @@ export async function createStore(options: StoreOptions): Promise<Store> {
   let stopPrune: () => void = () => {};
   let reads: BreadcrumbReads | undefined;
   let writer: BreadcrumbWrites | undefined;
+  let retention: Retention | undefined;
+  let stopRetention: () => void = () => {};
   let embeddings: EmbeddingQueue | undefined;
   let local: ((url: string) => LocalEndpoint) | undefined;
   let inflight = 0;
@@ -126,7 +131,10 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     });
     const leases = createLeases(db);
     const leaseGate = (header: string | string[] | undefined): void => gate.check(header);
-    const routes = createRoutes({ auth, ops, writes, sse, registry, leases, leaseGate });
+    const kept = createRetention(db, writes, leases, { retentionMs: options.retentionMs ?? 0, auditRetentionMs: options.auditRetentionMs ?? 0 });
+    retention = kept;
+    stopRetention = startRetention(kept, options.pruneIntervalMs ?? 30_000, logger);
+    const routes = createRoutes({ auth, ops, writes, sse, registry, leases, leaseGate, metrics: () => storeMetrics(writes, kept, leases) });
     local = (url) => createLocalEndpoint({ url, auth, ops, sse: hub, running: () => state === 'RUNNING', leases, leaseGate });
     stopPrune = startPruning(writes.pruneExpired, options.pruneIntervalMs ?? 30_000, logger);
     const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -156,6 +164,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     await listen(server, options.port, host);
   } catch (error) {
     stopPrune();
+    stopRetention();
     embeddings?.close();
     reads?.close();
     await checkpointer?.stop();
@@ -172,6 +181,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
   const close = async (): Promise<void> => {
     state = 'CLOSING';
     stopPrune();
+    stopRetention();
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     sse.closeAll();
     server.closeIdleConnections();
@@ -197,5 +207,5 @@ export async function createStore(options: StoreOptions): Promise<Store> {
   };
   const endpoint = (local as (url: string) => LocalEndpoint)(url);
   const statsOf = writer as BreadcrumbWrites;
-  return { url, port, local: endpoint, writeStats: () => statsOf.stats(), embeddingsIdle: () => embeddings?.idle() ?? Promise.resolve(), close: () => (closing ??= close()) };
+  return { url, port, local: endpoint, writeStats: () => statsOf.stats(), retention: retention as Retention, embeddingsIdle: () => embeddings?.idle() ?? Promise.resolve(), close: () => (closing ??= close()) };
 }
