@@ -200,6 +200,7 @@ export async function buildService(
     catalog: () => ({ active: catalog.entries().length, rejected: catalog.rejected().length }),
     isKnownTool: (name) => catalog.resolve(name) !== undefined,
     droppedLogLines: () => logger.droppedLines(),
+    ...(store ? { storeSizes: () => (store as Store).retention.sizes() } : {}),
   });
   const hostEnv = hostEnvironment();
   const hostSchemas = createSchemaCache(validator);
