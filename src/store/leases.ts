@@ -160,7 +160,8 @@ export function createLeases(db: Db, now: () => number = Date.now): Leases {
     if (insert.run(args).changes === 1) return { acquired: true, attempt: 1, expires_ms: args.expires, takeover: false };
     const row = select.get(scope, name) as Row;
     if (row.state === 'done') return { acquired: false, state: 'done', holder: row.holder, attempt: row.attempt, expires_ms: row.expires_ms };
-    if (row.state === 'held' && row.token === args.token) return { acquired: true, attempt: row.attempt, expires_ms: row.expires_ms, takeover: row.attempt > 1 };
+    // The same token again (a retried call whose reply was lost): the same lease, while it is live.
+    if (row.state === 'held' && row.token === args.token && row.expires_ms > args.now) return { acquired: true, attempt: row.attempt, expires_ms: row.expires_ms, takeover: row.attempt > 1 };
     if (row.state === 'held' && row.expires_ms > args.now) return { acquired: false, state: 'held', holder: row.holder, attempt: row.attempt, expires_ms: row.expires_ms };
     takeover.run({ ...args, attempt: row.attempt });
     return { acquired: true, attempt: row.attempt + 1, expires_ms: args.expires, takeover: true };

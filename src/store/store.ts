@@ -133,7 +133,10 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     const leaseGate = (header: string | string[] | undefined): void => gate.check(header);
     const kept = createRetention(db, writes, leases, { retentionMs: options.retentionMs ?? 0, auditRetentionMs: options.auditRetentionMs ?? 0 });
     retention = kept;
-    stopRetention = startRetention(kept, options.pruneIntervalMs ?? 30_000, logger);
+    // A short retention is swept more often (a quarter of it, at least every second), so records
+    // never outlive it by much more than that.
+    const retentionEvery = Math.min(options.pruneIntervalMs ?? 30_000, Math.max(1000, Math.floor((options.retentionMs || Number.MAX_SAFE_INTEGER) / 4)));
+    stopRetention = startRetention(kept, retentionEvery, logger);
     const routes = createRoutes({ auth, ops, writes, sse, registry, leases, leaseGate, metrics: () => storeMetrics(writes, kept, leases) });
     local = (url) => createLocalEndpoint({ url, auth, ops, sse: hub, running: () => state === 'RUNNING', leases, leaseGate });
     stopPrune = startPruning(writes.pruneExpired, options.pruneIntervalMs ?? 30_000, logger);
