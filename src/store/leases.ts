@@ -68,6 +68,8 @@ export interface Leases {
   /** Deletes leases that are not live (released, done, or past expiry at `at`) whose subject breadcrumb (`name`) is gone; returns how many. */
   pruneOrphans(limit: number, at?: number): number;
   count(): number;
+  /** Lease writes (acquire, renew, release, finish) since the store started: one SQLite transaction each. */
+  writes(): number;
 }
 
 const MAX_TEXT = 512;
@@ -167,9 +169,14 @@ export function createLeases(db: Db, now: () => number = Date.now): Leases {
     return { acquired: true, attempt: row.attempt + 1, expires_ms: args.expires, takeover: true };
   });
 
+  let writes = 0;
   return {
-    acquire: (body) => acquireTx(body),
+    acquire: (body) => {
+      writes++;
+      return acquireTx(body);
+    },
     renew(body) {
+      writes++;
       const scope = text(body, 'scope');
       const name = text(body, 'name');
       const at = now();
@@ -179,9 +186,11 @@ export function createLeases(db: Db, now: () => number = Date.now): Leases {
       return { ok: false, state: row === undefined ? 'missing' : row.state === 'held' ? 'taken' : row.state };
     },
     release(body) {
+      writes++;
       return { ok: release.run({ scope: text(body, 'scope'), name: text(body, 'name'), token: text(body, 'token'), now: now() }).changes === 1 };
     },
     finish(body) {
+      writes++;
       const scope = text(body, 'scope');
       const name = text(body, 'name');
       const token = text(body, 'token', true);
@@ -198,5 +207,6 @@ export function createLeases(db: Db, now: () => number = Date.now): Leases {
       return rows.length;
     },
     count: () => countStmt.get() as number,
+    writes: () => writes,
   };
 }

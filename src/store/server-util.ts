@@ -123,6 +123,7 @@ export function storeMetrics(writes: BreadcrumbWrites, retention: Retention, lea
   metric('tools_runner_store_db_free_bytes', 'gauge', 'Free pages of the database file not yet given back (incremental vacuum).', sizes.freeBytes);
   metric('tools_runner_store_wal_bytes', 'gauge', 'Size of the write-ahead log.', sizes.walBytes);
   metric('tools_runner_store_leases', 'gauge', 'Rows of the lease table.', leases.count());
+  metric('tools_runner_store_lease_writes_total', 'counter', 'Lease writes (acquire, renew, release, finish), one small transaction each, no event.', leases.writes());
   metric('tools_runner_store_retention_removed_total', 'counter', 'Records removed by retention since the store started.', retention.removedTotal());
   metric('tools_runner_store_write_transactions_total', 'counter', 'Write transactions committed (group commit shares one among writes).', stats.transactions);
   metric('tools_runner_store_writes_total', 'counter', 'Breadcrumb writes (create, update, delete) committed or refused.', stats.writes);
