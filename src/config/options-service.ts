@@ -101,6 +101,10 @@ export const SERVICE_OPTIONS = {
     defaultText: 'derived from the runner secret (`start`); off (`store`)',
     secret: true,
   }),
+  groupCommit: opt(boolish.default(true), {
+    group: 'store',
+    doc: 'Commit store writes that arrive together (in one turn of the event loop) in one SQLite transaction, each in its own savepoint; `false` commits every write alone (for A/B measurements).',
+  }),
   retentionMs: opt(intish(0).default(7 * 24 * 3600_000), {
     group: 'store',
     doc: 'How long the store keeps the runner\'s finished records: an answered request and its answer (counted from the answer), claims, progress reports, decided approvals; 0 keeps them forever. Never removes an unanswered request or a pending approval.',

@@ -12,6 +12,8 @@ export interface MetricsSources {
   isKnownTool(name: string): boolean;
   /** Log lines lost because the log sink failed (a reader that went away). */
   droppedLogLines?(): number;
+  /** The embedded store's database size (absent with an external store: it serves its own /metrics). */
+  storeSizes?(): { dbBytes: number; walBytes: number };
 }
 
 export interface Metrics {
@@ -75,6 +77,20 @@ export function createMetrics(sources: MetricsSources): Metrics {
     help: 'Event stream reconnections.',
     registers: [registry],
   });
+  if (sources.storeSizes) {
+    const sizes = sources.storeSizes;
+    new Gauge({
+      name: 'tools_runner_store_db_bytes',
+      help: 'Size of the embedded store\'s SQLite database file, and of its write-ahead log.',
+      labelNames: ['file'] as const,
+      registers: [registry],
+      collect() {
+        const now = sizes();
+        this.set({ file: 'db' }, now.dbBytes);
+        this.set({ file: 'wal' }, now.walBytes);
+      },
+    });
+  }
   new Gauge({
     name: 'tools_runner_queue_depth',
     help: 'Requests waiting in the in-memory backlog (not yet running).',

@@ -1,6 +1,12 @@
 // Every breadcrumb write of the store: create (with Idempotency-Key), update (with If-Match
-// compare-and-set), delete, and expiry. Each is ONE SQLite transaction that also appends its
+// compare-and-set), delete, and expiry. Each is atomic (its own savepoint) and also appends its
 // event; the event is published to live streams only after the transaction committed.
+//
+// Group commit: creates, updates and deletes that arrive in the same turn of the event loop are
+// queued and committed together in ONE SQLite transaction on the next `setImmediate` — each in its
+// own savepoint, so one write's failure (a 409, a 412, a 404) rolls back that write alone. After
+// the commit their events are published in commit order and then their callers are answered; no
+// caller is answered before its write is committed.
 
 import { createHash, randomUUID } from 'node:crypto';
 import type { Db } from './db.js';
@@ -42,13 +48,42 @@ export interface BreadcrumbRow {
   write_seq: number;
 }
 
-/** Breadcrumb writes; each call commits atomically and then publishes its event. */
+/** Breadcrumb writes; each call resolves once its write committed and its event was published. */
 export interface BreadcrumbWrites {
-  create(fields: CreateFields, actor: Actor, idempotencyKey?: string): { id: string };
-  update(id: string, patch: PatchFields, actor: Actor, ifMatch?: number): { version: number };
-  remove(id: string, actor: Actor): void;
+  create(fields: CreateFields, actor: Actor, idempotencyKey?: string): Promise<{ id: string }>;
+  update(id: string, patch: PatchFields, actor: Actor, ifMatch?: number): Promise<{ version: number }>;
+  remove(id: string, actor: Actor): Promise<void>;
   /** Deletes expired breadcrumbs (emitting `breadcrumb.deleted` with reason `expired`); returns how many. */
   pruneExpired(): number;
+  /** Deletes the given breadcrumbs (by write_seq) in one transaction, emitting `breadcrumb.deleted` with `reason`; returns how many. */
+  removeRows(seqs: number[], reason: string): number;
+  /** Write transactions committed, writes in them, and the time spent inside them (bench/store-group-commit.mjs). */
+  stats(): WriteStats;
+}
+
+/** Counters of the write path. */
+export interface WriteStats {
+  transactions: number;
+  writes: number;
+  busyMs: number;
+}
+
+/** Options of the write path. */
+export interface WriteOptions {
+  /** Commit writes that arrive together in one transaction (default true; false: one transaction per write). */
+  groupCommit?: boolean;
+}
+
+interface Job {
+  /** The write, run inside the shared transaction (its own savepoint). */
+  run(): unknown;
+  /** After the commit: publishes the event; returns the caller's value. */
+  after(value: unknown): unknown;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+  value?: unknown;
+  error?: unknown;
+  failed: boolean;
 }
 
 function contextDigest(contextJson: string): { checksum: string; size: number } {
@@ -73,7 +108,7 @@ export function encodeVector(values: number[]): Buffer {
 }
 
 /** Builds the write side over `db`, appending to and publishing through `log`. */
-export function createBreadcrumbWrites(db: Db, log: EventLog, afterWrite?: AfterWrite): BreadcrumbWrites {
+export function createBreadcrumbWrites(db: Db, log: EventLog, afterWrite?: AfterWrite, options: WriteOptions = {}): BreadcrumbWrites {
   const insert = db.prepare(`INSERT INTO breadcrumbs (id, owner_id, title, description, semantic_version, context, tags,
     schema_name, llm_hints, visibility, sensitivity, version, checksum, size_bytes, ttl, expires_ms, created_at, updated_at,
     updated_ms, created_by, updated_by, write_seq) VALUES (@id, @owner_id, @title, @description, @semantic_version, @context,
@@ -92,11 +127,12 @@ export function createBreadcrumbWrites(db: Db, log: EventLog, afterWrite?: After
   const deleteHistory = db.prepare('DELETE FROM breadcrumb_history WHERE breadcrumb_id = ?');
   const deleteRow = db.prepare('DELETE FROM breadcrumbs WHERE write_seq = ?');
   // The full-text index is keyed by write_seq, so it moves with the row on every update.
-  const insertFts = db.prepare('INSERT INTO breadcrumbs_fts (rowid, title, body) VALUES (?, ?, ?)');
-  const deleteFts = db.prepare('DELETE FROM breadcrumbs_fts WHERE rowid = ?');
+  // External content (db.ts): a row is removed by the 'delete' command with exactly the values it was indexed with.
+  const insertFts = db.prepare('INSERT INTO breadcrumbs_fts (rowid, title, description, context) VALUES (?, ?, ?, ?)');
+  const deleteFtsStmt = db.prepare(`INSERT INTO breadcrumbs_fts (breadcrumbs_fts, rowid, title, description, context) VALUES ('delete', ?, ?, ?, ?)`);
+  const deleteFts = (row: BreadcrumbRow): void => void deleteFtsStmt.run(row.write_seq, row.title, row.description, row.context);
   const upsertVector = db.prepare('INSERT INTO breadcrumb_embeddings (breadcrumb_id, dim, vec) VALUES (?, ?, ?) ON CONFLICT (breadcrumb_id) DO UPDATE SET dim = excluded.dim, vec = excluded.vec');
   const deleteVector = db.prepare('DELETE FROM breadcrumb_embeddings WHERE breadcrumb_id = ?');
-  const ftsBody = (description: string | null, context: string): string => `${description ?? ''} ${context}`;
   const selectKey = db.prepare('SELECT breadcrumb_id, owner_id FROM idempotency_keys WHERE key = ?');
   const insertKey = db.prepare('INSERT INTO idempotency_keys (key, breadcrumb_id, owner_id, created_at) VALUES (?, ?, ?, ?)');
   const selectExpired = db.prepare('SELECT * FROM breadcrumbs WHERE expires_ms IS NOT NULL AND expires_ms <= ? LIMIT 500');
@@ -123,7 +159,7 @@ export function createBreadcrumbWrites(db: Db, log: EventLog, afterWrite?: After
     const tags = JSON.parse(row.tags) as string[];
     deleteTags(row, tags);
     deleteHistory.run(row.id);
-    deleteFts.run(row.write_seq);
+    deleteFts(row);
     deleteVector.run(row.id);
     deleteRow.run(row.write_seq);
     return log.append({
@@ -154,7 +190,7 @@ export function createBreadcrumbWrites(db: Db, log: EventLog, afterWrite?: After
       created_by: actor.agentId, updated_by: actor.agentId, write_seq: event.seq,
     });
     for (const tag of uniqueTags(fields.tags)) insertTag.run(tag, event.seq);
-    insertFts.run(event.seq, fields.title, ftsBody(fields.description, context));
+    insertFts.run(event.seq, fields.title, fields.description, context);
     if (fields.embedding) upsertVector.run(id, fields.embedding.length, encodeVector(fields.embedding));
     if (key !== undefined) insertKey.run(key, id, actor.ownerId, now.iso);
     return { conflict: undefined, id, event, text: fields.embedding ? undefined : embeddingText(fields.title, context) };
@@ -188,8 +224,8 @@ export function createBreadcrumbWrites(db: Db, log: EventLog, afterWrite?: After
     deleteTags(row, oldTags);
     for (const tag of uniqueTags(tags)) insertTag.run(tag, event.seq);
     const title = pick('title', patch.title);
-    deleteFts.run(row.write_seq);
-    insertFts.run(event.seq, title, ftsBody(pick('description', patch.description), context));
+    deleteFts(row);
+    insertFts.run(event.seq, title, pick('description', patch.description), context);
     insertHistory.run(id, row.version, row.context, row.updated_at, row.updated_by);
     // An explicit embedding wins; otherwise a changed title/context is re-embedded after the commit.
     let text: string | undefined;
@@ -202,26 +238,106 @@ export function createBreadcrumbWrites(db: Db, log: EventLog, afterWrite?: After
   const removeTx = db.transaction((id: string, actor: Actor) => removeRow(visibleRow(id, actor), undefined));
 
   const expireTx = db.transaction((nowMs: number) => (selectExpired.all(nowMs) as BreadcrumbRow[]).map((row) => removeRow(row, 'expired')));
+  const selectBySeq = db.prepare('SELECT * FROM breadcrumbs WHERE write_seq = ?');
+  const removeSeqsTx = db.transaction((seqs: number[], reason: string) => {
+    const events: StoredEvent[] = [];
+    for (const seq of seqs) {
+      const row = selectBySeq.get(seq) as BreadcrumbRow | undefined;
+      if (row) events.push(removeRow(row, reason));
+    }
+    return events;
+  });
+
+  const counters: WriteStats = { transactions: 0, writes: 0, busyMs: 0 };
+  const group = options.groupCommit ?? true;
+  let queue: Job[] = [];
+  let scheduled = false;
+  // Every job in its own savepoint (a nested better-sqlite3 transaction), all in one transaction.
+  const batchTx = db.transaction((jobs: Job[]) => {
+    for (const job of jobs) {
+      try {
+        job.value = job.run();
+      } catch (error) {
+        job.failed = true;
+        job.error = error;
+      }
+    }
+  });
+  const flush = (): void => {
+    scheduled = false;
+    const jobs = queue;
+    queue = [];
+    const from = performance.now();
+    try {
+      batchTx(jobs);
+    } catch (error) {
+      // The commit itself failed: no write of the batch happened.
+      for (const job of jobs) {
+        job.failed = true;
+        job.error = error;
+      }
+    }
+    counters.transactions++;
+    counters.writes += jobs.length;
+    counters.busyMs += performance.now() - from;
+    for (const job of jobs) {
+      if (job.failed) {
+        job.reject(job.error);
+        continue;
+      }
+      try {
+        job.resolve(job.after(job.value));
+      } catch (error) {
+        job.reject(error);
+      }
+    }
+  };
+  const submit = <T, R>(run: () => T, after: (value: T) => R): Promise<R> => {
+    if (!group) {
+      const from = performance.now();
+      try {
+        const value = run();
+        return Promise.resolve(after(value));
+      } catch (error) {
+        return Promise.reject(error);
+      } finally {
+        counters.transactions++;
+        counters.writes++;
+        counters.busyMs += performance.now() - from;
+      }
+    }
+    return new Promise<R>((resolve, reject) => {
+      queue.push({ run, after: after as (value: unknown) => unknown, resolve: resolve as (value: unknown) => void, reject, failed: false });
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
+    });
+  };
 
   return {
     create(fields, actor, idempotencyKey) {
-      const result = createTx(fields, actor, idempotencyKey);
-      if (result.conflict !== undefined) {
-        const sameOwner = result.conflict.owner_id === actor.ownerId;
-        throw new HttpError(409, 'conflict', `duplicate idempotency key: Idempotency-Key ${JSON.stringify(idempotencyKey)} was already used`, sameOwner ? { id: result.conflict.breadcrumb_id } : undefined);
-      }
-      if (result.event) log.publish(result.event);
-      if (result.text !== undefined) afterWrite?.(result.id, 1, result.text);
-      return { id: result.id };
+      return submit(() => createTx(fields, actor, idempotencyKey), (result) => {
+        if (result.conflict !== undefined) {
+          const sameOwner = result.conflict.owner_id === actor.ownerId;
+          throw new HttpError(409, 'conflict', `duplicate idempotency key: Idempotency-Key ${JSON.stringify(idempotencyKey)} was already used`, sameOwner ? { id: result.conflict.breadcrumb_id } : undefined);
+        }
+        if (result.event) log.publish(result.event);
+        if (result.text !== undefined) afterWrite?.(result.id, 1, result.text);
+        return { id: result.id };
+      });
     },
     update(id, patch, actor, ifMatch) {
-      const result = updateTx(id, patch, actor, ifMatch);
-      log.publish(result.event);
-      if (result.text !== undefined) afterWrite?.(id, result.version, result.text);
-      return { version: result.version };
+      return submit(() => updateTx(id, patch, actor, ifMatch), (result) => {
+        log.publish(result.event);
+        if (result.text !== undefined) afterWrite?.(id, result.version, result.text);
+        return { version: result.version };
+      });
     },
     remove(id, actor) {
-      log.publish(removeTx(id, actor));
+      return submit(() => removeTx(id, actor), (event) => {
+        log.publish(event);
+      });
     },
     pruneExpired() {
       let total = 0;
@@ -232,5 +348,11 @@ export function createBreadcrumbWrites(db: Db, log: EventLog, afterWrite?: After
         if (events.length < 500) return total;
       }
     },
+    removeRows(seqs, reason) {
+      const events = removeSeqsTx(seqs, reason);
+      for (const event of events) log.publish(event);
+      return events.length;
+    },
+    stats: () => ({ ...counters }),
   };
 }

@@ -18,7 +18,7 @@ import { LEASES_SQL } from './leases.js';
 
 export type Db = Database.Database;
 
-const SCHEMA_VERSION = '2';
+const SCHEMA_VERSION = '3';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -93,7 +93,6 @@ CREATE TABLE IF NOT EXISTS breadcrumb_embeddings (
   dim INTEGER NOT NULL,
   vec BLOB NOT NULL
 ) WITHOUT ROWID;
-CREATE VIRTUAL TABLE IF NOT EXISTS breadcrumbs_fts USING fts5(title, body, tokenize = 'unicode61 remove_diacritics 2');
 CREATE TABLE IF NOT EXISTS agents (
   owner_id TEXT NOT NULL,
   id TEXT NOT NULL,
@@ -128,6 +127,12 @@ CREATE TABLE IF NOT EXISTS secret_audit (
 );
 `;
 
+// The full-text index reads its text from the breadcrumbs table itself (FTS5 external content,
+// keyed by write_seq): no second copy of titles and contexts. Its rows MUST be removed with the
+// 'delete' command and the exact values indexed, which the write path has in the old row.
+const FTS_SQL = `CREATE VIRTUAL TABLE IF NOT EXISTS breadcrumbs_fts USING fts5(title, description, context,
+  content = 'breadcrumbs', content_rowid = 'write_seq', tokenize = 'unicode61 remove_diacritics 2')`;
+
 /** Opens (creating when missing) `<dataDir>/store.db`, or an in-memory database for `:memory:`. */
 export function openDatabase(dataDir: string): Db {
   let file = ':memory:';
@@ -143,6 +148,10 @@ export function openDatabase(dataDir: string): Db {
   let db: Db;
   try {
     db = new Database(file);
+    // Freed pages are given back to the file system by `PRAGMA incremental_vacuum` (retention.ts).
+    // This must come before anything writes the file header (WAL mode does); an older file is
+    // switched over once, below.
+    db.pragma('auto_vacuum = INCREMENTAL');
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     db.pragma('foreign_keys = OFF');
@@ -160,11 +169,15 @@ export function openDatabase(dataDir: string): Db {
   }
   const row = db.prepare('SELECT value FROM meta WHERE key = ?').get('schema_version') as { value: string } | undefined;
   if (row === undefined) {
+    db.exec(FTS_SQL);
     db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)').run('schema_version', SCHEMA_VERSION);
-  } else if (row.value === '1') {
-    // Version 1 lacked the search index (the new tables above were created empty): fill it once.
+  } else if (row.value === '1' || row.value === '2') {
+    // Version 1 had no search index, version 2 one holding its own copy of the text: (re)build it
+    // once as an external-content index over the breadcrumbs table.
     db.transaction(() => {
-      db.exec(`INSERT INTO breadcrumbs_fts (rowid, title, body) SELECT write_seq, title, coalesce(description, '') || ' ' || context FROM breadcrumbs`);
+      db.exec('DROP TABLE IF EXISTS breadcrumbs_fts');
+      db.exec(FTS_SQL);
+      db.exec(`INSERT INTO breadcrumbs_fts (breadcrumbs_fts) VALUES ('rebuild')`);
       db.prepare('UPDATE meta SET value = ? WHERE key = ?').run(SCHEMA_VERSION, 'schema_version');
     })();
   } else if (row.value !== SCHEMA_VERSION) {
@@ -173,6 +186,11 @@ export function openDatabase(dataDir: string): Db {
       ErrorCode.ConfigInvalid,
       `database "${file}" has schema version ${row.value}; this store understands version ${SCHEMA_VERSION}`,
     );
+  }
+  // A file made before incremental auto-vacuum: one full VACUUM switches it (and compacts it).
+  if (!db.memory && db.pragma('auto_vacuum', { simple: true }) !== 2) {
+    db.pragma('auto_vacuum = INCREMENTAL');
+    db.exec('VACUUM');
   }
   return db;
 }

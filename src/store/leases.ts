@@ -33,6 +33,7 @@ CREATE TABLE IF NOT EXISTS leases (
   PRIMARY KEY (scope, name)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS leases_free ON leases (scope, expires_ms) WHERE state != 'done';
+CREATE INDEX IF NOT EXISTS leases_name ON leases (name);
 `;
 
 /** A lease as the routes answer it (never its token). */
@@ -64,9 +65,11 @@ export interface Leases {
   expired(body: Record<string, unknown>): { leases: LeaseView[] };
   /** Every lease of a scope (operators, tests), most recently changed first. */
   list(body: Record<string, unknown>): { leases: LeaseView[] };
-  /** Deletes leases past their expiry (so: not live) whose subject breadcrumb (`name`) is gone; returns how many. */
-  pruneOrphans(limit: number): number;
+  /** Deletes leases that are not live (released, done, or past expiry at `at`) whose subject breadcrumb (`name`) is gone; returns how many. */
+  pruneOrphans(limit: number, at?: number): number;
   count(): number;
+  /** Lease writes (acquire, renew, release, finish) since the store started: one SQLite transaction each. */
+  writes(): number;
 }
 
 const MAX_TEXT = 512;
@@ -143,7 +146,7 @@ export function createLeases(db: Db, now: () => number = Date.now): Leases {
   const finishAny = db.prepare(`UPDATE leases SET state = 'done', updated_ms = @now WHERE scope = @scope AND name = @name AND state != 'done'`);
   const finishMine = db.prepare(`UPDATE leases SET state = 'done', updated_ms = @now WHERE scope = @scope AND name = @name AND token = @token AND state != 'done'`);
   const expired = db.prepare(`SELECT * FROM leases WHERE scope = ? AND state != 'done' AND expires_ms <= ? ORDER BY expires_ms LIMIT ?`);
-  const orphanKeys = db.prepare(`SELECT scope, name FROM leases l WHERE l.expires_ms <= ?
+  const orphanKeys = db.prepare(`SELECT scope, name FROM leases l WHERE (l.state != 'held' OR l.expires_ms <= ?)
     AND NOT EXISTS (SELECT 1 FROM breadcrumbs b WHERE b.id = l.name) LIMIT ?`);
   const listAll = db.prepare('SELECT * FROM leases WHERE scope = ? ORDER BY updated_ms DESC LIMIT ?');
   const remove = db.prepare('DELETE FROM leases WHERE scope = ? AND name = ?');
@@ -159,15 +162,21 @@ export function createLeases(db: Db, now: () => number = Date.now): Leases {
     if (insert.run(args).changes === 1) return { acquired: true, attempt: 1, expires_ms: args.expires, takeover: false };
     const row = select.get(scope, name) as Row;
     if (row.state === 'done') return { acquired: false, state: 'done', holder: row.holder, attempt: row.attempt, expires_ms: row.expires_ms };
-    if (row.state === 'held' && row.token === args.token) return { acquired: true, attempt: row.attempt, expires_ms: row.expires_ms, takeover: row.attempt > 1 };
+    // The same token again (a retried call whose reply was lost): the same lease, while it is live.
+    if (row.state === 'held' && row.token === args.token && row.expires_ms > args.now) return { acquired: true, attempt: row.attempt, expires_ms: row.expires_ms, takeover: row.attempt > 1 };
     if (row.state === 'held' && row.expires_ms > args.now) return { acquired: false, state: 'held', holder: row.holder, attempt: row.attempt, expires_ms: row.expires_ms };
     takeover.run({ ...args, attempt: row.attempt });
     return { acquired: true, attempt: row.attempt + 1, expires_ms: args.expires, takeover: true };
   });
 
+  let writes = 0;
   return {
-    acquire: (body) => acquireTx(body),
+    acquire: (body) => {
+      writes++;
+      return acquireTx(body);
+    },
     renew(body) {
+      writes++;
       const scope = text(body, 'scope');
       const name = text(body, 'name');
       const at = now();
@@ -177,9 +186,11 @@ export function createLeases(db: Db, now: () => number = Date.now): Leases {
       return { ok: false, state: row === undefined ? 'missing' : row.state === 'held' ? 'taken' : row.state };
     },
     release(body) {
+      writes++;
       return { ok: release.run({ scope: text(body, 'scope'), name: text(body, 'name'), token: text(body, 'token'), now: now() }).changes === 1 };
     },
     finish(body) {
+      writes++;
       const scope = text(body, 'scope');
       const name = text(body, 'name');
       const token = text(body, 'token', true);
@@ -188,14 +199,15 @@ export function createLeases(db: Db, now: () => number = Date.now): Leases {
     },
     expired: (body) => ({ leases: (expired.all(text(body, 'scope'), now(), limit(body)) as Row[]).map(view) }),
     list: (body) => ({ leases: (listAll.all(text(body, 'scope'), limit(body)) as Row[]).map(view) }),
-    pruneOrphans(limit) {
-      const rows = orphanKeys.all(now(), limit) as Array<{ scope: string; name: string }>;
+    pruneOrphans(limit, at = now()) {
+      const rows = orphanKeys.all(at, limit) as Array<{ scope: string; name: string }>;
       db.transaction(() => {
         for (const row of rows) remove.run(row.scope, row.name);
       })();
       return rows.length;
     },
     count: () => countStmt.get() as number,
+    writes: () => writes,
   };
 }
 
@@ -204,5 +216,5 @@ export function noLeases(): Leases {
   const refuse = (): never => {
     throw new HttpError(404, 'route_not_found', 'leases are not available on this store backend');
   };
-  return { acquire: refuse, renew: refuse, release: refuse, finish: refuse, expired: refuse, list: refuse, pruneOrphans: () => 0, count: () => 0 };
+  return { acquire: refuse, renew: refuse, release: refuse, finish: refuse, expired: refuse, list: refuse, pruneOrphans: () => 0, count: () => 0, writes: () => 0 };
 }

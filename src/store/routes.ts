@@ -47,6 +47,8 @@ export interface RouteDeps {
   leases: Leases;
   /** Throws unless the `X-Lease-Key` header carries the store's lease key. */
   leaseGate(header: string | string[] | undefined): void;
+  /** The Prometheus text of `GET /metrics`. */
+  metrics(): string;
 }
 
 function header(req: IncomingMessage, name: string): string | undefined {
@@ -158,6 +160,19 @@ export function createRoutes(deps: RouteDeps): Route[] {
             if (!(LEASE_OPS as readonly string[]).includes(op)) throw new HttpError(404, 'route_not_found', `no lease operation ${JSON.stringify(op)} (known: ${LEASE_OPS.join(', ')})`);
             leaseGate(req.headers['x-lease-key']);
             sendJson(res, 200, leases[op as LeaseOp](await body()));
+          },
+        },
+      },
+    },
+    {
+      pattern: /^\/metrics$/,
+      methods: {
+        GET: {
+          need: 'read',
+          handle: ({ res }) => {
+            const text = deps.metrics();
+            res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
+            res.end(text);
           },
         },
       },

@@ -97,7 +97,7 @@ export function createBreadcrumbSearch(options: { db: Db; reads: BreadcrumbReads
     if (match === undefined) return [];
     const { where, params } = filters(query, actor);
     const sql = `SELECT b.write_seq FROM breadcrumbs_fts f JOIN breadcrumbs b ON b.write_seq = f.rowid
-      WHERE breadcrumbs_fts MATCH @match AND ${where} ORDER BY bm25(breadcrumbs_fts, 2.0, 1.0), b.write_seq DESC LIMIT @nn`;
+      WHERE breadcrumbs_fts MATCH @match AND ${where} ORDER BY bm25(breadcrumbs_fts, 2.0, 1.0, 1.0), b.write_seq DESC LIMIT @nn`;
     return prepare(sql).pluck().all({ ...params, match, nn: query.nn }) as number[];
   };
 

@@ -7,6 +7,9 @@ import { ErrorCode, RunnerError, coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { ROLES, type Principal, type StoreAuth } from './auth.js';
 import { HttpError } from './http-util.js';
+import type { BreadcrumbWrites } from './breadcrumb-writes.js';
+import type { Leases } from './leases.js';
+import type { Retention } from './retention.js';
 import { bodyReader, type Route } from './routes.js';
 
 const OPEN: Principal = { ownerId: '', agentId: null, roles: ROLES, scoped: false };
@@ -90,4 +93,39 @@ export function startPruning(prune: () => number | Promise<number>, intervalMs: 
   const timer = setInterval(() => void run(), intervalMs);
   timer.unref();
   return () => clearInterval(timer);
+}
+
+/** Runs the retention sweep now and every `intervalMs`; returns the stop function. */
+export function startRetention(retention: Retention, intervalMs: number, logger: Logger): () => void {
+  const run = (): void => {
+    try {
+      const swept = retention.sweep();
+      if (swept.removed > 0 || swept.leases > 0 || swept.keys > 0) logger.info('retention swept', { ...swept });
+    } catch (error) {
+      logger.error('retention sweep failed', { error: coerceError(error) });
+    }
+  };
+  run();
+  const timer = setInterval(run, intervalMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
+/** `GET /metrics` of the store: Prometheus text with the database size, writes and retention. */
+export function storeMetrics(writes: BreadcrumbWrites, retention: Retention, leases: Leases): string {
+  const sizes = retention.sizes();
+  const stats = writes.stats();
+  const lines: string[] = [];
+  const metric = (name: string, type: 'gauge' | 'counter', help: string, value: number): void => {
+    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${value}`);
+  };
+  metric('tools_runner_store_db_bytes', 'gauge', 'Size of the SQLite database file (pages in use and free).', sizes.dbBytes);
+  metric('tools_runner_store_db_free_bytes', 'gauge', 'Free pages of the database file not yet given back (incremental vacuum).', sizes.freeBytes);
+  metric('tools_runner_store_wal_bytes', 'gauge', 'Size of the write-ahead log.', sizes.walBytes);
+  metric('tools_runner_store_leases', 'gauge', 'Rows of the lease table.', leases.count());
+  metric('tools_runner_store_lease_writes_total', 'counter', 'Lease writes (acquire, renew, release, finish), one small transaction each, no event.', leases.writes());
+  metric('tools_runner_store_retention_removed_total', 'counter', 'Records removed by retention since the store started.', retention.removedTotal());
+  metric('tools_runner_store_write_transactions_total', 'counter', 'Write transactions committed (group commit shares one among writes).', stats.transactions);
+  metric('tools_runner_store_writes_total', 'counter', 'Breadcrumb writes (create, update, delete) committed or refused.', stats.writes);
+  return lines.join('\n') + '\n';
 }

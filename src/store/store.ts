@@ -14,7 +14,7 @@ import { ErrorCode, RunnerError, coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { DEFAULT_OWNER_ID, createStoreAuth } from './auth.js';
 import { createBreadcrumbReads } from './breadcrumb-reads.js';
-import { createBreadcrumbWrites } from './breadcrumb-writes.js';
+import { createBreadcrumbWrites, type BreadcrumbWrites, type WriteStats } from './breadcrumb-writes.js';
 import { startCheckpointer } from './checkpointer.js';
 import { openDatabase, type Db } from './db.js';
 import type { ReadsPort, RegistryPort, SearchPort, SecretsPort, WritesPort } from './backend.js';
@@ -26,13 +26,14 @@ import { createBreadcrumbSearch } from './search.js';
 import type { BreadcrumbReads } from './breadcrumb-reads.js';
 import { HttpError, isLoopbackHost, sendError } from './http-util.js';
 import { createLeaseGate, createLeases, noLeases } from './leases.js';
+import { createRetention, type Retention } from './retention.js';
 import { createLocalEndpoint, type LocalEndpoint } from './local.js';
 import { createStoreOperations } from './operations.js';
 import { createRoutes } from './routes.js';
 import { createSecretsRepo } from './secrets.js';
 import { resolveSecretsKey } from './secrets-key.js';
 import { createSseHub, type EventFeed, type SseHub } from './sse.js';
-import { dispatch, listen, startPruning } from './server-util.js';
+import { dispatch, listen, startPruning, startRetention, storeMetrics } from './server-util.js';
 
 /** Options of `createStore`: the store group of Config plus a logger and two tuning knobs. */
 export type StoreOptions = Pick<
@@ -52,6 +53,8 @@ export type StoreOptions = Pick<
   retentionMs?: number;
   /** Retention of audit-bearing records; 0 or unset: kept forever. */
   auditRetentionMs?: number;
+  /** Commit writes that arrive together in one transaction (default true; false for A/B benches). */
+  groupCommit?: boolean;
 };
 
 /** A running store. */
@@ -61,6 +64,10 @@ export interface Store {
   port: number;
   /** The in-process endpoint (same calls and semantics as the HTTP routes, no sockets, no JSON). */
   local: LocalEndpoint;
+  /** Counters of the write path (transactions, writes, time inside them). */
+  writeStats(): WriteStats;
+  /** The retention sweeper (runs every pruneIntervalMs) and the database's size; SQLite only (absent on PostgreSQL). */
+  retention?: Retention;
   /** Resolves once no breadcrumb is waiting to be embedded (immediately without an embedder). */
   embeddingsIdle(): Promise<void>;
   /** Ends SSE streams, stops the server, closes the database. Idempotent. */
@@ -94,6 +101,9 @@ export async function createStore(options: StoreOptions): Promise<Store> {
   let sse: SseHub;
   let stopPrune: () => void = () => {};
   let reads: BreadcrumbReads | undefined;
+  let writer: BreadcrumbWrites | undefined;
+  let retention: Retention | undefined;
+  let stopRetention: () => void = () => {};
   let embeddings: EmbeddingQueue | undefined;
   let local: ((url: string) => LocalEndpoint) | undefined;
   let inflight = 0;
@@ -119,7 +129,9 @@ export async function createStore(options: StoreOptions): Promise<Store> {
       const sqliteLog = createEventLog(db, options.eventRetention);
       embeddings = embedder ? createEmbeddingQueue(db, embedder, logger) : undefined;
       const queue = embeddings;
-      writes = createBreadcrumbWrites(db, sqliteLog, queue ? (id, version, text) => queue.schedule(id, version, text) : undefined);
+      const sqliteWrites = createBreadcrumbWrites(db, sqliteLog, queue ? (id, version, text) => queue.schedule(id, version, text) : undefined, { groupCommit: options.groupCommit ?? true });
+      writer = sqliteWrites;
+      writes = sqliteWrites;
       reads = createBreadcrumbReads(db);
       readsPort = reads;
       registry = createRegistry(db);
@@ -147,7 +159,19 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     const ops = createStoreOperations({ auth, writes, logger, reads: readsPort, secrets, search, startedMs: Date.now(), streams: () => hub.count(), leases: gate.enabled });
     const leases = db === undefined ? noLeases() : createLeases(db);
     const leaseGate = (header: string | string[] | undefined): void => gate.check(header);
-    const routes = createRoutes({ auth, ops, writes, sse, registry, leases, leaseGate });
+    // Retention and the store's /metrics cover the SQLite store; on PostgreSQL they are not built yet.
+    let metrics = (): string => '';
+    if (db !== undefined && writer !== undefined) {
+      const sqliteWrites = writer;
+      const kept = createRetention(db, sqliteWrites, leases, { retentionMs: options.retentionMs ?? 0, auditRetentionMs: options.auditRetentionMs ?? 0 });
+      retention = kept;
+      // A short retention is swept more often (a quarter of it, at least every second), so records
+      // never outlive it by much more than that.
+      const retentionEvery = Math.min(options.pruneIntervalMs ?? 30_000, Math.max(1000, Math.floor((options.retentionMs || Number.MAX_SAFE_INTEGER) / 4)));
+      stopRetention = startRetention(kept, retentionEvery, logger);
+      metrics = () => storeMetrics(sqliteWrites, kept, leases);
+    }
+    const routes = createRoutes({ auth, ops, writes, sse, registry, leases, leaseGate, metrics });
     local = (url) => createLocalEndpoint({ url, auth, ops, sse: hub, running: () => state === 'RUNNING', leases, leaseGate });
     stopPrune = startPruning(() => writes.pruneExpired(), options.pruneIntervalMs ?? 30_000, logger);
     const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -180,6 +204,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     await listen(server, options.port, host);
   } catch (error) {
     stopPrune();
+    stopRetention();
     embeddings?.close();
     reads?.close();
     await checkpointer?.stop();
@@ -197,6 +222,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
   const close = async (): Promise<void> => {
     state = 'CLOSING';
     stopPrune();
+    stopRetention();
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     sse.closeAll();
     server.closeIdleConnections();
@@ -222,5 +248,6 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     logger.info('store closed', { url });
   };
   const endpoint = (local as (url: string) => LocalEndpoint)(url);
-  return { url, port, local: endpoint, embeddingsIdle: () => embeddings?.idle() ?? Promise.resolve(), close: () => (closing ??= close()) };
+  const statsOf = writer as BreadcrumbWrites;
+  return { url, port, local: endpoint, writeStats: () => statsOf.stats(), ...(retention ? { retention } : {}), embeddingsIdle: () => embeddings?.idle() ?? Promise.resolve(), close: () => (closing ??= close()) };
 }

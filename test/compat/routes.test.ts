@@ -144,8 +144,12 @@ describe('compat: the remaining rows of docs/compat.md', () => {
     const store = await startStore();
     expect(await call(store.url, 'POST', '/agents/run', { body: {} })).toMatchObject({ status: 501, body: { code: 'not_implemented' } });
     expect(await call(store.url, 'GET', '/agents/run')).toMatchObject({ status: 405 });
-    for (const [method, path] of [['GET', '/metrics'], ['GET', '/hygiene/stats'], ['POST', '/hygiene/run'], ['GET', '/openapi.json']] as const) {
+    for (const [method, path] of [['GET', '/hygiene/stats'], ['POST', '/hygiene/run'], ['GET', '/openapi.json']] as const) {
       expect(await call(store.url, method, path, method === 'POST' ? { body: {} } : {})).toMatchObject({ status: 404, body: { code: 'route_not_found' } });
     }
+    // /metrics is served, with our own metric names (the database size among them; docs/store.md).
+    const metrics = await fetch(`${store.url}/metrics`);
+    expect(metrics.status).toBe(200);
+    expect(await metrics.text()).toMatch(/^tools_runner_store_db_bytes \d+$/m);
   });
 });

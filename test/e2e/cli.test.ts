@@ -73,6 +73,8 @@ describe('admin port', () => {
     expect(metrics).toMatch(/^tools_runner_requests_total\{tool="cli-echo",status="success",code="ok"\} \d+$/m);
     expect(metrics).toMatch(/^tools_runner_queue_depth \d+$/m);
     expect(metrics).toMatch(/^tools_runner_pool_size\{state="warm"\} \d+$/m);
+    // The embedded store's database size (retention keeps it bounded: docs/store.md).
+    expect(metrics).toMatch(/^tools_runner_store_db_bytes\{file="db"\} [1-9]\d*$/m);
   });
 
   it('tools-runner tail prints executions as they happen', async () => {

@@ -55,7 +55,9 @@ async function rawRequest(context: Record<string, unknown>, tags: string[] = [TA
 }
 
 beforeAll(async () => {
-  const started = await startRunnerWithStore();
+  // Breadcrumb claims, so the claim-tampering cases below have claim records to vandalise; the
+  // hostile cases of lease claims (the embedded store's default) start a runner of their own.
+  const started = await startRunnerWithStore(['--claims', 'breadcrumb']);
   runner = started.runner;
   c = client(started.url);
   await Promise.all([
@@ -215,6 +217,29 @@ describe('keys and tags the runner uses cannot be squatted or forged', () => {
     expect(response?.status).toBe('success');
     await new Promise((r) => setTimeout(r, 3000));
     expect(await executions(mark)).toBe(1);
+  });
+
+  it('with lease claims an agent can neither take, renew, release, finish nor list a lease, and forged claim records change nothing', async () => {
+    const own = await startRunnerWithStore();
+    const agent = client(own.url);
+    await putTool(agent, toolContext('h-slow', counting('await new Promise((r) => setTimeout(r, input.ms)); return { ok: true };'), apiWrite));
+    const mark = `lease-tamper-${Date.now()}`;
+    const rid = await request(agent, 'h-slow', { mark, ms: 3000 });
+    // While it runs (3 s), the agent tries every lease operation with a guessed key: each is refused.
+    for (const op of ['acquire', 'renew', 'release', 'finish', 'expired', 'list']) {
+      const refused = await agent.lease(op, { scope: WS, name: 'x', holder: 'mallory', token: 'guess', ttl_ms: 1 }, 'a-guessed-lease-key').then(
+        () => 'accepted',
+        (error: { status?: number }) => error.status,
+      );
+      expect(refused, `lease ${op}`).toBe(403);
+    }
+    await agent.createBreadcrumb({ title: 'Claim', schema_name: SCHEMA.ToolClaim, tags: [WS, TAG.Claim], context: { request_id: rid, attempt: 1, holder: 'mallory', expires_at: new Date(0).toISOString() } });
+    const response = await answer(agent, rid, 40_000);
+    expect(response.status).toBe('success');
+    expect((await agent.listBreadcrumbs({ tag: `exec:${mark}`, limit: 100 })).length).toBe(1);
+    // The runner wrote no claim record of its own (only mallory's forgery is there).
+    const claims = await agent.listBreadcrumbs({ schema_name: SCHEMA.ToolClaim, include_context: true, limit: 100 });
+    expect(claims.map((item) => (item.context as { holder?: string }).holder)).toEqual(['mallory']);
   });
 
   it('a requestId taken first by someone else: the victim still runs and gets its own answer', async () => {

@@ -31,6 +31,7 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
       embedUrl: config.embedUrl,
       embedCommand: config.embedCommand,
       leaseKey: config.leaseKey,
+      groupCommit: config.groupCommit,
       retentionMs: config.retentionMs,
       auditRetentionMs: config.auditRetentionMs,
       logger: logger.child({ component: 'store' }),

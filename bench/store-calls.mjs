@@ -1,0 +1,73 @@
+// Store transactions per tool call, A/B in one run: `tools-runner start` (embedded store, echo tool,
+// warm isolation) with each claim kind and with group commit on and off; --calls calls by 16
+// concurrent callers (each writes a request and waits for its answer event). Reads the store's
+// /metrics before and after, and prints per call: breadcrumb writes, the SQLite transactions they
+// took, lease writes (one small transaction each), and the total.
+// Usage: node bench/store-calls.mjs [--calls=400]
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createStoreClient, openEventStream } from '../dist/breadcrumbs/index.js';
+import { silentLogger } from '../dist/logger.js';
+import { startCli } from './cli-process.mjs';
+
+const CALLS = Number(process.argv.find((a) => a.startsWith('--calls='))?.slice(8) ?? 400);
+const root = fileURLToPath(new URL('..', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'bench-calls-'));
+const procs = new Set();
+
+const metrics = async (url) => {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const value = (name) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+  return { writes: value('tools_runner_store_writes_total'), tx: value('tools_runner_store_write_transactions_total'), leases: value('tools_runner_store_lease_writes_total') };
+};
+
+async function measure(claims, group) {
+  const runner = startCli(['start', '--port', '0', '--data-dir', join(dir, `${claims}-${group}`), '--admin-port', '-1', '--bootstrap-dir', join(root, 'bootstrap-breadcrumbs'), `--claims=${claims}`, `--group-commit=${group}`], procs);
+  const url = (await runner.line(/^store listening on /)).replace('store listening on ', '');
+  await runner.line(/^runner ready$/);
+  const logger = silentLogger();
+  const client = createStoreClient({ baseUrl: url, logger });
+  const controller = new AbortController();
+  const waiting = new Map();
+  let connected;
+  const ready = new Promise((r) => (connected = r));
+  openEventStream({
+    client, logger, signal: controller.signal, onConnected: () => connected(),
+    onEvent(event) {
+      if (event.schema_name !== 'tool.response.v1') return;
+      const tag = event.tags?.find((t) => t.startsWith('request:'));
+      if (tag) waiting.get(tag.slice(8))?.();
+    },
+  });
+  await ready;
+  let seq = 0;
+  const call = async () => {
+    const rid = `calls-${claims}-${group}-${seq++}`;
+    const done = new Promise((resolve) => waiting.set(rid, resolve));
+    await client.createBreadcrumb({ title: 'Request: echo', schema_name: 'tool.request.v1', tags: ['tool:request', 'workspace:tools'], context: { tool: 'echo', input: { message: 'hi' }, requestId: rid } });
+    await done;
+  };
+  for (let i = 0; i < 20; i++) await call();
+  const before = await metrics(url);
+  let next = 0;
+  await Promise.all(Array.from({ length: 16 }, async () => {
+    while (next++ < CALLS) await call();
+  }));
+  const after = await metrics(url);
+  controller.abort();
+  client.close();
+  const exited = new Promise((r) => runner.proc.once('exit', r));
+  runner.proc.kill('SIGTERM');
+  await exited;
+  const per = (key) => +((after[key] - before[key]) / CALLS).toFixed(2);
+  return { claims, group_commit: group, calls: CALLS, breadcrumb_writes_per_call: per('writes'), write_tx_per_call: per('tx'), lease_tx_per_call: per('leases'), total_tx_per_call: +(per('tx') + per('leases')).toFixed(2) };
+}
+
+try {
+  for (const [claims, group] of [['breadcrumb', false], ['breadcrumb', true], ['lease', false], ['lease', true]]) console.log(JSON.stringify(await measure(claims, group)));
+} finally {
+  for (const proc of procs) proc.kill('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+}

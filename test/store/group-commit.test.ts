@@ -1,0 +1,37 @@
+// Group commit: writes that arrive together share one SQLite transaction, each in its own
+// savepoint — a write that fails (409, 412, 404) fails alone, and no caller is answered before its
+// write committed; events still come out in commit order.
+import { describe, expect, it } from 'vitest';
+import type { LocalRequest } from '../../src/store/index.js';
+import { crumb, startStore } from './helpers.js';
+
+const req = (body: unknown, headers: Record<string, string> = {}): LocalRequest => ({ query: new URLSearchParams(), headers, body, token: undefined });
+
+describe('store: group commit', () => {
+  it.each([true, false])('writes issued together (group commit %s) succeed or fail one by one', async (group) => {
+    const store = await startStore({ groupCommit: group });
+    const seeded = await store.local.call('POST', '/breadcrumbs', req(crumb()));
+    const seededId = (seeded as { value: { id: string } }).value.id;
+    const before = store.writeStats();
+    const frames: string[] = [];
+    const sub = await store.local.stream(new URLSearchParams('x_ext=ids,deleted'), undefined, undefined, { frame: (data) => frames.push(data), end: () => {} });
+    const replies = await Promise.all([
+      ...Array.from({ length: 10 }, (_, i) => store.local.call('POST', '/breadcrumbs', req(crumb({ context: { i } })))),
+      store.local.call('POST', '/breadcrumbs', req(crumb({ context: { i: 'k1' } }), { 'Idempotency-Key': 'same' })),
+      store.local.call('POST', '/breadcrumbs', req(crumb({ context: { i: 'k2' } }), { 'Idempotency-Key': 'same' })),
+      store.local.call('PATCH', `/breadcrumbs/${seededId}`, req({ context: { v: 2 } }, { 'If-Match': '1' })),
+      store.local.call('PATCH', `/breadcrumbs/${seededId}`, req({ context: { v: 3 } }, { 'If-Match': '1' })),
+      store.local.call('DELETE', '/breadcrumbs/no-such-id', req(undefined)),
+    ]);
+    expect(replies.map((r) => r.status)).toEqual([...Array(10).fill(201), 201, 409, 200, 412, 404]);
+    const after = store.writeStats();
+    expect(after.writes - before.writes).toBe(15);
+    // Together: one transaction for all fifteen; one by one: fifteen.
+    expect(after.transactions - before.transactions).toBe(group ? 1 : 15);
+    // Every answered write is there, and its event was published before its caller was answered.
+    expect(frames).toHaveLength(12);
+    const seqs = frames.map((f) => JSON.parse(f) as { context: { i?: unknown; v?: unknown } }).map((e) => e.context.i ?? `v${String(e.context.v)}`);
+    expect(seqs).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 'k1', 'v2']);
+    sub.close();
+  });
+});
