@@ -11,6 +11,7 @@ import type { StoreEvent } from '../breadcrumbs/messages.js';
 import type { AdminRoute, ExtensionContext, ServiceExtension } from '../extension.js';
 import { createContinuousRuns, type ContinuousRuns } from './continuous.js';
 import { createOnceRuns } from './once.js';
+import { readSchedules, type ScheduleStatus } from './schedules.js';
 import { createSubscriptions, type Subscriptions } from './subscriptions.js';
 
 /** The autonomy extension: subscriptions, once-runs and continuous tools. */
@@ -21,6 +22,7 @@ export function createAutonomyExtension(): ServiceExtension & { status(): unknow
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   let ctx: ExtensionContext | undefined;
+  let schedules: ScheduleStatus[] = [];
 
   const pass = (): Promise<void> => (running ??= (async () => {
     try {
@@ -28,6 +30,7 @@ export function createAutonomyExtension(): ServiceExtension & { status(): unknow
       await once?.reconcile();
       await continuous?.reconcile();
       await subscriptions?.catchUp();
+      if (ctx) schedules = await readSchedules(ctx.client);
     } catch (error) {
       ctx?.logger.warn('autonomy pass failed; retried at the next scan', { error });
     } finally {
@@ -39,6 +42,7 @@ export function createAutonomyExtension(): ServiceExtension & { status(): unknow
     subscriptions: subscriptions?.status() ?? [],
     once: once?.status() ?? [],
     continuous: continuous?.status() ?? [],
+    schedules,
   });
 
   const route: AdminRoute = async (_req: IncomingMessage, res: ServerResponse) => {
