@@ -99,6 +99,7 @@ export function createContinuousRuns(options: { context: ExtensionContext }): Co
         status.last_started_at = new Date().toISOString();
         const startedAt = Date.now();
         const rid = `continuous:${name}:${replica}:${status.runs}`;
+        options.context.live?.({ type: 'execution:started', rid, tool: name, kind: 'continuous' });
         const resolved = await secrets.resolve(tool.requiredSecrets, { tool: name, rid, definitionId: route.breadcrumbId, operator: true });
         const lifetime = AbortSignal.timeout(config.continuousMaxLifetimeMs);
         const result = await sandbox.run({
@@ -114,6 +115,10 @@ export function createContinuousRuns(options: { context: ExtensionContext }): Co
         const outcome = result.ok ? 'ended' : lifetime.aborted ? 'lifetime' : result.error.code;
         status.last_ended_at = new Date().toISOString();
         status.last_outcome = outcome;
+        options.context.live?.({
+          type: 'execution:finished', rid, tool: name, kind: 'continuous', status: result.ok ? 'success' : 'error',
+          ...(result.ok ? {} : { code: lifetime.aborted ? 'lifetime' : result.error.code }), durationMs: Date.now() - startedAt,
+        });
         for (const line of result.logs.slice(-20)) log.info('continuous tool log', { line });
         log[result.ok || lifetime.aborted ? 'info' : 'warn']('continuous tool run ended', { outcome, durationMs: Date.now() - startedAt, ...(result.ok ? {} : { error: result.error.message }) });
         if (signal.aborted) break;

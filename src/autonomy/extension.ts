@@ -10,6 +10,7 @@ import { createRequestClient } from '../breadcrumbs/index.js';
 import type { StoreEvent } from '../breadcrumbs/messages.js';
 import type { AdminRoute, ExtensionContext, ServiceExtension } from '../extension.js';
 import { createContinuousRuns, type ContinuousRuns } from './continuous.js';
+import { registerAutonomyMetrics } from './metrics.js';
 import { createOnceRuns } from './once.js';
 import { readSchedules, type ScheduleStatus } from './schedules.js';
 import { createSubscriptions, type Subscriptions } from './subscriptions.js';
@@ -61,6 +62,7 @@ export function createAutonomyExtension(): ServiceExtension & { status(): unknow
       });
       once = createOnceRuns({ requests, keys, catalog, logger, signal });
       continuous = createContinuousRuns({ context });
+      if (context.metrics) registerAutonomyMetrics(context.metrics, () => ({ subscriptions: subscriptions?.status() ?? [], continuous: continuous?.status() ?? [] }));
       timer = setInterval(() => void pass(), config.scanIntervalMs);
       timer.unref();
       // The catalog is loaded after the extensions start: the first pass waits for the first scan tick.

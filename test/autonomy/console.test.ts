@@ -1,5 +1,6 @@
 // The console's view of autonomy (issue 21): GET /api/extensions/autonomy lists the continuous
-// tools (state, lease holder, runs), the subscriptions and the schedules (last and next tick).
+// tools (state, lease holder, runs), the subscriptions and the schedules (last and next tick); /metrics
+// carries the same figures.
 
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -41,6 +42,10 @@ describe('console: autonomy', () => {
       expect(status.schedules[0]).toMatchObject({ title: 'every 2 s', labels: ['interval:2s'], enabled: true });
       expect(Date.parse(status.schedules[0].next_tick_at) % 2000).toBe(0);
       expect(status.subscriptions.find((s: any) => s.tool === 'on-tick')).toMatchObject({ schema_name: 'schedule.tick.v1', tag: 'interval:2s' });
+      // The same figures on /metrics.
+      const metrics = await (await fetch(`${adminUrl}/metrics`)).text();
+      expect(metrics).toContain('tools_runner_continuous_running{tool="scheduler"} 1');
+      expect(metrics).toMatch(/tools_runner_subscription_triggers\{subscription="on-tick@1\.0\.0#0",outcome="written"\} [1-9]/);
       const missing = await fetch(`${adminUrl}/api/extensions/nope`);
       expect(missing.status).toBe(404);
     } finally {
