@@ -55,7 +55,7 @@ describe('nested-call refusals', () => {
 describe('subscriptions and bootstrap in a definition', () => {
   const agent = { origin: 'agent' as const, api: 'read' as const, apiSchemas: { read: ['note.v1'], write: [] } };
   it.each([
-    [{ subscriptions: 'x' }, agent, '/subscriptions', 'subscriptions must be an array, got "x"'],
+    [{ subscriptions: 'x' }, agent, '/subscriptions', 'subscriptions must be an array of {schema_name, tag?, input?}, got "x"'],
     [{ subscriptions: [{}] }, agent, '/subscriptions/0/schema_name', 'schema_name must match ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$, got undefined'],
     [{ subscriptions: [{ schema_name: 'tool.request.v1' }] }, agent, '/subscriptions/0/schema_name', 'schema "tool.request.v1" is the runner\'s (tool.* records); a tool may not subscribe to it'],
     [{ subscriptions: [{ schema_name: 'other.v1' }] }, agent, '/subscriptions/0/schema_name', 'tool may subscribe only to schemas its grant may read (["note.v1"]); "other.v1" is not one of them'],
