@@ -33,6 +33,8 @@ beforeAll(async () => {
   await putTool(c, toolContext('ping', caller('ping', 'pong'), { permissions: { net: false, tools: ['pong'] } }));
   await putTool(c, toolContext('pong', caller('pong', 'ping'), { permissions: { net: false, tools: ['ping'] } }));
   await putTool(c, toolContext('ungranted', caller('ungranted', 'random')));
+  await putTool(c, toolContext('whoami', 'export async function execute(input, context) { return { agent: context.request.agentId ?? null }; }'));
+  await putTool(c, toolContext('asker', caller('asker', 'whoami'), { permissions: { net: false, tools: ['whoami'] } }));
 }, 120_000);
 
 afterAll(cleanupAll);
@@ -110,5 +112,14 @@ describe('context.tools.call', () => {
     const got = await answer(c, rid, 60_000);
     expect(got.status).toBe('error');
     expect(got.error?.message).toContain('context.tools.call("random") refused: depth 3 is over the limit of 2 nested calls (nestedCallMaxDepth; chain hop1 -> hop2 -> hop3)');
+  }, 90_000);
+  it('a nested call runs as the original agent; a forged origin does not (the request runs as its writer)', async () => {
+    const rid = await request(c, 'asker', {}, crypto.randomUUID(), { requestedBy: 'alice' });
+    expect((await answer(c, rid, 60_000)).output).toEqual({ agent: 'alice' });
+    const forged = await request(c, 'whoami', {}, crypto.randomUUID(), {
+      requestedBy: 'mallory',
+      origin: { kind: 'call', agent: 'alice', depth: 1, chain: ['asker'], parent_tool: 'asker', mac: 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' },
+    });
+    expect((await answer(c, forged, 60_000)).output).toEqual({ agent: 'mallory' });
   }, 90_000);
 });
