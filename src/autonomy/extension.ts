@@ -33,7 +33,9 @@ export function createAutonomyExtension(): ServiceExtension & { status(): unknow
       await subscriptions?.catchUp();
       if (ctx) schedules = await readSchedules(ctx.client);
     } catch (error) {
-      ctx?.logger.warn('autonomy pass failed; retried at the next scan', { error });
+      // While the service stops, store trouble is expected: not worth a warning.
+      if (ctx?.signal.aborted) ctx.logger.debug('autonomy pass ended by shutdown', { error });
+      else ctx?.logger.warn('autonomy pass failed; retried at the next scan', { error });
     } finally {
       running = undefined;
     }
