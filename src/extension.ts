@@ -3,6 +3,7 @@
 // admin routes it declares. Types only; the service (src/service) is the one implementation.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Registry } from 'prom-client';
 import type { RequestKeys, StoreClient } from './breadcrumbs/index.js';
 import type { StoreEvent } from './breadcrumbs/messages.js';
 import type { Catalog, OperatorTool } from './catalog/catalog.js';
@@ -38,6 +39,8 @@ export interface ServiceExtension {
   /** The store's copy of a pinned operator tool is missing or differs from its file. */
   onOperatorDrift?(name: string): void;
   stop?(): Promise<void>;
+  /** What the console shows of it (GET /api/extensions/<name>), e.g. the autonomy extension's subscriptions and continuous tools. */
+  status?(): unknown;
   /** Routes it serves on the admin port (path → handler), e.g. `/mcp`. */
   adminRoutes?(): ReadonlyMap<string, AdminRoute>;
 }
@@ -59,5 +62,9 @@ export interface ExtensionContext {
   secrets: SecretResolver;
   /** The runner's one schema validator (compiled-schema cache), shared with the request path. */
   validator: SchemaValidator;
+  /** Sends a message to the admin port's live feed (`tools-runner tail`, the console's Live page); no-op without one. */
+  live?(message: { type: 'execution:started' | 'execution:finished'; rid: string; tool: string } & Record<string, unknown>): void;
+  /** The service's Prometheus registry (`/metrics`), for the extension's own gauges. */
+  metrics?: Registry;
 }
 

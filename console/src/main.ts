@@ -16,6 +16,7 @@ const pages: Record<string, () => Promise<{ default: Page }>> = {
   editor: () => import('./pages/editor.js'),
   live: () => import('./pages/live.js'),
   inspect: () => import('./pages/inspect.js'),
+  autonomy: () => import('./pages/autonomy.js'),
 };
 
 let leave: (() => void) | void = undefined;

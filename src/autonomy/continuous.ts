@@ -57,7 +57,7 @@ export function createContinuousRuns(options: { context: ExtensionContext }): Co
     const log = logger.child({ tool: name, component: 'continuous' });
     while (!stop.aborted) {
       const got = await claims.acquire(target).catch((error: unknown) => {
-        log.warn('lease acquire failed', { error });
+        if (!stop.aborted) log.warn('lease acquire failed', { error });
         return undefined;
       });
       if (got?.kind !== 'acquired') {
@@ -99,6 +99,7 @@ export function createContinuousRuns(options: { context: ExtensionContext }): Co
         status.last_started_at = new Date().toISOString();
         const startedAt = Date.now();
         const rid = `continuous:${name}:${replica}:${status.runs}`;
+        options.context.live?.({ type: 'execution:started', rid, tool: name, kind: 'continuous' });
         const resolved = await secrets.resolve(tool.requiredSecrets, { tool: name, rid, definitionId: route.breadcrumbId, operator: true });
         const lifetime = AbortSignal.timeout(config.continuousMaxLifetimeMs);
         const result = await sandbox.run({
@@ -114,8 +115,13 @@ export function createContinuousRuns(options: { context: ExtensionContext }): Co
         const outcome = result.ok ? 'ended' : lifetime.aborted ? 'lifetime' : result.error.code;
         status.last_ended_at = new Date().toISOString();
         status.last_outcome = outcome;
+        options.context.live?.({
+          type: 'execution:finished', rid, tool: name, kind: 'continuous', status: result.ok ? 'success' : 'error',
+          ...(result.ok ? {} : { code: lifetime.aborted ? 'lifetime' : result.error.code }), durationMs: Date.now() - startedAt,
+        });
         for (const line of result.logs.slice(-20)) log.info('continuous tool log', { line });
-        log[result.ok || lifetime.aborted ? 'info' : 'warn']('continuous tool run ended', { outcome, durationMs: Date.now() - startedAt, ...(result.ok ? {} : { error: result.error.message }) });
+        // Stopped on purpose (drain, lease lost, lifetime) or ended cleanly: info; a crash or error: warn.
+        log[result.ok || lifetime.aborted || signal.aborted ? 'info' : 'warn']('continuous tool run ended', { outcome, durationMs: Date.now() - startedAt, ...(result.ok ? {} : { error: result.error.message }) });
         if (signal.aborted) break;
         if (Date.now() - startedAt > MAX_BACKOFF_MS || lifetime.aborted) backoff = MIN_BACKOFF_MS;
         status.state = 'BACKOFF';
@@ -125,7 +131,8 @@ export function createContinuousRuns(options: { context: ExtensionContext }): Co
     } finally {
       clearInterval(renewal);
       if (lost.signal.aborted) log.warn('continuous tool lease lost; stopped', { reason: String(lost.signal.reason) });
-      await claim.release().catch((error: unknown) => log.warn('lease release failed', { error }));
+      // A lease that cannot be given back (store gone at shutdown) runs out by itself within one lease.
+      await claim.release().catch((error: unknown) => log[stop.aborted ? 'info' : 'warn']('lease release failed', { error }));
       status.state = 'STANDBY';
     }
   };

@@ -10,7 +10,9 @@ import { createRequestClient } from '../breadcrumbs/index.js';
 import type { StoreEvent } from '../breadcrumbs/messages.js';
 import type { AdminRoute, ExtensionContext, ServiceExtension } from '../extension.js';
 import { createContinuousRuns, type ContinuousRuns } from './continuous.js';
+import { registerAutonomyMetrics } from './metrics.js';
 import { createOnceRuns } from './once.js';
+import { readSchedules, type ScheduleStatus } from './schedules.js';
 import { createSubscriptions, type Subscriptions } from './subscriptions.js';
 
 /** The autonomy extension: subscriptions, once-runs and continuous tools. */
@@ -21,6 +23,7 @@ export function createAutonomyExtension(): ServiceExtension & { status(): unknow
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   let ctx: ExtensionContext | undefined;
+  let schedules: ScheduleStatus[] = [];
 
   const pass = (): Promise<void> => (running ??= (async () => {
     try {
@@ -28,8 +31,11 @@ export function createAutonomyExtension(): ServiceExtension & { status(): unknow
       await once?.reconcile();
       await continuous?.reconcile();
       await subscriptions?.catchUp();
+      if (ctx) schedules = await readSchedules(ctx.client);
     } catch (error) {
-      ctx?.logger.warn('autonomy pass failed; retried at the next scan', { error });
+      // While the service stops, store trouble is expected: not worth a warning.
+      if (ctx?.signal.aborted) ctx.logger.debug('autonomy pass ended by shutdown', { error });
+      else ctx?.logger.warn('autonomy pass failed; retried at the next scan', { error });
     } finally {
       running = undefined;
     }
@@ -39,6 +45,7 @@ export function createAutonomyExtension(): ServiceExtension & { status(): unknow
     subscriptions: subscriptions?.status() ?? [],
     once: once?.status() ?? [],
     continuous: continuous?.status() ?? [],
+    schedules,
   });
 
   const route: AdminRoute = async (_req: IncomingMessage, res: ServerResponse) => {
@@ -57,6 +64,7 @@ export function createAutonomyExtension(): ServiceExtension & { status(): unknow
       });
       once = createOnceRuns({ requests, keys, catalog, logger, signal });
       continuous = createContinuousRuns({ context });
+      if (context.metrics) registerAutonomyMetrics(context.metrics, () => ({ subscriptions: subscriptions?.status() ?? [], continuous: continuous?.status() ?? [] }));
       timer = setInterval(() => void pass(), config.scanIntervalMs);
       timer.unref();
       // The catalog is loaded after the extensions start: the first pass waits for the first scan tick.

@@ -140,7 +140,9 @@ export function createSubscriptions(options: SubscriptionsOptions) {
   };
 
   const run = (entry: Live, triggerId: string): void => {
-    trigger(entry, triggerId).catch((error: unknown) => logger.warn('subscription trigger failed; the next catch-up retries it', { subscription: entry.status.id, trigger: triggerId, error }));
+    trigger(entry, triggerId).catch((error: unknown) => {
+      if (!options.signal.aborted) logger.warn('subscription trigger failed; the next catch-up retries it', { subscription: entry.status.id, trigger: triggerId, error });
+    });
   };
 
   return {

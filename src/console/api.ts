@@ -37,6 +37,8 @@ export interface ConsoleOptions {
   health(): Record<string, unknown>;
   /** Where the built browser files are (default dist/console/public). */
   assetsDir?: string;
+  /** The status of a named extension (GET /api/extensions/<name>), undefined when there is none. */
+  extensionStatus?(name: string): unknown;
 }
 
 export interface ConsoleApi {
@@ -145,13 +147,19 @@ export function createConsoleApi(options: ConsoleOptions): ConsoleApi {
   const api = async (req: IncomingMessage, res: ServerResponse, path: string, query: URLSearchParams): Promise<void> => {
     const method = req.method ?? 'GET';
     const parts = path.split('/').slice(2);
-    const route = `${method} /${parts.map((p, i) => (i === 1 && (parts[0] === 'tools' || parts[0] === 'requests' || parts[0] === 'create') ? ':x' : i === 3 && parts[2] === 'examples' ? ':i' : p)).join('/')}`;
+    const route = `${method} /${parts.map((p, i) => (i === 1 && (parts[0] === 'tools' || parts[0] === 'requests' || parts[0] === 'create' || parts[0] === 'extensions') ? ':x' : i === 3 && parts[2] === 'examples' ? ':i' : p)).join('/')}`;
     switch (route) {
       case 'GET /catalog': {
         const rows = await index.rows();
         const counts = { total: rows.length, runnable: 0, deprecated: 0, rejected: 0 };
         for (const row of rows) counts[row.state] += 1;
         return sendJson(res, 200, { workspace, counts, tools: rows });
+      }
+      case 'GET /extensions/:x': {
+        const name = decode(parts[1] as string, 'extension name');
+        const status = options.extensionStatus?.(name);
+        if (status === undefined) throw new HttpError(404, 'not_found', `no extension ${JSON.stringify(name.slice(0, 140))} with a status`);
+        return sendJson(res, 200, status);
       }
       case 'GET /health':
         return sendJson(res, 200, options.health());

@@ -38,8 +38,9 @@ export function readAutonomy(
   const warnings: Issue[] = [];
   const out: { subscriptions?: Subscription[]; bootstrap?: BootstrapRun } = {};
   const raw = context['subscriptions'];
-  if (raw !== undefined && raw !== null) {
-    if (!Array.isArray(raw)) errors.push({ code: IssueCode.Definition, path: '/subscriptions', message: `subscriptions must be an array, got ${quote(raw)}` });
+  // An object (upstream agents' context `{selectors: [...]}`) is not a tool's subscription list: left alone.
+  if (raw !== undefined && raw !== null && !isPlainObject(raw)) {
+    if (!Array.isArray(raw)) errors.push({ code: IssueCode.Definition, path: '/subscriptions', message: `subscriptions must be an array of {schema_name, tag?, input?}, got ${quote(raw)}` });
     else if (raw.length > MAX_SUBSCRIPTIONS) errors.push({ code: IssueCode.Definition, path: '/subscriptions', message: `at most ${MAX_SUBSCRIPTIONS} subscriptions, got ${raw.length}` });
     else {
       const list: Subscription[] = [];

@@ -221,7 +221,10 @@ export async function buildService(
   const ready = new Promise<void>((resolve) => (markReady = resolve));
   const cutover = await loadAnswerTagCutover({ client, keys, workspace: config.workspace, logger: log });
   // The web console's API (served on the admin port); its figures come from the job's reports.
-  const consoleApi = createConsoleApi({ config, client, keys, catalog, sandbox, validator, logger: log.child({ component: 'console' }), health: () => health() });
+  const consoleApi = createConsoleApi({
+    config, client, keys, catalog, sandbox, validator, logger: log.child({ component: 'console' }), health: () => health(),
+    extensionStatus: (name) => options.extensions?.find((extension) => extension.name === name)?.status?.(),
+  });
   // Nested calls (context.tools.call) write their requests and wait for the answers with one request client.
   const nestedRequests = createRequestClient({ client, keys, workspace: config.workspace, pollMaxMs: 500 });
   onStop('nested calls', async () => nestedRequests.close());

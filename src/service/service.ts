@@ -149,6 +149,8 @@ async function startServing(parts: Parts): Promise<void> {
       secrets: parts.secrets,
       validator: parts.validator,
       pinOperatorTool: (pin) => void parts.operatorTools.set(pin.tool.name, pin),
+      live: (message) => state.admin?.broadcast({ ts: new Date().toISOString(), replica: parts.replica, ...message }),
+      metrics: parts.metrics.registry,
     });
     if (extension.stop) onStop(extension.name, () => extension.stop!());
   }

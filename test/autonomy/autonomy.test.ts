@@ -47,6 +47,13 @@ beforeAll(async () => {
       bootstrap: { enabled: true, mode: 'once', priority: 5, input: { hello: 'once' } },
     },
   }));
+  writeFileSync(join(bootDir, 'tools', 'oncer-later.json'), JSON.stringify({
+    schema_name: 'tool.code.v1', title: 'oncer-later', tags: ['tool', 'tool:oncer-later', WS],
+    context: {
+      ...toolContext('oncer-later', 'export async function execute() { return { ran: true }; }'),
+      bootstrap: { enabled: true, mode: 'once', priority: 1 },
+    },
+  }));
   const { url } = await startStoreProcess(tempDir());
   storeUrl = url;
   c = client(url);
@@ -103,7 +110,7 @@ describe('subscriptions (two replicas)', () => {
 });
 
 describe('bootstrap once (two replicas)', () => {
-  it('runs an operator tool once per deployed version, also after a replica restarts', async () => {
+  it('runs an operator tool once per deployed version, in priority order, also after a replica restarts', async () => {
     await until('the once-run answer', async () => (await responsesOf('oncer')).length >= 1);
     const [first] = await responsesOf('oncer');
     expect(first?.status).toBe('success');
@@ -115,6 +122,14 @@ describe('bootstrap once (two replicas)', () => {
     await new Promise((r) => setTimeout(r, 3_000));
     expect(await requestsOf('oncer')).toBe(1);
     expect((await responsesOf('oncer')).length).toBe(1);
+    // Priority order: the priority-5 request was written before the priority-1 one.
+    const created = async (tool: string): Promise<number> => {
+      const items = await c.listAll({ schema_name: SCHEMA.ToolRequest, tag: TAG.Request, include_context: true });
+      const item = items.find((i) => i.context?.['tool'] === tool);
+      return Date.parse((await c.getBreadcrumbFull(item?.id as string)).created_at as string);
+    };
+    expect(await requestsOf('oncer-later')).toBe(1);
+    expect(await created('oncer')).toBeLessThanOrEqual(await created('oncer-later'));
   }, 180_000);
 });
 

@@ -16,14 +16,25 @@ const shipped = (name: string): Record<string, unknown> =>
 let c: StoreClient;
 
 beforeAll(async () => {
-  const { url } = await startRunnerWithStore();
+  const { url } = await startRunnerWithStore(['--nested-call-max-depth', '2']);
   c = client(url);
-  for (const name of ['random', 'calculator', 'workflow']) await putTool(c, shipped(name));
+  for (const name of ['random', 'calculator', 'workflow', 'timer']) await putTool(c, shipped(name));
+  // Times out (1.5 s) while its nested timer call (8 s) still runs: the nested request is withdrawn.
+  await putTool(c, toolContext('impatient', 'export async function execute(input, context) { return await context.tools.call("timer", { ms: 8000 }); }', {
+    permissions: { net: false, tools: ['timer'] }, limits: { timeout_ms: 1500, memory_mb: 64 },
+  }));
+  // A chain one level deeper than the limit (the runner here runs with --nested-call-max-depth 2).
+  const hop = (name: string, next: string): string => `export async function execute(input, context) { return { via: ${JSON.stringify(name)}, next: await context.tools.call(${JSON.stringify(next)}, {}) }; }`;
+  await putTool(c, toolContext('hop1', hop('hop1', 'hop2'), { permissions: { net: false, tools: ['hop2'] } }));
+  await putTool(c, toolContext('hop2', hop('hop2', 'hop3'), { permissions: { net: false, tools: ['hop3'] } }));
+  await putTool(c, toolContext('hop3', hop('hop3', 'random'), { permissions: { net: false, tools: ['random'] } }));
   const caller = (name: string, other: string): string =>
     `export async function execute(input, context) { return await context.tools.call(${JSON.stringify(other)}, input); }`;
   await putTool(c, toolContext('ping', caller('ping', 'pong'), { permissions: { net: false, tools: ['pong'] } }));
   await putTool(c, toolContext('pong', caller('pong', 'ping'), { permissions: { net: false, tools: ['ping'] } }));
   await putTool(c, toolContext('ungranted', caller('ungranted', 'random')));
+  await putTool(c, toolContext('whoami', 'export async function execute(input, context) { return { agent: context.request.agentId ?? null }; }'));
+  await putTool(c, toolContext('asker', caller('asker', 'whoami'), { permissions: { net: false, tools: ['whoami'] } }));
 }, 120_000);
 
 afterAll(cleanupAll);
@@ -78,5 +89,40 @@ describe('context.tools.call', () => {
     const got = await answer(c, rid, 60_000);
     expect(got.status).toBe('error');
     expect(got.error?.message).toContain('context.tools.call("random") denied: tool "ungranted" has no permissions.tools grant');
+  }, 90_000);
+  it('withdraws a nested request when its parent times out (no answer for it)', async () => {
+    const rid = await request(c, 'impatient', {});
+    const got = await answer(c, rid, 60_000);
+    // Whichever ends first at the parent's deadline: the sandbox's timeout, or the wait (the tool sees
+    // the call fail and here lets the error escape).
+    expect(got.status).toBe('error');
+    if (got.error?.code !== 'timeout') {
+      expect(got.error?.message).toMatch(/context\.tools\.call\("timer"\): no answer before the calling run's deadline \(request \S+ withdrawn\)/);
+    }
+    const children = async () => (await c.listAll({ schema_name: SCHEMA.ToolRequest, tag: WS, include_context: true }))
+      .filter((r) => (r.context?.['origin'] as { parent_rid?: string } | undefined)?.parent_rid === rid);
+    // The child was written, then deleted when the parent ended.
+    await expect.poll(async () => (await children()).length, { timeout: 30_000 }).toBe(0);
+    const timerAnswers = async () => (await c.listAll({ schema_name: SCHEMA.ToolResponse, tag: WS, include_context: true }))
+      .filter((r) => r.context?.['tool'] === 'timer' && (r.context?.['metadata'] as { parent_rid?: string } | undefined)?.parent_rid === rid);
+    // Past the timer's 8 s: had the child run on, its answer would be here.
+    await new Promise((r) => setTimeout(r, 10_000));
+    expect(await timerAnswers()).toEqual([]);
+  }, 120_000);
+
+  it('refuses a call one level past nestedCallMaxDepth, naming the chain', async () => {
+    const rid = await request(c, 'hop1', {});
+    const got = await answer(c, rid, 60_000);
+    expect(got.status).toBe('error');
+    expect(got.error?.message).toContain('context.tools.call("random") refused: depth 3 is over the limit of 2 nested calls (nestedCallMaxDepth; chain hop1 -> hop2 -> hop3)');
+  }, 90_000);
+  it('a nested call runs as the original agent; a forged origin does not (the request runs as its writer)', async () => {
+    const rid = await request(c, 'asker', {}, crypto.randomUUID(), { requestedBy: 'alice' });
+    expect((await answer(c, rid, 60_000)).output).toEqual({ agent: 'alice' });
+    const forged = await request(c, 'whoami', {}, crypto.randomUUID(), {
+      requestedBy: 'mallory',
+      origin: { kind: 'call', agent: 'alice', depth: 1, chain: ['asker'], parent_tool: 'asker', mac: 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' },
+    });
+    expect((await answer(c, forged, 60_000)).output).toEqual({ agent: 'mallory' });
   }, 90_000);
 });

@@ -21,7 +21,7 @@ import { commandLines, readme, shell, startShell } from './readme-blocks.js';
 const doc = readme();
 
 /** Blocks that run in this file. */
-const TESTED = ['quick-start-call', 'request', 'response', 'request-curl', 'no-store', 'tool-definition', 'create-request', 'idempotent-request', 'approval-contract', 'request-version', 'audit-line', 'isolation-request'];
+const TESTED = ['quick-start-call', 'request', 'response', 'request-curl', 'no-store', 'tool-definition', 'create-request', 'idempotent-request', 'approval-contract', 'request-version', 'audit-line', 'isolation-request', 'workflow-request', 'subscription-tool', 'once-bootstrap', 'schedule-definition'];
 /** Blocks that cannot run in a test, each with its marker's reason. */
 const SKIPPED = {
   'quick-start-install': 'installs packages and starts a service on the fixed ports 8081/8082 (the test runs the same service on free ports for the blocks below)',
@@ -34,6 +34,7 @@ const SKIPPED = {
   'upstream-flags': "runs the examples of the operator's whole bootstrap directory; test/e2e/upstream-tools.test.ts runs this command on upstream-shaped fixtures",
   'allow-private-hosts': 'starts a service with a flag; test/mcp/progress.test.ts runs a runner with this flag',
   'shipped-tools-real': 'needs the real services (OpenRouter key, Ollama, a browser with internet)',
+  'tools-call': 'a line of tool code, not a runnable document; test/autonomy/nested-calls.test.ts runs tools that call tools',
 };
 
 // Nothing listens on port 1: a refused connection, at once — "the network is unreachable".
@@ -230,6 +231,46 @@ describe('README examples', () => {
     const context = ToolRequestContext.parse(request['context']);
     expect(context.isolation).toBe('process');
     expect(await postAndAwait(request, context.requestId as string)).toMatchObject({ tool: 'calculator', status: 'success', output: { result: 42 }, metadata: { isolation: 'process' } });
+  });
+
+  it('workflow-request: upstream\'s three-step workflow answers the sum of its two random numbers', async () => {
+    const c = client(storeUrl);
+    const body = BreadcrumbCreate.parse(json('workflow-request'));
+    await c.createBreadcrumb(body);
+    let found: unknown[] = [];
+    await expect.poll(async () => (found = (await c.listBreadcrumbs({ schema_name: SCHEMA.ToolResponse, tag: TAG.request('wf-1'), include_context: true })).map((i) => i.context)).length, { timeout: 60_000 }).toBe(1);
+    const answer = ToolResponseContext.parse(found[0]);
+    expect(answer.status).toBe('success');
+    const result = (answer.output as { result: number }).result;
+    expect(Number.isInteger(result) && result >= 2 && result <= 20).toBe(true);
+  }, 90_000);
+
+  it('subscription-tool, schedule-definition: a tick of the documented schedule reaches a tool subscribed to its label; a note triggers the documented tool', async () => {
+    const c = client(storeUrl);
+    const definition = json('subscription-tool');
+    const checked = validateToolDefinition(definition, { origin: 'agent', config: defaultConfig(), validator: createSchemaValidator() });
+    expect(checked.errors).toEqual([]);
+    await c.createBreadcrumb({ title: 'note-echo', schema_name: SCHEMA.ToolCode, tags: [TAG.Tool, TAG.tool('note-echo'), 'workspace:tools'], context: definition });
+    // a tool subscribed to the documented schedule's label (the shipped scheduler runs in this runner)
+    await c.createBreadcrumb({ title: 'on-tick', schema_name: SCHEMA.ToolCode, tags: [TAG.Tool, TAG.tool('on-tick'), 'workspace:tools'], context: {
+      ...definition, name: 'on-tick', permissions: { net: false, breadcrumbs: { read: ['schedule.tick.v1'] } }, subscriptions: [{ schema_name: 'schedule.tick.v1', tag: 'interval:2s' }],
+    } });
+    const answersOf = async (tool: string) => (await c.listAll({ schema_name: SCHEMA.ToolResponse, tag: 'workspace:tools', include_context: true }))
+      .map((i) => ToolResponseContext.parse(i.context)).filter((r) => r.tool === tool);
+    // the subscriptions are read at the next scan (500 ms); a note written before is caught up
+    await c.createBreadcrumb({ title: 'hello', schema_name: 'note.v1', tags: ['note:new'], context: {} });
+    await expect.poll(async () => (await answersOf('note-echo')).length, { timeout: 60_000 }).toBe(1);
+    expect((await answersOf('note-echo'))[0]?.output).toEqual({ note: 'hello', prefix: 'seen' });
+    await c.createBreadcrumb(BreadcrumbCreate.parse(json('schedule-definition')));
+    await expect.poll(async () => (await answersOf('on-tick')).length, { timeout: 60_000 }).toBeGreaterThan(0);
+    expect((await answersOf('on-tick'))[0]?.output).toMatchObject({ note: 'Schedule Tick: Every 2 seconds' });
+  }, 120_000);
+
+  it('once-bootstrap: valid under the operator policy as a once-run with its priority and input', () => {
+    const file = json('once-bootstrap');
+    const checked = validateToolDefinition(file['context'], { origin: 'bootstrap', config: defaultConfig(), validator: createSchemaValidator() });
+    expect(checked.errors).toEqual([]);
+    expect(checked.ok && checked.tool.bootstrap).toEqual({ mode: 'once', priority: 10, input: { keys: ['a', 'b'] } });
   });
 });
 
