@@ -137,9 +137,13 @@ const types = {
     oid === INT8 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
 };
 
+// How long a request waits for a pooled connection (a burst queues behind the serialised appends)
+// or for a new connection to open, before it fails with 503.
+const ACQUIRE_TIMEOUT_MS = 60_000;
+
 /** Opens a pool on `url` (`max` connections); connection errors of idle clients are logged, not thrown. */
 export function openPool(url: string, max: number, logger: Logger): pg.Pool {
-  const pool = new pg.Pool({ connectionString: url, max, types, connectionTimeoutMillis: 10_000, idleTimeoutMillis: 30_000 });
+  const pool = new pg.Pool({ connectionString: url, max, types, connectionTimeoutMillis: ACQUIRE_TIMEOUT_MS, idleTimeoutMillis: 30_000 });
   pool.on('error', (error) => logger.warn('an idle PostgreSQL connection failed', { error: error.message }));
   // A connection lost while checked out fails its query (the caller sees that) and also emits
   // 'error' on the client, which must not become an uncaught exception.

@@ -8,8 +8,8 @@
 // The same row carries the last `updated_at` milliseconds, so timestamps never go backwards
 // across replicas either. The cost: appends (not reads) are serialised, one commit at a time.
 //
-// Delivery: the writing transaction sends NOTIFY `tools_runner_events` (delivered only on
-// commit). Each replica LISTENs on a dedicated connection and, on a notification, after its own
+// Delivery: the writing transaction sends NOTIFY `tools_runner_events` with its lock (delivered
+// only on commit). Each replica LISTENs on a dedicated connection and, on a notification, after its own
 // commits, and every `pollMs` as a safety net (a dropped LISTEN connection, a missed NOTIFY),
 // reads `seq > latest published` in order and publishes each event once. Streams resume from the
 // table with Last-Event-ID exactly as on SQLite (sse.ts): at-least-once across reconnects.
@@ -43,12 +43,14 @@ function fromRow(row: EventRow): StoredEvent {
 
 /** The event log of one replica. */
 export interface PgEventLog extends EventFeed {
-  /** Inside a write transaction: takes the append lock and returns the write time (monotonic across replicas). */
+  /**
+   * Inside a write transaction: takes the append lock, queues the NOTIFY other replicas wake on
+   * (PostgreSQL sends it at commit, and never for a rolled-back transaction) and returns the write
+   * time (monotonic across replicas) — one round trip.
+   */
   lock(client: pg.PoolClient, nowMs: number): Promise<{ ms: number; iso: string }>;
-  /** Inside the same transaction, after `lock`: inserts the event; the transaction must then `notify`. */
+  /** Inside the same transaction, after `lock`: inserts the event. */
   append(client: pg.PoolClient, input: EventInput): Promise<StoredEvent>;
-  /** Inside the same transaction, last: the NOTIFY other replicas wake on (sent at commit). */
-  notify(client: pg.PoolClient, seq: number): Promise<void>;
   /** After a local commit: publish what is new now. */
   kick(): void;
   /**
@@ -181,7 +183,9 @@ export async function createPgEventLog(options: { pool: pg.Pool; url: string; re
 
   return {
     async lock(client, nowMs) {
-      const row = (await client.query<{ last_ms: number }>('UPDATE event_clock SET last_ms = GREATEST(last_ms, $1) WHERE id = 1 RETURNING last_ms', [nowMs])).rows[0];
+      const row = (await client.query<{ last_ms: number }>(
+        `UPDATE event_clock SET last_ms = GREATEST(last_ms, $1) WHERE id = 1 RETURNING last_ms, pg_notify('${EVENT_CHANNEL}', '')`, [nowMs],
+      )).rows[0];
       const ms = row?.last_ms ?? nowMs;
       return { ms, iso: new Date(ms).toISOString() };
     },
@@ -190,9 +194,6 @@ export async function createPgEventLog(options: { pool: pg.Pool; url: string; re
       const data = JSON.stringify(input);
       const seq = (await client.query<{ seq: number }>('INSERT INTO events (owner_id, schema_name, tags, data) VALUES ($1, $2, $3, $4) RETURNING seq', [input.owner_id, input.schema_name, tags, data])).rows[0]?.seq as number;
       return { seq, type: String(input.type), ownerId: input.owner_id, schemaName: input.schema_name, tags: input.tags, data };
-    },
-    async notify(client, seq) {
-      await client.query('SELECT pg_notify($1, $2)', [EVENT_CHANNEL, String(seq)]);
     },
     kick,
     published(seq) {
