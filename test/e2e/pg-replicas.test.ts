@@ -1,6 +1,6 @@
 // Three `tools-runner start --db postgres://…` replicas on one PostgreSQL database (a throwaway
 // cluster): requests written round-robin through all three stores are each answered exactly once,
-// also when one replica is SIGKILLed mid-run; every replica's event stream sees every answer.
+// also when one replica is SIGKILLed and PostgreSQL restarts; every replica's event stream sees every answer.
 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PG_UNAVAILABLE, startPgCluster, type PgCluster } from '../support/pg-cluster.js';
@@ -26,7 +26,7 @@ async function replica(db: string): Promise<{ proc: CliProcess; url: string }> {
 }
 
 describe.skipIf(PG_UNAVAILABLE !== undefined)('three start --db replicas on one PostgreSQL', () => {
-  it('answers every request exactly once, written round-robin, with one replica SIGKILLed halfway through the writes; every stream sees every answer', async () => {
+  it('answers every request exactly once, written round-robin, with one replica SIGKILLed halfway through the writes and PostgreSQL restarted later; every stream sees every answer', async () => {
     const db = await (cluster as PgCluster).database();
     const replicas = await Promise.all([0, 1, 2].map(() => replica(db)));
     const clients = replicas.map((r) => client(r.url));
@@ -35,6 +35,7 @@ describe.skipIf(PG_UNAVAILABLE !== undefined)('three start --db replicas on one 
     const rids: string[] = [];
     for (let i = 0; i < 30; i++) {
       if (i === 15) replicas[2]!.proc.signal('SIGKILL');
+      if (i === 22) await (cluster as PgCluster).restart();
       const c = clients[i < 15 ? i % 3 : i % 2]!;
       rids.push(await request(c, 'e2e-echo', { i }));
     }
