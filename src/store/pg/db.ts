@@ -9,7 +9,8 @@
 // seq of the breadcrumb's latest event, tags live in (tag, write_seq) rows, history holds
 // superseded versions only. Differences: full-text search is a generated `tsvector` column
 // (title weight A, description + context weight B, 'simple' configuration) with a GIN index,
-// and `event_clock` is the one-row table whose row lock serialises event appends (see events.ts).
+// and `event_clock` is the one-row table whose row lock serialises event appends and which hands
+// out their seqs (see events.ts).
 
 import pg from 'pg';
 import { ErrorCode, RunnerError } from '../../errors.js';
@@ -31,10 +32,10 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'breadcrumbs, events, secrets and registries',
     sql: `
 CREATE TABLE meta (key text PRIMARY KEY, value text NOT NULL);
-CREATE TABLE event_clock (id integer PRIMARY KEY CHECK (id = 1), last_ms bigint NOT NULL);
-INSERT INTO event_clock (id, last_ms) VALUES (1, 0);
+CREATE TABLE event_clock (id integer PRIMARY KEY CHECK (id = 1), last_ms bigint NOT NULL, last_seq bigint NOT NULL);
+INSERT INTO event_clock (id, last_ms, last_seq) VALUES (1, 0, 0);
 CREATE TABLE events (
-  seq bigserial PRIMARY KEY,
+  seq bigint PRIMARY KEY,
   owner_id text,
   schema_name text,
   tags text NOT NULL,

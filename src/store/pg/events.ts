@@ -1,12 +1,13 @@
 // The PostgreSQL event log: a durable `events` table shared by every replica, and per replica a
 // pump that publishes committed events to its own SSE streams in seq order.
 //
-// Order: an append first locks the one `event_clock` row (UPDATE … RETURNING, held until the
-// transaction ends), then takes the next seq. So seqs are handed out in commit order, and the
-// committed seqs any reader sees are always a prefix of the sequence (later seqs cannot commit
-// while an earlier one is in flight; a rolled-back append leaves a hole, never a late arrival).
-// The same row carries the last `updated_at` milliseconds, so timestamps never go backwards
-// across replicas either. The cost: appends (not reads) are serialised, one commit at a time.
+// Order: a write first locks the one `event_clock` row (UPDATE … RETURNING, held until the
+// transaction ends); each append then takes the next seq from that same row. So seqs are handed
+// out in commit order without holes (a rolled-back write rolls its seqs back too), and the
+// committed seqs any reader sees are always a prefix (later seqs cannot commit while an earlier
+// one is in flight). The row also carries the last `updated_at` milliseconds, so timestamps never
+// go backwards across replicas either. The cost: appends (not reads) are serialised, one commit
+// at a time.
 //
 // Delivery: the writing transaction sends NOTIFY `tools_runner_events` with its lock (delivered
 // only on commit). Each replica LISTENs on a dedicated connection and, on a notification, after its own
@@ -49,7 +50,7 @@ export interface PgEventLog extends EventFeed {
    * time (monotonic across replicas) — one round trip.
    */
   lock(client: pg.PoolClient, nowMs: number): Promise<{ ms: number; iso: string }>;
-  /** Inside the same transaction, after `lock`: inserts the event. */
+  /** Inside the same transaction, after `lock`: inserts the event with the next seq. */
   append(client: pg.PoolClient, input: EventInput): Promise<StoredEvent>;
   /** After a local commit: publish what is new now. */
   kick(): void;
@@ -69,8 +70,7 @@ export interface PgEventLog extends EventFeed {
 export async function createPgEventLog(options: { pool: pg.Pool; url: string; retention: number; logger: Logger; pollMs?: number }): Promise<PgEventLog> {
   const { pool, url, retention, logger } = options;
   const listeners = new Set<EventListener>();
-  const max = (await pool.query<{ seq: number | null }>('SELECT max(seq) AS seq FROM events')).rows[0]?.seq;
-  let latest = max ?? 0;
+  let latest = (await pool.query<{ seq: number }>('SELECT last_seq AS seq FROM event_clock WHERE id = 1')).rows[0]?.seq ?? 0;
   let closed = false;
   let pumping: Promise<void> | undefined;
   let again = false;
@@ -154,7 +154,7 @@ export async function createPgEventLog(options: { pool: pg.Pool; url: string; re
   // resumes from its real end, so new events are not mistaken for ones already sent.
   let reconnecting = false;
   const rewound = async (): Promise<void> => {
-    const newest = (await pool.query<{ seq: number | null }>('SELECT max(seq) AS seq FROM events')).rows[0]?.seq ?? 0;
+    const newest = (await pool.query<{ seq: number }>('SELECT last_seq AS seq FROM event_clock WHERE id = 1')).rows[0]?.seq ?? 0;
     if (newest < latest) {
       logger.warn('the event log is behind what this replica published (database restored or failed over with data loss): resuming from its end; streams may miss the lost events', { published: latest, databaseLatest: newest });
       latest = newest;
@@ -192,7 +192,11 @@ export async function createPgEventLog(options: { pool: pg.Pool; url: string; re
     async append(client, input) {
       const tags = JSON.stringify(input.tags);
       const data = JSON.stringify(input);
-      const seq = (await client.query<{ seq: number }>('INSERT INTO events (owner_id, schema_name, tags, data) VALUES ($1, $2, $3, $4) RETURNING seq', [input.owner_id, input.schema_name, tags, data])).rows[0]?.seq as number;
+      const seq = (await client.query<{ seq: number }>(
+        `WITH s AS (UPDATE event_clock SET last_seq = last_seq + 1 WHERE id = 1 RETURNING last_seq)
+         INSERT INTO events (seq, owner_id, schema_name, tags, data) SELECT last_seq, $1, $2, $3, $4 FROM s RETURNING seq`,
+        [input.owner_id, input.schema_name, tags, data],
+      )).rows[0]?.seq as number;
       return { seq, type: String(input.type), ownerId: input.owner_id, schemaName: input.schema_name, tags: input.tags, data };
     },
     kick,
