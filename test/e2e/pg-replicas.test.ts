@@ -48,4 +48,19 @@ describe.skipIf(PG_UNAVAILABLE !== undefined)('three start --db replicas on one 
       expect(rids.filter((rid) => !answered.has(rid))).toEqual([]);
     }
   }, 240_000);
+
+  it('tools-runner store --db serves on PostgreSQL; a bad --db or a missing --secrets-key fails at start naming it', async () => {
+    const db = await (cluster as PgCluster).database();
+    const store = runCli(['store', '--port', '0', '--db', db, '--secrets-key', SECRETS_KEY]);
+    const url = (await store.line(/^store listening on /, 60_000)).replace('store listening on ', '');
+    const created = await fetch(`${url}/breadcrumbs`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ title: 't', context: {}, tags: ['x'] }) });
+    expect(created.status).toBe(201);
+    const noKey = runCli(['store', '--port', '0', '--db', db]);
+    expect(await noKey.exited).toBe(1);
+    expect(noKey.stderr.join('')).toContain('a PostgreSQL store needs --secrets-key');
+    const badUrl = runCli(['store', '--port', '0', '--db', 'mysql://u:hunter2@h/db', '--secrets-key', SECRETS_KEY]);
+    expect(await badUrl.exited).toBe(1);
+    expect(badUrl.stderr.join('')).toContain('db must be a postgres:// or postgresql:// URL, got "h/db"');
+    expect(badUrl.stderr.join('')).not.toContain('hunter2');
+  }, 120_000);
 });
