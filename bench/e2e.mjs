@@ -12,6 +12,13 @@
 //     stage_p50_ms          per-stage p50 of metadata.timings over the c16 run
 //   pending_10k: 10,000 requests written while the runner is stopped (separate store), then a warm
 //                runner starts; its RSS (Node process only) is sampled for 20 s
+//   mixed:       the shipped self-contained tools (echo, slugify, random, calculator, json-transform),
+//                warm runner: each alone at c16 (--mixed-calls each), then all in rotation at c16;
+//                rotation_share_of_slowest = rotation calls/s / the slowest single tool's (target >= 0.8),
+//                with the rotation's sandbox_wait p50/p90 (target p90 <= 5 ms)
+//   timers:      warm runner: 8 calls of `timer` (3 s) written, then one echo: its latency (target
+//                <= 100 ms); then 32 timers (3 s) at once: time until the last answer (target <= 4 s)
+// --scenarios=modes,mixed,timers,pending picks scenarios (default: all).
 // Quick run: node bench/e2e.mjs --calls=200 --spaced=40 --boot-n=40 --pending-n=0
 // Outlier hunt (fresh runner, no warm-up): --modes=process --calls=100 --spaced=0 --boot-n=0 --pending-n=0 --warmup=0
 import { spawn } from 'node:child_process';
@@ -36,6 +43,9 @@ const GIVE_UP_MS = arg('give-up-ms', 60_000);
 const WARMUP = arg('warmup', 30);
 const MODES = (process.argv.find((a) => a.startsWith('--modes='))?.slice('--modes='.length) ?? 'warm,process').split(',');
 const SEPARATE_STORE = process.argv.includes('--separate-store');
+const SCENARIOS = (process.argv.find((a) => a.startsWith('--scenarios='))?.slice('--scenarios='.length) ?? 'modes,mixed,timers,pending').split(',');
+const MIXED_CALLS = arg('mixed-calls', 600);
+const TIMER_MS = arg('timer-ms', 3000);
 // Extra runner flags, e.g. --runner=--pool-size=4
 const EXTRA = process.argv.filter((a) => a.startsWith('--runner=')).map((a) => a.slice('--runner='.length));
 // Extra Node flags for the runner process, e.g. --runner-node=--cpu-prof --runner-node=--cpu-prof-dir=/tmp/prof
@@ -131,7 +141,7 @@ async function connect(url) {
   await ready;
   let seq = 0;
   /** One call: resolves with { ms, context } (context undefined when it gave up). */
-  const call = async () => {
+  const call = async (tool = 'echo', input = { message: 'hi' }) => {
     const rid = `bench-${process.pid}-${seq++}`;
     let timer;
     const done = new Promise((resolve) => {
@@ -139,7 +149,7 @@ async function connect(url) {
       timer = setTimeout(() => resolve(undefined), GIVE_UP_MS);
     });
     const t0 = performance.now();
-    await client.createBreadcrumb({ title: 'Request: echo', schema_name: 'tool.request.v1', tags: ['tool:request', 'workspace:tools'], context: { tool: 'echo', input: { message: 'hi' }, requestId: rid } });
+    await client.createBreadcrumb({ title: `Request: ${tool}`, schema_name: 'tool.request.v1', tags: ['tool:request', 'workspace:tools'], context: { tool, input, requestId: rid } });
     const context = await done;
     const ms = performance.now() - t0;
     clearTimeout(timer);
@@ -238,7 +248,7 @@ async function pending10k() {
   const rids = [];
   for (let i = 0; i < PENDING_N; i++) {
     const rid = `pending-${i}`;
-    await client.createBreadcrumb({ title: 'Request: echo', schema_name: 'tool.request.v1', tags: ['tool:request', 'workspace:tools'], context: { tool: 'echo', input: { message: 'hi' }, requestId: rid } });
+    await client.createBreadcrumb({ title: `Request: ${tool}`, schema_name: 'tool.request.v1', tags: ['tool:request', 'workspace:tools'], context: { tool, input, requestId: rid } });
     rids.push(rid);
   }
   const runner = start(['start', '--store-url', url, '--admin-port', '-1', '--bootstrap-dir', join(root, 'bootstrap-breadcrumbs'), ...EXTRA]);
@@ -257,13 +267,97 @@ async function pending10k() {
   return { written: PENDING_N, rss_mb_max: Math.round(rssMax), answered_within_20s: rids.filter((rid) => answered.has(rid)).length };
 }
 
+// The shipped self-contained tools of the mixed workload, each with an input from its own examples.
+const MIXED_TOOLS = [
+  ['echo', { message: 'hello, world' }],
+  ['slugify', { text: 'Héllo, Wörld! Ça va?' }],
+  ['random', { min: 1, max: 6, count: 5 }],
+  ['calculator', { expression: '2 + 3 * 4' }],
+  ['json-transform', { data: { items: [{ name: 'pen', price: 2 }, { name: 'lamp', price: 30 }, { name: 'mug', price: 8 }] }, operations: [{ op: 'get', path: 'items' }] }],
+];
+
+/** N calls at c16 of `pick(i)` ([tool, input]); calls/s, latencies and stage p50/p90. */
+async function burst(c, n, pick) {
+  const results = [];
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+    while (next < n) {
+      const [tool, input] = pick(next++);
+      results.push(await c.call(tool, input));
+    }
+  }));
+  const seconds = (performance.now() - t0) / 1000;
+  const stage = (name, p) => pct(results.map((r) => r.context?.metadata?.timings?.[name]).filter((v) => typeof v === 'number'), p);
+  const failed = results.filter((r) => r.context?.status !== 'success').length;
+  return {
+    calls_per_sec: round(n / seconds, 1), calls: n, failed, p50_ms: pct(results.map((r) => r.ms), 50), max_ms: round(Math.max(...results.map((r) => r.ms)), 1),
+    sandbox_wait_p50_ms: stage('sandbox_wait', 50), sandbox_wait_p90_ms: stage('sandbox_wait', 90), sandbox_run_p50_ms: stage('sandbox_run', 50),
+  };
+}
+
+async function mixed() {
+  log('mixed: starting a warm runner');
+  const { runner, url, stop } = await startRunner('warm');
+  const c = await connect(url);
+  try {
+    for (const [tool, input] of MIXED_TOOLS) for (let i = 0; i < 10; i++) await c.call(tool, input);
+    const single = {};
+    for (const [tool, input] of MIXED_TOOLS) {
+      log(`mixed: ${tool} alone, ${MIXED_CALLS} calls at c${CONCURRENCY}`);
+      single[tool] = await burst(c, MIXED_CALLS, () => [tool, input]);
+    }
+    log(`mixed: rotation, ${MIXED_CALLS * 2} calls at c${CONCURRENCY}`);
+    const cpuBefore = runnerCpuMs(runner.proc.pid);
+    const rotation = await burst(c, MIXED_CALLS * 2, (i) => MIXED_TOOLS[i % MIXED_TOOLS.length]);
+    rotation.runner_cpu_ms_per_call = round((runnerCpuMs(runner.proc.pid) - cpuBefore) / (MIXED_CALLS * 2), 3);
+    const slowest = Math.min(...Object.values(single).map((r) => r.calls_per_sec));
+    return { single, rotation, slowest_single_calls_per_sec: slowest, rotation_share_of_slowest: round(rotation.calls_per_sec / slowest, 3), rss_mb_after: Math.round(rssMb(runner.proc.pid)) };
+  } finally {
+    c.close();
+    await stop();
+  }
+}
+
+async function timers() {
+  log('timers: starting a warm runner');
+  const { url, stop } = await startRunner('warm');
+  const c = await connect(url);
+  try {
+    for (let i = 0; i < 5; i++) await c.call('echo', { message: 'warm-up' });
+    await c.call('timer', { ms: 0 });
+    log(`timers: 8 x timer ${TIMER_MS} ms, then one echo`);
+    const t0 = performance.now();
+    const eight = Array.from({ length: 8 }, () => c.call('timer', { ms: TIMER_MS }));
+    await sleep(50); // the 8 requests are written and claimed
+    const echo = await c.call('echo', { message: 'behind the timers' });
+    const eightDone = await Promise.all(eight);
+    const eightMs = performance.now() - t0;
+    log('timers: 32 x timer at once');
+    const t1 = performance.now();
+    const many = await Promise.all(Array.from({ length: 32 }, () => c.call('timer', { ms: TIMER_MS })));
+    const manyMs = performance.now() - t1;
+    return {
+      timer_ms: TIMER_MS,
+      echo_behind_8_timers_ms: round(echo.ms, 1), echo_status: echo.context?.status ?? null,
+      eight_timers_all_done_ms: round(eightMs, 0), eight_failed: eightDone.filter((r) => r.context?.status !== 'success').length,
+      thirty_two_timers_all_done_ms: round(manyMs, 0), thirty_two_failed: many.filter((r) => r.context?.status !== 'success').length,
+    };
+  } finally {
+    c.close();
+    await stop();
+  }
+}
+
 async function main() {
   log(`bare boot: ${BOOT_N} deno processes`);
   const bare = BOOT_N > 0 ? await bareBoot() : { processes: 0, per_sec: NaN };
   const modes = {};
-  for (const mode of MODES) modes[mode] = await measureMode(mode);
+  if (SCENARIOS.includes('modes')) for (const mode of MODES) modes[mode] = await measureMode(mode);
   if (modes.process) modes.process.share_of_bare_boot = round(modes.process.calls_per_sec_c16 / bare.per_sec, 3);
-  const pending = PENDING_N > 0 ? await pending10k() : null;
+  const mixedFigures = SCENARIOS.includes('mixed') ? await mixed() : null;
+  const timerFigures = SCENARIOS.includes('timers') ? await timers() : null;
+  const pending = PENDING_N > 0 && SCENARIOS.includes('pending') ? await pending10k() : null;
   console.log(JSON.stringify({
     tool: 'echo',
     cores: availableParallelism(),
@@ -271,8 +365,10 @@ async function main() {
     runner_flags: EXTRA,
     bare_boot: bare,
     modes,
+    mixed: mixedFigures,
+    timers: timerFigures,
     pending_10k: pending,
-    targets: { warm: 'calls/s >= 600, spaced p50 <= 2 ms, cpu/call <= 1.5 ms', process: 'calls/s >= 0.8 x bare boot, spaced p50 <= 5 ms, cpu/call <= 3 ms', all: 'max latency c16 <= 1000 ms, rss 10k pending < 300 MB' },
+    targets: { warm: 'calls/s >= 600, spaced p50 <= 2 ms, cpu/call <= 1.5 ms', process: 'calls/s >= 0.8 x bare boot, spaced p50 <= 5 ms, cpu/call <= 3 ms', all: 'max latency c16 <= 1000 ms, rss 10k pending < 300 MB', mixed: 'rotation >= 0.8 x slowest single tool, sandbox_wait p90 <= 5 ms', timers: 'echo behind 8 timers <= 100 ms, 32 timers done <= 4 s' },
   }));
 }
 

@@ -1,5 +1,6 @@
 // Exec host-tool call overhead: an agentcli tool whose program is /bin/cat (it echoes the JSON
-// arguments), called sequentially through executeHostTool, audit line included.
+// arguments), called sequentially through executeHostTool (secrets, transport, redaction, evidence; the audit
+// line itself is the request path's audit policy).
 // Prints { p50_ms, p99_ms, calls, calls_per_sec }. Progress goes to stderr.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -23,7 +24,7 @@ try {
   const [tool] = loaded.tools;
   const options = {
     logger: silentLogger(),
-    config: { execTimeoutMs: 10_000, maxOutputBytes: 1024 * 1024, auditDir: path.join(dir, 'audit'), redact: ['sk-[a-z0-9]+'], confirmExternalActions: true },
+    config: { execTimeoutMs: 10_000, maxOutputBytes: 1024 * 1024, redact: ['sk-[a-z0-9]+'] },
     resolveSecret: async () => undefined,
     env: { PATH: process.env.PATH, HOME: process.env.HOME },
     schemas: createSchemaCache(validator),

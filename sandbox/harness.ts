@@ -149,6 +149,8 @@ for (let i = 0; i < 16; i++) {
 interface Job {
   t: 'job'; seq: number; source64: string; lang: 'js' | 'ts'; input: unknown; secrets: Record<string, string>;
   request: { id: string; workspace: string; agentId?: string }; maxResultBytes: number; reuse: boolean;
+  /** Warm mode: the tool as a module factory (imported once per process, `code64` only the first time). */
+  factory?: { id: string; code64?: string };
 }
 type Waiter = { resolve: (v: unknown) => void; reject: (e: unknown) => void };
 
@@ -340,6 +342,9 @@ function makeContext(job: Job): unknown {
       updateBreadcrumb: call('updateBreadcrumb'),
       searchBreadcrumbs: call('searchBreadcrumbs'),
     }),
+    // Nested calls: the host writes a tool.request.v1 for the named tool and relays its answer
+    // (src/tool-context/tool-calls.ts); refused there unless the tool has a `permissions.tools` grant.
+    tools: freeze({ call: (name: unknown, input?: unknown, options?: unknown) => apiCall(job, 'callTool', [name, input ?? {}, options ?? {}]) }),
     log,
     progress: (value: unknown) => progress(job, value),
   });
@@ -612,15 +617,53 @@ else {
   }
 }
 
-async function runJob(job: Job): Promise<void> {
-  current = job;
-  let execute: unknown;
-  try {
+// The module factory of this process's tool (one tool version per process): imported once, then each
+// call runs the module body in a new scope of its own (the host turned the module into CommonJS wrapped
+// in `export default function (module, exports, __export, __toCommonJS) {...}`), so module-level state starts over every call
+// as with a new module instance, without an import (URL decode, dependency scan, compile) per call.
+let factoryId: string | undefined;
+let factoryFn: unknown;
+
+async function loadTool(job: Job): Promise<unknown> {
+  const factory = job.factory;
+  if (factory === undefined || factory === null) {
     // A fragment unique per call makes a new module instance: module-level state of one call is
     // never seen by the next call a warm process serves (the module map is keyed by the full URL).
     const url = (job.lang === 'js' ? 'data:application/javascript;base64,' : 'data:application/typescript;base64,') + job.source64 + '#' + job.seq;
     const mod = (await import(url)) as { execute?: unknown };
-    execute = mod.execute;
+    return mod.execute;
+  }
+  const id = own(factory, 'id');
+  if (typeof id !== 'string' || id === '') throw new ErrorCtor('malformed job: factory without an id');
+  if (factoryId !== id) {
+    const code64 = own(factory, 'code64');
+    if (typeof code64 !== 'string') throw new ErrorCtor('the tool module factory ' + id + ' was never sent to this process');
+    // (#0: never a call's sequence number; the host maps data: URLs with a numeric fragment to tool.ts)
+    const mod = (await import('data:application/javascript;base64,' + code64 + '#0')) as Record<string, unknown>;
+    factoryFn = own(mod, 'default');
+    factoryId = id;
+  }
+  if (typeof factoryFn !== 'function') throw new ErrorCtor('the tool module factory is not a function');
+  // The module body calls `__export(tool_exports, { execute: () => execute, ... })` once: keep the
+  // thunks, read `execute` through its thunk after the body ran (as an ES module's live binding).
+  // These helpers replace esbuild's, which would read globals an earlier call may have patched.
+  let thunks: unknown;
+  const record = createObject(null) as { exports: unknown };
+  record.exports = createObject(null);
+  const exportAll = (_target: unknown, all: unknown): void => {
+    thunks = all;
+  };
+  const toCommonJS = (mod: unknown): unknown => mod;
+  apply(factoryFn as AnyFn, undefined, [record, record.exports, exportAll, toCommonJS]);
+  const thunk = own(thunks, 'execute');
+  return typeof thunk === 'function' ? apply(thunk as AnyFn, undefined, []) : undefined;
+}
+
+async function runJob(job: Job): Promise<void> {
+  current = job;
+  let execute: unknown;
+  try {
+    execute = await loadTool(job);
   } catch (err) {
     if (current === job) sendError(job.seq, err);
     return finish(job);

@@ -55,6 +55,16 @@ export function failure(code: ErrorCode, message: string, details?: Record<strin
   return { code, message, retryable: isRetryable(code), ...(details ? { details } : {}) };
 }
 
+/** The result of a call that ended before its tool produced anything: no logs, `durationMs` 0 unless given. */
+export function errorResult(
+  code: ErrorCode,
+  message: string,
+  details?: Record<string, unknown>,
+  durationMs = 0,
+): ExecutionError {
+  return { ok: false, error: failure(code, message, details), durationMs, logs: [], logsTruncated: false };
+}
+
 /** Deepest nesting of a tool's input or output (the store refuses contexts deeper than 256 levels). */
 export const MAX_JSON_DEPTH = 128;
 

@@ -20,59 +20,46 @@
 // (src/catalog/deployment.ts): a new record first carries a pending stamp, then the stamp for its id
 // and version 2; an update carries the stamp for the version it produces.
 //
-// Several replicas: the answer is written with `Idempotency-Key: create-response:<rid>`, the tool
-// with `tool-create:<workspace>:<rid>` (create) or If-Match (update), so racing replicas produce one
-// tool and one answer. Requests are handled one at a time (they run examples).
+// A create request is a request kind of the one request path (src/request): intake finds it (events
+// and catch-up scans), the job claims it (so with several replicas exactly one runs its examples),
+// reads it, hands it to the create executor below (validate, test the examples, deploy) and the
+// responder writes its one tool.create.response.v1. The tool is written with
+// `Idempotency-Key: tool-create:<request>` (create) or If-Match (update), so even a takeover after a
+// crash mid-deploy produces one tool.
 
-import PQueue from 'p-queue';
 import semver from 'semver';
 import type { Catalog, Ownership } from '../catalog/catalog.js';
 import { agentOwner, DEPLOYMENT_FIELD, OPERATOR, type Stamper } from '../catalog/deployment.js';
 import type { StoreClient } from '../breadcrumbs/index.js';
-import { ANSWER_TAG_PREFIX, isConflict, isNotFound, isVersionMismatch, requestIdProblem, type RequestKeys } from '../breadcrumbs/index.js';
-import {
-  SCHEMA,
-  TAG,
-  ToolCreateRequestContext,
-  type CreateIssue,
-  type StoreEvent,
-  type ToolCreateResponseContext,
-} from '../breadcrumbs/messages.js';
+import { isConflict, isNotFound, isVersionMismatch, type RequestKeys } from '../breadcrumbs/index.js';
+import { SCHEMA, TAG, ToolCreateRequestContext, type CreateIssue, type ToolCreateResponseContext } from '../breadcrumbs/messages.js';
 import type { Config } from '../config/index.js';
-import { coerceError, ErrorCode } from '../errors.js';
+import { ErrorCode } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { createResponder, type Responder } from '../request/7-respond.js';
+import { createRequestRid } from '../request/events.js';
+import type { CreateExecutor, CreateRequestRecord } from '../request/execute.js';
 import type { Sandbox } from '../sandbox/index.js';
 import { SEMVER, validateToolDefinition, type SchemaValidator } from '../screen/index.js';
-import type { ExtensionContext, ServiceExtension } from '../extension.js';
 import type { SecretResolver } from '../tool-context/secrets.js';
 import { createToolApi } from '../tool-context/tool-api.js';
 import { runExamples } from './examples.js';
-import { createRecentIds } from './recent-ids.js';
 
-interface Deps {
+export interface CreateFlowDeps {
   client: StoreClient;
   keys: RequestKeys;
   sandbox: Sandbox;
   config: Config;
   logger: Logger;
-  responder: Responder;
   validator: SchemaValidator;
   stamper: Stamper;
   catalog: Pick<Catalog, 'ownership' | 'refreshName'>;
   /** Secrets for the examples: workspace/global, and scope tool/<id> only when the owner replaces that definition. */
   secrets?: SecretResolver;
+  /** Resolves once the service is running (operator tools pinned by bootstrap): no create is decided before. */
+  ready?: Promise<void>;
 }
 
-/** A create request as read from the store (`created_by` from `/full`). */
-export interface CreateRequestRecord {
-  id: string;
-  tags: string[];
-  context: Record<string, unknown>;
-  created_by?: string | null | undefined;
-  /** Store version; a request changed after it was written (version > 1) is refused. */
-  version?: number;
-}
+type Deps = CreateFlowDeps;
 
 const issue = (code: string, path: string, message: string): CreateIssue => ({ code, path, message });
 
@@ -127,16 +114,8 @@ function chooseTarget(name: string, ownership: Ownership, specVersion: unknown, 
   return { ok: true, replaces: replaced };
 }
 
-/** The rid of a create request (`request_id`, else the breadcrumb id) and why `request_id` is unusable, if it is. */
-function createRequestRid(breadcrumb: { id: string; context: Record<string, unknown> }): { rid: string; problem?: string } {
-  const raw = breadcrumb.context['request_id'];
-  if (raw === undefined || raw === '') return { rid: breadcrumb.id };
-  const problem = requestIdProblem(raw)?.replace(/^requestId/, 'request_id');
-  return problem ? { rid: breadcrumb.id, problem } : { rid: raw as string };
-}
-
 /** Handles one create request; returns the answer to write (pure policy + store writes of the tool). */
-export async function processCreateRequest(deps: Deps, breadcrumb: CreateRequestRecord): Promise<{ rid: string; answer: ToolCreateResponseContext }> {
+export async function processCreateRequest(deps: Deps, breadcrumb: CreateRequestRecord, signal?: AbortSignal): Promise<{ rid: string; answer: ToolCreateResponseContext }> {
   const { client, config } = deps;
   const { rid, problem } = createRequestRid(breadcrumb);
   const reject = (errors: CreateIssue[], warnings: CreateIssue[] = [], examples: ToolCreateResponseContext['examples'] = []) => ({
@@ -196,6 +175,7 @@ export async function processCreateRequest(deps: Deps, breadcrumb: CreateRequest
     sandbox: deps.sandbox,
     validator: deps.validator,
     workspace: config.workspace,
+    ...(signal ? { signal } : {}),
     api: (t, index) => createToolApi({ client, tool: t.name, rid: `${rid}:example:${index + 1}`, config, schemas: t.apiSchemas }),
   });
   const failed = examples.map((e, index) => ({ e, index })).filter(({ e }) => !e.ok);
@@ -248,95 +228,45 @@ export async function processCreateRequest(deps: Deps, breadcrumb: CreateRequest
   return { rid, answer: { request_id: rid, status, tool: { id, name: tool.name, version: tool.version }, errors: [], warnings: prefix(check.warnings), examples } };
 }
 
-/** How many create-request ids the extension remembers by default (recent-ids.ts). */
-export const MAX_SEEN_CREATE_REQUESTS = 10_000;
-
-/** The service extension that watches for create requests (events + catch-up scans). */
-export function createToolCreationExtension(options: { maxSeen?: number } = {}): ServiceExtension {
-  const queue = new PQueue({ concurrency: 1 });
-  /** Create requests queued or being answered (bounded: the store is the real record). */
-  const seen = createRecentIds(options.maxSeen ?? MAX_SEEN_CREATE_REQUESTS);
-  let deps: Deps | undefined;
-  let ctx: ExtensionContext | undefined;
-
-  const handle = (breadcrumb: CreateRequestRecord): void => {
-    if (!deps || seen.has(breadcrumb.id) || ctx?.signal.aborted) return;
-    seen.add(breadcrumb.id);
-    const d = deps;
-    void queue.add(async () => {
-      const { rid } = createRequestRid(breadcrumb);
-      const answered = await d.client.listBreadcrumbs({ schema_name: SCHEMA.ToolCreateResponse, tag: d.keys.answerTag(breadcrumb.id), limit: 1 });
-      if (answered.length > 0) return;
-      let result: { rid: string; answer: ToolCreateResponseContext };
-      try {
-        result = await processCreateRequest(d, breadcrumb);
-      } catch (error) {
-        const e = coerceError(error);
-        d.logger.error('tool creation failed', { rid, error: e.message });
-        result = { rid, answer: { request_id: rid, status: 'rejected', errors: [issue(e.code, '', e.message)], warnings: [], examples: [] } };
-      }
-      const extraTags = breadcrumb.tags.filter((tag) => tag.startsWith('agent:'));
-      // Titled with the tool's name (the spec's when nothing was created), else the request id.
-      const spec = breadcrumb.context['tool_spec'] as { name?: unknown } | undefined;
-      const specName = typeof spec?.name === 'string' && spec.name !== '' ? spec.name : undefined;
-      const title = `Tool ${result.answer.status}: ${result.answer.tool?.name ?? specName ?? result.rid}`;
-      await d.responder.respondCreate({ breadcrumbId: breadcrumb.id, rid: result.rid }, result.answer, extraTags, title);
-      d.logger.info('tool creation answered', { rid, status: result.answer.status, tool: result.answer.tool?.name, errors: result.answer.errors.length });
-    }).catch((error: unknown) => {
-      seen.delete(breadcrumb.id);
-      d.logger.warn('tool creation answer not written; will retry on the next scan', { id: breadcrumb.id, error });
-    });
-  };
-
-  const scan = async (): Promise<void> => {
-    if (!deps || !ctx) return;
-    const requests = await deps.client.listAll({ schema_name: SCHEMA.ToolCreateRequest, tag: ctx.config.workspace, include_context: true, limit: 200 });
-    const responses = await deps.client.listAll({ schema_name: SCHEMA.ToolCreateResponse, tag: ctx.config.workspace, limit: 500 });
-    const answered = new Set(responses.flatMap((r) => r.tags.filter((t) => t.startsWith(ANSWER_TAG_PREFIX))));
-    for (const item of requests.reverse()) {
-      if (answered.has(deps.keys.answerTag(item.id)) || seen.has(item.id)) continue;
-      // The full record: who wrote it (created_by) and whether it was changed since (version).
-      const full = await deps.client.getBreadcrumbFull(item.id).catch((error: unknown) => {
-        ctx?.logger.warn('create request unreadable', { id: item.id, error });
-        return undefined;
-      });
-      if (full) handle(full);
-    }
-  };
-
+/**
+ * The create executor of the request path (src/request/execute.ts, CreateExecutor): create requests
+ * are claimed, read and answered by the path's one job like every request; this runs one. Creates
+ * of the same tool name run one at a time on a replica (they would race for the name); others run
+ * side by side.
+ */
+export function createCreateExecutor(deps: Deps): CreateExecutor {
+  /** Tool name -> the create of it that runs now (its successors wait for it). */
+  const running = new Map<string, Promise<unknown>>();
   return {
-    name: 'tool-creation',
-    async start(context) {
-      ctx = context;
-      deps = {
-        client: context.client,
-        keys: context.keys,
-        sandbox: context.sandbox,
-        config: context.config,
-        logger: context.logger,
-        responder: createResponder({ client: context.client, workspace: context.config.workspace, keys: context.keys, logger: context.logger }),
-        validator: context.validator,
-        stamper: context.stamper,
-        catalog: context.catalog,
-        secrets: context.secrets,
-      };
-      void scan().catch((error: unknown) => context.logger.warn('create-request scan failed', { error }));
-    },
-    handleEvent(event: StoreEvent) {
-      if (event.type !== 'breadcrumb.updated' || event.schema_name !== SCHEMA.ToolCreateRequest || !event.breadcrumb_id) return;
-      if (!ctx || !(event.tags ?? []).includes(ctx.config.workspace)) return;
-      const id = event.breadcrumb_id;
-      void ctx.client
-        .getBreadcrumbFull(id)
-        .then((full) => handle(full))
-        .catch((error: unknown) => ctx?.logger.warn('create request unreadable', { id, error }));
-    },
-    onReconnect() {
-      void scan().catch((error: unknown) => ctx?.logger.warn('create-request scan failed', { error }));
-    },
-    async stop() {
-      queue.clear();
-      await queue.onIdle();
+    async run(record, signal) {
+      if (deps.ready) await untilReady(deps.ready, signal);
+      const spec = record.context['tool_spec'] as { name?: unknown } | undefined;
+      const name = typeof spec?.name === 'string' ? spec.name : '';
+      const before = running.get(name);
+      const mine = (before ?? Promise.resolve()).catch(() => undefined).then(() => processCreateRequest(deps, record, signal));
+      running.set(name, mine);
+      try {
+        return await mine;
+      } finally {
+        if (running.get(name) === mine) running.delete(name);
+      }
     },
   };
+}
+
+/** Waits for `ready`; throws once `signal` aborts first (the job then releases its claim). */
+function untilReady(ready: Promise<void>, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.reject(coerceAbort(signal));
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = (): void => reject(coerceAbort(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+    void ready.then(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    });
+  });
+}
+
+function coerceAbort(signal: AbortSignal): Error {
+  return signal.reason instanceof Error ? signal.reason : new Error('aborted before the service was running');
 }

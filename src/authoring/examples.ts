@@ -52,6 +52,10 @@ export async function runExamples(tool: ToolDefinition, options: RunExamplesOpti
       reports.push({ description: example.description, ok: true, duration_ms: 0, skipped: 'continuous tool (context.bootstrap.mode "continuous"): it runs until stopped, so its examples are not run as calls' });
       continue;
     }
+    if (tool.tools !== undefined) {
+      reports.push({ description: example.description, ok: true, duration_ms: 0, skipped: 'tool that calls tools (permissions.tools): its examples need those tools on a running runner, so they are not run alone' });
+      continue;
+    }
     if ((example.requiresNetwork || anyHost) && options.network && !options.network.reachable) {
       reports.push({ description: example.description, ok: true, duration_ms: 0, skipped: options.network.reason ?? 'network unreachable' });
       continue;

@@ -73,6 +73,8 @@ export interface StoreClient {
   decryptSecret(id: string, reason?: string, opts?: RequestOptions): Promise<string>;
   deleteSecret(id: string, opts?: RequestOptions): Promise<void>;
   health(opts?: RequestOptions): Promise<unknown>;
+  /** `POST /x/leases/<op>` of this project's store (docs/store.md "Leases"): the reply as the store sent it. */
+  lease(op: string, body: Record<string, unknown>, leaseKey: string, opts?: RequestOptions): Promise<unknown>;
   /** The current bearer token (minted on first use), for the event stream; undefined without auth. */
   token(): Promise<string | undefined>;
   /** Forgets a minted `token` the store refused (401), so the next `token()` mints anew; no-op otherwise. */
@@ -203,6 +205,7 @@ export function createStoreClient(options: StoreClientOptions): StoreClient {
       await call('DELETE', `/secrets/${pathId(id)}`, { signal: opts?.signal });
     },
     health: (opts) => call('GET', '/health', { signal: opts?.signal, auth: false }),
+    lease: (op, body, leaseKey, opts) => call('POST', `/x/leases/${pathId(op)}`, { body, signal: opts?.signal, headers: { 'X-Lease-Key': leaseKey } }),
     token: () => tokens.get(),
     invalidateToken: (token) => tokens.invalidate(token),
     close: () => call.close(),

@@ -15,6 +15,7 @@ import { withQuery } from './client-http.js';
 import { searchParams, type LocalEndpoint } from './client-local.js';
 import { EVENT, StoreEvent } from './messages.js';
 import { errorFromBody, errorFromResponse } from './store-error.js';
+import { backoffMs } from '../backoff.js';
 
 /** Options of `openEventStream`. */
 export interface EventStreamOptions {
@@ -198,8 +199,7 @@ export function openEventStream(options: EventStreamOptions): { closed: Promise<
       if (signal.aborted) break;
       if (outcome.connected) attempt = 0;
       failures = outcome.healthy ? 0 : failures + 1;
-      const base = Math.min(backoff.maxMs, backoff.initialMs * 2 ** Math.min(failures, 30));
-      const delayMs = Math.round(base * (0.5 + Math.random() * 0.5));
+      const delayMs = backoffMs({ ...backoff, jitter: true }, failures);
       if (outcome.error === undefined) logger.info('event stream ended by the server, reconnecting', { delayMs });
       else logger.warn('event stream lost, reconnecting', { delayMs, failures, error: coerceError(outcome.error).message });
       await sleep(delayMs, signal);

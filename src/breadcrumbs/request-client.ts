@@ -14,6 +14,10 @@ import type { StoreClient } from './client.js';
 import { SCHEMA, TAG, ToolResponseContext, type StoreEvent } from './messages.js';
 import type { RequestKeys } from './request-keys.js';
 import { isNotFound } from './store-error.js';
+import { backoffMs } from '../backoff.js';
+
+/** The first answer poll comes this soon; later ones back off to `pollMaxMs`. */
+const POLL_BACKOFF_INITIAL_MS = 4;
 
 /** A request to write. */
 export interface ToolCall {
@@ -70,7 +74,7 @@ export interface RequestClient {
   close(): void;
 }
 
-interface Pending {
+interface PendingWait {
   request: WrittenRequest;
   settle(outcome: Answered): void;
 }
@@ -88,7 +92,7 @@ export function createRequestClient(options: RequestClientOptions): RequestClien
   const { client, keys, workspace } = options;
   const pollMaxMs = options.pollMaxMs ?? 2_000;
   // Pending waits by rid (a rid is a fresh UUID unless the caller chose one; several waits of one rid are allowed).
-  const pending = new Map<string, Set<Pending>>();
+  const pending = new Map<string, Set<PendingWait>>();
   const closing = new AbortController();
 
   const find = async (request: WrittenRequest): Promise<Answered | undefined> => {
@@ -100,22 +104,23 @@ export function createRequestClient(options: RequestClientOptions): RequestClien
     return undefined;
   };
 
-  const consider = async (entry: Pending, event: StoreEvent): Promise<void> => {
+  const consider = async (entry: PendingWait, event: StoreEvent): Promise<void> => {
     let context: unknown = event.context;
     if (context === undefined && event.breadcrumb_id) context = (await client.getBreadcrumbFull(event.breadcrumb_id)).context;
     const answer = verifiedAnswer(keys, workspace, entry.request, event.tags ?? [], context);
     if (answer && event.breadcrumb_id) entry.settle({ kind: 'answered', answer, responseId: event.breadcrumb_id });
   };
 
-  const poll = (entry: Pending): Promise<void> => find(entry.request).then((found) => (found ? entry.settle(found) : undefined));
+  const poll = (entry: PendingWait): Promise<void> => find(entry.request).then((found) => (found ? entry.settle(found) : undefined));
 
   const wait = (request: WrittenRequest, opts: { timeoutMs: number; signal?: AbortSignal }): Promise<WaitOutcome> =>
     new Promise<WaitOutcome>((resolve) => {
       let timer: NodeJS.Timeout | undefined;
-      let interval = 4;
+      let polls = 0;
+      let interval = POLL_BACKOFF_INITIAL_MS;
       let finished = false;
       const stop = AbortSignal.any([closing.signal, ...(opts.signal ? [opts.signal] : [])]);
-      const entry: Pending = { request, settle: (outcome) => end(outcome) };
+      const entry: PendingWait = { request, settle: (outcome) => end(outcome) };
       const onAbort = (): void => end({ kind: 'cancelled' });
       const deadline = setTimeout(() => end({ kind: 'timeout' }), opts.timeoutMs);
       function end(outcome: WaitOutcome): void {
@@ -135,7 +140,7 @@ export function createRequestClient(options: RequestClientOptions): RequestClien
             .catch(() => undefined) // store trouble: the next poll or an event settles it
             .finally(() => {
               if (finished) return;
-              interval = Math.min(interval * 2, pollMaxMs);
+              interval = backoffMs({ initialMs: POLL_BACKOFF_INITIAL_MS, maxMs: pollMaxMs }, ++polls);
               tick();
             });
         }, interval);

@@ -10,6 +10,7 @@
 // copied or edited claim record is recognised as not ours.
 
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { BoundedMap } from '../bounded.js';
 
 /** Everything the runner derives from the runner secret. */
 export interface RequestKeys {
@@ -88,13 +89,12 @@ export function createRequestKeys(secret: Buffer): RequestKeys {
   const claimMac = (f: ClaimMacFields): string => mac('claim-mac', f.requestBreadcrumbId, f.attempt, f.holder, f.expiresAt, f.released ? 1 : 0);
   // One call derives the same few keys of its request several times (intake, claim, answer, drop):
   // each derivation is computed once and kept in a bounded memo (oldest entries leave first).
-  const memo = new Map<string, string>();
+  const memo = new BoundedMap<string, string>(KEY_MEMO_MAX);
   const derived = (kind: string, id: string, n: number | undefined, derive: () => string): string => {
     const memoKey = n === undefined ? `${kind}\u0000${id}` : `${kind}\u0000${id}\u0000${n}`;
     let value = memo.get(memoKey);
     if (value === undefined) {
       value = derive();
-      if (memo.size >= KEY_MEMO_MAX) memo.delete(memo.keys().next().value as string);
       memo.set(memoKey, value);
     }
     return value;

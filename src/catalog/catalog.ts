@@ -46,7 +46,7 @@ export type Route =
 /** A name's route for a request, why the request cannot have one, or `unknown` (no runnable tool of that name). */
 export type Lookup = { kind: 'route'; route: Route } | { kind: 'refused'; code: ErrorCode; message: string } | { kind: 'unknown' };
 
-/** A tool.code.v1 change the event filter (src/request/1-events.ts) passes on: one of this workspace, or any deletion. */
+/** A tool.code.v1 change the event filter (src/request/events.ts) passes on: one of this workspace, or any deletion. */
 export type CatalogChange = { kind: 'changed'; id: string; version?: number } | { kind: 'deleted'; id: string };
 
 export interface ValidationOutcome {

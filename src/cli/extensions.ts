@@ -1,7 +1,8 @@
-// The optional parts `start` adds to the service (bootstrap, tool creation), chosen by config.
+// The optional parts `start` adds to the service (bootstrap, MCP), chosen by config. Tool creation
+// is no extension: create requests are a request kind of the request path (src/service/build.ts).
 
+import { createAutonomyExtension } from '../autonomy/extension.js';
 import { createBootstrapExtension } from '../authoring/bootstrap-extension.js';
-import { createToolCreationExtension } from '../authoring/create-flow.js';
 import type { Config } from '../config/index.js';
 import { createMcpExtension } from '../mcp/extension.js';
 import type { ServiceExtension } from '../extension.js';
@@ -10,10 +11,9 @@ import type { ServiceExtension } from '../extension.js';
 export function serviceExtensions(config: Config): ServiceExtension[] {
   return [
     ...(config.bootstrap ? [createBootstrapExtension()] : []),
-    // Always installed: when creation is disabled it answers every request with a rejection
-    // (permission.denied) instead of leaving agents without an answer.
-    createToolCreationExtension(),
     // MCP over Streamable HTTP at `/mcp` on the admin port.
     createMcpExtension(),
+    // Subscriptions, once-runs and continuous tools (docs/autonomy.md).
+    createAutonomyExtension(),
   ];
 }

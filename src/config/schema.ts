@@ -220,6 +220,20 @@ export const OPTIONS = {
     group: 'store',
     doc: 'Events kept for `Last-Event-ID` resume; older ones are pruned.',
   }),
+  leaseKey: opt(z.string().min(16, 'must be at least 16 characters long').optional(), {
+    group: 'store',
+    doc: 'Key (16+ characters; header `X-Lease-Key`) of the store\'s lease routes `/x/leases/*`, which runner replicas use for claims instead of `tool.claim.v1` breadcrumbs. `tools-runner store`: unset turns the lease routes off; give every runner replica the same value. `start`: unset derives it from the runner secret, for the embedded store and for replicas on `--store-url` alike.',
+    defaultText: 'derived from the runner secret (`start`); off (`store`)',
+    secret: true,
+  }),
+  retentionMs: opt(intish(0).default(7 * 24 * 3600_000), {
+    group: 'store',
+    doc: 'How long the store keeps the runner\'s finished records: an answered request and its answer (counted from the answer), claims, progress reports, decided approvals; 0 keeps them forever. Never removes an unanswered request or a pending approval.',
+  }),
+  auditRetentionMs: opt(intish(0).default(30 * 24 * 3600_000), {
+    group: 'store',
+    doc: 'How long the store keeps audit-bearing records (idempotency records of settled calls, approval decisions of calls that ran); 0 keeps them forever.',
+  }),
   authMint: opt(z.enum(['admin-key', 'open']).default('admin-key'), {
     group: 'store',
     doc: 'Who may mint tokens at `POST /auth/token` when auth is on: `admin-key` (needs `X-Admin-Key`) or `open` (ANYONE who can reach the port mints a token for ANY owner, like upstream rcrt-server; see docs/compat.md).',
@@ -280,13 +294,19 @@ export const OPTIONS = {
     group: 'runner',
     doc: 'MCP `tools/call`: interval of progress notifications while a call runs (sent only when the client asked with a progress token).',
   }),
-  concurrency: opt(intish(1, 1024).default(4), {
+  concurrency: opt(intish(0, 1024).default(0), {
     group: 'runner',
-    doc: 'Tool executions running at once, across all tools.',
+    doc: 'Tool calls in flight at once, across all tools: computing, or waiting on a timer, the network or a nested call (one tool holds at most 3/4 of them). `0`: as many sandbox processes as half the machine\'s memory holds at the default memory limit (`defaultMemoryMb` + 64 MB each), 4 to 256.',
+    defaultText: '0 (from memory)',
+  }),
+  cpuConcurrency: opt(intish(0, 1024).default(0), {
+    group: 'runner',
+    doc: 'Tool calls computing at once. A call whose sandbox process sleeps (a timer, the network, a nested call) lends its slot to the next call until it computes again. `0`: 2 per core.',
+    defaultText: '0 (2 per core)',
   }),
   toolConcurrency: opt(intish(1, 1024).default(4), {
     group: 'runner',
-    doc: 'Executions of any one tool running at once.',
+    doc: 'Calls of any one tool computing at once (free slots go to the tools round robin).',
   }),
   backlog: opt(intish(1).default(1000), {
     group: 'runner',
@@ -295,6 +315,10 @@ export const OPTIONS = {
   claimTtlMs: opt(intish(1000).default(30_000), {
     group: 'runner',
     doc: 'Lease length of a claim; the holder renews it while the job runs.',
+  }),
+  claims: opt(z.enum(['auto', 'lease', 'breadcrumb']).default('auto'), {
+    group: 'runner',
+    doc: 'How replicas share requests: `lease` uses the store\'s lease routes (this project\'s store only; no breadcrumbs, no events), `breadcrumb` uses `tool.claim.v1` breadcrumbs (any RCRT store), `auto` picks `lease` when the store offers it. Every replica of one store must end up with the same kind.',
   }),
   scanIntervalMs: opt(intish(100).default(15_000), {
     group: 'runner',
@@ -345,6 +369,22 @@ export const OPTIONS = {
     group: 'runner',
     doc: 'Total `context.api` reply bytes one execution may receive; beyond it calls fail with `rate.exceeded`.',
   }),
+  nestedCallMaxDepth: opt(intish(1, 32).default(4), {
+    group: 'runner',
+    doc: 'Deepest chain of nested calls (`context.tools.call`, subscription triggers caused by a triggered run): a call one level deeper is refused with `rate.exceeded` (docs/autonomy.md).',
+  }),
+  subscriptionRatePerMinute: opt(intish(1).default(600), {
+    group: 'runner',
+    doc: 'Most runs one subscription may start per minute on this replica; further triggers wait for the next catch-up (docs/autonomy.md "Subscriptions").',
+  }),
+  continuousMaxLifetimeMs: opt(intish(1000).default(24 * 60 * 60 * 1000), {
+    group: 'runner',
+    doc: 'Longest one run of a continuous tool lasts before the runner stops and restarts it (docs/autonomy.md "Continuous tools").',
+  }),
+  continuousLeaseMs: opt(intish(1000).default(15_000), {
+    group: 'runner',
+    doc: 'Lease of the replica running a continuous tool: renewed at a third of it; another replica takes over when it has expired.',
+  }),
   toolApiRunnerReaders: opt(listish.default([]), {
     group: 'runner',
     doc: 'Tools (names) whose `context.api` may read the runner\'s own `tool.*` records (requests, responses, claims, definitions); others never see them.',
@@ -368,9 +408,10 @@ export const OPTIONS = {
     group: 'sandbox',
     doc: 'Warm, pre-spawned Deno processes kept per permission set.',
   }),
-  poolMax: opt(intish(1, 256).default(8), {
+  poolMax: opt(intish(0, 256).default(0), {
     group: 'sandbox',
-    doc: 'Upper bound on warm processes across all permission sets.',
+    doc: 'Upper bound on warm processes (spares and parked warm ones) across all permission sets. `0`: 4 per CPU slot (`cpuConcurrency`), at least 8, within the memory bound of `concurrency`.',
+    defaultText: '0 (from cores and memory)',
   }),
   poolIdleMs: opt(intish(1000).default(60_000), {
     group: 'sandbox',

@@ -14,11 +14,13 @@ import type { Logger } from '../logger.js';
 import type { Sandbox } from '../sandbox/index.js';
 import { validateToolDefinition, type SchemaValidator, type ToolDefinition } from '../screen/index.js';
 import { createToolApi } from '../tool-context/tool-api.js';
-import { ApiError, defaultAssetsDir, loadAssets, readJsonObject, sendError, sendJson } from './http.js';
+import { HttpError, sendError, sendJson as sendJsonWith } from '../http.js';
+import { defaultAssetsDir, JSON_HEADERS, loadAssets, readJsonObject } from './http.js';
 import { inspectRequest } from './inspect.js';
 import { runAllExamples, runExample, type RunExampleOptions } from './run-example.js';
 import { createConsoleStats, type ConsoleStats } from './stats.js';
 import { createToolIndex } from './tool-index.js';
+import { BoundedMap } from '../bounded.js';
 
 /** The agent id the console writes requests as (`agent:console`). */
 export const CONSOLE_AGENT = 'console';
@@ -44,32 +46,30 @@ export interface ConsoleApi {
   handle(req: IncomingMessage, res: ServerResponse, path: string): Promise<boolean>;
 }
 
+/** A console JSON reply (with the console's headers). */
+const sendJson = (res: ServerResponse, status: number, body: unknown): void => sendJsonWith(res, status, body, JSON_HEADERS);
+
 const MAX_REMEMBERED = 10_000;
 const NAME = /^[A-Za-z0-9_.:-]{1,128}$/;
-
-function remember(map: Map<string, string>, key: string, value: string): void {
-  map.set(key, value);
-  if (map.size > MAX_REMEMBERED) map.delete(map.keys().next().value as string);
-}
 
 function decode(raw: string, what: string): string {
   try {
     return decodeURIComponent(raw);
   } catch {
-    throw new ApiError(400, 'bad_request', `${what} ${JSON.stringify(raw.slice(0, 140))} is not valid percent-encoding`);
+    throw new HttpError(400, 'bad_request', `${what} ${JSON.stringify(raw.slice(0, 140))} is not valid percent-encoding`);
   }
 }
 
 function toolName(raw: string): string {
   const name = decode(raw, 'tool name');
-  if (!NAME.test(name)) throw new ApiError(404, 'not_found', `no tool named ${JSON.stringify(name.slice(0, 140))}`);
+  if (!NAME.test(name)) throw new HttpError(404, 'not_found', `no tool named ${JSON.stringify(name.slice(0, 140))}`);
   return name;
 }
 
 function specOf(body: Record<string, unknown>): Record<string, unknown> {
   const spec = body['tool_spec'];
   if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
-    throw new ApiError(400, 'bad_request', `tool_spec must be a JSON object, got ${spec === null ? 'null' : Array.isArray(spec) ? 'an array' : typeof spec}`);
+    throw new HttpError(400, 'bad_request', `tool_spec must be a JSON object, got ${spec === null ? 'null' : Array.isArray(spec) ? 'an array' : typeof spec}`);
   }
   return spec as Record<string, unknown>;
 }
@@ -82,8 +82,8 @@ export function createConsoleApi(options: ConsoleOptions): ConsoleApi {
   const index = createToolIndex({ client, workspace, catalog, stats });
   const assets = loadAssets(options.assetsDir ?? defaultAssetsDir());
   const requestClient = createRequestClient({ client, keys, workspace });
-  const requests = new Map<string, string>();
-  const creates = new Map<string, string>();
+  const requests = new BoundedMap<string, string>(MAX_REMEMBERED);
+  const creates = new BoundedMap<string, string>(MAX_REMEMBERED);
   const maxBody = config.maxSourceBytes * 2 + 256 * 1024;
   const exampleOptions: RunExampleOptions = {
     sandbox,
@@ -96,14 +96,14 @@ export function createConsoleApi(options: ConsoleOptions): ConsoleApi {
 
   const currentTool = (name: string): ToolDefinition => {
     const route = catalog.resolve(name);
-    if (route?.kind !== 'code') throw new ApiError(404, 'not_found', `no runnable code tool named ${JSON.stringify(name)}`);
+    if (route?.kind !== 'code') throw new HttpError(404, 'not_found', `no runnable code tool named ${JSON.stringify(name)}`);
     return route.tool;
   };
 
   const toolPage = async (name: string, id: string | null) => {
     const rows = (await index.rows()).filter((row) => row.name === name);
     const row = (id ? rows.find((r) => r.breadcrumbId === id) : undefined) ?? rows.find((r) => r.state === 'runnable' || r.state === 'deprecated') ?? rows[0];
-    if (!row) throw new ApiError(404, 'not_found', `no tool named ${JSON.stringify(name)}`);
+    if (!row) throw new HttpError(404, 'not_found', `no tool named ${JSON.stringify(name)}`);
     const route = catalog.resolve(name);
     let definition: Record<string, unknown> | null = null;
     let warnings: unknown[] = [];
@@ -151,7 +151,7 @@ export function createConsoleApi(options: ConsoleOptions): ConsoleApi {
       case 'GET /tools/:x/history': {
         const name = toolName(parts[1] as string);
         const route = catalog.resolve(name);
-        if (route?.kind !== 'code') throw new ApiError(404, 'not_found', `no runnable code tool named ${JSON.stringify(name)}`);
+        if (route?.kind !== 'code') throw new HttpError(404, 'not_found', `no runnable code tool named ${JSON.stringify(name)}`);
         const history = await client.history(route.breadcrumbId);
         return sendJson(res, 200, { id: route.breadcrumbId, versions: history.map((h) => ({ version: h.version, tool_version: h.context['version'] ?? null, updated_at: h.updated_at, updated_by: h.updated_by ?? null })) });
       }
@@ -159,36 +159,36 @@ export function createConsoleApi(options: ConsoleOptions): ConsoleApi {
         const tool = currentTool(toolName(parts[1] as string));
         const i = Number(parts[3]);
         if (!Number.isInteger(i) || i < 0 || i >= tool.examples.length) {
-          throw new ApiError(404, 'not_found', `tool "${tool.name}" has ${tool.examples.length} example(s); there is no example ${JSON.stringify(parts[3])}`);
+          throw new HttpError(404, 'not_found', `tool "${tool.name}" has ${tool.examples.length} example(s); there is no example ${JSON.stringify(parts[3])}`);
         }
         return sendJson(res, 200, await runExample(tool, i, exampleOptions));
       }
       case 'POST /tools/:x/call': {
         const name = toolName(parts[1] as string);
-        const body = await readJsonObject(req, maxBody);
-        if (!('input' in body)) throw new ApiError(400, 'bad_request', 'body must have an "input" field (the tool input)');
+        const body = await readJsonObject(req, res, maxBody);
+        if (!('input' in body)) throw new HttpError(400, 'bad_request', 'body must have an "input" field (the tool input)');
         // The answer is read later by the inspector (GET /requests/:rid), which marks only the runner's verified answer genuine.
         const { rid, breadcrumbId: id } = await requestClient.write({ tool: name, input: body['input'], requestedBy: CONSOLE_AGENT, tags: [TAG.agent(CONSOLE_AGENT)] });
-        remember(requests, rid, id);
+        requests.set(rid, id);
         logger.info('console call written', { rid, tool: name });
         return sendJson(res, 202, { rid, request_breadcrumb_id: id });
       }
       case 'POST /screen': {
-        const result = validate(specOf(await readJsonObject(req, maxBody)));
+        const result = validate(specOf(await readJsonObject(req, res, maxBody)));
         return sendJson(res, 200, { ok: result.ok, errors: result.errors, warnings: result.warnings });
       }
       case 'POST /examples': {
-        const result = validate(specOf(await readJsonObject(req, maxBody)));
+        const result = validate(specOf(await readJsonObject(req, res, maxBody)));
         if (!result.ok) return sendJson(res, 422, { ok: false, errors: result.errors, warnings: result.warnings, examples: [] });
         const runs = await runAllExamples(result.tool, exampleOptions);
         return sendJson(res, 200, { ok: runs.every((r) => r.ok), errors: [], warnings: result.warnings, examples: runs });
       }
       case 'POST /create': {
-        const body = await readJsonObject(req, maxBody);
+        const body = await readJsonObject(req, res, maxBody);
         const spec = specOf(body);
         const replaces = body['replaces_version'];
         if (replaces !== undefined && (typeof replaces !== 'string' || replaces === '')) {
-          throw new ApiError(400, 'bad_request', `replaces_version must be a non-empty string, got ${JSON.stringify(replaces)}`);
+          throw new HttpError(400, 'bad_request', `replaces_version must be a non-empty string, got ${JSON.stringify(replaces)}`);
         }
         const rid = randomUUID();
         const { id } = await client.createBreadcrumb({
@@ -197,26 +197,26 @@ export function createConsoleApi(options: ConsoleOptions): ConsoleApi {
           tags: [workspace, TAG.agent(CONSOLE_AGENT)],
           context: { request_id: rid, agent_id: CONSOLE_AGENT, tool_spec: spec, ...(replaces !== undefined ? { replaces_version: replaces } : {}) },
         });
-        remember(creates, rid, id);
+        creates.set(rid, id);
         logger.info('console create request written', { rid, tool: spec['name'] });
         return sendJson(res, 202, { rid, request_breadcrumb_id: id });
       }
       case 'GET /create/:x': {
         const rid = decode(parts[1] as string, 'request id');
         const id = creates.get(rid);
-        if (id === undefined) throw new ApiError(404, 'not_found', `no create request ${JSON.stringify(rid.slice(0, 140))} was made from this console`);
+        if (id === undefined) throw new HttpError(404, 'not_found', `no create request ${JSON.stringify(rid.slice(0, 140))} was made from this console`);
         const items = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolCreateResponse, tag: keys.answerTag(id), include_context: true, limit: 1 });
         const answer = items.find((item) => item.tags.includes(workspace));
         return sendJson(res, 200, answer ? { rid, status: 'answered', response: answer.context } : { rid, status: 'pending' });
       }
       case 'GET /requests/:x': {
         const rid = decode(parts[1] as string, 'request id');
-        if (rid === '' || rid.length > 200) throw new ApiError(400, 'bad_request', `request id must be 1-200 characters, got ${rid.length}`);
+        if (rid === '' || rid.length > 200) throw new HttpError(400, 'bad_request', `request id must be 1-200 characters, got ${rid.length}`);
         const found = await inspectRequest({ client, keys, workspace, knownRequest: (r) => requests.get(r), liveCall: (r) => stats.call(r) }, rid);
         return sendJson(res, found.found ? 200 : 404, found.found ? found : { ...found, error: `no request ${JSON.stringify(rid)} in ${workspace}`, code: 'not_found' });
       }
       default:
-        throw new ApiError(404, 'not_found', `no console API route ${method} ${path}`);
+        throw new HttpError(404, 'not_found', `no console API route ${method} ${path}`);
     }
   };
 
@@ -229,18 +229,18 @@ export function createConsoleApi(options: ConsoleOptions): ConsoleApi {
         try {
           await api(req, res, path, query);
         } catch (error) {
-          if (error instanceof ApiError) sendError(res, error.status, error.code, error.message);
-          else if (isNotFound(error)) sendError(res, 404, 'not_found', (error as Error).message);
+          if (error instanceof HttpError) sendError(res, error, JSON_HEADERS);
+          else if (isNotFound(error)) sendError(res, new HttpError(404, 'not_found', (error as Error).message), JSON_HEADERS);
           else {
             logger.error('console API failed', { path, error });
-            sendError(res, 500, 'internal', `console API ${method} ${path} failed: ${(error as Error).message}`);
+            sendError(res, new HttpError(500, 'internal', `console API ${method} ${path} failed: ${(error as Error).message}`), JSON_HEADERS);
           }
         }
         return true;
       }
       if (method !== 'GET' && method !== 'HEAD') return false;
       if (path === '/' && !assets.built) {
-        sendError(res, 503, 'console_not_built', 'the console is not built: run `npm run build` (dist/console/public is missing)');
+        sendError(res, new HttpError(503, 'console_not_built', 'the console is not built: run `npm run build` (dist/console/public is missing)'), JSON_HEADERS);
         return true;
       }
       return assets.serve(res, path, method === 'HEAD');

@@ -1,22 +1,13 @@
-// HTTP plumbing of the console: JSON replies, bounded JSON bodies, the built browser files, and the
-// login page shown when the admin token is required.
+// The console's side of HTTP (the helpers themselves are src/http.ts): its security headers, JSON
+// bodies with a checked Content-Type, the built browser files, and the login page shown when the
+// admin token is required.
 
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ErrorCode, RunnerError } from '../errors.js';
-
-/** An error the API answers with `status` and a stable code. */
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+import { HttpError, parseJsonObject, readBody } from '../http.js';
 
 /** Headers every console reply carries (no framing, no sniffing, scripts only from here). */
 export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
@@ -28,46 +19,21 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'content-security-policy': "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self' ws: wss:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
 };
 
-/** Sends a JSON reply. */
-export function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { ...SECURITY_HEADERS, 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'content-length': Buffer.byteLength(text) }).end(text);
-}
+/** Headers of every console JSON reply: the security headers, never cached. */
+export const JSON_HEADERS: Readonly<Record<string, string>> = { ...SECURITY_HEADERS, 'cache-control': 'no-store' };
 
-/** Sends `{error, code}`. */
-export function sendError(res: ServerResponse, status: number, code: string, message: string): void {
-  sendJson(res, status, { error: message, code });
-}
-
-/** Reads a JSON object body of at most `maxBytes`; ApiError 415/413/400 otherwise. */
-export async function readJsonObject(req: IncomingMessage, maxBytes: number): Promise<Record<string, unknown>> {
+/** Reads a JSON object body of at most `maxBytes`; HttpError 415/413/400 (`bad_request`) otherwise. */
+export async function readJsonObject(
+  req: IncomingMessage,
+  res: ServerResponse,
+  maxBytes: number,
+): Promise<Record<string, unknown>> {
   const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
-  if (type !== 'application/json') throw new ApiError(415, 'unsupported_media_type', `Content-Type must be application/json, got ${JSON.stringify(req.headers['content-type'] ?? null)}`);
-  const text = await readBody(req, maxBytes);
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (error) {
-    throw new ApiError(400, 'bad_request', `body is not JSON: ${(error as Error).message}`);
+  if (type !== 'application/json') {
+    const got = JSON.stringify(req.headers['content-type'] ?? null);
+    throw new HttpError(415, 'unsupported_media_type', `Content-Type must be application/json, got ${got}`);
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw new ApiError(400, 'bad_request', `body must be a JSON object, got ${parsed === null ? 'null' : Array.isArray(parsed) ? 'an array' : typeof parsed}`);
-  }
-  return parsed as Record<string, unknown>;
-}
-
-/** Reads a body as UTF-8, refusing more than `maxBytes`. */
-export async function readBody(req: IncomingMessage, maxBytes: number): Promise<string> {
-  const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > maxBytes) throw new ApiError(413, 'payload_too_large', `body of ${declared} bytes exceeds the ${maxBytes}-byte limit`);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > maxBytes) throw new ApiError(413, 'payload_too_large', `body exceeds the ${maxBytes}-byte limit`);
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+  return parseJsonObject(await readBody(req, res, maxBytes), { invalidJson: 'bad_request', notObject: 'bad_request' });
 }
 
 const TYPES: Record<string, string> = {

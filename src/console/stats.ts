@@ -5,6 +5,8 @@
 // (names come from requests, which any agent writes; unknown names are folded into one entry by
 // the caller), recent calls per tool, buckets per tool and samples per bucket.
 
+import { BoundedMap } from '../bounded.js';
+
 /** One finished (or running) call as the console shows it. */
 export interface CallRecord {
   rid: string;
@@ -20,7 +22,7 @@ export interface CallRecord {
 }
 
 /** One minute of one tool. */
-export interface Bucket {
+export interface TimeBucket {
   /** Start of the minute (epoch ms). */
   t: number;
   calls: number;
@@ -35,7 +37,7 @@ export interface ToolStats {
   errors: number;
   codes: Record<string, number>;
   recent: CallRecord[];
-  buckets: Bucket[];
+  buckets: TimeBucket[];
 }
 
 export interface ConsoleStats {
@@ -58,7 +60,7 @@ const SAMPLES = 512;
 const MINUTE = 60_000;
 const MAX_CALLS_BY_RID = 10_000;
 
-interface Entry {
+interface ToolFigures {
   calls: number;
   errors: number;
   codes: Map<string, number>;
@@ -75,10 +77,10 @@ function quantile(sorted: number[], q: number): number | null {
 /** Creates the recorder; `now` is injectable for tests of the bucketing. */
 export function createConsoleStats(options: { now?: () => number } = {}): ConsoleStats {
   const now = options.now ?? Date.now;
-  const tools = new Map<string, Entry>();
-  const byRid = new Map<string, CallRecord>();
+  const tools = new Map<string, ToolFigures>();
+  const byRid = new BoundedMap<string, CallRecord>(MAX_CALLS_BY_RID);
 
-  const entry = (name: string): Entry | undefined => {
+  const entry = (name: string): ToolFigures | undefined => {
     let found = tools.get(name);
     if (!found) {
       if (tools.size >= MAX_TOOLS) return undefined;
@@ -89,9 +91,7 @@ export function createConsoleStats(options: { now?: () => number } = {}): Consol
   };
 
   const remember = (record: CallRecord): void => {
-    byRid.delete(record.rid);
     byRid.set(record.rid, record);
-    if (byRid.size > MAX_CALLS_BY_RID) byRid.delete(byRid.keys().next().value as string);
   };
 
   return {

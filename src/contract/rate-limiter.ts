@@ -5,6 +5,8 @@
 // memory: with N replicas a tool may see up to N times its limit (docs/tool-contracts.md "Rate limits").
 // Full buckets carry no information, so the least recently used ones are dropped beyond `maxKeys`.
 
+import { BoundedMap } from '../bounded.js';
+
 /** A limit: `limit` calls per `windowMs`, plus `burst` at once. */
 export interface RateLimitSpec {
   limit: number;
@@ -35,7 +37,7 @@ export interface RateLimiter {
 export function createRateLimiter(options: { now?: () => number; maxKeys?: number } = {}): RateLimiter {
   const now = options.now ?? Date.now;
   const maxKeys = options.maxKeys ?? 100_000;
-  const buckets = new Map<string, Bucket>();
+  const buckets = new BoundedMap<string, Bucket>(maxKeys);
 
   const refilled = (key: string, spec: RateLimitSpec): Bucket => {
     const capacity = spec.limit + (spec.burst ?? 0);
@@ -51,13 +53,8 @@ export function createRateLimiter(options: { now?: () => number; maxKeys?: numbe
     peek: (key, spec) => decide(refilled(key, spec), spec),
     take(key, spec) {
       const bucket = refilled(key, spec);
-      // Re-insert: Map order is then least recently used first.
-      buckets.delete(key);
+      // Setting makes it the newest: the least recently used bucket leaves first.
       buckets.set(key, bucket);
-      if (buckets.size > maxKeys) {
-        const oldest = buckets.keys().next();
-        if (!oldest.done) buckets.delete(oldest.value);
-      }
       const decision = decide(bucket, spec);
       if (decision.ok) bucket.tokens = Math.max(0, bucket.tokens - 1);
       return decision;

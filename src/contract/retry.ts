@@ -7,6 +7,7 @@
 // names). Without a `retry` field, a retry-safe tool gets one retry after 100 ms.
 
 import type { ToolContract } from './contract.js';
+import { backoffMs } from '../backoff.js';
 
 /** Codes a contract may retry on. */
 export const RETRY_CODES = ['sandbox.crashed', 'dependency.unavailable', 'rate.exceeded'] as const;
@@ -41,5 +42,5 @@ export function retryPlan(contract: ToolContract): RetryPlan {
 
 /** Wait before attempt `attempt` (2 = the first retry). */
 export function retryDelayMs(plan: RetryPlan, attempt: number): number {
-  return Math.min(MAX_BACKOFF_MS, plan.backoffMs * 2 ** Math.max(0, attempt - 2));
+  return backoffMs({ initialMs: plan.backoffMs, maxMs: MAX_BACKOFF_MS }, attempt - 2);
 }

@@ -1,16 +1,13 @@
 // What a transport hands back to executeHostTool: the tool's answer (or failure) and the facts for
-// the audit line. Also the text hygiene shared by both transports: messages and logs are cleaned
+// the audit line (TransportFacts, src/audit/audit-log.ts). Also the text hygiene shared by both transports: messages and logs are cleaned
 // exactly as the sandbox cleans code tools' text (src/text.ts: no terminal escapes, no C0/C1
 // controls, no bidi or zero-width characters), and error messages
 // are capped at 1000 bytes (as agentcli caps them).
 
 import type { ExecutionFailure } from '../result.js';
 import { stripUnsafe } from '../text.js';
-import type { AuditRecord } from './audit.js';
+import type { TransportFacts } from '../audit/audit-log.js';
 
-/** Audit fields a transport knows; executeHostTool adds ts, tool, ms, outcome, approval. */
-export type TransportAudit = Pick<AuditRecord, 'argv' | 'cwd' | 'exit' | 'stdoutBytes' | 'stderrBytes' | 'truncated' | 'envKeys'> &
-  Partial<Pick<AuditRecord, 'signal' | 'status'>>;
 
 /** A transport's answer to the caller. */
 export type CallAnswer = ({ ok: true; output: unknown } | { ok: false; error: ExecutionFailure }) & {
@@ -19,7 +16,7 @@ export type CallAnswer = ({ ok: true; output: unknown } | { ok: false; error: Ex
 };
 
 /** A transport's answer plus its audit facts. */
-export type CallOutcome = CallAnswer & { audit: TransportAudit };
+export type CallOutcome = CallAnswer & { audit: TransportFacts };
 
 /** Largest error message taken from tool text (bytes of UTF-8). */
 export const MAX_MESSAGE_BYTES = 1000;

@@ -1,29 +1,28 @@
-// executeHostTool(): one call of a host tool: check the input (object, input schema; skipped when
-// the runner's request path already did, `inputChecked`) -> confirmation gate (the request path's
-// approval policy waits for an approval and passes its id; without one a `requires_confirmation`
-// tool is refused under --confirm-external-actions, auto-approved without it) -> resolve secrets
-// -> run the transport under its timeout -> validate the result -> clean and redact -> audit (or, with
-// `audit: 'return'`, hand the audit facts back as the result's `evidence` for the runner's one audit line).
-// Effects (a process started, a remote call made, a request sent) are listed in the result as they begin.
+// executeHostTool(): one call of a host tool whose input the request path has already normalised
+// and checked (src/request/check.ts) and whose approval it has already obtained (the approval
+// policy): resolve secrets -> run the transport under its timeout -> clean and redact the answer ->
+// hand the transport facts back, redacted, as the result's `evidence` for the runner's one audit
+// line (src/request/policies/audit.ts). Effects (a process started, a remote call made, a request
+// sent) are listed in the result as they begin.
 //
 // Tool behaviour never throws: every ending is an ExecutionResult. Secret values are registered
 // with the logger, removed from the result (messages, logs, output) and, together with the values
-// of passed-through environment variables and the operator's `redact` patterns, from the audit line.
+// of passed-through environment variables and the operator's `redact` patterns, from the evidence.
 
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import type { TransportFacts } from '../audit/audit-log.js';
+import { createRedactor, type Redactor } from '../audit/redact.js';
 import { ErrorCode, coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { failure, type Effect, type ExecutionResult } from '../result.js';
-import { createRedactor, writeAuditRecord, type Redactor } from './audit.js';
+import { errorResult, type Effect, type ExecutionResult } from '../result.js';
 import { createLogCollector } from '../sandbox/sanitise.js';
-import { MAX_LOG_BYTES, type CallAnswer, type CallOutcome, type OnSend, type TransportAudit } from './call-outcome.js';
+import { MAX_LOG_BYTES, type CallAnswer, type CallOutcome, type OnSend } from './call-outcome.js';
 import { capDenial } from './capabilities.js';
 import { runExecTool } from './exec-tool.js';
 import { runHttpTool } from './http-tool.js';
-import { isJsonObject, kindOf } from './json-kinds.js';
-import { describeIssues, type SchemaCache } from './schema-validator.js';
-import { CONFIRMATION_AUTO_APPROVED, CONFIRMATION_REFUSED, type HostTool, type HostToolConfig, type RapTransport } from './types.js';
+import type { SchemaCache } from './schema-validator.js';
+import type { HostTool, HostToolConfig, RapTransport } from './types.js';
 
 /** One call of a remote (RAP) host tool, already checked; answered by the runner's RAP runtime. */
 export interface RemoteCall {
@@ -45,85 +44,38 @@ export interface ExecuteHostToolOptions {
   resolveSecret(name: string): Promise<string | undefined>;
   /** Parent environment for PATH, HOME and envPassthrough (the runner passes process.env). */
   env?: Record<string, string | undefined>;
-  /** Clock of the audit `ts` and file name (tests). */
-  now?: () => Date;
-  /** The runner's compiled-validator cache (createSchemaCache over its one validator). */
+  /** The runner's compiled-validator cache (createSchemaCache over its one validator), for `result_schema`. */
   schemas: SchemaCache;
   /** Runs `rap` transport calls (src/rap); without it such a tool answers dependency.unavailable. */
   runRemote?(call: RemoteCall): Promise<CallOutcome>;
-  /** The input was already normalised and checked against the input schema (the runner's request path does it once). */
-  inputChecked?: boolean;
-  /** The approval this call was granted (the runner's approval policy, src/request/policies/approval.ts); audited. */
-  approvalId?: string;
-  /**
-   * `write` (default): append the audit line here. `return`: hand its transport facts back as the
-   * result's `evidence` (redacted) for the runner's one audit line per call (src/request/policies/audit.ts).
-   */
-  audit?: 'write' | 'return';
 }
 
-/** What a call did so far (effects) and decided (the confirmation text). */
+/** What a call did so far: its effects, in the order they began. */
 interface CallState {
-  approval?: string;
   effects: Effect[];
   startedAt: number;
 }
 
 type Failed = Extract<CallAnswer, { ok: false }>;
 
-const fail = (code: ErrorCode, message: string, details?: Record<string, unknown>): Failed => ({
-  ok: false,
-  error: failure(code, message, details),
-  logs: [],
-  logsTruncated: false,
-});
+const fail = (code: ErrorCode, message: string, details?: Record<string, unknown>): Failed => errorResult(code, message, details);
 
-/** A host tool's arguments as agentcli reads them: blank or null input is `{}`, a JSON string is parsed, anything but an object is input.invalid. */
-export function normalizeHostInput(input: unknown): { ok: true; value: Record<string, unknown> } | Failed {
-  let value = input;
-  if (typeof value === 'string') {
-    if (value.trim() === '') return { ok: true, value: {} };
-    try {
-      value = JSON.parse(value);
-    } catch {
-      return fail(ErrorCode.InputInvalid, `input must be a JSON object (got a string that is not JSON)`);
-    }
-  }
-  if (value === undefined || value === null) return { ok: true, value: {} };
-  if (!isJsonObject(value)) return fail(ErrorCode.InputInvalid, `input must be a JSON object (got ${kindOf(value)})`);
-  return { ok: true, value };
-}
-
-function plannedAudit(tool: HostTool): TransportAudit {
+function plannedAudit(tool: HostTool): TransportFacts {
   const t = tool.transport;
   const argv = t.kind === 'exec' ? [...t.command, ...t.args] : t.kind === 'rap' ? ['POST', t.endpoint] : [t.method, t.url];
   const cwd = t.kind === 'exec' ? path.dirname(tool.manifestPath) : null;
   return { argv, cwd, exit: null, stdoutBytes: 0, stderrBytes: 0, truncated: false, envKeys: [] };
 }
 
-async function call(tool: HostTool, input: unknown, options: ExecuteHostToolOptions, log: Logger, secrets: Map<string, string>, state: CallState): Promise<CallAnswer | CallOutcome> {
-  const { config } = options;
-  const normalized = normalizeHostInput(input);
-  if (!normalized.ok) return normalized;
-  const args = normalized.value;
-  const { schemas } = options;
-  if (tool.inputSchema && !options.inputChecked) {
-    const issues = schemas.check(tool.inputSchema, args);
-    if (issues) return fail(ErrorCode.InputInvalid, `input does not match the input schema of ${JSON.stringify(tool.name)}: ${describeIssues(issues)}`, { errors: issues });
-  }
-  // The runner's approval policy decides before the call gets here; this gate only makes sure a
-  // confirmed tool never runs without that decision (a caller outside the request path).
-  if (options.approvalId !== undefined) {
-    state.approval = `approved (approval ${options.approvalId})`;
-    log.info('host tool call approved', { approvalId: options.approvalId });
-  } else if (tool.requiresConfirmation) {
-    if (config.confirmExternalActions) {
-      log.info('host tool call refused', { decision: CONFIRMATION_REFUSED });
-      return fail(ErrorCode.ApprovalRequired, CONFIRMATION_REFUSED, { tool: tool.name });
-    }
-    state.approval = CONFIRMATION_AUTO_APPROVED;
-    log.info('host tool call auto-approved', { decision: CONFIRMATION_AUTO_APPROVED });
-  }
+async function call(
+  tool: HostTool,
+  args: Record<string, unknown>,
+  options: ExecuteHostToolOptions,
+  log: Logger,
+  secrets: Map<string, string>,
+  state: CallState,
+): Promise<CallAnswer | CallOutcome> {
+  const { config, schemas } = options;
   for (const name of tool.secrets) {
     let value: string | undefined;
     try {
@@ -177,8 +129,12 @@ function redactAnswer(answer: CallAnswer, redactor: Redactor, secrets: readonly 
   return answer.ok ? { ok: true, output: redactor.deep(answer.output), ...base } : { ok: false, error: redactor.deep(answer.error), ...base };
 }
 
-/** Runs one call of a host tool and appends its audit line. Never throws for tool behaviour. */
-export async function executeHostTool(tool: HostTool, input: unknown, options: ExecuteHostToolOptions): Promise<ExecutionResult> {
+/** Runs one call of a host tool (input checked, approval given); its transport facts are the result's evidence. Never throws for tool behaviour. */
+export async function executeHostTool(
+  tool: HostTool,
+  input: Record<string, unknown>,
+  options: ExecuteHostToolOptions,
+): Promise<ExecutionResult> {
   const started = performance.now();
   const log = options.logger.child({ tool: tool.name });
   const secrets = new Map<string, string>();
@@ -192,14 +148,15 @@ export async function executeHostTool(tool: HostTool, input: unknown, options: E
     answer = fail(ErrorCode.Internal, `host tool ${JSON.stringify(tool.name)} failed inside the runner: ${error.message}`);
   }
   const durationMs = performance.now() - started;
-  const result = redactAnswer(answer, createRedactor(secrets.values()), [...secrets.values()], options.config.maxLogBytes ?? MAX_LOG_BYTES, durationMs);
+  const maxLogBytes = options.config.maxLogBytes ?? MAX_LOG_BYTES;
+  const result = redactAnswer(answer, createRedactor(secrets.values()), [...secrets.values()], maxLogBytes, durationMs);
 
   const t = tool.transport;
   // Passed-through values are not secrets by contract (TZ=UTC); only those of 4+ characters are masked.
   const passed = t.kind === 'exec' ? t.envPassthrough.map((key) => options.env?.[key] ?? '').filter((v) => v.length >= 4) : [];
-  const auditRedactor = createRedactor([...secrets.values(), ...passed], options.config.redact);
+  const evidenceRedactor = createRedactor([...secrets.values(), ...passed], options.config.redact);
   const facts = 'audit' in answer ? answer.audit : plannedAudit(tool);
-  const transportFacts = {
+  const evidence: TransportFacts & { transport: HostTool['transport']['kind'] } = {
     argv: facts.argv,
     cwd: facts.cwd,
     exit: facts.exit,
@@ -210,35 +167,9 @@ export async function executeHostTool(tool: HostTool, input: unknown, options: E
     transport: t.kind,
     ...(facts.signal ? { signal: facts.signal } : {}),
     ...(facts.status !== undefined ? { status: facts.status } : {}),
-    ...(state.approval ? { approval: state.approval } : {}),
   };
-  if (state.effects.length > 0) result.effects = auditRedactor.deep(state.effects);
-  if (options.audit === 'return') {
-    result.evidence = auditRedactor.deep(transportFacts);
-  } else {
-    await writeAuditRecord(
-      options.config.auditDir,
-      {
-        ts: (options.now ?? (() => new Date()))().toISOString(),
-        tool: tool.name,
-        argv: facts.argv,
-        cwd: facts.cwd,
-        exit: facts.exit,
-        ms: Math.round(durationMs),
-        stdoutBytes: facts.stdoutBytes,
-        stderrBytes: facts.stderrBytes,
-        truncated: facts.truncated,
-        envKeys: facts.envKeys,
-        transport: t.kind,
-        outcome: result.ok ? 'ok' : result.error.code,
-        ...(facts.signal ? { signal: facts.signal } : {}),
-        ...(facts.status !== undefined ? { status: facts.status } : {}),
-        ...(state.approval ? { approval: state.approval } : {}),
-      },
-      auditRedactor,
-      log,
-    );
-  }
+  if (state.effects.length > 0) result.effects = evidenceRedactor.deep(state.effects);
+  result.evidence = evidenceRedactor.deep(evidence) as unknown as Record<string, unknown>;
   const meta = { ok: result.ok, durationMs: Math.round(durationMs), ...(result.ok ? {} : { code: result.error.code }) };
   if (result.ok) log.info('host tool finished', meta);
   else log.warn('host tool finished', meta);

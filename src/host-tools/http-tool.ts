@@ -7,13 +7,14 @@
 
 import { ErrorCode } from '../errors.js';
 import { failure, type ExecutionFailure } from '../result.js';
-import { capBytes, neverSent, sanitizeText, type CallOutcome, type OnSend, type TransportAudit } from './call-outcome.js';
+import { capBytes, neverSent, sanitizeText, type CallOutcome, type OnSend } from './call-outcome.js';
+import type { TransportFacts } from '../audit/audit-log.js';
 import { describeIssues, type SchemaCache } from './schema-validator.js';
 import { fillSecretPlaceholders } from './secrets.js';
 import type { HostTool, HttpTransport } from './types.js';
 
 /** Inputs of one http call, already checked and with secrets resolved. */
-export interface HttpCall {
+export interface HttpToolCall {
   tool: HostTool;
   transport: HttpTransport;
   input: Record<string, unknown>;
@@ -77,7 +78,7 @@ async function readCapped(res: Response, max: number): Promise<{ body: Buffer; t
   return { body: Buffer.concat(chunks), total, over: false };
 }
 
-function fetchFailure(err: unknown, call: HttpCall, timeout: AbortSignal, what: string): ExecutionFailure {
+function fetchFailure(err: unknown, call: HttpToolCall, timeout: AbortSignal, what: string): ExecutionFailure {
   if (call.signal?.aborted) return { ...failure(ErrorCode.Internal, `host tool ${JSON.stringify(call.tool.name)} was cancelled before it finished`), retryable: false };
   if (timeout.aborted) return failure(ErrorCode.DependencyUnavailable, `${what} timed out after ${call.timeoutMs} ms`, { timeoutMs: call.timeoutMs });
   const cause = (err as { cause?: { code?: unknown; message?: unknown } }).cause;
@@ -85,7 +86,7 @@ function fetchFailure(err: unknown, call: HttpCall, timeout: AbortSignal, what: 
   return failure(ErrorCode.DependencyUnavailable, `${what} failed: ${sanitizeText(reason)}`);
 }
 
-function answer(status: number, res: Response, body: Buffer, call: HttpCall, what: string): { ok: true; output: unknown } | { ok: false; error: ExecutionFailure } {
+function answer(status: number, res: Response, body: Buffer, call: HttpToolCall, what: string): { ok: true; output: unknown } | { ok: false; error: ExecutionFailure } {
   const text = body.toString('utf8');
   if (status >= 300) {
     const snippet = capBytes(sanitizeText(text).replace(/\s+/g, ' ').trim(), 300);
@@ -110,9 +111,9 @@ function answer(status: number, res: Response, body: Buffer, call: HttpCall, wha
 }
 
 /** Calls an http host tool once. Never throws for endpoint behaviour. */
-export async function runHttpTool(call: HttpCall): Promise<CallOutcome> {
+export async function runHttpTool(call: HttpToolCall): Promise<CallOutcome> {
   const { method } = call.transport;
-  const audit: TransportAudit = { argv: [method, call.transport.url], cwd: null, exit: null, stdoutBytes: 0, stderrBytes: 0, truncated: false, envKeys: [] };
+  const audit: TransportFacts = { argv: [method, call.transport.url], cwd: null, exit: null, stdoutBytes: 0, stderrBytes: 0, truncated: false, envKeys: [] };
   const none = { logs: [] as string[], logsTruncated: false };
   const filled = fillUrlTemplate(call.transport.url, call.input);
   if (!filled.ok) return { ...none, audit, ok: false, error: failure(ErrorCode.InputInvalid, filled.message) };

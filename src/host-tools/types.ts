@@ -96,11 +96,7 @@ export interface DeniedHostTool {
 }
 
 /** The part of the configuration executeHostTool reads. */
-export type HostToolConfig = Pick<
-  Config,
-  'execTimeoutMs' | 'maxOutputBytes' | 'auditDir' | 'redact' | 'confirmExternalActions'
-> &
-  Partial<Pick<Config, 'maxLogBytes'>>;
+export type HostToolConfig = Pick<Config, 'execTimeoutMs' | 'maxOutputBytes' | 'redact'> & Partial<Pick<Config, 'maxLogBytes'>>;
 
 /** The capability families of Runloop's policy.caps. */
 export const CAPABILITY_FAMILIES = ['fs', 'net', 'time', 'kb_read', 'kb_write', 'secrets', 'model', 'exec'] as const;
@@ -108,9 +104,3 @@ export const CAPABILITY_FAMILIES = ['fs', 'net', 'time', 'kb_read', 'kb_write', 
 /** Text returned (code approval.required) when a tool needs confirmation and none can be given. */
 export const CONFIRMATION_REFUSED =
   'confirmation required (daemon lacks UI/TUI decision); refusing automatic approval';
-
-/** Text logged and audited when confirmation is switched off by the operator. */
-export const CONFIRMATION_AUTO_APPROVED = 'auto-approved (confirm_external_actions=false)';
-
-/** Replacement text of redacted values in audit records and results. */
-export const REDACTED = '***REDACTED***';

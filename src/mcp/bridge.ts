@@ -53,7 +53,7 @@ export interface BridgeCallOptions {
 }
 
 /** A call whose progress is forwarded, by rid. */
-interface Watched {
+interface WatchedCall {
   rid: string;
   breadcrumbId?: string;
   /** The last progress report forwarded (its `seq`). */
@@ -82,7 +82,7 @@ export interface McpBridge {
 export function createMcpBridge(options: McpBridgeOptions): McpBridge {
   const { client, workspace, logger, keys } = options;
   const requests = createRequestClient({ client, keys, workspace, pollMaxMs: POLL_MS });
-  const watched = new Map<string, Watched>();
+  const watched = new Map<string, WatchedCall>();
   const listeners = new Set<() => void>();
   const closing = new AbortController();
   let current: ToolViews | undefined;
@@ -130,7 +130,7 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
   };
 
   /** Forwards the new reports of a tool.progress.v1 event written by the runner for this call. */
-  const considerProgress = (entry: Watched, event: StoreEvent): void => {
+  const considerProgress = (entry: WatchedCall, event: StoreEvent): void => {
     const tags = event.tags ?? [];
     if (entry.breadcrumbId === undefined || !tags.includes(workspace)) return;
     if (!tags.includes(progressTag(keys, entry.breadcrumbId))) return;
@@ -175,7 +175,7 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
     }
     const rid = randomUUID();
     const startedAt = performance.now();
-    const watch: Watched | undefined = opts.onProgress ? { rid, progressSeq: 0, onProgress: opts.onProgress, early: [] } : undefined;
+    const watch: WatchedCall | undefined = opts.onProgress ? { rid, progressSeq: 0, onProgress: opts.onProgress, early: [] } : undefined;
     if (watch) watched.set(rid, watch);
     const signal = AbortSignal.any([opts.signal, closing.signal]);
     let written: WrittenRequest | undefined;

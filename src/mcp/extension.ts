@@ -4,7 +4,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ServiceExtension } from '../extension.js';
-import { isLoopbackHost } from '../store/http-util.js';
+import { isLoopbackHost } from '../http.js';
 import { createMcpBridge, type McpBridge } from './bridge.js';
 import { createMcpHttpHandler, refuseMcp, type McpAllowList, type McpHttpHandler } from './http.js';
 

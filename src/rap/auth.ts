@@ -16,7 +16,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { ErrorCode, RunnerError } from '../errors.js';
-import { RapHttpError } from './http.js';
+import { HttpError } from '../http.js';
 
 /** The caller a request was authenticated as; `anonymous` when no tokens are configured. */
 export interface RapPrincipal {
@@ -28,7 +28,7 @@ export interface RapPrincipal {
 export interface RapAuth {
   /** Whether tokens are configured. */
   readonly required: boolean;
-  /** The caller of a tool server request; throws RapHttpError 401/403. */
+  /** The caller of a tool server request; throws HttpError 401/403. */
   authenticate(req: IncomingMessage): RapPrincipal;
   /** The listener's port (known once it listens; the Host check needs it). */
   setPort(port: number): void;
@@ -76,13 +76,13 @@ export function createRapAuth(options: { tokens: ReadonlyMap<string, string>; pu
 
   const fromToken = (req: IncomingMessage): RapPrincipal => {
     const auth = req.headers.authorization;
-    if (auth === undefined) throw new RapHttpError(401, 'unauthorized', 'the RAP tool server requires "Authorization: Bearer <token>" (a token of --rap-tokens)');
+    if (auth === undefined) throw new HttpError(401, 'unauthorized', 'the RAP tool server requires "Authorization: Bearer <token>" (a token of --rap-tokens)');
     const match = /^Bearer (\S+)$/.exec(auth);
-    if (!match) throw new RapHttpError(401, 'unauthorized', 'malformed Authorization header; expected "Bearer <token>"');
+    if (!match) throw new HttpError(401, 'unauthorized', 'malformed Authorization header; expected "Bearer <token>"');
     const given = digest(match[1] as string);
     let found: string | undefined;
     for (const entry of callers) if (timingSafeEqual(entry.digest, given)) found ??= entry.caller;
-    if (found === undefined) throw new RapHttpError(401, 'unauthorized', 'the bearer token is not a token of this RAP tool server');
+    if (found === undefined) throw new HttpError(401, 'unauthorized', 'the bearer token is not a token of this RAP tool server');
     return { caller: found, verified: true };
   };
 
@@ -91,7 +91,7 @@ export function createRapAuth(options: { tokens: ReadonlyMap<string, string>; pu
     const { name, port: given } = hostParts(host);
     const loopback = (name === '127.0.0.1' || name === 'localhost' || name === '::1') && given !== undefined && given === port;
     if (!loopback && host.toLowerCase() !== publicHost) {
-      throw new RapHttpError(403, 'host_not_allowed', `Host ${JSON.stringify(host.slice(0, 200))} is not this RAP listener; without --rap-tokens it answers only to 127.0.0.1, localhost and [::1] with its port ${port ?? '?'}${publicHost ? ` and to ${publicHost}` : ''}`);
+      throw new HttpError(403, 'host_not_allowed', `Host ${JSON.stringify(host.slice(0, 200))} is not this RAP listener; without --rap-tokens it answers only to 127.0.0.1, localhost and [::1] with its port ${port ?? '?'}${publicHost ? ` and to ${publicHost}` : ''}`);
     }
     return { caller: 'anonymous', verified: false };
   };
@@ -101,7 +101,7 @@ export function createRapAuth(options: { tokens: ReadonlyMap<string, string>; pu
     authenticate(req) {
       // RAP clients are servers, never web pages: a browser's request (it carries an Origin) is refused.
       const origin = req.headers.origin;
-      if (origin !== undefined) throw new RapHttpError(403, 'origin_not_allowed', `requests from a web page (Origin ${JSON.stringify(origin.slice(0, 200))}) are refused by the RAP tool server`);
+      if (origin !== undefined) throw new HttpError(403, 'origin_not_allowed', `requests from a web page (Origin ${JSON.stringify(origin.slice(0, 200))}) are refused by the RAP tool server`);
       return callers.length > 0 ? fromToken(req) : local(req);
     },
     setPort(value) {

@@ -15,12 +15,17 @@
 import { randomBytes, createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ErrorCode } from '../errors.js';
-import { neverSent, REFUSED_BEFORE_ACTING, type CallOutcome, type RemoteCall, type TransportAudit } from '../host-tools/index.js';
+import { neverSent, REFUSED_BEFORE_ACTING, type CallOutcome, type RemoteCall } from '../host-tools/index.js';
+import type { TransportFacts } from '../audit/audit-log.js';
 import type { Logger } from '../logger.js';
 import { failure } from '../result.js';
 import { renderDisplay } from './display-script.js';
-import { RapHttpError } from './http.js';
+import { HttpError } from '../http.js';
 import { quoteValue } from './toolset.js';
+import { backoffMs } from '../backoff.js';
+
+/** The longest wait between two invocation retries. */
+const MAX_RETRY_DELAY_MS = 30_000;
 
 /** Inputs of the caller. */
 export interface RapCallerOptions {
@@ -44,12 +49,12 @@ export type RapCall = RemoteCall & { requestBreadcrumbId: string; rid: string };
 /** The caller: runs calls and settles them from the callback route. */
 export interface RapCaller {
   call(call: RapCall): Promise<CallOutcome>;
-  /** Handles `POST /callback/<token>`; throws RapHttpError for a 4xx. */
+  /** Handles `POST /callback/<token>`; throws HttpError for a 4xx. */
   callback(token: string, body: unknown): { settled: boolean };
   pending(): number;
 }
 
-interface Pending {
+interface PendingCall {
   id: string;
   settle(text: string): void;
 }
@@ -80,7 +85,7 @@ function reasonOf(error: unknown): string {
 /** Creates the caller. */
 export function createRapCaller(options: RapCallerOptions): RapCaller {
   const { logger } = options;
-  const pending = new Map<string, Pending>();
+  const pending = new Map<string, PendingCall>();
   const retries = options.invokeRetries ?? 3;
   const retryDelayMs = options.retryDelayMs ?? 200;
   const invokeTimeoutMs = options.invokeTimeoutMs ?? 30_000;
@@ -103,7 +108,7 @@ export function createRapCaller(options: RapCallerOptions): RapCaller {
     const groupId = `tools-runner/${options.workspace}`;
     const token = randomBytes(24).toString('base64url');
     const callbackUrl = `${options.callbackBase().replace(/\/+$/, '')}/callback/${token}`;
-    const audit: TransportAudit = { argv: ['POST', t.endpoint], cwd: null, exit: null, stdoutBytes: 0, stderrBytes: 0, truncated: false, envKeys: [] };
+    const audit: TransportFacts = { argv: ['POST', t.endpoint], cwd: null, exit: null, stdoutBytes: 0, stderrBytes: 0, truncated: false, envKeys: [] };
     const display = renderDisplay(t.operation, t.displayScript, c.input);
     const log = logger.child({ rid: c.rid, tool: c.tool.name });
     const logs = [`display: ${display}`];
@@ -143,7 +148,7 @@ export function createRapCaller(options: RapCallerOptions): RapCaller {
         const retryable = status >= 500 || status === 429;
         if (!retryable || attempt >= retries) break;
         log.warn('rap invocation answered with a retryable status, retrying', { status, attempt: attempt + 1 });
-        const aborted = await sleep(retryDelayMs * 2 ** attempt, undefined, c.signal ? { signal: c.signal } : {}).then(() => false, () => true);
+        const aborted = await sleep(backoffMs({ initialMs: retryDelayMs, maxMs: MAX_RETRY_DELAY_MS }, attempt), undefined, c.signal ? { signal: c.signal } : {}).then(() => false, () => true);
         if (aborted) return fail(ErrorCode.Internal, `RAP tool '${t.operation}' was cancelled while its invocation was being retried`);
       }
       if (status < 200 || status > 299) {
@@ -178,12 +183,12 @@ export function createRapCaller(options: RapCallerOptions): RapCaller {
 
   const callback = (token: string, body: unknown): { settled: boolean } => {
     const entry = pending.get(token);
-    if (!entry) throw new RapHttpError(404, 'not_found', 'no RAP call is waiting on this callback URL (unknown, settled or timed out)');
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new RapHttpError(400, 'input.invalid', `callback must be a JSON object, got ${quoteValue(body)}`);
+    if (!entry) throw new HttpError(404, 'not_found', 'no RAP call is waiting on this callback URL (unknown, settled or timed out)');
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new HttpError(400, 'input.invalid', `callback must be a JSON object, got ${quoteValue(body)}`);
     const b = body as Record<string, unknown>;
-    if (b['type'] !== 'tool_result') throw new RapHttpError(400, 'input.invalid', `callback type ${quoteValue(b['type'])} is not supported; only "tool_result" is`);
-    if (b['id'] !== entry.id) throw new RapHttpError(400, 'input.invalid', `callback id ${quoteValue(b['id'])} does not match the call's id`);
-    if (typeof b['text'] !== 'string') throw new RapHttpError(400, 'input.invalid', `callback text must be a string, got ${quoteValue(b['text'])}`);
+    if (b['type'] !== 'tool_result') throw new HttpError(400, 'input.invalid', `callback type ${quoteValue(b['type'])} is not supported; only "tool_result" is`);
+    if (b['id'] !== entry.id) throw new HttpError(400, 'input.invalid', `callback id ${quoteValue(b['id'])} does not match the call's id`);
+    if (typeof b['text'] !== 'string') throw new HttpError(400, 'input.invalid', `callback text must be a string, got ${quoteValue(b['text'])}`);
     pending.delete(token);
     entry.settle(b['text']);
     return { settled: true };

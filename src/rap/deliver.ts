@@ -5,6 +5,7 @@
 // could leave the allowed callback hosts). Each attempt has its own timeout.
 
 import { setTimeout as sleep } from 'node:timers/promises';
+import { backoffMs } from '../backoff.js';
 
 /** A `tool_result` callback message (RAP). */
 export interface RapToolResult {
@@ -39,7 +40,6 @@ function reasonOf(error: unknown): string {
 /** Delivers `message` to `url`; never throws. Stops early when `signal` aborts. */
 export async function deliverCallback(url: string, message: RapToolResult, policy: DeliveryPolicy, signal?: AbortSignal): Promise<DeliveryOutcome> {
   const body = JSON.stringify(message);
-  let delay = policy.initialDelayMs;
   let reason = 'not attempted';
   for (let attempt = 1; attempt <= policy.attempts; attempt++) {
     if (signal?.aborted) return { ok: false, attempts: attempt - 1, reason: 'stopped' };
@@ -60,8 +60,8 @@ export async function deliverCallback(url: string, message: RapToolResult, polic
       reason = timeout.aborted ? `no answer within ${policy.attemptTimeoutMs} ms` : reasonOf(error);
     }
     if (attempt < policy.attempts) {
+      const delay = backoffMs({ initialMs: policy.initialDelayMs, maxMs: policy.maxDelayMs }, attempt - 1);
       await sleep(delay, undefined, signal ? { signal } : {}).catch(() => undefined);
-      delay = Math.min(policy.maxDelayMs, delay * 2);
     }
   }
   return { ok: false, attempts: policy.attempts, reason };

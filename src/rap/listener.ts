@@ -17,7 +17,7 @@ import type { Logger } from '../logger.js';
 import { listenUrl } from '../store/server-util.js';
 import type { RapAuth } from './auth.js';
 import type { RapCaller } from './caller.js';
-import { RapHttpError, readJson, sendJson } from './http.js';
+import { HttpError, readJson, sendError, sendJson, type BodyCodes } from '../http.js';
 import type { RapToolServer } from './tool-server.js';
 import { WELL_KNOWN_PATH } from './toolset.js';
 
@@ -39,6 +39,9 @@ export interface RapListener {
   close(): Promise<void>;
 }
 
+/** RAP names a malformed body `input.invalid`. */
+const RAP_BODY: BodyCodes = { invalidJson: 'input.invalid' };
+
 const TOOL_SERVER_POSTS = new Set(['/invoke', '/cancel_tool_call', '/close_thread']);
 
 /** Starts the listener; resolves once it listens. */
@@ -51,32 +54,32 @@ export async function startRapListener(options: RapListenerOptions): Promise<Rap
     const caller = options.caller?.();
     const method = req.method ?? 'GET';
     const known = (server && (path === WELL_KNOWN_PATH || TOOL_SERVER_POSTS.has(path))) || (caller && path.startsWith('/callback/'));
-    if (!known) throw new RapHttpError(404, 'not_found', `no route ${path}`);
+    if (!known) throw new HttpError(404, 'not_found', `no route ${path}`);
     const expected = path === WELL_KNOWN_PATH ? 'GET' : 'POST';
     if (method !== expected && !(expected === 'GET' && method === 'HEAD')) {
       res.setHeader('allow', expected);
-      throw new RapHttpError(405, 'method_not_allowed', `method ${method} not allowed on ${path}; use ${expected}`);
+      throw new HttpError(405, 'method_not_allowed', `method ${method} not allowed on ${path}; use ${expected}`);
     }
     if (server && path === WELL_KNOWN_PATH) return sendJson(res, 200, server.toolset());
     if (server && TOOL_SERVER_POSTS.has(path)) {
-      if (!options.auth) throw new RapHttpError(500, 'internal', 'the RAP tool server has no gate');
+      if (!options.auth) throw new HttpError(500, 'internal', 'the RAP tool server has no gate');
       const principal = options.auth.authenticate(req);
-      if (path === '/invoke') return sendJson(res, 200, await server.invoke(await readJson(req, res, options.maxBodyBytes), principal));
+      if (path === '/invoke') return sendJson(res, 200, await server.invoke(await readJson(req, res, options.maxBodyBytes, RAP_BODY), principal));
       // Always 200 (RAP): a malformed body cancels nothing.
-      const body = await readJson(req, res, options.maxBodyBytes).catch(() => undefined);
+      const body = await readJson(req, res, options.maxBodyBytes, RAP_BODY).catch(() => undefined);
       const outcome = path === '/cancel_tool_call' ? await server.cancel(body, principal) : await server.closeThread(body, principal);
       return sendJson(res, 200, { ok: true, ...outcome });
     }
     const token = path.slice('/callback/'.length);
-    return sendJson(res, 200, caller!.callback(token, await readJson(req, res, options.maxBodyBytes)));
+    return sendJson(res, 200, caller!.callback(token, await readJson(req, res, options.maxBodyBytes, RAP_BODY)));
   };
 
   const server: Server = createServer((req, res) => {
     route(req, res).catch((error: unknown) => {
       if (res.headersSent) return void res.end();
-      if (error instanceof RapHttpError) {
-        if (error.status === 401) res.setHeader('www-authenticate', 'Bearer realm="tools-runner-rap"');
-        return sendJson(res, error.status, { error: error.message, code: error.code });
+      if (error instanceof HttpError) {
+        const challenge = error.status === 401 ? { 'WWW-Authenticate': 'Bearer realm="tools-runner-rap"' } : undefined;
+        return sendError(res, error, challenge);
       }
       logger.error('rap request failed', { error, path: req.url });
       sendJson(res, 500, { error: 'internal error', code: 'internal' });

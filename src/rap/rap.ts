@@ -16,7 +16,7 @@ import type { Logger } from '../logger.js';
 import type { SchemaValidator } from '../screen/index.js';
 import { createRapAuth, parseRapTokens } from './auth.js';
 import { createRapCaller, type RapCaller } from './caller.js';
-import { isLoopback } from './http.js';
+import { isLoopbackHost } from '../http.js';
 import { startRapListener, type RapListener } from './listener.js';
 import { createRapRuntime, parseServerTokens, serverKey, type RapRuntime, type RapRuntimeStatus } from './runtime.js';
 import { createRapToolServer, type RapToolServer } from './tool-server.js';
@@ -81,7 +81,7 @@ export function createRap(options: RapOptions): Rap | undefined {
   const serverTokens = parseServerTokens(config.rapServerTokens, config.rapServers);
   for (const token of serverTokens.values()) logger.redact(token);
   const tokenFor = (server: string): string | undefined => serverTokens.get(serverKey(server));
-  if (config.rapToolServer && tokens.size === 0 && !isLoopback(config.rapHost)) {
+  if (config.rapToolServer && tokens.size === 0 && !isLoopbackHost(config.rapHost)) {
     throw new RunnerError(ErrorCode.ConfigInvalid, `refusing to serve the RAP tool server on non-loopback host "${config.rapHost}" without --rap-tokens (anyone who can reach it could run tools): set --rap-tokens caller=token, bind --rap-host 127.0.0.1, or --no-rap-tool-server`);
   }
   const auth = createRapAuth({ tokens, ...(config.rapPublicUrl ? { publicHost: new URL(config.rapPublicUrl).host } : {}) });

@@ -29,7 +29,7 @@ import type { Logger } from '../logger.js';
 import { checkCallbackUrl } from './callback-url.js';
 import { DEFAULT_DELIVERY, deliverCallback, type DeliveryPolicy } from './deliver.js';
 import type { RapPrincipal } from './auth.js';
-import { RapHttpError } from './http.js';
+import { HttpError } from '../http.js';
 import { buildServedToolset, type ServableTool } from './served-toolset.js';
 import { quoteValue, type RapToolset } from './toolset.js';
 
@@ -52,7 +52,7 @@ export interface ToolServerOptions {
 /** The tool server's operations (the listener maps routes onto them). */
 export interface RapToolServer {
   toolset(): RapToolset;
-  /** Validates and records an invocation of `principal`; throws RapHttpError for a 4xx/5xx answer. */
+  /** Validates and records an invocation of `principal`; throws HttpError for a 4xx/5xx answer. */
   invoke(body: unknown, principal: RapPrincipal): Promise<{ accepted: true; id: string }>;
   /** Cancels one of `principal`'s own calls (another's is as good as unknown). */
   cancel(body: unknown, principal: RapPrincipal): Promise<{ withdrawn: number; running: number }>;
@@ -63,7 +63,7 @@ export interface RapToolServer {
   close(): Promise<void>;
 }
 
-interface Call {
+interface RapCall {
   /** The caller that invoked it (RapPrincipal.caller). */
   owner: string;
   id: string;
@@ -82,7 +82,7 @@ const MAX_ID = 200;
 export const MAX_PENDING_CALLS = 10_000;
 const PRINTABLE = /^[^\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]+$/u;
 
-const bad = (message: string): RapHttpError => new RapHttpError(400, 'input.invalid', message);
+const bad = (message: string): HttpError => new HttpError(400, 'input.invalid', message);
 
 function idField(body: Record<string, unknown>, key: string, required: boolean): string | undefined {
   const value = body[key];
@@ -115,7 +115,7 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
   const { client, keys, workspace, logger } = options;
   const delivery = options.delivery ?? DEFAULT_DELIVERY;
   /** (owner, id) -> call. */
-  const byId = new Map<string, Call>();
+  const byId = new Map<string, RapCall>();
   const keyOf = (owner: string, id: string): string => `${owner}\0${id}`;
   const requests = createRequestClient({ client, keys, workspace, pollMaxMs: options.pollIntervalMs });
   const deliveries = new Set<Promise<void>>();
@@ -123,12 +123,12 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
 
   const served = () => buildServedToolset({ name: `tools-runner/${workspace}`, description: `Tools of the tools-runner workspace ${workspace}`, endpoint: options.endpoint(), tools: options.tools() });
 
-  const forget = (call: Call): void => {
+  const forget = (call: RapCall): void => {
     call.stop.abort();
     if (byId.get(keyOf(call.owner, call.id)) === call) byId.delete(keyOf(call.owner, call.id));
   };
 
-  const finish = (call: Call, text: string): void => {
+  const finish = (call: RapCall, text: string): void => {
     if (byId.get(keyOf(call.owner, call.id)) !== call) return;
     forget(call);
     const message = { type: 'tool_result' as const, group_id: call.groupId, id: call.id, ...(call.callId !== undefined ? { call_id: call.callId } : {}), text };
@@ -140,7 +140,7 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
     void task.finally(() => deliveries.delete(task));
   };
 
-  const watch = (fields: Omit<Call, 'stop'>): void => {
+  const watch = (fields: Omit<RapCall, 'stop'>): void => {
     const existing = byId.get(keyOf(fields.owner, fields.id));
     if (existing) {
       // A retried invoke by the same caller: the latest callback_url (and thread) wins; the run is the same.
@@ -149,7 +149,7 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
       if (fields.callId !== undefined) existing.callId = fields.callId;
       return;
     }
-    const call: Call = { ...fields, stop: new AbortController() };
+    const call: RapCall = { ...fields, stop: new AbortController() };
     byId.set(keyOf(call.owner, call.id), call);
     // Only the runner's own answer counts (the request client verifies it); a request already answered is found by the first poll.
     void requests.wait({ rid: call.rid, breadcrumbId: call.breadcrumbId }, { timeoutMs: options.resultTimeoutMs, signal: call.stop.signal }).then((outcome) => {
@@ -179,10 +179,10 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
     }
     const callbackUrl = checkCallbackUrl(b['callback_url'], options.allowedCallbackHosts).href;
     const tool = served().reverse.get(operation);
-    if (tool === undefined) throw new RapHttpError(404, 'tool.not_found', `unknown operation ${quoteValue(operation)}: the toolset has no such tool`);
+    if (tool === undefined) throw new HttpError(404, 'tool.not_found', `unknown operation ${quoteValue(operation)}: the toolset has no such tool`);
 
     if (byId.size >= MAX_PENDING_CALLS && !byId.has(keyOf(principal.caller, id))) {
-      throw new RapHttpError(503, 'rate.exceeded', `${MAX_PENDING_CALLS} RAP calls are already waiting for the runner; retry later`);
+      throw new HttpError(503, 'rate.exceeded', `${MAX_PENDING_CALLS} RAP calls are already waiting for the runner; retry later`);
     }
     // One request per (caller, id): a verified caller's ids are its own namespace.
     const derived = keys.stateMac('rap-invoke', principal.verified ? `${workspace}\0${principal.caller}\0${id}` : `${workspace}\0${id}`);
@@ -198,7 +198,7 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
       ));
     } catch (error) {
       if (!isConflict(error)) {
-        throw new RapHttpError(503, 'dependency.unavailable', `the invocation could not be recorded (the runner's store failed: ${coerceError(error).message}); retry it`);
+        throw new HttpError(503, 'dependency.unavailable', `the invocation could not be recorded (the runner's store failed: ${coerceError(error).message}); retry it`);
       }
       breadcrumbId = await existingRequest(error, id, tool, args);
     }
@@ -214,17 +214,17 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
     try {
       full = existingId === undefined ? undefined : await client.getBreadcrumbFull(existingId);
     } catch (error) {
-      if (!isNotFound(error)) throw new RapHttpError(503, 'dependency.unavailable', `the invocation could not be recorded (the runner's store failed: ${coerceError(error).message}); retry it`);
+      if (!isNotFound(error)) throw new HttpError(503, 'dependency.unavailable', `the invocation could not be recorded (the runner's store failed: ${coerceError(error).message}); retry it`);
     }
-    if (existingId === undefined) throw new RapHttpError(503, 'dependency.unavailable', `the store reported id ${quoteValue(id)} as taken without naming the record; retry it`);
-    if (!full) throw new RapHttpError(409, 'conflict', `id ${quoteValue(id)} was used by an earlier invocation whose request was withdrawn; use a new id`);
+    if (existingId === undefined) throw new HttpError(503, 'dependency.unavailable', `the store reported id ${quoteValue(id)} as taken without naming the record; retry it`);
+    if (!full) throw new HttpError(409, 'conflict', `id ${quoteValue(id)} was used by an earlier invocation whose request was withdrawn; use a new id`);
     const context = full.context;
     const same = full.schema_name === SCHEMA.ToolRequest && (context['rap'] as { id?: unknown } | undefined)?.id === id && context['tool'] === tool && canonicalJson(context['input']) === canonicalJson(args);
-    if (!same) throw new RapHttpError(409, 'conflict', `id ${quoteValue(id)} was already used for a different invocation; a retry must repeat the operation and arguments exactly`);
+    if (!same) throw new HttpError(409, 'conflict', `id ${quoteValue(id)} was already used for a different invocation; a retry must repeat the operation and arguments exactly`);
     return full.id;
   };
 
-  const withdraw = async (calls: Call[]): Promise<{ withdrawn: number; running: number }> => {
+  const withdraw = async (calls: RapCall[]): Promise<{ withdrawn: number; running: number }> => {
     let withdrawn = 0;
     let running = 0;
     for (const call of calls) {

@@ -11,7 +11,7 @@
 import { ErrorCode, coerceError } from '../errors.js';
 import type { Effect } from '../result.js';
 import type { EffectLog } from './effects.js';
-import type { SandboxApi, SandboxTool } from './types.js';
+import type { SandboxApi, SandboxTool, SandboxToolCaller } from './types.js';
 
 /** Most context.api calls one job may make. */
 export const MAX_API_CALLS = 100;
@@ -38,6 +38,9 @@ export interface ApiBudgets {
 
 const READ_OPS = new Set(['getBreadcrumb', 'searchBreadcrumbs']);
 const WRITE_OPS = new Set(['createBreadcrumb', 'updateBreadcrumb']);
+/** `context.tools.call`: its own grant (`permissions.tools`), performed by the SandboxToolCaller. */
+const CALL_OP = 'callTool';
+const TOOL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /** Codes that say a write was refused before the store changed (every other failure may have committed). */
 const NOT_WRITTEN = new Set<string>([ErrorCode.InputInvalid, ErrorCode.PermissionDenied, ErrorCode.NotFound, ErrorCode.Conflict, ErrorCode.RateExceeded]);
 const ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
@@ -111,6 +114,29 @@ function checkGrant(tool: SandboxTool, op: string): void {
   }
 }
 
+function checkToolsGrant(tool: SandboxTool, target: unknown): string {
+  if (typeof target !== 'string' || !TOOL_NAME.test(target)) {
+    throw new Refusal(ErrorCode.InputInvalid, `context.tools.call: the tool name must match ${TOOL_NAME.source}, got ${JSON.stringify(target)?.slice(0, 140)}`);
+  }
+  const grant = tool.tools;
+  if (grant === undefined) throw new Refusal(ErrorCode.PermissionDenied, `context.tools.call("${target}") denied: tool "${tool.name}" has no permissions.tools grant`);
+  if (grant !== true && !grant.includes(target)) {
+    throw new Refusal(ErrorCode.PermissionDenied, `context.tools.call("${target}") denied: tool "${tool.name}" may call only ${JSON.stringify(grant)} (permissions.tools)`);
+  }
+  return target;
+}
+
+function checkCallOptions(value: unknown): { version?: string; idempotencyKey?: string } {
+  const options = checkObject('callTool', 'options', value);
+  const out: { version?: string; idempotencyKey?: string } = {};
+  for (const [key, v] of Object.entries(options)) {
+    if (key !== 'version' && key !== 'idempotencyKey') throw new Refusal(ErrorCode.InputInvalid, `context.tools.call: unknown option ${JSON.stringify(key.slice(0, 70))} (version and idempotencyKey are known)`);
+    if (typeof v !== 'string' || v === '' || v.length > 200) throw new Refusal(ErrorCode.InputInvalid, `context.tools.call: option ${key} must be a non-empty string of at most 200 characters, got ${JSON.stringify(v)?.slice(0, 140)}`);
+    out[key] = v;
+  }
+  return out;
+}
+
 async function perform(api: SandboxApi, op: string, args: unknown[]): Promise<unknown> {
   switch (op) {
     case 'getBreadcrumb':
@@ -134,7 +160,7 @@ async function perform(api: SandboxApi, op: string, args: unknown[]): Promise<un
  * Creates the per-job proxy for `tool`, backed by `api` (absent: granted calls fail as dependency.unavailable).
  * Every write it performs is recorded in `effects` when it begins (kept unless it was refused before the store changed).
  */
-export function createApiProxy(options: { tool: SandboxTool; api: SandboxApi | undefined; maxCalls?: number; budgets?: Partial<ApiBudgets>; effects?: EffectLog }): ApiProxy {
+export function createApiProxy(options: { tool: SandboxTool; api: SandboxApi | undefined; tools?: SandboxToolCaller; maxCalls?: number; budgets?: Partial<ApiBudgets>; effects?: EffectLog }): ApiProxy {
   const { tool, api, effects } = options;
   const budgets: ApiBudgets = {
     maxCalls: options.maxCalls ?? MAX_API_CALLS,
@@ -207,6 +233,17 @@ export function createApiProxy(options: { tool: SandboxTool; api: SandboxApi | u
       const run = async (): Promise<ApiReply> => {
         let entry: Effect | undefined;
         try {
+          if (op === CALL_OP) {
+            const target = checkToolsGrant(tool, args[0]);
+            const callOptions = checkCallOptions(args[2] ?? {});
+            calls++;
+            if (calls > maxCalls) throw new Refusal(ErrorCode.RateExceeded, `context.api: more than ${maxCalls} calls in one execution`);
+            if (!options.tools) throw new Refusal(ErrorCode.DependencyUnavailable, `context.tools.call("${target}"): nested calls are not available to this call`);
+            // A nested call waits for another tool's answer: it holds no in-flight slot of the store
+            // calls, and its effects are the nested request's own (listed in that request's answer).
+            const value = await options.tools.call(target, args[1], callOptions);
+            return { id, ok: true, value: value === undefined ? null : value };
+          }
           if (!READ_OPS.has(op) && !WRITE_OPS.has(op)) throw new Refusal(ErrorCode.InputInvalid, `context.api has no method ${JSON.stringify(op.slice(0, 60))}`);
           if (args.length > 3) throw new Refusal(ErrorCode.InputInvalid, `context.api.${op}: too many arguments (${args.length})`);
           checkGrant(tool, op);
@@ -229,7 +266,7 @@ export function createApiProxy(options: { tool: SandboxTool; api: SandboxApi | u
           }
           const coerced = coerceError(err);
           if (entry && NOT_WRITTEN.has(coerced.code)) effects?.drop(entry);
-          return { id, ok: false, code: coerced.code, message: `context.api.${op} failed: ${coerced.message}` };
+          return { id, ok: false, code: coerced.code, message: op === CALL_OP ? coerced.message : `context.api.${op} failed: ${coerced.message}` };
         }
       };
       return run();

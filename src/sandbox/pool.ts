@@ -50,6 +50,19 @@ export interface PoolOptions {
   idleCpu?: IdleCpuRule;
 }
 
+/** Counters of the pool (spawned, evicted and retired count since creation). */
+export interface PoolStats {
+  warm: number;
+  busy: number;
+  spawned: number;
+  /** Processes killed to make room for another key (pool at its maximum). */
+  evicted: number;
+  /** Processes retired: idle too long, busy while parked, served their maximum, or no room to park. */
+  retired: number;
+  /** Calls that waited for a busy process of their tool version instead of taking a fresh one. */
+  waitedForBusy: number;
+}
+
 /** The warm pool of one sandbox. */
 export interface Pool {
   /** A ready process for `spec`: warm if possible, else an in-flight or fresh spawn. Rejects on spawn failure. */
@@ -67,7 +80,18 @@ export interface Pool {
    * into free room (never evicting another key), and the key counts as least recently used.
    */
   prewarm(spec: PoolKeySpec, count?: number): void;
-  stats(): { warm: number; busy: number; spawned: number };
+  /** Warm mode: a call of tool version `reuseKey` runs on a process (callEnded follows). */
+  callStarted(reuseKey: string): void;
+  /** Warm mode: that call ended after `runMs`; `reusable`: its process is being parked. */
+  callEnded(reuseKey: string, runMs: number, reusable: boolean): void;
+  /**
+   * Warm mode, no idle process of `reuseKey`: a promise of the next one a call of that version parks,
+   * when waiting for it is cheaper than spawning (its calls run shorter than a spawn on average, and
+   * a busy process is free for this waiter); undefined when not. Resolves undefined when the wait
+   * ends without a process (then the caller takes a fresh one).
+   */
+  waitForReuse(reuseKey: string): Promise<SandboxProcess | undefined> | undefined;
+  stats(): PoolStats;
   /** Every live process (for shutdown). */
   live(): SandboxProcess[];
   close(): Promise<void>;
@@ -88,7 +112,17 @@ export function createPool(options: PoolOptions): Pool {
   const parkedCpu = new Map<SandboxProcess, { since: number; atFirst: number | undefined; atGrace: number | undefined }>();
   let cpuTimer: NodeJS.Timeout | undefined;
   let spawned = 0;
+  let evicted = 0;
+  let retired = 0;
+  let waitedForBusy = 0;
   let closed = false;
+  // warm mode: per tool version, calls running now, the running average of their run time, and the
+  // calls waiting for one of them to finish (see waitForReuse)
+  const busyCalls = new Map<string, number>();
+  const runAvgMs = new Map<string, number>();
+  const reuseWaiters = new Map<string, Array<(proc: SandboxProcess | undefined) => void>>();
+  // the running average of spawn -> ready: what a call that does not wait costs the machine
+  let spawnAvgMs = 25;
   let failures = 0;
   let backoffUntil = 0;
   let retryTimer: NodeJS.Timeout | undefined;
@@ -133,6 +167,7 @@ export function createPool(options: PoolOptions): Pool {
     const timer = setTimeout(() => {
       if (remove(map, proc)) {
         unpark(proc);
+        retired++;
         proc.kill('retired');
       }
     }, poolIdleMs);
@@ -168,6 +203,7 @@ export function createPool(options: PoolOptions): Pool {
     });
     remove(idle, proc);
     unpark(proc);
+    retired++;
     proc.kill('busy_idle');
     return true;
   };
@@ -193,6 +229,7 @@ export function createPool(options: PoolOptions): Pool {
     if (!victim) return false;
     remove(idle, victim);
     unpark(victim);
+    evicted++;
     victim.kill('retired');
     return true;
   };
@@ -200,6 +237,10 @@ export function createPool(options: PoolOptions): Pool {
   const spawn = (spec: PoolKeySpec): SandboxProcess => {
     const proc = options.spawn(spec);
     spawned++;
+    const from = performance.now();
+    proc.ready.then(() => {
+      spawnAvgMs += (performance.now() - from - spawnAvgMs) / 8;
+    }, () => undefined);
     all.add(proc);
     void proc.exited.then(() => {
       all.delete(proc);
@@ -240,6 +281,7 @@ export function createPool(options: PoolOptions): Pool {
     if (!victim) return false;
     remove(warm, victim);
     unpark(victim);
+    evicted++;
     victim.kill('retired');
     return true;
   };
@@ -326,11 +368,18 @@ export function createPool(options: PoolOptions): Pool {
     },
     park(proc, reuseKey) {
       const parked = list(idle, reuseKey);
+      const waiter = reuseWaiters.get(reuseKey)?.shift();
+      if (waiter) {
+        // a call of the same tool version waits for exactly this: hand the process over
+        if (!closed && proc.jobsServed < options.maxReuseCalls && proc.park()) return waiter(proc);
+        waiter(undefined);
+      }
       let room = count(warm) + count(starting) + count(idle) < poolMax;
       // A process that just served a call is worth more than an idle one of another version, or a
       // prewarmed one of a key used less recently than this process's own (makeRoom's rule).
       if (!room && parked.length < Math.max(1, poolSize)) room = evictParked(reuseKey) || makeRoom(proc.key);
       if (closed || proc.jobsServed >= options.maxReuseCalls || parked.length >= Math.max(1, poolSize) || !room || !proc.park()) {
+        if (!closed) retired++;
         proc.kill('retired');
         return;
       }
@@ -347,6 +396,46 @@ export function createPool(options: PoolOptions): Pool {
     },
     release(spec) {
       refillSoon(spec.key);
+    },
+    callStarted(reuseKey) {
+      busyCalls.set(reuseKey, (busyCalls.get(reuseKey) ?? 0) + 1);
+    },
+    callEnded(reuseKey, runMs, reusable) {
+      const busy = (busyCalls.get(reuseKey) ?? 1) - 1;
+      if (busy > 0) busyCalls.set(reuseKey, busy);
+      else busyCalls.delete(reuseKey);
+      const avg = runAvgMs.get(reuseKey);
+      runAvgMs.set(reuseKey, avg === undefined ? runMs : avg + (runMs - avg) / 8);
+      if (runAvgMs.size > 4096) runAvgMs.delete(runAvgMs.keys().next().value as string);
+      // a process that will not come back cannot serve a waiter: let one go spawn instead
+      if (!reusable) reuseWaiters.get(reuseKey)?.shift()?.(undefined);
+      if (reuseWaiters.get(reuseKey)?.length === 0) reuseWaiters.delete(reuseKey);
+    },
+    waitForReuse(reuseKey) {
+      // Wait for a busy process of this version when that is cheaper than starting one: every
+      // waiter has a busy process ahead of it that will finish, on average, sooner than a spawn.
+      const busy = busyCalls.get(reuseKey) ?? 0;
+      const waiting = reuseWaiters.get(reuseKey)?.length ?? 0;
+      const avg = runAvgMs.get(reuseKey);
+      if (closed || busy <= waiting || avg === undefined || avg > spawnAvgMs) return undefined;
+      waitedForBusy++;
+      return new Promise<SandboxProcess | undefined>((resolve) => {
+        let waiters = reuseWaiters.get(reuseKey);
+        if (!waiters) reuseWaiters.set(reuseKey, (waiters = []));
+        const queue = waiters;
+        // (a waiter is called at most once: park/callEnded shift it off, the timer splices it out)
+        const done = (proc: SandboxProcess | undefined): void => {
+          clearTimeout(timer);
+          resolve(proc);
+        };
+        // never longer than a spawn plus the expected run: then the caller takes a fresh process
+        const timer = setTimeout(() => {
+          const at = queue.indexOf(done);
+          if (at !== -1) queue.splice(at, 1);
+          done(undefined);
+        }, Math.ceil(spawnAvgMs + avg));
+        queue.push(done);
+      });
     },
     giveBack(proc) {
       if (closed || proc.state !== 'ready') return proc.kill('retired');
@@ -368,7 +457,7 @@ export function createPool(options: PoolOptions): Pool {
       for (const entries of [...warm.values(), ...idle.values()]) {
         for (const proc of entries) if (proc.state === 'ready' || proc.state === 'idle') ready++;
       }
-      return { warm: ready, busy, spawned };
+      return { warm: ready, busy, spawned, evicted, retired, waitedForBusy };
     },
     live: () => [...all],
     async close() {

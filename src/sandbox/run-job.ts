@@ -22,6 +22,11 @@ export interface JobSettings {
   source64: string;
   /** Media type of source64: transpiled JavaScript, or TypeScript Deno transpiles itself. */
   lang: 'js' | 'ts';
+  /**
+   * Warm mode: run the tool through its module factory (transpile.ts) instead of importing source64;
+   * `code64` only when this process has not imported that factory yet.
+   */
+  factory?: { id: string; code64?: string };
   /** Maps positions of transpiled code back to the tool source (for error stacks). */
   mapPosition?: OutcomeContext['mapPosition'];
   timeoutMs: number;
@@ -59,7 +64,7 @@ export function runJob(proc: SandboxProcess, job: SandboxJob, settings: JobSetti
   };
   // effects are recorded as they arrive, so every ending (a timeout or kill included) lists them
   const effects = createEffectLog(settings.startedAt, secrets);
-  const proxy = createApiProxy({ tool: job.tool, api: job.api, effects });
+  const proxy = createApiProxy({ tool: job.tool, api: job.api, ...(job.tools ? { tools: job.tools } : {}), effects });
 
   return new Promise<JobOutcome>((resolve) => {
     let done = false;
@@ -205,8 +210,9 @@ export function runJob(proc: SandboxProcess, job: SandboxJob, settings: JobSetti
       frame = JSON.stringify({
         t: 'job',
         seq: settings.seq,
-        source64: settings.source64,
+        source64: settings.factory ? '' : settings.source64,
         lang: settings.lang,
+        ...(settings.factory ? { factory: settings.factory } : {}),
         input: job.input,
         secrets: job.secrets,
         request: job.request,

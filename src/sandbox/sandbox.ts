@@ -22,6 +22,9 @@ import { createMemoryGuard, type MemoryGuard } from './memory-guard.js';
 import { denyNetFor, validateNetHosts, type PrivateGrant } from './net-policy.js';
 import { lookup } from 'node:dns/promises';
 import { createPool, type PoolKeySpec } from './pool.js';
+import { cpuSlotOf } from '../queue/cpu-slot.js';
+import { createActivityMonitor } from './activity.js';
+import { resolveCapacity } from './capacity.js';
 import { createDirectLauncher, createSpawnerLauncher } from './launcher.js';
 import { spawnSandboxProcess, sweepTempDirs, TEMP_PREFIX, type SandboxProcess } from './process.js';
 import { runJob } from './run-job.js';
@@ -68,7 +71,8 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
   });
   const guard = options.guard ?? (await createMemoryGuard({ logger }));
   const grants = await resolvePrivateGrants(config.allowPrivateHosts, logger);
-  logger.info('sandbox ready', { deno: deno.path, version: deno.version, memoryEnforcement: guard.mode, poolSize: config.poolSize, poolMax: config.poolMax });
+  const capacity = resolveCapacity(config);
+  logger.info('sandbox ready', { deno: deno.path, version: deno.version, memoryEnforcement: guard.mode, poolSize: config.poolSize, poolMax: capacity.poolMax });
   const limits = {
     maxOutputBytes: config.maxOutputBytes,
     maxFrameBytes: config.maxResultBytes + FRAME_SLACK_BYTES,
@@ -82,10 +86,14 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
   const compiler = options.compiler ?? (await createToolCompiler());
   const harness = await prepareHarness();
   if (!compiler.transpiles) logger.warn('esbuild is not installed: tools are sent as TypeScript and Deno transpiles them on every call');
+  // warm processes that imported a tool's module factory: later calls send only its id
+  const factoryLoaded = new WeakMap<SandboxProcess, string>();
+  // a call whose process sleeps lends its CPU slot (queue/cpu-slot.ts, activity.ts)
+  const activity = createActivityMonitor();
   const pool = createPool({
     maxReuseCalls: config.warmMaxCalls,
     poolSize: config.poolSize,
-    poolMax: config.poolMax,
+    poolMax: capacity.poolMax,
     poolIdleMs: config.poolIdleMs,
     guard,
     logger,
@@ -160,6 +168,11 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
     const reuseKey = reuse ? warmKey(tool, spec.key, timeoutMs, job.secrets) : '';
 
     let proc = reuse ? pool.acquireReuse(reuseKey) : undefined;
+    // every process of this version busy: wait for one when that is cheaper than a spawn (pool.ts)
+    if (reuse && !usable(proc)) {
+      const next = pool.waitForReuse(reuseKey);
+      if (next) proc = await next;
+    }
     // a process can die between being handed out and receiving its job (rare): then take another once
     for (let attempt = 0; attempt < 2 && !usable(proc); attempt++) {
       const pending = pool.acquire(spec);
@@ -176,6 +189,12 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
     }
     if (!usable(proc)) return crashed(`no live Deno sandbox process for tool ${JSON.stringify(tool.name)}`, startedAt, { reason: 'spawn_failed' });
     split.gotAt = performance.now();
+    const slot = cpuSlotOf(job.signal);
+    const untrack = slot && proc.pid !== undefined ? activity.track(proc.pid, slot) : undefined;
+    if (reuse) pool.callStarted(reuseKey);
+    // warm mode: the tool's module factory, imported once per process, called once per call
+    const factory = reuse ? compiled.factory : undefined;
+    const mapPosition = factory ? factory.mapPosition : compiled.mapPosition;
     const outcome = await runJob(
       proc,
       job,
@@ -183,7 +202,8 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
         seq: ++nextSeq,
         source64: compiled.source64,
         lang: compiled.lang,
-        ...(compiled.mapPosition ? { mapPosition: compiled.mapPosition } : {}),
+        ...(factory ? { factory: factoryLoaded.get(proc) === factory.id ? { id: factory.id } : { id: factory.id, code64: factory.code64 } } : {}),
+        ...(mapPosition ? { mapPosition } : {}),
         timeoutMs,
         reuse,
         maxResultBytes: config.maxResultBytes,
@@ -193,6 +213,9 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
       },
       guard,
     );
+    untrack?.();
+    if (factory && outcome.reusable) factoryLoaded.set(proc, factory.id);
+    if (reuse) pool.callEnded(reuseKey, performance.now() - split.gotAt, outcome.reusable);
     if (outcome.reusable) pool.park(proc, reuseKey);
     pool.release(spec);
     const result = outcome.result;
@@ -207,7 +230,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
 
   return {
     run,
-    stats: () => ({ ...pool.stats(), memoryEnforcement: guard.mode }),
+    stats: () => ({ ...pool.stats(), lent: activity.lent(), memoryEnforcement: guard.mode }),
     prewarm(tools) {
       const keys = new Set<string>();
       for (const tool of closed ? [] : tools) {
@@ -230,6 +253,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
     async close() {
       if (closed) return;
       closed = true;
+      activity.close();
       await pool.close();
       await launcher.close();
       await harness.remove();

@@ -13,6 +13,7 @@ export function sandboxToolOf(tool: ToolDefinition): SandboxTool {
     net: tool.net,
     ...(tool.privateNet ? { privateNet: tool.privateNet } : {}),
     api: tool.api,
+    ...(tool.tools !== undefined ? { tools: tool.tools } : {}),
     extraPermissions: tool.extraPermissions,
     timeoutMs: tool.timeoutMs,
     memoryMb: tool.memoryMb,

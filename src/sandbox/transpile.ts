@@ -15,7 +15,26 @@ export interface CompiledTool {
   lang: 'js' | 'ts';
   /** JavaScript line:column (1-based) -> the tool source's; absent for TypeScript sent as is. */
   mapPosition?: (line: number, column: number) => { line: number; column: number } | undefined;
+  /**
+   * The same tool as a module factory (see toolFactory), when it can be one: a warm process imports it
+   * once and calls it per call instead of importing a new module instance per call.
+   */
+  factory?: ToolFactory;
 }
+
+/** A tool module turned into `export default function (module, exports, __export, __toCommonJS) { <its body as CommonJS> }`. */
+export interface ToolFactory {
+  /** Digest of the factory code: the harness keeps the factory it imported under it. */
+  id: string;
+  code64: string;
+  mapPosition?: CompiledTool['mapPosition'];
+}
+
+const FACTORY_PREFIX = 'export default function (module, exports, __export, __toCommonJS) {';
+/** Where esbuild's CommonJS output leaves its helpers for the tool's own code, and how it exports. */
+const FACTORY_EXPORTS = 'var tool_exports = {};\n__export(tool_exports, {';
+const FACTORY_EXPORTED = '\nmodule.exports = __toCommonJS(tool_exports);\n';
+const ESBUILD_HELPERS: ReadonlySet<string> = new Set(['__defProp', '__getOwnPropDesc', '__getOwnPropNames', '__hasOwnProp', '__export', '__copyProps', '__toCommonJS']);
 
 /** Transpiles and caches tool sources by content digest. */
 export interface ToolCompiler {
@@ -25,7 +44,7 @@ export interface ToolCompiler {
   readonly transpiles: boolean;
 }
 
-type Transform = (code: string, options: Record<string, unknown>) => { code: string; map?: string };
+type Transform = (code: string, options: Record<string, unknown>) => { code: string; map?: string; warnings?: unknown[] };
 
 /** Most distinct tool versions kept; the least recently used is dropped beyond it. */
 export const COMPILE_CACHE_SIZE = 512;
@@ -85,6 +104,50 @@ function positionMapper(map: string): CompiledTool['mapPosition'] {
   };
 }
 
+/**
+ * The factory form of a tool (a per-process module factory, issue 24): esbuild turns the module into
+ * CommonJS, wrapped in a function the harness calls once per call. Each call runs the module body in a
+ * new function scope, so module-level state starts over every call exactly as with a new module
+ * instance, while the process compiles the code once instead of importing (URL and base64 decoding,
+ * Deno's dependency scan, V8 compile) once per call. Only for a self-contained module: none when the
+ * tool imports anything (`require(` in the output), uses top-level await (esbuild refuses) or
+ * `import.meta` (a warning): those keep the import per call.
+ */
+function toolFactory(transformSync: Transform, source: string): ToolFactory | undefined {
+  let out: { code: string; map?: string; warnings?: unknown[] };
+  try {
+    out = transformSync(source, {
+      loader: 'ts',
+      format: 'cjs',
+      target: 'esnext',
+      sourcemap: 'external',
+      sourcesContent: false,
+      sourcefile: 'tool.ts',
+      tsconfigRaw: { compilerOptions: { verbatimModuleSyntax: true } },
+      logLevel: 'silent',
+    });
+  } catch {
+    return undefined;
+  }
+  if ((out.warnings?.length ?? 0) > 0 || out.code.includes('require(') || typeof out.map !== 'string' || out.map === '') return undefined;
+  // esbuild's helpers read globals (Object.defineProperty, Function.prototype.call, descriptor literals)
+  // that an earlier call of the same tool may have patched: they are blanked out (line numbers kept)
+  // and the harness passes its own `__export` and `__toCommonJS`, built from primitives it captured.
+  const body = out.code.indexOf(FACTORY_EXPORTS);
+  if (body === -1 || !out.code.includes(FACTORY_EXPORTED)) return undefined;
+  const helpers = out.code.slice(0, body);
+  const names = [...helpers.matchAll(/^var (\w+) = /gm)].map((m) => m[1]);
+  if (names.some((name) => !ESBUILD_HELPERS.has(name as string)) || !helpers.startsWith('var __')) return undefined;
+  const code = `${FACTORY_PREFIX}${'\n'.repeat(helpers.split('\n').length - 1)}${out.code.slice(body)}\n}\n`;
+  const inner = positionMapper(out.map);
+  return {
+    id: createHash('sha256').update(code).digest('hex').slice(0, 32),
+    code64: Buffer.from(code, 'utf8').toString('base64'),
+    // the wrapper shares the first line: columns there are shifted by its length
+    mapPosition: (line, column) => inner?.(line, line === 1 ? column - FACTORY_PREFIX.length : column),
+  };
+}
+
 /** Loads esbuild when installed; `undefined` otherwise. */
 async function loadTransform(): Promise<Transform | undefined> {
   try {
@@ -135,9 +198,10 @@ export async function createToolCompiler(transform?: Transform | null): Promise<
             tsconfigRaw: { compilerOptions: { verbatimModuleSyntax: true } },
             logLevel: 'silent',
           });
+          const factory = toolFactory(transformSync, source);
           compiled =
             typeof out.map === 'string' && out.map !== ''
-              ? { source64: Buffer.from(out.code, 'utf8').toString('base64'), lang: 'js', mapPosition: positionMapper(out.map) }
+              ? { source64: Buffer.from(out.code, 'utf8').toString('base64'), lang: 'js', mapPosition: positionMapper(out.map), ...(factory ? { factory } : {}) }
               : asTypeScript(source);
         } catch {
           compiled = asTypeScript(source);

@@ -18,6 +18,8 @@ export interface SandboxTool {
   privateNet?: readonly string[];
   /** Grant for `context.api`. */
   api: false | 'read' | 'write';
+  /** Grant for `context.tools.call` (`permissions.tools`): any tool (`true`) or the listed names; absent = none. */
+  tools?: true | readonly string[];
   /**
    * Extra Deno permissions (`read`, `write`, `env`, `run`, `sys`, and `net` = any public host) — only for operator-trusted
    * (bootstrapped) tools, and only those listed in `config.bootstrapAllow`; granted unscoped.
@@ -39,17 +41,25 @@ export interface SandboxApi {
   searchBreadcrumbs(params: unknown): Promise<unknown>;
 }
 
+/** `context.tools.call` performed by the HOST: a nested request through the one request path. */
+export interface SandboxToolCaller {
+  /** Runs tool `name` with `input`; resolves with its output, rejects (RunnerError) with its error. */
+  call(name: string, input: unknown, options: { version?: string; idempotencyKey?: string }): Promise<unknown>;
+}
+
 /** One call of a tool. */
 export interface SandboxJob {
   tool: SandboxTool;
   input: unknown;
   /** Only the tool's declared secrets, resolved by the caller. */
   secrets: Record<string, string>;
-  request: { id: string; workspace: string; agentId?: string };
+  request: { id: string; workspace: string; agentId?: string; trigger_event?: unknown };
   /** `process`: the caller demands a fresh, never-reused process for this call, whatever the tool or config say. */
   isolation?: 'process';
   /** Host-side implementation of context.api for this call. */
   api?: SandboxApi;
+  /** Host-side implementation of context.tools.call for this call (absent: calls fail as dependency.unavailable). */
+  tools?: SandboxToolCaller;
   /** Abort = kill now (service shutdown); the call ends as sandbox.crashed with details.reason "aborted". */
   signal?: AbortSignal;
   /** Each `context.progress(value)` of the tool while the call runs (JSON value, secrets redacted). */
@@ -72,6 +82,14 @@ export interface SandboxStats {
   busy: number;
   /** Processes spawned since creation. */
   spawned: number;
+  /** Processes killed to make room for another permission set or tool version (pool at its maximum). */
+  evicted: number;
+  /** Processes retired: unused too long, busy while parked, at `warmMaxCalls`, or no room to park. */
+  retired: number;
+  /** Calls that waited for a busy warm process of their tool version instead of taking a fresh one. */
+  waitedForBusy: number;
+  /** Running calls whose process sleeps now, their CPU slot lent to another call. */
+  lent: number;
   memoryEnforcement: MemoryEnforcement;
 }
 

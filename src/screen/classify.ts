@@ -10,7 +10,7 @@ import { type AstNode, child, children, staticKey, unwrap } from './ast.js';
 import { resolve, type Scope } from './scope.js';
 
 /** The kinds of value screening tracks. */
-export const Kind = {
+export const ValueKind = {
   Global: 'global',
   Deno: 'deno',
   Eval: 'eval',
@@ -24,23 +24,23 @@ export const Kind = {
   Module: 'module',
 } as const;
 
-export type Kind = (typeof Kind)[keyof typeof Kind];
+export type ValueKind = (typeof ValueKind)[keyof typeof ValueKind];
 
 /** Names that denote the global object itself. */
 export const GLOBAL_OBJECT_NAMES: ReadonlySet<string> = new Set(['globalThis', 'window', 'self', 'global']);
 
-const GLOBAL_NAMES: ReadonlyMap<string, Kind> = new Map<string, Kind>([
-  ...[...GLOBAL_OBJECT_NAMES].map((name) => [name, Kind.Global] as [string, Kind]),
-  ['Deno', Kind.Deno],
-  ['eval', Kind.Eval],
-  ['Function', Kind.FunctionCtor],
-  ['AsyncFunction', Kind.FunctionCtor],
-  ['GeneratorFunction', Kind.FunctionCtor],
-  ['AsyncGeneratorFunction', Kind.FunctionCtor],
-  ['Reflect', Kind.Reflect],
-  ['Object', Kind.ObjectCtor],
-  ['require', Kind.Require],
-  ['module', Kind.Module],
+const GLOBAL_NAMES: ReadonlyMap<string, ValueKind> = new Map<string, ValueKind>([
+  ...[...GLOBAL_OBJECT_NAMES].map((name) => [name, ValueKind.Global] as [string, ValueKind]),
+  ['Deno', ValueKind.Deno],
+  ['eval', ValueKind.Eval],
+  ['Function', ValueKind.FunctionCtor],
+  ['AsyncFunction', ValueKind.FunctionCtor],
+  ['GeneratorFunction', ValueKind.FunctionCtor],
+  ['AsyncGeneratorFunction', ValueKind.FunctionCtor],
+  ['Reflect', ValueKind.Reflect],
+  ['Object', ValueKind.ObjectCtor],
+  ['require', ValueKind.Require],
+  ['module', ValueKind.Module],
 ]);
 
 // Global functions and constructors: their `.constructor` is Function (`fetch.constructor("code")`).
@@ -67,42 +67,42 @@ const BUILTIN_METHODS: ReadonlySet<string> = new Set([
   'set', 'has', 'delete', 'add', 'clear', 'from', 'of', 'isArray', 'json', 'text', 'arrayBuffer',
 ]);
 
-const FUNCTION_LIKE: ReadonlySet<Kind | undefined> = new Set<Kind | undefined>([
-  Kind.FunctionValue,
-  Kind.FunctionProto,
-  Kind.ConstructorOf,
-  Kind.FunctionCtor,
-  Kind.ObjectCtor,
+const FUNCTION_LIKE: ReadonlySet<ValueKind | undefined> = new Set<ValueKind | undefined>([
+  ValueKind.FunctionValue,
+  ValueKind.FunctionProto,
+  ValueKind.ConstructorOf,
+  ValueKind.FunctionCtor,
+  ValueKind.ObjectCtor,
 ]);
 
 /** The kind of the global variable `name` (when it is not shadowed). */
-export function globalKind(name: string): Kind | undefined {
-  return GLOBAL_NAMES.get(name) ?? (GLOBAL_FUNCTIONS.has(name) ? Kind.FunctionValue : undefined);
+export function globalKind(name: string): ValueKind | undefined {
+  return GLOBAL_NAMES.get(name) ?? (GLOBAL_FUNCTIONS.has(name) ? ValueKind.FunctionValue : undefined);
 }
 
 /** The kind of `object[name]` given the kind of `object`. */
-export function memberKind(object: Kind | undefined, name: string): Kind | undefined {
-  if (name === 'constructor') return FUNCTION_LIKE.has(object) ? Kind.FunctionCtor : Kind.ConstructorOf;
-  if (object === Kind.Global) return globalKind(name);
-  if (object !== Kind.Deno && BUILTIN_METHODS.has(name)) return Kind.FunctionValue;
-  if (name === 'prototype' && object === Kind.FunctionCtor) return Kind.FunctionProto;
-  if (name === '__proto__' && (object === Kind.FunctionValue || object === Kind.FunctionCtor)) return Kind.FunctionProto;
-  if (name === 'require' && object === Kind.Module) return Kind.Require;
+export function memberKind(object: ValueKind | undefined, name: string): ValueKind | undefined {
+  if (name === 'constructor') return FUNCTION_LIKE.has(object) ? ValueKind.FunctionCtor : ValueKind.ConstructorOf;
+  if (object === ValueKind.Global) return globalKind(name);
+  if (object !== ValueKind.Deno && BUILTIN_METHODS.has(name)) return ValueKind.FunctionValue;
+  if (name === 'prototype' && object === ValueKind.FunctionCtor) return ValueKind.FunctionProto;
+  if (name === '__proto__' && (object === ValueKind.FunctionValue || object === ValueKind.FunctionCtor)) return ValueKind.FunctionProto;
+  if (name === 'require' && object === ValueKind.Module) return ValueKind.Require;
   return undefined;
 }
 
 /** A memoising classifier bound to one module's scopes. */
 export interface Classifier {
-  kindOf(expr: AstNode, scope: Scope): Kind | undefined;
+  kindOf(expr: AstNode, scope: Scope): ValueKind | undefined;
   /** Drops memoised answers (aliases changed). */
   reset(): void;
 }
 
 /** Creates the classifier; memo entries are per node, so one instance serves one parse. */
 export function createClassifier(): Classifier {
-  let memo = new Map<AstNode, Kind | null>();
+  let memo = new Map<AstNode, ValueKind | null>();
 
-  const kindOf = (expr: AstNode, scope: Scope): Kind | undefined => {
+  const kindOf = (expr: AstNode, scope: Scope): ValueKind | undefined => {
     const cached = memo.get(expr);
     if (cached !== undefined) return cached ?? undefined;
     memo.set(expr, null); // cycle guard: a self-referencing alias classifies as unknown
@@ -111,11 +111,11 @@ export function createClassifier(): Classifier {
     return kind;
   };
 
-  const compute = (node: AstNode, scope: Scope): Kind | undefined => {
+  const compute = (node: AstNode, scope: Scope): ValueKind | undefined => {
     switch (node.type) {
       case 'Identifier': {
         const binding = resolve(node.name as string, scope);
-        return binding ? (binding.alias as Kind | undefined) : globalKind(node.name as string);
+        return binding ? (binding.alias as ValueKind | undefined) : globalKind(node.name as string);
       }
       case 'MemberExpression': {
         const object = child(node, 'object');
@@ -135,7 +135,7 @@ export function createClassifier(): Classifier {
       case 'ClassExpression':
       case 'FunctionDeclaration':
       case 'ClassDeclaration':
-        return Kind.FunctionValue;
+        return ValueKind.FunctionValue;
       case 'SequenceExpression': {
         const last = children(node, 'expressions').at(-1);
         return last ? kindOf(last, scope) : undefined;
@@ -157,11 +157,11 @@ export function createClassifier(): Classifier {
     }
   };
 
-  const either = (a: AstNode | undefined, b: AstNode | undefined, scope: Scope): Kind | undefined =>
+  const either = (a: AstNode | undefined, b: AstNode | undefined, scope: Scope): ValueKind | undefined =>
     (a ? kindOf(a, scope) : undefined) ?? (b ? kindOf(b, scope) : undefined);
 
   // Object.getPrototypeOf(fn) / Reflect.getPrototypeOf(fn) and Reflect.get(o, "static key").
-  const callKind = (node: AstNode, scope: Scope): Kind | undefined => {
+  const callKind = (node: AstNode, scope: Scope): ValueKind | undefined => {
     const callee = child(node, 'callee');
     if (!callee) return undefined;
     const member = unwrap(callee);
@@ -170,15 +170,15 @@ export function createClassifier(): Classifier {
     const property = child(member, 'property');
     const method = property ? staticKey(property, member.computed === true) : undefined;
     const owner = object ? kindOf(object, scope) : undefined;
-    if (owner !== Kind.Reflect && owner !== Kind.ObjectCtor) return undefined;
+    if (owner !== ValueKind.Reflect && owner !== ValueKind.ObjectCtor) return undefined;
     const args = children(node, 'arguments');
     const first = args[0] && args[0].type !== 'SpreadElement' ? kindOf(args[0], scope) : undefined;
     if (method === 'getPrototypeOf') {
       // The prototype of AsyncFunction.prototype is Function.prototype: still a function prototype.
-      const fnLike = first === Kind.FunctionValue || first === Kind.FunctionCtor || first === Kind.FunctionProto;
-      return fnLike ? Kind.FunctionProto : undefined;
+      const fnLike = first === ValueKind.FunctionValue || first === ValueKind.FunctionCtor || first === ValueKind.FunctionProto;
+      return fnLike ? ValueKind.FunctionProto : undefined;
     }
-    if (method === 'get' && owner === Kind.Reflect && args[1]) {
+    if (method === 'get' && owner === ValueKind.Reflect && args[1]) {
       const key = staticKey(args[1], true);
       return key === undefined ? undefined : memberKind(first, key);
     }

@@ -6,6 +6,7 @@
 // deep copy, deep-frozen, so the catalog can share it and cached schema validators stay correct.
 // Unknown top-level fields (upstream adds bootstrap, subscriptions, ui_schema) are tolerated.
 
+import { readAutonomy } from './autonomy.js';
 import type { Config } from '../config/schema.js';
 import { parseContract } from '../contract/contract.js';
 import { validatePermissions } from './permissions.js';
@@ -120,6 +121,9 @@ export function validateToolDefinition(context: unknown, options: DefinitionOpti
   const requiredSecrets = readSecrets(context.required_secrets, errors);
   const contract = context.contract === undefined ? { issues: [], contract: {} } : parseContract(context.contract);
   for (const problem of contract.issues) error(IssueCode.Contract, problem.path, problem.message);
+  const autonomy = readAutonomy(context, { origin: options.origin, api: permissions.api, ...(permissions.apiSchemas ? { apiSchemas: permissions.apiSchemas } : {}) });
+  errors.push(...autonomy.errors);
+  warnings.push(...autonomy.warnings);
   const schemas = validateSchemas(context, { validator: options.validator });
   errors.push(...schemas.errors);
   warnings.push(...schemas.warnings);
@@ -137,12 +141,15 @@ export function validateToolDefinition(context: unknown, options: DefinitionOpti
     ...(permissions.privateNet.length > 0 ? { privateNet: permissions.privateNet } : {}),
     api: permissions.api,
     ...(permissions.apiSchemas ? { apiSchemas: structuredClone(permissions.apiSchemas) } : {}),
+    ...(permissions.tools !== undefined ? { tools: permissions.tools === true ? true as const : [...permissions.tools] } : {}),
     extraPermissions: permissions.extraPermissions,
     timeoutMs: limits.timeoutMs,
     memoryMb: limits.memoryMb,
     ...(limits.cpuPercent !== undefined ? { cpuPercent: limits.cpuPercent } : {}),
     ...(isPlainObject(context.bootstrap) && context.bootstrap['mode'] === 'continuous' ? { continuous: true as const } : {}),
     ...(limits.isolation === 'process' ? { isolation: 'process' as const } : {}),
+    ...(autonomy.subscriptions ? { subscriptions: autonomy.subscriptions } : {}),
+    ...(autonomy.bootstrap ? { bootstrap: autonomy.bootstrap } : {}),
     requiredSecrets,
     examples: structuredClone(schemas.examples),
     contract: structuredClone(contract.contract ?? {}),

@@ -34,12 +34,14 @@ export interface PermissionResult {
   api: false | 'read' | 'write';
   /** Schema scope of the `context.api` grant (`permissions.breadcrumbs`); absent = every schema the policy allows. */
   apiSchemas?: { read: string[]; write: string[] };
+  /** `permissions.tools`: the tools `context.tools.call` may call (`true` = any); absent = none. */
+  tools?: true | string[];
   extraPermissions: string[];
   /** Operator-granted private `host:port`s of a bootstrapped tool (all its grants, listed or not); [] for agent tools. */
   privateNet: string[];
 }
 
-const KNOWN = new Set(['net', 'read', 'write', 'env', 'run', 'ffi', 'sys', 'hrtime', 'api', 'breadcrumbs']);
+const KNOWN = new Set(['net', 'read', 'write', 'env', 'run', 'ffi', 'sys', 'hrtime', 'api', 'breadcrumbs', 'tools']);
 /** Schema names a `permissions.breadcrumbs` list may hold. */
 export const SCHEMA_NAME = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
@@ -106,6 +108,7 @@ export function validatePermissions(permissions: unknown, options: PermissionOpt
     if (requested(api)) error(IssueCode.Api, 'breadcrumbs', `permissions.breadcrumbs (a grant scoped to schemas) and permissions.api ${quote(api)} are both given; keep one`);
     else validateBreadcrumbs(permissions.breadcrumbs, result);
   }
+  validateTools(permissions.tools, result);
   return result;
 }
 
@@ -146,6 +149,29 @@ function validateBreadcrumbs(value: unknown, result: PermissionResult): void {
   result.api = scope.write.length > 0 ? 'write' : scope.read.length > 0 ? 'read' : false;
   if (result.api !== false) result.apiSchemas = scope;
 }
+
+/** `permissions.tools: true | [tool names]`: the grant of `context.tools.call` (nested calls, docs/autonomy.md). */
+function validateTools(value: unknown, result: PermissionResult): void {
+  if (value === undefined || value === null || value === false) return;
+  if (value === true) {
+    result.tools = true;
+    return;
+  }
+  const path = '/permissions/tools';
+  if (!Array.isArray(value)) {
+    result.errors.push({ code: IssueCode.Permissions, path, message: `permissions.tools must be true or an array of tool names, got ${quote(value)}` });
+    return;
+  }
+  const names: string[] = [];
+  value.forEach((name: unknown, index) => {
+    if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
+      result.errors.push({ code: IssueCode.Permissions, path: `${path}/${index}`, message: `A tool name must match ${TOOL_NAME.source}, got ${quote(name)}` });
+    } else if (!names.includes(name)) names.push(name);
+  });
+  if (names.length > 0) result.tools = names;
+}
+
+const TOOL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 function validateNet(net: unknown, options: PermissionOptions, result: PermissionResult): void {
   const { maxNetDomains } = options;

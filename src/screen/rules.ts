@@ -7,7 +7,7 @@
 
 import { type AstNode, child, children, forEachChild, position, snippet, staticKey, unwrap } from './ast.js';
 import { childMode, EQUALITY, isTransparent, PATTERNS } from './walk-modes.js';
-import { createClassifier, globalKind, Kind, memberKind } from './classify.js';
+import { createClassifier, globalKind, ValueKind, memberKind } from './classify.js';
 import { denoApiPermissions, type DenoPermission } from './deno-apis.js';
 import { buildScopes, resolve, resolveAliases, type Scope } from './scope.js';
 import { IssueCode, type Issue, type ScreenPermissions } from './types.js';
@@ -50,7 +50,7 @@ export function runRules(program: AstNode, source: string, permissions: ScreenPe
     if (parent.type === 'UnaryExpression') return parent.operator === 'typeof';
     if ((parent.type === 'MemberExpression' && key === 'object') || (parent.type === 'TSQualifiedName' && key === 'left')) {
       const outer = kindOf(parent, scope);
-      return outer === Kind.FunctionCtor || outer === Kind.FunctionProto;
+      return outer === ValueKind.FunctionCtor || outer === ValueKind.FunctionProto;
     }
     return false;
   };
@@ -62,10 +62,10 @@ export function runRules(program: AstNode, source: string, permissions: ScreenPe
     report(IssueCode.DenoPermission, node, `Deno.${name} needs the ${list} permission${missing.length > 1 ? 's' : ''}, which this tool does not have`);
   };
 
-  const checkValueKind = (kind: Kind | undefined, node: AstNode, key: string, scope: Scope): void => {
-    if (kind === Kind.Eval) report(IssueCode.Eval, node, `eval is not allowed: ${text(node)}`);
-    else if (kind === Kind.Require) report(IssueCode.Require, node, `require is not available; tools must be self-contained: ${text(node)}`);
-    else if (kind === Kind.FunctionCtor && !benignFunctionUse(key, scope)) {
+  const checkValueKind = (kind: ValueKind | undefined, node: AstNode, key: string, scope: Scope): void => {
+    if (kind === ValueKind.Eval) report(IssueCode.Eval, node, `eval is not allowed: ${text(node)}`);
+    else if (kind === ValueKind.Require) report(IssueCode.Require, node, `require is not available; tools must be self-contained: ${text(node)}`);
+    else if (kind === ValueKind.FunctionCtor && !benignFunctionUse(key, scope)) {
       report(IssueCode.FunctionConstructor, node, `The Function constructor is not allowed: ${text(node)}`);
     }
   };
@@ -116,7 +116,7 @@ export function runRules(program: AstNode, source: string, permissions: ScreenPe
         const member = callee ? unwrap(callee) : undefined;
         if (member?.type !== 'MemberExpression') return false;
         const owner = kindOf(child(member, 'object') as AstNode, scope);
-        return owner === Kind.Reflect || owner === Kind.ObjectCtor; // reported by checkReflective
+        return owner === ValueKind.Reflect || owner === ValueKind.ObjectCtor; // reported by checkReflective
       }
       default:
         return false;
@@ -127,12 +127,12 @@ export function runRules(program: AstNode, source: string, permissions: ScreenPe
     const name = node.name as string;
     const binding = resolve(name, scope);
     if (binding) {
-      if (binding.alias === Kind.Global || binding.alias === Kind.Deno) checkEscape(node);
+      if (binding.alias === ValueKind.Global || binding.alias === ValueKind.Deno) checkEscape(node);
       return;
     }
     const kind = globalKind(name);
-    if (kind === Kind.Global || kind === Kind.Deno) checkEscape(node);
-    if (kind === Kind.Require && stack.at(-1)?.type === 'UnaryExpression' && stack.at(-1)?.operator === 'typeof') return;
+    if (kind === ValueKind.Global || kind === ValueKind.Deno) checkEscape(node);
+    if (kind === ValueKind.Require && stack.at(-1)?.type === 'UnaryExpression' && stack.at(-1)?.operator === 'typeof') return;
     checkValueKind(kind, node, key, scope);
   };
 
@@ -143,13 +143,13 @@ export function runRules(program: AstNode, source: string, permissions: ScreenPe
     if (!object || !property) return;
     const objectKind = kindOf(object, scope);
     const name = staticKey(property, !qualified && node.computed === true);
-    if ((objectKind === Kind.Global || objectKind === Kind.Deno) && name === undefined) {
+    if ((objectKind === ValueKind.Global || objectKind === ValueKind.Deno) && name === undefined) {
       report(IssueCode.ComputedGlobal, node, `Computed access to a global object is not allowed: ${snippet(source, node)}`);
       return;
     }
-    if (objectKind === Kind.Deno && name !== undefined) checkDenoApi(name, node);
+    if (objectKind === ValueKind.Deno && name !== undefined) checkDenoApi(name, node);
     const kind = kindOf(node, scope);
-    if (kind === Kind.Global || kind === Kind.Deno) checkEscape(node);
+    if (kind === ValueKind.Global || kind === ValueKind.Deno) checkEscape(node);
     checkValueKind(kind, node, key, scope);
   };
 
@@ -159,16 +159,16 @@ export function runRules(program: AstNode, source: string, permissions: ScreenPe
     const member = callee ? unwrap(callee) : undefined;
     if (member?.type !== 'MemberExpression') return;
     const owner = kindOf(child(member, 'object') as AstNode, scope);
-    if (owner !== Kind.Reflect && owner !== Kind.ObjectCtor) return;
+    if (owner !== ValueKind.Reflect && owner !== ValueKind.ObjectCtor) return;
     const args = children(node, 'arguments').filter((arg) => arg.type !== 'SpreadElement');
-    if (args.some((arg) => { const k = kindOf(arg, scope); return k === Kind.Global || k === Kind.Deno; })) {
+    if (args.some((arg) => { const k = kindOf(arg, scope); return k === ValueKind.Global || k === ValueKind.Deno; })) {
       report(IssueCode.ComputedGlobal, node, `Reflective access to a global object is not allowed: ${snippet(source, node)}`);
     }
   };
 
   // const { eval: e } = globalThis; const { readTextFile } = Deno; const { constructor: F } = async () => {};
-  const checkPattern = (pattern: AstNode, sourceKind: Kind | undefined, at: AstNode): void => {
-    if (sourceKind === Kind.Global) {
+  const checkPattern = (pattern: AstNode, sourceKind: ValueKind | undefined, at: AstNode): void => {
+    if (sourceKind === ValueKind.Global) {
       report(IssueCode.ComputedGlobal, pattern, `Destructuring a global object is not allowed: ${snippet(source, at)}`);
       return;
     }
@@ -182,13 +182,13 @@ export function runRules(program: AstNode, source: string, permissions: ScreenPe
       const keyNode = child(prop, 'key');
       const name = prop.type === 'RestElement' || !keyNode ? undefined : staticKey(keyNode, prop.computed === true);
       if (name === undefined) {
-        if (sourceKind === Kind.Deno) report(IssueCode.ComputedGlobal, prop, `Computed or rest destructuring of Deno is not allowed: ${snippet(source, at)}`);
+        if (sourceKind === ValueKind.Deno) report(IssueCode.ComputedGlobal, prop, `Computed or rest destructuring of Deno is not allowed: ${snippet(source, at)}`);
         continue;
       }
-      if (sourceKind === Kind.Deno) checkDenoApi(name, prop);
+      if (sourceKind === ValueKind.Deno) checkDenoApi(name, prop);
       const kind = memberKind(sourceKind, name);
-      if (kind === Kind.FunctionCtor) report(IssueCode.FunctionConstructor, prop, `The Function constructor is not allowed: ${snippet(source, at)}`);
-      if (kind === Kind.Require) report(IssueCode.Require, prop, `require is not available; tools must be self-contained: ${snippet(source, at)}`);
+      if (kind === ValueKind.FunctionCtor) report(IssueCode.FunctionConstructor, prop, `The Function constructor is not allowed: ${snippet(source, at)}`);
+      if (kind === ValueKind.Require) report(IssueCode.Require, prop, `require is not available; tools must be self-contained: ${snippet(source, at)}`);
       const value = child(prop, 'value');
       if (value && PATTERNS.has(value.type)) checkPattern(value, kind, at);
     }

@@ -18,6 +18,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { createPatternEngine, RegexBudgetError } from './regex-safety.js';
 import { isPlainObject, pointerSegment, quote } from './types.js';
+import { BoundedMap } from '../bounded.js';
 
 /** One validation error: JSON pointer into the data ("" is the whole value) and ajv's message. */
 export interface SchemaError {
@@ -41,7 +42,7 @@ export interface SchemaValidator {
 
 type Dialect = 'draft-07' | '2019-09' | '2020-12';
 type AjvInstance = Ajv | Ajv2019 | Ajv2020;
-type Entry = { fn: ValidateFunction; schema: object; dialect: Dialect } | { error: string };
+type CompiledEntry = { fn: ValidateFunction; schema: object; dialect: Dialect } | { error: string };
 
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
 const AJV_OPTIONS = { allErrors: true, strict: false, allowUnionTypes: true, logger: false as const };
@@ -109,8 +110,10 @@ export function createSchemaValidator(options: SchemaValidatorOptions = {}): Sch
   const patterns = createPatternEngine(options.regexBudget === undefined ? {} : { budget: options.regexBudget });
   const ajvOptions = { ...AJV_OPTIONS, code: { regExp: patterns.regExp } };
   const instances = new Map<Dialect, AjvInstance>();
-  const cache = new Map<string, Entry>();
-  const byIdentity = new WeakMap<object, { key: string; entry: Entry }>();
+  const cache = new BoundedMap<string, CompiledEntry>(maxCached, (_key, entry) => {
+    if ('fn' in entry) ajvFor(entry.dialect).removeSchema(entry.schema);
+  });
+  const byIdentity = new WeakMap<object, { key: string; entry: CompiledEntry }>();
 
   const ajvFor = (dialect: Dialect): AjvInstance => {
     let ajv = instances.get(dialect);
@@ -123,7 +126,7 @@ export function createSchemaValidator(options: SchemaValidatorOptions = {}): Sch
     return ajv;
   };
 
-  const compile = (schema: object): Entry => {
+  const compile = (schema: object): CompiledEntry => {
     const dialect = schemaDialect(schema);
     if (typeof dialect !== 'string') return dialect;
     const ajv = ajvFor(dialect);
@@ -147,32 +150,17 @@ export function createSchemaValidator(options: SchemaValidatorOptions = {}): Sch
     }
   };
 
-  const lookup = (schema: object): Entry => {
+  const lookup = (schema: object): CompiledEntry => {
     const known = byIdentity.get(schema);
     if (known && cache.get(known.key) === known.entry) {
-      cache.delete(known.key); // refresh LRU position
-      cache.set(known.key, known.entry);
+      cache.touch(known.key);
       return known.entry;
     }
     const key = canonicalJson(schema);
-    let entry = cache.get(key);
-    if (entry) {
-      cache.delete(key); // refresh LRU position
-    } else {
-      entry = compile(schema);
-      if (cache.size >= maxCached) evictOldest();
-    }
+    const entry = cache.touch(key) ?? compile(schema);
     cache.set(key, entry);
     if (Object.isFrozen(schema)) byIdentity.set(schema, { key, entry });
     return entry;
-  };
-
-  const evictOldest = (): void => {
-    const oldest = cache.entries().next().value;
-    if (!oldest) return;
-    cache.delete(oldest[0]);
-    const entry = oldest[1];
-    if ('fn' in entry) ajvFor(entry.dialect).removeSchema(entry.schema);
   };
 
   return {

@@ -18,6 +18,7 @@ export type Origin = 'agent' | 'bootstrap';
 
 /** The normalised, validated tool every other module uses; produced only by validateToolDefinition. */
 import type { ToolContract } from '../contract/contract.js';
+import type { BootstrapRun, Subscription } from './autonomy.js';
 
 export interface ToolDefinition {
   name: string;
@@ -34,6 +35,8 @@ export interface ToolDefinition {
   api: false | 'read' | 'write';
   /** `permissions.breadcrumbs`: the schemas the `api` grant may read and write (absent = unscoped). */
   apiSchemas?: { read: string[]; write: string[] };
+  /** `permissions.tools`: the tools `context.tools.call` may call (`true` = any); absent = none. */
+  tools?: true | string[];
   /**
    * Extra Deno permissions; only ever non-empty for bootstrapped tools allowed by config.bootstrapAllow.
    * `net` here is `net: true`: any public host (bare --allow-net; the private-range deny list stays).
@@ -43,6 +46,10 @@ export interface ToolDefinition {
   memoryMb: number;
   /** `context.bootstrap.mode: "continuous"` (upstream): the tool runs until stopped, so its examples are not run. */
   continuous?: true;
+  /** `context.subscriptions` (docs/autonomy.md): new breadcrumbs that run the tool. */
+  subscriptions?: Subscription[];
+  /** `context.bootstrap` of an operator tool: run once per deployed version, or continuously. */
+  bootstrap?: BootstrapRun;
   /** `limits.cpu_percent`: the share of one core the tool's process may use while it runs (enforced). */
   cpuPercent?: number;
   /** `limits.isolation: "process"`: every call of this tool gets a fresh process (never a warm one). */

@@ -10,8 +10,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { createAccessGuard, validateAdminHosts, type Refusal } from '../console/access.js';
-import { loginPage, nonLoopbackWithoutToken, readBody, SECURITY_HEADERS } from '../console/http.js';
-import { isLoopbackHost } from '../store/http-util.js';
+import { loginPage, nonLoopbackWithoutToken, SECURITY_HEADERS } from '../console/http.js';
+import { HttpError, isLoopbackHost, readBody, sendError } from '../http.js';
 import { listenUrl } from '../store/server-util.js';
 import type { AdminRoute, AdminRouteContext } from '../extension.js';
 import type { Logger } from '../logger.js';
@@ -70,7 +70,7 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
   };
   /** POST /login (form): the admin token in, a session cookie out. */
   const login = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const token = new URLSearchParams(await readBody(req, 4096)).get('token') ?? '';
+    const token = new URLSearchParams(await readBody(req, res, 4096)).get('token') ?? '';
     if (!guard.tokenMatches(token)) {
       logger.warn('console login refused', { remote: req.socket.remoteAddress });
       res.writeHead(401, { ...SECURITY_HEADERS, 'content-type': 'text/html; charset=utf-8' }).end(loginPage(guard.tokenRequired ? 'That is not the admin token.' : 'This admin port has no token configured; nothing to log in to.'));
@@ -118,9 +118,9 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
 
   const server: Server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
+      if (error instanceof HttpError) return sendError(res, error, SECURITY_HEADERS);
       logger.error('admin request failed', { error });
-      if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: 'internal error', code: 'internal' }));
+      sendError(res, new HttpError(500, 'internal', 'internal error'), SECURITY_HEADERS);
     });
   });
   server.on('upgrade', (req, socket, head) => {

@@ -3,32 +3,33 @@
 // console API). Nothing runs requests yet: service.ts routes the events and starts serving.
 
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createRequestKeys, createStoreAuthProbe, createStoreClient, type RequestKeys, type StoreClient } from '../breadcrumbs/index.js';
+import { createRequestClient, createRequestKeys, createStoreAuthProbe, createStoreClient, type RequestKeys, type StoreClient } from '../breadcrumbs/index.js';
+import { verifiedOrigin } from '../tool-context/origin.js';
 import { createCatalog, type Catalog, type OperatorTool } from '../catalog/catalog.js';
 import { createStamper, type Stamper } from '../catalog/deployment.js';
 import { createCatalogPublisher, type CatalogPublisher } from '../catalog/publisher.js';
 import { deriveKey, REQUEST_KEYS_PURPOSE, resolveRunnerKey } from '../catalog/runner-key.js';
-import { hostEnvironment, type Config } from '../config/index.js';
+import type { Config } from '../config/index.js';
 import { createConsoleApi, type ConsoleApi } from '../console/api.js';
 import { coerceError, ErrorCode, RunnerError } from '../errors.js';
-import { createSchemaCache, executeHostTool, loadHostTools, publishHostTools, type HostTool } from '../host-tools/index.js';
+import { loadHostTools, publishHostTools, type HostTool } from '../host-tools/index.js';
 import type { Logger } from '../logger.js';
 import { createJobQueue, type JobQueue } from '../queue/job-queue.js';
 import { createRap, type Rap } from '../rap/index.js';
-import { createIntake, type Intake } from '../request/2-intake.js';
-import { createClaimManager } from '../request/3-claims.js';
-import { loadAnswerTagCutover } from '../request/3-cutover.js';
-import { createCodeExecutor, createHostExecutor } from '../request/6-execute.js';
-import { createResponder } from '../request/7-respond.js';
-import { createRequestHandler } from '../request/handler.js';
-import { createPolicies } from '../request/policies/index.js';
-import { createSandbox, type Sandbox } from '../sandbox/index.js';
+import { createCreateExecutor } from '../authoring/create-flow.js';
+import { loadAnswerTagCutover } from '../request/cutover.js';
+import type { Intake } from '../request/intake.js';
+import { createRequestPath } from '../request/path.js';
+import { createClaimManager, type ClaimManager } from '../request/claims.js';
+import { checkLeaseKey, createLeaseClaimManager, storeOffersLeases } from '../request/lease-claims.js';
+import { createSandbox, resolveCapacity, type Sandbox } from '../sandbox/index.js';
 import { createSchemaValidator, validateToolDefinition, type SchemaValidator } from '../screen/index.js';
 import { createStore, type Store } from '../store/index.js';
 import type { AdminServer } from './admin-server.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { createSecretResolver, loadSecretsFile, type SecretResolver } from '../tool-context/secrets.js';
 import type { Lifecycle, ServiceExtension, ServiceOptions } from './service.js';
+import { backoffMs } from '../backoff.js';
 
 /** Everything a running service holds, built by buildService and wired by routeEvents/startServing. */
 export interface Parts {
@@ -62,6 +63,26 @@ export interface Parts {
   /** `streamLate`: startup went on before the stream's first connection. */
   state: { lifecycle: Lifecycle; streamConnected: boolean; streamLate: boolean; admin?: AdminServer };
   health(): { ok: boolean; [key: string]: unknown };
+  /** Called once the service is RUNNING (extensions started, operator tools pinned): tool creation starts deciding. */
+  markReady(): void;
+}
+
+const LEASE_KEY_PURPOSE = 'tools-runner/store-lease-key/v1';
+
+// Claims: leases on a store that offers them (this project's), breadcrumb claims on any other.
+// `--claims` forces one kind; every replica of a store must end up with the same kind.
+async function selectClaims(config: Config, options: Parameters<typeof createClaimManager>[0], leaseKey: string): Promise<ClaimManager> {
+  const offered = config.claims === 'breadcrumb' ? false : await storeOffersLeases(options.client);
+  if (config.claims === 'lease' && !offered) {
+    throw new RunnerError(ErrorCode.ConfigInvalid, `--claims lease: the store at ${options.client.baseUrl} offers no leases (only this project's store does, with a lease key); use --claims auto or breadcrumb`);
+  }
+  if (!offered) {
+    options.logger.info('claims are breadcrumbs', { kind: 'breadcrumb' });
+    return createClaimManager(options);
+  }
+  await checkLeaseKey(options.client, options.workspace, leaseKey);
+  options.logger.info('claims are store leases', { kind: 'lease' });
+  return createLeaseClaimManager({ ...options, leaseKey });
 }
 
 /** Builds and wires every part (store, client, sandbox, catalog, request path, RAP, console); nothing runs requests yet. */
@@ -80,10 +101,13 @@ export async function buildService(
   const stamper = createStamper(runnerKey.key);
   const keys = createRequestKeys(deriveKey(runnerKey.master, REQUEST_KEYS_PURPOSE));
 
+  // The key of the store's lease routes: configured, or derived like every other runner key (so the
+  // embedded store and replicas sharing the runner secret agree on it without configuration).
+  const leaseKey = config.leaseKey ?? deriveKey(runnerKey.master, LEASE_KEY_PURPOSE).toString('base64url');
   let storeUrl = config.storeUrl;
   let store: Store | undefined;
   if (!storeUrl) {
-    const embedded = await createStore({ ...config, logger: logger.child({ component: 'store' }) });
+    const embedded = await createStore({ ...config, leaseKey, logger: logger.child({ component: 'store' }) });
     store = embedded;
     onStop('store', () => embedded.close());
     storeUrl = embedded.url;
@@ -149,14 +173,15 @@ export async function buildService(
   publish = () => publisher.schedule();
   onStop('catalog publisher', () => publisher.close());
 
+  const capacity = resolveCapacity(config);
   const queue = createJobQueue({
-    concurrency: config.concurrency,
+    concurrency: capacity.concurrency,
+    cpuConcurrency: capacity.cpuConcurrency,
     toolConcurrency: config.toolConcurrency,
     backlog: config.backlog,
     onJobError: (key, error) => log.error('job threw', { rid: key, error }),
   });
-  const claims = createClaimManager({ client, workspace: config.workspace, holder: replica, ttlMs: config.claimTtlMs, keys, logger: log.child({ component: 'claims' }) });
-  const responder = createResponder({ client, workspace: config.workspace, keys, logger: log.child({ component: 'responder' }) });
+  const claims = await selectClaims(config, { client, workspace: config.workspace, holder: replica, ttlMs: config.claimTtlMs, keys, logger: log.child({ component: 'claims' }) }, leaseKey);
 
   const startedAt = Date.now();
   const health = (): { ok: boolean; [key: string]: unknown } => ({
@@ -179,8 +204,6 @@ export async function buildService(
     isKnownTool: (name) => catalog.resolve(name) !== undefined,
     droppedLogLines: () => logger.droppedLines(),
   });
-  const hostEnv = hostEnvironment();
-  const hostSchemas = createSchemaCache(validator);
   rap = createRap({
     config,
     logger: log.child({ component: 'rap' }),
@@ -193,59 +216,26 @@ export async function buildService(
     out,
   });
   const rapRuntime = rap;
-  const legacyCutoverMs = await loadAnswerTagCutover({ client, keys, workspace: config.workspace, logger: log });
-  // The web console's API (served on the admin port); its figures come from the handler's reports.
+  let markReady = (): void => {};
+  const ready = new Promise<void>((resolve) => (markReady = resolve));
+  const cutover = await loadAnswerTagCutover({ client, keys, workspace: config.workspace, logger: log });
+  // The web console's API (served on the admin port); its figures come from the job's reports.
   const consoleApi = createConsoleApi({ config, client, keys, catalog, sandbox, validator, logger: log.child({ component: 'console' }), health: () => health() });
-  // The request path (src/request): one handler, two executors.
-  const executors = {
-    code: createCodeExecutor({
-      client, sandbox, secrets, config, replica, keys, logger: log.child({ component: 'progress' }),
-      onLiveProgress: (report) => state.admin?.broadcast({ type: 'execution:progress', ts: new Date().toISOString(), replica, ...report }),
-    }),
-    host: createHostExecutor({
-      replica,
-      run: (tool, input, ctx) =>
-        executeHostTool(tool, input, {
-          signal: ctx.signal,
-          logger: log.child({ component: 'legacy', rid: ctx.rid }),
-          config,
-          env: hostEnv,
-          schemas: hostSchemas,
-          inputChecked: true,
-          // the audit policy writes the call's one audit line (with these transport facts)
-          audit: 'return',
-          ...(ctx.approvalId !== undefined ? { approvalId: ctx.approvalId } : {}),
-          // timed into the request's `secrets` stage (the host executor counts the rest as `sandbox_run`)
-          resolveSecret: async (name) => {
-            const from = performance.now();
-            try {
-              return await secrets.resolveOne(name, { tool: tool.name, rid: ctx.rid, operator: true });
-            } finally {
-              ctx.timings?.add('secrets', performance.now() - from);
-            }
-          },
-          ...(rapRuntime ? { runRemote: (call) => rapRuntime.runRemote(call, { rid: ctx.rid, requestBreadcrumbId: ctx.breadcrumbId }) } : {}),
-        }),
-    }),
-  };
-  // The contract policies (src/request/policies/index.ts: idempotency, approval, rate limit, effects, audit).
-  // Whether the store authenticates writers: then every per-agent feature keys on the verified writer.
-  const storeAuth = createStoreAuthProbe(client);
-  const policies = createPolicies({ client, keys, config, logger: log, replica, storeAuth, secretValues: () => Object.values(fileSecrets ?? {}) });
-  const handler = createRequestHandler({
-    client,
-    storeAuth,
-    policies,
-    legacyCutoverMs,
-    claims,
-    catalog,
-    validator,
-    executors,
-    responder,
-    config,
-    logger: log,
-    replica,
+  // Nested calls (context.tools.call) write their requests and wait for the answers with one request client.
+  const nestedRequests = createRequestClient({ client, keys, workspace: config.workspace, pollMaxMs: 500 });
+  onStop('nested calls', async () => nestedRequests.close());
+  // The request path (src/request/path.ts): every request of every kind, tool calls and tool creation.
+  const { intake } = createRequestPath({
+    client, keys, config, logger: log, replica, catalog, validator, queue, sandbox, secrets, cutover, claims,
     hardStop: hardStop.signal,
+    toolCalls: { requests: nestedRequests, keys, maxDepth: config.nestedCallMaxDepth, logger: log.child({ component: 'tool-calls' }) },
+    originOf: (context, rid) => verifiedOrigin(keys, context, rid),
+    ...(rapRuntime ? { runRemote: (call, request) => rapRuntime.runRemote(call, request) } : {}),
+    // Always on: when creation is disabled it answers every create request with a rejection
+    // (permission.denied) instead of leaving agents without an answer.
+    create: createCreateExecutor({ client, keys, sandbox, config, logger: log.child({ component: 'tool-creation' }), validator, stamper, catalog, secrets, ready }),
+    secretValues: () => Object.values(fileSecrets ?? {}),
+    onLiveProgress: (report) => state.admin?.broadcast({ type: 'execution:progress', ts: new Date().toISOString(), replica, ...report }),
     onStarted: (report) => {
       consoleApi.stats.started(report);
       state.admin?.broadcast({ type: 'execution:started', ts: new Date().toISOString(), replica, ...report });
@@ -260,28 +250,17 @@ export async function buildService(
       state.admin?.broadcast({ type: 'execution:ended', ts: new Date().toISOString(), replica, ...report });
     },
   });
-  const intake = createIntake({
-    client,
-    legacyCutoverMs,
-    claims,
-    queue,
-    workspace: config.workspace,
-    keys,
-    logger: log.child({ component: 'intake' }),
-    scanIntervalMs: config.scanIntervalMs,
-    run: (request, signal) => handler.handle(request, signal),
-  });
 
   return {
     config, log, out, replica, storeUrl, client, keys, stamper, sandbox, secrets, validator, catalog, publisher, queue, intake, metrics, consoleApi, rap,
-    extensions, operatorTools, intakeController, hardStop, onStop, state, health,
+    extensions, operatorTools, intakeController, hardStop, onStop, state, health, markReady,
   };
 }
 
 /** Polls the store's health with backoff until it answers, `waitMs` passes or `signal` aborts. */
 async function waitForStore(client: StoreClient, logger: Logger, waitMs: number, signal: AbortSignal): Promise<void> {
   const deadline = Date.now() + waitMs;
-  let wait = 100;
+  let tries = 0;
   for (;;) {
     try {
       await client.health();
@@ -296,8 +275,8 @@ async function waitForStore(client: StoreClient, logger: Logger, waitMs: number,
       logger.warn('store not reachable yet', { url: client.baseUrl, error, waitMs });
       // A referenced timer: while nothing else is open, this wait is what keeps the process alive
       // (an unreferenced one let a `start` with an unreachable --store-url exit 0 at once).
+      const wait = backoffMs({ initialMs: 100, maxMs: 2_000 }, tries++);
       await sleep(Math.min(wait, Math.max(0, deadline - Date.now()) + 1), undefined, { signal }).catch(() => undefined);
-      wait = Math.min(2_000, wait * 2);
     }
   }
 }

@@ -1,12 +1,12 @@
 // Prometheus metrics of one runner (its own registry, so tests and several services never clash).
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { ExecutionReport } from '../request/handler.js';
+import type { ExecutionReport } from '../request/job.js';
 import { STAGES } from '../request/timings.js';
 
 export interface MetricsSources {
   queue(): { queued: number; running: number; backlog: number; capacity: number };
-  pool(): { warm: number; busy: number };
+  pool(): { warm: number; busy: number; spawned?: number; evicted?: number; retired?: number; waitedForBusy?: number; lent?: number };
   catalog(): { active: number; rejected: number };
   /** Whether a tool name is known (unknown names are folded into one label value). */
   isKnownTool(name: string): boolean;
@@ -18,7 +18,7 @@ export interface Metrics {
   registry: Registry;
   recordExecution(report: ExecutionReport): void;
   recordReconnect(): void;
-  /** A request-like record the runner will never answer (src/request/1-ignored.ts), by reason. */
+  /** A request-like record the runner will never answer (src/request/ignored-requests.ts), by reason. */
   recordIgnored(reason: string): void;
   /** An error no handler caught (logged; the service keeps serving). */
   recordUncaught(): void;
@@ -100,6 +100,30 @@ export function createMetrics(sources: MetricsSources): Metrics {
       const pool = sources.pool();
       this.set({ state: 'warm' }, pool.warm);
       this.set({ state: 'busy' }, pool.busy);
+    },
+  });
+  // the pool's own counters, read at scrape time (a counter that only grows)
+  const poolCounter = (name: string, help: string, read: (pool: ReturnType<MetricsSources['pool']>) => number | undefined): void => {
+    new Counter({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(read(sources.pool()) ?? 0);
+      },
+    });
+  };
+  poolCounter('tools_runner_pool_spawns_total', 'Deno processes spawned.', (pool) => pool.spawned);
+  poolCounter('tools_runner_pool_evictions_total', 'Deno processes killed to make room for another permission set or tool version.', (pool) => pool.evicted);
+  poolCounter('tools_runner_pool_retirements_total', 'Deno processes retired: unused too long, busy while parked, at --warm-max-calls, or no room to park.', (pool) => pool.retired);
+  poolCounter('tools_runner_pool_waits_for_busy_total', 'Calls that waited for a busy warm process of their tool version instead of a fresh one.', (pool) => pool.waitedForBusy);
+  new Gauge({
+    name: 'tools_runner_jobs_waiting',
+    help: 'Running calls whose sandbox process sleeps (a timer, the network, a nested call): their CPU slot is lent.',
+    registers: [registry],
+    collect() {
+      this.set(sources.pool().lent ?? 0);
     },
   });
   new Gauge({

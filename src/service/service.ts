@@ -1,5 +1,5 @@
 // The composition root, wiring only: build the parts (build.ts), route the store's events into the
-// request path (src/request/1-events.ts), start serving, and stop; it owns the lifecycle.
+// request path (src/request/events.ts), start serving, and stop; it owns the lifecycle.
 //
 // Lifecycle: INITIALIZED -> RUNNING -> DRAINING -> STOPPED (a failed startup throws; no service exists).
 // Drain (SIGTERM): intake stops (no new work is taken; the store keeps it), queued jobs are dropped
@@ -16,8 +16,8 @@ import type { Stamper } from '../catalog/deployment.js';
 import type { Config } from '../config/index.js';
 import { coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { createEventRouter } from '../request/1-events.js';
-import { createIgnoredRequestLog } from '../request/1-ignored.js';
+import { createEventRouter } from '../request/events.js';
+import { createIgnoredRequestLog } from '../request/ignored-requests.js';
 import type { Sandbox } from '../sandbox/index.js';
 import type { SchemaValidator } from '../screen/index.js';
 import { startAdminServer } from './admin-server.js';
@@ -103,7 +103,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   }
 }
 
-/** Opens the event stream and routes every event (src/request/1-events.ts); resolves on the first connection. */
+/** Opens the event stream and routes every event (src/request/events.ts); resolves on the first connection. */
 function routeEvents(parts: Parts): Promise<void> {
   const { client, intake, catalog, extensions, metrics, log, state } = parts;
   const onEvent = createEventRouter({
@@ -200,6 +200,7 @@ async function startServing(parts: Parts): Promise<void> {
   onStop('uncaught-error guard', async () => uninstall());
 
   state.lifecycle = 'RUNNING';
+  parts.markReady();
   log.info('runner ready', { store: parts.storeUrl, storeTransport: parts.client.transport, workspace: config.workspace, tools: catalog.entries().length });
   parts.out('runner ready');
 }

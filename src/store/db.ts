@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ErrorCode, RunnerError } from '../errors.js';
 import { WRITER_AUTOCHECKPOINT_PAGES } from './checkpointer.js';
+import { LEASES_SQL } from './leases.js';
 
 export type Db = Database.Database;
 
@@ -152,6 +153,7 @@ export function openDatabase(dataDir: string): Db {
       db.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
     }
     db.exec(SCHEMA);
+    db.exec(LEASES_SQL);
   } catch (error) {
     const e = error as NodeJS.ErrnoException;
     throw new RunnerError(ErrorCode.ConfigInvalid, `cannot open database "${file}": ${e.code ?? ''} ${e.message}`.trim(), { cause: error });

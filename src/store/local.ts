@@ -9,6 +9,7 @@ import type { Need, Principal, StoreAuth } from './auth.js';
 import type { ItemCursor } from './backend.js';
 import { HttpError } from './http-util.js';
 import { checkIdempotencyKey, type StoreOperations } from './operations.js';
+import { LEASE_OPS, type LeaseOp, type Leases } from './leases.js';
 import type { SseHub } from './sse.js';
 import { parseIfMatch } from './validate.js';
 
@@ -52,8 +53,11 @@ function objectBody(request: LocalRequest, optional = false): Record<string, unk
 }
 
 /** Builds the in-process endpoint; `running()` false answers 503 like the HTTP server while closing. */
-export function createLocalEndpoint(deps: { url: string; auth: StoreAuth; ops: StoreOperations; sse: SseHub; running(): boolean }): LocalEndpoint {
-  const { auth, ops, sse } = deps;
+export function createLocalEndpoint(deps: {
+  url: string; auth: StoreAuth; ops: StoreOperations; sse: SseHub; running(): boolean;
+  leases: Leases; leaseGate(header: string | undefined): void;
+}): LocalEndpoint {
+  const { auth, ops, sse, leases } = deps;
   const id = '([^/]+)';
   const p0 = (params: string[]): string => params[0] as string;
   const routes: LocalRoute[] = [
@@ -98,6 +102,20 @@ export function createLocalEndpoint(deps: { url: string; auth: StoreAuth; ops: S
       },
     },
     { pattern: new RegExp(`^/secrets/${id}$`), methods: { DELETE: { need: 'curator', run: (p, a) => ops.removeSecret(p, p0(a)) } } },
+    {
+      pattern: /^\/x\/leases\/([a-z]+)$/,
+      methods: {
+        POST: {
+          need: 'write',
+          run: (_p, a, r) => {
+            const op = p0(a);
+            if (!(LEASE_OPS as readonly string[]).includes(op)) throw new HttpError(404, 'route_not_found', `no lease operation ${JSON.stringify(op)} (known: ${LEASE_OPS.join(', ')})`);
+            deps.leaseGate(r.headers['X-Lease-Key']);
+            return leases[op as LeaseOp](objectBody(r));
+          },
+        },
+      },
+    },
     { pattern: new RegExp(`^/secrets/${id}/decrypt$`), methods: { POST: { need: 'curator', run: (p, a, r) => ops.decryptSecret(p, p0(a), objectBody(r, true)) } } },
   ];
   const OPEN: Principal = { ownerId: '', agentId: null, roles: [], scoped: false };

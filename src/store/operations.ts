@@ -21,6 +21,8 @@ export interface OperationDeps {
   startedMs: number;
   /** Open event streams (for /health). */
   streams(): number;
+  /** Whether the lease routes are on (advertised in /health as `x_leases`). */
+  leases: boolean;
 }
 
 /** The store's operations; each throws (rejects with) HttpError (status, code, message, extra) on failure. */
@@ -90,7 +92,7 @@ export function checkIdempotencyKey(key: string | undefined): void {
 export function createStoreOperations(deps: OperationDeps): StoreOperations {
   const { auth, reads, writes, secrets, logger, search } = deps;
   return {
-    health: () => ({ status: 'ok', auth: auth.enabled ? 'on' : 'off', streams: deps.streams(), uptime_ms: Date.now() - deps.startedMs }),
+    health: () => ({ status: 'ok', auth: auth.enabled ? 'on' : 'off', streams: deps.streams(), uptime_ms: Date.now() - deps.startedMs, ...(deps.leases ? { x_leases: true } : {}) }),
     async create(principal, body, key) {
       checkIdempotencyKey(key);
       return await writes.create(validateCreate(body), principal, key);

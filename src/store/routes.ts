@@ -5,12 +5,13 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Need, Principal, StoreAuth } from './auth.js';
-import { parseJsonObject, readBody, sendJson } from './http-util.js';
+import { HttpError, parseJsonObject, readBody, sendJson } from './http-util.js';
 import { checkIdempotencyKey, type StoreOperations } from './operations.js';
 import { parseIfMatch } from './validate.js';
 import { createRegistryRoutes } from './registry-routes.js';
 import type { SseHub } from './sse.js';
 import { sendJsonArray } from './stream-json.js';
+import { LEASE_OPS, type LeaseOp, type Leases } from './leases.js';
 import type { RegistryPort, WritesPort } from './backend.js';
 
 /** What a handler gets. */
@@ -43,6 +44,9 @@ export interface RouteDeps {
   writes: WritesPort;
   registry: RegistryPort;
   sse: SseHub;
+  leases: Leases;
+  /** Throws unless the `X-Lease-Key` header carries the store's lease key. */
+  leaseGate(header: string | string[] | undefined): void;
 }
 
 function header(req: IncomingMessage, name: string): string | undefined {
@@ -52,7 +56,7 @@ function header(req: IncomingMessage, name: string): string | undefined {
 
 /** Builds the route table. */
 export function createRoutes(deps: RouteDeps): Route[] {
-  const { auth, ops, writes, sse, registry } = deps;
+  const { auth, ops, writes, sse, registry, leases, leaseGate } = deps;
   const id = '([^/]+)';
   return [
     {
@@ -139,6 +143,21 @@ export function createRoutes(deps: RouteDeps): Route[] {
           async handle({ res }) {
             const purged = await writes.pruneExpired();
             sendJson(res, 200, { purged, ttl_purged: purged, health_checks_purged: 0, expired_purged: 0 });
+          },
+        },
+      },
+    },
+    {
+      // The runner's claim leases (leases.ts): a write token AND the store's lease key.
+      pattern: /^\/x\/leases\/([a-z]+)$/,
+      methods: {
+        POST: {
+          need: 'write',
+          handle: async ({ req, res, params, body }) => {
+            const op = params[0] as string;
+            if (!(LEASE_OPS as readonly string[]).includes(op)) throw new HttpError(404, 'route_not_found', `no lease operation ${JSON.stringify(op)} (known: ${LEASE_OPS.join(', ')})`);
+            leaseGate(req.headers['x-lease-key']);
+            sendJson(res, 200, leases[op as LeaseOp](await body()));
           },
         },
       },

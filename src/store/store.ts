@@ -25,6 +25,7 @@ import { createRegistry } from './registry.js';
 import { createBreadcrumbSearch } from './search.js';
 import type { BreadcrumbReads } from './breadcrumb-reads.js';
 import { HttpError, isLoopbackHost, sendError } from './http-util.js';
+import { createLeaseGate, createLeases, noLeases } from './leases.js';
 import { createLocalEndpoint, type LocalEndpoint } from './local.js';
 import { createStoreOperations } from './operations.js';
 import { createRoutes } from './routes.js';
@@ -45,6 +46,12 @@ export type StoreOptions = Pick<
   sseBufferCapBytes?: number;
   /** Interval of the expired-breadcrumb sweep; default 30 s. */
   pruneIntervalMs?: number;
+  /** Key of the lease routes (`X-Lease-Key`); unset: no lease routes, runners use breadcrumb claims. */
+  leaseKey?: string | undefined;
+  /** Retention of the runner's finished records (retention.ts); 0 or unset: kept forever. */
+  retentionMs?: number;
+  /** Retention of audit-bearing records; 0 or unset: kept forever. */
+  auditRetentionMs?: number;
 };
 
 /** A running store. */
@@ -69,7 +76,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
   if (!isLoopbackHost(host) && options.authSecret === undefined) {
     throw new RunnerError(ErrorCode.ConfigInvalid, `refusing to serve the store on non-loopback host "${host}" without authSecret (set --auth-secret, or bind to 127.0.0.1)`);
   }
-  for (const secret of [options.authSecret, options.adminKey, options.secretsKey]) if (secret) logger.redact(secret);
+  for (const secret of [options.authSecret, options.adminKey, options.secretsKey, options.leaseKey]) if (secret) logger.redact(secret);
 
   const pgUrl = options.db !== undefined && options.db !== '' ? options.db : undefined;
   if (pgUrl !== undefined && !isPostgresUrl(pgUrl)) {
@@ -134,9 +141,14 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     }
     if (embedder) logger.info('search embeds text with the configured embedder', { embedder: embedder.describe });
     const hub = sse;
-    const ops = createStoreOperations({ auth, writes, logger, reads: readsPort, secrets, search, startedMs: Date.now(), streams: () => hub.count() });
-    const routes = createRoutes({ auth, ops, writes, sse, registry });
-    local = (url) => createLocalEndpoint({ url, auth, ops, sse: hub, running: () => state === 'RUNNING' });
+    // Leases (the runner's claims without breadcrumbs) live in the SQLite store only, for now; a
+    // PostgreSQL store answers the lease routes 404, so runners use breadcrumb claims there.
+    const gate = createLeaseGate(db === undefined ? undefined : options.leaseKey);
+    const ops = createStoreOperations({ auth, writes, logger, reads: readsPort, secrets, search, startedMs: Date.now(), streams: () => hub.count(), leases: gate.enabled });
+    const leases = db === undefined ? noLeases() : createLeases(db);
+    const leaseGate = (header: string | string[] | undefined): void => gate.check(header);
+    const routes = createRoutes({ auth, ops, writes, sse, registry, leases, leaseGate });
+    local = (url) => createLocalEndpoint({ url, auth, ops, sse: hub, running: () => state === 'RUNNING', leases, leaseGate });
     stopPrune = startPruning(() => writes.pruneExpired(), options.pruneIntervalMs ?? 30_000, logger);
     const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
       if (state !== 'RUNNING') {

@@ -23,6 +23,7 @@ import { BreadcrumbCreate, BreadcrumbPatch, type BreadcrumbFull, type Breadcrumb
 import type { Config } from '../config/index.js';
 import { ErrorCode, RunnerError } from '../errors.js';
 import type { SandboxApi } from '../sandbox/index.js';
+import { DEPTH_TAG_PREFIX } from './origin.js';
 import { checkUpdatable, checkWritable, isReservedTag, isRunnerRecord, isRunnerSchema, normaliseName, toolCreateBody, toolUpdateTags } from './tool-api-policy.js';
 
 /** The caps and grants of `context.api`, from the service's config. */
@@ -35,6 +36,8 @@ export interface ToolApiOptions {
   config: ToolApiConfig;
   /** The grant's schema scope (`permissions.breadcrumbs`); absent = every schema the policy allows. */
   schemas?: { read: readonly string[]; write: readonly string[] } | undefined;
+  /** The run's depth (origin.ts): its new records carry the `created-by:depth:<n>` mark, so subscriptions bound loops. */
+  depth?: number;
 }
 
 /** Most results a search may return, and its default. */
@@ -167,7 +170,9 @@ export function createToolApi(options: ToolApiOptions): SandboxApi {
         if (!parsed.success) throw invalid(`${issues(parsed.error, 'body')}`);
         checkWritable(parsed.data.schema_name, parsed.data.tags);
         checkScope('write', parsed.data.schema_name, 'the new breadcrumb');
-        return client.createBreadcrumb(toolCreateBody(parsed.data, tool));
+        const created = toolCreateBody(parsed.data, tool);
+        if (options.depth !== undefined && options.depth > 0) created.tags = [...created.tags, `${DEPTH_TAG_PREFIX}${options.depth}`];
+        return client.createBreadcrumb(created);
       }),
 
     updateBreadcrumb: (id, version, patch) =>

@@ -12,13 +12,13 @@ const src = join(root, 'src');
 
 /** Layers, lowest first. A top-level file of src/ (errors.ts) counts as a folder of its own name. */
 const LAYERS: readonly (readonly string[])[] = [
-  ['errors', 'logger', 'log-value', 'result', 'config', 'local-transport', 'process-group', 'text'],
+  ['errors', 'logger', 'log-value', 'result', 'config', 'local-transport', 'process-group', 'text', 'http', 'backoff', 'bounded'],
   ['breadcrumbs', 'store'],
-  ['screen', 'contract'],
+  ['screen', 'contract', 'audit'],
   ['sandbox', 'host-tools', 'queue', 'tool-context'],
   ['catalog', 'rap', 'export'],
   ['request'],
-  ['authoring', 'console', 'mcp', 'extension'],
+  ['authoring', 'console', 'mcp', 'extension', 'autonomy'],
   ['service'],
   ['cli'],
 ];

@@ -1,15 +1,18 @@
-// The create flow: it checks definitions with the runner's one schema validator (the one in its
-// ExtensionContext — a counting wrapper here, at the SchemaValidator interface), and the set of
-// create requests it remembers is bounded (oldest evicted; an evicted request delivered again is
-// looked up in the store and not answered twice). Real store over HTTP, real catalog.
+// The create flow as a request kind of the request path: its executor checks definitions with the
+// runner's one schema validator (the one it is given — a counting wrapper here, at the
+// SchemaValidator interface), and a create request delivered again after its answer is not answered
+// twice (the path's claim and answer tag decide, no seen-set of its own). Real store over HTTP, real
+// catalog, the real request path (createRequestPath with the create executor).
 
 import { describe, expect, it } from 'vitest';
 import { createRequestKeys, createStoreClient, SCHEMA, type StoreClient } from '../../src/breadcrumbs/index.js';
 import { createCatalog } from '../../src/catalog/catalog.js';
 import { createStamper } from '../../src/catalog/deployment.js';
 import { loadConfig } from '../../src/config/index.js';
-import { createToolCreationExtension } from '../../src/authoring/create-flow.js';
-import { createRecentIds } from '../../src/authoring/recent-ids.js';
+import { createCreateExecutor } from '../../src/authoring/create-flow.js';
+import { createJobQueue } from '../../src/queue/job-queue.js';
+import { CREATE_QUEUE } from '../../src/request/events.js';
+import { createRequestPath } from '../../src/request/path.js';
 import { silentLogger } from '../../src/logger.js';
 import type { Sandbox } from '../../src/sandbox/index.js';
 import { createSchemaValidator, validateToolDefinition, type SchemaValidator } from '../../src/screen/index.js';
@@ -58,29 +61,20 @@ async function rig(maxSeen?: number) {
   });
   await catalog.load();
   const stop = new AbortController();
-  const extension = createToolCreationExtension(maxSeen === undefined ? {} : { maxSeen });
-  await extension.start({
-    client: c,
-    keys,
-    catalog,
-    // every request here is rejected before its examples would run: the sandbox is never used
-    sandbox: undefined as unknown as Sandbox,
-    config,
-    logger: silentLogger(),
-    replica: 'A',
-    signal: stop.signal,
-    stamper: createStamper(Buffer.alloc(32, 8)),
-    pinOperatorTool: () => undefined,
-    secrets: createSecretResolver({ client: c, workspace: WS, logger: silentLogger() }),
-    validator,
-  });
-  onCleanup(async () => {
-    stop.abort();
-    await extension.stop?.();
+  onCleanup(() => stop.abort());
+  // every request here is rejected before its examples would run: the sandbox is never used
+  const sandbox = undefined as unknown as Sandbox;
+  const secrets = createSecretResolver({ client: c, workspace: WS, logger: silentLogger() });
+  const stamper = createStamper(Buffer.alloc(32, 8));
+  const path = createRequestPath({
+    client: c, keys, config, logger: silentLogger(), replica: 'A', catalog, validator, sandbox, secrets, hardStop: stop.signal,
+    queue: createJobQueue({ concurrency: 2, toolConcurrency: 2, backlog: 100 }),
+    create: createCreateExecutor({ client: c, keys, sandbox, config, logger: silentLogger(), validator, stamper, catalog, secrets }),
   });
   const createRequest = async (spec: Record<string, unknown>) =>
     (await c.createBreadcrumb({ title: 'create', schema_name: SCHEMA.ToolCreateRequest, tags: [WS, 'agent:ag'], context: { tool_spec: spec } })).id;
-  const deliver = (id: string) => extension.handleEvent?.({ type: 'breadcrumb.updated', breadcrumb_id: id, schema_name: SCHEMA.ToolCreateRequest, tags: [WS] });
+  const pending = (id: string) => ({ kind: 'create' as const, breadcrumbId: id, rid: id, tool: CREATE_QUEUE });
+  const deliver = (id: string) => path.intake.offer(pending(id));
   const answers = (id: string) => c.listBreadcrumbs({ schema_name: SCHEMA.ToolCreateResponse, tag: keys.answerTag(id), include_context: true });
   /** Waits until the request has an answer (the store is polled; the flow answers asynchronously). */
   const answered = async (id: string) => {
@@ -91,7 +85,7 @@ async function rig(maxSeen?: number) {
     }
     throw new Error(`create request ${id} was not answered`);
   };
-  return { c, checked, createRequest, deliver, answers, answered, extension };
+  return { c, checked, createRequest, deliver, answers, answered, path, pending };
 }
 
 const badSchema = (name: string) => ({
@@ -124,39 +118,13 @@ describe('create flow', () => {
     expect(r.checked).toContainEqual(spec.input_schema);
   });
 
-  it('remembers a bounded number of requests; an evicted request delivered again is not answered twice', async () => {
-    const r = await rig(2);
-    const ids: string[] = [];
-    for (const name of ['cf-one', 'cf-two', 'cf-three']) {
-      const id = await r.createRequest(badSchema(name));
-      ids.push(id);
-      r.deliver(id);
-      await r.answered(id);
-    }
-    // cf-one was evicted by cf-three: delivering it again queues a store lookup, which finds the answer
-    r.deliver(ids[0] as string);
-    r.deliver(ids[2] as string);
-    await r.extension.stop?.();
-    for (const id of ids) expect(await r.answers(id)).toHaveLength(1);
-  });
-});
-
-describe('createRecentIds', () => {
-  it('keeps at most max ids, evicting the oldest; adding a known id refreshes it', () => {
-    const seen = createRecentIds(2);
-    seen.add('a');
-    seen.add('b');
-    seen.add('a'); // a is now the newest
-    seen.add('c'); // evicts b
-    expect([seen.has('a'), seen.has('b'), seen.has('c'), seen.size]).toEqual([true, false, true, 2]);
-    seen.delete('a');
-    seen.add('d');
-    expect([seen.has('c'), seen.has('d'), seen.size]).toEqual([true, true, 2]);
-    for (let i = 0; i < 10_000; i++) seen.add(`x${i}`);
-    expect(seen.size).toBe(2);
-  });
-
-  it.each([0, -1, 1.5, Number.NaN])('refuses the bound %s', (max) => {
-    expect(() => createRecentIds(max)).toThrow(`the bound of a recent-id set must be an integer >= 1, got ${String(max)}`);
+  it('a create request run again after its answer is not answered twice (the claim finds the answer)', async () => {
+    const r = await rig();
+    const id = await r.createRequest(badSchema('cf-once'));
+    r.deliver(id);
+    await r.answered(id);
+    // a second job for the same request (a replayed event, a scan on another replica): the claim says answered
+    expect(await r.path.job.handle(r.pending(id), new AbortController().signal)).toBe('answered');
+    expect(await r.answers(id)).toHaveLength(1);
   });
 });

@@ -12,8 +12,8 @@ import { resolveRunnerKey } from '../../src/catalog/runner-key.js';
 import { defaultConfig } from '../../src/config/index.js';
 import type { HostTool } from '../../src/host-tools/index.js';
 import { silentLogger } from '../../src/logger.js';
-import { catalogChangeOf } from '../../src/request/1-events.js';
-import { routeRequest } from '../../src/request/4-route.js';
+import { catalogChangeOf } from '../../src/request/events.js';
+import { routeRequest } from '../../src/request/route.js';
 import { createSchemaValidator, validateToolDefinition } from '../../src/screen/index.js';
 
 const validator = createSchemaValidator();

@@ -303,7 +303,7 @@ describe('approvals (store with auth: agent approvers count)', () => {
     const response = await answer(requester, rid);
     expect(response).toMatchObject({ status: 'success', output: { input: { to: 'ops@example.com' } }, metadata: { approval_id: approval.id, approved_by: 'operator', kind: 'host' } });
     const audit = readdirSync(auditDir).flatMap((f) => readFileSync(join(auditDir, f), 'utf8').split('\n').filter((l) => l !== '')).map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(audit.filter((r) => r['tool'] === 'mail.send')).toEqual([expect.objectContaining({ outcome: 'ok', approval: `approved (approval ${approval.id})` })]);
+    expect(audit.filter((r) => r['tool'] === 'mail.send')).toEqual([expect.objectContaining({ outcome: 'ok', approval_id: approval.id })]);
   });
 });
 

@@ -118,8 +118,8 @@ export async function startRunnerWithStore(extra: string[] = [], env: Record<str
 }
 
 /** Starts `tools-runner store`; resolves with its URL. */
-export async function startStoreProcess(dataDir: string, port = 0): Promise<{ store: CliProcess; url: string }> {
-  const store = runCli(['store', '--port', String(port), '--data-dir', dataDir]);
+export async function startStoreProcess(dataDir: string, port = 0, extra: string[] = []): Promise<{ store: CliProcess; url: string }> {
+  const store = runCli(['store', '--port', String(port), '--data-dir', dataDir, ...extra]);
   const line = await store.line(/^store listening on /);
   return { store, url: line.replace('store listening on ', '') };
 }

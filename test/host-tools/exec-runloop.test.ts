@@ -1,11 +1,12 @@
 // exec transport, Runloop style: JSON blob in a private temp file (argv[1]), args after it,
-// secrets in the environment, result_schema; plus the confirmation gate (L10, L11).
+// secrets in the environment, result_schema. (Confirmation, L10/L11, is the request path's approval
+// policy: test/request/approval-records.test.ts, test/e2e/approvals.test.ts.)
 
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CONFIRMATION_AUTO_APPROVED, CONFIRMATION_REFUSED, executeHostTool, loadManifest, type ExecuteHostToolOptions, type HostTool } from '../../src/host-tools/index.js';
-import { captureLogger, createTempDirs, fixture, livingChildren, readAudit, schemas, secretsFrom, testConfig, validator, writeManifest, type OptionOverrides } from './helpers.js';
+import { executeHostTool, loadManifest, type ExecuteHostToolOptions, type HostTool } from '../../src/host-tools/index.js';
+import { captureLogger, createTempDirs, fixture, livingChildren, schemas, secretsFrom, testConfig, validator, writeManifest, type OptionOverrides } from './helpers.js';
 
 const temp = createTempDirs();
 afterEach(async () => {
@@ -44,7 +45,7 @@ async function options(over: OptionOverrides = {}): Promise<ExecuteHostToolOptio
     resolveSecret: secretsFrom({ 'runloop/mail/smtp_api_key': SECRET }),
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
     ...over,
-    config: testConfig(path.join(await temp.make(), 'audit'), over.config),
+    config: testConfig(over.config),
   };
 }
 
@@ -67,15 +68,14 @@ describe('Runloop exec', () => {
     expect(existsSync(path.dirname(report.blob))).toBe(false);
   });
 
-  it('declared secrets arrive as environment variables and never leave in results, logs or audit', async () => {
+  it('declared secrets arrive as environment variables and never leave in results, logs or evidence', async () => {
     const log = captureLogger();
     const opts = await options({ logger: log.logger });
     const result = await executeHostTool(await tool(), {}, opts);
     expect(result.ok && (result.output as Report).key).toBe('***REDACTED***');
-    const [entry] = await readAudit(opts.config.auditDir);
-    expect(entry?.raw).not.toContain(SECRET);
-    expect(entry?.record.envKeys).toEqual(['PATH', 'RUNLOOP_MAIL_SMTP_API_KEY']);
-    expect(entry?.record.argv).toEqual([fixture('runloop-tool'), (result.ok && (result.output as Report).blob) || '', '--flag', 'x']);
+    expect(JSON.stringify(result.evidence)).not.toContain(SECRET);
+    expect(result.evidence?.['envKeys']).toEqual(['PATH', 'RUNLOOP_MAIL_SMTP_API_KEY']);
+    expect(result.evidence?.['argv']).toEqual([fixture('runloop-tool'), (result.ok && (result.output as Report).blob) || '', '--flag', 'x']);
     log.logger.info('after the call', { leaked: SECRET });
     expect(log.text()).not.toContain(SECRET);
   });
@@ -103,38 +103,8 @@ describe('Runloop exec', () => {
       error: { code: 'secret.missing', message: 'secret "runloop/mail/smtp_api_key" required by host tool "mail.report" could not be resolved', retryable: false },
     });
     expect(log.lines.find((line) => line.msg === 'host tool secret missing')?.capAudit).toMatchObject({ cap: 'secrets', decision: 'deny', reason: 'cap_denied', target: 'mail.report' });
-    expect((await readAudit(opts.config.auditDir))[0]?.record).toMatchObject({ outcome: 'secret.missing', exit: null });
+    expect(missing.evidence).toMatchObject({ exit: null, stdoutBytes: 0, transport: 'exec' });
     const failing = await executeHostTool(await tool(), {}, await options({ resolveSecret: async () => Promise.reject(new Error('store down')) }));
     expect(failing).toMatchObject({ ok: false, error: { code: 'dependency.unavailable', message: 'secret "runloop/mail/smtp_api_key" could not be fetched: store down', retryable: true } });
-  });
-});
-
-describe('confirmation gate (L10, L11)', () => {
-  it('L11: without an approval from the request path, requires_confirmation fails closed with approval.required while confirmExternalActions is on', async () => {
-    const opts = await options();
-    const result = await executeHostTool(await tool({ requires_confirmation: true }), {}, opts);
-    expect(result).toMatchObject({ ok: false, error: { code: 'approval.required', message: CONFIRMATION_REFUSED, retryable: false } });
-    expect(CONFIRMATION_REFUSED).toBe('confirmation required (daemon lacks UI/TUI decision); refusing automatic approval');
-    expect((await readAudit(opts.config.auditDir))[0]?.record).toMatchObject({ outcome: 'approval.required', exit: null, stdoutBytes: 0 });
-  });
-
-  it('L10: with confirmExternalActions=false the call runs, and the approval is logged and audited', async () => {
-    const log = captureLogger();
-    const opts = await options({ logger: log.logger, config: { confirmExternalActions: false } });
-    const result = await executeHostTool(await tool({ requires_confirmation: true }), { a: 1 }, opts);
-    expect(result.ok).toBe(true);
-    expect(CONFIRMATION_AUTO_APPROVED).toBe('auto-approved (confirm_external_actions=false)');
-    expect(log.lines.find((line) => line.msg === 'host tool call auto-approved')).toMatchObject({ decision: CONFIRMATION_AUTO_APPROVED, tool: 'mail.report' });
-    expect((await readAudit(opts.config.auditDir))[0]?.record).toMatchObject({ outcome: 'ok', approval: CONFIRMATION_AUTO_APPROVED });
-  });
-
-  it('with an approval granted by the runner\'s approval policy, the call runs under confirmExternalActions, and the approval id is logged and audited', async () => {
-    const log = captureLogger();
-    const opts = await options({ logger: log.logger });
-    const result = await executeHostTool(await tool({ requires_confirmation: true }), { a: 1 }, { ...opts, approvalId: 'appr-123' });
-    expect(result).toMatchObject({ ok: true, output: { input: { a: 1 } } });
-    expect(log.lines.find((line) => line.msg === 'host tool call approved')).toMatchObject({ approvalId: 'appr-123', tool: 'mail.report' });
-    expect(log.lines.find((line) => line.msg === 'host tool call refused')).toBeUndefined();
-    expect((await readAudit(opts.config.auditDir))[0]?.record).toMatchObject({ outcome: 'ok', approval: 'approved (approval appr-123)' });
   });
 });

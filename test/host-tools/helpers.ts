@@ -1,7 +1,7 @@
-// Shared pieces of the legacy tests: temp dirs, fixture programs, manifests on disk, a logger that
-// keeps its lines, the audit file reader, and a check that no child process was left behind.
+// Shared pieces of the host-tool tests: temp dirs, fixture programs, manifests on disk, a logger that
+// keeps its lines, and a check that no child process was left behind.
 
-import { mkdtemp, readFile, readdir, rm, writeFile, mkdir } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile, mkdir } from 'node:fs/promises';
 import { readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -60,24 +60,8 @@ export function captureLogger(): { logger: Logger; lines: Array<Record<string, u
 }
 
 /** Configuration of executeHostTool for tests. */
-export function testConfig(auditDir: string, overrides: Partial<HostToolConfig> = {}): HostToolConfig {
-  return { execTimeoutMs: 30_000, maxOutputBytes: 1024 * 1024, auditDir, redact: [], confirmExternalActions: true, ...overrides };
-}
-
-/** All audit records in `auditDir`, file by file (sorted), line by line. */
-export async function readAudit(auditDir: string): Promise<Array<{ file: string; record: Record<string, unknown>; raw: string }>> {
-  let files: string[] = [];
-  try {
-    files = (await readdir(auditDir)).sort();
-  } catch {
-    return [];
-  }
-  const out: Array<{ file: string; record: Record<string, unknown>; raw: string }> = [];
-  for (const file of files) {
-    const text = await readFile(path.join(auditDir, file), 'utf8');
-    for (const raw of text.split('\n').filter((line) => line !== '')) out.push({ file, record: JSON.parse(raw), raw });
-  }
-  return out;
+export function testConfig(overrides: Partial<HostToolConfig> = {}): HostToolConfig {
+  return { execTimeoutMs: 30_000, maxOutputBytes: 1024 * 1024, redact: [], ...overrides };
 }
 
 /** Pids of live (non-zombie) processes whose parent is this test process. */

@@ -3,10 +3,9 @@
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { executeHostTool, loadManifest, type ExecuteHostToolOptions, type HostTool } from '../../src/host-tools/index.js';
-import { captureLogger, createTempDirs, readAudit, schemas, secretsFrom, testConfig, validator, writeManifest, type OptionOverrides } from './helpers.js';
+import { captureLogger, createTempDirs, schemas, secretsFrom, testConfig, validator, writeManifest, type OptionOverrides } from './helpers.js';
 
 const temp = createTempDirs();
 const TOKEN = 'tok-5f1e2d3c4b';
@@ -90,7 +89,7 @@ async function tool(pathTemplate: string, over: Record<string, unknown> = {}, tr
 }
 
 async function options(over: OptionOverrides = {}): Promise<ExecuteHostToolOptions> {
-  return { logger: captureLogger().logger, schemas, resolveSecret: secretsFrom({ 'api/token': TOKEN }), ...over, config: testConfig(path.join(await temp.make(), 'audit'), over.config) };
+  return { logger: captureLogger().logger, schemas, resolveSecret: secretsFrom({ 'api/token': TOKEN }), ...over, config: testConfig(over.config) };
 }
 
 describe('http transport', () => {
@@ -101,19 +100,17 @@ describe('http transport', () => {
       ok: true,
       output: { method: 'POST', path: '/echo/a%20b%2Fc?q=x%26y', auth: 'Bearer ***REDACTED***', type: 'application/json', body: { id: 'a b/c', q: 'x&y', extra: true } },
     });
-    const [entry] = await readAudit(opts.config.auditDir);
-    expect(entry?.record).toMatchObject({ transport: 'http', argv: ['POST', `${base}/echo/a%20b%2Fc?q=x%26y`], cwd: null, exit: null, status: 200, outcome: 'ok', envKeys: [] });
-    expect(entry?.raw).not.toContain(TOKEN);
+    expect(result.evidence).toMatchObject({ transport: 'http', argv: ['POST', `${base}/echo/a%20b%2Fc?q=x%26y`], cwd: null, exit: null, status: 200, envKeys: [] });
+    expect(JSON.stringify(result.evidence)).not.toContain(TOKEN);
   });
 
-  it('the request is an effect when sent (net.fetch to its host); audit "return" hands the facts back instead of writing', async () => {
-    const opts = await options({ audit: 'return' });
+  it('the request is an effect when sent (net.fetch to its host); the transport facts are the evidence', async () => {
+    const opts = await options();
     const result = await executeHostTool(await tool('/echo/{id}'), { id: 'a' }, opts);
     const { hostname, port } = new URL(base);
     expect(result.effects).toEqual([{ kind: 'net.fetch', target: `${hostname}:${port}`, at_ms: expect.any(Number) }]);
     expect(result.evidence).toEqual({ argv: ['POST', `${base}/echo/a`], cwd: null, exit: null, stdoutBytes: expect.any(Number), stderrBytes: 0, truncated: false, envKeys: [], transport: 'http', status: 200 });
     expect(JSON.stringify(result)).not.toContain(TOKEN);
-    expect(await readAudit(opts.config.auditDir)).toEqual([]);
     const refused = await executeHostTool(await tool('/echo/{id}'), {}, opts);
     expect(refused).toMatchObject({ ok: false, error: { code: 'input.invalid' } });
     expect(refused.effects).toBeUndefined();
@@ -134,7 +131,7 @@ describe('http transport', () => {
     const result = await executeHostTool(await tool('/echo/{id}'), {}, opts);
     expect(result).toMatchObject({ ok: false, error: { code: 'input.invalid', message: 'url placeholder {id} has no value: argument "id" is missing' } });
     expect(await executeHostTool(await tool('/echo/{id}'), { id: '..' }, opts)).toMatchObject({ ok: false, error: { code: 'input.invalid', message: 'url placeholder {id} cannot be ".."' } });
-    expect((await readAudit(opts.config.auditDir))[0]?.record).toMatchObject({ outcome: 'input.invalid' });
+    expect(result.effects).toBeUndefined();
   });
 
   it('an unresolvable header secret is secret.missing', async () => {
@@ -200,7 +197,7 @@ describe('http transport', () => {
     });
     const opts = await options({ config: { maxOutputBytes: 2048 } });
     expect(await executeHostTool(await tool('/big'), {}, opts)).toMatchObject({ ok: false, error: { code: 'output_limit', message: `response of POST ${base}/big is larger than 2048 bytes` } });
-    expect((await readAudit(opts.config.auditDir))[0]?.record).toMatchObject({ truncated: true, outcome: 'output_limit' });
+    expect((await executeHostTool(await tool('/big'), {}, opts)).evidence).toMatchObject({ truncated: true });
     expect(await executeHostTool(await tool('/empty'), {}, await options())).toMatchObject({ ok: true, output: {} });
   });
 

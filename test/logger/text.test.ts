@@ -4,7 +4,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { safeField, safeText } from '../../src/cli/sanitize.js';
-import { createRedactor } from '../../src/host-tools/audit.js';
+import { createRedactor } from '../../src/audit/redact.js';
 import { sanitizeText } from '../../src/host-tools/call-outcome.js';
 import { createLogger } from '../../src/logger.js';
 import { cleanToolText, redactSecrets } from '../../src/sandbox/sanitise.js';

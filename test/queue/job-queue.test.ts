@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { cpuSlotOf } from '../../src/queue/cpu-slot.js';
 import { createJobQueue } from '../../src/queue/job-queue.js';
 
 function deferred(): { promise: Promise<void>; resolve: () => void } {
@@ -42,7 +43,7 @@ describe('job queue', () => {
     await Promise.all(done);
     expect(maxAll).toBe(3);
     expect(maxA).toBe(2);
-    expect(queue.stats()).toEqual({ queued: 0, running: 0, backlog: 0, capacity: 100 });
+    expect(queue.stats()).toEqual({ queued: 0, running: 0, computing: 0, backlog: 0, capacity: 100 });
   });
 
   it('deduplicates by key and refuses when the backlog is full', async () => {
@@ -115,5 +116,86 @@ describe('job queue', () => {
     expect(abortedWith).toBe(reason);
     expect(queuedRan).toBe(false);
     release();
+  });
+
+  it('a job that lends its CPU slot lets the next one start; it counts again when it computes', async () => {
+    const queue = createJobQueue({ concurrency: 10, cpuConcurrency: 1, toolConcurrency: 10, backlog: 100 });
+    const started: string[] = [];
+    const gates = new Map<string, () => void>();
+    const slots = new Map<string, ReturnType<typeof cpuSlotOf>>();
+    const body = (name: string) => (signal: AbortSignal) => {
+      started.push(name);
+      slots.set(name, cpuSlotOf(signal));
+      return new Promise<void>((resolve) => gates.set(name, resolve));
+    };
+    queue.offer('sleeper', 'timer', body('sleeper'));
+    queue.offer('echo', 'echo', body('echo'));
+    await new Promise((r) => setImmediate(r));
+    expect(started).toEqual(['sleeper']);
+    expect(slots.get('sleeper')?.contended()).toBe(true);
+    slots.get('sleeper')?.waiting();
+    await new Promise((r) => setImmediate(r));
+    expect(started).toEqual(['sleeper', 'echo']);
+    expect(queue.stats()).toMatchObject({ running: 2, computing: 1 });
+    // computing again: over the limit for now (never waits), so nothing new starts until one ends
+    slots.get('sleeper')?.computing();
+    queue.offer('third', 'other', body('third'));
+    await new Promise((r) => setImmediate(r));
+    expect(queue.stats()).toMatchObject({ running: 2, computing: 2, queued: 1 });
+    gates.get('echo')?.();
+    await new Promise((r) => setImmediate(r));
+    expect(started).toEqual(['sleeper', 'echo']);
+    gates.get('sleeper')?.();
+    await new Promise((r) => setImmediate(r));
+    expect(started).toEqual(['sleeper', 'echo', 'third']);
+    gates.get('third')?.();
+    await queue.drain(1000);
+    expect(queue.stats()).toMatchObject({ running: 0, computing: 0, queued: 0 });
+  });
+
+  it('fair share: a flooded tool does not delay another tool\'s call', async () => {
+    const queue = createJobQueue({ concurrency: 4, toolConcurrency: 4, backlog: 1000 });
+    const order: string[] = [];
+    const gates: Array<() => void> = [];
+    const body = (name: string) => () => {
+      order.push(name);
+      return new Promise<void>((resolve) => gates.push(resolve));
+    };
+    for (let i = 0; i < 100; i++) queue.offer(`flood-${i}`, 'flood', body(`flood-${i}`));
+    queue.offer('lone', 'lone', body('lone'));
+    await new Promise((r) => setImmediate(r));
+    // one tool holds at most 3/4 of the 4 in flight: the other tool gets the fourth at once
+    expect([...order].sort()).toEqual(['flood-0', 'flood-1', 'flood-2', 'lone']);
+    queue.offer('late', 'late', body('late'));
+    gates.shift()?.();
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    // the freed slot goes to the tool with the fewest calls in flight, not to the 97 queued floods
+    expect(order.slice(4)).toEqual(['late']);
+    while (gates.length > 0 || queue.stats().backlog > 0) {
+      gates.shift()?.();
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(order).toHaveLength(102);
+  });
+
+  it('a tool holds at most 3/4 of the calls in flight, so a slow tool leaves room for others', async () => {
+    const queue = createJobQueue({ concurrency: 8, cpuConcurrency: 8, toolConcurrency: 100, backlog: 100 });
+    let slow = 0;
+    const gates: Array<() => void> = [];
+    for (let i = 0; i < 20; i++) {
+      queue.offer(`slow-${i}`, 'slow', () => {
+        slow++;
+        return new Promise<void>((resolve) => gates.push(resolve));
+      });
+    }
+    await new Promise((r) => setImmediate(r));
+    expect(slow).toBe(6);
+    let quick = false;
+    queue.offer('quick', 'quick', async () => void (quick = true));
+    await new Promise((r) => setImmediate(r));
+    expect(quick).toBe(true);
+    for (const gate of gates) gate();
+    await queue.drain(60_000);
   });
 });

@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Route } from '../../src/catalog/catalog.js';
 import type { ToolContract } from '../../src/contract/contract.js';
 import { silentLogger } from '../../src/logger.js';
-import type { Call, Settled } from '../../src/request/5-policy.js';
+import type { Call, Settled } from '../../src/request/policy.js';
 import { auditPolicy, CALL_AUDIT_FIELDS } from '../../src/request/policies/audit.js';
 import { failure, type ExecutionResult } from '../../src/result.js';
 

@@ -15,13 +15,14 @@ import { RunnerError, ErrorCode } from '../../src/errors.js';
 import { loadManifest, type HostTool } from '../../src/host-tools/index.js';
 import { silentLogger } from '../../src/logger.js';
 import type { ExecutionResult } from '../../src/result.js';
-import { RequestWithdrawn } from '../../src/request/2-intake.js';
-import { createClaimManager } from '../../src/request/3-claims.js';
-import { createCodeExecutor, createHostExecutor, type RunContext } from '../../src/request/6-execute.js';
-import { createResponder } from '../../src/request/7-respond.js';
-import type { Call, Policy, Settled } from '../../src/request/5-policy.js';
-import { errorResult } from '../../src/request/4-route.js';
-import { createRequestHandler } from '../../src/request/handler.js';
+import { RequestWithdrawn } from '../../src/request/intake.js';
+import { createClaimManager } from '../../src/request/claims.js';
+import { createHostExecutor, type RunContext } from '../../src/request/execute.js';
+import { createResponder } from '../../src/request/respond.js';
+import type { Call, Policy, Settled } from '../../src/request/policy.js';
+import { errorResult } from '../../src/result.js';
+import { createRequestPath } from '../../src/request/path.js';
+import { createJobQueue } from '../../src/queue/job-queue.js';
 import { createSandbox } from '../../src/sandbox/index.js';
 import { createSchemaValidator, validateToolDefinition } from '../../src/screen/index.js';
 import { createSecretResolver } from '../../src/tool-context/secrets.js';
@@ -74,14 +75,17 @@ async function rig(options: { failingReads?: number; policies?: Policy[] } = {})
   // The code executor is real but unused here (no tool.code.v1 exists); the sandbox is never started.
   const sandbox = await createSandbox({ config, logger: silentLogger() });
   onCleanup(() => sandbox.close());
-  const handler = createRequestHandler({
+  const { job: handler } = createRequestPath({
     client: handlerClient,
+    keys,
+    queue: createJobQueue({ concurrency: 4, toolConcurrency: 4, backlog: 100 }),
+    sandbox,
+    secrets: createSecretResolver({ client: c, workspace: WS, logger: silentLogger() }),
     claims: createClaimManager({ client: c, workspace: WS, holder: 'A', ttlMs: config.claimTtlMs, keys, logger: silentLogger() }),
     catalog,
     validator,
     policies: options.policies ?? [],
     executors: {
-      code: createCodeExecutor({ client: c, sandbox, secrets: createSecretResolver({ client: c, workspace: WS, logger: silentLogger() }), config, replica: 'A' }),
       host: createHostExecutor({
         replica: 'A',
         run: (_tool, input, ctx) =>

@@ -2,7 +2,6 @@
 // escapes, C0/C1 controls and bidi overrides are removed from logs and error messages, secrets are
 // redacted, and logs are capped at --max-log-bytes.
 
-import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { executeHostTool, loadManifest, type ExecuteHostToolOptions, type HostTool } from '../../src/host-tools/index.js';
 import { captureLogger, createTempDirs, livingChildren, schemas, testConfig, validator, writeManifest, type OptionOverrides } from '../host-tools/helpers.js';
@@ -27,7 +26,7 @@ async function options(over: OptionOverrides = {}): Promise<ExecuteHostToolOptio
     resolveSecret: async () => undefined,
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/home/tester' },
     ...over,
-    config: testConfig(path.join(await temp.make(), 'audit'), over.config),
+    config: testConfig(over.config),
   };
 }
 

@@ -16,12 +16,13 @@ import { inputHash } from '../../src/contract/canonical.js';
 import { loadManifest, type HostTool } from '../../src/host-tools/index.js';
 import { silentLogger } from '../../src/logger.js';
 import type { ExecutionResult } from '../../src/result.js';
-import { createClaimManager } from '../../src/request/3-claims.js';
-import { routeRequest } from '../../src/request/4-route.js';
-import { callOf, type Policy } from '../../src/request/5-policy.js';
-import { createCodeExecutor, createHostExecutor } from '../../src/request/6-execute.js';
-import { createResponder } from '../../src/request/7-respond.js';
-import { createRequestHandler } from '../../src/request/handler.js';
+import { createClaimManager } from '../../src/request/claims.js';
+import { routeRequest } from '../../src/request/route.js';
+import { callOf, type Policy } from '../../src/request/policy.js';
+import { createHostExecutor } from '../../src/request/execute.js';
+import { createResponder } from '../../src/request/respond.js';
+import { createRequestPath } from '../../src/request/path.js';
+import { createJobQueue } from '../../src/queue/job-queue.js';
 import { idempotencyMac, idempotencyPolicies, verifyIdempotencyRecord } from '../../src/request/policies/idempotency.js';
 import { parseRateOverrides, rateLimitPolicy } from '../../src/request/policies/rate-limit.js';
 import { createSandbox } from '../../src/sandbox/index.js';
@@ -72,14 +73,17 @@ async function rig(options: { rateLimited?: boolean } = {}) {
     ...(options.rateLimited ? [rateLimitPolicy({ overrides: parseRateOverrides({ 'host.t': { per_tool: { limit: 1, window_ms: 3_600_000 } } }) })] : []),
     idempotency.reserve,
   ];
-  const handler = createRequestHandler({
+  const { job: handler } = createRequestPath({
     client: c,
+    keys,
+    queue: createJobQueue({ concurrency: 4, toolConcurrency: 4, backlog: 100 }),
+    sandbox,
+    secrets: createSecretResolver({ client: c, workspace: WS, logger: silentLogger() }),
     claims: createClaimManager({ client: c, workspace: WS, holder: 'A', ttlMs: config.claimTtlMs, keys, logger: silentLogger() }),
     catalog,
     validator,
     policies,
     executors: {
-      code: createCodeExecutor({ client: c, sandbox, secrets: createSecretResolver({ client: c, workspace: WS, logger: silentLogger() }), config, replica: 'A' }),
       host: createHostExecutor({
         replica: 'A',
         run: (_tool, input) =>

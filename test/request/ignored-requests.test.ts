@@ -1,10 +1,10 @@
-// What makes a record "meant as a request" that this runner will never answer (src/request/1-ignored.ts):
+// What makes a record "meant as a request" that this runner will never answer (src/request/ignored-requests.ts):
 // the table of cases, near-miss hints, and the bound on how much a flood of them can log.
 
 import { describe, expect, it } from 'vitest';
 import type { StoreEvent } from '../../src/breadcrumbs/messages.js';
 import { createLogger } from '../../src/logger.js';
-import { createIgnoredRequestLog, ignoredRequestOf, isNearMiss } from '../../src/request/1-ignored.js';
+import { createIgnoredRequestLog, ignoredRequestOf, isNearMiss } from '../../src/request/ignored-requests.js';
 
 const WS = 'workspace:tools';
 const event = (schema: string | null, tags: string[], version = 1): StoreEvent => ({

@@ -8,9 +8,9 @@ import { createRequestKeys, createStoreClient, SCHEMA, TAG, type StoreClient } f
 import type { StoreEvent } from '../../src/breadcrumbs/messages.js';
 import { silentLogger } from '../../src/logger.js';
 import { createJobQueue } from '../../src/queue/job-queue.js';
-import { classifyRequestEvent, type PendingRequest } from '../../src/request/1-events.js';
-import { createIntake, RequestWithdrawn, type Intake, type RequestOutcome } from '../../src/request/2-intake.js';
-import { createClaimManager } from '../../src/request/3-claims.js';
+import { classifyRequestEvent, type PendingRequest } from '../../src/request/events.js';
+import { createIntake, RequestWithdrawn, type Intake, type RequestOutcome } from '../../src/request/intake.js';
+import { createClaimManager } from '../../src/request/claims.js';
 import { onCleanup, startStore } from '../store/helpers.js';
 
 const WS = 'workspace:tools';

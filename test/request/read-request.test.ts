@@ -4,7 +4,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { requestIdentity } from '../../src/breadcrumbs/messages.js';
-import { readRequest } from '../../src/request/4-route.js';
+import { readRequest } from '../../src/request/read.js';
 
 const read = (extra: Record<string, unknown>) => {
   const context = { tool: 't', input: {}, ...extra };

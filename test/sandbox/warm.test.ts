@@ -215,6 +215,52 @@ describe('code caching', () => {
     expect(broken).toEqual({ lang: 'ts', source64: Buffer.from('export async function execute( {').toString('base64') });
   });
 
+  it('a self-contained tool also gets a module factory (no esbuild helper reads a global); importing, top-level await and import.meta keep the import per call', async () => {
+    const compiler = await createToolCompiler();
+    const source = 'let calls = 0;\nexport const VERSION = 1;\nexport async function execute(i: { n: number }) {\n  calls++;\n  return { n: i.n, calls };\n}\n';
+    const factory = compiler.compile(source).factory;
+    expect(factory?.id).toMatch(/^[0-9a-f]{32}$/);
+    const code = Buffer.from(factory?.code64 ?? '', 'base64').toString('utf8');
+    expect(code.startsWith('export default function (module, exports, __export, __toCommonJS) {')).toBe(true);
+    // esbuild's own helpers are blanked out: nothing reads Object.defineProperty & co. at call time
+    expect(code).not.toMatch(/Object\.|__defProp|__copyProps/);
+    // `calls++;` is line 4 of the source, and of the factory (line numbers are kept)
+    const line = code.split('\n').findIndex((l) => l.includes('calls++')) + 1;
+    expect(factory?.mapPosition?.(line, 3)).toEqual({ line: 4, column: 3 });
+    for (const other of [
+      'import x from "data:text/javascript,export default 1";\nexport async function execute() { return x; }',
+      'const v = await Promise.resolve(1);\nexport async function execute() { return v; }',
+      'export async function execute() { return import.meta.url; }',
+    ]) {
+      const compiled = compiler.compile(other);
+      expect(compiled.lang).toBe('js');
+      expect(compiled.factory).toBeUndefined();
+    }
+  });
+
+  it('warm calls through the module factory: fresh module state per call, patched globals of an earlier call do not break the exports', async () => {
+    sandbox = await createSandbox({ config: testConfig(), logger: captureLogger().logger });
+    const source = [
+      'let calls = 0;',
+      'export async function execute() {',
+      '  calls++;',
+      '  // what a hostile or careless call leaves behind for the next call of this version',
+      "  Reflect.defineProperty(Object.prototype, 'set', { get() { return () => {}; }, configurable: true });",
+      '  Reflect.set(Object, "defineProperty", () => { throw new Error("patched defineProperty"); });',
+      '  return { calls, pid: Deno.pid };',
+      '}',
+    ].join('\n');
+    const t = { ...tool('echo'), name: 'factory-state', source };
+    const outputs = [];
+    for (let i = 0; i < 3; i++) {
+      const result = await sandbox.run(job(t));
+      expect(result.ok, JSON.stringify(result)).toBe(true);
+      outputs.push(result.ok ? (result.output as { calls: number; pid: number }) : undefined);
+    }
+    expect(outputs.map((o) => o?.calls)).toEqual([1, 1, 1]);
+    expect(new Set(outputs.map((o) => o?.pid)).size).toBe(1);
+  });
+
   it('without a transpiler every tool is sent as TypeScript', async () => {
     const compiler = await createToolCompiler(null);
     expect(compiler.transpiles).toBe(false);

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { createRequestKeys, createStoreClient, SCHEMA, TAG, type StoreClient } from '../../src/breadcrumbs/index.js';
 import { silentLogger } from '../../src/logger.js';
-import { createClaimManager, type ClaimManager } from '../../src/request/3-claims.js';
+import { createClaimManager, type ClaimManager } from '../../src/request/claims.js';
 import { onCleanup, startStore } from '../store/helpers.js';
 
 const WS = 'workspace:tools';

@@ -16,11 +16,10 @@ import { createSchemaValidator, validateToolDefinition } from '../../screen/inde
 import { EXIT, type CommandContext } from '../command.js';
 import { cliStoreClient, exitForStoreProblem } from '../store-client.js';
 
-type Entry = CatalogTool;
 
 /** The catalog from the bootstrap directory and the manifests; problems are reported on `err`. */
-async function catalogFromFiles({ config, logger, err }: CommandContext): Promise<Entry[] | undefined> {
-  const entries = new Map<string, Entry>();
+async function catalogFromFiles({ config, logger, err }: CommandContext): Promise<CatalogTool[] | undefined> {
+  const entries = new Map<string, CatalogTool>();
   let problems = 0;
   // One schema validator for every definition and manifest this command reads.
   const validator = createSchemaValidator();
@@ -74,7 +73,7 @@ async function catalogFromFiles({ config, logger, err }: CommandContext): Promis
 }
 
 /** The catalog a running runner published to the store. */
-async function catalogFromStore({ config, logger, err }: CommandContext): Promise<Entry[] | number> {
+async function catalogFromStore({ config, logger, err }: CommandContext): Promise<CatalogTool[] | number> {
   const client = cliStoreClient(config, logger, 'tools-runner-cli', ['subscriber']);
   try {
     // The store first: "no store" is the more basic problem to report.

@@ -30,6 +30,9 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
       authMint: config.authMint,
       embedUrl: config.embedUrl,
       embedCommand: config.embedCommand,
+      leaseKey: config.leaseKey,
+      retentionMs: config.retentionMs,
+      auditRetentionMs: config.auditRetentionMs,
       logger: logger.child({ component: 'store' }),
     });
   } catch (error) {

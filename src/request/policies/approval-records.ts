@@ -25,7 +25,7 @@ import { sameText } from '../../breadcrumbs/request-keys.js';
 import { canonicalJson } from '../../contract/canonical.js';
 import type { Redactor } from '../../host-tools/index.js';
 import { REDACTED } from '../../host-tools/index.js';
-import type { Call } from '../5-policy.js';
+import type { Call } from '../policy.js';
 
 /** The approver that stands for `tools-runner approve|deny` (decisions sealed with the runner secret). */
 export const OPERATOR = 'operator';

@@ -21,8 +21,8 @@ import type { RequestKeys } from '../../breadcrumbs/request-keys.js';
 import { ErrorCode } from '../../errors.js';
 import { CONFIRMATION_REFUSED, createRedactor } from '../../host-tools/index.js';
 import type { Logger } from '../../logger.js';
-import { errorResult } from '../4-route.js';
-import type { Call, Gate, Policy } from '../5-policy.js';
+import { errorResult } from '../../result.js';
+import type { Call, Gate, Policy } from '../policy.js';
 import { approvalNeed, inputPreview, readApprovalRequest, readDecision, sealApprovalRequest, type ApprovalNeed } from './approval-records.js';
 
 export interface ApprovalPolicyOptions {

@@ -13,7 +13,7 @@
 
 import { createRedactor, writeAuditRecord, type CallAuditRecord } from '../../host-tools/index.js';
 import type { Logger } from '../../logger.js';
-import type { Policy } from '../5-policy.js';
+import type { Policy } from '../policy.js';
 import { effectsOf } from './effects.js';
 
 /** The fields of every audit line, in order (a host tool's transport facts follow them). */

@@ -17,7 +17,7 @@
 import { ErrorCode } from '../../errors.js';
 import { failure, type Effect, type ExecutionResult } from '../../result.js';
 import type { Route } from '../../catalog/catalog.js';
-import type { Call, Policy } from '../5-policy.js';
+import type { Call, Policy } from '../policy.js';
 
 /** Effects that only say a call was handed over (its process started, its invocation sent), not what it did. */
 const STARTED_ONLY: ReadonlySet<string> = new Set(['host.exec', 'rap.invoke']);

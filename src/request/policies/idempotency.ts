@@ -33,9 +33,8 @@ import { conflictId, isConflict, isNotFound, sameText, StoreError, type Idempote
 import { SCHEMA, ToolIdempotencyContext, ToolResponseContext, type BreadcrumbFull } from '../../breadcrumbs/messages.js';
 import { ErrorCode } from '../../errors.js';
 import type { Logger } from '../../logger.js';
-import type { ExecutionResult } from '../../result.js';
-import { errorResult } from '../4-route.js';
-import type { Call, Gate, Policy } from '../5-policy.js';
+import { errorResult, type ExecutionResult } from '../../result.js';
+import type { Call, Gate, Policy } from '../policy.js';
 
 export interface IdempotencyOptions {
   client: StoreClient;

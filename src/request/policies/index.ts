@@ -1,4 +1,4 @@
-// The contract policies of the request path, in the order a call meets them (5-policy.ts):
+// The contract policies of the request path, in the order a call meets them (policy.ts):
 //   idempotency check -> approval -> rate limit -> idempotency reserve -> (run) -> effects -> audit
 // A replay or a key conflict is decided first (no approval needed, no token taken); the key is
 // reserved last, right before the run, so a call refused by approval or rate limit leaves it free.
@@ -8,7 +8,7 @@ import type { StoreAuthProbe, StoreClient } from '../../breadcrumbs/index.js';
 import type { RequestKeys } from '../../breadcrumbs/request-keys.js';
 import type { Config } from '../../config/index.js';
 import type { Logger } from '../../logger.js';
-import type { Policy } from '../5-policy.js';
+import type { Policy } from '../policy.js';
 import { approvalPolicy } from './approval.js';
 import { auditPolicy } from './audit.js';
 import { effectsPolicy } from './effects.js';

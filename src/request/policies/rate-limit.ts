@@ -8,8 +8,8 @@
 import { RateLimits, type RateLimits as Limits } from '../../contract/contract.js';
 import { createRateLimiter, type RateLimiter, type RateLimitSpec } from '../../contract/rate-limiter.js';
 import { ErrorCode, RunnerError } from '../../errors.js';
-import { errorResult } from '../4-route.js';
-import type { Policy } from '../5-policy.js';
+import { errorResult } from '../../result.js';
+import type { Policy } from '../policy.js';
 
 /** Parses the operator's `--rate-limits` object (config.invalid naming the tool and field on error). */
 export function parseRateOverrides(value: Record<string, unknown>): Map<string, Limits> {

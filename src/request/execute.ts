@@ -1,26 +1,29 @@
-// Step 6 of a request's life: run the checked input. Code tools and host tools are two executors
+// Step "run" of a request's life: run the checked input. Code tools and host tools are two executors
 // behind one interface; everything around them (reading, routing, checking, answering, claims,
-// reports) is the same path (handler.ts).
+// reports) is the same path (job.ts). A create request has an executor of its own (validate, test
+// the examples, deploy: src/authoring/create-flow.ts implements CreateExecutor), on the same path.
 //
 // The code executor resolves the tool's secrets, then runs it in the Deno sandbox (with
 // `context.api` when the tool was granted it). The host executor hands the call to the host-tool
 // runner (src/host-tools: confirmation gate, secrets through the same resolver, transport, redaction;
 // its audit facts come back in the result for the audit policy's one line per call); the input it
-// receives was already normalised and checked by 5-check.ts. Both executors list the call's effects
+// receives was already normalised and checked by check.ts. Both executors list the call's effects
 // in the result (`effects`), recorded as they happened, for the effects and audit policies.
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { StoreClient } from '../breadcrumbs/index.js';
+import type { ToolCreateResponseContext } from '../breadcrumbs/messages.js';
 import type { Route } from '../catalog/catalog.js';
 import type { Config } from '../config/index.js';
 import { retryDelayMs, type RetryPlan } from '../contract/retry.js';
 import { ErrorCode } from '../errors.js';
 import type { HostTool } from '../host-tools/index.js';
-import type { ExecutionResult } from '../result.js';
+import { errorResult, type ExecutionResult } from '../result.js';
 import { sandboxToolOf, type Sandbox } from '../sandbox/index.js';
 import type { SecretResolver } from '../tool-context/secrets.js';
 import { createToolApi } from '../tool-context/tool-api.js';
-import { errorResult } from './4-route.js';
+import type { RequestOrigin } from '../tool-context/origin.js';
+import { createRunToolCaller, type ToolCallsOptions } from '../tool-context/tool-calls.js';
 import { createLiveProgress, type LiveProgressReport } from './live-progress.js';
 import { createProgressPublisher } from './progress.js';
 import type { RequestKeys } from '../breadcrumbs/request-keys.js';
@@ -39,6 +42,8 @@ export interface RunContext {
   signal: AbortSignal;
   /** The request's stopwatch: executors add `secrets`, `sandbox_wait` and `sandbox_run` to it. */
   timings?: Stopwatch;
+  /** The verified origin of a request the runner wrote (nested call, subscription trigger, bootstrap run). */
+  origin?: RequestOrigin;
 }
 
 /** Runs one kind of tool; never throws for tool behaviour (infrastructure trouble may throw). */
@@ -49,10 +54,27 @@ export interface Executor<R extends Route = Route> {
   run(route: R, input: unknown, ctx: RunContext): Promise<ExecutionResult>;
 }
 
-/** Both executors, by route kind. */
+/** A create request as the job read it (`created_by` and `version` from `/full`). */
+export interface CreateRequestRecord {
+  id: string;
+  tags: string[];
+  context: Record<string, unknown>;
+  created_by?: string | null | undefined;
+  /** Store version; a request changed after it was written (version > 1) is refused. */
+  version?: number | undefined;
+}
+
+/** Runs one create request (validate, test the examples, deploy); its answer is the job's to write. */
+export interface CreateExecutor {
+  run(record: CreateRequestRecord, signal: AbortSignal): Promise<{ rid: string; answer: ToolCreateResponseContext }>;
+}
+
+/** The executors, by request kind (code and host tools by route kind; `create` for create requests). */
 export interface Executors {
   code: Executor<Extract<Route, { kind: 'code' }>>;
   host: Executor<Extract<Route, { kind: 'host' }>>;
+  /** Absent: create requests are answered `rejected` (no tool creation on this request path). */
+  create?: CreateExecutor;
 }
 
 /** Runs `route` with the executor of its kind. */
@@ -89,6 +111,8 @@ export function createCodeExecutor(options: {
   keys?: Pick<RequestKeys, 'stateMac'>; logger?: Logger;
   /** Each call's reports for the live feed (secrets redacted, rate- and size-limited: live-progress.ts). */
   onLiveProgress?(report: LiveProgressReport): void;
+  /** `context.tools.call` for tools with a `permissions.tools` grant (absent: their calls fail as dependency.unavailable). */
+  toolCalls?: ToolCallsOptions;
 }): Executors['code'] {
   const { client, sandbox, secrets, config } = options;
   return {
@@ -108,6 +132,17 @@ export function createCodeExecutor(options: {
           tool: tool.name, intervalMs: config.progressIntervalMs, logger: options.logger,
         })
         : undefined;
+      const deadlineAt = Math.min(Date.now() + tool.timeoutMs, ctx.origin?.deadline_at ?? Infinity);
+      if (deadlineAt <= Date.now()) {
+        return errorResult(ErrorCode.Timeout, `the deadline of the calling run (${ctx.origin?.parent_tool ?? '?'}, request ${ctx.origin?.parent_rid ?? '?'}) passed before tool "${tool.name}" started`);
+      }
+      const tools = tool.tools !== undefined && options.toolCalls
+        ? createRunToolCaller(options.toolCalls, {
+          tool: tool.name, rid: ctx.rid, breadcrumbId: ctx.breadcrumbId, deadlineAt, signal: ctx.signal,
+          ...(ctx.agentId ? { agentId: ctx.agentId } : {}), ...(ctx.origin ? { origin: ctx.origin } : {}),
+        })
+        : undefined;
+      const depth = ctx.origin?.depth ?? 0;
       const live = options.onLiveProgress ? createLiveProgress({ rid: ctx.rid, tool: tool.name, emit: options.onLiveProgress }) : undefined;
       const onProgress = progress || live ? (value: unknown): void => {
         progress?.push(value);
@@ -118,9 +153,13 @@ export function createCodeExecutor(options: {
           tool: sandboxToolOf(tool),
           input,
           secrets: resolved.values,
-          request: { id: ctx.rid, workspace: config.workspace, ...(ctx.agentId ? { agentId: ctx.agentId } : {}) },
+          request: {
+            id: ctx.rid, workspace: config.workspace, ...(ctx.agentId ? { agentId: ctx.agentId } : {}),
+            ...(ctx.origin?.trigger_event !== undefined ? { trigger_event: ctx.origin.trigger_event } : {}),
+          },
           ...(ctx.isolation ? { isolation: ctx.isolation } : {}),
-          ...(tool.api ? { api: createToolApi({ client, tool: tool.name, rid: ctx.rid, config, schemas: tool.apiSchemas }) } : {}),
+          ...(tool.api ? { api: createToolApi({ client, tool: tool.name, rid: ctx.rid, config, schemas: tool.apiSchemas, ...(depth > 0 ? { depth } : {}) }) } : {}),
+          ...(tools ? { tools } : {}),
           ...(onProgress ? { onProgress } : {}),
           signal: ctx.signal,
           onTimings: ({ waitMs, runMs }) => {
@@ -131,6 +170,7 @@ export function createCodeExecutor(options: {
       } finally {
         // the last reports are in the store (and on the live feed) before the answer is written
         live?.close();
+        await tools?.close();
         await progress?.close();
       }
     },

@@ -70,7 +70,7 @@ export interface ExpiredClaim {
 
 export interface ClaimManager {
   acquire(target: ClaimTarget): Promise<AcquireResult>;
-  /** Whether the runner's answer to the request exists (found by its unforgeable answer tag). */
+  /** Whether the runner's answer to the request exists (found by its unforgeable answer tag; either kind of request). */
   hasResponse(requestBreadcrumbId: string): Promise<boolean>;
   /** Deletes every claim of the request (after its answer was written). Best effort. */
   cleanup(requestBreadcrumbId: string): Promise<void>;
@@ -128,7 +128,8 @@ export function createClaimManager(options: ClaimManagerOptions): ClaimManager {
   };
 
   const hasResponse = async (id: string): Promise<boolean> => {
-    const items = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolResponse, tag: keys.answerTag(id), limit: 1 });
+    // Any record with the answer tag (a tool.response.v1 or a tool.create.response.v1): only the runner can write it.
+    const items = await client.listBreadcrumbs({ tag: keys.answerTag(id), limit: 1 });
     return items.length > 0;
   };
 

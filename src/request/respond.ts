@@ -1,4 +1,6 @@
-// Writes the runner's answers: tool.response.v1 (and tool.create.response.v1) breadcrumbs.
+// Step "answer" of a request's life: writes the runner's one answer to a request — a tool.response.v1
+// for a tool request, a tool.create.response.v1 for a create request. This is the only writer of
+// answers and the only place that retries an answer write.
 //
 // Every answer is created with an Idempotency-Key derived from the request breadcrumb's id with the
 // runner secret (request-keys.ts), so however many times a write is retried — by this replica after
@@ -8,8 +10,10 @@
 // secret is public) and the answer goes to the next derived slot.
 //
 // Every completed run ends in an answer: an answer the store refuses (too large, too deep, not
-// serialisable) is replaced by an `output.invalid` error; transient store failures are retried with
-// backoff until the write lands or the signal aborts.
+// serialisable) is replaced by an `output.invalid` error; transient store trouble (anywhere in an
+// attempt: the write or the look at a conflicting record) is retried with backoff until the write
+// lands or the signal aborts (the service must stop now; the lease then runs out and another
+// attempt answers).
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { StoreClient } from '../breadcrumbs/index.js';
@@ -29,6 +33,7 @@ export interface ResponderOptions {
 }
 
 export interface ToolAnswer {
+  kind?: 'tool';
   /** The request breadcrumb's id: the answer's keys derive from it. */
   requestBreadcrumbId: string;
   rid: string;
@@ -39,11 +44,21 @@ export interface ToolAnswer {
   metadata?: Record<string, unknown>;
 }
 
+/** The answer to a create request (tool.create.response.v1). */
+export interface CreateAnswer {
+  kind: 'create';
+  requestBreadcrumbId: string;
+  rid: string;
+  context: ToolCreateResponseContext;
+  title: string;
+  extraTags?: string[];
+}
+
 export type WriteOutcome = 'written' | 'duplicate';
 
 export interface Responder {
-  respond(answer: ToolAnswer, signal?: AbortSignal): Promise<WriteOutcome>;
-  respondCreate(request: { breadcrumbId: string; rid: string }, context: ToolCreateResponseContext, extraTags: string[], title: string, signal?: AbortSignal): Promise<WriteOutcome>;
+  /** Writes the answer (a ToolAnswer, or a CreateAnswer): retried through store trouble until it lands or `signal` aborts. */
+  respond(answer: ToolAnswer | CreateAnswer, signal?: AbortSignal): Promise<WriteOutcome>;
 }
 
 /** Answer slots tried when a key turns out squatted. */
@@ -93,18 +108,17 @@ export function createResponder(options: ResponderOptions): Responder {
     }
   };
 
-  const write = async (keyOf: (slot: number) => string, body: Body, answerTag: string, signal: AbortSignal | undefined): Promise<WriteOutcome> => {
-    let delay = retry.initialMs;
-    for (let slot = 1; ; ) {
-      const key = keyOf(slot);
+  /** One attempt over the answer slots: 'written', 'duplicate', or throws (Unstorable, squatted slots, store trouble). */
+  const attempt = async (keyOf: (slot: number) => string, body: Body, answerTag: string, signal: AbortSignal | undefined): Promise<WriteOutcome> => {
+    for (let slot = 1; ; slot++) {
       try {
-        await client.createBreadcrumb(body, { idempotencyKey: key, ...(signal ? { signal } : {}) });
+        await client.createBreadcrumb(body, { idempotencyKey: keyOf(slot), ...(signal ? { signal } : {}) });
         return 'written';
       } catch (error) {
         if (isConflict(error)) {
           if (await isOurAnswer(error, answerTag, signal)) return 'duplicate';
           logger.error('an answer key was taken by a record that is not the runner\'s answer (is --runner-secret set?)', { slot });
-          if (++slot > MAX_SLOTS) throw new Error(`every answer slot of the request is taken by foreign records`);
+          if (slot >= MAX_SLOTS) throw new Error(`every answer slot of the request is taken by foreign records`);
           continue;
         }
         // The client refuses a body it cannot serialise before sending anything (storeCode `unsendable`).
@@ -112,15 +126,37 @@ export function createResponder(options: ResponderOptions): Responder {
         if (error instanceof StoreError && (error.status === 400 || error.status === 413 || error.status === 422)) {
           throw new Unstorable(`the store refused the answer (HTTP ${error.status}: ${error.message})`);
         }
+        throw error;
+      }
+    }
+  };
+
+  /** The one retry loop of answer writes: transient store trouble is retried with backoff until `signal` aborts. */
+  const write = async (keyOf: (slot: number) => string, body: Body, answerTag: string, signal: AbortSignal | undefined): Promise<WriteOutcome> => {
+    let delay = retry.initialMs;
+    for (let tries = 1; ; tries++) {
+      try {
+        return await attempt(keyOf, body, answerTag, signal);
+      } catch (error) {
         if (!(error instanceof StoreError) || !error.retryable || signal?.aborted) throw error;
-        logger.warn('answer write failed, retrying', { slot, delayMs: delay, error });
+        logger.warn('answer write failed, retrying', { tries, delayMs: delay, error });
         await sleep(delay, undefined, signal ? { signal } : {});
         delay = Math.min(retry.maxMs, delay * 2);
       }
     }
   };
 
-  const respond = async (answer: ToolAnswer, signal?: AbortSignal): Promise<WriteOutcome> => {
+  const respondCreate = (answer: CreateAnswer, signal?: AbortSignal): Promise<WriteOutcome> => {
+    const answerTag = keys.answerTag(answer.requestBreadcrumbId);
+    return write(
+      (slot) => keys.createResponseKey(answer.requestBreadcrumbId, slot),
+      { title: answer.title, schema_name: SCHEMA.ToolCreateResponse, tags: [workspace, TAG.Response, TAG.request(answer.rid), answerTag, ...(answer.extraTags ?? [])], context: answer.context },
+      answerTag,
+      signal,
+    );
+  };
+
+  const respondTool = async (answer: ToolAnswer, signal?: AbortSignal): Promise<WriteOutcome> => {
     const answerTag = keys.answerTag(answer.requestBreadcrumbId);
     const tags = [workspace, TAG.Response, TAG.request(answer.rid), answerTag, ...(answer.extraTags ?? [])];
     const keyOf = (slot: number) => keys.responseKey(answer.requestBreadcrumbId, slot);
@@ -146,15 +182,7 @@ export function createResponder(options: ResponderOptions): Responder {
     }
   };
 
-  const respondCreate = (request: { breadcrumbId: string; rid: string }, context: ToolCreateResponseContext, extraTags: string[], title: string, signal?: AbortSignal): Promise<WriteOutcome> => {
-    const answerTag = keys.answerTag(request.breadcrumbId);
-    return write(
-      (slot) => keys.createResponseKey(request.breadcrumbId, slot),
-      { title, schema_name: SCHEMA.ToolCreateResponse, tags: [workspace, TAG.Response, TAG.request(request.rid), answerTag, ...extraTags], context },
-      answerTag,
-      signal,
-    );
+  return {
+    respond: (answer, signal) => (answer.kind === 'create' ? respondCreate(answer, signal) : respondTool(answer, signal)),
   };
-
-  return { respond, respondCreate };
 }

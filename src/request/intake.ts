@@ -1,7 +1,8 @@
-// Step 2 of a request's life: intake turns requests (from events, via 1-events.ts) and catch-up
-// scans into queued jobs, losing nothing. The job itself (handler.ts) runs steps 3 to 7.
+// Step "queue" of a request's life: intake turns requests (from events, via events.ts) and catch-up
+// scans into queued jobs, losing nothing. The job itself (job.ts) runs the rest of the life.
 //
-// Sources: (1) `tool.request.v1` events from the stream; (2) catch-up scans — a full scan at start
+// Sources: (1) `tool.request.v1` and `tool.create.request.v1` events from the stream; (2) catch-up
+// scans of both kinds — a full scan at start
 // and whenever something may have been missed (backlog overflow, a failed job), a windowed scan
 // (recent requests only) after every reconnect and on a timer; (3) expired claims of other
 // replicas, found on the timer, which are taken over.
@@ -17,13 +18,14 @@ import { ridOfRequestTag, SCHEMA } from '../breadcrumbs/messages.js';
 import { ANSWER_TAG_PREFIX, type RequestKeys } from '../breadcrumbs/request-keys.js';
 import type { Logger } from '../logger.js';
 import type { JobQueue } from '../queue/job-queue.js';
-import { pendingRequestOf, type PendingRequest } from './1-events.js';
-import type { ClaimManager } from './3-claims.js';
+import { pendingRequestOf, type PendingRequest } from './events.js';
+import type { ClaimManager } from './claims.js';
+import type { Cutover } from './cutover.js';
 
 /** How a request's job ended, from intake's point of view (`withdrawn`: the request was deleted; no answer). */
 export type RequestOutcome = 'answered' | 'withdrawn' | 'busy' | 'released' | 'failed' | Parked;
 
-/** A job a policy parked (5-policy.ts): run the request again when a wake token is seen, or at `until`. */
+/** A job a policy parked (policy.ts): run the request again when a wake token is seen, or at `until`. */
 export interface Parked {
   kind: 'parked';
   until: number;
@@ -47,8 +49,8 @@ export interface IntakeOptions {
   logger: Logger;
   scanIntervalMs: number;
   run(request: PendingRequest, signal: AbortSignal): Promise<RequestOutcome>;
-  /** Requests last changed before this (epoch ms) also count as answered by a legacy `request:<rid>` response (cutover.ts). */
-  legacyCutoverMs?: number;
+  /** Requests that predate it also count as answered by a legacy `request:<rid>` response (cutover.ts). */
+  cutover?: Cutover;
   /** Most candidate ids held while the backlog is full. */
   maxPending?: number;
   /** How far back a windowed scan looks before the previous scan started. */
@@ -57,7 +59,7 @@ export interface IntakeOptions {
 }
 
 export interface Intake {
-  /** Offers a request seen in an event (1-events.ts); duplicates and answered ones are ignored. */
+  /** Offers a request seen in an event (events.ts); duplicates and answered ones are ignored. */
   offer(request: PendingRequest): void;
   /** The request breadcrumb was deleted: drop it if waiting, abort its job if running (no answer). */
   withdraw(breadcrumbId: string): void;
@@ -81,6 +83,9 @@ const MAX_RETRY_DELAY_MS = 60_000;
 const MAX_PARKED = 10_000;
 /** Longest a parked request waits without a look, so a wake token that was missed costs at most this. */
 const MAX_PARK_MS = 5 * 60_000;
+
+/** A request as held while it waits: ids only (bounded memory; the job reads the record itself). */
+const slimOf = (request: PendingRequest): PendingRequest => ({ ...(request.kind ? { kind: request.kind } : {}), breadcrumbId: request.breadcrumbId, rid: request.rid, tool: request.tool });
 
 /** Creates the intake. */
 export function createIntake(options: IntakeOptions): Intake {
@@ -146,7 +151,7 @@ export function createIntake(options: IntakeOptions): Intake {
 
   const park = (request: PendingRequest, outcome: Parked): void => {
     if (stopped) return;
-    const slim: PendingRequest = { breadcrumbId: request.breadcrumbId, rid: request.rid, tool: request.tool };
+    const slim = slimOf(request);
     unpark(slim.breadcrumbId);
     if (parked.size >= MAX_PARKED) {
       const oldest = parked.keys().next().value;
@@ -189,7 +194,7 @@ export function createIntake(options: IntakeOptions): Intake {
     failures.set(request.breadcrumbId, count);
     const delayMs = Math.min(MAX_RETRY_DELAY_MS, 500 * 2 ** Math.min(count, 10));
     setTimeout(() => {
-      if (!stopped && failures.has(request.breadcrumbId)) enqueue({ breadcrumbId: request.breadcrumbId, rid: request.rid, tool: request.tool });
+      if (!stopped && failures.has(request.breadcrumbId)) enqueue(slimOf(request));
     }, delayMs).unref();
   };
 
@@ -230,14 +235,12 @@ export function createIntake(options: IntakeOptions): Intake {
       return;
     }
     // Waiting requests are held as ids only (bounded memory); the job reads the request itself.
-    const slim: PendingRequest = { breadcrumbId: request.breadcrumbId, rid: request.rid, tool: request.tool, seenAt: request.seenAt };
+    const slim: PendingRequest = { ...slimOf(request), ...(request.seenAt !== undefined ? { seenAt: request.seenAt } : {}) };
     if (front) pending.unshift(slim);
     else pending.push(slim);
     pendingIds.add(request.breadcrumbId);
     void feed();
   };
-
-  const fromItem = (item: { id: string; tags: string[]; context?: Record<string, unknown> | undefined }): PendingRequest | undefined => pendingRequestOf(item, workspace);
 
   // A deleted request is withdrawn: dropped if queued or waiting, aborted if running (no answer).
   const withdraw = (breadcrumbId: string): void => {
@@ -269,8 +272,11 @@ export function createIntake(options: IntakeOptions): Intake {
     const since = full || needFullScan ? undefined : watermark;
     const wasFull = since === undefined;
     needFullScan = false;
-    const requests = await listSince(SCHEMA.ToolRequest, true, since);
-    const responses = await listSince(SCHEMA.ToolResponse, false, since);
+    const requests = [
+      ...(await listSince(SCHEMA.ToolRequest, true, since)).map((item) => ({ item, schema: SCHEMA.ToolRequest as string })),
+      ...(await listSince(SCHEMA.ToolCreateRequest, true, since)).map((item) => ({ item, schema: SCHEMA.ToolCreateRequest as string })),
+    ];
+    const responses = [...(await listSince(SCHEMA.ToolResponse, false, since)), ...(await listSince(SCHEMA.ToolCreateResponse, false, since))];
     const answered = new Set<string>();
     const legacyAnswered = new Set<string>();
     for (const response of responses) {
@@ -280,14 +286,14 @@ export function createIntake(options: IntakeOptions): Intake {
         if (rid !== undefined) legacyAnswered.add(rid);
       }
     }
-    const cutover = options.legacyCutoverMs ?? 0;
     let found = 0;
-    for (let i = requests.length - 1; i >= 0; i--) {
-      const request = fromItem(requests[i] as (typeof requests)[number]);
+    // oldest first (each listing is newest first)
+    for (const { item, schema } of requests.reverse()) {
+      const request = pendingRequestOf(item, workspace, schema);
       if (!request) continue;
       const answerTag = keys.answerTag(request.breadcrumbId);
-      const item = requests[i] as (typeof requests)[number];
-      if (answered.has(answerTag) || (Date.parse(item.updated_at) < cutover && legacyAnswered.has(request.rid))) {
+      const legacy = request.kind !== 'create' && options.cutover?.predates(item) === true && legacyAnswered.has(request.rid);
+      if (answered.has(answerTag) || legacy) {
         markDone(answerTag);
         continue;
       }
@@ -307,7 +313,7 @@ export function createIntake(options: IntakeOptions): Intake {
       }
       try {
         const full = await client.getBreadcrumbFull(expired.requestBreadcrumbId);
-        const request = fromItem(full);
+        const request = pendingRequestOf(full, workspace);
         if (request) {
           takeovers++;
           enqueue(request, true);

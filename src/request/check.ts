@@ -9,9 +9,8 @@
 import type { Route } from '../catalog/catalog.js';
 import { ErrorCode } from '../errors.js';
 import { normalizeHostInput } from '../host-tools/index.js';
-import { failure, jsonDepthExceeds, MAX_JSON_DEPTH, type ExecutionResult } from '../result.js';
+import { errorResult, failure, jsonDepthExceeds, MAX_JSON_DEPTH, type ExecutionResult } from '../result.js';
 import type { SchemaValidator } from '../screen/index.js';
-import { errorResult } from './4-route.js';
 
 function formatErrors(errors: Array<{ path: string; message: string }>, max = 10): string {
   const shown = errors.slice(0, max).map((e) => `${e.path || '/'}: ${e.message}`);

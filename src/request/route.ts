@@ -1,0 +1,25 @@
+// Step "route" of a request's life (after read.ts): find what runs the tool the request names.
+//
+// A tool name or version nothing answers to (no version matches; the version was removed: the
+// message names its replacement; a bad version spec) ends here as a tool.not_found / input.invalid
+// result; otherwise the catalog's route (a code tool or a host tool, at the version
+// `context.version` asks for) picks the executor (execute.ts).
+
+import type { Catalog, Route } from '../catalog/catalog.js';
+import { ErrorCode } from '../errors.js';
+import { errorResult, type ExecutionResult } from '../result.js';
+
+/** The route of tool `name` at `versionSpec` (asking the store once when the catalog has none), or the error result. */
+export async function routeRequest(catalog: Catalog, name: string, versionSpec?: string): Promise<{ ok: true; route: Route } | { ok: false; result: ExecutionResult }> {
+  let found = catalog.lookup(name, versionSpec);
+  // A bad version spec stays bad; anything else may be a version the store has and the catalog not yet.
+  if (found.kind === 'unknown' || (found.kind === 'refused' && found.code !== ErrorCode.InputInvalid)) {
+    await catalog.refreshName(name);
+    found = catalog.lookup(name, versionSpec);
+  }
+  if (found.kind === 'route') return { ok: true, route: found.route };
+  if (found.kind === 'refused') return { ok: false, result: errorResult(found.code, found.message) };
+  const rejected = catalog.rejected().find((r) => r.name === name);
+  const why = rejected?.errors[0] ? ` (a tool.code.v1 named "${name}" exists but was rejected: ${rejected.errors[0].path}: ${rejected.errors[0].message})` : '';
+  return { ok: false, result: errorResult(ErrorCode.ToolNotFound, `no runnable tool named "${name}"${why}`) };
+}

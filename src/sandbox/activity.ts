@@ -1,0 +1,133 @@
+// Whether the process running a call computes or waits: how a call lends its CPU slot (queue/cpu-slot.ts)
+// while it sleeps on a timer, the network or a nested call.
+//
+// The host asks the kernel, not the process: /proc/<pid>/schedstat holds, in nanoseconds, the time the
+// process's main thread (where Deno runs JavaScript) spent on a CPU and the time it spent runnable but
+// waiting for one. Over a window, what is neither was spent asleep. A call whose process was asleep for
+// more than 90% of the last window, and asleep at that moment (state S in /proc/<pid>/stat), waits: its
+// slot goes back to the queue; once its process is on (or wants) a CPU for more than 30% of a window
+// again, it computes and counts again. A process starved of CPU by others is runnable, not asleep, so
+// it keeps its slot: over-commit cannot feed on itself.
+//
+// Cost: while calls run, a timer ticks every SAMPLE_MS; it reads /proc (one small read per call) only
+// for calls whose slot is contended (another job waits for one) or lent. Its first look at a call is a
+// baseline, so a call is judged after one or two windows (20–40 ms).
+
+import { readFileSync } from 'node:fs';
+import type { CpuSlot } from '../queue/cpu-slot.js';
+
+/** Sampling period while a slot is contended or lent. */
+export const SAMPLE_MS = 20;
+/** At most this share of a window on (or waiting for) a CPU: the call waits. */
+const WAITING_BELOW = 0.1;
+/** At least this share: the call computes (again). */
+const COMPUTING_ABOVE = 0.3;
+
+/** Nanoseconds the main thread of `pid` spent on a CPU plus runnable in the run queue; undefined when gone. */
+export function readDemandNs(pid: number): number | undefined {
+  try {
+    const text = readFileSync(`/proc/${pid}/schedstat`, 'latin1');
+    const space = text.indexOf(' ');
+    const second = text.indexOf(' ', space + 1);
+    const value = Number(text.slice(0, space)) + Number(text.slice(space + 1, second));
+    return Number.isFinite(value) ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+interface Tracked {
+  pid: number;
+  slot: CpuSlot;
+  lent: boolean;
+  lastNs: number | undefined;
+  lastAt: number;
+}
+
+/** Watches the processes of running calls and lends their CPU slots while they wait. */
+export interface ActivityMonitor {
+  /** Starts watching the call running on `pid`; the returned function stops it (and ends a loan). */
+  track(pid: number, slot: CpuSlot): () => void;
+  /** Calls whose slot is lent now (for tests and stats). */
+  lent(): number;
+  close(): void;
+}
+
+/**
+ * Whether the main thread of `pid` is asleep now (state S or I in /proc/<pid>/stat). The kernel adds
+ * run-queue time to schedstat only when the thread gets a CPU, so a starved busy process can show no
+ * demand for a while: only a thread that is not runnable now counts as waiting.
+ */
+export function isAsleep(pid: number): boolean {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    const state = text.charAt(text.lastIndexOf(')') + 2);
+    return state === 'S' || state === 'I';
+  } catch {
+    return false;
+  }
+}
+
+/** Creates the monitor; `read` and `asleep` read /proc (tests may substitute them). */
+export function createActivityMonitor(read: (pid: number) => number | undefined = readDemandNs, asleep: (pid: number) => boolean = isAsleep): ActivityMonitor {
+  const tracked = new Set<Tracked>();
+  let timer: NodeJS.Timeout | undefined;
+  let lentCount = 0;
+
+  const tick = (): void => {
+    const now = performance.now();
+    for (const t of tracked) {
+      if (!t.lent && !t.slot.contended()) {
+        t.lastNs = undefined; // a stale baseline would judge a window nobody asked about
+        continue;
+      }
+      const ns = read(t.pid);
+      if (ns === undefined) continue;
+      if (t.lastNs !== undefined) {
+        const share = (ns - t.lastNs) / 1e6 / Math.max(1, now - t.lastAt);
+        if (!t.lent && share < WAITING_BELOW && asleep(t.pid)) {
+          t.lent = true;
+          lentCount++;
+          t.slot.waiting();
+        } else if (t.lent && share > COMPUTING_ABOVE) {
+          t.lent = false;
+          lentCount--;
+          t.slot.computing();
+        }
+      }
+      t.lastNs = ns;
+      t.lastAt = now;
+    }
+  };
+  const stop = (): void => {
+    clearInterval(timer);
+    timer = undefined;
+  };
+  const ensure = (): void => {
+    if (timer === undefined && tracked.size > 0) {
+      timer = setInterval(tick, SAMPLE_MS);
+      timer.unref();
+    }
+  };
+
+  return {
+    track(pid, slot) {
+      const t: Tracked = { pid, slot, lent: false, lastNs: undefined, lastAt: 0 };
+      tracked.add(t);
+      ensure();
+      return () => {
+        if (!tracked.delete(t)) return;
+        if (t.lent) {
+          lentCount--;
+          t.lent = false;
+        }
+        if (tracked.size === 0) stop();
+      };
+    },
+    lent: () => lentCount,
+    close() {
+      stop();
+      tracked.clear();
+    },
+  };
+}

@@ -1,0 +1,83 @@
+// Lease claims (src/request/lease-claims.ts) against the real embedded store's lease routes: one
+// replica per attempt, takeover of a released or expired lease as the next attempt (re-checking for
+// an answer first), finished leases never taken again, and no claim breadcrumbs at all.
+
+import { describe, expect, it } from 'vitest';
+import { createRequestKeys, createStoreClient, SCHEMA, TAG, type StoreClient } from '../../src/breadcrumbs/index.js';
+import { silentLogger } from '../../src/logger.js';
+import type { ClaimManager } from '../../src/request/claims.js';
+import { checkLeaseKey, createLeaseClaimManager, storeOffersLeases } from '../../src/request/lease-claims.js';
+import { onCleanup, startStore } from '../store/helpers.js';
+
+const WS = 'workspace:tools';
+const KEY = 'lease-key-for-tests-0123';
+const keys = createRequestKeys(Buffer.alloc(32, 7));
+
+async function setup(): Promise<{ c: StoreClient; replica(holder: string, ttlMs?: number): ClaimManager; requestId(): Promise<string> }> {
+  const store = await startStore({ leaseKey: KEY });
+  const c = createStoreClient({ baseUrl: store.url, logger: silentLogger() });
+  onCleanup(() => c.close());
+  return {
+    c,
+    replica: (holder, ttlMs = 60_000) => createLeaseClaimManager({ client: c, workspace: WS, holder, ttlMs, keys, leaseKey: KEY, logger: silentLogger() }),
+    requestId: async () => (await c.createBreadcrumb({ title: 'r', schema_name: SCHEMA.ToolRequest, tags: [TAG.Request, WS], context: { tool: 't', input: {} } })).id,
+  };
+}
+
+async function writeAnswer(c: StoreClient, id: string): Promise<void> {
+  await c.createBreadcrumb({ title: 'Response: t', schema_name: SCHEMA.ToolResponse, tags: [WS, TAG.Response, keys.answerTag(id)], context: {} }, { idempotencyKey: keys.responseKey(id) });
+}
+
+describe('lease claims', () => {
+  it('the store advertises leases, and a wrong key fails the start naming the fix', async () => {
+    const { c } = await setup();
+    expect(await storeOffersLeases(c)).toBe(true);
+    await expect(checkLeaseKey(c, WS, 'another-key-entirely')).rejects.toThrow(/refused this runner's lease key .* --lease-key/);
+    await checkLeaseKey(c, WS, KEY);
+  });
+
+  it('gives attempt 1 to one replica; the other is busy; no claim breadcrumb is written', async () => {
+    const { c, replica, requestId } = await setup();
+    const id = await requestId();
+    const [a, b] = await Promise.all([replica('a').acquire({ breadcrumbId: id, rid: 'r1' }), replica('b').acquire({ breadcrumbId: id, rid: 'r1' })]);
+    const kinds = [a.kind, b.kind].sort();
+    expect(kinds).toEqual(['acquired', 'busy']);
+    expect(await c.listBreadcrumbs({ schema_name: SCHEMA.ToolClaim })).toEqual([]);
+  });
+
+  it('a released lease is taken at once as the next attempt; the old holder can no longer renew', async () => {
+    const { replica, requestId } = await setup();
+    const id = await requestId();
+    const first = await replica('a').acquire({ breadcrumbId: id, rid: 'r1' });
+    if (first.kind !== 'acquired') throw new Error(first.kind);
+    await first.claim.release();
+    expect(await replica('a').listExpired()).toEqual([{ requestBreadcrumbId: id, rid: 'r1' }]);
+    const second = await replica('b').acquire({ breadcrumbId: id, rid: 'r1' });
+    expect(second.kind === 'acquired' && second.claim.attempt).toBe(2);
+    expect(await first.claim.renew()).toBe(false);
+  });
+
+  it('an expired lease whose request was answered is not run again: answered, and finished', async () => {
+    const { c, replica, requestId } = await setup();
+    const id = await requestId();
+    const first = await replica('a', 1).acquire({ breadcrumbId: id, rid: 'r1' });
+    expect(first.kind).toBe('acquired');
+    await writeAnswer(c, id);
+    for (let i = 0; (await replica('b').listExpired()).length === 0; i++) {
+      if (i > 3000) throw new Error('lease never expired');
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    expect((await replica('b').acquire({ breadcrumbId: id, rid: 'r1' })).kind).toBe('answered');
+    expect((await replica('c').acquire({ breadcrumbId: id, rid: 'r1' })).kind).toBe('answered');
+    expect(await replica('c').listExpired()).toEqual([]);
+  });
+
+  it('a dropped lease (answer written) is never acquired again', async () => {
+    const { replica, requestId } = await setup();
+    const id = await requestId();
+    const held = await replica('a').acquire({ breadcrumbId: id, rid: 'r1' });
+    if (held.kind !== 'acquired') throw new Error(held.kind);
+    await held.claim.drop();
+    expect((await replica('b').acquire({ breadcrumbId: id, rid: 'r1' })).kind).toBe('answered');
+  });
+});
