@@ -60,7 +60,7 @@ export interface PgEventLog extends EventFeed {
    * database cannot be read meanwhile (the event is committed; the pump delivers it later).
    */
   published(seq: number): Promise<void>;
-  /** Deletes events older than the retention. */
+  /** Deletes events older than the retention (also done inside every PRUNE_EVERY-th append). */
   prune(): Promise<void>;
   listenerCount(): number;
   close(): Promise<void>;
@@ -74,7 +74,6 @@ export async function createPgEventLog(options: { pool: pg.Pool; url: string; re
   let closed = false;
   let pumping: Promise<void> | undefined;
   let again = false;
-  let lastPrune = latest;
 
   const waiters: Array<{ seq: number; resolve: () => void }> = [];
   const settle = (): void => {
@@ -96,7 +95,6 @@ export async function createPgEventLog(options: { pool: pg.Pool; url: string; re
   };
 
   const prune = async (): Promise<void> => {
-    lastPrune = latest;
     await pool.query('DELETE FROM events WHERE seq <= $1', [latest - retention]);
   };
 
@@ -110,7 +108,6 @@ export async function createPgEventLog(options: { pool: pg.Pool; url: string; re
         if (rows.length < PUMP_PAGE || closed) break;
       }
     } while (again && !closed);
-    if (latest - lastPrune >= PRUNE_EVERY) await prune();
   };
 
   // One pump at a time; a kick while it runs makes it read once more.
@@ -122,7 +119,10 @@ export async function createPgEventLog(options: { pool: pg.Pool; url: string; re
     }
     pumping = drain()
       .catch((error: Error) => logger.warn('reading new events from PostgreSQL failed; retrying on the next notification or poll', { error: error.message }))
-      .finally(() => (pumping = undefined));
+      .finally(() => {
+        pumping = undefined;
+        if (again) kick();
+      });
   };
 
   // The LISTEN connection; on loss, reconnect with backoff and catch up.
@@ -158,7 +158,6 @@ export async function createPgEventLog(options: { pool: pg.Pool; url: string; re
     if (newest < latest) {
       logger.warn('the event log is behind what this replica published (database restored or failed over with data loss): resuming from its end; streams may miss the lost events', { published: latest, databaseLatest: newest });
       latest = newest;
-      lastPrune = newest;
     }
   };
   const lost = (client: pg.Client): void => {
@@ -197,6 +196,8 @@ export async function createPgEventLog(options: { pool: pg.Pool; url: string; re
          INSERT INTO events (seq, owner_id, schema_name, tags, data) SELECT last_seq, $1, $2, $3, $4 FROM s RETURNING seq`,
         [input.owner_id, input.schema_name, tags, data],
       )).rows[0]?.seq as number;
+      // Pruned inside the write, as on SQLite: the table never shrinks under a reader between two writes.
+      if (seq % PRUNE_EVERY === 0) await client.query('DELETE FROM events WHERE seq <= $1', [seq - retention]);
       return { seq, type: String(input.type), ownerId: input.owner_id, schemaName: input.schema_name, tags: input.tags, data };
     },
     kick,
