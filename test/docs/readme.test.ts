@@ -28,6 +28,7 @@ const SKIPPED = {
   'quick-start-test': 'runs the whole test suite, which contains this test',
   diagram: 'a diagram, not a command',
   docker: 'needs Docker, which the test machine does not have',
+  'compose-postgres': 'needs Docker, which the test machine does not have',
   'mcp-desktop-config': "a desktop client's configuration file; test/install/installed.test.ts runs this command and args from an installed copy",
   'rate-limits-flag': 'starts a service with a flag; test/e2e/contract-policies.test.ts runs a runner with --rate-limits',
   'approvals-cli': 'needs a call waiting for approval; test/e2e/approvals.test.ts runs these commands against a real runner',

@@ -9,7 +9,8 @@
 // seq of the breadcrumb's latest event, tags live in (tag, write_seq) rows, history holds
 // superseded versions only. Differences: full-text search is a generated `tsvector` column
 // (title weight A, description + context weight B, 'simple' configuration) with a GIN index,
-// and `event_clock` is the one-row table whose row lock serialises event appends (see events.ts).
+// and `event_clock` is the one-row table whose row lock serialises event appends and which hands
+// out their seqs (see events.ts).
 
 import pg from 'pg';
 import { ErrorCode, RunnerError } from '../../errors.js';
@@ -31,10 +32,10 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'breadcrumbs, events, secrets and registries',
     sql: `
 CREATE TABLE meta (key text PRIMARY KEY, value text NOT NULL);
-CREATE TABLE event_clock (id integer PRIMARY KEY CHECK (id = 1), last_ms bigint NOT NULL);
-INSERT INTO event_clock (id, last_ms) VALUES (1, 0);
+CREATE TABLE event_clock (id integer PRIMARY KEY CHECK (id = 1), last_ms bigint NOT NULL, last_seq bigint NOT NULL);
+INSERT INTO event_clock (id, last_ms, last_seq) VALUES (1, 0, 0);
 CREATE TABLE events (
-  seq bigserial PRIMARY KEY,
+  seq bigint PRIMARY KEY,
   owner_id text,
   schema_name text,
   tags text NOT NULL,
@@ -137,9 +138,13 @@ const types = {
     oid === INT8 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
 };
 
+// How long a request waits for a pooled connection (a burst queues behind the serialised appends)
+// or for a new connection to open, before it fails with 503.
+const ACQUIRE_TIMEOUT_MS = 60_000;
+
 /** Opens a pool on `url` (`max` connections); connection errors of idle clients are logged, not thrown. */
 export function openPool(url: string, max: number, logger: Logger): pg.Pool {
-  const pool = new pg.Pool({ connectionString: url, max, types, connectionTimeoutMillis: 10_000, idleTimeoutMillis: 30_000 });
+  const pool = new pg.Pool({ connectionString: url, max, types, connectionTimeoutMillis: ACQUIRE_TIMEOUT_MS, idleTimeoutMillis: 30_000 });
   pool.on('error', (error) => logger.warn('an idle PostgreSQL connection failed', { error: error.message }));
   // A connection lost while checked out fails its query (the caller sees that) and also emits
   // 'error' on the client, which must not become an uncaught exception.

@@ -1,15 +1,16 @@
 // The PostgreSQL event log: a durable `events` table shared by every replica, and per replica a
 // pump that publishes committed events to its own SSE streams in seq order.
 //
-// Order: an append first locks the one `event_clock` row (UPDATE … RETURNING, held until the
-// transaction ends), then takes the next seq. So seqs are handed out in commit order, and the
-// committed seqs any reader sees are always a prefix of the sequence (later seqs cannot commit
-// while an earlier one is in flight; a rolled-back append leaves a hole, never a late arrival).
-// The same row carries the last `updated_at` milliseconds, so timestamps never go backwards
-// across replicas either. The cost: appends (not reads) are serialised, one commit at a time.
+// Order: a write first locks the one `event_clock` row (UPDATE … RETURNING, held until the
+// transaction ends); each append then takes the next seq from that same row. So seqs are handed
+// out in commit order without holes (a rolled-back write rolls its seqs back too), and the
+// committed seqs any reader sees are always a prefix (later seqs cannot commit while an earlier
+// one is in flight). The row also carries the last `updated_at` milliseconds, so timestamps never
+// go backwards across replicas either. The cost: appends (not reads) are serialised, one commit
+// at a time.
 //
-// Delivery: the writing transaction sends NOTIFY `tools_runner_events` (delivered only on
-// commit). Each replica LISTENs on a dedicated connection and, on a notification, after its own
+// Delivery: the writing transaction sends NOTIFY `tools_runner_events` with its lock (delivered
+// only on commit). Each replica LISTENs on a dedicated connection and, on a notification, after its own
 // commits, and every `pollMs` as a safety net (a dropped LISTEN connection, a missed NOTIFY),
 // reads `seq > latest published` in order and publishes each event once. Streams resume from the
 // table with Last-Event-ID exactly as on SQLite (sse.ts): at-least-once across reconnects.
@@ -43,12 +44,14 @@ function fromRow(row: EventRow): StoredEvent {
 
 /** The event log of one replica. */
 export interface PgEventLog extends EventFeed {
-  /** Inside a write transaction: takes the append lock and returns the write time (monotonic across replicas). */
+  /**
+   * Inside a write transaction: takes the append lock, queues the NOTIFY other replicas wake on
+   * (PostgreSQL sends it at commit, and never for a rolled-back transaction) and returns the write
+   * time (monotonic across replicas) — one round trip.
+   */
   lock(client: pg.PoolClient, nowMs: number): Promise<{ ms: number; iso: string }>;
-  /** Inside the same transaction, after `lock`: inserts the event; the transaction must then `notify`. */
+  /** Inside the same transaction, after `lock`: inserts the event with the next seq. */
   append(client: pg.PoolClient, input: EventInput): Promise<StoredEvent>;
-  /** Inside the same transaction, last: the NOTIFY other replicas wake on (sent at commit). */
-  notify(client: pg.PoolClient, seq: number): Promise<void>;
   /** After a local commit: publish what is new now. */
   kick(): void;
   /**
@@ -57,7 +60,7 @@ export interface PgEventLog extends EventFeed {
    * database cannot be read meanwhile (the event is committed; the pump delivers it later).
    */
   published(seq: number): Promise<void>;
-  /** Deletes events older than the retention. */
+  /** Deletes events older than the retention (also done inside every PRUNE_EVERY-th append). */
   prune(): Promise<void>;
   listenerCount(): number;
   close(): Promise<void>;
@@ -67,12 +70,10 @@ export interface PgEventLog extends EventFeed {
 export async function createPgEventLog(options: { pool: pg.Pool; url: string; retention: number; logger: Logger; pollMs?: number }): Promise<PgEventLog> {
   const { pool, url, retention, logger } = options;
   const listeners = new Set<EventListener>();
-  const max = (await pool.query<{ seq: number | null }>('SELECT max(seq) AS seq FROM events')).rows[0]?.seq;
-  let latest = max ?? 0;
+  let latest = (await pool.query<{ seq: number }>('SELECT last_seq AS seq FROM event_clock WHERE id = 1')).rows[0]?.seq ?? 0;
   let closed = false;
   let pumping: Promise<void> | undefined;
   let again = false;
-  let lastPrune = latest;
 
   const waiters: Array<{ seq: number; resolve: () => void }> = [];
   const settle = (): void => {
@@ -94,7 +95,6 @@ export async function createPgEventLog(options: { pool: pg.Pool; url: string; re
   };
 
   const prune = async (): Promise<void> => {
-    lastPrune = latest;
     await pool.query('DELETE FROM events WHERE seq <= $1', [latest - retention]);
   };
 
@@ -108,7 +108,6 @@ export async function createPgEventLog(options: { pool: pg.Pool; url: string; re
         if (rows.length < PUMP_PAGE || closed) break;
       }
     } while (again && !closed);
-    if (latest - lastPrune >= PRUNE_EVERY) await prune();
   };
 
   // One pump at a time; a kick while it runs makes it read once more.
@@ -120,7 +119,10 @@ export async function createPgEventLog(options: { pool: pg.Pool; url: string; re
     }
     pumping = drain()
       .catch((error: Error) => logger.warn('reading new events from PostgreSQL failed; retrying on the next notification or poll', { error: error.message }))
-      .finally(() => (pumping = undefined));
+      .finally(() => {
+        pumping = undefined;
+        if (again) kick();
+      });
   };
 
   // The LISTEN connection; on loss, reconnect with backoff and catch up.
@@ -152,11 +154,10 @@ export async function createPgEventLog(options: { pool: pg.Pool; url: string; re
   // resumes from its real end, so new events are not mistaken for ones already sent.
   let reconnecting = false;
   const rewound = async (): Promise<void> => {
-    const newest = (await pool.query<{ seq: number | null }>('SELECT max(seq) AS seq FROM events')).rows[0]?.seq ?? 0;
+    const newest = (await pool.query<{ seq: number }>('SELECT last_seq AS seq FROM event_clock WHERE id = 1')).rows[0]?.seq ?? 0;
     if (newest < latest) {
       logger.warn('the event log is behind what this replica published (database restored or failed over with data loss): resuming from its end; streams may miss the lost events', { published: latest, databaseLatest: newest });
       latest = newest;
-      lastPrune = newest;
     }
   };
   const lost = (client: pg.Client): void => {
@@ -181,18 +182,23 @@ export async function createPgEventLog(options: { pool: pg.Pool; url: string; re
 
   return {
     async lock(client, nowMs) {
-      const row = (await client.query<{ last_ms: number }>('UPDATE event_clock SET last_ms = GREATEST(last_ms, $1) WHERE id = 1 RETURNING last_ms', [nowMs])).rows[0];
+      const row = (await client.query<{ last_ms: number }>(
+        `UPDATE event_clock SET last_ms = GREATEST(last_ms, $1) WHERE id = 1 RETURNING last_ms, pg_notify('${EVENT_CHANNEL}', '')`, [nowMs],
+      )).rows[0];
       const ms = row?.last_ms ?? nowMs;
       return { ms, iso: new Date(ms).toISOString() };
     },
     async append(client, input) {
       const tags = JSON.stringify(input.tags);
       const data = JSON.stringify(input);
-      const seq = (await client.query<{ seq: number }>('INSERT INTO events (owner_id, schema_name, tags, data) VALUES ($1, $2, $3, $4) RETURNING seq', [input.owner_id, input.schema_name, tags, data])).rows[0]?.seq as number;
+      const seq = (await client.query<{ seq: number }>(
+        `WITH s AS (UPDATE event_clock SET last_seq = last_seq + 1 WHERE id = 1 RETURNING last_seq)
+         INSERT INTO events (seq, owner_id, schema_name, tags, data) SELECT last_seq, $1, $2, $3, $4 FROM s RETURNING seq`,
+        [input.owner_id, input.schema_name, tags, data],
+      )).rows[0]?.seq as number;
+      // Pruned inside the write, as on SQLite: the table never shrinks under a reader between two writes.
+      if (seq % PRUNE_EVERY === 0) await client.query('DELETE FROM events WHERE seq <= $1', [seq - retention]);
       return { seq, type: String(input.type), ownerId: input.owner_id, schemaName: input.schema_name, tags: input.tags, data };
-    },
-    async notify(client, seq) {
-      await client.query('SELECT pg_notify($1, $2)', [EVENT_CHANNEL, String(seq)]);
     },
     kick,
     published(seq) {

@@ -93,7 +93,6 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog): WritesPort {
         if (fields.embedding) {
           await client.query('INSERT INTO breadcrumb_embeddings (breadcrumb_id, dim, vec) VALUES ($1, $2, $3)', [id, fields.embedding.length, encodeVector(fields.embedding)]);
         }
-        await log.notify(client, event.seq);
         seq = event.seq;
       });
       if (duplicate) return conflict(key as string, actor);
@@ -141,7 +140,6 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog): WritesPort {
             [id, patch.embedding.length, encodeVector(patch.embedding)],
           );
         }
-        await log.notify(client, event.seq);
         return { version: next, seq: event.seq };
       });
       await log.published(seq);
@@ -153,7 +151,6 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog): WritesPort {
         const row = await visibleForUpdate(client, id, actor);
         await log.lock(client, Date.now());
         const event = await removeRow(client, row, undefined);
-        await log.notify(client, event.seq);
         return event.seq;
       });
       await log.published(seq);
@@ -171,7 +168,6 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog): WritesPort {
           await log.lock(client, Date.now());
           let last = 0;
           for (const row of rows) last = (await removeRow(client, row, 'expired')).seq;
-          await log.notify(client, last);
           return { count: rows.length, last };
         });
         if (removed.count > 0) await log.published(removed.last);

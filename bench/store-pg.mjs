@@ -1,0 +1,109 @@
+// Store writes on PostgreSQL against SQLite: C concurrent HTTP writers (keep-alive fetch) creating
+// breadcrumbs for a fixed count, against one SQLite store, one PostgreSQL replica, and three
+// PostgreSQL replicas on the same database (writers round-robin over them). All stores run in this
+// process, so "cpu_ms_per_write" is this process's CPU (every replica's) per write; PostgreSQL's own
+// CPU is not in it. Uses BENCH_PG_URL (an empty database) when set, else starts a throwaway cluster
+// with Debian's initdb/pg_ctl in a temp dir (as the `postgres` user when run as root).
+// Prints one JSON line per setup: { setup, writes, writes_per_sec, cpu_ms_per_write, db_round_trips_per_write }.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import pg from 'pg';
+import { silentLogger } from '../dist/logger.js';
+import { createStore } from '../dist/store/index.js';
+
+const n = Number(process.argv.find((a) => a.startsWith('--n='))?.slice(4) ?? 3000);
+const concurrency = Number(process.argv.find((a) => a.startsWith('--c='))?.slice(4) ?? 16);
+const KEY = 'ab'.repeat(32);
+const base = { host: '127.0.0.1', port: 0, maxBodyBytes: 1024 * 1024, authSecret: undefined, adminKey: undefined, pingIntervalMs: 5000, eventRetention: 100_000, logger: silentLogger() };
+
+async function freePort() {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function throwawayCluster() {
+  const major = readdirSync('/usr/lib/postgresql').filter((d) => /^\d+$/.test(d)).sort((a, b) => b - a)[0];
+  const bin = `/usr/lib/postgresql/${major}/bin`;
+  if (!existsSync(join(bin, 'initdb'))) throw new Error('no PostgreSQL server binaries (apt-get install postgresql), or set BENCH_PG_URL');
+  const root = process.getuid() === 0;
+  const dir = mkdtempSync(join(tmpdir(), 'bench-pg-'));
+  if (root) chownSync(dir, Number(execFileSync('id', ['-u', 'postgres'])), Number(execFileSync('id', ['-g', 'postgres'])));
+  const run = (tool, args) => {
+    const r = spawnSync(root ? 'runuser' : join(bin, tool), root ? ['-u', 'postgres', '--', join(bin, tool), ...args] : args, { cwd: dir, encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`${tool}: ${r.stderr}`);
+  };
+  run('initdb', ['-D', join(dir, 'data'), '-U', 'bench', '-A', 'trust', '-E', 'UTF8', '--locale', 'C']);
+  const port = await freePort();
+  // Durable commits (the server's defaults), as in production.
+  run('pg_ctl', ['-D', join(dir, 'data'), '-l', join(dir, 'log'), '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1`, '-w', 'start']);
+  return {
+    url: (db) => `postgres://bench@127.0.0.1:${port}/${db}`,
+    stop: () => {
+      run('pg_ctl', ['-D', join(dir, 'data'), '-m', 'fast', '-w', 'stop']);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function database(cluster, name) {
+  if (process.env.BENCH_PG_URL) return process.env.BENCH_PG_URL;
+  const admin = new pg.Client({ connectionString: cluster.url('postgres') });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  return cluster.url(name);
+}
+
+async function measure(setup, urls) {
+  let next = 0;
+  const writer = async () => {
+    for (;;) {
+      const i = next++;
+      if (i >= n) return;
+      const response = await fetch(`${urls[i % urls.length]}/breadcrumbs`, {
+        method: 'POST', headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ title: 'bench', context: { i, text: 'x'.repeat(200) }, tags: ['bench', `b:${i % 50}`] }),
+      });
+      if (response.status !== 201) throw new Error(`create answered ${response.status}: ${await response.text()}`);
+      await response.arrayBuffer();
+    }
+  };
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, writer));
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  // Round trips of one create without an Idempotency-Key: BEGIN, lock+clock+NOTIFY, event insert,
+  // row+tags insert, COMMIT; plus the pump's read of new events, shared by every write it catches.
+  console.log(JSON.stringify({
+    setup, writes: n, concurrency, writes_per_sec: Math.round(n / seconds), cpu_ms_per_write: Number(((cpu.user + cpu.system) / 1000 / n).toFixed(3)),
+    db_round_trips_per_write: setup === 'sqlite' ? 0 : '5 + pump reads (shared)',
+  }));
+}
+
+const sqliteDir = mkdtempSync(join(tmpdir(), 'bench-sqlite-'));
+const sqlite = await createStore({ ...base, dataDir: sqliteDir, secretsKey: undefined });
+await measure('sqlite', [sqlite.url]);
+await sqlite.close();
+rmSync(sqliteDir, { recursive: true, force: true });
+
+const cluster = process.env.BENCH_PG_URL ? undefined : await throwawayCluster();
+try {
+  const one = await createStore({ ...base, dataDir: ':memory:', db: await database(cluster, 'bench_one'), secretsKey: KEY });
+  await measure('postgres x1', [one.url]);
+  await one.close();
+  const db = await database(cluster, 'bench_three');
+  const three = await Promise.all([0, 1, 2].map(() => createStore({ ...base, dataDir: ':memory:', db, secretsKey: KEY })));
+  await measure('postgres x3', three.map((s) => s.url));
+  await Promise.all(three.map((s) => s.close()));
+} finally {
+  cluster?.stop();
+}
