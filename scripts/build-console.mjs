@@ -38,7 +38,9 @@ export async function buildConsole() {
     .join('\n');
   const html = readFileSync(join(root, 'console', 'index.html'), 'utf8').replace('<!-- preloads -->', preloads);
   writeFileSync(join(out, 'index.html'), html);
-  const bytes = Object.fromEntries(Object.entries(result.metafile.outputs).map(([file, info]) => [file.replace(/^.*public\//, ''), info.bytes]));
+  const bytes = Object.fromEntries(
+    Object.entries(result.metafile.outputs).map(([file, info]) => [file.replace(/^.*public\//, ''), info.bytes]),
+  );
   return { out, bytes };
 }
 

@@ -13,7 +13,9 @@ let tsc;
 try {
   tsc = createRequire(`${root}package.json`).resolve('typescript/bin/tsc');
 } catch {
-  console.error('tools-runner prepare: TypeScript is not installed (--omit=dev?); dist/ not built — run "npm run build" after installing dev dependencies');
+  console.error(
+    'tools-runner prepare: TypeScript is not installed (--omit=dev?); dist/ not built — run "npm run build" after installing dev dependencies',
+  );
   process.exit(0);
 }
 execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });

@@ -63,8 +63,9 @@ export interface ExtensionContext {
   /** The runner's one schema validator (compiled-schema cache), shared with the request path. */
   validator: SchemaValidator;
   /** Sends a message to the admin port's live feed (`tools-runner tail`, the console's Live page); no-op without one. */
-  live?(message: { type: 'execution:started' | 'execution:finished'; rid: string; tool: string } & Record<string, unknown>): void;
+  live?(
+    message: { type: 'execution:started' | 'execution:finished'; rid: string; tool: string } & Record<string, unknown>,
+  ): void;
   /** The service's Prometheus registry (`/metrics`), for the extension's own gauges. */
   metrics?: Registry;
 }
-

@@ -26,5 +26,10 @@ export interface LocalEndpoint {
   url: string;
   call(method: string, path: string, request: LocalRequest): Promise<LocalReply>;
   /** Opens an event subscription as `GET /events/stream` with `query` would; resolves with its close function or rejects with the failure reply. */
-  stream(query: URLSearchParams, token: string | undefined, lastEventId: string | undefined, sink: LocalStreamSink): Promise<{ close(): void }>;
+  stream(
+    query: URLSearchParams,
+    token: string | undefined,
+    lastEventId: string | undefined,
+    sink: LocalStreamSink,
+  ): Promise<{ close(): void }>;
 }

@@ -77,7 +77,10 @@ function convert(value: unknown, budget: Budget, depth: number, path: Set<object
     case 'bigint':
       return boundedString(value.toString(), budget);
     case 'symbol':
-      return boundedString(guard(() => value.toString(), '[symbol]'), budget);
+      return boundedString(
+        guard(() => value.toString(), '[symbol]'),
+        budget,
+      );
     case 'function':
       return boundedString(`[function ${guard(() => String((value as { name?: unknown }).name ?? ''), '')}]`, budget);
     default:
@@ -156,14 +159,25 @@ function items(list: unknown[], budget: Budget, next: (v: unknown) => unknown, t
   return out;
 }
 
-function entries(list: Array<[unknown, unknown]>, budget: Budget, next: (v: unknown) => unknown, total: number): unknown[] {
-  return items(list.map(([key, value]) => ({ key, value })), budget, next, total);
+function entries(
+  list: Array<[unknown, unknown]>,
+  budget: Budget,
+  next: (v: unknown) => unknown,
+  total: number,
+): unknown[] {
+  return items(
+    list.map(([key, value]) => ({ key, value })),
+    budget,
+    next,
+    total,
+  );
 }
 
 /** The first MAX_ENTRIES + 1 values of an iterator (one more tells that some were left out). */
 function firstOf<T>(iterator: Iterator<T>): T[] {
   const out: T[] = [];
-  for (let step = iterator.next(); !step.done && out.length <= MAX_ENTRIES; step = iterator.next()) out.push(step.value);
+  for (let step = iterator.next(); !step.done && out.length <= MAX_ENTRIES; step = iterator.next())
+    out.push(step.value);
   return out;
 }
 

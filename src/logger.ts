@@ -66,7 +66,9 @@ interface Shared {
 function base64Fragments(bytes: Buffer): string[] {
   const out: string[] = [];
   for (let pad = 0; pad < 3; pad++) {
-    const encoded = Buffer.concat([Buffer.alloc(pad), bytes]).toString('base64').replace(/=+$/, '');
+    const encoded = Buffer.concat([Buffer.alloc(pad), bytes])
+      .toString('base64')
+      .replace(/=+$/, '');
     const start = [0, 2, 3][pad] as number;
     const end = Math.floor(((pad + bytes.length) * 8) / 6);
     if (end - start >= 4) out.push(encoded.slice(start, end));
@@ -115,14 +117,19 @@ function stateOf(stream: NodeJS.WritableStream): StreamState {
     stream.on('error', (error: unknown) => {
       if (!created.broken) created.dropped += 1;
       created.broken = true;
-      created.error = (error as { code?: unknown })?.code === undefined ? 'error' : String((error as { code?: unknown }).code);
+      created.error =
+        (error as { code?: unknown })?.code === undefined ? 'error' : String((error as { code?: unknown }).code);
     });
   }
   return state;
 }
 
 /** A writer for a process stream that never throws and never raises an uncaught error: after a failure (EPIPE) it drops and counts. */
-export function guardedWriter(stream: NodeJS.WritableStream): { write(text: string): boolean; dropped(): number; broken(): boolean } {
+export function guardedWriter(stream: NodeJS.WritableStream): {
+  write(text: string): boolean;
+  dropped(): number;
+  broken(): boolean;
+} {
   const state = stateOf(stream);
   return {
     write(text) {
@@ -234,7 +241,9 @@ function setField(target: Record<string, unknown>, key: string, value: unknown):
 function textValue(value: unknown): string {
   const text = typeof value === 'string' ? value : JSON.stringify(value ?? null);
   const escaped = escapeUnsafe(text);
-  return typeof value === 'string' && (escaped === '' || /[\s="]/.test(escaped)) ? `"${escaped.replace(/"/g, '\\"')}"` : escaped;
+  return typeof value === 'string' && (escaped === '' || /[\s="]/.test(escaped))
+    ? `"${escaped.replace(/"/g, '\\"')}"`
+    : escaped;
 }
 
 function textLine(record: Record<string, unknown>): string {

@@ -9,7 +9,8 @@
 // They are either stripped (tool text that becomes result data; terminal escape sequences go
 // whole) or escaped as `\uXXXX` (log lines and CLI output, where the reader should see them).
 
-const UNSAFE_ABOVE_C0 = '\\u007f-\\u009f\\u061c\\u180e\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u2069\\ufeff\\ufff9-\\ufffb';
+const UNSAFE_ABOVE_C0 =
+  '\\u007f-\\u009f\\u061c\\u180e\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u2069\\ufeff\\ufff9-\\ufffb';
 
 /** The unsafe characters except those of `keep` (C0 layout characters: tab, newline). */
 function unsafeChars(keep: string): RegExp {
@@ -23,7 +24,11 @@ function unsafeChars(keep: string): RegExp {
 /** Which C0 layout characters a cleaning keeps: none, tabs, or tabs and newlines. */
 export type KeepLayout = 'none' | 'tab' | 'lines';
 
-const UNSAFE: Record<KeepLayout, RegExp> = { none: unsafeChars(''), tab: unsafeChars('\t'), lines: unsafeChars('\t\n') };
+const UNSAFE: Record<KeepLayout, RegExp> = {
+  none: unsafeChars(''),
+  tab: unsafeChars('\t'),
+  lines: unsafeChars('\t\n'),
+};
 const CSI = /(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]/g;
 const OSC = /\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?/g;
 const ESC = /\x1b[@-_]?/g;
@@ -37,7 +42,11 @@ export function escapeUnsafe(text: string, keep: KeepLayout = 'none'): string {
 
 /** Removes terminal escape sequences whole, then every unsafe character; keeps tabs, and newlines when `multiline`. */
 export function stripUnsafe(text: string, multiline = false): string {
-  return text.replace(OSC, '').replace(CSI, '').replace(ESC, '').replace(UNSAFE[multiline ? 'lines' : 'tab'], '');
+  return text
+    .replace(OSC, '')
+    .replace(CSI, '')
+    .replace(ESC, '')
+    .replace(UNSAFE[multiline ? 'lines' : 'tab'], '');
 }
 
 /** `values` without empty ones and duplicates, longest first (so a value containing another is replaced whole). */

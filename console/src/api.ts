@@ -14,7 +14,17 @@ export class ApiError extends Error {
 
 /** GET or POST a JSON API path; throws ApiError on a non-2xx reply (a 401 reloads to the login page). */
 export async function api<T = any>(path: string, body?: unknown, init: { allow?: number[] } = {}): Promise<T> {
-  const res = await fetch(`/api${path}`, body === undefined ? { credentials: 'same-origin' } : { method: 'POST', credentials: 'same-origin', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(
+    `/api${path}`,
+    body === undefined
+      ? { credentials: 'same-origin' }
+      : {
+          method: 'POST',
+          credentials: 'same-origin',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        },
+  );
   const data = (await res.json().catch(() => ({}))) as Record<string, unknown>;
   if (res.status === 401) {
     location.reload();

@@ -15,7 +15,11 @@ function width(el: HTMLElement): number {
 }
 
 /** A time-series chart (x = unix seconds); `bars` draws bars instead of lines. */
-export function timeChart(el: HTMLElement, options: { title: string; series: string[]; unit?: string; bars?: boolean; height?: number }, data: uPlot.AlignedData): Chart {
+export function timeChart(
+  el: HTMLElement,
+  options: { title: string; series: string[]; unit?: string; bars?: boolean; height?: number },
+  data: uPlot.AlignedData,
+): Chart {
   const plot = new uPlot(
     {
       title: options.title,
@@ -29,7 +33,9 @@ export function timeChart(el: HTMLElement, options: { title: string; series: str
           label,
           stroke: COLORS[i % COLORS.length] as string,
           width: 2,
-          ...(options.bars ? { fill: `${COLORS[i % COLORS.length]}88`, paths: uPlot.paths.bars!({ size: [0.8, 40] }) } : {}),
+          ...(options.bars
+            ? { fill: `${COLORS[i % COLORS.length]}88`, paths: uPlot.paths.bars!({ size: [0.8, 40] }) }
+            : {}),
           points: { show: !options.bars },
         })),
       ],
@@ -49,8 +55,24 @@ export function histogram(el: HTMLElement, title: string, edges: number[], count
       width: width(el),
       height: 180,
       scales: { x: { time: false } },
-      axes: [{ values: (_u, splits) => splits.map((i) => (edges[i] === undefined ? '' : edges[i] === Infinity ? '>' : `≤${edges[i]}`)), label: 'ms' }, { label: 'calls', size: 50 }],
-      series: [{}, { label: 'calls', stroke: COLORS[0] as string, fill: `${COLORS[0]}88`, paths: uPlot.paths.bars!({ size: [0.9, 60] }), points: { show: false } }],
+      axes: [
+        {
+          values: (_u, splits) =>
+            splits.map((i) => (edges[i] === undefined ? '' : edges[i] === Infinity ? '>' : `≤${edges[i]}`)),
+          label: 'ms',
+        },
+        { label: 'calls', size: 50 },
+      ],
+      series: [
+        {},
+        {
+          label: 'calls',
+          stroke: COLORS[0] as string,
+          fill: `${COLORS[0]}88`,
+          paths: uPlot.paths.bars!({ size: [0.9, 60] }),
+          points: { show: false },
+        },
+      ],
     },
     [xs, counts],
     el,

@@ -24,12 +24,16 @@ let generation = 0;
 
 async function route(): Promise<void> {
   const root = document.getElementById('app') as HTMLElement;
-  const [name = 'catalog', ...args] = location.hash.replace(/^#\/?/, '').split('/').map((part) => decodeURIComponent(part));
+  const [name = 'catalog', ...args] = location.hash
+    .replace(/^#\/?/, '')
+    .split('/')
+    .map((part) => decodeURIComponent(part));
   const load = pages[name] ?? pages['catalog']!;
   const current = ++generation;
   if (typeof leave === 'function') leave();
   leave = undefined;
-  for (const link of document.querySelectorAll<HTMLAnchorElement>('[data-nav]')) link.classList.toggle('active', link.dataset['nav'] === (pages[name] ? name : 'catalog'));
+  for (const link of document.querySelectorAll<HTMLAnchorElement>('[data-nav]'))
+    link.classList.toggle('active', link.dataset['nav'] === (pages[name] ? name : 'catalog'));
   try {
     const page = (await load()).default;
     if (current !== generation) return;

@@ -5,12 +5,20 @@ import { h, json } from './dom.js';
 
 type Schema = Record<string, unknown>;
 
-const obj = (value: unknown): Schema => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Schema) : {});
+const obj = (value: unknown): Schema =>
+  typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Schema) : {};
 
 function typeText(schema: Schema): string {
-  if (Array.isArray(schema['enum'])) return `enum: ${(schema['enum'] as unknown[]).map((v) => JSON.stringify(v)).join(' | ')}`;
+  if (Array.isArray(schema['enum']))
+    return `enum: ${(schema['enum'] as unknown[]).map((v) => JSON.stringify(v)).join(' | ')}`;
   const type = schema['type'];
-  const base = Array.isArray(type) ? type.join(' | ') : typeof type === 'string' ? type : schema['$ref'] ? String(schema['$ref']) : 'any';
+  const base = Array.isArray(type)
+    ? type.join(' | ')
+    : typeof type === 'string'
+      ? type
+      : schema['$ref']
+        ? String(schema['$ref'])
+        : 'any';
   if (base === 'array') return `array of ${typeText(obj(schema['items']))}`;
   return base;
 }
@@ -22,12 +30,36 @@ export function schemaTable(schema: unknown): HTMLElement {
   const names = Object.keys(props);
   if (names.length === 0) return json(schema);
   const required = new Set(Array.isArray(s['required']) ? (s['required'] as string[]) : []);
-  return h('table', { class: 'grid schema' },
-    h('thead', null, h('tr', null, h('th', null, 'Field'), h('th', null, 'Type'), h('th', null, 'Required'), h('th', null, 'Description'))),
-    h('tbody', null, names.map((name) => {
-      const p = obj(props[name]);
-      return h('tr', null, h('td', null, h('code', null, name)), h('td', null, typeText(p)), h('td', null, required.has(name) ? 'yes' : ''), h('td', null, String(p['description'] ?? '')));
-    })),
+  return h(
+    'table',
+    { class: 'grid schema' },
+    h(
+      'thead',
+      null,
+      h(
+        'tr',
+        null,
+        h('th', null, 'Field'),
+        h('th', null, 'Type'),
+        h('th', null, 'Required'),
+        h('th', null, 'Description'),
+      ),
+    ),
+    h(
+      'tbody',
+      null,
+      names.map((name) => {
+        const p = obj(props[name]);
+        return h(
+          'tr',
+          null,
+          h('td', null, h('code', null, name)),
+          h('td', null, typeText(p)),
+          h('td', null, required.has(name) ? 'yes' : ''),
+          h('td', null, String(p['description'] ?? '')),
+        );
+      }),
+    ),
   );
 }
 
@@ -43,7 +75,11 @@ export function schemaForm(schema: unknown, initial: unknown = {}): SchemaForm {
   const props = obj(s['properties']);
   const names = Object.keys(props);
   if ((s['type'] !== undefined && s['type'] !== 'object') || names.length === 0) {
-    const area = h('textarea', { class: 'json-input', name: 'input', rows: 6, spellcheck: false }, JSON.stringify(initial ?? {}, null, 2));
+    const area = h(
+      'textarea',
+      { class: 'json-input', name: 'input', rows: 6, spellcheck: false },
+      JSON.stringify(initial ?? {}, null, 2),
+    );
     return {
       el: h('div', { class: 'form' }, h('label', null, 'Input (JSON)'), area),
       value() {
@@ -67,7 +103,14 @@ export function schemaForm(schema: unknown, initial: unknown = {}): SchemaForm {
     let control: HTMLElement;
     const start = init[name] ?? p['default'];
     if (Array.isArray(p['enum'])) {
-      const select = h('select', { id, name }, required.has(name) ? null : h('option', { value: '' }, '—'), (p['enum'] as unknown[]).map((v) => h('option', { value: JSON.stringify(v), selected: JSON.stringify(v) === JSON.stringify(start) }, String(v))));
+      const select = h(
+        'select',
+        { id, name },
+        required.has(name) ? null : h('option', { value: '' }, '—'),
+        (p['enum'] as unknown[]).map((v) =>
+          h('option', { value: JSON.stringify(v), selected: JSON.stringify(v) === JSON.stringify(start) }, String(v)),
+        ),
+      );
       readers.push((out) => void (select.value !== '' && (out[name] = JSON.parse(select.value))));
       control = select;
     } else if (type === 'boolean') {
@@ -75,7 +118,13 @@ export function schemaForm(schema: unknown, initial: unknown = {}): SchemaForm {
       readers.push((out) => void (out[name] = box.checked));
       control = box;
     } else if (type === 'number' || type === 'integer') {
-      const input = h('input', { id, name, type: 'number', step: type === 'integer' ? '1' : 'any', value: start === undefined ? '' : String(start) });
+      const input = h('input', {
+        id,
+        name,
+        type: 'number',
+        step: type === 'integer' ? '1' : 'any',
+        value: start === undefined ? '' : String(start),
+      });
       readers.push((out) => {
         if (input.value.trim() === '') return;
         const n = Number(input.value);
@@ -88,7 +137,11 @@ export function schemaForm(schema: unknown, initial: unknown = {}): SchemaForm {
       readers.push((out) => void (input.value !== '' || required.has(name) ? (out[name] = input.value) : undefined));
       control = input;
     } else {
-      const area = h('textarea', { id, name, rows: 3, spellcheck: false }, start === undefined ? '' : JSON.stringify(start, null, 2));
+      const area = h(
+        'textarea',
+        { id, name, rows: 3, spellcheck: false },
+        start === undefined ? '' : JSON.stringify(start, null, 2),
+      );
       readers.push((out) => {
         if (area.value.trim() === '') return;
         try {

@@ -24,7 +24,8 @@ const CONTRACT_SOURCE: Record<string, string> = {
   deprecation: 'deprecation',
 };
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 const same = (a: unknown, b: unknown): boolean => canonicalJson(a) === canonicalJson(b);
 const show = (value: unknown): string => {
   const text = JSON.stringify(value) ?? String(value);
@@ -32,17 +33,26 @@ const show = (value: unknown): string => {
 };
 
 /** The context with the ARuntime description merged in, or the first problems as one line. */
-export function mergeARuntime(context: Record<string, unknown>, raw: unknown): { ok: true; context: Record<string, unknown> } | { ok: false; error: string } {
+export function mergeARuntime(
+  context: Record<string, unknown>,
+  raw: unknown,
+): { ok: true; context: Record<string, unknown> } | { ok: false; error: string } {
   const imported = fromARuntime(raw, 'aruntime');
-  if (!imported.ok) return { ok: false, error: imported.issues.map((issue) => `${issue.path}: ${issue.message}`).join('; ') };
+  if (!imported.ok)
+    return { ok: false, error: imported.issues.map((issue) => `${issue.path}: ${issue.message}`).join('; ') };
   const { facts, contract } = imported;
   const conflicts: string[] = [];
   const out: Record<string, unknown> = { ...context };
   const conflict = (from: string, fromValue: unknown, to: string, toValue: unknown): void =>
     void conflicts.push(`aruntime.${from} (${show(fromValue)}) conflicts with context.${to} (${show(toValue)})`);
 
-  if (facts.budget !== undefined) return { ok: false, error: 'aruntime.rateLimits.budget: a code tool carries no budget (only Runloop host tools do); remove it' };
-  if (facts.name !== undefined && facts.name !== context['name']) conflict('toolId', facts.name, 'name', context['name']);
+  if (facts.budget !== undefined)
+    return {
+      ok: false,
+      error: 'aruntime.rateLimits.budget: a code tool carries no budget (only Runloop host tools do); remove it',
+    };
+  if (facts.name !== undefined && facts.name !== context['name'])
+    conflict('toolId', facts.name, 'name', context['name']);
   const fill = (from: string, value: unknown, to: string): void => {
     if (value === undefined) return;
     if (out[to] === undefined) out[to] = value;
@@ -60,21 +70,24 @@ export function mergeARuntime(context: Record<string, unknown>, raw: unknown): {
     else if (!isObject(permissions)) conflict('egressPolicy.allow', facts.net, 'permissions', permissions);
     else if (permissions['net'] === undefined) out['permissions'] = { ...permissions, net: facts.net };
     // `net: false` is no network, as `egressPolicy: "none"` / `{allow: []}`.
-    else if (!same(permissions['net'] === false ? [] : permissions['net'], facts.net)) conflict('egressPolicy.allow', facts.net, 'permissions.net', permissions['net']);
+    else if (!same(permissions['net'] === false ? [] : permissions['net'], facts.net))
+      conflict('egressPolicy.allow', facts.net, 'permissions.net', permissions['net']);
   }
   if (facts.timeoutMs !== undefined) {
     const limits = out['limits'];
     if (limits === undefined) out['limits'] = { timeout_ms: facts.timeoutMs };
     else if (!isObject(limits)) conflict('timeoutSeconds', facts.timeoutMs / 1000, 'limits', limits);
     else if (limits['timeout_ms'] === undefined) out['limits'] = { ...limits, timeout_ms: facts.timeoutMs };
-    else if (limits['timeout_ms'] !== facts.timeoutMs) conflict('timeoutSeconds', facts.timeoutMs / 1000, 'limits.timeout_ms', limits['timeout_ms']);
+    else if (limits['timeout_ms'] !== facts.timeoutMs)
+      conflict('timeoutSeconds', facts.timeoutMs / 1000, 'limits.timeout_ms', limits['timeout_ms']);
   }
 
   const given = out['contract'];
   if (given === undefined) out['contract'] = contract;
   else if (isObject(given)) {
     for (const [key, value] of Object.entries(contract)) {
-      if (given[key] !== undefined && !same(given[key], value)) conflict(CONTRACT_SOURCE[key] ?? key, value, `contract.${key}`, given[key]);
+      if (given[key] !== undefined && !same(given[key], value))
+        conflict(CONTRACT_SOURCE[key] ?? key, value, `contract.${key}`, given[key]);
     }
     out['contract'] = { ...contract, ...given };
   }

@@ -33,8 +33,20 @@ export function createBootstrapExtension(): ServiceExtension {
     lastRepublish.set(name, Date.now());
     running = running
       .then(async () => {
-        const rows = await bootstrapTools({ client: context.client, files: [file], config: context.config, logger: context.logger, validator: context.validator, stamper: context.stamper, pin: context.pinOperatorTool });
-        context.logger.warn('operator tool re-published after a change by someone else', { name, action: rows[0]?.action, id: rows[0]?.id });
+        const rows = await bootstrapTools({
+          client: context.client,
+          files: [file],
+          config: context.config,
+          logger: context.logger,
+          validator: context.validator,
+          stamper: context.stamper,
+          pin: context.pinOperatorTool,
+        });
+        context.logger.warn('operator tool re-published after a change by someone else', {
+          name,
+          action: rows[0]?.action,
+          id: rows[0]?.id,
+        });
       })
       .catch((error: unknown) => context.logger.warn('operator tool re-publication failed', { name, error }));
   };
@@ -49,17 +61,29 @@ export function createBootstrapExtension(): ServiceExtension {
         return;
       }
       files = await loadToolFiles(dir, context.config.workspace);
-      const env = context.config.skipExamples ? undefined : createExampleEnv({ config: context.config, logger: context.logger, validator: context.validator, sandbox: context.sandbox });
+      const env = context.config.skipExamples
+        ? undefined
+        : createExampleEnv({
+            config: context.config,
+            logger: context.logger,
+            validator: context.validator,
+            sandbox: context.sandbox,
+          });
       let rows;
       try {
         const tools = files.flatMap((file) => {
           if (!file.ok || !env) return [];
-          const check = validateToolDefinition(file.breadcrumb.context, { origin: 'bootstrap', config: context.config, validator: context.validator });
+          const check = validateToolDefinition(file.breadcrumb.context, {
+            origin: 'bootstrap',
+            config: context.config,
+            validator: context.validator,
+          });
           return check.ok ? [check.tool] : [];
         });
         // Probed once, on the first tool whose examples run (nothing probed when nothing changes).
         let probed: ReturnType<typeof checkNetwork> | undefined;
-        const network = async (tool: ToolDefinition) => (await (probed ??= checkNetwork(tools, context.config.networkProbe)))(tool);
+        const network = async (tool: ToolDefinition) =>
+          (await (probed ??= checkNetwork(tools, context.config.networkProbe)))(tool);
         rows = await bootstrapTools({
           client: context.client,
           files,
@@ -73,13 +97,24 @@ export function createBootstrapExtension(): ServiceExtension {
       } finally {
         await env?.close();
       }
-      const counts = Object.fromEntries(['created', 'updated', 'unchanged', 'rejected'].map((a) => [a, rows.filter((r) => r.action === a).length]));
-      for (const row of rows.filter((r) => r.action === 'rejected')) context.logger.error('bootstrap file rejected', { file: row.file, tool: row.name, reason: row.reason });
+      const counts = Object.fromEntries(
+        ['created', 'updated', 'unchanged', 'rejected'].map((a) => [a, rows.filter((r) => r.action === a).length]),
+      );
+      for (const row of rows.filter((r) => r.action === 'rejected'))
+        context.logger.error('bootstrap file rejected', { file: row.file, tool: row.name, reason: row.reason });
       // Skipping an example that needs the internet, a secret or an operator grant is expected (offline,
       // no key given): information, not a warning. Each tool's reason is named.
-      const skipped = Object.fromEntries(rows.filter((r) => (r.examples?.skipped ?? 0) > 0).map((r) => [r.name ?? r.file, (r.examples?.why ?? []).join('; ')]));
+      const skipped = Object.fromEntries(
+        rows
+          .filter((r) => (r.examples?.skipped ?? 0) > 0)
+          .map((r) => [r.name ?? r.file, (r.examples?.why ?? []).join('; ')]),
+      );
       if (Object.keys(skipped).length > 0) context.logger.info('bootstrap: some examples skipped', { tools: skipped });
-      context.logger.info('bootstrap finished', { dir, ...counts, examples: env ? 'run' : 'skipped (--skip-examples)' });
+      context.logger.info('bootstrap finished', {
+        dir,
+        ...counts,
+        examples: env ? 'run' : 'skipped (--skip-examples)',
+      });
       context.logger.debug('bootstrap table', { table: renderBootstrapTable(rows) });
     },
     onOperatorDrift: republish,

@@ -73,7 +73,11 @@ function sameContent(existing: BreadcrumbFull, desired: Desired): boolean {
 }
 
 /** Finds the tool.code.v1 that owns `name` in the workspace (the oldest, as the catalog routes). */
-export async function findTool(client: StoreClient, name: string, workspace: string): Promise<BreadcrumbFull | undefined> {
+export async function findTool(
+  client: StoreClient,
+  name: string,
+  workspace: string,
+): Promise<BreadcrumbFull | undefined> {
   const items = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolCode, tag: TAG.tool(name), limit: 50 });
   let best: BreadcrumbFull | undefined;
   for (const item of items) {
@@ -92,19 +96,31 @@ export async function findTool(client: StoreClient, name: string, workspace: str
   return best;
 }
 
-async function upsert(client: StoreClient, stamper: Stamper, desired: Desired, name: string, workspace: string): Promise<{ action: BootstrapAction; id: string }> {
+async function upsert(
+  client: StoreClient,
+  stamper: Stamper,
+  desired: Desired,
+  name: string,
+  workspace: string,
+): Promise<{ action: BootstrapAction; id: string }> {
   const key = `bootstrap:${workspace}:${name}:${createHash('sha256').update(canonicalJson(desired)).digest('hex').slice(0, 32)}`;
   const stamped = (id: string, version: number): Desired => ({
     ...desired,
-    context: { ...desired.context, [DEPLOYMENT_FIELD]: stamper.stamp({ workspace, name, owner: OPERATOR, id, version, context: desired.context }) },
+    context: {
+      ...desired.context,
+      [DEPLOYMENT_FIELD]: stamper.stamp({ workspace, name, owner: OPERATOR, id, version, context: desired.context }),
+    },
   });
   for (let attempt = 0; attempt < 6; attempt++) {
     const existing = await findTool(client, name, workspace);
     if (existing) {
       const trust = stamper.assess(existing, workspace);
-      if (sameContent(existing, desired) && trust.kind === 'stamped' && trust.owner === OPERATOR) return { action: 'unchanged', id: existing.id };
+      if (sameContent(existing, desired) && trust.kind === 'stamped' && trust.owner === OPERATOR)
+        return { action: 'unchanged', id: existing.id };
       try {
-        await client.updateBreadcrumb(existing.id, stamped(existing.id, existing.version + 1), { ifMatch: existing.version });
+        await client.updateBreadcrumb(existing.id, stamped(existing.id, existing.version + 1), {
+          ifMatch: existing.version,
+        });
         return { action: 'updated', id: existing.id };
       } catch (error) {
         if (isVersionMismatch(error) || isNotFound(error)) continue;
@@ -141,11 +157,20 @@ export async function bootstrapTools(options: BootstrapOptions): Promise<Bootstr
       rows.push({ file: file.path, ...(file.name ? { name: file.name } : {}), action: 'rejected', reason: file.error });
       continue;
     }
-    for (const warning of file.warnings ?? []) logger.warn('bootstrap file warning', { file: file.path, tool: file.name, warning });
-    const check = validateToolDefinition(file.breadcrumb.context, { origin: 'bootstrap', config, validator: options.validator });
+    for (const warning of file.warnings ?? [])
+      logger.warn('bootstrap file warning', { file: file.path, tool: file.name, warning });
+    const check = validateToolDefinition(file.breadcrumb.context, {
+      origin: 'bootstrap',
+      config,
+      validator: options.validator,
+    });
     if (!check.ok) {
       const fix = fixLine(check.errors);
-      const reason = check.errors.slice(0, 5).map((e) => `${e.path}${e.line ? ` (${e.line}:${e.column})` : ''}: ${e.message}`).join('; ') + (fix ? ` — ${fix}` : '');
+      const reason =
+        check.errors
+          .slice(0, 5)
+          .map((e) => `${e.path}${e.line ? ` (${e.line}:${e.column})` : ''}: ${e.message}`)
+          .join('; ') + (fix ? ` — ${fix}` : '');
       rows.push({ file: file.path, name: file.name, action: 'rejected', reason });
       continue;
     }
@@ -155,18 +180,33 @@ export async function bootstrapTools(options: BootstrapOptions): Promise<Bootstr
       if (options.examples) {
         const existing = await findTool(client, file.name, config.workspace);
         const trust = existing ? options.stamper.assess(existing, config.workspace) : undefined;
-        const unchanged = existing !== undefined && sameContent(existing, file.breadcrumb) && trust?.kind === 'stamped' && trust.owner === OPERATOR;
+        const unchanged =
+          existing !== undefined &&
+          sameContent(existing, file.breadcrumb) &&
+          trust?.kind === 'stamped' &&
+          trust.owner === OPERATOR;
         if (!unchanged) {
           const reports = await options.examples.run(check.tool, await options.examples.network?.(check.tool));
           const failed = reports.map((r, i) => ({ r, i })).filter(({ r }) => !r.ok);
           if (failed.length > 0) {
-            const reason = failed.map(({ r, i }) => `example ${i + 1} (${r.description}) failed: ${r.error ?? 'unknown'}`).join('; ');
+            const reason = failed
+              .map(({ r, i }) => `example ${i + 1} (${r.description}) failed: ${r.error ?? 'unknown'}`)
+              .join('; ');
             // Not pinned either: a file whose examples fail does not run.
-            rows.push({ file: file.path, name: file.name, action: 'rejected', reason: `${reason} (--skip-examples to bootstrap anyway)` });
+            rows.push({
+              file: file.path,
+              name: file.name,
+              action: 'rejected',
+              reason: `${reason} (--skip-examples to bootstrap anyway)`,
+            });
             continue;
           }
           const why = [...new Set(reports.flatMap((r) => (r.skipped ? [r.skipped] : [])))];
-          examples = { passed: reports.filter((r) => !r.skipped).length, skipped: reports.filter((r) => r.skipped).length, ...(why.length > 0 ? { why } : {}) };
+          examples = {
+            passed: reports.filter((r) => !r.skipped).length,
+            skipped: reports.filter((r) => r.skipped).length,
+            ...(why.length > 0 ? { why } : {}),
+          };
         }
       }
       const { action, id } = await upsert(client, options.stamper, file.breadcrumb, file.name, config.workspace);
@@ -191,6 +231,8 @@ export function renderBootstrapTable(rows: readonly BootstrapRow[]): string {
   };
   const lines = rows.map((row) => `${row.action.padEnd(9)} ${(row.name ?? '-').padEnd(24)} ${row.file}${note(row)}`);
   const count = (action: BootstrapAction): number => rows.filter((row) => row.action === action).length;
-  lines.push(`${rows.length} file(s): ${count('created')} created, ${count('updated')} updated, ${count('unchanged')} unchanged, ${count('rejected')} rejected`);
+  lines.push(
+    `${rows.length} file(s): ${count('created')} created, ${count('updated')} updated, ${count('unchanged')} unchanged, ${count('rejected')} rejected`,
+  );
   return lines.join('\n');
 }

@@ -32,7 +32,13 @@ import type { Catalog, Ownership } from '../catalog/catalog.js';
 import { agentOwner, DEPLOYMENT_FIELD, OPERATOR, type Stamper } from '../catalog/deployment.js';
 import type { StoreClient } from '../breadcrumbs/index.js';
 import { isConflict, isNotFound, isVersionMismatch, type RequestKeys } from '../breadcrumbs/index.js';
-import { SCHEMA, TAG, ToolCreateRequestContext, type CreateIssue, type ToolCreateResponseContext } from '../breadcrumbs/messages.js';
+import {
+  SCHEMA,
+  TAG,
+  ToolCreateRequestContext,
+  type CreateIssue,
+  type ToolCreateResponseContext,
+} from '../breadcrumbs/messages.js';
 import type { Config } from '../config/index.js';
 import { ErrorCode } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -79,20 +85,43 @@ type Target = { ok: true; replaces?: { version: string; id: string } } | { ok: f
  * - otherwise (a minor/patch, or no version given): `replaces_version` must name an existing version of
  *   the same major; that version's record is updated in place (no version given: its patch + 1).
  */
-function chooseTarget(name: string, ownership: Ownership, specVersion: unknown, replacesVersion: string | undefined): Target {
-  const existing = ownership.kind === 'owned' ? ownership.versions.flatMap((v) => (v.id !== undefined ? [{ version: v.version, id: v.id }] : [])) : [];
-  const conflict = (path: string, message: string): Target => ({ ok: false, issue: issue(ErrorCode.Conflict, path, message) });
+function chooseTarget(
+  name: string,
+  ownership: Ownership,
+  specVersion: unknown,
+  replacesVersion: string | undefined,
+): Target {
+  const existing =
+    ownership.kind === 'owned'
+      ? ownership.versions.flatMap((v) => (v.id !== undefined ? [{ version: v.version, id: v.id }] : []))
+      : [];
+  const conflict = (path: string, message: string): Target => ({
+    ok: false,
+    issue: issue(ErrorCode.Conflict, path, message),
+  });
   const list = existing.map((v) => v.version).join(', ');
   if (existing.length === 0) {
-    return replacesVersion === undefined ? { ok: true } : conflict('/replaces_version', `replaces_version is set but no tool named "${name}" exists`);
+    return replacesVersion === undefined
+      ? { ok: true }
+      : conflict('/replaces_version', `replaces_version is set but no tool named "${name}" exists`);
   }
   const version = typeof specVersion === 'string' ? semver.valid(specVersion) : null;
   const replaced = existing.find((v) => v.version === replacesVersion);
-  if (version !== null && !existing.some((v) => semver.valid(v.version) !== null && semver.major(v.version) === semver.major(version))) {
-    if (replacesVersion !== undefined && !replaced) return conflict('/replaces_version', `replaces_version is "${replacesVersion}" but "${name}" has no such version (versions: ${list})`);
+  if (
+    version !== null &&
+    !existing.some((v) => semver.valid(v.version) !== null && semver.major(v.version) === semver.major(version))
+  ) {
+    if (replacesVersion !== undefined && !replaced)
+      return conflict(
+        '/replaces_version',
+        `replaces_version is "${replacesVersion}" but "${name}" has no such version (versions: ${list})`,
+      );
     return { ok: true };
   }
-  const sameMajor = version !== null ? existing.filter((v) => semver.valid(v.version) !== null && semver.major(v.version) === semver.major(version)) : existing;
+  const sameMajor =
+    version !== null
+      ? existing.filter((v) => semver.valid(v.version) !== null && semver.major(v.version) === semver.major(version))
+      : existing;
   const current = sameMajor[0] ?? existing[0];
   if (replacesVersion === undefined) {
     return conflict(
@@ -101,24 +130,48 @@ function chooseTarget(name: string, ownership: Ownership, specVersion: unknown, 
     );
   }
   if (!replaced) {
-    return conflict('/replaces_version', `replaces_version is "${replacesVersion}" but the current version of "${name}" is "${existing.length === 1 ? current?.version : list}"`);
+    return conflict(
+      '/replaces_version',
+      `replaces_version is "${replacesVersion}" but the current version of "${name}" is "${existing.length === 1 ? current?.version : list}"`,
+    );
   }
   if (version !== null && !sameMajor.includes(replaced)) {
-    return conflict('/replaces_version', `version "${version}" is a minor/patch of major ${semver.major(version)}, so it replaces a version of that major (${sameMajor.map((v) => v.version).join(', ')}), not "${replacesVersion}"`);
+    return conflict(
+      '/replaces_version',
+      `version "${version}" is a minor/patch of major ${semver.major(version)}, so it replaces a version of that major (${sameMajor.map((v) => v.version).join(', ')}), not "${replacesVersion}"`,
+    );
   }
   if (typeof specVersion === 'string' && specVersion === replacesVersion) {
-    return conflict('/tool_spec/version', `version "${replacesVersion}" is the version being replaced; give the new tool a new version`);
+    return conflict(
+      '/tool_spec/version',
+      `version "${replacesVersion}" is the version being replaced; give the new tool a new version`,
+    );
   }
-  const clash = version !== null ? existing.find((v) => semver.valid(v.version) !== null && semver.eq(v.version, version)) : undefined;
-  if (clash) return conflict('/tool_spec/version', `version "${version}" of "${name}" already exists (definition ${clash.id}); give the new tool a new version`);
+  const clash =
+    version !== null
+      ? existing.find((v) => semver.valid(v.version) !== null && semver.eq(v.version, version))
+      : undefined;
+  if (clash)
+    return conflict(
+      '/tool_spec/version',
+      `version "${version}" of "${name}" already exists (definition ${clash.id}); give the new tool a new version`,
+    );
   return { ok: true, replaces: replaced };
 }
 
 /** Handles one create request; returns the answer to write (pure policy + store writes of the tool). */
-export async function processCreateRequest(deps: Deps, breadcrumb: CreateRequestRecord, signal?: AbortSignal): Promise<{ rid: string; answer: ToolCreateResponseContext }> {
+export async function processCreateRequest(
+  deps: Deps,
+  breadcrumb: CreateRequestRecord,
+  signal?: AbortSignal,
+): Promise<{ rid: string; answer: ToolCreateResponseContext }> {
   const { client, config } = deps;
   const { rid, problem } = createRequestRid(breadcrumb);
-  const reject = (errors: CreateIssue[], warnings: CreateIssue[] = [], examples: ToolCreateResponseContext['examples'] = []) => ({
+  const reject = (
+    errors: CreateIssue[],
+    warnings: CreateIssue[] = [],
+    examples: ToolCreateResponseContext['examples'] = [],
+  ) => ({
     rid,
     answer: { request_id: rid, status: 'rejected' as const, errors, warnings, examples },
   });
@@ -129,13 +182,26 @@ export async function processCreateRequest(deps: Deps, breadcrumb: CreateRequest
     return reject(parsed.error.issues.map((i) => issue(ErrorCode.InputInvalid, '/' + i.path.join('/'), i.message)));
   }
   if (breadcrumb.version !== undefined && breadcrumb.version > 1) {
-    return reject([issue(ErrorCode.PermissionDenied, '', `tool.create.request.v1 ${breadcrumb.id} was changed after it was written (store version ${breadcrumb.version}); write a new request instead`)]);
+    return reject([
+      issue(
+        ErrorCode.PermissionDenied,
+        '',
+        `tool.create.request.v1 ${breadcrumb.id} was changed after it was written (store version ${breadcrumb.version}); write a new request instead`,
+      ),
+    ]);
   }
   const agentTag = breadcrumb.tags.find((tag) => tag.startsWith('agent:'))?.slice('agent:'.length);
   const agentId = parsed.data.agent_id ?? agentTag;
-  if (!config.toolCreation) return reject([issue(ErrorCode.PermissionDenied, '', 'tool creation is disabled on this runner')]);
+  if (!config.toolCreation)
+    return reject([issue(ErrorCode.PermissionDenied, '', 'tool creation is disabled on this runner')]);
   if (config.toolCreationAgents.length > 0 && (!agentId || !config.toolCreationAgents.includes(agentId))) {
-    return reject([issue(ErrorCode.PermissionDenied, '/agent_id', `agent ${JSON.stringify(agentId ?? null)} may not create tools on this runner`)]);
+    return reject([
+      issue(
+        ErrorCode.PermissionDenied,
+        '/agent_id',
+        `agent ${JSON.stringify(agentId ?? null)} may not create tools on this runner`,
+      ),
+    ]);
   }
 
   const { [DEPLOYMENT_FIELD]: _ignored, ...spec } = parsed.data.tool_spec;
@@ -144,16 +210,43 @@ export async function processCreateRequest(deps: Deps, breadcrumb: CreateRequest
   if (name !== undefined) await deps.catalog.refreshName(name);
   const ownership = name !== undefined ? deps.catalog.ownership(name) : ({ kind: 'free' } as const);
   if (ownership.kind === 'reserved' && ownership.collidesWith !== undefined) {
-    return reject([issue(ErrorCode.Conflict, '/tool_spec/name', `the name "${name}" exports to MCP and RAP as the name of the operator's tool "${ownership.collidesWith}"; choose another name`)]);
+    return reject([
+      issue(
+        ErrorCode.Conflict,
+        '/tool_spec/name',
+        `the name "${name}" exports to MCP and RAP as the name of the operator's tool "${ownership.collidesWith}"; choose another name`,
+      ),
+    ]);
   }
-  if ((ownership.kind === 'reserved' && ownership.by === 'bootstrap') || (ownership.kind === 'owned' && ownership.owner === OPERATOR)) {
-    return reject([issue(ErrorCode.Conflict, '/tool_spec/name', `tool "${name}" is managed by the operator's bootstrap files and cannot be replaced by an agent`)]);
+  if (
+    (ownership.kind === 'reserved' && ownership.by === 'bootstrap') ||
+    (ownership.kind === 'owned' && ownership.owner === OPERATOR)
+  ) {
+    return reject([
+      issue(
+        ErrorCode.Conflict,
+        '/tool_spec/name',
+        `tool "${name}" is managed by the operator's bootstrap files and cannot be replaced by an agent`,
+      ),
+    ]);
   }
   if (ownership.kind === 'reserved') {
-    return reject([issue(ErrorCode.Conflict, '/tool_spec/name', `the name "${name}" is reserved by a host tool of the operator's manifests; choose another name`)]);
+    return reject([
+      issue(
+        ErrorCode.Conflict,
+        '/tool_spec/name',
+        `the name "${name}" is reserved by a host tool of the operator's manifests; choose another name`,
+      ),
+    ]);
   }
   if (ownership.kind === 'owned' && ownership.owner !== requester) {
-    return reject([issue(ErrorCode.PermissionDenied, '/tool_spec/name', `tool "${name}" belongs to ${ownership.owner}; only its owner can replace it (this request is from ${requester})`)]);
+    return reject([
+      issue(
+        ErrorCode.PermissionDenied,
+        '/tool_spec/name',
+        `tool "${name}" belongs to ${ownership.owner}; only its owner can replace it (this request is from ${requester})`,
+      ),
+    ]);
   }
   const target = chooseTarget(name ?? '', ownership, spec['version'], parsed.data.replaces_version);
   if (!target.ok) return reject([target.issue]);
@@ -168,7 +261,13 @@ export async function processCreateRequest(deps: Deps, breadcrumb: CreateRequest
 
   const secrets =
     tool.requiredSecrets.length > 0 && deps.secrets
-      ? (await deps.secrets.resolve(tool.requiredSecrets, { tool: tool.name, rid, ...(existingId !== undefined ? { definitionId: existingId } : {}) })).values
+      ? (
+          await deps.secrets.resolve(tool.requiredSecrets, {
+            tool: tool.name,
+            rid,
+            ...(existingId !== undefined ? { definitionId: existingId } : {}),
+          })
+        ).values
       : undefined;
   const examples = await runExamples(tool, {
     ...(secrets ? { secrets } : {}),
@@ -176,12 +275,19 @@ export async function processCreateRequest(deps: Deps, breadcrumb: CreateRequest
     validator: deps.validator,
     workspace: config.workspace,
     ...(signal ? { signal } : {}),
-    api: (t, index) => createToolApi({ client, tool: t.name, rid: `${rid}:example:${index + 1}`, config, schemas: t.apiSchemas }),
+    api: (t, index) =>
+      createToolApi({ client, tool: t.name, rid: `${rid}:example:${index + 1}`, config, schemas: t.apiSchemas }),
   });
   const failed = examples.map((e, index) => ({ e, index })).filter(({ e }) => !e.ok);
   if (failed.length > 0) {
     return reject(
-      failed.map(({ e, index }) => issue('example.failed', `/tool_spec/examples/${index}`, `example ${index + 1} (${e.description}) failed: ${e.error ?? 'unknown'}`)),
+      failed.map(({ e, index }) =>
+        issue(
+          'example.failed',
+          `/tool_spec/examples/${index}`,
+          `example ${index + 1} (${e.description}) failed: ${e.error ?? 'unknown'}`,
+        ),
+      ),
       prefix(check.warnings),
       examples,
     );
@@ -191,7 +297,14 @@ export async function processCreateRequest(deps: Deps, breadcrumb: CreateRequest
   const context: Record<string, unknown> = { ...spec, name: tool.name, version: tool.version };
   const stamped = (id: string, version: number): Record<string, unknown> => ({
     ...context,
-    [DEPLOYMENT_FIELD]: deps.stamper.stamp({ workspace: config.workspace, name: tool.name, owner: requester, id, version, context }),
+    [DEPLOYMENT_FIELD]: deps.stamper.stamp({
+      workspace: config.workspace,
+      name: tool.name,
+      owner: requester,
+      id,
+      version,
+      context,
+    }),
   });
   const body = (deployment: Record<string, unknown>) => ({
     title: tool.name,
@@ -207,25 +320,53 @@ export async function processCreateRequest(deps: Deps, breadcrumb: CreateRequest
     if (existingId !== undefined) {
       // The owner's record, whatever state it is in now (it may have been tampered with): overwritten.
       const current = await client.getBreadcrumbFull(existingId);
-      await client.updateBreadcrumb(existingId, body(stamped(existingId, current.version + 1)), { ifMatch: current.version });
+      await client.updateBreadcrumb(existingId, body(stamped(existingId, current.version + 1)), {
+        ifMatch: current.version,
+      });
       id = existingId;
       status = 'updated';
     } else {
       const pending = { ...context, [DEPLOYMENT_FIELD]: deps.stamper.pending(requester, rid) };
-      ({ id } = await client.createBreadcrumb(body(pending), { idempotencyKey: deps.keys.toolCreateKey(breadcrumb.id) }));
+      ({ id } = await client.createBreadcrumb(body(pending), {
+        idempotencyKey: deps.keys.toolCreateKey(breadcrumb.id),
+      }));
       await client.updateBreadcrumb(id, { context: stamped(id, 2) }, { ifMatch: 1 });
       status = 'created';
     }
   } catch (error) {
     if (isVersionMismatch(error) || isNotFound(error)) {
-      return reject([issue(ErrorCode.Conflict, '/tool_spec/name', `tool "${tool.name}" changed while this request was validated; retry with the new version`)], prefix(check.warnings), examples);
+      return reject(
+        [
+          issue(
+            ErrorCode.Conflict,
+            '/tool_spec/name',
+            `tool "${tool.name}" changed while this request was validated; retry with the new version`,
+          ),
+        ],
+        prefix(check.warnings),
+        examples,
+      );
     }
     if (isConflict(error)) {
-      return reject([issue(ErrorCode.Conflict, '', `this request (breadcrumb ${breadcrumb.id}) already created a tool`)], prefix(check.warnings), examples);
+      return reject(
+        [issue(ErrorCode.Conflict, '', `this request (breadcrumb ${breadcrumb.id}) already created a tool`)],
+        prefix(check.warnings),
+        examples,
+      );
     }
     throw error;
   }
-  return { rid, answer: { request_id: rid, status, tool: { id, name: tool.name, version: tool.version }, errors: [], warnings: prefix(check.warnings), examples } };
+  return {
+    rid,
+    answer: {
+      request_id: rid,
+      status,
+      tool: { id, name: tool.name, version: tool.version },
+      errors: [],
+      warnings: prefix(check.warnings),
+      examples,
+    },
+  };
 }
 
 /**
@@ -243,7 +384,9 @@ export function createCreateExecutor(deps: Deps): CreateExecutor {
       const spec = record.context['tool_spec'] as { name?: unknown } | undefined;
       const name = typeof spec?.name === 'string' ? spec.name : '';
       const before = running.get(name);
-      const mine = (before ?? Promise.resolve()).catch(() => undefined).then(() => processCreateRequest(deps, record, signal));
+      const mine = (before ?? Promise.resolve())
+        .catch(() => undefined)
+        .then(() => processCreateRequest(deps, record, signal));
       running.set(name, mine);
       try {
         return await mine;

@@ -21,7 +21,10 @@ export interface ExampleEnv {
 
 /** Creates the environment; `sandbox` given = used and left open, else one is created on first use. */
 export function createExampleEnv(options: {
-  config: Config; logger: Logger; validator: SchemaValidator; sandbox?: Sandbox;
+  config: Config;
+  logger: Logger;
+  validator: SchemaValidator;
+  sandbox?: Sandbox;
   /** Values of required secrets for examples (the CLI reads --secrets-file); never the real store's secrets. */
   secrets?: () => Promise<Record<string, string>>;
 }): ExampleEnv {
@@ -31,7 +34,14 @@ export function createExampleEnv(options: {
   let fileSecrets: Promise<Record<string, string>> | undefined;
   let store: Promise<{ store: Store; client: StoreClient }> | undefined;
   const apiStore = (): Promise<{ store: Store; client: StoreClient }> =>
-    (store ??= createStore({ ...config, host: '127.0.0.1', port: 0, dataDir: ':memory:', authSecret: undefined, logger }).then((s) => ({
+    (store ??= createStore({
+      ...config,
+      host: '127.0.0.1',
+      port: 0,
+      dataDir: ':memory:',
+      authSecret: undefined,
+      logger,
+    }).then((s) => ({
       store: s,
       client: createStoreClient({ baseUrl: s.url, logger }),
     })));
@@ -43,7 +53,8 @@ export function createExampleEnv(options: {
       }
       const api = tool.api ? (await apiStore()).client : undefined;
       // examples get secrets only from the caller's loader (--secrets-file), never from the real store
-      const secrets = options.secrets && tool.requiredSecrets.length > 0 ? await (fileSecrets ??= options.secrets()) : undefined;
+      const secrets =
+        options.secrets && tool.requiredSecrets.length > 0 ? await (fileSecrets ??= options.secrets()) : undefined;
       return runExamples(tool, {
         ...(secrets ? { secrets } : {}),
         skipWithoutSecrets: true,
@@ -51,7 +62,18 @@ export function createExampleEnv(options: {
         validator,
         workspace: config.workspace,
         ...(network ? { network } : {}),
-        ...(api ? { api: (t, i) => createToolApi({ client: api, tool: t.name, rid: `example:${t.name}:${i + 1}`, config, schemas: t.apiSchemas }) } : {}),
+        ...(api
+          ? {
+              api: (t, i) =>
+                createToolApi({
+                  client: api,
+                  tool: t.name,
+                  rid: `example:${t.name}:${i + 1}`,
+                  config,
+                  schemas: t.apiSchemas,
+                }),
+            }
+          : {}),
       });
     },
     async close() {

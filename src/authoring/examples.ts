@@ -69,20 +69,43 @@ function shorten(value: unknown): string {
 }
 
 /** Runs example `index` of `tool` and gives the verdict; never throws for tool behaviour. */
-export async function runExample(tool: ToolDefinition, index: number, options: RunExamplesOptions): Promise<ExampleRun> {
+export async function runExample(
+  tool: ToolDefinition,
+  index: number,
+  options: RunExamplesOptions,
+): Promise<ExampleRun> {
   const example = tool.examples[index];
   if (!example) throw new RangeError(`tool "${tool.name}" has no example ${index}`);
-  const base = { index, description: example.description, input: example.input, ...(example.output !== undefined ? { expected: example.output } : {}) };
+  const base = {
+    index,
+    description: example.description,
+    input: example.input,
+    ...(example.output !== undefined ? { expected: example.output } : {}),
+  };
   const skip = (why: string): ExampleRun => ({ ...base, ok: true, durationMs: 0, logs: [], skipped: why });
-  const fail = (code: string, message: string): ExampleRun => ({ ...base, ok: false, durationMs: 0, logs: [], error: { code, message } });
-  if (tool.continuous) return skip('continuous tool (context.bootstrap.mode "continuous"): it runs until stopped, so its examples are not run as calls');
+  const fail = (code: string, message: string): ExampleRun => ({
+    ...base,
+    ok: false,
+    durationMs: 0,
+    logs: [],
+    error: { code, message },
+  });
+  if (tool.continuous)
+    return skip(
+      'continuous tool (context.bootstrap.mode "continuous"): it runs until stopped, so its examples are not run as calls',
+    );
   // a `net: true` tool may reach any public host: every example of it counts as a network example
   const anyHost = tool.extraPermissions.includes('net');
-  if (tool.tools !== undefined) return skip('tool that calls tools (permissions.tools): its examples need those tools on a running runner, so they are not run alone');
-  if ((example.requiresNetwork || anyHost) && options.network && !options.network.reachable) return skip(options.network.reason ?? 'network unreachable');
+  if (tool.tools !== undefined)
+    return skip(
+      'tool that calls tools (permissions.tools): its examples need those tools on a running runner, so they are not run alone',
+    );
+  if ((example.requiresNetwork || anyHost) && options.network && !options.network.reachable)
+    return skip(options.network.reason ?? 'network unreachable');
   const missing = tool.requiredSecrets.filter((name) => options.secrets?.[name] === undefined);
   // an example against a real service needs its credentials as much as the network
-  if (missing.length > 0 && example.requiresNetwork && options.skipWithoutSecrets) return skip(`secret ${missing.join(', ')} not provided (--secrets-file)`);
+  if (missing.length > 0 && example.requiresNetwork && options.skipWithoutSecrets)
+    return skip(`secret ${missing.join(', ')} not provided (--secrets-file)`);
   if (missing.length > 0) return fail('secret.missing', `not provided: ${missing.join(', ')}`);
   const secrets: Record<string, string> = {};
   for (const name of tool.requiredSecrets) secrets[name] = options.secrets?.[name] as string;
@@ -91,7 +114,11 @@ export async function runExample(tool: ToolDefinition, index: number, options: R
     tool: sandboxToolOf(tool),
     input: example.input,
     secrets,
-    request: { id: options.requestId?.(tool, index) ?? `example:${tool.name}:${index + 1}`, workspace: options.workspace, ...(options.agentId !== undefined ? { agentId: options.agentId } : {}) },
+    request: {
+      id: options.requestId?.(tool, index) ?? `example:${tool.name}:${index + 1}`,
+      workspace: options.workspace,
+      ...(options.agentId !== undefined ? { agentId: options.agentId } : {}),
+    },
     ...(api ? { api } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
   });
@@ -101,10 +128,26 @@ export async function runExample(tool: ToolDefinition, index: number, options: R
   const check = options.validator.validate(tool.outputSchema, result.output);
   if (!check.valid) {
     const why = check.errors.map((e) => `${e.path || '/'}: ${e.message}`).join('; ');
-    return { ...ran, ...output, ok: false, error: { code: 'output.invalid', message: `output does not match output_schema: ${why} (got ${shorten(result.output)})` } };
+    return {
+      ...ran,
+      ...output,
+      ok: false,
+      error: {
+        code: 'output.invalid',
+        message: `output does not match output_schema: ${why} (got ${shorten(result.output)})`,
+      },
+    };
   }
   if (example.match === 'exact' && !isDeepStrictEqual(result.output, example.output)) {
-    return { ...ran, ...output, ok: false, error: { code: 'example.mismatch', message: `output differs from the example: expected ${shorten(example.output)}, got ${shorten(result.output)}` } };
+    return {
+      ...ran,
+      ...output,
+      ok: false,
+      error: {
+        code: 'example.mismatch',
+        message: `output differs from the example: expected ${shorten(example.output)}, got ${shorten(result.output)}`,
+      },
+    };
   }
   return { ...ran, ...output, ok: true };
 }
@@ -112,7 +155,8 @@ export async function runExample(tool: ToolDefinition, index: number, options: R
 /** Runs every example of `tool` in order and sums each up as a report; never throws for tool behaviour. */
 export async function runExamples(tool: ToolDefinition, options: RunExamplesOptions): Promise<ExampleReport[]> {
   const reports: ExampleReport[] = [];
-  for (let index = 0; index < tool.examples.length; index++) reports.push(reportOf(await runExample(tool, index, options)));
+  for (let index = 0; index < tool.examples.length; index++)
+    reports.push(reportOf(await runExample(tool, index, options)));
   return reports;
 }
 
@@ -123,5 +167,10 @@ export function reportOf(run: ExampleRun): ExampleReport {
   if (!run.error) return { description, ok, duration_ms };
   // verdicts of the example itself read as they are; failures of the run carry their code
   const verdict = run.error.code === 'output.invalid' || run.error.code === 'example.mismatch';
-  return { description, ok, duration_ms, error: verdict ? run.error.message : `${run.error.code}: ${run.error.message}` };
+  return {
+    description,
+    ok,
+    duration_ms,
+    error: verdict ? run.error.message : `${run.error.code}: ${run.error.message}`,
+  };
 }

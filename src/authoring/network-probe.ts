@@ -24,7 +24,8 @@ function splitTarget(target: string): [string, number] {
 }
 
 /** Why a `net: true` tool's examples are not run when no --network-probe says the network is up. */
-export const ANY_HOST_UNPROBED = 'net: true tool: its examples reach public hosts it does not name; pass --network-probe host:port to run them when that host is reachable';
+export const ANY_HOST_UNPROBED =
+  'net: true tool: its examples reach public hosts it does not name; pass --network-probe host:port to run them when that host is reachable';
 
 type Probed = Pick<ToolDefinition, 'net' | 'privateNet'> & Partial<Pick<ToolDefinition, 'extraPermissions'>>;
 const anyHost = (tool: Probed): boolean => tool.extraPermissions?.includes('net') === true;
@@ -49,9 +50,18 @@ export function probe(target: string, timeoutMs = NETWORK_PROBE_TIMEOUT_MS): Pro
       socket.destroy();
       resolve(status);
     };
-    const timer = setTimeout(() => finish({ reachable: false, reason: `network unreachable: no TCP connection to ${target} within ${timeoutMs} ms` }), timeoutMs);
+    const timer = setTimeout(
+      () =>
+        finish({
+          reachable: false,
+          reason: `network unreachable: no TCP connection to ${target} within ${timeoutMs} ms`,
+        }),
+      timeoutMs,
+    );
     socket.once('connect', () => finish({ reachable: true }));
-    socket.once('error', (error: NodeJS.ErrnoException) => finish({ reachable: false, reason: `network unreachable: ${target}: ${error.code ?? error.message}` }));
+    socket.once('error', (error: NodeJS.ErrnoException) =>
+      finish({ reachable: false, reason: `network unreachable: ${target}: ${error.code ?? error.message}` }),
+    );
   });
 }
 
@@ -59,20 +69,29 @@ export function probe(target: string, timeoutMs = NETWORK_PROBE_TIMEOUT_MS): Pro
  * Probes, in parallel and once each, the targets of every tool that has an example marked
  * `requires_network`; returns the status of a tool by its probe target.
  */
-export async function checkNetwork(tools: ReadonlyArray<Probed & Pick<ToolDefinition, 'examples'>>, override: string | undefined, timeoutMs = NETWORK_PROBE_TIMEOUT_MS): Promise<(tool: Probed) => NetworkStatus> {
+export async function checkNetwork(
+  tools: ReadonlyArray<Probed & Pick<ToolDefinition, 'examples'>>,
+  override: string | undefined,
+  timeoutMs = NETWORK_PROBE_TIMEOUT_MS,
+): Promise<(tool: Probed) => NetworkStatus> {
   const targets = new Set<string>();
   for (const tool of tools) {
     if (!anyHost(tool) && !tool.examples.some((example) => example.requiresNetwork)) continue;
     const target = probeTarget(tool, override);
     if (target) targets.add(target);
   }
-  const results = new Map(await Promise.all([...targets].map(async (target) => [target, await probe(target, timeoutMs)] as const)));
+  const results = new Map(
+    await Promise.all([...targets].map(async (target) => [target, await probe(target, timeoutMs)] as const)),
+  );
   return (tool) => {
     const target = probeTarget(tool, override);
     if (!target && anyHost(tool)) return { reachable: false, reason: ANY_HOST_UNPROBED };
     if (target === undefined && tool.net.length === 0) {
       // no host at all: its network examples can only reach a private host the operator did not grant
-      return { reachable: false, reason: 'the tool has no network host (a private host must be granted with --allow-private-hosts)' };
+      return {
+        reachable: false,
+        reason: 'the tool has no network host (a private host must be granted with --allow-private-hosts)',
+      };
     }
     return (target && results.get(target)) || { reachable: true };
   };

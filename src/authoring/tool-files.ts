@@ -15,7 +15,13 @@ import { definitionOf } from '../screen/index.js';
 import { mergeARuntime } from './aruntime-file.js';
 
 export type ToolFile =
-  | { ok: true; path: string; name: string; breadcrumb: BreadcrumbCreate & { schema_name: string }; warnings?: string[] }
+  | {
+      ok: true;
+      path: string;
+      name: string;
+      breadcrumb: BreadcrumbCreate & { schema_name: string };
+      warnings?: string[];
+    }
   | { ok: false; path: string; name?: string; error: string };
 
 /** Every `*.json` file under `target` (a file or a directory, searched recursively), sorted. */
@@ -34,7 +40,8 @@ export async function findToolFiles(target: string): Promise<string[]> {
   return out.sort();
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Parses one tool file into the breadcrumb to upsert, with the workspace tag set to `workspace`. */
 export function parseToolFile(path: string, text: string, workspace: string): ToolFile {
@@ -50,7 +57,12 @@ export function parseToolFile(path: string, text: string, workspace: string): To
   const name = typeof context['name'] === 'string' ? context['name'] : undefined;
   if (!name) return { ok: false, path, error: 'context.name is missing or not a string' };
   if (upstream && (doc['context'] as Record<string, unknown>)['aruntime'] !== undefined) {
-    return { ok: false, path, name, error: 'context.aruntime: the ARuntime description belongs at the top level of the file, next to context' };
+    return {
+      ok: false,
+      path,
+      name,
+      error: 'context.aruntime: the ARuntime description belongs at the top level of the file, next to context',
+    };
   }
   if (doc['aruntime'] !== undefined) {
     const { aruntime, ...rest } = context;
@@ -59,20 +71,33 @@ export function parseToolFile(path: string, text: string, workspace: string): To
     context = merged.context;
   }
   if (upstream && doc['schema_name'] !== undefined && doc['schema_name'] !== SCHEMA.ToolCode) {
-    return { ok: false, path, name, error: `schema_name is ${JSON.stringify(doc['schema_name'])}, expected "${SCHEMA.ToolCode}"` };
+    return {
+      ok: false,
+      path,
+      name,
+      error: `schema_name is ${JSON.stringify(doc['schema_name'])}, expected "${SCHEMA.ToolCode}"`,
+    };
   }
   const fileTags = upstream && Array.isArray(doc['tags']) ? doc['tags'] : [];
-  if (!fileTags.every((tag): tag is string => typeof tag === 'string')) return { ok: false, path, name, error: 'tags must be an array of strings' };
+  if (!fileTags.every((tag): tag is string => typeof tag === 'string'))
+    return { ok: false, path, name, error: 'tags must be an array of strings' };
   const warnings: string[] = [];
-  const wrongName = (tag: string): boolean => tag.startsWith('tool:') && tag !== TAG.tool(name) && !tag.startsWith('tool:request');
+  const wrongName = (tag: string): boolean =>
+    tag.startsWith('tool:') && tag !== TAG.tool(name) && !tag.startsWith('tool:request');
   for (const tag of fileTags.filter(wrongName)) {
-    warnings.push(`tag "${tag}" does not match context.name "${name}": the tool runs as "${name}" (the name upstream's runtime registers it under) and the tag is dropped`);
+    warnings.push(
+      `tag "${tag}" does not match context.name "${name}": the tool runs as "${name}" (the name upstream's runtime registers it under) and the tag is dropped`,
+    );
   }
   const tags = [TAG.Tool, TAG.tool(name), workspace];
-  for (const tag of fileTags) if (!tag.startsWith('workspace:') && !wrongName(tag) && !tags.includes(tag)) tags.push(tag);
-  const str = (key: string): string | undefined => (upstream && typeof doc[key] === 'string' ? (doc[key] as string) : undefined);
-  if (upstream) context = definitionOf(context, { description: doc['description'], semantic_version: doc['semantic_version'] });
-  const description = str('description') ?? (typeof context['description'] === 'string' ? context['description'] : undefined);
+  for (const tag of fileTags)
+    if (!tag.startsWith('workspace:') && !wrongName(tag) && !tags.includes(tag)) tags.push(tag);
+  const str = (key: string): string | undefined =>
+    upstream && typeof doc[key] === 'string' ? (doc[key] as string) : undefined;
+  if (upstream)
+    context = definitionOf(context, { description: doc['description'], semantic_version: doc['semantic_version'] });
+  const description =
+    str('description') ?? (typeof context['description'] === 'string' ? context['description'] : undefined);
   const semver = str('semantic_version') ?? (typeof context['version'] === 'string' ? context['version'] : undefined);
   const breadcrumb = {
     title: str('title') ?? name,

@@ -48,11 +48,23 @@ export function createContinuousRuns(options: { context: ExtensionContext }): Co
   const { client, keys, catalog, config, logger, replica, sandbox, secrets } = options.context;
   const leaseMs = config.continuousLeaseMs;
   // Leases live under a tag of their own: intake's takeover scan (which lists claims by workspace) never sees them.
-  const claims = createClaimManager({ client, workspace: `lease:${config.workspace}`, holder: replica, ttlMs: leaseMs, keys, logger: logger.child({ component: 'continuous-lease' }) });
+  const claims = createClaimManager({
+    client,
+    workspace: `lease:${config.workspace}`,
+    holder: replica,
+    ttlMs: leaseMs,
+    keys,
+    logger: logger.child({ component: 'continuous-lease' }),
+  });
   const stopping = new AbortController();
   const supervisors = new Map<string, { status: ContinuousStatus; done: Promise<void>; stop: AbortController }>();
 
-  const supervise = async (name: string, version: string, status: ContinuousStatus, stop: AbortSignal): Promise<void> => {
+  const supervise = async (
+    name: string,
+    version: string,
+    status: ContinuousStatus,
+    stop: AbortSignal,
+  ): Promise<void> => {
     const target = { breadcrumbId: `continuous-${name}`, rid: `continuous:${name}` };
     const log = logger.child({ tool: name, component: 'continuous' });
     while (!stop.aborted) {
@@ -74,25 +86,39 @@ export function createContinuousRuns(options: { context: ExtensionContext }): Co
   };
 
   /** Runs the tool while this replica holds the lease; returns when the lease is lost or `stop` aborts. */
-  const lead = async (name: string, version: string, claim: HeldClaim, status: ContinuousStatus, stop: AbortSignal, log: typeof logger): Promise<void> => {
+  const lead = async (
+    name: string,
+    version: string,
+    claim: HeldClaim,
+    status: ContinuousStatus,
+    stop: AbortSignal,
+    log: typeof logger,
+  ): Promise<void> => {
     const lost = new AbortController();
     let lastRenewed = Date.now();
-    const renewal = setInterval(() => {
-      claim.renew().then((ok) => {
-        if (ok) lastRenewed = Date.now();
-        else lost.abort(new Error('lease answered elsewhere'));
-      }).catch((error: unknown) => {
-        log.warn('lease renewal failed', { error });
-        // Stop before the lease can run out under us: never two live instances.
-        if (Date.now() - lastRenewed > leaseMs * 2 / 3) lost.abort(new Error('lease could not be renewed'));
-      });
-    }, Math.max(250, Math.floor(leaseMs / 3)));
+    const renewal = setInterval(
+      () => {
+        claim
+          .renew()
+          .then((ok) => {
+            if (ok) lastRenewed = Date.now();
+            else lost.abort(new Error('lease answered elsewhere'));
+          })
+          .catch((error: unknown) => {
+            log.warn('lease renewal failed', { error });
+            // Stop before the lease can run out under us: never two live instances.
+            if (Date.now() - lastRenewed > (leaseMs * 2) / 3) lost.abort(new Error('lease could not be renewed'));
+          });
+      },
+      Math.max(250, Math.floor(leaseMs / 3)),
+    );
     let backoff = MIN_BACKOFF_MS;
     const signal = AbortSignal.any([stop, lost.signal]);
     try {
       while (!signal.aborted) {
         const route = catalog.resolve(name);
-        if (route?.kind !== 'code' || route.tool.bootstrap?.mode !== 'continuous' || route.tool.version !== version) return;
+        if (route?.kind !== 'code' || route.tool.bootstrap?.mode !== 'continuous' || route.tool.version !== version)
+          return;
         const tool = route.tool;
         status.state = 'RUNNING';
         status.runs++;
@@ -100,7 +126,12 @@ export function createContinuousRuns(options: { context: ExtensionContext }): Co
         const startedAt = Date.now();
         const rid = `continuous:${name}:${replica}:${status.runs}`;
         options.context.live?.({ type: 'execution:started', rid, tool: name, kind: 'continuous' });
-        const resolved = await secrets.resolve(tool.requiredSecrets, { tool: name, rid, definitionId: route.breadcrumbId, operator: true });
+        const resolved = await secrets.resolve(tool.requiredSecrets, {
+          tool: name,
+          rid,
+          definitionId: route.breadcrumbId,
+          operator: true,
+        });
         const lifetime = AbortSignal.timeout(config.continuousMaxLifetimeMs);
         const result = await sandbox.run({
           // Exempt from the call timeout: bounded by the operator's maximum lifetime instead.
@@ -116,12 +147,21 @@ export function createContinuousRuns(options: { context: ExtensionContext }): Co
         status.last_ended_at = new Date().toISOString();
         status.last_outcome = outcome;
         options.context.live?.({
-          type: 'execution:finished', rid, tool: name, kind: 'continuous', status: result.ok ? 'success' : 'error',
-          ...(result.ok ? {} : { code: lifetime.aborted ? 'lifetime' : result.error.code }), durationMs: Date.now() - startedAt,
+          type: 'execution:finished',
+          rid,
+          tool: name,
+          kind: 'continuous',
+          status: result.ok ? 'success' : 'error',
+          ...(result.ok ? {} : { code: lifetime.aborted ? 'lifetime' : result.error.code }),
+          durationMs: Date.now() - startedAt,
         });
         for (const line of result.logs.slice(-20)) log.info('continuous tool log', { line });
         // Stopped on purpose (drain, lease lost, lifetime) or ended cleanly: info; a crash or error: warn.
-        log[result.ok || lifetime.aborted || signal.aborted ? 'info' : 'warn']('continuous tool run ended', { outcome, durationMs: Date.now() - startedAt, ...(result.ok ? {} : { error: result.error.message }) });
+        log[result.ok || lifetime.aborted || signal.aborted ? 'info' : 'warn']('continuous tool run ended', {
+          outcome,
+          durationMs: Date.now() - startedAt,
+          ...(result.ok ? {} : { error: result.error.message }),
+        });
         if (signal.aborted) break;
         if (Date.now() - startedAt > MAX_BACKOFF_MS || lifetime.aborted) backoff = MIN_BACKOFF_MS;
         status.state = 'BACKOFF';
@@ -132,7 +172,9 @@ export function createContinuousRuns(options: { context: ExtensionContext }): Co
       clearInterval(renewal);
       if (lost.signal.aborted) log.warn('continuous tool lease lost; stopped', { reason: String(lost.signal.reason) });
       // A lease that cannot be given back (store gone at shutdown) runs out by itself within one lease.
-      await claim.release().catch((error: unknown) => log[stop.aborted ? 'info' : 'warn']('lease release failed', { error }));
+      await claim
+        .release()
+        .catch((error: unknown) => log[stop.aborted ? 'info' : 'warn']('lease release failed', { error }));
       status.state = 'STANDBY';
     }
   };
@@ -143,7 +185,8 @@ export function createContinuousRuns(options: { context: ExtensionContext }): Co
       const wanted = new Map<string, string>();
       for (const entry of catalog.entries()) {
         const route = catalog.resolve(entry.name);
-        if (route?.kind === 'code' && route.tool.bootstrap?.mode === 'continuous') wanted.set(route.tool.name, route.tool.version);
+        if (route?.kind === 'code' && route.tool.bootstrap?.mode === 'continuous')
+          wanted.set(route.tool.name, route.tool.version);
       }
       for (const [name, sup] of supervisors) {
         if (wanted.get(name) === sup.status.version) continue;
@@ -156,8 +199,12 @@ export function createContinuousRuns(options: { context: ExtensionContext }): Co
         const stop = new AbortController();
         const status: ContinuousStatus = { tool: name, version, state: 'STANDBY', runs: 0 };
         // Drain (the intake signal) stops it as well as the extension's own stop.
-        const done = supervise(name, version, status, AbortSignal.any([stop.signal, stopping.signal, options.context.signal]))
-          .catch((error: unknown) => logger.warn('continuous supervisor failed', { tool: name, error }));
+        const done = supervise(
+          name,
+          version,
+          status,
+          AbortSignal.any([stop.signal, stopping.signal, options.context.signal]),
+        ).catch((error: unknown) => logger.warn('continuous supervisor failed', { tool: name, error }));
         supervisors.set(name, { status, done, stop });
       }
     },

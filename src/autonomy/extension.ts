@@ -25,21 +25,22 @@ export function createAutonomyExtension(): ServiceExtension & { status(): unknow
   let ctx: ExtensionContext | undefined;
   let schedules: ScheduleStatus[] = [];
 
-  const pass = (): Promise<void> => (running ??= (async () => {
-    try {
-      await subscriptions?.refresh();
-      await once?.reconcile();
-      await continuous?.reconcile();
-      await subscriptions?.catchUp();
-      if (ctx) schedules = await readSchedules(ctx.client);
-    } catch (error) {
-      // While the service stops, store trouble is expected: not worth a warning.
-      if (ctx?.signal.aborted) ctx.logger.debug('autonomy pass ended by shutdown', { error });
-      else ctx?.logger.warn('autonomy pass failed; retried at the next scan', { error });
-    } finally {
-      running = undefined;
-    }
-  })());
+  const pass = (): Promise<void> =>
+    (running ??= (async () => {
+      try {
+        await subscriptions?.refresh();
+        await once?.reconcile();
+        await continuous?.reconcile();
+        await subscriptions?.catchUp();
+        if (ctx) schedules = await readSchedules(ctx.client);
+      } catch (error) {
+        // While the service stops, store trouble is expected: not worth a warning.
+        if (ctx?.signal.aborted) ctx.logger.debug('autonomy pass ended by shutdown', { error });
+        else ctx?.logger.warn('autonomy pass failed; retried at the next scan', { error });
+      } finally {
+        running = undefined;
+      }
+    })());
 
   const status = (): unknown => ({
     subscriptions: subscriptions?.status() ?? [],
@@ -60,11 +61,22 @@ export function createAutonomyExtension(): ServiceExtension & { status(): unknow
       const { client, keys, catalog, config, logger, signal } = context;
       const requests = createRequestClient({ client, keys, workspace: config.workspace });
       subscriptions = createSubscriptions({
-        client, requests, keys, catalog, logger, signal, maxDepth: config.nestedCallMaxDepth, ratePerMinute: config.subscriptionRatePerMinute,
+        client,
+        requests,
+        keys,
+        catalog,
+        logger,
+        signal,
+        maxDepth: config.nestedCallMaxDepth,
+        ratePerMinute: config.subscriptionRatePerMinute,
       });
       once = createOnceRuns({ requests, keys, catalog, logger, signal });
       continuous = createContinuousRuns({ context });
-      if (context.metrics) registerAutonomyMetrics(context.metrics, () => ({ subscriptions: subscriptions?.status() ?? [], continuous: continuous?.status() ?? [] }));
+      if (context.metrics)
+        registerAutonomyMetrics(context.metrics, () => ({
+          subscriptions: subscriptions?.status() ?? [],
+          continuous: continuous?.status() ?? [],
+        }));
       timer = setInterval(() => void pass(), config.scanIntervalMs);
       timer.unref();
       // The catalog is loaded after the extensions start: the first pass waits for the first scan tick.

@@ -5,7 +5,10 @@ import type { ContinuousStatus } from './continuous.js';
 import type { SubscriptionStatus } from './subscriptions.js';
 
 /** Registers the gauges of subscriptions and continuous tools in `registry`. */
-export function registerAutonomyMetrics(registry: Registry, read: () => { subscriptions: SubscriptionStatus[]; continuous: ContinuousStatus[] }): void {
+export function registerAutonomyMetrics(
+  registry: Registry,
+  read: () => { subscriptions: SubscriptionStatus[]; continuous: ContinuousStatus[] },
+): void {
   new Gauge({
     name: 'tools_runner_subscription_triggers',
     help: 'Subscription triggers on this replica since start, by subscription and outcome (written, refused_depth, deferred_rate).',

@@ -18,7 +18,13 @@ export interface OnceStatus {
 }
 
 /** The once-runs of the catalog's operator tools. */
-export function createOnceRuns(options: { requests: RequestClient; keys: Pick<RequestKeys, 'stateMac'>; catalog: Catalog; logger: Logger; signal: AbortSignal }) {
+export function createOnceRuns(options: {
+  requests: RequestClient;
+  keys: Pick<RequestKeys, 'stateMac'>;
+  catalog: Catalog;
+  logger: Logger;
+  signal: AbortSignal;
+}) {
   const done = new Map<string, OnceStatus>();
   return {
     /** Writes the request of every once-tool version not written yet, highest priority first. */
@@ -29,21 +35,37 @@ export function createOnceRuns(options: { requests: RequestClient; keys: Pick<Re
         if (route?.kind !== 'code' || route.tool.bootstrap?.mode !== 'once') continue;
         const key = `${route.tool.name}@${route.tool.version}`;
         if (done.get(key)?.request !== 'pending' && done.has(key)) continue;
-        due.push({ tool: route.tool.name, version: route.tool.version, priority: route.tool.bootstrap.priority, request: 'pending' });
+        due.push({
+          tool: route.tool.name,
+          version: route.tool.version,
+          priority: route.tool.bootstrap.priority,
+          request: 'pending',
+        });
       }
       due.sort((a, b) => b.priority - a.priority || a.tool.localeCompare(b.tool));
       for (const status of due) {
         const key = `${status.tool}@${status.version}`;
         done.set(key, status);
         const route = options.catalog.resolve(status.tool);
-        const input = route?.kind === 'code' ? route.tool.bootstrap?.input ?? {} : {};
+        const input = route?.kind === 'code' ? (route.tool.bootstrap?.input ?? {}) : {};
         try {
           status.request = await writeOwnRequest(options, {
-            tool: status.tool, input, origin: { kind: 'bootstrap', depth: 0, chain: [] }, unique: ['once', status.tool, status.version], signal: options.signal,
+            tool: status.tool,
+            input,
+            origin: { kind: 'bootstrap', depth: 0, chain: [] },
+            unique: ['once', status.tool, status.version],
+            signal: options.signal,
           });
-          options.logger.info('bootstrap once', { tool: status.tool, version: status.version, request: status.request });
+          options.logger.info('bootstrap once', {
+            tool: status.tool,
+            version: status.version,
+            request: status.request,
+          });
         } catch (error) {
-          options.logger.warn('bootstrap once: request write failed; retried at the next reconcile', { tool: status.tool, error });
+          options.logger.warn('bootstrap once: request write failed; retried at the next reconcile', {
+            tool: status.tool,
+            error,
+          });
         }
       }
     },

@@ -72,7 +72,11 @@ export function createSubscriptions(options: SubscriptionsOptions) {
       const route = catalog.resolve(entry.name);
       if (route?.kind !== 'code') continue;
       (route.tool.subscriptions ?? []).forEach((sub, index) => {
-        wanted.set(`${route.tool.name}@${route.tool.version}#${index}`, { tool: route.tool.name, sub, definitionId: route.breadcrumbId });
+        wanted.set(`${route.tool.name}@${route.tool.version}#${index}`, {
+          tool: route.tool.name,
+          sub,
+          definitionId: route.breadcrumbId,
+        });
       });
     }
     for (const id of live.keys()) if (!wanted.has(id)) live.delete(id);
@@ -87,8 +91,19 @@ export function createSubscriptions(options: SubscriptionsOptions) {
         logger.warn('subscription: definition unreadable; catch-up starts now', { id, error });
       }
       live.set(id, {
-        status: { id, tool, schema_name: sub.schemaName, ...(sub.tag !== undefined ? { tag: sub.tag } : {}), triggered: 0, refused_depth: 0, deferred_rate: 0 },
-        sub, since, handled: new Set(), window: { start: Date.now(), count: 0 },
+        status: {
+          id,
+          tool,
+          schema_name: sub.schemaName,
+          ...(sub.tag !== undefined ? { tag: sub.tag } : {}),
+          triggered: 0,
+          refused_depth: 0,
+          deferred_rate: 0,
+        },
+        sub,
+        since,
+        handled: new Set(),
+        window: { start: Date.now(), count: 0 },
       });
     }
   };
@@ -111,24 +126,43 @@ export function createSubscriptions(options: SubscriptionsOptions) {
       return; // the next catch-up writes it
     }
     const full = await client.getBreadcrumbFull(triggerId);
-    if (full.sensitivity === 'Secret' || !matches(entry, full.schema_name, full.tags)) return void remember(entry, triggerId);
+    if (full.sensitivity === 'Secret' || !matches(entry, full.schema_name, full.tags))
+      return void remember(entry, triggerId);
     const depth = depthOfTags(full.tags) + 1;
     if (depth > options.maxDepth) {
       entry.status.refused_depth++;
       remember(entry, triggerId);
-      logger.info('subscription trigger refused: depth limit', { subscription: entry.status.id, trigger: triggerId, depth, maxDepth: options.maxDepth });
+      logger.info('subscription trigger refused: depth limit', {
+        subscription: entry.status.id,
+        trigger: triggerId,
+        depth,
+        maxDepth: options.maxDepth,
+      });
       return;
     }
     entry.window.count++;
     const contextText = JSON.stringify(full.context ?? {});
     const event = {
-      breadcrumb_id: full.id, schema_name: full.schema_name ?? null, title: full.title, tags: full.tags, version: full.version,
-      ...(contextText.length <= MAX_EVENT_CONTEXT ? { context: full.context } : { context_omitted: `${contextText.length} characters` }),
+      breadcrumb_id: full.id,
+      schema_name: full.schema_name ?? null,
+      title: full.title,
+      tags: full.tags,
+      version: full.version,
+      ...(contextText.length <= MAX_EVENT_CONTEXT
+        ? { context: full.context }
+        : { context_omitted: `${contextText.length} characters` }),
     };
     const outcome = await writeOwnRequest(options, {
       tool: entry.status.tool,
       input: entry.sub.input,
-      origin: { kind: 'subscription', depth, chain: [], subscription: entry.status.id, trigger_id: triggerId, trigger_event: event },
+      origin: {
+        kind: 'subscription',
+        depth,
+        chain: [],
+        subscription: entry.status.id,
+        trigger_id: triggerId,
+        trigger_event: event,
+      },
       unique: [entry.status.id, triggerId],
       signal: options.signal,
     });
@@ -141,7 +175,12 @@ export function createSubscriptions(options: SubscriptionsOptions) {
 
   const run = (entry: Live, triggerId: string): void => {
     trigger(entry, triggerId).catch((error: unknown) => {
-      if (!options.signal.aborted) logger.warn('subscription trigger failed; the next catch-up retries it', { subscription: entry.status.id, trigger: triggerId, error });
+      if (!options.signal.aborted)
+        logger.warn('subscription trigger failed; the next catch-up retries it', {
+          subscription: entry.status.id,
+          trigger: triggerId,
+          error,
+        });
     });
   };
 
@@ -160,11 +199,20 @@ export function createSubscriptions(options: SubscriptionsOptions) {
       for (const entry of [...live.values()]) {
         let seen = 0;
         for (let offset = 0; offset < CATCH_UP_MAX && !options.signal.aborted; offset += CATCH_UP_PAGE) {
-          const page = await client.listBreadcrumbs({ schema_name: entry.sub.schemaName, ...(entry.sub.tag !== undefined ? { tag: entry.sub.tag } : {}), limit: CATCH_UP_PAGE, offset, include_context: false });
+          const page = await client.listBreadcrumbs({
+            schema_name: entry.sub.schemaName,
+            ...(entry.sub.tag !== undefined ? { tag: entry.sub.tag } : {}),
+            limit: CATCH_UP_PAGE,
+            offset,
+            include_context: false,
+          });
           for (const item of page) {
             if (Date.parse(item.updated_at) < entry.since) continue;
             seen++;
-            if (!entry.handled.has(item.id)) await trigger(entry, item.id).catch((error: unknown) => logger.warn('subscription catch-up failed', { subscription: entry.status.id, trigger: item.id, error }));
+            if (!entry.handled.has(item.id))
+              await trigger(entry, item.id).catch((error: unknown) =>
+                logger.warn('subscription catch-up failed', { subscription: entry.status.id, trigger: item.id, error }),
+              );
           }
           if (page.length < CATCH_UP_PAGE) break;
         }

@@ -14,7 +14,13 @@ export type TriggerWrite = 'written' | 'exists';
 /** Writes the sealed request `kind`/`unique` names, once across replicas and restarts. */
 export async function writeOwnRequest(
   deps: { requests: RequestClient; keys: Pick<RequestKeys, 'stateMac'> },
-  call: { tool: string; input: Record<string, unknown>; origin: RequestOrigin; unique: readonly string[]; signal?: AbortSignal },
+  call: {
+    tool: string;
+    input: Record<string, unknown>;
+    origin: RequestOrigin;
+    unique: readonly string[];
+    signal?: AbortSignal;
+  },
 ): Promise<TriggerWrite> {
   const digest = deps.keys.stateMac(`own-request:${call.origin.kind}`, JSON.stringify(call.unique)).slice(0, 32);
   const rid = `${call.origin.kind}-${digest}`;

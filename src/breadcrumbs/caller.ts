@@ -28,7 +28,10 @@ export interface Caller {
 }
 
 /** The request's self-declared agent: its first non-empty `agent:<id>` tag, else a non-empty `context.requestedBy`. */
-export function agentLabelOf(tags: readonly string[], context: Record<string, unknown> | undefined): string | undefined {
+export function agentLabelOf(
+  tags: readonly string[],
+  context: Record<string, unknown> | undefined,
+): string | undefined {
   const tag = tags.find((t) => t.startsWith('agent:') && t.length > 'agent:'.length);
   if (tag) return tag.slice('agent:'.length);
   const requestedBy = context?.['requestedBy'];
@@ -37,7 +40,12 @@ export function agentLabelOf(tags: readonly string[], context: Record<string, un
 
 /** The caller of a request record (`/full` view); `authenticated`: the store verifies writers. */
 export function callerOf(
-  full: { tags: readonly string[]; context?: Record<string, unknown> | undefined; created_by?: string | null | undefined; updated_by?: string | null | undefined },
+  full: {
+    tags: readonly string[];
+    context?: Record<string, unknown> | undefined;
+    created_by?: string | null | undefined;
+    updated_by?: string | null | undefined;
+  },
   authenticated: boolean,
 ): Caller {
   const label = agentLabelOf(full.tags, full.context);
@@ -47,7 +55,12 @@ export function callerOf(
   if (writer === undefined) return { verified: true, ...labelled };
   const editor = full.updated_by ?? undefined;
   if (editor !== undefined && editor !== writer) {
-    return { agentId: writer, verified: true, ...labelled, problem: `the request was written by ${JSON.stringify(writer)} and changed afterwards by ${JSON.stringify(editor)}; a request runs only as its writer sent it` };
+    return {
+      agentId: writer,
+      verified: true,
+      ...labelled,
+      problem: `the request was written by ${JSON.stringify(writer)} and changed afterwards by ${JSON.stringify(editor)}; a request runs only as its writer sent it`,
+    };
   }
   return { agentId: writer, verified: true, ...labelled };
 }
@@ -62,7 +75,10 @@ export interface StoreAuthProbe {
 export const STORE_AUTH_TTL_MS = 30_000;
 
 /** Creates the probe of `client`'s store. */
-export function createStoreAuthProbe(client: Pick<StoreClient, 'health'>, options: { ttlMs?: number; now?: () => number } = {}): StoreAuthProbe {
+export function createStoreAuthProbe(
+  client: Pick<StoreClient, 'health'>,
+  options: { ttlMs?: number; now?: () => number } = {},
+): StoreAuthProbe {
   const ttlMs = options.ttlMs ?? STORE_AUTH_TTL_MS;
   const now = options.now ?? Date.now;
   let known: { on: boolean; at: number } | undefined;

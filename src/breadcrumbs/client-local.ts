@@ -6,11 +6,17 @@
 // The protocol types live in src/local-transport.ts: breadcrumbs/ does not import store/.
 
 import { ErrorCode } from '../errors.js';
-import { checkHeaders, withQuery, withRetryOnRefusedToken, type CallOptions, type HttpCall, type QueryValues } from './client-http.js';
+import {
+  checkHeaders,
+  withQuery,
+  withRetryOnRefusedToken,
+  type CallOptions,
+  type HttpCall,
+  type QueryValues,
+} from './client-http.js';
 import { StoreError } from './store-error.js';
 import type { LocalEndpoint } from '../local-transport.js';
 import type { TokenSource } from './token-source.js';
-
 
 /** Copies `value` exactly as JSON.stringify + JSON.parse would carry it; undefined for undefined. */
 export function jsonCopy(value: unknown): unknown {
@@ -27,19 +33,39 @@ export function searchParams(query: QueryValues | undefined): URLSearchParams {
 
 /** Builds the call function over `endpoint`. */
 export function createLocalCall(endpoint: LocalEndpoint, tokens: TokenSource): HttpCall {
-  return withRetryOnRefusedToken(tokens, async (method: string, path: string, call: CallOptions, token: string | undefined) => {
-    let body: unknown;
-    try {
-      checkHeaders(call.headers);
-      body = jsonCopy(call.body);
-    } catch (error) {
-      throw new StoreError({ status: 0, storeCode: 'unsendable', code: ErrorCode.InputInvalid, message: `store ${method} ${path} was not sent: ${(error as Error).message}`, cause: error });
-    }
-    if (call.signal?.aborted) {
-      throw new StoreError({ status: 0, storeCode: 'aborted', message: `store ${method} ${path} was cancelled`, cause: call.signal.reason });
-    }
-    return endpoint.call(method, path, { query: searchParams(call.query), headers: { ...call.headers }, body, token });
-  }, () => {});
+  return withRetryOnRefusedToken(
+    tokens,
+    async (method: string, path: string, call: CallOptions, token: string | undefined) => {
+      let body: unknown;
+      try {
+        checkHeaders(call.headers);
+        body = jsonCopy(call.body);
+      } catch (error) {
+        throw new StoreError({
+          status: 0,
+          storeCode: 'unsendable',
+          code: ErrorCode.InputInvalid,
+          message: `store ${method} ${path} was not sent: ${(error as Error).message}`,
+          cause: error,
+        });
+      }
+      if (call.signal?.aborted) {
+        throw new StoreError({
+          status: 0,
+          storeCode: 'aborted',
+          message: `store ${method} ${path} was cancelled`,
+          cause: call.signal.reason,
+        });
+      }
+      return endpoint.call(method, path, {
+        query: searchParams(call.query),
+        headers: { ...call.headers },
+        body,
+        token,
+      });
+    },
+    () => {},
+  );
 }
 
 export type { LocalEndpoint, LocalReply, LocalRequest, LocalStreamSink } from '../local-transport.js';

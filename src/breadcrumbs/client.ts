@@ -10,8 +10,13 @@ import type { Logger } from '../logger.js';
 import { createHttpCall, type QueryValues } from './client-http.js';
 import { createLocalCall, type LocalEndpoint } from './client-local.js';
 import {
-  BreadcrumbContextView, BreadcrumbFull, BreadcrumbHistoryEntry, BreadcrumbListItem, SecretInfo,
-  type BreadcrumbCreate, type BreadcrumbPatch,
+  BreadcrumbContextView,
+  BreadcrumbFull,
+  BreadcrumbHistoryEntry,
+  BreadcrumbListItem,
+  SecretInfo,
+  type BreadcrumbCreate,
+  type BreadcrumbPatch,
 } from './messages.js';
 import { StoreError } from './store-error.js';
 import { createTokenSource, type StoreAuth } from './token-source.js';
@@ -57,11 +62,18 @@ export interface SecretCreate {
 /** Typed access to a breadcrumb store. */
 export interface StoreClient {
   baseUrl: string;
-  createBreadcrumb(body: BreadcrumbCreate, opts?: RequestOptions & { idempotencyKey?: string }): Promise<{ id: string }>;
+  createBreadcrumb(
+    body: BreadcrumbCreate,
+    opts?: RequestOptions & { idempotencyKey?: string },
+  ): Promise<{ id: string }>;
   getBreadcrumb(id: string, opts?: RequestOptions): Promise<BreadcrumbContextView>;
   getBreadcrumbFull(id: string, opts?: RequestOptions): Promise<BreadcrumbFull>;
   /** `version` is present on the embedded store only. */
-  updateBreadcrumb(id: string, patch: BreadcrumbPatch, opts?: RequestOptions & { ifMatch?: number }): Promise<{ ok: true; version?: number }>;
+  updateBreadcrumb(
+    id: string,
+    patch: BreadcrumbPatch,
+    opts?: RequestOptions & { ifMatch?: number },
+  ): Promise<{ ok: true; version?: number }>;
   deleteBreadcrumb(id: string, opts?: RequestOptions): Promise<void>;
   listBreadcrumbs(query: ListQuery, opts?: RequestOptions): Promise<BreadcrumbListItem[]>;
   /** Pages `listBreadcrumbs` with offset (page size `query.limit`, default 500) until a page brings nothing new. */
@@ -107,7 +119,9 @@ function check<T>(schema: z.ZodType<T>, value: unknown, method: string, path: st
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
   throw new StoreError({
-    status: 200, storeCode: 'invalid_response', code: ErrorCode.DependencyUnavailable,
+    status: 200,
+    storeCode: 'invalid_response',
+    code: ErrorCode.DependencyUnavailable,
     message: `store ${method} ${path} answered an unexpected shape: ${issue ? `${issue.path.join('.') || '(root)'}: ${issue.message}` : 'invalid'}`,
   });
 }
@@ -128,16 +142,29 @@ export function createStoreClient(options: StoreClientOptions): StoreClient {
     throw new RunnerError(ErrorCode.ConfigInvalid, `store URL ${JSON.stringify(options.baseUrl)} is not a valid URL`);
   }
   if (parsedUrl.protocol !== 'http:' && parsedUrl.protocol !== 'https:') {
-    throw new RunnerError(ErrorCode.ConfigInvalid, `store URL ${JSON.stringify(options.baseUrl)} must be http:// or https://`);
+    throw new RunnerError(
+      ErrorCode.ConfigInvalid,
+      `store URL ${JSON.stringify(options.baseUrl)} must be http:// or https://`,
+    );
   }
   const baseUrl = options.baseUrl.replace(/\/+$/, '');
   const { logger } = options;
   let call: ReturnType<typeof createHttpCall>;
-  const tokens = createTokenSource(options.auth, (body, adminKey) =>
-    call('POST', '/auth/token', { body, auth: false, ...(adminKey ? { headers: { 'X-Admin-Key': adminKey } } : {}) }), logger);
-  call = options.local ? createLocalCall(options.local, tokens) : createHttpCall({ baseUrl, tokens, timeoutMs: options.timeoutMs ?? 10_000 });
-  const get = async <T>(schema: z.ZodType<T>, path: string, query: QueryValues | undefined, opts: RequestOptions | undefined): Promise<T> =>
-    check(schema, await call('GET', path, { query, signal: opts?.signal }), 'GET', path);
+  const tokens = createTokenSource(
+    options.auth,
+    (body, adminKey) =>
+      call('POST', '/auth/token', { body, auth: false, ...(adminKey ? { headers: { 'X-Admin-Key': adminKey } } : {}) }),
+    logger,
+  );
+  call = options.local
+    ? createLocalCall(options.local, tokens)
+    : createHttpCall({ baseUrl, tokens, timeoutMs: options.timeoutMs ?? 10_000 });
+  const get = async <T>(
+    schema: z.ZodType<T>,
+    path: string,
+    query: QueryValues | undefined,
+    opts: RequestOptions | undefined,
+  ): Promise<T> => check(schema, await call('GET', path, { query, signal: opts?.signal }), 'GET', path);
 
   const client: StoreClient = {
     baseUrl,
@@ -150,9 +177,11 @@ export function createStoreClient(options: StoreClientOptions): StoreClient {
     getBreadcrumbFull: (id, opts) => get(BreadcrumbFull, `/breadcrumbs/${pathId(id)}/full`, undefined, opts),
     async updateBreadcrumb(id, patch, opts) {
       const headers = opts?.ifMatch !== undefined ? { 'If-Match': String(opts.ifMatch) } : undefined;
-      const reply = (await call('PATCH', `/breadcrumbs/${pathId(id)}`, { body: patch, signal: opts?.signal, ...(headers ? { headers } : {}) })) as
-        | { version?: unknown }
-        | undefined;
+      const reply = (await call('PATCH', `/breadcrumbs/${pathId(id)}`, {
+        body: patch,
+        signal: opts?.signal,
+        ...(headers ? { headers } : {}),
+      })) as { version?: unknown } | undefined;
       return typeof reply?.version === 'number' ? { ok: true, version: reply.version } : { ok: true };
     },
     async deleteBreadcrumb(id, opts) {
@@ -182,9 +211,17 @@ export function createStoreClient(options: StoreClientOptions): StoreClient {
       const { limit, qvec, nn, ...rest } = query;
       const count = nn ?? limit;
       // Search results carry context only when asked; ours always ask so callers keep getting it.
-      return get(ListReply, '/breadcrumbs/search', {
-        include_context: true, ...rest, ...(count !== undefined ? { nn: count } : {}), ...(qvec !== undefined ? { qvec: qvec.join(',') } : {}),
-      }, opts);
+      return get(
+        ListReply,
+        '/breadcrumbs/search',
+        {
+          include_context: true,
+          ...rest,
+          ...(count !== undefined ? { nn: count } : {}),
+          ...(qvec !== undefined ? { qvec: qvec.join(',') } : {}),
+        },
+        opts,
+      );
     },
     async createSecret(secret, opts) {
       if (secret.value.length >= 4) logger.redact(secret.value);
@@ -194,9 +231,17 @@ export function createStoreClient(options: StoreClientOptions): StoreClient {
     listSecrets: (query, opts) => get(SecretsReply, '/secrets', { ...query }, opts),
     async decryptSecret(id, reason, opts) {
       const path = `/secrets/${pathId(id)}/decrypt`;
-      const reply = (await call('POST', path, { body: reason === undefined ? {} : { reason }, signal: opts?.signal })) as { value?: unknown } | undefined;
+      const reply = (await call('POST', path, {
+        body: reason === undefined ? {} : { reason },
+        signal: opts?.signal,
+      })) as { value?: unknown } | undefined;
       if (typeof reply?.value !== 'string') {
-        throw new StoreError({ status: 200, storeCode: 'invalid_response', code: ErrorCode.DependencyUnavailable, message: `store POST ${path} answered without a string value` });
+        throw new StoreError({
+          status: 200,
+          storeCode: 'invalid_response',
+          code: ErrorCode.DependencyUnavailable,
+          message: `store POST ${path} answered without a string value`,
+        });
       }
       logger.redact(reply.value);
       return reply.value;
@@ -205,7 +250,8 @@ export function createStoreClient(options: StoreClientOptions): StoreClient {
       await call('DELETE', `/secrets/${pathId(id)}`, { signal: opts?.signal });
     },
     health: (opts) => call('GET', '/health', { signal: opts?.signal, auth: false }),
-    lease: (op, body, leaseKey, opts) => call('POST', `/x/leases/${pathId(op)}`, { body, signal: opts?.signal, headers: { 'X-Lease-Key': leaseKey } }),
+    lease: (op, body, leaseKey, opts) =>
+      call('POST', `/x/leases/${pathId(op)}`, { body, signal: opts?.signal, headers: { 'X-Lease-Key': leaseKey } }),
     token: () => tokens.get(),
     invalidateToken: (token) => tokens.invalidate(token),
     close: () => call.close(),

@@ -118,7 +118,8 @@ export function openEventStream(options: EventStreamOptions): { closed: Promise<
       token = await options.client.token();
       try {
         subscription = await local.stream(searchParams(streamQuery), token, lastId, {
-          frame: (data, id) => handle(id === undefined ? { data, event: undefined, id: undefined } : { data, event: undefined, id }),
+          frame: (data, id) =>
+            handle(id === undefined ? { data, event: undefined, id: undefined } : { data, event: undefined, id }),
           end: () => ended(),
         });
       } catch (failure) {
@@ -183,7 +184,11 @@ export function openEventStream(options: EventStreamOptions): { closed: Promise<
       return { connected: isConnected, healthy: frames > 0 || Date.now() - connectedMs >= stallMs };
     } catch (error) {
       const reason = conn.signal.aborted ? conn.signal.reason : error;
-      return { connected: isConnected, healthy: isConnected && (frames > 0 || Date.now() - connectedMs >= stallMs), error: reason };
+      return {
+        connected: isConnected,
+        healthy: isConnected && (frames > 0 || Date.now() - connectedMs >= stallMs),
+        error: reason,
+      };
     } finally {
       clearTimeout(stall);
       conn.abort();
@@ -201,11 +206,18 @@ export function openEventStream(options: EventStreamOptions): { closed: Promise<
       failures = outcome.healthy ? 0 : failures + 1;
       const delayMs = backoffMs({ ...backoff, jitter: true }, failures);
       if (outcome.error === undefined) logger.info('event stream ended by the server, reconnecting', { delayMs });
-      else logger.warn('event stream lost, reconnecting', { delayMs, failures, error: coerceError(outcome.error).message });
+      else
+        logger.warn('event stream lost, reconnecting', {
+          delayMs,
+          failures,
+          error: coerceError(outcome.error).message,
+        });
       await sleep(delayMs, signal);
     }
     logger.debug('event stream closed');
   };
 
-  return { closed: run().catch((error: unknown) => logger.error('event stream reader failed', { error: coerceError(error) })) };
+  return {
+    closed: run().catch((error: unknown) => logger.error('event stream reader failed', { error: coerceError(error) })),
+  };
 }

@@ -78,7 +78,10 @@ export const ToolRequestContext = z.looseObject({
   idempotency_key: z.string().min(1).max(200).optional(),
   /** The caller's demand for a fresh, never-reused sandbox process for this call (the only value: `process`). */
   isolation: z
-    .literal('process', { error: (issue) => `must be "process" (the only isolation a caller can demand), got ${JSON.stringify(issue.input)?.slice(0, 100) ?? String(issue.input)}` })
+    .literal('process', {
+      error: (issue) =>
+        `must be "process" (the only isolation a caller can demand), got ${JSON.stringify(issue.input)?.slice(0, 100) ?? String(issue.input)}`,
+    })
     .optional(),
 });
 export type ToolRequestContext = z.infer<typeof ToolRequestContext>;
@@ -115,14 +118,20 @@ export interface RequestIdentity {
 export function requestIdProblem(value: unknown): string | undefined {
   if (typeof value !== 'string') return `requestId must be a string, got ${value === null ? 'null' : typeof value}`;
   if (value === '') return 'requestId must not be empty';
-  if (value.length > MAX_REQUEST_ID_LENGTH) return `requestId is ${value.length} characters long; at most ${MAX_REQUEST_ID_LENGTH} are allowed`;
+  if (value.length > MAX_REQUEST_ID_LENGTH)
+    return `requestId is ${value.length} characters long; at most ${MAX_REQUEST_ID_LENGTH} are allowed`;
   const bad = UNPRINTABLE.exec(value);
-  if (bad) return `requestId contains the unprintable character U+${(bad[0].codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')} at index ${bad.index}`;
+  if (bad)
+    return `requestId contains the unprintable character U+${(bad[0].codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')} at index ${bad.index}`;
   return undefined;
 }
 
 /** The identity of a request breadcrumb (rid fallback, tool name, the agent it names: a label until the handler verifies it). */
-export function requestIdentity(item: { id: string; tags: readonly string[]; context?: Record<string, unknown> | undefined }): RequestIdentity {
+export function requestIdentity(item: {
+  id: string;
+  tags: readonly string[];
+  context?: Record<string, unknown> | undefined;
+}): RequestIdentity {
   const context = item.context ?? {};
   const rawTool = context['tool'];
   const tool = typeof rawTool === 'string' && rawTool !== '' ? rawTool : '(none)';

@@ -80,10 +80,26 @@ interface PendingWait {
 }
 
 /** The answer in `context`, when `tags`/`context` are the runner's genuine answer of `request` in `workspace`. */
-export function verifiedAnswer(keys: RequestKeys, workspace: string, request: WrittenRequest, tags: readonly string[], context: unknown): ToolResponseContext | undefined {
-  if (!tags.includes(workspace) || !tags.includes(TAG.request(request.rid)) || !tags.includes(keys.answerTag(request.breadcrumbId))) return undefined;
+export function verifiedAnswer(
+  keys: RequestKeys,
+  workspace: string,
+  request: WrittenRequest,
+  tags: readonly string[],
+  context: unknown,
+): ToolResponseContext | undefined {
+  if (
+    !tags.includes(workspace) ||
+    !tags.includes(TAG.request(request.rid)) ||
+    !tags.includes(keys.answerTag(request.breadcrumbId))
+  )
+    return undefined;
   const parsed = ToolResponseContext.safeParse(context);
-  if (!parsed.success || parsed.data.request_id !== request.rid || parsed.data.metadata['request_breadcrumb_id'] !== request.breadcrumbId) return undefined;
+  if (
+    !parsed.success ||
+    parsed.data.request_id !== request.rid ||
+    parsed.data.metadata['request_breadcrumb_id'] !== request.breadcrumbId
+  )
+    return undefined;
   return parsed.data;
 }
 
@@ -96,7 +112,12 @@ export function createRequestClient(options: RequestClientOptions): RequestClien
   const closing = new AbortController();
 
   const find = async (request: WrittenRequest): Promise<Answered | undefined> => {
-    const items = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolResponse, tag: TAG.request(request.rid), include_context: true, limit: 20 });
+    const items = await client.listBreadcrumbs({
+      schema_name: SCHEMA.ToolResponse,
+      tag: TAG.request(request.rid),
+      include_context: true,
+      limit: 20,
+    });
     for (const item of items) {
       const answer = verifiedAnswer(keys, workspace, request, item.tags, item.context);
       if (answer) return { kind: 'answered', answer, responseId: item.id };
@@ -106,12 +127,14 @@ export function createRequestClient(options: RequestClientOptions): RequestClien
 
   const consider = async (entry: PendingWait, event: StoreEvent): Promise<void> => {
     let context: unknown = event.context;
-    if (context === undefined && event.breadcrumb_id) context = (await client.getBreadcrumbFull(event.breadcrumb_id)).context;
+    if (context === undefined && event.breadcrumb_id)
+      context = (await client.getBreadcrumbFull(event.breadcrumb_id)).context;
     const answer = verifiedAnswer(keys, workspace, entry.request, event.tags ?? [], context);
     if (answer && event.breadcrumb_id) entry.settle({ kind: 'answered', answer, responseId: event.breadcrumb_id });
   };
 
-  const poll = (entry: PendingWait): Promise<void> => find(entry.request).then((found) => (found ? entry.settle(found) : undefined));
+  const poll = (entry: PendingWait): Promise<void> =>
+    find(entry.request).then((found) => (found ? entry.settle(found) : undefined));
 
   const wait = (request: WrittenRequest, opts: { timeoutMs: number; signal?: AbortSignal }): Promise<WaitOutcome> =>
     new Promise<WaitOutcome>((resolve) => {
@@ -161,9 +184,18 @@ export function createRequestClient(options: RequestClientOptions): RequestClien
           title: `Request: ${call.tool}`,
           schema_name: SCHEMA.ToolRequest,
           tags: [TAG.Request, workspace, ...(call.tags ?? [])],
-          context: { ...call.context, tool: call.tool, input: call.input, requestId: rid, requestedBy: call.requestedBy },
+          context: {
+            ...call.context,
+            tool: call.tool,
+            input: call.input,
+            requestId: rid,
+            requestedBy: call.requestedBy,
+          },
         },
-        { ...(opts?.signal ? { signal: opts.signal } : {}), ...(opts?.idempotencyKey !== undefined ? { idempotencyKey: opts.idempotencyKey } : {}) },
+        {
+          ...(opts?.signal ? { signal: opts.signal } : {}),
+          ...(opts?.idempotencyKey !== undefined ? { idempotencyKey: opts.idempotencyKey } : {}),
+        },
       );
       return { rid, breadcrumbId: id };
     },
@@ -179,10 +211,12 @@ export function createRequestClient(options: RequestClientOptions): RequestClien
       }
     },
     handleEvent(event) {
-      if (event.type !== 'breadcrumb.updated' || event.schema_name !== SCHEMA.ToolResponse || pending.size === 0) return;
+      if (event.type !== 'breadcrumb.updated' || event.schema_name !== SCHEMA.ToolResponse || pending.size === 0)
+        return;
       for (const tag of event.tags ?? []) {
         if (!tag.startsWith('request:')) continue;
-        for (const entry of pending.get(tag.slice('request:'.length)) ?? []) void consider(entry, event).catch(() => undefined);
+        for (const entry of pending.get(tag.slice('request:'.length)) ?? [])
+          void consider(entry, event).catch(() => undefined);
       }
     },
     onReconnect() {

@@ -86,7 +86,8 @@ export function createRequestKeys(secret: Buffer): RequestKeys {
     return h.digest('base64url');
   };
   const short = (value: string): string => value.slice(0, 32);
-  const claimMac = (f: ClaimMacFields): string => mac('claim-mac', f.requestBreadcrumbId, f.attempt, f.holder, f.expiresAt, f.released ? 1 : 0);
+  const claimMac = (f: ClaimMacFields): string =>
+    mac('claim-mac', f.requestBreadcrumbId, f.attempt, f.holder, f.expiresAt, f.released ? 1 : 0);
   // One call derives the same few keys of its request several times (intake, claim, answer, drop):
   // each derivation is computed once and kept in a bounded memo (oldest entries leave first).
   const memo = new BoundedMap<string, string>(KEY_MEMO_MAX);
@@ -114,7 +115,8 @@ export function createRequestKeys(secret: Buffer): RequestKeys {
     idempotencyKey: (b) => `idempotency-${short(mac('idempotency', b.agent, b.tool, b.key))}`,
     idempotencyTag: (b) => `idempotency:${short(mac('idempotency-tag', b.agent, b.tool, b.key))}`,
     approvalKey: (id) => `approval-${short(mac('approval', id))}`,
-    approvalDecisionKey: (id, decidedBy) => `approval-decision-${short(decidedBy === undefined ? mac('approval-decision', id) : mac('approval-decision', id, decidedBy))}`,
+    approvalDecisionKey: (id, decidedBy) =>
+      `approval-decision-${short(decidedBy === undefined ? mac('approval-decision', id) : mac('approval-decision', id, decidedBy))}`,
     approvalMac: (kind, canonical) => mac('approval-mac', kind, canonical),
   };
 }

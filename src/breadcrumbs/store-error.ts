@@ -8,7 +8,14 @@ export class StoreError extends RunnerError {
   readonly status: number;
   readonly storeCode: string;
 
-  constructor(options: { status: number; storeCode: string; message: string; cause?: unknown; details?: Record<string, unknown>; code?: ErrorCode }) {
+  constructor(options: {
+    status: number;
+    storeCode: string;
+    message: string;
+    cause?: unknown;
+    details?: Record<string, unknown>;
+    code?: ErrorCode;
+  }) {
     const code = options.code ?? codeForStatus(options.status);
     super(code, options.message, {
       ...(options.cause === undefined ? {} : { cause: options.cause }),
@@ -63,7 +70,13 @@ export function errorFromResponse(method: string, path: string, status: number, 
 }
 
 /** Builds the StoreError of a non-2xx reply from its parsed JSON body (`{error|message, code, ...details}`), or from `text` without one. */
-export function errorFromBody(method: string, path: string, status: number, body: Record<string, unknown> | undefined, text = ''): StoreError {
+export function errorFromBody(
+  method: string,
+  path: string,
+  status: number,
+  body: Record<string, unknown> | undefined,
+  text = '',
+): StoreError {
   let message = text;
   let storeCode = storeCodeForStatus(status);
   let details: Record<string, unknown> | undefined;
@@ -85,7 +98,10 @@ export function errorFromBody(method: string, path: string, status: number, body
 
 /** True for a 409 (e.g. an Idempotency-Key already used: someone else won the create). */
 export function isConflict(error: unknown): error is StoreError {
-  return error instanceof StoreError && (error.status === 409 || (error.status === 0 ? false : error.storeCode === 'conflict'));
+  return (
+    error instanceof StoreError &&
+    (error.status === 409 || (error.status === 0 ? false : error.storeCode === 'conflict'))
+  );
 }
 
 /** True for a 404 / `not_found`. */

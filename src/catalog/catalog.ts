@@ -37,15 +37,35 @@ import { definitionDigest, OPERATOR, type Stamper, type Trust } from './deployme
 import { codeEntry, hostEntry, hostVersion } from './entries.js';
 import { exportCollision, operatorExports as exportHolders, type ExportHolders } from './exported-names.js';
 import { issue, selectVersions, versionOf, type CodeRecord, type Owners } from './selection.js';
-import { badSpecMessage, chooseVersion, compareVersionsDesc, deprecationWarning, isVersionSpec, removedMessage, versionStatus, type VersionCandidate } from './versions.js';
+import {
+  badSpecMessage,
+  chooseVersion,
+  compareVersionsDesc,
+  deprecationWarning,
+  isVersionSpec,
+  removedMessage,
+  versionStatus,
+  type VersionCandidate,
+} from './versions.js';
 
 /** What runs a request: `version` is the chosen version; `warnings` (deprecation) go to `metadata.warnings`. */
 export type Route =
-  | { kind: 'code'; tool: ToolDefinition; breadcrumbId: string; breadcrumbVersion: number; owner: string; version: string; warnings?: string[] }
+  | {
+      kind: 'code';
+      tool: ToolDefinition;
+      breadcrumbId: string;
+      breadcrumbVersion: number;
+      owner: string;
+      version: string;
+      warnings?: string[];
+    }
   | { kind: 'host'; tool: HostTool; version: string; warnings?: string[] };
 
 /** A name's route for a request, why the request cannot have one, or `unknown` (no runnable tool of that name). */
-export type Lookup = { kind: 'route'; route: Route } | { kind: 'refused'; code: ErrorCode; message: string } | { kind: 'unknown' };
+export type Lookup =
+  | { kind: 'route'; route: Route }
+  | { kind: 'refused'; code: ErrorCode; message: string }
+  | { kind: 'unknown' };
 
 /** A tool.code.v1 change the event filter (src/request/events.ts) passes on: one of this workspace, or any deletion. */
 export type CatalogChange = { kind: 'changed'; id: string; version?: number } | { kind: 'deleted'; id: string };
@@ -69,7 +89,11 @@ export interface OperatorTool {
 
 /** Who may change the tool named N (the create flow asks before it writes). */
 export type Ownership =
-  | { kind: 'reserved'; by: 'bootstrap' | 'host'; /** The operator tool whose exported (MCP/RAP) name this one would take. */ collidesWith?: string }
+  | {
+      kind: 'reserved';
+      by: 'bootstrap' | 'host';
+      /** The operator tool whose exported (MCP/RAP) name this one would take. */ collidesWith?: string;
+    }
   | {
       kind: 'owned';
       owner: string;
@@ -137,8 +161,16 @@ export function createCatalog(options: CatalogOptions): Catalog {
   let loading = 0;
 
   const isHostName = (name: string): boolean => options.hostTools().some((tool) => tool.name === name);
-  const pinsKey = (): string => [...options.operatorTools()].map(([name, pin]) => `${name}=${definitionDigest(pin.context)}`).sort().join(',');
-  const operatorExports = (): ExportHolders => exportHolders(options.hostTools().map((tool) => tool.name), options.operatorTools().keys());
+  const pinsKey = (): string =>
+    [...options.operatorTools()]
+      .map(([name, pin]) => `${name}=${definitionDigest(pin.context)}`)
+      .sort()
+      .join(',');
+  const operatorExports = (): ExportHolders =>
+    exportHolders(
+      options.hostTools().map((tool) => tool.name),
+      options.operatorTools().keys(),
+    );
 
   const reindex = (): void => {
     if (loading > 0) return;
@@ -146,13 +178,15 @@ export function createCatalog(options: CatalogOptions): Catalog {
     for (const [name, versions] of selected) {
       for (const [key, record] of versions) {
         const chosen = next.selected.get(name)?.get(key);
-        if (chosen !== record) logger.info('tool route changed', { name, version: versionOf(record), from: record.id, to: chosen?.id });
+        if (chosen !== record)
+          logger.info('tool route changed', { name, version: versionOf(record), from: record.id, to: chosen?.id });
       }
     }
     selected = next.selected;
     shadowed = next.shadowed;
     for (const [name] of options.operatorTools()) {
-      if (![...records.values()].some((record) => record.publication && record.name === name)) options.onOperatorDrift?.(name);
+      if (![...records.values()].some((record) => record.publication && record.name === name))
+        options.onOperatorDrift?.(name);
     }
     options.onChange?.();
   };
@@ -174,17 +208,40 @@ export function createCatalog(options: CatalogOptions): Catalog {
     }
     const context = full.context;
     const name = typeof context['name'] === 'string' ? context['name'] : undefined;
-    const record: CodeRecord = { id, version: full.version, createdAt: full.created_at ?? full.updated_at, ...(name !== undefined ? { name } : {}), pins: pinsKey(), errors: [] };
+    const record: CodeRecord = {
+      id,
+      version: full.version,
+      createdAt: full.created_at ?? full.updated_at,
+      ...(name !== undefined ? { name } : {}),
+      pins: pinsKey(),
+      errors: [],
+    };
     const trust = stamper.assess(full, workspace);
     const pinned = name !== undefined ? options.operatorTools().get(name) : undefined;
     if (pinned) {
-      if (trust.kind === 'stamped' && trust.owner === OPERATOR && definitionDigest(context) === definitionDigest(pinned.context)) {
+      if (
+        trust.kind === 'stamped' &&
+        trust.owner === OPERATOR &&
+        definitionDigest(context) === definitionDigest(pinned.context)
+      ) {
         record.publication = true;
       } else {
-        record.errors = [issue('trust.reserved', '/name', `the name "${name}" is reserved by the operator's bootstrap file; the runner runs only that file's definition, not this record`)];
+        record.errors = [
+          issue(
+            'trust.reserved',
+            '/name',
+            `the name "${name}" is reserved by the operator's bootstrap file; the runner runs only that file's definition, not this record`,
+          ),
+        ];
       }
     } else if (name !== undefined && isHostName(name)) {
-      record.errors = [issue('trust.reserved', '/name', `the name "${name}" is reserved by a host tool of the operator's manifests; no tool.code.v1 of that name runs`)];
+      record.errors = [
+        issue(
+          'trust.reserved',
+          '/name',
+          `the name "${name}" is reserved by a host tool of the operator's manifests; no tool.code.v1 of that name runs`,
+        ),
+      ];
     } else if (trust.kind === 'untrusted') {
       record.errors = [issue('trust.untrusted', '/deployment', trust.reason)];
     } else {
@@ -202,10 +259,13 @@ export function createCatalog(options: CatalogOptions): Catalog {
       const tag = full.tags.find((t) => t.startsWith('tool:') && !t.startsWith('tool:request'));
       logger.warn('tool tag does not match its name; it runs as context.name', { id, name, tag, tags: full.tags });
     }
-    if (record.tool) logger.info('tool loaded', { id, name, version: record.tool.version, owner: record.owner, trust: trust.kind });
+    if (record.tool)
+      logger.info('tool loaded', { id, name, version: record.tool.version, owner: record.owner, trust: trust.kind });
     // A deployment writes the definition, then stamps it in the next version: not a rejection.
-    else if (!record.publication && isFreshDeployment(trust, full.updated_at)) logger.debug('tool being deployed', { id, name });
-    else if (!record.publication) logger.warn('tool rejected', { id, name, errors: record.errors.map((e) => `${e.path}: ${e.message}`) });
+    else if (!record.publication && isFreshDeployment(trust, full.updated_at))
+      logger.debug('tool being deployed', { id, name });
+    else if (!record.publication)
+      logger.warn('tool rejected', { id, name, errors: record.errors.map((e) => `${e.path}: ${e.message}`) });
     records.set(id, record);
     reindex();
   };
@@ -247,7 +307,13 @@ export function createCatalog(options: CatalogOptions): Catalog {
     }
   };
 
-  const codeRoute = (tool: ToolDefinition, breadcrumbId: string, breadcrumbVersion: number, owner: string, warnings: string[]): Route => ({
+  const codeRoute = (
+    tool: ToolDefinition,
+    breadcrumbId: string,
+    breadcrumbVersion: number,
+    owner: string,
+    warnings: string[],
+  ): Route => ({
     kind: 'code',
     tool,
     breadcrumbId,
@@ -261,7 +327,12 @@ export function createCatalog(options: CatalogOptions): Catalog {
     const nowMs = now();
     const pinned = options.operatorTools().get(name);
     if (pinned) {
-      const choice = chooseVersion(name, [{ version: pinned.tool.version, contract: pinned.tool.contract, value: pinned }], versionSpec, nowMs);
+      const choice = chooseVersion(
+        name,
+        [{ version: pinned.tool.version, contract: pinned.tool.contract, value: pinned }],
+        versionSpec,
+        nowMs,
+      );
       if (!choice.ok) return { kind: 'refused', code: choice.code, message: choice.message };
       return { kind: 'route', route: codeRoute(pinned.tool, pinned.id ?? '', 0, OPERATOR, choice.warnings) };
     }
@@ -269,11 +340,24 @@ export function createCatalog(options: CatalogOptions): Catalog {
     if (host) return hostLookup(host, versionSpec, nowMs);
     const versions = selected.get(name);
     if (!versions || versions.size === 0) return { kind: 'unknown' };
-    const candidates: Array<VersionCandidate<CodeRecord>> = [...versions.values()].map((record) => ({ version: versionOf(record), contract: record.tool?.contract, value: record }));
+    const candidates: Array<VersionCandidate<CodeRecord>> = [...versions.values()].map((record) => ({
+      version: versionOf(record),
+      contract: record.tool?.contract,
+      value: record,
+    }));
     const choice = chooseVersion(name, candidates, versionSpec, nowMs);
     if (!choice.ok) return { kind: 'refused', code: choice.code, message: choice.message };
     const record = choice.chosen.value;
-    return { kind: 'route', route: codeRoute(record.tool as ToolDefinition, record.id, record.version, record.owner as string, choice.warnings) };
+    return {
+      kind: 'route',
+      route: codeRoute(
+        record.tool as ToolDefinition,
+        record.id,
+        record.version,
+        record.owner as string,
+        choice.warnings,
+      ),
+    };
   };
 
   const resolve = (name: string, versionSpec?: string): Route | undefined => {
@@ -292,7 +376,13 @@ export function createCatalog(options: CatalogOptions): Catalog {
       .map(({ version, id }) => ({ version, ...(records.has(id) ? { id } : {}) }));
     const highest = versions[0];
     if (!remembered || !highest) return { kind: 'free' };
-    return { kind: 'owned', owner: remembered.owner, version: highest.version, ...(highest.id !== undefined ? { id: highest.id } : {}), versions };
+    return {
+      kind: 'owned',
+      owner: remembered.owner,
+      version: highest.version,
+      ...(highest.id !== undefined ? { id: highest.id } : {}),
+      versions,
+    };
   };
 
   const entries = (): CatalogEntry[] => {
@@ -303,7 +393,11 @@ export function createCatalog(options: CatalogOptions): Catalog {
       // A host tool that appeared since the last reindex (a RAP refresh) wins its exported name at once.
       if (exportCollision(name, exports)) continue;
       const tools = [...versions.values()].map((record) => record.tool as ToolDefinition);
-      const entry = codeEntry(name, tools.map((tool) => ({ version: tool.version, contract: tool.contract, value: tool })), nowMs);
+      const entry = codeEntry(
+        name,
+        tools.map((tool) => ({ version: tool.version, contract: tool.contract, value: tool })),
+        nowMs,
+      );
       if (entry) out.set(name, entry);
     }
     for (const host of options.hostTools()) {
@@ -311,7 +405,11 @@ export function createCatalog(options: CatalogOptions): Catalog {
       if (entry) out.set(host.name, entry);
     }
     for (const [name, pinned] of options.operatorTools()) {
-      const entry = codeEntry(name, [{ version: pinned.tool.version, contract: pinned.tool.contract, value: pinned.tool }], nowMs);
+      const entry = codeEntry(
+        name,
+        [{ version: pinned.tool.version, contract: pinned.tool.contract, value: pinned.tool }],
+        nowMs,
+      );
       if (entry) out.set(name, entry);
       else out.delete(name);
     }
@@ -327,7 +425,9 @@ export function createCatalog(options: CatalogOptions): Catalog {
       out.push({ id: record.id, ...(record.name !== undefined ? { name: record.name } : {}), errors });
     }
     // The owner's own records first (e.g. a tampered one), then newest first.
-    const ownRecord = (item: RejectedTool): boolean => item.name !== undefined && [...(owners.get(item.name)?.versions.values() ?? [])].some((entry) => entry.id === item.id);
+    const ownRecord = (item: RejectedTool): boolean =>
+      item.name !== undefined &&
+      [...(owners.get(item.name)?.versions.values() ?? [])].some((entry) => entry.id === item.id);
     const rank = (item: RejectedTool): string => `${ownRecord(item) ? 1 : 0}${records.get(item.id)?.createdAt ?? ''}`;
     return out.sort((a, b) => (rank(a) < rank(b) ? 1 : rank(a) > rank(b) ? -1 : 0));
   };
@@ -339,12 +439,30 @@ export function createCatalog(options: CatalogOptions): Catalog {
 function hostLookup(host: HostTool, versionSpec: string | undefined, nowMs: number): Lookup {
   const version = hostVersion(host);
   if (versionSpec !== undefined && versionSpec !== version) {
-    if (!isVersionSpec(versionSpec)) return { kind: 'refused', code: ErrorCode.InputInvalid, message: badSpecMessage(versionSpec) };
-    return { kind: 'refused', code: ErrorCode.ToolNotFound, message: `host tool "${host.name}" has one version (${version}); context.version ${JSON.stringify(versionSpec)} does not match it` };
+    if (!isVersionSpec(versionSpec))
+      return { kind: 'refused', code: ErrorCode.InputInvalid, message: badSpecMessage(versionSpec) };
+    return {
+      kind: 'refused',
+      code: ErrorCode.ToolNotFound,
+      message: `host tool "${host.name}" has one version (${version}); context.version ${JSON.stringify(versionSpec)} does not match it`,
+    };
   }
   const status = versionStatus(host.contract, nowMs);
-  if (status === 'removed') return { kind: 'refused', code: ErrorCode.ToolNotFound, message: removedMessage(host.name, version, host.contract) };
-  return { kind: 'route', route: { kind: 'host', tool: host, version, ...(status === 'deprecated' ? { warnings: [deprecationWarning(host.name, version, host.contract)] } : {}) } };
+  if (status === 'removed')
+    return {
+      kind: 'refused',
+      code: ErrorCode.ToolNotFound,
+      message: removedMessage(host.name, version, host.contract),
+    };
+  return {
+    kind: 'route',
+    route: {
+      kind: 'host',
+      tool: host,
+      version,
+      ...(status === 'deprecated' ? { warnings: [deprecationWarning(host.name, version, host.contract)] } : {}),
+    },
+  };
 }
 
 /** A definition the runner is deploying right now (its stamp follows), not one stuck half-deployed. */

@@ -59,20 +59,42 @@ export function definitionDigest(context: Record<string, unknown>): string {
 
 /** Signs and checks stamps with one key. */
 export interface Stamper {
-  stamp(args: { workspace: string; name: string; owner: string; id: string; version: number; context: Record<string, unknown> }): DeploymentStamp;
+  stamp(args: {
+    workspace: string;
+    name: string;
+    owner: string;
+    id: string;
+    version: number;
+    context: Record<string, unknown>;
+  }): DeploymentStamp;
   pending(owner: string, requestId?: string): PendingStamp;
   /** The trust of a record as read from the store (`/full`). */
-  assess(record: { id: string; version: number; context: Record<string, unknown>; created_by?: string | null | undefined }, workspace: string): Trust;
+  assess(
+    record: { id: string; version: number; context: Record<string, unknown>; created_by?: string | null | undefined },
+    workspace: string,
+  ): Trust;
   /** True when the record carries a stamp that verifies for its current id and version. */
   isStamped(record: { id: string; version: number; context: Record<string, unknown> }, workspace: string): boolean;
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Creates the stamper over `key` (from resolveRunnerKey). */
 export function createStamper(key: Buffer): Stamper {
-  const mac = (fields: { workspace: string; name: string; owner: string; id: string; version: number; digest: string; at: string }): string =>
-    'hmac-sha256:' + createHmac('sha256', key).update(canonicalJson({ v: 1, ...fields })).digest('hex');
+  const mac = (fields: {
+    workspace: string;
+    name: string;
+    owner: string;
+    id: string;
+    version: number;
+    digest: string;
+    at: string;
+  }): string =>
+    'hmac-sha256:' +
+    createHmac('sha256', key)
+      .update(canonicalJson({ v: 1, ...fields }))
+      .digest('hex');
 
   const assess: Stamper['assess'] = (record, workspace) => {
     const { id, version, context } = record;
@@ -85,13 +107,32 @@ export function createStamper(key: Buffer): Stamper {
         reason: `definition ${id} was changed after it was written (store version ${version}) and not through the runner; a tool changes only through a tool.create.request.v1 of its owner with replaces_version`,
       };
     }
-    if (!isObject(raw)) return { kind: 'untrusted', reason: `definition ${id} has a "${DEPLOYMENT_FIELD}" field that is not a runner stamp` };
-    if (raw['pending'] === true) return { kind: 'untrusted', reason: `definition ${id} is being deployed (its stamp is not written yet)`, pending: true };
+    if (!isObject(raw))
+      return {
+        kind: 'untrusted',
+        reason: `definition ${id} has a "${DEPLOYMENT_FIELD}" field that is not a runner stamp`,
+      };
+    if (raw['pending'] === true)
+      return {
+        kind: 'untrusted',
+        reason: `definition ${id} is being deployed (its stamp is not written yet)`,
+        pending: true,
+      };
     const { owner, id: stampId, version: stampVersion, digest, at, sig } = raw;
-    if (raw['v'] !== 1 || typeof owner !== 'string' || typeof stampId !== 'string' || !Number.isInteger(stampVersion) || typeof digest !== 'string' || typeof at !== 'string' || typeof sig !== 'string') {
+    if (
+      raw['v'] !== 1 ||
+      typeof owner !== 'string' ||
+      typeof stampId !== 'string' ||
+      !Number.isInteger(stampVersion) ||
+      typeof digest !== 'string' ||
+      typeof at !== 'string' ||
+      typeof sig !== 'string'
+    ) {
       return { kind: 'untrusted', reason: `definition ${id} has a malformed deployment stamp` };
     }
-    const expected = Buffer.from(mac({ workspace, name, owner, id: stampId, version: stampVersion as number, digest, at }));
+    const expected = Buffer.from(
+      mac({ workspace, name, owner, id: stampId, version: stampVersion as number, digest, at }),
+    );
     const given = Buffer.from(sig);
     if (expected.length !== given.length || !timingSafeEqual(expected, given)) {
       return {
@@ -99,23 +140,40 @@ export function createStamper(key: Buffer): Stamper {
         reason: `definition ${id} carries a deployment stamp that does not verify with this runner's key (forged or altered, or signed by a runner with another --runner-secret)`,
       };
     }
-    if (stampId !== id) return { kind: 'untrusted', reason: `definition ${id} carries the deployment stamp of definition ${stampId}: it was copied, not deployed` };
+    if (stampId !== id)
+      return {
+        kind: 'untrusted',
+        reason: `definition ${id} carries the deployment stamp of definition ${stampId}: it was copied, not deployed`,
+      };
     if (stampVersion !== version) {
       return {
         kind: 'untrusted',
         reason: `definition ${id} was changed outside the runner after its deployment (deployed as store version ${stampVersion as number}, now version ${version}); only its owner (${owner}) can change it, through tool.create.request.v1`,
       };
     }
-    if (digest !== definitionDigest(context)) return { kind: 'untrusted', reason: `definition ${id} differs from what the runner deployed` };
+    if (digest !== definitionDigest(context))
+      return { kind: 'untrusted', reason: `definition ${id} differs from what the runner deployed` };
     return { kind: 'stamped', owner };
   };
 
   return {
     stamp({ workspace, name, owner, id, version, context }) {
-      const fields = { workspace, name, owner, id, version, digest: definitionDigest(context), at: new Date().toISOString() };
+      const fields = {
+        workspace,
+        name,
+        owner,
+        id,
+        version,
+        digest: definitionDigest(context),
+        at: new Date().toISOString(),
+      };
       return { v: 1, owner, id, version, digest: fields.digest, at: fields.at, sig: mac(fields) };
     },
-    pending: (owner, requestId) => ({ pending: true, owner, ...(requestId !== undefined ? { request_id: requestId } : {}) }),
+    pending: (owner, requestId) => ({
+      pending: true,
+      owner,
+      ...(requestId !== undefined ? { request_id: requestId } : {}),
+    }),
     assess,
     isStamped: (record, workspace) => assess(record, workspace).kind === 'stamped',
   };

@@ -29,7 +29,11 @@ export function hostFacts(host: HostTool): Pick<CatalogEntry, 'timeoutMs' | 'req
 }
 
 /** The entry of code tool `name` from its versions; undefined when none is runnable (all removed). */
-export function codeEntry(name: string, candidates: ReadonlyArray<VersionCandidate<ToolDefinition>>, nowMs: number): CatalogEntry | undefined {
+export function codeEntry(
+  name: string,
+  candidates: ReadonlyArray<VersionCandidate<ToolDefinition>>,
+  nowMs: number,
+): CatalogEntry | undefined {
   const choice = chooseVersion(name, candidates, undefined, nowMs);
   if (!choice.ok) return undefined;
   const tool = choice.chosen.value;
@@ -37,7 +41,9 @@ export function codeEntry(name: string, candidates: ReadonlyArray<VersionCandida
     .sort((a, b) => compareVersionsDesc(a.version, b.version))
     .flatMap((candidate): CatalogVersion[] => {
       const status = versionStatus(candidate.contract, nowMs);
-      return status === 'removed' ? [] : [{ version: candidate.version, status, ...(candidate.contract?.deprecation ?? {}) }];
+      return status === 'removed'
+        ? []
+        : [{ version: candidate.version, status, ...(candidate.contract?.deprecation ?? {}) }];
     });
   return {
     name: tool.name,
@@ -46,7 +52,11 @@ export function codeEntry(name: string, candidates: ReadonlyArray<VersionCandida
     kind: 'code',
     inputSchema: tool.inputSchema,
     outputSchema: tool.outputSchema,
-    examples: tool.examples.map((example) => ({ description: example.description, input: example.input, output: example.output })),
+    examples: tool.examples.map((example) => ({
+      description: example.description,
+      input: example.input,
+      output: example.output,
+    })),
     status: versionStatus(tool.contract, nowMs),
     versions,
     contract: tool.contract,

@@ -64,13 +64,29 @@ export function createCatalogPublisher(options: CatalogPublisherOptions): Catalo
   let running: Promise<void> = Promise.resolve();
   let closed = false;
 
-  const find = async (): Promise<{ id: string; version: number; tools: unknown; rejectedTools: unknown } | undefined> => {
-    const items = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolCatalog, tag: workspace, include_context: true, limit: 20 });
+  const find = async (): Promise<
+    { id: string; version: number; tools: unknown; rejectedTools: unknown } | undefined
+  > => {
+    const items = await client.listBreadcrumbs({
+      schema_name: SCHEMA.ToolCatalog,
+      tag: workspace,
+      include_context: true,
+      limit: 20,
+    });
     // Only a sealed catalog is ours; among several (a race, an older runner), every replica picks
     // the same one: the first by id.
-    const mine = items.filter((item) => item.tags.includes(TAG.Catalog) && isSealedCatalog(keys, item.context)).sort((a, b) => a.id.localeCompare(b.id));
+    const mine = items
+      .filter((item) => item.tags.includes(TAG.Catalog) && isSealedCatalog(keys, item.context))
+      .sort((a, b) => a.id.localeCompare(b.id));
     const first = mine[0];
-    return first ? { id: first.id, version: first.version, tools: first.context?.['tools'], rejectedTools: first.context?.['rejectedTools'] } : undefined;
+    return first
+      ? {
+          id: first.id,
+          version: first.version,
+          tools: first.context?.['tools'],
+          rejectedTools: first.context?.['rejectedTools'],
+        }
+      : undefined;
   };
 
   const publishOnce = async (): Promise<void> => {
@@ -96,7 +112,12 @@ export function createCatalogPublisher(options: CatalogPublisherOptions): Catalo
       if (!existing) {
         try {
           await client.createBreadcrumb(
-            { title: `Tool catalog (${workspace})`, schema_name: SCHEMA.ToolCatalog, tags: [workspace, TAG.Catalog], context },
+            {
+              title: `Tool catalog (${workspace})`,
+              schema_name: SCHEMA.ToolCatalog,
+              tags: [workspace, TAG.Catalog],
+              context,
+            },
             // The key stops two replicas creating two catalogs; if a catalog created under it was
             // deleted since, the key is spent, so later attempts create without it.
             attempt === 0 ? { idempotencyKey: `catalog:${workspace}` } : {},
@@ -107,7 +128,11 @@ export function createCatalogPublisher(options: CatalogPublisherOptions): Catalo
           continue;
         }
       }
-      if (JSON.stringify(existing.tools) === JSON.stringify(tools) && JSON.stringify(existing.rejectedTools) === JSON.stringify(rejectedTools)) return;
+      if (
+        JSON.stringify(existing.tools) === JSON.stringify(tools) &&
+        JSON.stringify(existing.rejectedTools) === JSON.stringify(rejectedTools)
+      )
+        return;
       try {
         await client.updateBreadcrumb(existing.id, { context }, { ifMatch: existing.version });
         return;

@@ -51,7 +51,11 @@ export interface RunnerKey {
 /** The bytes a runner secret stands for: `hex:<64 hex digits>` is those 32 bytes, any other text its UTF-8. */
 export function runnerSecretBytes(text: string): Buffer {
   if (text.startsWith('hex:')) {
-    if (!HEX_SECRET.test(text)) throw new RunnerError(ErrorCode.ConfigInvalid, 'a runner secret starting with "hex:" must be followed by exactly 64 hex digits');
+    if (!HEX_SECRET.test(text))
+      throw new RunnerError(
+        ErrorCode.ConfigInvalid,
+        'a runner secret starting with "hex:" must be followed by exactly 64 hex digits',
+      );
     return Buffer.from(text.slice(4), 'hex');
   }
   return Buffer.from(text, 'utf8');
@@ -73,15 +77,26 @@ export interface RunnerKeyOptions {
 export function resolveRunnerKey(options: RunnerKeyOptions): RunnerKey {
   const { runnerSecret, dataDir, logger } = options;
   const service = options.role === 'service';
-  const resolved = (master: Buffer, source: RunnerKeySource, file?: string): RunnerKey => ({ key: deriveKey(master, PURPOSE), master, source, ...(file ? { file } : {}) });
+  const resolved = (master: Buffer, source: RunnerKeySource, file?: string): RunnerKey => ({
+    key: deriveKey(master, PURPOSE),
+    master,
+    source,
+    ...(file ? { file } : {}),
+  });
   if (runnerSecret !== undefined && runnerSecret !== '') {
     logger.redact(runnerSecret);
     return resolved(runnerSecretBytes(runnerSecret), 'runner-secret');
   }
   if (dataDir === ':memory:') {
     if (options.storeUrl !== undefined) throw missingSecret(options.storeUrl);
-    if (!service) throw new RunnerError(ErrorCode.ConfigInvalid, 'no runner key: --data-dir :memory: keeps no key file. Pass the service\'s --runner-secret (TOOLS_RUNNER_RUNNER_SECRET), or its --data-dir (TOOLS_RUNNER_DATA_DIR)');
-    logger.warn('no --runner-secret and --data-dir is :memory:: deployment stamps use a key that ends with this process');
+    if (!service)
+      throw new RunnerError(
+        ErrorCode.ConfigInvalid,
+        "no runner key: --data-dir :memory: keeps no key file. Pass the service's --runner-secret (TOOLS_RUNNER_RUNNER_SECRET), or its --data-dir (TOOLS_RUNNER_DATA_DIR)",
+      );
+    logger.warn(
+      'no --runner-secret and --data-dir is :memory:: deployment stamps use a key that ends with this process',
+    );
     return resolved(randomBytes(32), 'ephemeral');
   }
   const file = join(dataDir, 'runner.key');
@@ -94,7 +109,11 @@ export function resolveRunnerKey(options: RunnerKeyOptions): RunnerKey {
   try {
     text = readFileSync(file, 'utf8').trim();
   } catch (error) {
-    throw new RunnerError(ErrorCode.ConfigInvalid, `cannot read runner key file "${file}": ${(error as Error).message}`, { cause: error });
+    throw new RunnerError(
+      ErrorCode.ConfigInvalid,
+      `cannot read runner key file "${file}": ${(error as Error).message}`,
+      { cause: error },
+    );
   }
   if (LEGACY_HEX.test(text)) {
     text = `hex:${text}`;
@@ -106,7 +125,11 @@ export function resolveRunnerKey(options: RunnerKeyOptions): RunnerKey {
   } catch {
     master = Buffer.alloc(0);
   }
-  if (master.length === 0) throw new RunnerError(ErrorCode.ConfigInvalid, `runner key file "${file}" must hold a runner secret: 16 or more characters, or hex:<64 hex digits>`);
+  if (master.length === 0)
+    throw new RunnerError(
+      ErrorCode.ConfigInvalid,
+      `runner key file "${file}" must hold a runner secret: 16 or more characters, or hex:<64 hex digits>`,
+    );
   logger.redact(text);
   return resolved(master, 'key-file', file);
 }
@@ -128,7 +151,11 @@ function createKeyFile(dataDir: string, file: string, logger: Logger): void {
       unlinkSync(temp);
     }
   } catch (error) {
-    throw new RunnerError(ErrorCode.ConfigInvalid, `cannot create runner key file "${file}": ${(error as Error).message}`, { cause: error });
+    throw new RunnerError(
+      ErrorCode.ConfigInvalid,
+      `cannot create runner key file "${file}": ${(error as Error).message}`,
+      { cause: error },
+    );
   }
 }
 
@@ -146,7 +173,10 @@ function upgradeKeyFile(file: string, text: string, logger: Logger): void {
     } catch {
       // nothing was written
     }
-    logger.warn('could not rewrite the runner key file in the --runner-secret format', { file, error: (error as Error).message });
+    logger.warn('could not rewrite the runner key file in the --runner-secret format', {
+      file,
+      error: (error as Error).message,
+    });
   }
 }
 

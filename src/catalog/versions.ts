@@ -95,7 +95,12 @@ export function badSpecMessage(spec: string): string {
 }
 
 /** Chooses the version of tool `name` for a request's `spec` among `candidates` (any order). */
-export function chooseVersion<T>(name: string, candidates: ReadonlyArray<VersionCandidate<T>>, spec: string | undefined, nowMs: number): VersionChoice<T> {
+export function chooseVersion<T>(
+  name: string,
+  candidates: ReadonlyArray<VersionCandidate<T>>,
+  spec: string | undefined,
+  nowMs: number,
+): VersionChoice<T> {
   // Parsed once per call (this runs for every request): version, status, newest first.
   const sorted = candidates
     .map((c) => ({ c, sv: semver.parse(c.version), status: versionStatus(c.contract, nowMs) }))
@@ -104,10 +109,18 @@ export function chooseVersion<T>(name: string, candidates: ReadonlyArray<Version
   const pick = ({ c, status }: Prepared): VersionChoice<T> =>
     status === 'removed'
       ? { ok: false, code: ErrorCode.ToolNotFound, message: removedMessage(name, c.version, c.contract) }
-      : { ok: true, chosen: c, warnings: status === 'deprecated' ? [deprecationWarning(name, c.version, c.contract)] : [] };
+      : {
+          ok: true,
+          chosen: c,
+          warnings: status === 'deprecated' ? [deprecationWarning(name, c.version, c.contract)] : [],
+        };
   const none = (what: string): VersionChoice<T> => {
     const runnable = sorted.filter((p) => p.status !== 'removed').map((p) => p.c.version);
-    return { ok: false, code: ErrorCode.ToolNotFound, message: `tool "${name}" has no version ${what} (versions: ${runnable.length > 0 ? runnable.join(', ') : 'none runnable'})` };
+    return {
+      ok: false,
+      code: ErrorCode.ToolNotFound,
+      message: `tool "${name}" has no version ${what} (versions: ${runnable.length > 0 ? runnable.join(', ') : 'none runnable'})`,
+    };
   };
 
   if (spec === undefined) {

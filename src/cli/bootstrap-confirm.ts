@@ -25,7 +25,8 @@ export interface NotLoaded {
 
 const POLL_MS = 250;
 
-const listsVersion = (entry: CatalogEntry, version: string): boolean => entry.version === version || (entry.versions ?? []).some((v) => v.version === version);
+const listsVersion = (entry: CatalogEntry, version: string): boolean =>
+  entry.version === version || (entry.versions ?? []).some((v) => v.version === version);
 
 /** Waits (at most `waitMs`) until the service lists every written tool; returns the ones it did not load. */
 export async function confirmLoaded(options: {

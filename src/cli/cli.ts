@@ -55,7 +55,9 @@ async function main(argv: string[]): Promise<number> {
   }
   const command = COMMANDS.find((candidate) => candidate.name === name);
   if (!command) {
-    err(`tools-runner: unknown command "${name}" (known: ${COMMANDS.map((c) => c.name).join(', ')}; tools-runner help)`);
+    err(
+      `tools-runner: unknown command "${name}" (known: ${COMMANDS.map((c) => c.name).join(', ')}; tools-runner help)`,
+    );
     return EXIT.Usage;
   }
   if (wantsHelp(rest)) {

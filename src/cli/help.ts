@@ -9,11 +9,20 @@ import { COMMANDS } from './commands/index.js';
 
 const EXIT_TABLE: Array<[number, string]> = [
   [EXIT.Ok, 'success'],
-  [EXIT.Failed, 'the command ran and the outcome is a failure (error response, rejected file, failed example, a tool the service did not load)'],
-  [EXIT.Usage, 'bad usage: unknown command or option, invalid value, bad JSON input, no runner key for a client command'],
+  [
+    EXIT.Failed,
+    'the command ran and the outcome is a failure (error response, rejected file, failed example, a tool the service did not load)',
+  ],
+  [
+    EXIT.Usage,
+    'bad usage: unknown command or option, invalid value, bad JSON input, no runner key for a client command',
+  ],
   [EXIT.Timeout, '`call`: no response within --call-timeout-ms'],
   [EXIT.Unavailable, 'a client command could not reach the store, or the store refused its credentials'],
-  [EXIT.Interrupted, 'interrupted: `call` stopped by SIGINT/SIGTERM, or a second signal made `start` exit without draining'],
+  [
+    EXIT.Interrupted,
+    'interrupted: `call` stopped by SIGINT/SIGTERM, or a second signal made `start` exit without draining',
+  ],
 ];
 
 /** The version of this installation (package.json two levels above src/cli/ and dist/cli/). */
@@ -55,12 +64,21 @@ export function helpWidth(stream: { isTTY?: boolean; columns?: number }): number
 const optionLines = (key: OptionKey): string[] => {
   const flag = `--${flagName(key)}`;
   const fallback = optionDefault(key).replace(/`/g, '');
-  return [`  ${flag.padEnd(28)} ${envName(key)}`, `      ${OPTIONS[key].meta.doc.replace(/`/g, '')} (default: ${fallback === '—' ? 'none' : fallback})`];
+  return [
+    `  ${flag.padEnd(28)} ${envName(key)}`,
+    `      ${OPTIONS[key].meta.doc.replace(/`/g, '')} (default: ${fallback === '—' ? 'none' : fallback})`,
+  ];
 };
 
 /** The lines of `tools-runner help`. */
 export function helpLines(version: string): string[] {
-  const lines = [`tools-runner ${version}`, '', "usage: tools-runner <command> [options] [args]    (tools-runner <command> --help: that command's help)", '', 'commands:'];
+  const lines = [
+    `tools-runner ${version}`,
+    '',
+    "usage: tools-runner <command> [options] [args]    (tools-runner <command> --help: that command's help)",
+    '',
+    'commands:',
+  ];
   for (const command of COMMANDS) lines.push(`  ${command.name.padEnd(10)} ${command.summary}`);
   lines.push('  --version  print the version (also -v)', '', 'exit codes:');
   for (const [code, meaning] of EXIT_TABLE) lines.push(`  ${String(code).padEnd(4)} ${meaning}`);
@@ -73,8 +91,13 @@ export function helpLines(version: string): string[] {
 export function commandHelpLines(command: Command): string[] {
   const lines = [`usage: ${command.usage}`, '', ...command.description, '', 'exit codes:'];
   for (const [code, meaning] of command.exits) lines.push(`  ${String(code).padEnd(4)} ${meaning}`);
-  const options: OptionKey[] = [...command.options, 'logLevel'].filter((key, i, all) => all.indexOf(key) === i) as OptionKey[];
-  lines.push('', 'options (also read from their environment variables; every option of `tools-runner help` is accepted):');
+  const options: OptionKey[] = [...command.options, 'logLevel'].filter(
+    (key, i, all) => all.indexOf(key) === i,
+  ) as OptionKey[];
+  lines.push(
+    '',
+    'options (also read from their environment variables; every option of `tools-runner help` is accepted):',
+  );
   for (const key of options) lines.push(...optionLines(key));
   return lines;
 }

@@ -10,7 +10,14 @@ import { EXIT } from './command.js';
 /** The store base URL a client command should talk to. */
 export function clientStoreUrl(config: Config): string {
   if (config.storeUrl) return config.storeUrl;
-  const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host === '::' ? '[::1]' : config.host.includes(':') ? `[${config.host}]` : config.host;
+  const host =
+    config.host === '0.0.0.0'
+      ? '127.0.0.1'
+      : config.host === '::'
+        ? '[::1]'
+        : config.host.includes(':')
+          ? `[${config.host}]`
+          : config.host;
   return `http://${host}:${config.port}`;
 }
 
@@ -24,7 +31,14 @@ export function cliStoreClient(config: Config, logger: Logger, agentId: string, 
     logger,
     auth: config.storeToken
       ? { token: config.storeToken }
-      : { mint: { owner_id: config.ownerId, agent_id: agentId, roles, ...(config.adminKey ? { adminKey: config.adminKey } : {}) } },
+      : {
+          mint: {
+            owner_id: config.ownerId,
+            agent_id: agentId,
+            roles,
+            ...(config.adminKey ? { adminKey: config.adminKey } : {}),
+          },
+        },
   });
 }
 
@@ -57,7 +71,12 @@ const REASONS: Record<string, string> = {
  * When `error` means the store is unusable (unreachable, or refused the credentials), one line that
  * says what is missing and how to fix it, with exit code 4; otherwise undefined.
  */
-export function storeProblem(error: unknown, config: Config, command: string, hint?: string): { line: string; exit: number } | undefined {
+export function storeProblem(
+  error: unknown,
+  config: Config,
+  command: string,
+  hint?: string,
+): { line: string; exit: number } | undefined {
   const e = (error ?? {}) as StoreFailure;
   const url = clientStoreUrl(config);
   if (e.status === 0 && e.storeCode === 'network') {
@@ -78,7 +97,12 @@ export function storeProblem(error: unknown, config: Config, command: string, hi
 }
 
 /** A command's `catch`: a store that is unusable is its one line on stderr and exit code 4; anything else is rethrown. */
-export function exitForStoreProblem(error: unknown, ctx: { config: Config; err(line: string): void }, command: string, hint?: string): number {
+export function exitForStoreProblem(
+  error: unknown,
+  ctx: { config: Config; err(line: string): void },
+  command: string,
+  hint?: string,
+): number {
   const problem = storeProblem(error, ctx.config, command, hint);
   if (!problem) throw error;
   ctx.err(problem.line);

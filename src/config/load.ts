@@ -30,7 +30,10 @@ function isBoolean(key: OptionKey): boolean {
 }
 
 /** Splits argv into flag values (by config key) and positionals. Unknown flags are an error. */
-export function parseArgv(argv: readonly string[]): { values: Partial<Record<OptionKey, string>>; positionals: string[] } {
+export function parseArgv(argv: readonly string[]): {
+  values: Partial<Record<OptionKey, string>>;
+  positionals: string[];
+} {
   const values: Partial<Record<OptionKey, string>> = {};
   const positionals: string[] = [];
   for (let i = 0; i < argv.length; i++) {
@@ -56,7 +59,10 @@ export function parseArgv(argv: readonly string[]): { values: Partial<Record<Opt
       }
     }
     if (!key) {
-      throw new RunnerError(ErrorCode.ConfigInvalid, `unknown option "--${name}" (run "tools-runner help" for the list)`);
+      throw new RunnerError(
+        ErrorCode.ConfigInvalid,
+        `unknown option "--${name}" (run "tools-runner help" for the list)`,
+      );
     }
     if (value === undefined) {
       const next = argv[i + 1];
@@ -133,7 +139,11 @@ export function defaultDataDir(env: Record<string, string | undefined>): string 
  * TOOLS_RUNNER_* variable is read; the default data directory still follows XDG_DATA_HOME / HOME.
  */
 export function defaultConfig(overrides: Partial<Record<OptionKey, unknown>> = {}): Config {
-  return loadConfig({ env: { XDG_DATA_HOME: process.env['XDG_DATA_HOME'], HOME: process.env['HOME'] }, argv: [], overrides }).config;
+  return loadConfig({
+    env: { XDG_DATA_HOME: process.env['XDG_DATA_HOME'], HOME: process.env['HOME'] },
+    argv: [],
+    overrides,
+  }).config;
 }
 
 /**

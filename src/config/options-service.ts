@@ -19,7 +19,7 @@ export const SERVICE_OPTIONS = {
 
   format: opt(z.enum(['openai', 'mcp', 'rap', 'typescript', 'aruntime']).default('openai'), {
     group: 'general',
-    doc: 'Output format of `tools-runner export`: OpenAI function tools, MCP `tools/list` entries, a RAP toolset, TypeScript declarations, or ARuntime tool descriptions (with each tool\'s contract).',
+    doc: "Output format of `tools-runner export`: OpenAI function tools, MCP `tools/list` entries, a RAP toolset, TypeScript declarations, or ARuntime tool descriptions (with each tool's contract).",
   }),
 
   fromFiles: opt(boolish.default(false), {
@@ -65,7 +65,7 @@ export const SERVICE_OPTIONS = {
   }),
   dbPoolSize: opt(intish(1, 1000).default(10), {
     group: 'store',
-    doc: 'Connections of the store\'s PostgreSQL pool per replica (plus one for LISTEN); see docs/deployment.md for sizing.',
+    doc: "Connections of the store's PostgreSQL pool per replica (plus one for LISTEN); see docs/deployment.md for sizing.",
   }),
   maxBodyBytes: opt(intish(1024).default(1024 * 1024), {
     group: 'store',
@@ -97,7 +97,7 @@ export const SERVICE_OPTIONS = {
   }),
   leaseKey: opt(z.string().min(16, 'must be at least 16 characters long').optional(), {
     group: 'store',
-    doc: 'Key (16+ characters; header `X-Lease-Key`) of the store\'s lease routes `/x/leases/*`, which runner replicas use for claims instead of `tool.claim.v1` breadcrumbs. `tools-runner store`: unset turns the lease routes off; give every runner replica the same value. `start`: unset derives it from the runner secret, for the embedded store and for replicas on `--store-url` alike.',
+    doc: "Key (16+ characters; header `X-Lease-Key`) of the store's lease routes `/x/leases/*`, which runner replicas use for claims instead of `tool.claim.v1` breadcrumbs. `tools-runner store`: unset turns the lease routes off; give every runner replica the same value. `start`: unset derives it from the runner secret, for the embedded store and for replicas on `--store-url` alike.",
     defaultText: 'derived from the runner secret (`start`); off (`store`)',
     secret: true,
   }),
@@ -107,7 +107,7 @@ export const SERVICE_OPTIONS = {
   }),
   retentionMs: opt(intish(0).default(7 * 24 * 3600_000), {
     group: 'store',
-    doc: 'How long the store keeps the runner\'s finished records: an answered request and its answer (counted from the answer), claims, progress reports, decided approvals; 0 keeps them forever. Never removes an unanswered request or a pending approval.',
+    doc: "How long the store keeps the runner's finished records: an answered request and its answer (counted from the answer), claims, progress reports, decided approvals; 0 keeps them forever. Never removes an unanswered request or a pending approval.",
   }),
   auditRetentionMs: opt(intish(0).default(30 * 24 * 3600_000), {
     group: 'store',
@@ -148,10 +148,16 @@ export const SERVICE_OPTIONS = {
     group: 'runner',
     doc: 'Agent id (`sub`) of the runner on the store; also the claim holder prefix.',
   }),
-  workspace: opt(z.string().regex(/^workspace:[^\s]+$/).default('workspace:tools'), {
-    group: 'runner',
-    doc: 'Workspace tag the runner serves.',
-  }),
+  workspace: opt(
+    z
+      .string()
+      .regex(/^workspace:[^\s]+$/)
+      .default('workspace:tools'),
+    {
+      group: 'runner',
+      doc: 'Workspace tag the runner serves.',
+    },
+  ),
   adminHost: opt(z.string().min(1).default('127.0.0.1'), {
     group: 'runner',
     doc: 'Bind address of the admin port (`/health`, `/metrics`, `/live`, the web console). A non-loopback address needs `adminToken`.',
@@ -162,7 +168,7 @@ export const SERVICE_OPTIONS = {
   }),
   adminToken: opt(z.string().min(16).optional(), {
     group: 'runner',
-    doc: 'Bearer token (16+ characters) the admin port requires for the web console and its API, `/mcp`, `/live` and `/metrics` (`Authorization: Bearer <token>`, or the console\'s login cookie); `/health` stays open. Without it the admin port only binds to loopback addresses.',
+    doc: "Bearer token (16+ characters) the admin port requires for the web console and its API, `/mcp`, `/live` and `/metrics` (`Authorization: Bearer <token>`, or the console's login cookie); `/health` stays open. Without it the admin port only binds to loopback addresses.",
     secret: true,
   }),
   adminHosts: opt(listish.default([]), {
@@ -175,7 +181,7 @@ export const SERVICE_OPTIONS = {
   }),
   concurrency: opt(intish(0, 1024).default(0), {
     group: 'runner',
-    doc: 'Tool calls in flight at once, across all tools: computing, or waiting on a timer, the network or a nested call (one tool holds at most 3/4 of them). `0`: as many sandbox processes as half the machine\'s memory holds at the default memory limit (`defaultMemoryMb` + 64 MB each), 4 to 256.',
+    doc: "Tool calls in flight at once, across all tools: computing, or waiting on a timer, the network or a nested call (one tool holds at most 3/4 of them). `0`: as many sandbox processes as half the machine's memory holds at the default memory limit (`defaultMemoryMb` + 64 MB each), 4 to 256.",
     defaultText: '0 (from memory)',
   }),
   cpuConcurrency: opt(intish(0, 1024).default(0), {
@@ -197,7 +203,7 @@ export const SERVICE_OPTIONS = {
   }),
   claims: opt(z.enum(['auto', 'lease', 'breadcrumb']).default('auto'), {
     group: 'runner',
-    doc: 'How replicas share requests: `lease` uses the store\'s lease routes (this project\'s store only; no breadcrumbs, no events), `breadcrumb` uses `tool.claim.v1` breadcrumbs (any RCRT store), `auto` picks `lease` when the store offers it. Every replica of one store must end up with the same kind.',
+    doc: "How replicas share requests: `lease` uses the store's lease routes (this project's store only; no breadcrumbs, no events), `breadcrumb` uses `tool.claim.v1` breadcrumbs (any RCRT store), `auto` picks `lease` when the store offers it. Every replica of one store must end up with the same kind.",
   }),
   scanIntervalMs: opt(intish(100).default(15_000), {
     group: 'runner',
@@ -217,24 +223,27 @@ export const SERVICE_OPTIONS = {
   }),
   callProgress: opt(boolish.default(false), {
     group: 'runner',
-    doc: '`tools-runner call`: print the running tool\'s progress reports (`context.progress`) to stderr as they arrive — a `{text}` report as its text, any other as one JSON line.',
+    doc: "`tools-runner call`: print the running tool's progress reports (`context.progress`) to stderr as they arrive — a `{text}` report as its text, any other as one JSON line.",
   }),
   runnerSecret: opt(
     z
       .string()
       .min(16, 'must be at least 16 characters long')
-      .refine((text) => !text.startsWith('hex:') || /^hex:[0-9a-fA-F]{64}$/.test(text), 'a secret starting with "hex:" must be followed by exactly 64 hex digits')
+      .refine(
+        (text) => !text.startsWith('hex:') || /^hex:[0-9a-fA-F]{64}$/.test(text),
+        'a secret starting with "hex:" must be followed by exactly 64 hex digits',
+      )
       .optional(),
     {
-    group: 'runner',
-    doc: 'Secret (16+ characters; `hex:<64 hex digits>` stands for those 32 bytes) every key of the runner derives from: Idempotency-Keys, claim MACs and answer tags (so no other writer can forge or squat them) and the stamps on the tools it deploys. Every replica of one store, and the client commands (`bootstrap`, `export`, `mcp --store-url`, `approvals`), must use the same value; required with `--store-url`. `<data-dir>/runner.key` holds the same text.',
-    defaultText: 'read from `<data-dir>/runner.key` (the service generates it with the embedded store)',
-    secret: true,
+      group: 'runner',
+      doc: 'Secret (16+ characters; `hex:<64 hex digits>` stands for those 32 bytes) every key of the runner derives from: Idempotency-Keys, claim MACs and answer tags (so no other writer can forge or squat them) and the stamps on the tools it deploys. Every replica of one store, and the client commands (`bootstrap`, `export`, `mcp --store-url`, `approvals`), must use the same value; required with `--store-url`. `<data-dir>/runner.key` holds the same text.',
+      defaultText: 'read from `<data-dir>/runner.key` (the service generates it with the embedded store)',
+      secret: true,
     },
   ),
   secretsFile: opt(optionalString, {
     group: 'runner',
-    doc: 'Fallback secrets: a JSON object file `{NAME: value}` consulted after the store\'s secrets API.',
+    doc: "Fallback secrets: a JSON object file `{NAME: value}` consulted after the store's secrets API.",
   }),
   toolApiMaxConcurrent: opt(intish(1, 64).default(2), {
     group: 'runner',
@@ -266,7 +275,7 @@ export const SERVICE_OPTIONS = {
   }),
   toolApiRunnerReaders: opt(listish.default([]), {
     group: 'runner',
-    doc: 'Tools (names) whose `context.api` may read the runner\'s own `tool.*` records (requests, responses, claims, definitions); others never see them.',
+    doc: "Tools (names) whose `context.api` may read the runner's own `tool.*` records (requests, responses, claims, definitions); others never see them.",
   }),
   rateLimits: opt(jsonObject.default({}), {
     group: 'runner',

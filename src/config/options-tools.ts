@@ -47,7 +47,7 @@ export const TOOL_OPTIONS = {
   }),
   maxTimeoutMs: opt(intish(1).default(300_000), {
     group: 'sandbox',
-    doc: 'Upper bound on any tool\'s declared timeout.',
+    doc: "Upper bound on any tool's declared timeout.",
   }),
   defaultMemoryMb: opt(intish(16).default(128), {
     group: 'sandbox',
@@ -55,7 +55,7 @@ export const TOOL_OPTIONS = {
   }),
   maxMemoryMb: opt(intish(16).default(1024), {
     group: 'sandbox',
-    doc: 'Upper bound on any tool\'s declared memory limit.',
+    doc: "Upper bound on any tool's declared memory limit.",
   }),
   maxOutputBytes: opt(intish(1024).default(1024 * 1024), {
     group: 'sandbox',
@@ -90,11 +90,11 @@ export const TOOL_OPTIONS = {
   }),
   bootstrapAllow: opt(listish.default([]), {
     group: 'authoring',
-    doc: 'Extra permissions the operator\'s bootstrapped tools may declare: `read`, `write`, `env`, `run`, `sys` (Deno permissions, unscoped), and `net` (`permissions.net: true` = any public host; private, loopback and link-local ranges stay denied). Never for agent tools.',
+    doc: "Extra permissions the operator's bootstrapped tools may declare: `read`, `write`, `env`, `run`, `sys` (Deno permissions, unscoped), and `net` (`permissions.net: true` = any public host; private, loopback and link-local ranges stay denied). Never for agent tools.",
   }),
   bootstrapMaxTimeoutMs: opt(intish(1).default(86_400_000), {
     group: 'authoring',
-    doc: 'Upper bound on the declared timeout of the operator\'s bootstrapped tools (24 h by default; agent tools stay under `--max-timeout-ms`).',
+    doc: "Upper bound on the declared timeout of the operator's bootstrapped tools (24 h by default; agent tools stay under `--max-timeout-ms`).",
   }),
   allowPrivateHosts: opt(privateHostGrants.default({}), {
     group: 'authoring',
@@ -102,12 +102,18 @@ export const TOOL_OPTIONS = {
   }),
   skipExamples: opt(boolish.default(false), {
     group: 'authoring',
-    doc: 'Bootstrap (`bootstrap`, and `start` unless `--no-bootstrap`) without running the tools\' examples first; by default a tool whose example fails is rejected.',
+    doc: "Bootstrap (`bootstrap`, and `start` unless `--no-bootstrap`) without running the tools' examples first; by default a tool whose example fails is rejected.",
   }),
-  networkProbe: opt(z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[^\s:[\]]+):\d{1,5}$/).optional(), {
-    group: 'authoring',
-    doc: '`host:port` checked once (TCP connect, 1.5 s) before running examples marked `requires_network`; unreachable → those examples are skipped. Default: the first declared host of each such tool, port 443.',
-  }),
+  networkProbe: opt(
+    z
+      .string()
+      .regex(/^(\[[0-9a-fA-F:.]+\]|[^\s:[\]]+):\d{1,5}$/)
+      .optional(),
+    {
+      group: 'authoring',
+      doc: '`host:port` checked once (TCP connect, 1.5 s) before running examples marked `requires_network`; unreachable → those examples are skipped. Default: the first declared host of each such tool, port 443.',
+    },
+  ),
   toolCreation: opt(boolish.default(true), {
     group: 'authoring',
     doc: 'Whether agents may create tools with `tool.create.request.v1`.',
@@ -146,7 +152,7 @@ export const TOOL_OPTIONS = {
   auditDir: opt(z.string().min(1), {
     group: 'legacy',
     doc: 'Directory of the daily NDJSON audit logs: one line per call of a tool that is not read-only, code or host.',
-    defaultText: '`<data-dir>/audit` (with `--data-dir :memory:`, the default data directory\'s `audit`)',
+    defaultText: "`<data-dir>/audit` (with `--data-dir :memory:`, the default data directory's `audit`)",
   }),
   redact: opt(listish.default([]), {
     group: 'legacy',
@@ -155,7 +161,7 @@ export const TOOL_OPTIONS = {
   // --- RAP (Reactive Agent Protocol) -----------------------------------------------------------
   rapHost: opt(z.string().min(1).default('127.0.0.1'), {
     group: 'rap',
-    doc: 'Bind address of the RAP listener (tool server routes and the runtime\'s result callbacks).',
+    doc: "Bind address of the RAP listener (tool server routes and the runtime's result callbacks).",
   }),
   rapPort: opt(intish(-1, 65535).default(-1), {
     group: 'rap',
@@ -164,7 +170,7 @@ export const TOOL_OPTIONS = {
   rapPublicUrl: opt(z.url({ protocol: /^https?$/ }).optional(), {
     group: 'rap',
     doc: 'Base URL under which others reach the RAP listener (used in the served toolset `endpoint` and in callback URLs).',
-    defaultText: 'the listener\'s own address',
+    defaultText: "the listener's own address",
   }),
   rapToolServer: opt(boolish.default(true), {
     group: 'rap',
@@ -177,7 +183,7 @@ export const TOOL_OPTIONS = {
   }),
   rapCallbackHosts: opt(listish.default([]), {
     group: 'rap',
-    doc: 'Hosts (`name` or `name:port`) an invocation\'s `callback_url` may point at besides loopback addresses.',
+    doc: "Hosts (`name` or `name:port`) an invocation's `callback_url` may point at besides loopback addresses.",
   }),
   rapServers: opt(listish.default([]), {
     group: 'rap',
@@ -185,7 +191,7 @@ export const TOOL_OPTIONS = {
   }),
   rapServerTokens: opt(listish.default([]), {
     group: 'rap',
-    doc: 'Bearer tokens for `--rap-servers` that require one (a tool server with `--rap-tokens`), `url=token` with `url` exactly one of the `--rap-servers` entries. The token is sent as `Authorization: Bearer <token>` on the toolset fetch, `/invoke` and `/cancel_tool_call` to that server (and its toolset\'s endpoint), and never logged.',
+    doc: "Bearer tokens for `--rap-servers` that require one (a tool server with `--rap-tokens`), `url=token` with `url` exactly one of the `--rap-servers` entries. The token is sent as `Authorization: Bearer <token>` on the toolset fetch, `/invoke` and `/cancel_tool_call` to that server (and its toolset's endpoint), and never logged.",
     secret: true,
   }),
   rapRefreshMs: opt(intish(1000).default(300_000), {
@@ -194,6 +200,6 @@ export const TOOL_OPTIONS = {
   }),
   rapResultTimeoutMs: opt(intish(1).default(300_000), {
     group: 'rap',
-    doc: 'How long a RAP call may take: the runtime waits this long for a tool server\'s result callback, the tool server this long for the runner\'s answer.',
+    doc: "How long a RAP call may take: the runtime waits this long for a tool server's result callback, the tool server this long for the runner's answer.",
   }),
 } as const;

@@ -79,7 +79,10 @@ export function validateAdminHosts(entries: readonly string[]): string[] {
   return entries.map((entry) => {
     const value = entry.trim().toLowerCase();
     if (!/^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(:\d{1,5})?$/.test(value)) {
-      throw new RunnerError(ErrorCode.ConfigInvalid, `admin host ${JSON.stringify(entry)} is not "name" or "name:port" (no scheme, path or wildcard)`);
+      throw new RunnerError(
+        ErrorCode.ConfigInvalid,
+        `admin host ${JSON.stringify(entry)} is not "name" or "name:port" (no scheme, path or wildcard)`,
+      );
     }
     return value;
   });
@@ -107,7 +110,11 @@ export function createAccessGuard(options: { token: string | undefined; hosts?: 
     const given = hostPort(header);
     if (LOOPBACK_NAMES.includes(name) && given !== undefined && given === port) return true;
     const exact = header.trim().toLowerCase();
-    return listed.some((entry) => (hostPort(entry) === undefined ? hostName(entry) === name && (given === undefined || given === port) : entry === exact));
+    return listed.some((entry) =>
+      hostPort(entry) === undefined
+        ? hostName(entry) === name && (given === undefined || given === port)
+        : entry === exact,
+    );
   };
 
   const authorized = (req: IncomingMessage): Refusal | undefined => {
@@ -115,32 +122,63 @@ export function createAccessGuard(options: { token: string | undefined; hosts?: 
     const auth = req.headers.authorization;
     if (auth !== undefined) {
       const match = /^Bearer (.+)$/.exec(auth);
-      if (!match) return { status: 401, code: 'unauthorized', message: 'malformed Authorization header; expected "Bearer <admin token>"' };
+      if (!match)
+        return {
+          status: 401,
+          code: 'unauthorized',
+          message: 'malformed Authorization header; expected "Bearer <admin token>"',
+        };
       if (sameDigest(digest(match[1] as string), tokenDigest)) return undefined;
       return { status: 401, code: 'unauthorized', message: 'the bearer token is not the admin token' };
     }
     const cookie = cookieValue(req.headers.cookie, SESSION_COOKIE);
     if (cookie !== undefined) {
       if (sameDigest(Buffer.from(cookie), Buffer.from(sessionValue as string))) return undefined;
-      return { status: 401, code: 'unauthorized', message: 'the console session cookie is not valid (the admin token changed?); log in again' };
+      return {
+        status: 401,
+        code: 'unauthorized',
+        message: 'the console session cookie is not valid (the admin token changed?); log in again',
+      };
     }
-    return { status: 401, code: 'unauthorized', message: 'the admin port requires the admin token (Authorization: Bearer <token>, or log in at /)' };
+    return {
+      status: 401,
+      code: 'unauthorized',
+      message: 'the admin port requires the admin token (Authorization: Bearer <token>, or log in at /)',
+    };
   };
 
   return {
     tokenRequired: tokenDigest !== undefined,
     check(req, { mutating, token = true }) {
       const host = req.headers.host;
-      if (host === undefined || host === '') return { status: 400, code: 'host_missing', message: 'the request has no Host header' };
+      if (host === undefined || host === '')
+        return { status: 400, code: 'host_missing', message: 'the request has no Host header' };
       if (tokenDigest === undefined && !hostAllowed(host)) {
-        return { status: 403, code: 'host_not_allowed', message: `Host "${host.slice(0, 200)}" is not this admin port; without an admin token it answers only to 127.0.0.1, localhost and [::1] with its port ${port ?? '?'}${listed.length > 0 ? ` and to ${listed.join(', ')}` : ''} (--admin-hosts adds names)` };
+        return {
+          status: 403,
+          code: 'host_not_allowed',
+          message: `Host "${host.slice(0, 200)}" is not this admin port; without an admin token it answers only to 127.0.0.1, localhost and [::1] with its port ${port ?? '?'}${listed.length > 0 ? ` and to ${listed.join(', ')}` : ''} (--admin-hosts adds names)`,
+        };
       }
       const origin = req.headers.origin;
       if (origin !== undefined && origin !== `http://${host}` && origin !== `https://${host}`) {
-        return { status: 403, code: 'origin_not_allowed', message: `Origin "${origin.slice(0, 200)}" is not this admin port's origin (http://${host.slice(0, 200)}); cross-site requests are refused` };
+        return {
+          status: 403,
+          code: 'origin_not_allowed',
+          message: `Origin "${origin.slice(0, 200)}" is not this admin port's origin (http://${host.slice(0, 200)}); cross-site requests are refused`,
+        };
       }
-      if (mutating && origin === undefined && req.headers['sec-fetch-site'] !== undefined && req.headers['sec-fetch-site'] !== 'same-origin') {
-        return { status: 403, code: 'origin_not_allowed', message: `Sec-Fetch-Site "${String(req.headers['sec-fetch-site'])}" is not same-origin; cross-site requests are refused` };
+      if (
+        mutating &&
+        origin === undefined &&
+        req.headers['sec-fetch-site'] !== undefined &&
+        req.headers['sec-fetch-site'] !== 'same-origin'
+      ) {
+        return {
+          status: 403,
+          code: 'origin_not_allowed',
+          message: `Sec-Fetch-Site "${String(req.headers['sec-fetch-site'])}" is not same-origin; cross-site requests are refused`,
+        };
       }
       return token ? authorized(req) : undefined;
     },
@@ -149,7 +187,10 @@ export function createAccessGuard(options: { token: string | undefined; hosts?: 
     },
     exactAllowList() {
       if (tokenDigest !== undefined || port === undefined) return undefined;
-      const hosts = [...LOOPBACK_NAMES.map((name) => `${name.includes(':') ? `[${name}]` : name}:${port}`), ...listed.flatMap((entry) => (hostPort(entry) === undefined ? [entry, `${entry}:${port}`] : [entry]))];
+      const hosts = [
+        ...LOOPBACK_NAMES.map((name) => `${name.includes(':') ? `[${name}]` : name}:${port}`),
+        ...listed.flatMap((entry) => (hostPort(entry) === undefined ? [entry, `${entry}:${port}`] : [entry])),
+      ];
       return { hosts, origins: hosts.flatMap((host) => [`http://${host}`, `https://${host}`]) };
     },
     tokenMatches(candidate) {

@@ -49,7 +49,8 @@ export interface ConsoleApi {
 }
 
 /** A console JSON reply (with the console's headers). */
-const sendJson = (res: ServerResponse, status: number, body: unknown): void => sendJsonWith(res, status, body, JSON_HEADERS);
+const sendJson = (res: ServerResponse, status: number, body: unknown): void =>
+  sendJsonWith(res, status, body, JSON_HEADERS);
 
 const MAX_REMEMBERED = 10_000;
 const NAME = /^[A-Za-z0-9_.:-]{1,128}$/;
@@ -58,7 +59,11 @@ function decode(raw: string, what: string): string {
   try {
     return decodeURIComponent(raw);
   } catch {
-    throw new HttpError(400, 'bad_request', `${what} ${JSON.stringify(raw.slice(0, 140))} is not valid percent-encoding`);
+    throw new HttpError(
+      400,
+      'bad_request',
+      `${what} ${JSON.stringify(raw.slice(0, 140))} is not valid percent-encoding`,
+    );
   }
 }
 
@@ -71,7 +76,11 @@ function toolName(raw: string): string {
 function specOf(body: Record<string, unknown>): Record<string, unknown> {
   const spec = body['tool_spec'];
   if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
-    throw new HttpError(400, 'bad_request', `tool_spec must be a JSON object, got ${spec === null ? 'null' : Array.isArray(spec) ? 'an array' : typeof spec}`);
+    throw new HttpError(
+      400,
+      'bad_request',
+      `tool_spec must be a JSON object, got ${spec === null ? 'null' : Array.isArray(spec) ? 'an array' : typeof spec}`,
+    );
   }
   return spec as Record<string, unknown>;
 }
@@ -95,7 +104,14 @@ export function createConsoleApi(options: ConsoleOptions): ConsoleApi {
     workspace,
     agentId: CONSOLE_AGENT,
     requestId: (tool, i) => `console-example:${tool.name}:${i + 1}`,
-    api: (tool, i) => createToolApi({ client, tool: tool.name, rid: `console-example:${tool.name}:${i + 1}`, config, schemas: tool.apiSchemas }),
+    api: (tool, i) =>
+      createToolApi({
+        client,
+        tool: tool.name,
+        rid: `console-example:${tool.name}:${i + 1}`,
+        config,
+        schemas: tool.apiSchemas,
+      }),
   };
   const runAllExamples = async (tool: ToolDefinition): Promise<ExampleRun[]> => {
     const runs: ExampleRun[] = [];
@@ -103,17 +119,22 @@ export function createConsoleApi(options: ConsoleOptions): ConsoleApi {
     return runs;
   };
 
-  const validate = (spec: Record<string, unknown>) => validateToolDefinition(spec, { origin: 'agent', config, validator });
+  const validate = (spec: Record<string, unknown>) =>
+    validateToolDefinition(spec, { origin: 'agent', config, validator });
 
   const currentTool = (name: string): ToolDefinition => {
     const route = catalog.resolve(name);
-    if (route?.kind !== 'code') throw new HttpError(404, 'not_found', `no runnable code tool named ${JSON.stringify(name)}`);
+    if (route?.kind !== 'code')
+      throw new HttpError(404, 'not_found', `no runnable code tool named ${JSON.stringify(name)}`);
     return route.tool;
   };
 
   const toolPage = async (name: string, id: string | null) => {
     const rows = (await index.rows()).filter((row) => row.name === name);
-    const row = (id ? rows.find((r) => r.breadcrumbId === id) : undefined) ?? rows.find((r) => r.state === 'runnable' || r.state === 'deprecated') ?? rows[0];
+    const row =
+      (id ? rows.find((r) => r.breadcrumbId === id) : undefined) ??
+      rows.find((r) => r.state === 'runnable' || r.state === 'deprecated') ??
+      rows[0];
     if (!row) throw new HttpError(404, 'not_found', `no tool named ${JSON.stringify(name)}`);
     const route = catalog.resolve(name);
     let definition: Record<string, unknown> | null = null;
@@ -139,12 +160,27 @@ export function createConsoleApi(options: ConsoleOptions): ConsoleApi {
       };
     } else if (route?.kind === 'host') {
       const host = route.tool;
-      definition = { name: host.name, description: host.description, input_schema: host.inputSchema, output_schema: host.resultSchema, transport: host.transport.kind, format: host.format, manifest: host.manifestPath, capabilities: host.capabilities, requires_confirmation: host.requiresConfirmation };
+      definition = {
+        name: host.name,
+        description: host.description,
+        input_schema: host.inputSchema,
+        output_schema: host.resultSchema,
+        transport: host.transport.kind,
+        format: host.format,
+        manifest: host.manifestPath,
+        capabilities: host.capabilities,
+        requires_confirmation: host.requiresConfirmation,
+      };
     }
     return { tool: row, others: rows.filter((r) => r !== row), definition, warnings, stats: stats.tool(name) };
   };
 
-  const api = async (req: IncomingMessage, res: ServerResponse, path: string, query: URLSearchParams): Promise<void> => {
+  const api = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    query: URLSearchParams,
+  ): Promise<void> => {
     const method = req.method ?? 'GET';
     const parts = path.split('/').slice(2);
     const route = `${method} /${parts.map((p, i) => (i === 1 && (parts[0] === 'tools' || parts[0] === 'requests' || parts[0] === 'create' || parts[0] === 'extensions') ? ':x' : i === 3 && parts[2] === 'examples' ? ':i' : p)).join('/')}`;
@@ -158,7 +194,8 @@ export function createConsoleApi(options: ConsoleOptions): ConsoleApi {
       case 'GET /extensions/:x': {
         const name = decode(parts[1] as string, 'extension name');
         const status = options.extensionStatus?.(name);
-        if (status === undefined) throw new HttpError(404, 'not_found', `no extension ${JSON.stringify(name.slice(0, 140))} with a status`);
+        if (status === undefined)
+          throw new HttpError(404, 'not_found', `no extension ${JSON.stringify(name.slice(0, 140))} with a status`);
         return sendJson(res, 200, status);
       }
       case 'GET /health':
@@ -168,24 +205,43 @@ export function createConsoleApi(options: ConsoleOptions): ConsoleApi {
       case 'GET /tools/:x/history': {
         const name = toolName(parts[1] as string);
         const route = catalog.resolve(name);
-        if (route?.kind !== 'code') throw new HttpError(404, 'not_found', `no runnable code tool named ${JSON.stringify(name)}`);
+        if (route?.kind !== 'code')
+          throw new HttpError(404, 'not_found', `no runnable code tool named ${JSON.stringify(name)}`);
         const history = await client.history(route.breadcrumbId);
-        return sendJson(res, 200, { id: route.breadcrumbId, versions: history.map((h) => ({ version: h.version, tool_version: h.context['version'] ?? null, updated_at: h.updated_at, updated_by: h.updated_by ?? null })) });
+        return sendJson(res, 200, {
+          id: route.breadcrumbId,
+          versions: history.map((h) => ({
+            version: h.version,
+            tool_version: h.context['version'] ?? null,
+            updated_at: h.updated_at,
+            updated_by: h.updated_by ?? null,
+          })),
+        });
       }
       case 'POST /tools/:x/examples/:i': {
         const tool = currentTool(toolName(parts[1] as string));
         const i = Number(parts[3]);
         if (!Number.isInteger(i) || i < 0 || i >= tool.examples.length) {
-          throw new HttpError(404, 'not_found', `tool "${tool.name}" has ${tool.examples.length} example(s); there is no example ${JSON.stringify(parts[3])}`);
+          throw new HttpError(
+            404,
+            'not_found',
+            `tool "${tool.name}" has ${tool.examples.length} example(s); there is no example ${JSON.stringify(parts[3])}`,
+          );
         }
         return sendJson(res, 200, await runExample(tool, i, exampleOptions));
       }
       case 'POST /tools/:x/call': {
         const name = toolName(parts[1] as string);
         const body = await readJsonObject(req, res, maxBody);
-        if (!('input' in body)) throw new HttpError(400, 'bad_request', 'body must have an "input" field (the tool input)');
+        if (!('input' in body))
+          throw new HttpError(400, 'bad_request', 'body must have an "input" field (the tool input)');
         // The answer is read later by the inspector (GET /requests/:rid), which marks only the runner's verified answer genuine.
-        const { rid, breadcrumbId: id } = await requestClient.write({ tool: name, input: body['input'], requestedBy: CONSOLE_AGENT, tags: [TAG.agent(CONSOLE_AGENT)] });
+        const { rid, breadcrumbId: id } = await requestClient.write({
+          tool: name,
+          input: body['input'],
+          requestedBy: CONSOLE_AGENT,
+          tags: [TAG.agent(CONSOLE_AGENT)],
+        });
         requests.set(rid, id);
         logger.info('console call written', { rid, tool: name });
         return sendJson(res, 202, { rid, request_breadcrumb_id: id });
@@ -196,23 +252,38 @@ export function createConsoleApi(options: ConsoleOptions): ConsoleApi {
       }
       case 'POST /examples': {
         const result = validate(specOf(await readJsonObject(req, res, maxBody)));
-        if (!result.ok) return sendJson(res, 422, { ok: false, errors: result.errors, warnings: result.warnings, examples: [] });
+        if (!result.ok)
+          return sendJson(res, 422, { ok: false, errors: result.errors, warnings: result.warnings, examples: [] });
         const runs = await runAllExamples(result.tool);
-        return sendJson(res, 200, { ok: runs.every((r) => r.ok), errors: [], warnings: result.warnings, examples: runs });
+        return sendJson(res, 200, {
+          ok: runs.every((r) => r.ok),
+          errors: [],
+          warnings: result.warnings,
+          examples: runs,
+        });
       }
       case 'POST /create': {
         const body = await readJsonObject(req, res, maxBody);
         const spec = specOf(body);
         const replaces = body['replaces_version'];
         if (replaces !== undefined && (typeof replaces !== 'string' || replaces === '')) {
-          throw new HttpError(400, 'bad_request', `replaces_version must be a non-empty string, got ${JSON.stringify(replaces)}`);
+          throw new HttpError(
+            400,
+            'bad_request',
+            `replaces_version must be a non-empty string, got ${JSON.stringify(replaces)}`,
+          );
         }
         const rid = randomUUID();
         const { id } = await client.createBreadcrumb({
           title: `Create tool: ${typeof spec['name'] === 'string' ? spec['name'].slice(0, 64) : '?'}`,
           schema_name: SCHEMA.ToolCreateRequest,
           tags: [workspace, TAG.agent(CONSOLE_AGENT)],
-          context: { request_id: rid, agent_id: CONSOLE_AGENT, tool_spec: spec, ...(replaces !== undefined ? { replaces_version: replaces } : {}) },
+          context: {
+            request_id: rid,
+            agent_id: CONSOLE_AGENT,
+            tool_spec: spec,
+            ...(replaces !== undefined ? { replaces_version: replaces } : {}),
+          },
         });
         creates.set(rid, id);
         logger.info('console create request written', { rid, tool: spec['name'] });
@@ -221,16 +292,40 @@ export function createConsoleApi(options: ConsoleOptions): ConsoleApi {
       case 'GET /create/:x': {
         const rid = decode(parts[1] as string, 'request id');
         const id = creates.get(rid);
-        if (id === undefined) throw new HttpError(404, 'not_found', `no create request ${JSON.stringify(rid.slice(0, 140))} was made from this console`);
-        const items = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolCreateResponse, tag: keys.answerTag(id), include_context: true, limit: 1 });
+        if (id === undefined)
+          throw new HttpError(
+            404,
+            'not_found',
+            `no create request ${JSON.stringify(rid.slice(0, 140))} was made from this console`,
+          );
+        const items = await client.listBreadcrumbs({
+          schema_name: SCHEMA.ToolCreateResponse,
+          tag: keys.answerTag(id),
+          include_context: true,
+          limit: 1,
+        });
         const answer = items.find((item) => item.tags.includes(workspace));
-        return sendJson(res, 200, answer ? { rid, status: 'answered', response: answer.context } : { rid, status: 'pending' });
+        return sendJson(
+          res,
+          200,
+          answer ? { rid, status: 'answered', response: answer.context } : { rid, status: 'pending' },
+        );
       }
       case 'GET /requests/:x': {
         const rid = decode(parts[1] as string, 'request id');
-        if (rid === '' || rid.length > 200) throw new HttpError(400, 'bad_request', `request id must be 1-200 characters, got ${rid.length}`);
-        const found = await inspectRequest({ client, keys, workspace, knownRequest: (r) => requests.get(r), liveCall: (r) => stats.call(r) }, rid);
-        return sendJson(res, found.found ? 200 : 404, found.found ? found : { ...found, error: `no request ${JSON.stringify(rid)} in ${workspace}`, code: 'not_found' });
+        if (rid === '' || rid.length > 200)
+          throw new HttpError(400, 'bad_request', `request id must be 1-200 characters, got ${rid.length}`);
+        const found = await inspectRequest(
+          { client, keys, workspace, knownRequest: (r) => requests.get(r), liveCall: (r) => stats.call(r) },
+          rid,
+        );
+        return sendJson(
+          res,
+          found.found ? 200 : 404,
+          found.found
+            ? found
+            : { ...found, error: `no request ${JSON.stringify(rid)} in ${workspace}`, code: 'not_found' },
+        );
       }
       default:
         throw new HttpError(404, 'not_found', `no console API route ${method} ${path}`);
@@ -247,17 +342,30 @@ export function createConsoleApi(options: ConsoleOptions): ConsoleApi {
           await api(req, res, path, query);
         } catch (error) {
           if (error instanceof HttpError) sendError(res, error, JSON_HEADERS);
-          else if (isNotFound(error)) sendError(res, new HttpError(404, 'not_found', (error as Error).message), JSON_HEADERS);
+          else if (isNotFound(error))
+            sendError(res, new HttpError(404, 'not_found', (error as Error).message), JSON_HEADERS);
           else {
             logger.error('console API failed', { path, error });
-            sendError(res, new HttpError(500, 'internal', `console API ${method} ${path} failed: ${(error as Error).message}`), JSON_HEADERS);
+            sendError(
+              res,
+              new HttpError(500, 'internal', `console API ${method} ${path} failed: ${(error as Error).message}`),
+              JSON_HEADERS,
+            );
           }
         }
         return true;
       }
       if (method !== 'GET' && method !== 'HEAD') return false;
       if (path === '/' && !assets.built) {
-        sendError(res, new HttpError(503, 'console_not_built', 'the console is not built: run `npm run build` (dist/console/public is missing)'), JSON_HEADERS);
+        sendError(
+          res,
+          new HttpError(
+            503,
+            'console_not_built',
+            'the console is not built: run `npm run build` (dist/console/public is missing)',
+          ),
+          JSON_HEADERS,
+        );
         return true;
       }
       return assets.serve(res, path, method === 'HEAD');

@@ -16,7 +16,8 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   // same-origin, not no-referrer: with no-referrer Chromium sends `Origin: null` on the login form's POST,
   // which the guard refuses; same-origin sends the real Origin there and still no referrer elsewhere.
   'referrer-policy': 'same-origin',
-  'content-security-policy': "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self' ws: wss:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+  'content-security-policy':
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self' ws: wss:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
 };
 
 /** Headers of every console JSON reply: the security headers, never cached. */
@@ -66,7 +67,11 @@ export function loadAssets(dir: string): Assets {
     for (const file of listFiles(dir)) {
       const url = '/' + relative(dir, file).split(sep).join('/');
       // Chunks carry a content hash in their name (esbuild `[name]-[hash]`): cache them forever.
-      files.set(url, { body: readFileSync(file), type: TYPES[extname(file)] ?? 'application/octet-stream', immutable: url.startsWith('/assets/chunks/') });
+      files.set(url, {
+        body: readFileSync(file),
+        type: TYPES[extname(file)] ?? 'application/octet-stream',
+        immutable: url.startsWith('/assets/chunks/'),
+      });
     }
   }
   return {
@@ -111,5 +116,8 @@ export function defaultAssetsDir(): string {
 
 /** Refusal to start: the admin port would be open to the network without a token. */
 export function nonLoopbackWithoutToken(host: string): RunnerError {
-  return new RunnerError(ErrorCode.ConfigInvalid, `refusing to serve the admin port on non-loopback host "${host}" without adminToken (set --admin-token, or bind to 127.0.0.1)`);
+  return new RunnerError(
+    ErrorCode.ConfigInvalid,
+    `refusing to serve the admin port on non-loopback host "${host}" without adminToken (set --admin-token, or bind to 127.0.0.1)`,
+  );
 }

@@ -42,7 +42,14 @@ export interface ToolStats {
 
 export interface ConsoleStats {
   started(report: { rid: string; tool: string; agentId?: string }): void;
-  finished(report: { rid: string; tool: string; agentId?: string; status: 'success' | 'error'; code?: string; durationMs: number }): void;
+  finished(report: {
+    rid: string;
+    tool: string;
+    agentId?: string;
+    status: 'success' | 'error';
+    code?: string;
+    durationMs: number;
+  }): void;
   /** A started call ended without an answer (not counted as a call). */
   ended(report: { rid: string; tool: string; outcome: 'withdrawn' | 'released' | 'parked' }): void;
   /** Figures of one tool (zeros when it never ran). */
@@ -65,7 +72,14 @@ interface ToolFigures {
   errors: number;
   codes: Map<string, number>;
   recent: CallRecord[];
-  buckets: Array<{ t: number; calls: number; errors: number; codes: Map<string, number>; samples: number[]; seen: number }>;
+  buckets: Array<{
+    t: number;
+    calls: number;
+    errors: number;
+    codes: Map<string, number>;
+    samples: number[];
+    seen: number;
+  }>;
 }
 
 function quantile(sorted: number[], q: number): number | null {
@@ -98,7 +112,13 @@ export function createConsoleStats(options: { now?: () => number } = {}): Consol
     started(report) {
       const e = entry(report.tool);
       if (!e) return;
-      const record: CallRecord = { rid: report.rid, tool: report.tool, ...(report.agentId ? { agentId: report.agentId } : {}), status: 'running', startedAt: new Date(now()).toISOString() };
+      const record: CallRecord = {
+        rid: report.rid,
+        tool: report.tool,
+        ...(report.agentId ? { agentId: report.agentId } : {}),
+        status: 'running',
+        startedAt: new Date(now()).toISOString(),
+      };
       e.recent.unshift(record);
       if (e.recent.length > RECENT) e.recent.pop();
       remember(record);
@@ -116,7 +136,12 @@ export function createConsoleStats(options: { now?: () => number } = {}): Consol
       const at = now();
       let record = e.recent.find((r) => r.rid === report.rid && r.status === 'running');
       if (!record) {
-        record = { rid: report.rid, tool: report.tool, status: 'running', startedAt: new Date(at - report.durationMs).toISOString() };
+        record = {
+          rid: report.rid,
+          tool: report.tool,
+          status: 'running',
+          startedAt: new Date(at - report.durationMs).toISOString(),
+        };
         e.recent.unshift(record);
         if (e.recent.length > RECENT) e.recent.pop();
       }
@@ -163,7 +188,14 @@ export function createConsoleStats(options: { now?: () => number } = {}): Consol
         recent: e.recent.map((r) => ({ ...r })),
         buckets: e.buckets.map((b) => {
           const sorted = [...b.samples].sort((x, y) => x - y);
-          return { t: b.t, calls: b.calls, errors: b.errors, codes: Object.fromEntries(b.codes), p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99) };
+          return {
+            t: b.t,
+            calls: b.calls,
+            errors: b.errors,
+            codes: Object.fromEntries(b.codes),
+            p50: quantile(sorted, 0.5),
+            p99: quantile(sorted, 0.99),
+          };
         }),
       };
     },

@@ -87,12 +87,26 @@ export function createToolIndex(options: ToolIndexOptions): ToolIndex {
     const stale = listed.filter((item) => cache.get(item.id)?.version !== item.version);
     if (stale.length > BULK_THRESHOLD) {
       const full = await client.listAll({ schema_name: SCHEMA.ToolCode, tag: workspace, include_context: true });
-      for (const item of full) cache.set(item.id, { id: item.id, version: item.version, tags: item.tags, context: item.context ?? {}, updatedAt: item.updated_at });
+      for (const item of full)
+        cache.set(item.id, {
+          id: item.id,
+          version: item.version,
+          tags: item.tags,
+          context: item.context ?? {},
+          updatedAt: item.updated_at,
+        });
     } else {
       await Promise.all(
         stale.map(async (item) => {
           const full = await client.getBreadcrumbFull(item.id).catch(() => undefined);
-          if (full) cache.set(item.id, { id: full.id, version: full.version, tags: full.tags, context: full.context, updatedAt: full.updated_at });
+          if (full)
+            cache.set(item.id, {
+              id: full.id,
+              version: full.version,
+              tags: full.tags,
+              context: full.context,
+              updatedAt: full.updated_at,
+            });
         }),
       );
     }

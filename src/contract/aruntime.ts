@@ -11,13 +11,39 @@
 // concurrency, errors, auditFields and other observability keys. Any other field, or a value we cannot
 // map, is an error naming its path; nothing is guessed (an absent sideEffectClass stays unknown).
 
-import { parseContract, SIDE_EFFECTS, sideEffectPolicy, type ContractIssue, type SideEffect, type ToolContract } from './contract.js';
+import {
+  parseContract,
+  SIDE_EFFECTS,
+  sideEffectPolicy,
+  type ContractIssue,
+  type SideEffect,
+  type ToolContract,
+} from './contract.js';
 
 /** Every field of an ARuntime tool description. */
 export const ARUNTIME_FIELDS = [
-  'toolId', 'version', 'description', 'owner', 'inputSchema', 'outputSchema', 'dataClassification', 'egressPolicy',
-  'authenticationRef', 'permissionClass', 'approvalTriggers', 'sideEffectClass', 'idempotency', 'compensation',
-  'timeoutSeconds', 'retryPolicy', 'concurrency', 'rateLimits', 'errors', 'observability', 'auditFields', 'deprecation',
+  'toolId',
+  'version',
+  'description',
+  'owner',
+  'inputSchema',
+  'outputSchema',
+  'dataClassification',
+  'egressPolicy',
+  'authenticationRef',
+  'permissionClass',
+  'approvalTriggers',
+  'sideEffectClass',
+  'idempotency',
+  'compensation',
+  'timeoutSeconds',
+  'retryPolicy',
+  'concurrency',
+  'rateLimits',
+  'errors',
+  'observability',
+  'auditFields',
+  'deprecation',
 ] as const;
 
 /** ARuntime's spelling of each side-effect class. */
@@ -55,10 +81,16 @@ export interface ToolFacts {
 }
 
 /** An ARuntime tool description (our shape of ARuntime's field set). */
-export type ARuntimeTool = { toolId: string } & Partial<Record<Exclude<(typeof ARUNTIME_FIELDS)[number], 'toolId'>, unknown>>;
+export type ARuntimeTool = { toolId: string } & Partial<
+  Record<Exclude<(typeof ARUNTIME_FIELDS)[number], 'toolId'>, unknown>
+>;
 
 const seconds = (ms: number): number => ms / 1000;
-const limitOut = (l: { limit: number; window_ms: number; burst?: number }) => ({ limit: l.limit, windowSeconds: seconds(l.window_ms), ...(l.burst !== undefined ? { burst: l.burst } : {}) });
+const limitOut = (l: { limit: number; window_ms: number; burst?: number }) => ({
+  limit: l.limit,
+  windowSeconds: seconds(l.window_ms),
+  ...(l.burst !== undefined ? { burst: l.burst } : {}),
+});
 const PERMISSION_CLASS: Record<SideEffect, string> = {
   'read-only': 'read',
   'reversible-write': 'write',
@@ -93,16 +125,24 @@ export function toARuntime(facts: ToolFacts, contract: ToolContract): ARuntimeTo
     ...(c.approval
       ? {
           approvalTriggers: {
-            on: typeof when === 'string' ? when : (when?.side_effects ?? []).map((effect) => ARUNTIME_SIDE_EFFECTS[effect]),
+            on:
+              typeof when === 'string'
+                ? when
+                : (when?.side_effects ?? []).map((effect) => ARUNTIME_SIDE_EFFECTS[effect]),
             ...(c.approval.approvers !== undefined ? { approvers: c.approval.approvers } : {}),
             ...(c.approval.timeout_ms !== undefined ? { timeoutSeconds: seconds(c.approval.timeout_ms) } : {}),
-            ...(c.approval.separation_of_duties !== undefined ? { separationOfDuties: c.approval.separation_of_duties } : {}),
+            ...(c.approval.separation_of_duties !== undefined
+              ? { separationOfDuties: c.approval.separation_of_duties }
+              : {}),
             ...(c.approval.min_approvers !== undefined ? { minApprovers: c.approval.min_approvers } : {}),
           },
         }
       : {}),
     ...(c.side_effect !== undefined ? { sideEffectClass: ARUNTIME_SIDE_EFFECTS[c.side_effect] } : {}),
-    idempotency: { ...(c.idempotent !== undefined ? { idempotent: c.idempotent } : {}), keyRequired: policy.needsIdempotencyKey },
+    idempotency: {
+      ...(c.idempotent !== undefined ? { idempotent: c.idempotent } : {}),
+      keyRequired: policy.needsIdempotencyKey,
+    },
     ...(facts.timeoutMs !== undefined ? { timeoutSeconds: seconds(facts.timeoutMs) } : {}),
     ...(c.retry
       ? {
@@ -134,10 +174,24 @@ export type ARuntimeImport =
 
 // Contract field -> ARuntime field, to report parseContract's issues at the path the author wrote.
 const RENAME: Record<string, string> = {
-  side_effect: 'sideEffectClass', idempotent: 'idempotency', approval: 'approvalTriggers', when: 'on', timeout_ms: 'timeoutSeconds',
-  rate_limits: 'rateLimits', per_tool: 'perTool', per_agent: 'perAgent', window_ms: 'windowSeconds', retry: 'retryPolicy',
-  max_attempts: 'maxAttempts', backoff_ms: 'backoffSeconds', on: 'retryOn', data_classification: 'dataClassification',
-  deprecated_at: 'deprecatedAt', removal_at: 'removalAt', separation_of_duties: 'separationOfDuties', min_approvers: 'minApprovers',
+  side_effect: 'sideEffectClass',
+  idempotent: 'idempotency',
+  approval: 'approvalTriggers',
+  when: 'on',
+  timeout_ms: 'timeoutSeconds',
+  rate_limits: 'rateLimits',
+  per_tool: 'perTool',
+  per_agent: 'perAgent',
+  window_ms: 'windowSeconds',
+  retry: 'retryPolicy',
+  max_attempts: 'maxAttempts',
+  backoff_ms: 'backoffSeconds',
+  on: 'retryOn',
+  data_classification: 'dataClassification',
+  deprecated_at: 'deprecatedAt',
+  removal_at: 'removalAt',
+  separation_of_duties: 'separationOfDuties',
+  min_approvers: 'minApprovers',
 };
 
 /** The ARuntime path of a contract issue pointer (`/rate_limits/per_tool/window_ms` -> `rateLimits.perTool.windowSeconds`). */
@@ -156,27 +210,48 @@ export function fromARuntime(value: unknown, base = 'aruntime'): ARuntimeImport 
     const text = JSON.stringify(v) ?? String(v);
     return text.length > 80 ? `${text.slice(0, 79)}…` : text;
   };
-  if (!isObject(value)) return { ok: false, issues: [{ path: base, message: `an ARuntime tool description must be an object, got ${show(value)}` }] };
+  if (!isObject(value))
+    return {
+      ok: false,
+      issues: [{ path: base, message: `an ARuntime tool description must be an object, got ${show(value)}` }],
+    };
   const unknown = Object.keys(value).filter((key) => !(ARUNTIME_FIELDS as readonly string[]).includes(key));
-  if (unknown.length > 0) fail('', `unknown ARuntime field(s) ${unknown.map((k) => JSON.stringify(k)).join(', ')} (known: ${ARUNTIME_FIELDS.join(', ')})`);
+  if (unknown.length > 0)
+    fail(
+      '',
+      `unknown ARuntime field(s) ${unknown.map((k) => JSON.stringify(k)).join(', ')} (known: ${ARUNTIME_FIELDS.join(', ')})`,
+    );
 
-  const str = (path: string, v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : fail(path, `must be a non-empty string, got ${show(v)}`));
+  const str = (path: string, v: unknown): string | undefined =>
+    typeof v === 'string' && v !== '' ? v : fail(path, `must be a non-empty string, got ${show(v)}`);
   const strs = (path: string, v: unknown): string[] | undefined =>
-    Array.isArray(v) && v.every((item) => typeof item === 'string') ? [...v] : fail(path, `must be an array of strings, got ${show(v)}`);
+    Array.isArray(v) && v.every((item) => typeof item === 'string')
+      ? [...v]
+      : fail(path, `must be an array of strings, got ${show(v)}`);
   const ms = (path: string, v: unknown): number | undefined => {
-    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) return fail(path, `must be a number of seconds >= 0, got ${show(v)}`);
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0)
+      return fail(path, `must be a number of seconds >= 0, got ${show(v)}`);
     const out = Math.round(v * 1000);
-    return Math.abs(out - v * 1000) > 1e-6 ? fail(path, `must be a whole number of milliseconds, got ${show(v)} s`) : out;
+    return Math.abs(out - v * 1000) > 1e-6
+      ? fail(path, `must be a whole number of milliseconds, got ${show(v)} s`)
+      : out;
   };
   const fields = (path: string, v: unknown, allowed: readonly string[]): Record<string, unknown> | undefined => {
     if (!isObject(v)) return fail(path, `must be an object, got ${show(v)}`);
     const extra = Object.keys(v).filter((key) => !allowed.includes(key));
-    if (extra.length > 0) fail(path, `unknown field(s) ${extra.map((k) => JSON.stringify(k)).join(', ')} (known: ${allowed.join(', ')})`);
+    if (extra.length > 0)
+      fail(path, `unknown field(s) ${extra.map((k) => JSON.stringify(k)).join(', ')} (known: ${allowed.join(', ')})`);
     return v;
   };
   const sideEffect = (path: string, v: unknown): SideEffect | undefined => {
     const known = typeof v === 'string' ? CLASS_BY_NAME.get(v.trim().toLowerCase()) : undefined;
-    return known ?? fail(path, `unknown side-effect class ${show(v)} (known: ${SIDE_EFFECTS.map((e) => ARUNTIME_SIDE_EFFECTS[e]).join(', ')}; or ${SIDE_EFFECTS.join(', ')})`);
+    return (
+      known ??
+      fail(
+        path,
+        `unknown side-effect class ${show(v)} (known: ${SIDE_EFFECTS.map((e) => ARUNTIME_SIDE_EFFECTS[e]).join(', ')}; or ${SIDE_EFFECTS.join(', ')})`,
+      )
+    );
   };
 
   const facts: Partial<ToolFacts> = {};
@@ -185,10 +260,15 @@ export function fromARuntime(value: unknown, base = 'aruntime'): ARuntimeImport 
   const v = value;
   if (v.toolId !== undefined) facts.name = str('.toolId', v.toolId);
   if (v.version !== undefined) facts.version = str('.version', v.version);
-  if (v.description !== undefined) facts.description = typeof v.description === 'string' ? v.description : fail('.description', `must be a string, got ${show(v.description)}`);
+  if (v.description !== undefined)
+    facts.description =
+      typeof v.description === 'string'
+        ? v.description
+        : fail('.description', `must be a string, got ${show(v.description)}`);
   if (v.owner !== undefined) contract.owner = str('.owner', v.owner);
   for (const key of ['inputSchema', 'outputSchema'] as const) {
-    if (v[key] !== undefined) facts[key] = isObject(v[key]) ? v[key] : fail(`.${key}`, `must be a JSON Schema object, got ${show(v[key])}`);
+    if (v[key] !== undefined)
+      facts[key] = isObject(v[key]) ? v[key] : fail(`.${key}`, `must be a JSON Schema object, got ${show(v[key])}`);
   }
   if (v.dataClassification !== undefined) contract.data_classification = v.dataClassification;
   if (v.egressPolicy !== undefined) {
@@ -198,17 +278,24 @@ export function fromARuntime(value: unknown, base = 'aruntime'): ARuntimeImport 
       if (egress) facts.net = strs('.egressPolicy.allow', egress.allow);
     }
   }
-  if (v.authenticationRef !== undefined) facts.secrets = typeof v.authenticationRef === 'string' ? [v.authenticationRef] : strs('.authenticationRef', v.authenticationRef);
+  if (v.authenticationRef !== undefined)
+    facts.secrets =
+      typeof v.authenticationRef === 'string' ? [v.authenticationRef] : strs('.authenticationRef', v.authenticationRef);
   if (v.sideEffectClass !== undefined) contract.side_effect = sideEffect('.sideEffectClass', v.sideEffectClass);
   if (v.idempotency !== undefined) {
     if (typeof v.idempotency === 'boolean') contract.idempotent = v.idempotency;
     else {
       const idem = fields('.idempotency', v.idempotency, ['idempotent', 'keyRequired']);
-      if (idem?.idempotent !== undefined) contract.idempotent = typeof idem.idempotent === 'boolean' ? idem.idempotent : fail('.idempotency.idempotent', `must be a boolean, got ${show(idem.idempotent)}`);
+      if (idem?.idempotent !== undefined)
+        contract.idempotent =
+          typeof idem.idempotent === 'boolean'
+            ? idem.idempotent
+            : fail('.idempotency.idempotent', `must be a boolean, got ${show(idem.idempotent)}`);
       if (idem?.keyRequired !== undefined) ignored.push(`${base}.idempotency.keyRequired`);
     }
   }
-  if (v.approvalTriggers !== undefined) contract.approval = approvalFrom(v.approvalTriggers, { fail, fields, ms, strs, sideEffect, show });
+  if (v.approvalTriggers !== undefined)
+    contract.approval = approvalFrom(v.approvalTriggers, { fail, fields, ms, strs, sideEffect, show });
   if (v.timeoutSeconds !== undefined) {
     const timeout = ms('.timeoutSeconds', v.timeoutSeconds);
     if (timeout === 0) fail('.timeoutSeconds', 'must be more than 0 seconds, got 0');
@@ -219,7 +306,9 @@ export function fromARuntime(value: unknown, base = 'aruntime'): ARuntimeImport 
     if (retry) {
       contract.retry = {
         max_attempts: retry.maxAttempts,
-        ...(retry.backoffSeconds !== undefined ? { backoff_ms: ms('.retryPolicy.backoffSeconds', retry.backoffSeconds) } : {}),
+        ...(retry.backoffSeconds !== undefined
+          ? { backoff_ms: ms('.retryPolicy.backoffSeconds', retry.backoffSeconds) }
+          : {}),
         ...(retry.retryOn !== undefined ? { on: retry.retryOn } : {}),
       };
     }
@@ -228,9 +317,18 @@ export function fromARuntime(value: unknown, base = 'aruntime'): ARuntimeImport 
     const limits = fields('.rateLimits', v.rateLimits, ['perTool', 'perAgent', 'budget']);
     const limit = (key: 'perTool' | 'perAgent'): Record<string, unknown> | undefined => {
       const l = fields(`.rateLimits.${key}`, limits?.[key], ['limit', 'windowSeconds', 'burst']);
-      return l && { limit: l.limit, window_ms: ms(`.rateLimits.${key}.windowSeconds`, l.windowSeconds), ...(l.burst !== undefined ? { burst: l.burst } : {}) };
+      return (
+        l && {
+          limit: l.limit,
+          window_ms: ms(`.rateLimits.${key}.windowSeconds`, l.windowSeconds),
+          ...(l.burst !== undefined ? { burst: l.burst } : {}),
+        }
+      );
     };
-    const rate = { ...(limits?.perTool !== undefined ? { per_tool: limit('perTool') } : {}), ...(limits?.perAgent !== undefined ? { per_agent: limit('perAgent') } : {}) };
+    const rate = {
+      ...(limits?.perTool !== undefined ? { per_tool: limit('perTool') } : {}),
+      ...(limits?.perAgent !== undefined ? { per_agent: limit('perAgent') } : {}),
+    };
     if (Object.keys(rate).length > 0) contract.rate_limits = rate;
     if (limits?.budget !== undefined) facts.budget = budgetFrom(limits.budget, { fail, fields, show });
   }
@@ -251,11 +349,16 @@ export function fromARuntime(value: unknown, base = 'aruntime'): ARuntimeImport 
       };
     }
   }
-  for (const key of ['permissionClass', 'compensation', 'concurrency', 'errors', 'auditFields'] as const) if (v[key] !== undefined) ignored.push(`${base}.${key}`);
+  for (const key of ['permissionClass', 'compensation', 'concurrency', 'errors', 'auditFields'] as const)
+    if (v[key] !== undefined) ignored.push(`${base}.${key}`);
 
   if (issues.length > 0) return { ok: false, issues };
   const parsed = parseContract(contract, '');
-  if (!parsed.contract) return { ok: false, issues: parsed.issues.map((issue) => ({ path: aruntimePath(base, issue.path), message: issue.message })) };
+  if (!parsed.contract)
+    return {
+      ok: false,
+      issues: parsed.issues.map((issue) => ({ path: aruntimePath(base, issue.path), message: issue.message })),
+    };
   return { ok: true, facts, contract: parsed.contract, ignored };
 }
 
@@ -270,24 +373,32 @@ interface Readers {
 
 /** `approvalTriggers`: `"never"`, `"always"`, an array of side-effect classes ([] = never), or `{on, approvers?, timeoutSeconds?, separationOfDuties?, minApprovers?}`. */
 function approvalFrom(raw: unknown, r: Readers): unknown {
-  const object = isObject(raw) ? r.fields('.approvalTriggers', raw, ['on', 'approvers', 'timeoutSeconds', 'separationOfDuties', 'minApprovers']) : undefined;
+  const object = isObject(raw)
+    ? r.fields('.approvalTriggers', raw, ['on', 'approvers', 'timeoutSeconds', 'separationOfDuties', 'minApprovers'])
+    : undefined;
   const on = isObject(raw) ? object?.on : raw;
   const at = isObject(raw) ? '.approvalTriggers.on' : '.approvalTriggers';
   let when: unknown;
   if (on === 'never' || on === 'always') when = on;
-  else if (Array.isArray(on)) when = on.length === 0 ? 'never' : { side_effects: on.map((item, i) => r.sideEffect(`${at}[${i}]`, item)) };
+  else if (Array.isArray(on))
+    when = on.length === 0 ? 'never' : { side_effects: on.map((item, i) => r.sideEffect(`${at}[${i}]`, item)) };
   else return r.fail(at, `must be "never", "always" or an array of side-effect classes, got ${r.show(on)}`);
   return {
     when,
     ...(object?.approvers !== undefined ? { approvers: r.strs('.approvalTriggers.approvers', object.approvers) } : {}),
-    ...(object?.timeoutSeconds !== undefined ? { timeout_ms: r.ms('.approvalTriggers.timeoutSeconds', object.timeoutSeconds) } : {}),
+    ...(object?.timeoutSeconds !== undefined
+      ? { timeout_ms: r.ms('.approvalTriggers.timeoutSeconds', object.timeoutSeconds) }
+      : {}),
     // checked by the contract schema (reported at these ARuntime paths)
     ...(object?.separationOfDuties !== undefined ? { separation_of_duties: object.separationOfDuties } : {}),
     ...(object?.minApprovers !== undefined ? { min_approvers: object.minApprovers } : {}),
   };
 }
 
-function budgetFrom(raw: unknown, r: Pick<Readers, 'fail' | 'fields' | 'show'>): { tokens?: number; usd?: number } | undefined {
+function budgetFrom(
+  raw: unknown,
+  r: Pick<Readers, 'fail' | 'fields' | 'show'>,
+): { tokens?: number; usd?: number } | undefined {
   const b = r.fields('.rateLimits.budget', raw, ['tokens', 'usd']);
   if (!b) return undefined;
   const out: { tokens?: number; usd?: number } = {};

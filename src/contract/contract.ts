@@ -48,7 +48,11 @@ export const ToolContractSchema = z.strictObject({
       /** Agent ids (or `operator`) allowed to approve; empty/absent = the operator only. */
       approvers: z.array(z.string().min(1).max(200)).max(100).optional(),
       /** How long an approval request waits before it counts as denied. */
-      timeout_ms: z.int().min(1000).max(7 * 86_400_000).optional(),
+      timeout_ms: z
+        .int()
+        .min(1000)
+        .max(7 * 86_400_000)
+        .optional(),
       /** The requester's own approval never counts (its verified identity, or the operator's `--as` name). */
       separation_of_duties: z.boolean().optional(),
       /** Distinct approvers whose approvals a call needs (default 1); one approver counts once. */
@@ -61,7 +65,10 @@ export const ToolContractSchema = z.strictObject({
       max_attempts: z.int().min(1).max(10),
       backoff_ms: z.int().min(0).max(600_000).optional(),
       /** Codes worth retrying (a subset of the retryable ones). */
-      on: z.array(z.enum(['sandbox.crashed', 'dependency.unavailable', 'rate.exceeded'])).min(1).optional(),
+      on: z
+        .array(z.enum(['sandbox.crashed', 'dependency.unavailable', 'rate.exceeded']))
+        .min(1)
+        .optional(),
     })
     .optional(),
   data_classification: z.enum(['public', 'internal', 'confidential', 'restricted']).optional(),
@@ -83,26 +90,38 @@ export interface ContractIssue {
 }
 
 /** Validates `value` as a contract; every problem with its JSON path under `base`. */
-export function parseContract(value: unknown, base = '/contract'): { contract?: ToolContract; issues: ContractIssue[] } {
+export function parseContract(
+  value: unknown,
+  base = '/contract',
+): { contract?: ToolContract; issues: ContractIssue[] } {
   const parsed = ToolContractSchema.safeParse(value);
   if (parsed.success) {
     const issues: ContractIssue[] = [];
     const d = parsed.data.deprecation;
     if (d?.deprecated_at && d.removal_at && Date.parse(d.removal_at) < Date.parse(d.deprecated_at)) {
-      issues.push({ path: `${base}/deprecation/removal_at`, message: `removal_at (${d.removal_at}) is before deprecated_at (${d.deprecated_at})` });
+      issues.push({
+        path: `${base}/deprecation/removal_at`,
+        message: `removal_at (${d.removal_at}) is before deprecated_at (${d.deprecated_at})`,
+      });
     }
     const a = parsed.data.approval;
     // Only the operator can supply any number of distinct approvers (`tools-runner approve --as <name>`).
     const agents = new Set(a?.approvers ?? []);
     if (a?.min_approvers !== undefined && agents.size > 0 && !agents.has('operator') && a.min_approvers > agents.size) {
-      issues.push({ path: `${base}/approval/min_approvers`, message: `min_approvers is ${a.min_approvers}, but only ${agents.size} distinct approver(s) are named (${[...agents].join(', ')}); no call could ever be approved` });
+      issues.push({
+        path: `${base}/approval/min_approvers`,
+        message: `min_approvers is ${a.min_approvers}, but only ${agents.size} distinct approver(s) are named (${[...agents].join(', ')}); no call could ever be approved`,
+      });
     }
     return issues.length > 0 ? { issues } : { contract: parsed.data, issues };
   }
   return {
     issues: parsed.error.issues.flatMap(precise).map((issue) => ({
       path: [base, ...issue.path.map(String)].join('/'),
-      message: issue.code === 'unrecognized_keys' ? `unknown field(s) ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}` : issue.message,
+      message:
+        issue.code === 'unrecognized_keys'
+          ? `unknown field(s) ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}`
+          : issue.message,
     })),
   };
 }
@@ -110,7 +129,12 @@ export function parseContract(value: unknown, base = '/contract'): { contract?: 
 /** A union's "Invalid input" as the issues of the branch the value was meant for (the one whose root type matched). */
 function precise(issue: z.core.$ZodIssue): z.core.$ZodIssue[] {
   if (issue.code !== 'invalid_union' || issue.errors.length === 0) return [issue];
-  const meant = issue.errors.filter((branch) => !branch.some((inner) => inner.path.length === 0 && (inner.code === 'invalid_type' || inner.code === 'invalid_value')));
+  const meant = issue.errors.filter(
+    (branch) =>
+      !branch.some(
+        (inner) => inner.path.length === 0 && (inner.code === 'invalid_type' || inner.code === 'invalid_value'),
+      ),
+  );
   if (meant.length !== 1) return [issue];
   return (meant[0] ?? []).map((inner) => ({ ...inner, path: [...issue.path, ...inner.path] })).flatMap(precise);
 }
@@ -141,22 +165,60 @@ export interface SideEffectPolicy {
 }
 
 /** The side-effect crosswalk; `idempotent`/`openWorld` fill the cells the class leaves open. */
-export function sideEffectPolicy(sideEffect: SideEffect | undefined, facts: { idempotent?: boolean; openWorld?: boolean } = {}): SideEffectPolicy {
+export function sideEffectPolicy(
+  sideEffect: SideEffect | undefined,
+  facts: { idempotent?: boolean; openWorld?: boolean } = {},
+): SideEffectPolicy {
   const openWorld = facts.openWorld ?? true;
   switch (sideEffect) {
     case 'read-only':
-      return { mcp: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: openWorld }, rap: { readOnly: true }, requiresConfirmation: false, gate: 'none', needsIdempotencyKey: false };
+      return {
+        mcp: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: openWorld },
+        rap: { readOnly: true },
+        requiresConfirmation: false,
+        gate: 'none',
+        needsIdempotencyKey: false,
+      };
     case 'reversible-write':
-      return { mcp: { readOnlyHint: false, destructiveHint: false, idempotentHint: facts.idempotent ?? false, openWorldHint: openWorld }, rap: {}, requiresConfirmation: false, gate: 'policy', needsIdempotencyKey: false };
+      return {
+        mcp: {
+          readOnlyHint: false,
+          destructiveHint: false,
+          idempotentHint: facts.idempotent ?? false,
+          openWorldHint: openWorld,
+        },
+        rap: {},
+        requiresConfirmation: false,
+        gate: 'policy',
+        needsIdempotencyKey: false,
+      };
     case 'irreversible':
     case 'administrative':
     case 'code-execution':
-      return { mcp: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: openWorld }, rap: { destructive: true }, requiresConfirmation: true, gate: 'confirm', needsIdempotencyKey: false };
+      return {
+        mcp: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: openWorld },
+        rap: { destructive: true },
+        requiresConfirmation: true,
+        gate: 'confirm',
+        needsIdempotencyKey: false,
+      };
     case 'financial':
     case 'external-communication':
-      return { mcp: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true }, rap: { destructive: true }, requiresConfirmation: true, gate: 'confirm', needsIdempotencyKey: true };
+      return {
+        mcp: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
+        rap: { destructive: true },
+        requiresConfirmation: true,
+        gate: 'confirm',
+        needsIdempotencyKey: true,
+      };
     default:
-      return { mcp: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true }, rap: {}, requiresConfirmation: true, gate: 'fail-closed', needsIdempotencyKey: false };
+      return {
+        mcp: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
+        rap: {},
+        requiresConfirmation: true,
+        gate: 'fail-closed',
+        needsIdempotencyKey: false,
+      };
   }
 }
 
@@ -165,21 +227,37 @@ export function sideEffectPolicy(sideEffect: SideEffect | undefined, facts: { id
  * idempotent hint holds, and `destructive` for a tool that always needs approval (RAP runtimes prompt
  * before destructive tools, as Runloop's requires_confirmation asks) unless it is read-only.
  */
-export function rapAnnotationsOf(contract: Pick<ToolContract, 'side_effect' | 'idempotent' | 'approval'> | undefined): { readOnly?: true; destructive?: true; idempotent?: true } {
-  const policy = sideEffectPolicy(contract?.side_effect, contract?.idempotent === undefined ? {} : { idempotent: contract.idempotent });
+export function rapAnnotationsOf(contract: Pick<ToolContract, 'side_effect' | 'idempotent' | 'approval'> | undefined): {
+  readOnly?: true;
+  destructive?: true;
+  idempotent?: true;
+} {
+  const policy = sideEffectPolicy(
+    contract?.side_effect,
+    contract?.idempotent === undefined ? {} : { idempotent: contract.idempotent },
+  );
   const confirm = !policy.rap.readOnly && contract?.approval?.when === 'always';
-  return { ...policy.rap, ...(confirm ? { destructive: true as const } : {}), ...(policy.mcp.idempotentHint ? { idempotent: true as const } : {}) };
+  return {
+    ...policy.rap,
+    ...(confirm ? { destructive: true as const } : {}),
+    ...(policy.mcp.idempotentHint ? { idempotent: true as const } : {}),
+  };
 }
 
 /** The contract RAP annotations state: `side_effect` by sideEffectFromRap, `idempotent` when given as a boolean. */
 export function contractFromRap(annotations: Record<string, unknown> | undefined): ToolContract {
   const sideEffect = sideEffectFromRap(annotations);
   const idempotent = annotations?.['idempotent'];
-  return { ...(sideEffect ? { side_effect: sideEffect } : {}), ...(typeof idempotent === 'boolean' ? { idempotent } : {}) };
+  return {
+    ...(sideEffect ? { side_effect: sideEffect } : {}),
+    ...(typeof idempotent === 'boolean' ? { idempotent } : {}),
+  };
 }
 
 /** The side effect RAP annotations imply; neither, or both `readOnly` and `destructive` (a contradiction), is unknown. */
-export function sideEffectFromRap(annotations: { readOnly?: unknown; destructive?: unknown } | undefined): SideEffect | undefined {
+export function sideEffectFromRap(
+  annotations: { readOnly?: unknown; destructive?: unknown } | undefined,
+): SideEffect | undefined {
   const readOnly = annotations?.readOnly === true;
   const destructive = annotations?.destructive === true;
   if (readOnly && destructive) return undefined;

@@ -43,11 +43,18 @@ export function createRateLimiter(options: { now?: () => number; maxKeys?: numbe
     const capacity = spec.limit + (spec.burst ?? 0);
     const t = now();
     const known = buckets.get(key);
-    return known ? { tokens: Math.min(capacity, known.tokens + (t - known.at) * (spec.limit / spec.windowMs)), at: t } : { tokens: capacity, at: t };
+    return known
+      ? { tokens: Math.min(capacity, known.tokens + (t - known.at) * (spec.limit / spec.windowMs)), at: t }
+      : { tokens: capacity, at: t };
   };
   // EPSILON: refills are sums of float fractions; a token 1e-12 short is a whole token.
   const decide = (bucket: Bucket, spec: RateLimitSpec): RateDecision =>
-    bucket.tokens >= 1 - EPSILON ? { ok: true } : { ok: false, retryAfterMs: Math.max(1, Math.ceil((1 - bucket.tokens) / (spec.limit / spec.windowMs) - EPSILON)) };
+    bucket.tokens >= 1 - EPSILON
+      ? { ok: true }
+      : {
+          ok: false,
+          retryAfterMs: Math.max(1, Math.ceil((1 - bucket.tokens) / (spec.limit / spec.windowMs) - EPSILON)),
+        };
 
   return {
     peek: (key, spec) => decide(refilled(key, spec), spec),

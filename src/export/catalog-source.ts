@@ -24,14 +24,29 @@ export interface CatalogRead {
 }
 
 /** Reads the workspace's catalog records: the sealed one, and how many carry a seal these keys do not verify. */
-export async function readCatalog(client: StoreClient, workspace: string, keys: RequestKeys, opts?: RequestOptions): Promise<CatalogRead> {
-  const items = (await client.listBreadcrumbs({ schema_name: SCHEMA.ToolCatalog, tag: workspace, include_context: true, limit: 50 }, opts)).filter((i) => i.tags.includes(TAG.Catalog));
+export async function readCatalog(
+  client: StoreClient,
+  workspace: string,
+  keys: RequestKeys,
+  opts?: RequestOptions,
+): Promise<CatalogRead> {
+  const items = (
+    await client.listBreadcrumbs(
+      { schema_name: SCHEMA.ToolCatalog, tag: workspace, include_context: true, limit: 50 },
+      opts,
+    )
+  ).filter((i) => i.tags.includes(TAG.Catalog));
   const sealed = items.filter((i) => isSealedCatalog(keys, i.context)).sort((a, b) => a.id.localeCompare(b.id));
   const parsed = ToolCatalogContext.safeParse(sealed[0]?.context);
   const unverified = items.length - sealed.length;
   if (!parsed.success) return { catalog: undefined, unverified };
   const raw = (sealed[0]?.context ?? {})['rejectedTools'];
-  const rejectedTools = Array.isArray(raw) ? raw.filter((r): r is RejectedCatalogTool => typeof r === 'object' && r !== null && typeof (r as { id?: unknown }).id === 'string') : [];
+  const rejectedTools = Array.isArray(raw)
+    ? raw.filter(
+        (r): r is RejectedCatalogTool =>
+          typeof r === 'object' && r !== null && typeof (r as { id?: unknown }).id === 'string',
+      )
+    : [];
   return { catalog: { ...parsed.data, rejectedTools }, unverified };
 }
 
@@ -43,6 +58,11 @@ export function missingCatalogReason(read: CatalogRead, workspace: string): stri
 }
 
 /** The published catalog's tools, or undefined when the workspace has no sealed catalog (no runner has run). */
-export async function readPublishedCatalog(client: StoreClient, workspace: string, keys: RequestKeys, opts?: RequestOptions): Promise<CatalogEntry[] | undefined> {
+export async function readPublishedCatalog(
+  client: StoreClient,
+  workspace: string,
+  keys: RequestKeys,
+  opts?: RequestOptions,
+): Promise<CatalogEntry[] | undefined> {
   return (await readCatalog(client, workspace, keys, opts)).catalog?.tools;
 }

@@ -23,7 +23,13 @@ export interface McpTool {
   description: string;
   inputSchema: { type: 'object'; [key: string]: unknown };
   outputSchema?: { type: 'object'; [key: string]: unknown };
-  annotations: { title: string; readOnlyHint: boolean; destructiveHint: boolean; idempotentHint: boolean; openWorldHint: boolean };
+  annotations: {
+    title: string;
+    readOnlyHint: boolean;
+    destructiveHint: boolean;
+    idempotentHint: boolean;
+    openWorldHint: boolean;
+  };
   _meta: Record<string, unknown>;
 }
 
@@ -36,7 +42,12 @@ export function toMcpTool(view: ToolView): McpTool {
     inputSchema: view.inputSchema as McpTool['inputSchema'],
     ...(view.outputSchema ? { outputSchema: view.outputSchema as McpTool['inputSchema'] } : {}),
     annotations: { title: view.name, ...view.hints },
-    _meta: { [`${META_PREFIX}name`]: view.name, [`${META_PREFIX}version`]: view.version, [`${META_PREFIX}kind`]: view.kind, [`${META_PREFIX}sideEffect`]: view.sideEffect },
+    _meta: {
+      [`${META_PREFIX}name`]: view.name,
+      [`${META_PREFIX}version`]: view.version,
+      [`${META_PREFIX}kind`]: view.kind,
+      [`${META_PREFIX}sideEffect`]: view.sideEffect,
+    },
   };
 }
 
@@ -72,7 +83,8 @@ export function toRapTool(view: ToolView): RapTool {
   return { name: view.exportName, description: view.description, inputSchema: view.inputSchema, annotations: view.rap };
 }
 
-const strings = (value: unknown): string[] | undefined => (Array.isArray(value) && value.every((v) => typeof v === 'string') ? value : undefined);
+const strings = (value: unknown): string[] | undefined =>
+  Array.isArray(value) && value.every((v) => typeof v === 'string') ? value : undefined;
 
 /**
  * The ARuntime description of a view. Besides the view (name, version, description, schemas,
@@ -82,7 +94,10 @@ const strings = (value: unknown): string[] | undefined => (Array.isArray(value) 
 export function toARuntimeTool(view: ToolView, entry: CatalogTool | undefined): ARuntimeTool {
   const e = entry ?? { name: view.name };
   const timeoutMs = typeof e['timeoutMs'] === 'number' && e['timeoutMs'] > 0 ? e['timeoutMs'] : undefined;
-  const budget = typeof e['budget'] === 'object' && e['budget'] !== null ? (e['budget'] as { tokens?: number; usd?: number }) : undefined;
+  const budget =
+    typeof e['budget'] === 'object' && e['budget'] !== null
+      ? (e['budget'] as { tokens?: number; usd?: number })
+      : undefined;
   const output = view.outputSchema ?? view.rawOutputSchema;
   const facts: ToolFacts = {
     name: view.name,
@@ -113,18 +128,30 @@ export interface RenderedExport {
 }
 
 /** Renders the catalog in one format. */
-export function renderExport(format: ExportFormat, entries: readonly CatalogTool[], options: ExportOptions): RenderedExport {
+export function renderExport(
+  format: ExportFormat,
+  entries: readonly CatalogTool[],
+  options: ExportOptions,
+): RenderedExport {
   const views = buildToolViews(entries);
   const reverse = Object.fromEntries(views.reverse);
   const omitted = views.omitted.map((o) => ({ name: o.name, exportedAs: o.exportName, reason: o.reason }));
   switch (format) {
     case 'openai':
-      return { omitted: views.omitted, text: JSON.stringify({ format, tools: views.tools.map(toOpenAITool), reverse, omitted }, null, 2) };
+      return {
+        omitted: views.omitted,
+        text: JSON.stringify({ format, tools: views.tools.map(toOpenAITool), reverse, omitted }, null, 2),
+      };
     case 'mcp':
-      return { omitted: views.omitted, text: JSON.stringify({ format, tools: views.tools.map(toMcpTool), reverse, omitted }, null, 2) };
+      return {
+        omitted: views.omitted,
+        text: JSON.stringify({ format, tools: views.tools.map(toMcpTool), reverse, omitted }, null, 2),
+      };
     case 'rap': {
       const toolset = {
-        name: `tools-runner-${options.workspace.slice('workspace:'.length)}`.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 128),
+        name: `tools-runner-${options.workspace.slice('workspace:'.length)}`
+          .replace(/[^A-Za-z0-9_-]/g, '_')
+          .slice(0, 128),
         description: `Tools of the tools-runner workspace ${options.workspace}`,
         endpoint: options.rapEndpoint,
         tools: views.tools.map(toRapTool),
@@ -135,7 +162,14 @@ export function renderExport(format: ExportFormat, entries: readonly CatalogTool
       return { omitted: views.omitted, text: emitTypeScript(views.tools, views.omitted) };
     case 'aruntime': {
       const byName = new Map(entries.map((entry) => [entry.name, entry]));
-      return { omitted: views.omitted, text: JSON.stringify({ format, tools: views.tools.map((view) => toARuntimeTool(view, byName.get(view.name))), omitted }, null, 2) };
+      return {
+        omitted: views.omitted,
+        text: JSON.stringify(
+          { format, tools: views.tools.map((view) => toARuntimeTool(view, byName.get(view.name))), omitted },
+          null,
+          2,
+        ),
+      };
     }
   }
 }

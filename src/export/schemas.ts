@@ -27,7 +27,10 @@ export function emptyObjectSchema(): Record<string, unknown> {
 function pointer(root: unknown, ref: string, tool: string): unknown {
   if (ref === '#') return root;
   if (!ref.startsWith('#/')) {
-    throw new RunnerError(ErrorCode.InputInvalid, `schema of tool ${JSON.stringify(tool)} has the $ref ${JSON.stringify(ref)}, which is not local; only refs into the schema itself (#/...) can be resolved`);
+    throw new RunnerError(
+      ErrorCode.InputInvalid,
+      `schema of tool ${JSON.stringify(tool)} has the $ref ${JSON.stringify(ref)}, which is not local; only refs into the schema itself (#/...) can be resolved`,
+    );
   }
   let node: unknown = root;
   for (const raw of ref.slice(2).split('/')) {
@@ -39,7 +42,11 @@ function pointer(root: unknown, ref: string, tool: string): unknown {
     }
     if (Array.isArray(node) && /^\d+$/.test(part)) node = node[Number(part)];
     else if (isObject(node) && Object.hasOwn(node, part)) node = node[part];
-    else throw new RunnerError(ErrorCode.InputInvalid, `schema of tool ${JSON.stringify(tool)} has the $ref ${JSON.stringify(ref)}, which points nowhere`);
+    else
+      throw new RunnerError(
+        ErrorCode.InputInvalid,
+        `schema of tool ${JSON.stringify(tool)} has the $ref ${JSON.stringify(ref)}, which points nowhere`,
+      );
   }
   return node;
 }
@@ -52,21 +59,34 @@ export function derefSchema(schema: unknown, tool: string): unknown {
   let nodes = 0;
   const walk = (node: unknown, stack: readonly string[], depth: number): Json => {
     if (++nodes > MAX_NODES || depth > MAX_DEPTH) {
-      throw new RunnerError(ErrorCode.InputInvalid, `schema of tool ${JSON.stringify(tool)} expands to more than ${MAX_NODES} nodes or ${MAX_DEPTH} levels once its $refs are inlined`);
+      throw new RunnerError(
+        ErrorCode.InputInvalid,
+        `schema of tool ${JSON.stringify(tool)} expands to more than ${MAX_NODES} nodes or ${MAX_DEPTH} levels once its $refs are inlined`,
+      );
     }
     if (Array.isArray(node)) return node.map((item) => walk(item, stack, depth + 1));
     if (!isObject(node)) return node as Json;
     const ref = node['$ref'];
     if (typeof ref === 'string') {
       if (stack.includes(ref)) {
-        throw new RunnerError(ErrorCode.InputInvalid, `schema of tool ${JSON.stringify(tool)} has a recursive $ref ${JSON.stringify(ref)}; recursive schemas cannot be exported`);
+        throw new RunnerError(
+          ErrorCode.InputInvalid,
+          `schema of tool ${JSON.stringify(tool)} has a recursive $ref ${JSON.stringify(ref)}; recursive schemas cannot be exported`,
+        );
       }
       const target = walk(pointer(schema, ref, tool), [...stack, ref], depth + 1);
       const siblings: Record<string, Json> = {};
-      for (const [key, value] of Object.entries(node)) if (key !== '$ref' && key !== '$defs' && key !== 'definitions') siblings[key] = walk(value, stack, depth + 1);
+      for (const [key, value] of Object.entries(node))
+        if (key !== '$ref' && key !== '$defs' && key !== 'definitions') siblings[key] = walk(value, stack, depth + 1);
       if (Object.keys(siblings).length === 0) return target;
       if (!isObject(target)) return { allOf: [target], ...siblings };
-      const clash = Object.keys(siblings).some((key) => Object.hasOwn(target, key) && JSON.stringify(target[key]) !== JSON.stringify(siblings[key]) && key !== 'description' && key !== 'title');
+      const clash = Object.keys(siblings).some(
+        (key) =>
+          Object.hasOwn(target, key) &&
+          JSON.stringify(target[key]) !== JSON.stringify(siblings[key]) &&
+          key !== 'description' &&
+          key !== 'title',
+      );
       return clash ? { allOf: [target], ...siblings } : { ...target, ...siblings };
     }
     const out: Record<string, Json> = {};
@@ -89,7 +109,15 @@ export function asObjectRoot(schema: unknown): Record<string, unknown> | undefin
   if (!isObject(schema)) return undefined;
   const type = schema['type'];
   if (type === 'object') return schema;
-  if (type === undefined && !('anyOf' in schema) && !('oneOf' in schema) && !('allOf' in schema) && !('not' in schema) && !('enum' in schema) && !('const' in schema)) {
+  if (
+    type === undefined &&
+    !('anyOf' in schema) &&
+    !('oneOf' in schema) &&
+    !('allOf' in schema) &&
+    !('not' in schema) &&
+    !('enum' in schema) &&
+    !('const' in schema)
+  ) {
     return { type: 'object', ...schema };
   }
   return undefined;
@@ -97,8 +125,26 @@ export function asObjectRoot(schema: unknown): Record<string, unknown> | undefin
 
 // Keywords OpenAI's structured outputs accept in strict mode.
 const STRICT_KEYWORDS = new Set([
-  'type', 'properties', 'required', 'additionalProperties', 'items', 'enum', 'const', 'anyOf', 'description', 'title',
-  'pattern', 'format', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf', 'minItems', 'maxItems', 'default',
+  'type',
+  'properties',
+  'required',
+  'additionalProperties',
+  'items',
+  'enum',
+  'const',
+  'anyOf',
+  'description',
+  'title',
+  'pattern',
+  'format',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'multipleOf',
+  'minItems',
+  'maxItems',
+  'default',
 ]);
 
 /**

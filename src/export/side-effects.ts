@@ -3,7 +3,13 @@
 // crosswalk (`sideEffectPolicy` in src/contract/contract.ts). No contract, or one that does not validate
 // (parseContract), is unknown: exported fail-closed (readOnly F / destructive T / idempotent F / openWorld T).
 
-import { contractOrUnknown, sideEffectPolicy, type SideEffect, type SideEffectPolicy, type ToolContract } from '../contract/contract.js';
+import {
+  contractOrUnknown,
+  sideEffectPolicy,
+  type SideEffect,
+  type SideEffectPolicy,
+  type ToolContract,
+} from '../contract/contract.js';
 
 /** A catalog entry's contract, validated; `{}` (unknown) when absent or invalid. */
 export function contractOf(entry: Record<string, unknown>): ToolContract {

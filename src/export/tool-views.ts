@@ -68,7 +68,11 @@ export function buildToolViews(entries: readonly CatalogTool[]): ToolViews {
   for (const entry of entries) {
     const exportName = mangleToolName(entry.name);
     if (exportName === '') {
-      omitted.push({ name: entry.name, exportName, reason: `tool name ${JSON.stringify(entry.name)} is empty and cannot be exported` });
+      omitted.push({
+        name: entry.name,
+        exportName,
+        reason: `tool name ${JSON.stringify(entry.name)} is empty and cannot be exported`,
+      });
       continue;
     }
     byExport.set(exportName, [...(byExport.get(exportName) ?? []), entry]);
@@ -77,14 +81,23 @@ export function buildToolViews(entries: readonly CatalogTool[]): ToolViews {
   for (const [exportName, group] of byExport) {
     if (group.length > 1) {
       const names = group.map((entry) => JSON.stringify(entry.name)).join(' and ');
-      for (const entry of group) omitted.push({ name: entry.name, exportName, reason: `tool names ${names} all export as ${JSON.stringify(exportName)}; none of them is exported` });
+      for (const entry of group)
+        omitted.push({
+          name: entry.name,
+          exportName,
+          reason: `tool names ${names} all export as ${JSON.stringify(exportName)}; none of them is exported`,
+        });
       continue;
     }
     const entry = group[0] as CatalogTool;
     try {
       const input = asObjectRoot(derefSchema(entry.inputSchema ?? null, entry.name));
       if (!input) {
-        omitted.push({ name: entry.name, exportName, reason: `input schema of tool ${JSON.stringify(entry.name)} is not an object schema (type "object"); it cannot be exported` });
+        omitted.push({
+          name: entry.name,
+          exportName,
+          reason: `input schema of tool ${JSON.stringify(entry.name)} is not an object schema (type "object"); it cannot be exported`,
+        });
         continue;
       }
       const rawOutput = entry.outputSchema === undefined ? undefined : derefSchema(entry.outputSchema, entry.name);

@@ -25,7 +25,9 @@ class DecodeError extends Error {}
 function fieldError(value: unknown, field: string, goType: string): DecodeError {
   const kind = goJsonKind(value);
   const shown = kind === 'number' && goType === 'int' ? `number ${String(value)}` : kind;
-  return new DecodeError(`json: cannot unmarshal ${shown} into Go struct field ToolSpec.tools.${field} of type ${goType}`);
+  return new DecodeError(
+    `json: cannot unmarshal ${shown} into Go struct field ToolSpec.tools.${field} of type ${goType}`,
+  );
 }
 
 function str(value: unknown, field: string): string {
@@ -55,7 +57,9 @@ function int(value: unknown, field: string): number {
 function decodeSpec(raw: unknown): AgentcliSpec {
   if (raw === null) raw = {};
   if (!isJsonObject(raw)) {
-    throw new DecodeError(`json: cannot unmarshal ${goJsonKind(raw)} into Go struct field Manifest.tools of type tools.ToolSpec`);
+    throw new DecodeError(
+      `json: cannot unmarshal ${goJsonKind(raw)} into Go struct field Manifest.tools of type tools.ToolSpec`,
+    );
   }
   return {
     name: str(raw.name, 'name'),
@@ -78,7 +82,9 @@ export function decodeAgentcli(doc: unknown): AgentcliDecoded {
     const tools = doc.tools;
     if (tools === undefined || tools === null) return { ok: true, tools: [] };
     if (!Array.isArray(tools)) {
-      throw new DecodeError(`json: cannot unmarshal ${goJsonKind(tools)} into Go struct field Manifest.tools of type []tools.ToolSpec`);
+      throw new DecodeError(
+        `json: cannot unmarshal ${goJsonKind(tools)} into Go struct field Manifest.tools of type []tools.ToolSpec`,
+      );
     }
     return { ok: true, tools: tools.map(decodeSpec) };
   } catch (err) {

@@ -55,7 +55,9 @@ function resolveProgram(cmd0: string, manifestDir: string, prefix: string): stri
   let norm = goClean(raw);
   if (norm.startsWith('tools/') || norm === 'tools') norm = './' + norm;
   if (norm.startsWith('../') || norm === '..') {
-    throw new ManifestError(`${prefix}: command[0] must not start with '..' or escape tools/bin (got ${goQuote(cmd0)})`);
+    throw new ManifestError(
+      `${prefix}: command[0] must not start with '..' or escape tools/bin (got ${goQuote(cmd0)})`,
+    );
   }
   if (raw.startsWith('./tools/bin/') || raw === './tools/bin') {
     if (!norm.startsWith('./tools/bin/')) {
@@ -91,7 +93,8 @@ function buildTool(spec: AgentcliSpec, index: number, seen: Set<string>, source:
   }
   const [cmd0 = '', ...fixedArgs] = spec.command;
   const program = resolveProgram(cmd0, path.dirname(source.manifestPath), prefix);
-  if (spec.timeoutSec < 0) throw new ManifestError(`${prefix}: timeoutSec must not be negative (got ${spec.timeoutSec})`);
+  if (spec.timeoutSec < 0)
+    throw new ManifestError(`${prefix}: timeoutSec must not be negative (got ${spec.timeoutSec})`);
   const inputSchema = checkSchema(spec.schema, prefix, source.validator);
   const explicit = explicitContract(spec.contract, `tools[${index}].contract`);
   if (!explicit.ok) throw new ManifestError(`${prefix}: invalid contract: ${explicit.error}`);

@@ -8,7 +8,6 @@ import type { ExecutionFailure } from '../result.js';
 import { stripUnsafe } from '../text.js';
 import type { TransportFacts } from '../audit/audit-log.js';
 
-
 /** A transport's answer to the caller. */
 export type CallAnswer = ({ ok: true; output: unknown } | { ok: false; error: ExecutionFailure }) & {
   logs: string[];
@@ -57,7 +56,15 @@ export function toLogLines(text: string): { logs: string[]; logsTruncated: boole
 }
 
 /** Connection errors that mean a request never left (nothing reached the receiver). */
-const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT', 'ERR_INVALID_URL']);
+const NOT_SENT = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'ERR_INVALID_URL',
+]);
 
 /** Whether a failed fetch certainly never reached its receiver (so it was no effect). */
 export function neverSent(error: unknown): boolean {
@@ -66,7 +73,15 @@ export function neverSent(error: unknown): boolean {
 }
 
 /** Codes of a receiver's answer that say it refused the call before acting on it (so it was no effect). */
-export const REFUSED_BEFORE_ACTING: ReadonlySet<string> = new Set(['input.invalid', 'permission.denied', 'approval.required', 'secret.missing', 'not_found', 'conflict', 'rate.exceeded']);
+export const REFUSED_BEFORE_ACTING: ReadonlySet<string> = new Set([
+  'input.invalid',
+  'permission.denied',
+  'approval.required',
+  'secret.missing',
+  'not_found',
+  'conflict',
+  'rate.exceeded',
+]);
 
 /**
  * Called by a transport right before it sends a request (the call's effect); returns the effect's

@@ -24,7 +24,9 @@ export interface MissingCapability {
 
 function split(cap: string): { family: string; target: string | undefined } {
   const colon = cap.indexOf(':');
-  return colon === -1 ? { family: cap, target: undefined } : { family: cap.slice(0, colon), target: cap.slice(colon + 1) };
+  return colon === -1
+    ? { family: cap, target: undefined }
+    : { family: cap.slice(0, colon), target: cap.slice(colon + 1) };
 }
 
 function sameTarget(family: string, a: string, b: string): boolean {
@@ -102,5 +104,14 @@ export function argsHash(args: unknown): string {
 
 /** Builds a cap.audit-shaped denial record for the log. */
 export function capDenial(cap: string, op: string, target: string, args: unknown, reason: string): CapAuditRecord {
-  return { agent: 'tools-runner', cap, op, target, args_hash: argsHash(args), decision: 'deny', severity: 'warn', reason };
+  return {
+    agent: 'tools-runner',
+    cap,
+    op,
+    target,
+    args_hash: argsHash(args),
+    decision: 'deny',
+    severity: 'warn',
+    reason,
+  };
 }

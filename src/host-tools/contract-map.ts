@@ -21,11 +21,19 @@ const READ_FAMILIES = new Set(['kb_read', 'time', 'model', 'secrets']);
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** The explicit `contract` of a manifest entry at `at` (`tools[0].contract`), or every problem as one line. */
-export function explicitContract(raw: unknown, at: string): { ok: true; contract: ToolContract | undefined } | { ok: false; error: string } {
+export function explicitContract(
+  raw: unknown,
+  at: string,
+): { ok: true; contract: ToolContract | undefined } | { ok: false; error: string } {
   if (raw === undefined || raw === null) return { ok: true, contract: undefined };
   const parsed = parseContract(raw, '');
   if (parsed.contract) return { ok: true, contract: parsed.contract };
-  return { ok: false, error: parsed.issues.map((issue) => `${dottedPath(at, issue.path)}: ${issue.message}${shown(raw, issue.path)}`).join('; ') };
+  return {
+    ok: false,
+    error: parsed.issues
+      .map((issue) => `${dottedPath(at, issue.path)}: ${issue.message}${shown(raw, issue.path)}`)
+      .join('; '),
+  };
 }
 
 /** ` (got <value>)` for the value at a contract issue's path, when there is one. */
@@ -46,7 +54,11 @@ export function withExplicit(mapped: ToolContract, explicit: ToolContract | unde
 }
 
 /** The side effect a Runloop tool's declared capabilities imply (the rule in the module comment). */
-export function runloopSideEffect(declared: readonly string[], transport: HostTransport, requiresConfirmation: boolean): SideEffect | undefined {
+export function runloopSideEffect(
+  declared: readonly string[],
+  transport: HostTransport,
+  requiresConfirmation: boolean,
+): SideEffect | undefined {
   const families = new Set(declared.map((cap) => cap.trim().split(':')[0] ?? ''));
   if (families.size === 0) return undefined;
   let exec = false;
@@ -61,7 +73,10 @@ export function runloopSideEffect(declared: readonly string[], transport: HostTr
 }
 
 /** The contract of a Runloop tool: side effect by the capability rule, approval from requires_confirmation. */
-export function runloopContract(spec: { capabilities: readonly string[]; requiresConfirmation: boolean }, transport: HostTransport): ToolContract {
+export function runloopContract(
+  spec: { capabilities: readonly string[]; requiresConfirmation: boolean },
+  transport: HostTransport,
+): ToolContract {
   const sideEffect = runloopSideEffect(spec.capabilities, transport, spec.requiresConfirmation);
   return {
     ...(sideEffect ? { side_effect: sideEffect } : {}),

@@ -14,7 +14,14 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ErrorCode } from '../errors.js';
 import { failure } from '../result.js';
-import { MAX_MESSAGE_BYTES, capBytes, sanitizeText, toLogLines, type CallAnswer, type CallOutcome } from './call-outcome.js';
+import {
+  MAX_MESSAGE_BYTES,
+  capBytes,
+  sanitizeText,
+  toLogLines,
+  type CallAnswer,
+  type CallOutcome,
+} from './call-outcome.js';
 import { runProcess, type ProcessOutcome } from './run-process.js';
 import { describeIssues, type SchemaCache } from './schema-validator.js';
 import { secretEnvName } from './secrets.js';
@@ -62,21 +69,59 @@ function mapOutcome(run: ProcessOutcome, call: ExecCall): CallAnswer {
   const none = { logs: [] as string[], logsTruncated: false };
   switch (run.ending) {
     case 'spawn_error':
-      return { ...none, ok: false, error: failure(ErrorCode.ToolError, `cannot start ${JSON.stringify(call.transport.command[0])}: ${run.spawnError?.message ?? 'unknown error'}`) };
+      return {
+        ...none,
+        ok: false,
+        error: failure(
+          ErrorCode.ToolError,
+          `cannot start ${JSON.stringify(call.transport.command[0])}: ${run.spawnError?.message ?? 'unknown error'}`,
+        ),
+      };
     case 'aborted':
-      return { ...none, ok: false, error: { ...failure(ErrorCode.Internal, `host tool ${JSON.stringify(call.tool.name)} was cancelled before it finished`), retryable: false } };
+      return {
+        ...none,
+        ok: false,
+        error: {
+          ...failure(
+            ErrorCode.Internal,
+            `host tool ${JSON.stringify(call.tool.name)} was cancelled before it finished`,
+          ),
+          retryable: false,
+        },
+      };
     case 'timeout':
-      return { ...toLogLines(stderr), ok: false, error: failure(ErrorCode.Timeout, 'tool timed out', { timeoutMs: call.timeoutMs }) };
+      return {
+        ...toLogLines(stderr),
+        ok: false,
+        error: failure(ErrorCode.Timeout, 'tool timed out', { timeoutMs: call.timeoutMs }),
+      };
     case 'output_limit':
-      return { ...none, ok: false, error: failure(ErrorCode.OutputLimit, `tool wrote more than ${call.maxOutputBytes} bytes to stdout and stderr`, { maxOutputBytes: call.maxOutputBytes }) };
+      return {
+        ...none,
+        ok: false,
+        error: failure(
+          ErrorCode.OutputLimit,
+          `tool wrote more than ${call.maxOutputBytes} bytes to stdout and stderr`,
+          { maxOutputBytes: call.maxOutputBytes },
+        ),
+      };
     case 'exited':
       break;
   }
   if (run.exitCode !== 0) {
-    const exitText = run.signal ? `signal: ${SIGNAL_TEXT[run.signal] ?? run.signal}` : `exit status ${String(run.exitCode)}`;
+    const exitText = run.signal
+      ? `signal: ${SIGNAL_TEXT[run.signal] ?? run.signal}`
+      : `exit status ${String(run.exitCode)}`;
     const text = stderr.trimEnd();
     const message = capBytes(text === '' ? exitText : text, MAX_MESSAGE_BYTES);
-    return { ...none, ok: false, error: failure(ErrorCode.ToolError, message, { exitCode: run.exitCode, ...(run.signal ? { signal: run.signal } : {}) }) };
+    return {
+      ...none,
+      ok: false,
+      error: failure(ErrorCode.ToolError, message, {
+        exitCode: run.exitCode,
+        ...(run.signal ? { signal: run.signal } : {}),
+      }),
+    };
   }
   const logs = toLogLines(stderr);
   const stdout = run.stdout.toString('utf8').trim();
@@ -86,13 +131,27 @@ function mapOutcome(run: ProcessOutcome, call: ExecCall): CallAnswer {
       output = JSON.parse(stdout);
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
-      return { ...logs, ok: false, error: failure(ErrorCode.OutputInvalid, `tool stdout is not valid JSON: ${capBytes(sanitizeText(reason), 200)}`, { stdoutBytes: run.stdoutBytes }) };
+      return {
+        ...logs,
+        ok: false,
+        error: failure(
+          ErrorCode.OutputInvalid,
+          `tool stdout is not valid JSON: ${capBytes(sanitizeText(reason), 200)}`,
+          { stdoutBytes: run.stdoutBytes },
+        ),
+      };
     }
   }
   if (call.tool.resultSchema) {
     const issues = call.schemas.check(call.tool.resultSchema, output);
     if (issues) {
-      return { ...logs, ok: false, error: failure(ErrorCode.OutputInvalid, `tool result does not match result_schema: ${describeIssues(issues)}`, { errors: issues }) };
+      return {
+        ...logs,
+        ok: false,
+        error: failure(ErrorCode.OutputInvalid, `tool result does not match result_schema: ${describeIssues(issues)}`, {
+          errors: issues,
+        }),
+      };
     }
   }
   return { ...logs, ok: true, output };

@@ -58,11 +58,13 @@ interface CallState {
 
 type Failed = Extract<CallAnswer, { ok: false }>;
 
-const fail = (code: ErrorCode, message: string, details?: Record<string, unknown>): Failed => errorResult(code, message, details);
+const fail = (code: ErrorCode, message: string, details?: Record<string, unknown>): Failed =>
+  errorResult(code, message, details);
 
 function plannedAudit(tool: HostTool): TransportFacts {
   const t = tool.transport;
-  const argv = t.kind === 'exec' ? [...t.command, ...t.args] : t.kind === 'rap' ? ['POST', t.endpoint] : [t.method, t.url];
+  const argv =
+    t.kind === 'exec' ? [...t.command, ...t.args] : t.kind === 'rap' ? ['POST', t.endpoint] : [t.method, t.url];
   const cwd = t.kind === 'exec' ? path.dirname(tool.manifestPath) : null;
   return { argv, cwd, exit: null, stdoutBytes: 0, stderrBytes: 0, truncated: false, envKeys: [] };
 }
@@ -81,11 +83,22 @@ async function call(
     try {
       value = await options.resolveSecret(name);
     } catch (err) {
-      return fail(ErrorCode.DependencyUnavailable, `secret ${JSON.stringify(name)} could not be fetched: ${coerceError(err).message}`, { secret: name });
+      return fail(
+        ErrorCode.DependencyUnavailable,
+        `secret ${JSON.stringify(name)} could not be fetched: ${coerceError(err).message}`,
+        { secret: name },
+      );
     }
     if (value === undefined || value === '') {
-      log.warn('host tool secret missing', { secret: name, capAudit: capDenial('secrets', 'tool.call', tool.name, args, 'cap_denied') });
-      return fail(ErrorCode.SecretMissing, `secret ${JSON.stringify(name)} required by host tool ${JSON.stringify(tool.name)} could not be resolved`, { secret: name });
+      log.warn('host tool secret missing', {
+        secret: name,
+        capAudit: capDenial('secrets', 'tool.call', tool.name, args, 'cap_denied'),
+      });
+      return fail(
+        ErrorCode.SecretMissing,
+        `secret ${JSON.stringify(name)} required by host tool ${JSON.stringify(tool.name)} could not be resolved`,
+        { secret: name },
+      );
     }
     options.logger.redact(value);
     secrets.set(name, value);
@@ -100,13 +113,32 @@ async function call(
       if (at !== -1) state.effects.splice(at, 1);
     };
   };
-  const common = { tool, input: args, secrets, timeoutMs: t.timeoutMs ?? config.execTimeoutMs, maxOutputBytes: config.maxOutputBytes, schemas, ...(options.signal ? { signal: options.signal } : {}) };
+  const common = {
+    tool,
+    input: args,
+    secrets,
+    timeoutMs: t.timeoutMs ?? config.execTimeoutMs,
+    maxOutputBytes: config.maxOutputBytes,
+    schemas,
+    ...(options.signal ? { signal: options.signal } : {}),
+  };
   if (t.kind === 'exec') effect('host.exec', t.command[0] ?? '');
   if (t.kind === 'exec') return runExecTool({ ...common, transport: t, parentEnv: options.env ?? {} });
   if (t.kind === 'rap') {
-    if (!options.runRemote) return fail(ErrorCode.DependencyUnavailable, `RAP tool ${JSON.stringify(tool.name)} cannot be called: the RAP runtime is not running`);
+    if (!options.runRemote)
+      return fail(
+        ErrorCode.DependencyUnavailable,
+        `RAP tool ${JSON.stringify(tool.name)} cannot be called: the RAP runtime is not running`,
+      );
     const onSend: OnSend = (url) => effect('rap.invoke', hostOf(url));
-    return options.runRemote({ tool, transport: t, input: args, timeoutMs: common.timeoutMs, onSend, ...(options.signal ? { signal: options.signal } : {}) });
+    return options.runRemote({
+      tool,
+      transport: t,
+      input: args,
+      timeoutMs: common.timeoutMs,
+      onSend,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
   }
   return runHttpTool({ ...common, transport: t, onSend: (url) => effect('net.fetch', hostOf(url)) });
 }
@@ -122,11 +154,19 @@ function hostOf(url: string): string {
 }
 
 // Logs end as a code tool's do: the sandbox's log collector cleans, redacts and caps them at `maxLogBytes`.
-function redactAnswer(answer: CallAnswer, redactor: Redactor, secrets: readonly string[], maxLogBytes: number, durationMs: number): ExecutionResult {
+function redactAnswer(
+  answer: CallAnswer,
+  redactor: Redactor,
+  secrets: readonly string[],
+  maxLogBytes: number,
+  durationMs: number,
+): ExecutionResult {
   const logs = createLogCollector(maxLogBytes, secrets);
   for (const line of answer.logs) logs.add(redactor.text(line));
   const base = { durationMs, logs: logs.lines, logsTruncated: answer.logsTruncated || logs.truncated };
-  return answer.ok ? { ok: true, output: redactor.deep(answer.output), ...base } : { ok: false, error: redactor.deep(answer.error), ...base };
+  return answer.ok
+    ? { ok: true, output: redactor.deep(answer.output), ...base }
+    : { ok: false, error: redactor.deep(answer.error), ...base };
 }
 
 /** Runs one call of a host tool (input checked, approval given); its transport facts are the result's evidence. Never throws for tool behaviour. */
@@ -145,7 +185,10 @@ export async function executeHostTool(
   } catch (err) {
     const error = coerceError(err);
     log.error('host tool call failed in the runner', { error });
-    answer = fail(ErrorCode.Internal, `host tool ${JSON.stringify(tool.name)} failed inside the runner: ${error.message}`);
+    answer = fail(
+      ErrorCode.Internal,
+      `host tool ${JSON.stringify(tool.name)} failed inside the runner: ${error.message}`,
+    );
   }
   const durationMs = performance.now() - started;
   const maxLogBytes = options.config.maxLogBytes ?? MAX_LOG_BYTES;
@@ -153,7 +196,8 @@ export async function executeHostTool(
 
   const t = tool.transport;
   // Passed-through values are not secrets by contract (TZ=UTC); only those of 4+ characters are masked.
-  const passed = t.kind === 'exec' ? t.envPassthrough.map((key) => options.env?.[key] ?? '').filter((v) => v.length >= 4) : [];
+  const passed =
+    t.kind === 'exec' ? t.envPassthrough.map((key) => options.env?.[key] ?? '').filter((v) => v.length >= 4) : [];
   const evidenceRedactor = createRedactor([...secrets.values(), ...passed], options.config.redact);
   const facts = 'audit' in answer ? answer.audit : plannedAudit(tool);
   const evidence: TransportFacts & { transport: HostTool['transport']['kind'] } = {

@@ -31,13 +31,18 @@ export function mangleToolName(name: string): string {
 }
 
 /** Builds the OpenAI `tools` array; throws RunnerError(conflict) naming both sources on a name clash. */
-export function exportOpenAI(tools: ReadonlyArray<{ name: string; description?: string; inputSchema: unknown }>): OpenAIExport {
+export function exportOpenAI(
+  tools: ReadonlyArray<{ name: string; description?: string; inputSchema: unknown }>,
+): OpenAIExport {
   const out: OpenAITool[] = [];
   const reverse: Record<string, string> = {};
   for (const tool of tools) {
     const name = mangleToolName(tool.name);
     if (name === '') {
-      throw new RunnerError(ErrorCode.InputInvalid, `tool name ${JSON.stringify(tool.name)} cannot be exported: it is empty`);
+      throw new RunnerError(
+        ErrorCode.InputInvalid,
+        `tool name ${JSON.stringify(tool.name)} cannot be exported: it is empty`,
+      );
     }
     const existing = reverse[name];
     if (existing !== undefined) {
@@ -48,8 +53,11 @@ export function exportOpenAI(tools: ReadonlyArray<{ name: string; description?: 
       );
     }
     reverse[name] = tool.name;
-    const parameters = isJsonObject(tool.inputSchema) ? tool.inputSchema : { type: 'object', additionalProperties: false };
-    const description = tool.description !== undefined && tool.description !== '' ? { description: tool.description } : {};
+    const parameters = isJsonObject(tool.inputSchema)
+      ? tool.inputSchema
+      : { type: 'object', additionalProperties: false };
+    const description =
+      tool.description !== undefined && tool.description !== '' ? { description: tool.description } : {};
     out.push({ type: 'function', function: { name, ...description, parameters } });
   }
   return { tools: out, reverse };

@@ -39,13 +39,19 @@ const STATUS_CODES: Record<number, ErrorCode> = {
 };
 
 /** Fills `{name}` placeholders with encodeURIComponent(argument); a missing or non-scalar one is an error. */
-export function fillUrlTemplate(template: string, input: Record<string, unknown>): { ok: true; url: string } | { ok: false; message: string } {
+export function fillUrlTemplate(
+  template: string,
+  input: Record<string, unknown>,
+): { ok: true; url: string } | { ok: false; message: string } {
   let problem: string | undefined;
   const url = template.replace(/\{([^{}]*)\}/g, (_whole, name: string) => {
     const value = input[name];
-    if (value === undefined || value === null) problem ??= `url placeholder {${name}} has no value: argument ${JSON.stringify(name)} is missing`;
-    else if (typeof value === 'object') problem ??= `url placeholder {${name}} needs a string, number or boolean argument (got ${Array.isArray(value) ? 'array' : 'object'})`;
-    else if (value === '.' || value === '..') problem ??= `url placeholder {${name}} cannot be ${JSON.stringify(value)}`;
+    if (value === undefined || value === null)
+      problem ??= `url placeholder {${name}} has no value: argument ${JSON.stringify(name)} is missing`;
+    else if (typeof value === 'object')
+      problem ??= `url placeholder {${name}} needs a string, number or boolean argument (got ${Array.isArray(value) ? 'array' : 'object'})`;
+    else if (value === '.' || value === '..')
+      problem ??= `url placeholder {${name}} cannot be ${JSON.stringify(value)}`;
     else return encodeURIComponent(String(value));
     return '';
   });
@@ -79,22 +85,49 @@ async function readCapped(res: Response, max: number): Promise<{ body: Buffer; t
 }
 
 function fetchFailure(err: unknown, call: HttpToolCall, timeout: AbortSignal, what: string): ExecutionFailure {
-  if (call.signal?.aborted) return { ...failure(ErrorCode.Internal, `host tool ${JSON.stringify(call.tool.name)} was cancelled before it finished`), retryable: false };
-  if (timeout.aborted) return failure(ErrorCode.DependencyUnavailable, `${what} timed out after ${call.timeoutMs} ms`, { timeoutMs: call.timeoutMs });
+  if (call.signal?.aborted)
+    return {
+      ...failure(ErrorCode.Internal, `host tool ${JSON.stringify(call.tool.name)} was cancelled before it finished`),
+      retryable: false,
+    };
+  if (timeout.aborted)
+    return failure(ErrorCode.DependencyUnavailable, `${what} timed out after ${call.timeoutMs} ms`, {
+      timeoutMs: call.timeoutMs,
+    });
   const cause = (err as { cause?: { code?: unknown; message?: unknown } }).cause;
-  const reason = typeof cause?.code === 'string' ? cause.code : typeof cause?.message === 'string' ? cause.message : err instanceof Error ? err.message : String(err);
+  const reason =
+    typeof cause?.code === 'string'
+      ? cause.code
+      : typeof cause?.message === 'string'
+        ? cause.message
+        : err instanceof Error
+          ? err.message
+          : String(err);
   return failure(ErrorCode.DependencyUnavailable, `${what} failed: ${sanitizeText(reason)}`);
 }
 
-function answer(status: number, res: Response, body: Buffer, call: HttpToolCall, what: string): { ok: true; output: unknown } | { ok: false; error: ExecutionFailure } {
+function answer(
+  status: number,
+  res: Response,
+  body: Buffer,
+  call: HttpToolCall,
+  what: string,
+): { ok: true; output: unknown } | { ok: false; error: ExecutionFailure } {
   const text = body.toString('utf8');
   if (status >= 300) {
     const snippet = capBytes(sanitizeText(text).replace(/\s+/g, ' ').trim(), 300);
-    if (status < 400) return { ok: false, error: failure(ErrorCode.ToolError, `${what} answered ${status}; redirects are not followed`, { status }) };
+    if (status < 400)
+      return {
+        ok: false,
+        error: failure(ErrorCode.ToolError, `${what} answered ${status}; redirects are not followed`, { status }),
+      };
     const code = STATUS_CODES[status] ?? (status >= 500 ? ErrorCode.DependencyUnavailable : ErrorCode.ToolError);
     const wait = retryAfterMs(res.headers.get('retry-after'));
     const details = { status, ...(wait === undefined ? {} : { retryAfterMs: wait }) };
-    return { ok: false, error: failure(code, `${what} answered ${status}${snippet === '' ? '' : `: ${snippet}`}`, details) };
+    return {
+      ok: false,
+      error: failure(code, `${what} answered ${status}${snippet === '' ? '' : `: ${snippet}`}`, details),
+    };
   }
   let output: unknown = {};
   if (text.trim() !== '') {
@@ -102,18 +135,35 @@ function answer(status: number, res: Response, body: Buffer, call: HttpToolCall,
       output = JSON.parse(text);
     } catch (err) {
       const reason = capBytes(sanitizeText(err instanceof Error ? err.message : String(err)), 200);
-      return { ok: false, error: failure(ErrorCode.OutputInvalid, `response of ${what} is not valid JSON: ${reason}`, { status }) };
+      return {
+        ok: false,
+        error: failure(ErrorCode.OutputInvalid, `response of ${what} is not valid JSON: ${reason}`, { status }),
+      };
     }
   }
   const issues = call.tool.resultSchema ? call.schemas.check(call.tool.resultSchema, output) : null;
-  if (issues) return { ok: false, error: failure(ErrorCode.OutputInvalid, `tool result does not match result_schema: ${describeIssues(issues)}`, { errors: issues }) };
+  if (issues)
+    return {
+      ok: false,
+      error: failure(ErrorCode.OutputInvalid, `tool result does not match result_schema: ${describeIssues(issues)}`, {
+        errors: issues,
+      }),
+    };
   return { ok: true, output };
 }
 
 /** Calls an http host tool once. Never throws for endpoint behaviour. */
 export async function runHttpTool(call: HttpToolCall): Promise<CallOutcome> {
   const { method } = call.transport;
-  const audit: TransportFacts = { argv: [method, call.transport.url], cwd: null, exit: null, stdoutBytes: 0, stderrBytes: 0, truncated: false, envKeys: [] };
+  const audit: TransportFacts = {
+    argv: [method, call.transport.url],
+    cwd: null,
+    exit: null,
+    stdoutBytes: 0,
+    stderrBytes: 0,
+    truncated: false,
+    envKeys: [],
+  };
   const none = { logs: [] as string[], logsTruncated: false };
   const filled = fillUrlTemplate(call.transport.url, call.input);
   if (!filled.ok) return { ...none, audit, ok: false, error: failure(ErrorCode.InputInvalid, filled.message) };
@@ -122,14 +172,21 @@ export async function runHttpTool(call: HttpToolCall): Promise<CallOutcome> {
   const headers = new Headers({ accept: 'application/json' });
   const hasBody = BODY_METHODS.has(method);
   if (hasBody) headers.set('content-type', 'application/json');
-  for (const [name, value] of Object.entries(call.transport.headers)) headers.set(name, fillSecretPlaceholders(value, call.secrets));
+  for (const [name, value] of Object.entries(call.transport.headers))
+    headers.set(name, fillSecretPlaceholders(value, call.secrets));
 
   const timeout = AbortSignal.timeout(call.timeoutMs);
   const signal = call.signal ? AbortSignal.any([call.signal, timeout]) : timeout;
   let withdraw: (() => void) | undefined;
   try {
     withdraw = call.onSend?.(filled.url);
-    const res = await fetch(filled.url, { method, headers, redirect: 'manual', signal, ...(hasBody ? { body: JSON.stringify(call.input) } : {}) });
+    const res = await fetch(filled.url, {
+      method,
+      headers,
+      redirect: 'manual',
+      signal,
+      ...(hasBody ? { body: JSON.stringify(call.input) } : {}),
+    });
     audit.status = res.status;
     // a 4xx answer: the receiver refused the request before acting on it
     if (res.status >= 400 && res.status < 500) withdraw?.();
@@ -137,7 +194,9 @@ export async function runHttpTool(call: HttpToolCall): Promise<CallOutcome> {
     audit.stdoutBytes = total;
     audit.truncated = over;
     if (over) {
-      const error = failure(ErrorCode.OutputLimit, `response of ${what} is larger than ${call.maxOutputBytes} bytes`, { maxOutputBytes: call.maxOutputBytes });
+      const error = failure(ErrorCode.OutputLimit, `response of ${what} is larger than ${call.maxOutputBytes} bytes`, {
+        maxOutputBytes: call.maxOutputBytes,
+      });
       return { ...none, audit, ok: false, error };
     }
     return { ...none, audit, ...answer(res.status, res, body, call, what) };

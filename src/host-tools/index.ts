@@ -7,7 +7,13 @@ export { loadHostTools, type HostToolsLoad, type LoadHostToolsOptions } from './
 export { executeHostTool, type ExecuteHostToolOptions, type RemoteCall } from './execute.js';
 export { normalizeHostInput } from './input.js';
 export { neverSent, REFUSED_BEFORE_ACTING, type CallOutcome, type OnSend } from './call-outcome.js';
-export { exportOpenAI, mangleToolName, MAX_EXPORTED_NAME, type OpenAIExport, type OpenAITool } from './export-openai.js';
+export {
+  exportOpenAI,
+  mangleToolName,
+  MAX_EXPORTED_NAME,
+  type OpenAIExport,
+  type OpenAITool,
+} from './export-openai.js';
 export { secretEnvName } from './secrets.js';
 export { createSchemaCache, type SchemaCache, type SchemaIssue } from './schema-validator.js';
 export { isCapabilityGranted, missingCapabilities, type CapAuditRecord } from './capabilities.js';

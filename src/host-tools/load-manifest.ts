@@ -29,7 +29,13 @@ function looksLikeRunloop(doc: unknown): boolean {
   return Array.isArray(tools) && tools.some((tool) => isJsonObject(tool) && ('id' in tool || 'transport' in tool));
 }
 
-function parseToolsJson(bytes: Buffer, manifestPath: string, digest: string, runloopOnly: boolean, validator: SchemaValidator): ManifestLoadResult {
+function parseToolsJson(
+  bytes: Buffer,
+  manifestPath: string,
+  digest: string,
+  runloopOnly: boolean,
+  validator: SchemaValidator,
+): ManifestLoadResult {
   let doc: unknown;
   try {
     doc = JSON.parse(bytes.toString('utf8'));
@@ -48,12 +54,17 @@ function parseToolsJson(bytes: Buffer, manifestPath: string, digest: string, run
 }
 
 /** Loads one manifest: a tools.json file, a Runloop bundle directory, or its manifest.toml (schemas compiled with `options.validator`). */
-export async function loadManifest(manifestPath: string, options: { validator: SchemaValidator }): Promise<ManifestLoadResult> {
+export async function loadManifest(
+  manifestPath: string,
+  options: { validator: SchemaValidator },
+): Promise<ManifestLoadResult> {
   const { validator } = options;
   const absolute = path.resolve(manifestPath);
   try {
     if ((await stat(absolute)).isDirectory()) {
-      return await loadBundle(path.join(absolute, 'manifest.toml'), (b, p, d) => parseToolsJson(b, p, d, true, validator));
+      return await loadBundle(path.join(absolute, 'manifest.toml'), (b, p, d) =>
+        parseToolsJson(b, p, d, true, validator),
+      );
     }
   } catch (err) {
     return { ok: false, error: `read manifest: ${errorText(err)}` };

@@ -48,10 +48,16 @@ async function publishOne(client: StoreClient, tool: HostTool, workspace: string
     context,
   };
   for (let attempt = 0; attempt < 4; attempt++) {
-    const items = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolLegacy, tag: TAG.tool(tool.name), include_context: true, limit: 20 });
+    const items = await client.listBreadcrumbs({
+      schema_name: SCHEMA.ToolLegacy,
+      tag: TAG.tool(tool.name),
+      include_context: true,
+      limit: 20,
+    });
     const mine = items.filter((item) => item.tags.includes(workspace)).sort((a, b) => a.id.localeCompare(b.id))[0];
     if (mine) {
-      if (JSON.stringify(mine.context) === JSON.stringify(context)) return { name: tool.name, action: 'unchanged', id: mine.id };
+      if (JSON.stringify(mine.context) === JSON.stringify(context))
+        return { name: tool.name, action: 'unchanged', id: mine.id };
       try {
         await client.updateBreadcrumb(mine.id, body, { ifMatch: mine.version });
         return { name: tool.name, action: 'updated', id: mine.id };
@@ -61,7 +67,10 @@ async function publishOne(client: StoreClient, tool: HostTool, workspace: string
       }
     }
     try {
-      const { id } = await client.createBreadcrumb(body, attempt === 0 ? { idempotencyKey: `host-tool:${workspace}:${tool.name}:${tool.manifestDigest}` } : {});
+      const { id } = await client.createBreadcrumb(
+        body,
+        attempt === 0 ? { idempotencyKey: `host-tool:${workspace}:${tool.name}:${tool.manifestDigest}` } : {},
+      );
       return { name: tool.name, action: 'created', id };
     } catch (error) {
       if (!isConflict(error)) throw error;
@@ -71,7 +80,12 @@ async function publishOne(client: StoreClient, tool: HostTool, workspace: string
 }
 
 /** Upserts one tool.v1 per host tool; failures are logged per tool and never fatal. */
-export async function publishHostTools(client: StoreClient, tools: readonly HostTool[], workspace: string, logger: Logger): Promise<PublishResult[]> {
+export async function publishHostTools(
+  client: StoreClient,
+  tools: readonly HostTool[],
+  workspace: string,
+  logger: Logger,
+): Promise<PublishResult[]> {
   const results: PublishResult[] = [];
   for (const tool of tools) {
     try {
@@ -85,7 +99,12 @@ export async function publishHostTools(client: StoreClient, tools: readonly Host
 }
 
 /** Deletes this workspace's tool.v1 descriptions of `names` (host tools no longer exposed); never fatal. */
-export async function unpublishHostTools(client: StoreClient, names: readonly string[], workspace: string, logger: Logger): Promise<string[]> {
+export async function unpublishHostTools(
+  client: StoreClient,
+  names: readonly string[],
+  workspace: string,
+  logger: Logger,
+): Promise<string[]> {
   const removed: string[] = [];
   for (const name of names) {
     try {

@@ -56,7 +56,16 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
     let exited = false;
 
     if (spec.signal?.aborted) {
-      resolve({ ending: 'aborted', exitCode: null, signal: null, stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), stdoutBytes: 0, stderrBytes: 0, durationMs: 0 });
+      resolve({
+        ending: 'aborted',
+        exitCode: null,
+        signal: null,
+        stdout: Buffer.alloc(0),
+        stderr: Buffer.alloc(0),
+        stdoutBytes: 0,
+        stderrBytes: 0,
+        durationMs: 0,
+      });
       return;
     }
     const child = spawn(program, args, {

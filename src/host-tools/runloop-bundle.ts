@@ -52,7 +52,10 @@ export async function loadBundle(tomlPath: string, parseToolsJson: ToolsJsonPars
     return { ok: false, error: `parse manifest: ${errorText(err)}` };
   }
   const dir = path.dirname(tomlPath);
-  const fail = (message: string): ManifestLoadResult => ({ ok: false, error: `artifact error for ${agentName(doc, dir)}: ${message}` });
+  const fail = (message: string): ManifestLoadResult => ({
+    ok: false,
+    error: `artifact error for ${agentName(doc, dir)}: ${message}`,
+  });
   const artifacts = doc.artifacts;
   const entry = isJsonObject(artifacts) ? artifacts.tools : undefined;
   if (entry === undefined) {
@@ -60,25 +63,30 @@ export async function loadBundle(tomlPath: string, parseToolsJson: ToolsJsonPars
   }
   if (!isJsonObject(entry)) return fail('[artifacts.tools] must be a table');
   const version = entry.version ?? 1;
-  if (typeof version !== 'number') return fail(`[artifacts.tools] version must be an integer (got ${JSON.stringify(version)})`);
+  if (typeof version !== 'number')
+    return fail(`[artifacts.tools] version must be an integer (got ${JSON.stringify(version)})`);
   if (version !== 1) return fail(`unsupported tools.json version ${version} (supported: 1)`);
   const rel = entry.path ?? 'tools.json';
   if (typeof rel !== 'string' || rel === '') return fail(`[artifacts.tools] path must be a non-empty string`);
   const listed = entry.blake3;
   if (typeof listed !== 'string' || listed === '') return fail('[artifacts.tools] blake3 is required');
   const toolsPath = path.resolve(dir, rel);
-  if (path.isAbsolute(rel) || !inside(dir, toolsPath)) return fail(`[artifacts.tools] path ${JSON.stringify(rel)} escapes the bundle directory`);
+  if (path.isAbsolute(rel) || !inside(dir, toolsPath))
+    return fail(`[artifacts.tools] path ${JSON.stringify(rel)} escapes the bundle directory`);
   let bytes: Buffer;
   try {
     const [realDir, realFile] = await Promise.all([realpath(dir), realpath(toolsPath)]);
-    if (!inside(realDir, realFile)) return fail(`[artifacts.tools] path ${JSON.stringify(rel)} escapes the bundle directory`);
+    if (!inside(realDir, realFile))
+      return fail(`[artifacts.tools] path ${JSON.stringify(rel)} escapes the bundle directory`);
     bytes = await readFile(realFile);
   } catch (err) {
     return { ok: false, error: `read manifest: ${errorText(err)}` };
   }
   const actual = blake3Hex(bytes);
   if (actual !== listed.toLowerCase()) {
-    return fail(`${rel} blake3 mismatch: manifest.toml lists ${JSON.stringify(listed)}, the file hashes to ${JSON.stringify(actual)}`);
+    return fail(
+      `${rel} blake3 mismatch: manifest.toml lists ${JSON.stringify(listed)}, the file hashes to ${JSON.stringify(actual)}`,
+    );
   }
   return parseToolsJson(bytes, toolsPath, actual);
 }

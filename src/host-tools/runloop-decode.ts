@@ -85,7 +85,13 @@ function decodeTransport(value: unknown, at: string): RunloopTransportSpec {
         headers[name] = str(v, `${at}.headers.${name}`);
       }
     }
-    return { kind, method: str(obj.method, `${at}.method`, ''), url: str(obj.url, `${at}.url`, ''), headers, ...timeout };
+    return {
+      kind,
+      method: str(obj.method, `${at}.method`, ''),
+      url: str(obj.url, `${at}.url`, ''),
+      headers,
+      ...timeout,
+    };
   }
   throw new SerdeError(`unknown variant \`${kind}\`, expected \`exec\` or \`http\` at ${at}.kind`);
 }
@@ -105,9 +111,11 @@ function decodeTool(value: unknown, at: string): RunloopSpec {
   const id = str(required(obj, 'id', at), `${at}.id`);
   const description = str(required(obj, 'description', at), `${at}.description`);
   const transport = decodeTransport(required(obj, 'transport', at), `${at}.transport`);
-  const schemaRefs = obj.schema_refs === undefined || obj.schema_refs === null ? {} : map(obj.schema_refs, 'a map', `${at}.schema_refs`);
+  const schemaRefs =
+    obj.schema_refs === undefined || obj.schema_refs === null ? {} : map(obj.schema_refs, 'a map', `${at}.schema_refs`);
   const confirm = obj.requires_confirmation;
-  if (confirm !== undefined && typeof confirm !== 'boolean') throw invalidType(confirm, 'a boolean', `${at}.requires_confirmation`);
+  if (confirm !== undefined && typeof confirm !== 'boolean')
+    throw invalidType(confirm, 'a boolean', `${at}.requires_confirmation`);
   const observability = optional(obj.observability, (v) => map(v, 'struct Observability', `${at}.observability`));
   const budget = optional(obj.budget, (v) => decodeBudget(v, `${at}.budget`));
   return {

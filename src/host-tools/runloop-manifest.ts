@@ -45,7 +45,8 @@ function checkUrl(url: string, fail: (m: string) => never): void {
 function checkTransport(t: RunloopTransportSpec, spec: RunloopSpec, fail: (m: string) => never): HostTransport {
   const timeout = t.timeoutMs === undefined ? {} : { timeoutMs: t.timeoutMs };
   if (t.kind === 'exec') {
-    if (!path.isAbsolute(t.command)) fail(`exec transport command must be an absolute path (got ${JSON.stringify(t.command)})`);
+    if (!path.isAbsolute(t.command))
+      fail(`exec transport command must be an absolute path (got ${JSON.stringify(t.command)})`);
     return { kind: 'exec', command: [t.command], args: t.args, style: 'runloop', ...timeout, envPassthrough: [] };
   }
   const method = t.method.trim().toUpperCase();
@@ -65,7 +66,12 @@ function checkTransport(t: RunloopTransportSpec, spec: RunloopSpec, fail: (m: st
   return { kind: 'http', method, url: t.url, headers: t.headers, ...timeout };
 }
 
-function checkSchema(spec: RunloopSpec, field: 'input_schema' | 'result_schema', fail: (m: string) => never, validator: SchemaValidator): object | null {
+function checkSchema(
+  spec: RunloopSpec,
+  field: 'input_schema' | 'result_schema',
+  fail: (m: string) => never,
+  validator: SchemaValidator,
+): object | null {
   const present = field === 'input_schema' ? spec.hasInputSchema : spec.hasResultSchema;
   if (!present) fail(`${field} is required (null is accepted for none)`);
   let schema = field === 'input_schema' ? spec.inputSchema : spec.resultSchema;
@@ -76,7 +82,8 @@ function checkSchema(spec: RunloopSpec, field: 'input_schema' | 'result_schema',
     throw err;
   }
   if (schema === null) return null;
-  if (!isJsonObject(schema)) fail(`${field} must be a JSON Schema object or {"$ref":"schema:<id>"} (got ${kindOf(schema)})`);
+  if (!isJsonObject(schema))
+    fail(`${field} must be a JSON Schema object or {"$ref":"schema:<id>"} (got ${kindOf(schema)})`);
   const problem = schemaCompileError(schema, validator);
   if (problem !== null) fail(`invalid ${field}: ${problem}`);
   return schema;
@@ -88,14 +95,22 @@ function checkSecrets(spec: RunloopSpec, fail: (m: string) => never): string[] {
     if (secret.trim() === '') fail(`secrets[${i}] cannot be empty`);
     const clash = secrets.find((other) => other !== secret && secretEnvName(other) === secretEnvName(secret));
     if (clash !== undefined) {
-      fail(`secrets ${JSON.stringify(clash)} and ${JSON.stringify(secret)} map to the same environment variable ${JSON.stringify(secretEnvName(secret))}`);
+      fail(
+        `secrets ${JSON.stringify(clash)} and ${JSON.stringify(secret)} map to the same environment variable ${JSON.stringify(secretEnvName(secret))}`,
+      );
     }
     if (!secrets.includes(secret)) secrets.push(secret);
   });
   return secrets;
 }
 
-function buildTool(spec: RunloopSpec, idx: number, seen: Set<string>, source: ManifestSource, warnings: string[]): HostTool {
+function buildTool(
+  spec: RunloopSpec,
+  idx: number,
+  seen: Set<string>,
+  source: ManifestSource,
+  warnings: string[],
+): HostTool {
   const fail = (message: string): never => {
     throw new ManifestError(`tool #${idx}: ${message}`);
   };
@@ -115,11 +130,16 @@ function buildTool(spec: RunloopSpec, idx: number, seen: Set<string>, source: Ma
   const inputSchema = checkSchema(spec, 'input_schema', fail, source.validator);
   const resultSchema = checkSchema(spec, 'result_schema', fail, source.validator);
   const usd = spec.budget?.usd;
-  if (usd !== undefined && !(Number.isFinite(usd) && usd >= 0)) fail(`budget.usd must be a non-negative number (got ${usd})`);
+  if (usd !== undefined && !(Number.isFinite(usd) && usd >= 0))
+    fail(`budget.usd must be a non-negative number (got ${usd})`);
   const explicit = explicitContract(spec.contract, `tools[${idx}].contract`);
   if (!explicit.ok) fail(`invalid contract: ${explicit.error}`);
-  for (const [field, schema] of [['input_schema', inputSchema], ['result_schema', resultSchema]] as const) {
-    if (schema === null) warnings.push(`tool #${idx} ${JSON.stringify(spec.id)}: ${field} is null; nothing is validated against it`);
+  for (const [field, schema] of [
+    ['input_schema', inputSchema],
+    ['result_schema', resultSchema],
+  ] as const) {
+    if (schema === null)
+      warnings.push(`tool #${idx} ${JSON.stringify(spec.id)}: ${field} is null; nothing is validated against it`);
   }
   return {
     name: spec.id,
@@ -140,7 +160,11 @@ function buildTool(spec: RunloopSpec, idx: number, seen: Set<string>, source: Ma
 }
 
 /** Validates a decoded Runloop manifest and turns it into host tools (all or nothing). */
-export function buildRunloopTools(version: number, specs: readonly RunloopSpec[], source: ManifestSource): ManifestLoadResult {
+export function buildRunloopTools(
+  version: number,
+  specs: readonly RunloopSpec[],
+  source: ManifestSource,
+): ManifestLoadResult {
   if (version !== 1) return { ok: false, error: `unsupported tools.json version ${version} (expected 1)` };
   const seen = new Set<string>();
   const warnings: string[] = [];

@@ -22,7 +22,9 @@ export function createSchemaCache(validator: SchemaValidator): SchemaCache {
   return {
     check(schema, value) {
       const result = validator.validate(schema, value);
-      return result.valid ? null : result.errors.map((error) => ({ path: error.path === '' ? '/' : error.path, message: error.message }));
+      return result.valid
+        ? null
+        : result.errors.map((error) => ({ path: error.path === '' ? '/' : error.path, message: error.message }));
     },
   };
 }

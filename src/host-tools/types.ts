@@ -84,9 +84,7 @@ export interface HostTool {
 }
 
 /** Outcome of loading one manifest: all its tools, or the first error (no partial loads). */
-export type ManifestLoadResult =
-  | { ok: true; tools: HostTool[]; warnings: string[] }
-  | { ok: false; error: string };
+export type ManifestLoadResult = { ok: true; tools: HostTool[]; warnings: string[] } | { ok: false; error: string };
 
 /** A tool kept out of the catalog, and why. */
 export interface DeniedHostTool {
@@ -96,11 +94,11 @@ export interface DeniedHostTool {
 }
 
 /** The part of the configuration executeHostTool reads. */
-export type HostToolConfig = Pick<Config, 'execTimeoutMs' | 'maxOutputBytes' | 'redact'> & Partial<Pick<Config, 'maxLogBytes'>>;
+export type HostToolConfig = Pick<Config, 'execTimeoutMs' | 'maxOutputBytes' | 'redact'> &
+  Partial<Pick<Config, 'maxLogBytes'>>;
 
 /** The capability families of Runloop's policy.caps. */
 export const CAPABILITY_FAMILIES = ['fs', 'net', 'time', 'kb_read', 'kb_write', 'secrets', 'model', 'exec'] as const;
 
 /** Text returned (code approval.required) when a tool needs confirmation and none can be given. */
-export const CONFIRMATION_REFUSED =
-  'confirmation required (daemon lacks UI/TUI decision); refusing automatic approval';
+export const CONFIRMATION_REFUSED = 'confirmation required (daemon lacks UI/TUI decision); refusing automatic approval';

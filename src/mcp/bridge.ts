@@ -96,13 +96,16 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
     // No sealed catalog means an empty tool list: say why once, not on every refresh.
     if (!read.catalog && read.unverified > 0 && !warnedUnverified) {
       warnedUnverified = true;
-      logger.warn('MCP serves no tools: no catalog sealed with this runner secret', { reason: missingCatalogReason(read, workspace) });
+      logger.warn('MCP serves no tools: no catalog sealed with this runner secret', {
+        reason: missingCatalogReason(read, workspace),
+      });
     }
     const entries = read.catalog?.tools ?? [];
     const views = buildToolViews(entries);
     const key = JSON.stringify([views.tools, views.omitted]);
     if (key !== currentKey) {
-      for (const o of views.omitted) logger.warn('tool not exported over MCP', { tool: o.name, exportName: o.exportName, reason: o.reason });
+      for (const o of views.omitted)
+        logger.warn('tool not exported over MCP', { tool: o.name, exportName: o.exportName, reason: o.reason });
       const hadList = current !== undefined;
       current = views;
       currentKey = key;
@@ -146,7 +149,8 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
   const handleEvent = (event: StoreEvent): void => {
     if (event.type !== 'breadcrumb.updated') return;
     if (event.schema_name === SCHEMA.ToolCatalog) {
-      if (event.tags?.includes(workspace) && event.tags.includes(TAG.Catalog)) void refresh().catch((error: unknown) => logger.warn('MCP catalog refresh failed', { error }));
+      if (event.tags?.includes(workspace) && event.tags.includes(TAG.Catalog))
+        void refresh().catch((error: unknown) => logger.warn('MCP catalog refresh failed', { error }));
       return;
     }
     if (event.schema_name === SCHEMA.ToolResponse) return requests.handleEvent(event);
@@ -170,18 +174,29 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
     if (name === undefined) {
       // The specification lists an unknown tool among the protocol errors (-32602), not tool results.
       const omitted = views.omitted.find((o) => o.exportName === exportName);
-      const why = omitted ? omitted.reason : `no tool named ${JSON.stringify(exportName)} in the catalog of ${workspace}`;
+      const why = omitted
+        ? omitted.reason
+        : `no tool named ${JSON.stringify(exportName)} in the catalog of ${workspace}`;
       throw new McpError(McpErrorCode.InvalidParams, `Unknown tool: ${JSON.stringify(exportName)} (${why})`);
     }
     const rid = randomUUID();
     const startedAt = performance.now();
-    const watch: WatchedCall | undefined = opts.onProgress ? { rid, progressSeq: 0, onProgress: opts.onProgress, early: [] } : undefined;
+    const watch: WatchedCall | undefined = opts.onProgress
+      ? { rid, progressSeq: 0, onProgress: opts.onProgress, early: [] }
+      : undefined;
     if (watch) watched.set(rid, watch);
     const signal = AbortSignal.any([opts.signal, closing.signal]);
     let written: WrittenRequest | undefined;
     try {
       written = await requests.write(
-        { rid, tool: name, input: args ?? {}, requestedBy: `mcp:${opts.agent}`, tags: [TAG.agent(`mcp:${opts.agent}`)], ...(opts.isolation ? { context: { isolation: opts.isolation } } : {}) },
+        {
+          rid,
+          tool: name,
+          input: args ?? {},
+          requestedBy: `mcp:${opts.agent}`,
+          tags: [TAG.agent(`mcp:${opts.agent}`)],
+          ...(opts.isolation ? { context: { isolation: opts.isolation } } : {}),
+        },
         { signal: opts.signal },
       );
       if (watch) {
@@ -191,21 +206,42 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
       const result = await requests.wait(written, { timeoutMs: options.callTimeoutMs, signal });
       if (result.kind === 'cancelled') {
         await cancel(rid, written, name);
-        return errorResult(ErrorCode.Internal, `call of ${JSON.stringify(name)} (request ${rid}) was cancelled by the client`);
+        return errorResult(
+          ErrorCode.Internal,
+          `call of ${JSON.stringify(name)} (request ${rid}) was cancelled by the client`,
+        );
       }
       if (result.kind === 'timeout') {
-        return errorResult(ErrorCode.Timeout, `no tool.response.v1 for request ${rid} (tool ${JSON.stringify(name)}) within ${options.callTimeoutMs} ms; the request stays in the store and may still be answered`);
+        return errorResult(
+          ErrorCode.Timeout,
+          `no tool.response.v1 for request ${rid} (tool ${JSON.stringify(name)}) within ${options.callTimeoutMs} ms; the request stays in the store and may still be answered`,
+        );
       }
-      logger.debug('MCP call answered', { rid, tool: name, status: result.answer.status, ms: Math.round(performance.now() - startedAt) });
-      return callResult(result.answer, { rid, requestBreadcrumbId: written.breadcrumbId, responseBreadcrumbId: result.responseId });
+      logger.debug('MCP call answered', {
+        rid,
+        tool: name,
+        status: result.answer.status,
+        ms: Math.round(performance.now() - startedAt),
+      });
+      return callResult(result.answer, {
+        rid,
+        requestBreadcrumbId: written.breadcrumbId,
+        responseBreadcrumbId: result.responseId,
+      });
     } catch (error) {
       if (opts.signal.aborted) {
         await cancel(rid, written, name);
-        return errorResult(ErrorCode.Internal, `call of ${JSON.stringify(name)} (request ${rid}) was cancelled by the client`);
+        return errorResult(
+          ErrorCode.Internal,
+          `call of ${JSON.stringify(name)} (request ${rid}) was cancelled by the client`,
+        );
       }
       const e = coerceError(error);
       logger.warn('MCP call failed', { rid, tool: name, code: e.code, error: e.message });
-      return errorResult(e.code, `request ${rid} for ${JSON.stringify(name)} could not be written to the store: ${e.message}`);
+      return errorResult(
+        e.code,
+        `request ${rid} for ${JSON.stringify(name)} could not be written to the store: ${e.message}`,
+      );
     } finally {
       if (watch) watched.delete(rid);
     }
@@ -218,7 +254,8 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
       return;
     }
     try {
-      if (await requests.withdraw(written)) logger.info('MCP call cancelled: request deleted', { rid, tool, request: written.breadcrumbId });
+      if (await requests.withdraw(written))
+        logger.info('MCP call cancelled: request deleted', { rid, tool, request: written.breadcrumbId });
     } catch (error) {
       logger.warn('MCP call cancelled but its request could not be deleted', { rid, tool, error });
     }

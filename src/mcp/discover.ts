@@ -10,7 +10,10 @@ import { z } from 'zod';
 export const DISCOVER_METHOD = 'server/discover';
 
 /** The request schema the SDK routes `server/discover` by. */
-export const DiscoverRequestSchema = z.object({ method: z.literal(DISCOVER_METHOD), params: z.optional(z.looseObject({})) });
+export const DiscoverRequestSchema = z.object({
+  method: z.literal(DISCOVER_METHOD),
+  params: z.optional(z.looseObject({})),
+});
 
 /** What a server says of itself, shared by `initialize` and `server/discover`. */
 export interface ServerIdentity {

@@ -17,9 +17,15 @@ export interface McpExtension extends ServiceExtension {
 export function createMcpExtension(): McpExtension {
   let bridge: McpBridge | undefined;
   let http: McpHttpHandler | undefined;
-  const route = async (req: IncomingMessage, res: ServerResponse, context: { allowList?: McpAllowList }): Promise<void> => {
+  const route = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    context: { allowList?: McpAllowList },
+  ): Promise<void> => {
     if (!http) {
-      res.writeHead(503, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'the MCP endpoint is not started yet', code: 'unavailable' }));
+      res
+        .writeHead(503, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ error: 'the MCP endpoint is not started yet', code: 'unavailable' }));
       return;
     }
     await http.handle(req, res, context.allowList);
@@ -30,10 +36,24 @@ export function createMcpExtension(): McpExtension {
       const { config, logger } = ctx;
       if (config.adminToken !== undefined) logger.redact(config.adminToken);
       else if (config.adminPort >= 0 && !isLoopbackHost(config.adminHost)) {
-        logger.warn('the admin port is not on loopback and no --admin-token is set: anyone who can reach it can call tools over /mcp', { adminHost: config.adminHost });
+        logger.warn(
+          'the admin port is not on loopback and no --admin-token is set: anyone who can reach it can call tools over /mcp',
+          { adminHost: config.adminHost },
+        );
       }
-      bridge = createMcpBridge({ client: ctx.client, workspace: config.workspace, logger, keys: ctx.keys, callTimeoutMs: config.callTimeoutMs });
-      http = createMcpHttpHandler({ bridge, logger, progressMs: config.mcpProgressMs, ...(config.adminToken !== undefined ? { token: config.adminToken } : {}) });
+      bridge = createMcpBridge({
+        client: ctx.client,
+        workspace: config.workspace,
+        logger,
+        keys: ctx.keys,
+        callTimeoutMs: config.callTimeoutMs,
+      });
+      http = createMcpHttpHandler({
+        bridge,
+        logger,
+        progressMs: config.mcpProgressMs,
+        ...(config.adminToken !== undefined ? { token: config.adminToken } : {}),
+      });
     },
     handleEvent: (event) => bridge?.handleEvent(event),
     onReconnect: () => bridge?.onReconnect(),

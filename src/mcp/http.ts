@@ -55,13 +55,27 @@ function digest(text: string): Buffer {
   return createHash('sha256').update(text).digest();
 }
 
-function jsonRpcError(res: ServerResponse, status: number, code: number, message: string, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
+function jsonRpcError(
+  res: ServerResponse,
+  status: number,
+  code: number,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
+  res
+    .writeHead(status, { 'content-type': 'application/json', ...headers })
+    .end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
 }
 
 /** Writes a refusal of the admin port's guard as MCP clients expect it (JSON-RPC error; 401 with a Bearer challenge). */
 export function refuseMcp(res: ServerResponse, refusal: { status: number; message: string }): void {
-  jsonRpcError(res, refusal.status, refusal.status === 401 ? -32001 : -32000, refusal.message, refusal.status === 401 ? { 'www-authenticate': 'Bearer realm="tools-runner"' } : {});
+  jsonRpcError(
+    res,
+    refusal.status,
+    refusal.status === 401 ? -32001 : -32000,
+    refusal.message,
+    refusal.status === 401 ? { 'www-authenticate': 'Bearer realm="tools-runner"' } : {},
+  );
 }
 
 /** Whether a browser Origin is the server itself (same host:port as the request's Host). */
@@ -77,12 +91,15 @@ function sameOrigin(origin: string, host: string | undefined): boolean {
 const MAX_START_BODY = 1024 * 1024;
 
 /** Reads and parses a JSON body of at most MAX_START_BODY bytes. */
-async function readJsonBody(req: IncomingMessage): Promise<{ ok: true; value: unknown } | { ok: false; status: number; message: string }> {
+async function readJsonBody(
+  req: IncomingMessage,
+): Promise<{ ok: true; value: unknown } | { ok: false; status: number; message: string }> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > MAX_START_BODY) return { ok: false, status: 413, message: `request body is larger than ${MAX_START_BODY} bytes` };
+    if (size > MAX_START_BODY)
+      return { ok: false, status: 413, message: `request body is larger than ${MAX_START_BODY} bytes` };
     chunks.push(chunk);
   }
   try {
@@ -113,7 +130,12 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
   }, 60_000);
   sweep.unref();
 
-  const start = async (req: IncomingMessage, res: ServerResponse, allowList: McpAllowList | undefined, body: unknown): Promise<void> => {
+  const start = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    allowList: McpAllowList | undefined,
+    body: unknown,
+  ): Promise<void> => {
     if (sessions.size >= MAX_SESSIONS) {
       let oldest: [string, Session] | undefined;
       for (const entry of sessions) if (!oldest || entry[1].lastUsed < oldest[1].lastUsed) oldest = entry;
@@ -123,7 +145,9 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
       sessionIdGenerator: () => randomUUID(),
       // Belt and braces behind the admin guard: the SDK checks every request of the session itself.
       // (Without a token only; with one, any Host that brings the token is fine.)
-      ...(allowList ? { enableDnsRebindingProtection: true, allowedHosts: allowList.hosts, allowedOrigins: allowList.origins } : {}),
+      ...(allowList
+        ? { enableDnsRebindingProtection: true, allowedHosts: allowList.hosts, allowedOrigins: allowList.origins }
+        : {}),
       onsessioninitialized: (id) => {
         sessions.set(id, { transport, lastUsed: Date.now() });
         log.info('MCP session started', { session: id });
@@ -143,20 +167,38 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
     if (tokenDigest) {
       const given = req.headers.authorization;
       if (given === undefined || !timingSafeEqual(digest(given), tokenDigest)) {
-        jsonRpcError(res, 401, -32001, given === undefined ? 'the MCP endpoint requires "Authorization: Bearer <admin token>"' : 'the bearer token is not the admin token', { 'www-authenticate': 'Bearer realm="tools-runner"' });
+        jsonRpcError(
+          res,
+          401,
+          -32001,
+          given === undefined
+            ? 'the MCP endpoint requires "Authorization: Bearer <admin token>"'
+            : 'the bearer token is not the admin token',
+          { 'www-authenticate': 'Bearer realm="tools-runner"' },
+        );
         return;
       }
     }
     const origin = req.headers.origin;
     if (origin !== undefined && !sameOrigin(origin, req.headers.host)) {
-      jsonRpcError(res, 403, -32000, `requests from the web origin ${JSON.stringify(origin.slice(0, 200))} are not allowed`);
+      jsonRpcError(
+        res,
+        403,
+        -32000,
+        `requests from the web origin ${JSON.stringify(origin.slice(0, 200))} are not allowed`,
+      );
       return;
     }
     const header = req.headers['mcp-session-id'];
     const id = Array.isArray(header) ? header[0] : header;
     if (id === undefined) {
       if (req.method !== 'POST') {
-        jsonRpcError(res, 400, -32000, `${req.method} /mcp needs an Mcp-Session-Id header (start a session with POST initialize)`);
+        jsonRpcError(
+          res,
+          400,
+          -32000,
+          `${req.method} /mcp needs an Mcp-Session-Id header (start a session with POST initialize)`,
+        );
         return;
       }
       const body = await readJsonBody(req);
@@ -167,7 +209,9 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
       // server/discover needs no session (revision 2026-07-28 clients send it first).
       const discoverId = discoverRequestId(body.value);
       if (discoverId !== undefined) {
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: discoverId, result: discoverResult(IDENTITY) }));
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ jsonrpc: '2.0', id: discoverId, result: discoverResult(IDENTITY) }));
         return;
       }
       await start(req, res, allowList, body.value);
@@ -175,7 +219,12 @@ export function createMcpHttpHandler(options: McpHttpOptions): McpHttpHandler {
     }
     const session = sessions.get(id);
     if (!session) {
-      jsonRpcError(res, 404, -32001, `no MCP session ${JSON.stringify(id.slice(0, 100))} (expired or closed); initialize a new one`);
+      jsonRpcError(
+        res,
+        404,
+        -32001,
+        `no MCP session ${JSON.stringify(id.slice(0, 100))} (expired or closed); initialize a new one`,
+      );
       return;
     }
     session.lastUsed = Date.now();

@@ -42,8 +42,16 @@ export function callResult(
     [`${META_PREFIX}execution_time_ms`]: answer.execution_time_ms,
   };
   if (answer.status === 'error') {
-    const error = answer.error ?? { code: 'internal', message: 'the runner answered status "error" without an error body', retryable: false };
-    return { content: [{ type: 'text', text: `${error.code}: ${error.message}` }], isError: true, _meta: { ...meta, [`${META_PREFIX}error`]: error } };
+    const error = answer.error ?? {
+      code: 'internal',
+      message: 'the runner answered status "error" without an error body',
+      retryable: false,
+    };
+    return {
+      content: [{ type: 'text', text: `${error.code}: ${error.message}` }],
+      isError: true,
+      _meta: { ...meta, [`${META_PREFIX}error`]: error },
+    };
   }
   const output = answer.output ?? null;
   const isObject = typeof output === 'object' && output !== null && !Array.isArray(output);

@@ -7,7 +7,12 @@
 // `notifications/tools/list_changed` is sent whenever the bridge reports a change.
 
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ErrorCode as McpErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode as McpErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+} from '@modelcontextprotocol/sdk/types.js';
 import { toMcpTool } from '../export/index.js';
 import type { Logger } from '../logger.js';
 import type { McpBridge } from './bridge.js';
@@ -36,7 +41,10 @@ export function agentName(clientName: unknown): string {
 function decodeCursor(cursor: string): string {
   const name = Buffer.from(cursor, 'base64url').toString('utf8');
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(name) || Buffer.from(name).toString('base64url') !== cursor) {
-    throw new McpError(McpErrorCode.InvalidParams, `invalid cursor ${JSON.stringify(cursor.slice(0, 100))}: not a cursor this server issued`);
+    throw new McpError(
+      McpErrorCode.InvalidParams,
+      `invalid cursor ${JSON.stringify(cursor.slice(0, 100))}: not a cursor this server issued`,
+    );
   }
   return name;
 }
@@ -49,21 +57,28 @@ export function isolationOf(meta: Record<string, unknown> | undefined): 'process
   const value = meta?.[ISOLATION_META];
   if (value === undefined) return undefined;
   if (value === 'process') return 'process';
-  throw new McpError(McpErrorCode.InvalidParams, `_meta["${ISOLATION_META}"] must be "process" (a fresh sandbox process for the call; omit it for the runner's default), got ${JSON.stringify(value)?.slice(0, 100) ?? String(value)}`);
+  throw new McpError(
+    McpErrorCode.InvalidParams,
+    `_meta["${ISOLATION_META}"] must be "process" (a fresh sandbox process for the call; omit it for the runner's default), got ${JSON.stringify(value)?.slice(0, 100) ?? String(value)}`,
+  );
 }
 
 /** What this server says of itself in `initialize` and `server/discover`. */
 export const IDENTITY: ServerIdentity = {
   serverInfo: { name: 'tools-runner', version: SERVER_VERSION },
   capabilities: { tools: { listChanged: true } },
-  instructions: 'Tools of a tools-runner workspace. Every call is recorded as a tool.request.v1 and answered by the runner.',
+  instructions:
+    'Tools of a tools-runner workspace. Every call is recorded as a tool.request.v1 and answered by the runner.',
 };
 
 /** Creates the SDK server of one session (connect it to a transport). */
 export function createMcpSession(options: McpSessionOptions): Server {
   const { bridge, logger, progressMs } = options;
   const pageSize = options.pageSize ?? PAGE_SIZE;
-  const server = new Server(IDENTITY.serverInfo, { capabilities: IDENTITY.capabilities, instructions: IDENTITY.instructions });
+  const server = new Server(IDENTITY.serverInfo, {
+    capabilities: IDENTITY.capabilities,
+    instructions: IDENTITY.instructions,
+  });
 
   // Answered before and after initialize (stdio clients probe with it first).
   server.setRequestHandler(DiscoverRequestSchema, () => discoverResult(IDENTITY));
@@ -76,7 +91,10 @@ export function createMcpSession(options: McpSessionOptions): Server {
     const page = start < 0 ? [] : views.tools.slice(start, start + pageSize);
     const last = page.at(-1);
     const more = start >= 0 && start + pageSize < views.tools.length && last !== undefined;
-    return { tools: page.map(toMcpTool), ...(more ? { nextCursor: Buffer.from(last.exportName).toString('base64url') } : {}) };
+    return {
+      tools: page.map(toMcpTool),
+      ...(more ? { nextCursor: Buffer.from(last.exportName).toString('base64url') } : {}),
+    };
   });
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
@@ -90,7 +108,10 @@ export function createMcpSession(options: McpSessionOptions): Server {
       if (token === undefined) return;
       count++;
       extra
-        .sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: count, message } })
+        .sendNotification({
+          method: 'notifications/progress',
+          params: { progressToken: token, progress: count, message },
+        })
         .catch((error: unknown) => logger.debug('MCP progress notification failed', { error }));
     };
     if (token !== undefined) {
@@ -102,7 +123,10 @@ export function createMcpSession(options: McpSessionOptions): Server {
     }
     // the tool's own reports (context.progress): `{text}` as its text, anything else as JSON
     const onProgress = (value: unknown): void => {
-      const text = value !== null && typeof value === 'object' && typeof (value as { text?: unknown }).text === 'string' ? (value as { text: string }).text : JSON.stringify(value);
+      const text =
+        value !== null && typeof value === 'object' && typeof (value as { text?: unknown }).text === 'string'
+          ? (value as { text: string }).text
+          : JSON.stringify(value);
       notify(text);
     };
     try {
@@ -118,7 +142,9 @@ export function createMcpSession(options: McpSessionOptions): Server {
   });
 
   const off = bridge.onListChanged(() => {
-    server.sendToolListChanged().catch((error: unknown) => logger.debug('MCP list_changed notification failed', { error }));
+    server
+      .sendToolListChanged()
+      .catch((error: unknown) => logger.debug('MCP list_changed notification failed', { error }));
   });
   server.onclose = () => off();
   return server;

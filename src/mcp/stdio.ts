@@ -19,12 +19,30 @@ export function connectBridge(config: Config, logger: Logger, signal: AbortSigna
     logger,
     auth: config.storeToken
       ? { token: config.storeToken }
-      : { mint: { owner_id: config.ownerId, agent_id: 'tools-runner-mcp', roles: ['emitter', 'subscriber'], ...(config.adminKey ? { adminKey: config.adminKey } : {}) } },
+      : {
+          mint: {
+            owner_id: config.ownerId,
+            agent_id: 'tools-runner-mcp',
+            roles: ['emitter', 'subscriber'],
+            ...(config.adminKey ? { adminKey: config.adminKey } : {}),
+          },
+        },
   });
   // The runner secret (--runner-secret, or the runner's <data-dir>/runner.key beside its embedded
   // store) verifies the published catalog and the runner's answers; without it nothing can be trusted.
-  const keys = resolveRequestKeys({ runnerSecret: config.runnerSecret, dataDir: config.dataDir, logger, storeUrl: config.storeUrl });
-  const bridge = createMcpBridge({ client, workspace: config.workspace, logger, callTimeoutMs: config.callTimeoutMs, keys });
+  const keys = resolveRequestKeys({
+    runnerSecret: config.runnerSecret,
+    dataDir: config.dataDir,
+    logger,
+    storeUrl: config.storeUrl,
+  });
+  const bridge = createMcpBridge({
+    client,
+    workspace: config.workspace,
+    logger,
+    callTimeoutMs: config.callTimeoutMs,
+    keys,
+  });
   openEventStream({
     client,
     signal,
@@ -34,15 +52,24 @@ export function connectBridge(config: Config, logger: Logger, signal: AbortSigna
       if (reconnect) bridge.onReconnect();
     },
   });
-  signal.addEventListener('abort', () => {
-    bridge.close();
-    client.close();
-  }, { once: true });
+  signal.addEventListener(
+    'abort',
+    () => {
+      bridge.close();
+      client.close();
+    },
+    { once: true },
+  );
   return bridge;
 }
 
 /** Serves one MCP session on stdin/stdout until stdin ends or `signal` aborts. */
-export async function serveStdio(options: { bridge: McpBridge; logger: Logger; progressMs: number; signal: AbortSignal }): Promise<void> {
+export async function serveStdio(options: {
+  bridge: McpBridge;
+  logger: Logger;
+  progressMs: number;
+  signal: AbortSignal;
+}): Promise<void> {
   const { logger, signal } = options;
   const transport = new StdioServerTransport();
   const server = createMcpSession({ bridge: options.bridge, logger, progressMs: options.progressMs });

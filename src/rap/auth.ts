@@ -47,11 +47,22 @@ export function parseRapTokens(entries: readonly string[]): Map<string, string> 
     const caller = eq === -1 ? '' : entry.slice(0, eq).trim();
     const token = eq === -1 ? '' : entry.slice(eq + 1).trim();
     if (!CALLER.test(caller)) {
-      throw new RunnerError(ErrorCode.ConfigInvalid, `--rap-tokens entry ${index + 1} must be "caller=token" with a caller of 1-64 characters [A-Za-z0-9_.@:-], got caller ${JSON.stringify(caller.slice(0, 80))}`);
+      throw new RunnerError(
+        ErrorCode.ConfigInvalid,
+        `--rap-tokens entry ${index + 1} must be "caller=token" with a caller of 1-64 characters [A-Za-z0-9_.@:-], got caller ${JSON.stringify(caller.slice(0, 80))}`,
+      );
     }
-    if (token.length < MIN_TOKEN) throw new RunnerError(ErrorCode.ConfigInvalid, `--rap-tokens: the token of caller "${caller}" is shorter than ${MIN_TOKEN} characters`);
+    if (token.length < MIN_TOKEN)
+      throw new RunnerError(
+        ErrorCode.ConfigInvalid,
+        `--rap-tokens: the token of caller "${caller}" is shorter than ${MIN_TOKEN} characters`,
+      );
     if (out.has(caller)) throw new RunnerError(ErrorCode.ConfigInvalid, `--rap-tokens names caller "${caller}" twice`);
-    if ([...out.values()].includes(token)) throw new RunnerError(ErrorCode.ConfigInvalid, `--rap-tokens: caller "${caller}" has the same token as another caller; every caller needs its own`);
+    if ([...out.values()].includes(token))
+      throw new RunnerError(
+        ErrorCode.ConfigInvalid,
+        `--rap-tokens: caller "${caller}" has the same token as another caller; every caller needs its own`,
+      );
     out.set(caller, token);
   });
   return out;
@@ -62,7 +73,10 @@ function hostParts(header: string): { name: string; port: string | undefined } {
   if (h.startsWith('[')) {
     const close = h.indexOf(']');
     const rest = close === -1 ? '' : h.slice(close + 1);
-    return { name: h.slice(1, close === -1 ? undefined : close), port: rest.startsWith(':') ? rest.slice(1) : undefined };
+    return {
+      name: h.slice(1, close === -1 ? undefined : close),
+      port: rest.startsWith(':') ? rest.slice(1) : undefined,
+    };
   }
   const colon = h.lastIndexOf(':');
   return colon === -1 ? { name: h, port: undefined } : { name: h.slice(0, colon), port: h.slice(colon + 1) };
@@ -76,22 +90,33 @@ export function createRapAuth(options: { tokens: ReadonlyMap<string, string>; pu
 
   const fromToken = (req: IncomingMessage): RapPrincipal => {
     const auth = req.headers.authorization;
-    if (auth === undefined) throw new HttpError(401, 'unauthorized', 'the RAP tool server requires "Authorization: Bearer <token>" (a token of --rap-tokens)');
+    if (auth === undefined)
+      throw new HttpError(
+        401,
+        'unauthorized',
+        'the RAP tool server requires "Authorization: Bearer <token>" (a token of --rap-tokens)',
+      );
     const match = /^Bearer (\S+)$/.exec(auth);
     if (!match) throw new HttpError(401, 'unauthorized', 'malformed Authorization header; expected "Bearer <token>"');
     const given = digest(match[1] as string);
     let found: string | undefined;
     for (const entry of callers) if (timingSafeEqual(entry.digest, given)) found ??= entry.caller;
-    if (found === undefined) throw new HttpError(401, 'unauthorized', 'the bearer token is not a token of this RAP tool server');
+    if (found === undefined)
+      throw new HttpError(401, 'unauthorized', 'the bearer token is not a token of this RAP tool server');
     return { caller: found, verified: true };
   };
 
   const local = (req: IncomingMessage): RapPrincipal => {
     const host = req.headers.host ?? '';
     const { name, port: given } = hostParts(host);
-    const loopback = (name === '127.0.0.1' || name === 'localhost' || name === '::1') && given !== undefined && given === port;
+    const loopback =
+      (name === '127.0.0.1' || name === 'localhost' || name === '::1') && given !== undefined && given === port;
     if (!loopback && host.toLowerCase() !== publicHost) {
-      throw new HttpError(403, 'host_not_allowed', `Host ${JSON.stringify(host.slice(0, 200))} is not this RAP listener; without --rap-tokens it answers only to 127.0.0.1, localhost and [::1] with its port ${port ?? '?'}${publicHost ? ` and to ${publicHost}` : ''}`);
+      throw new HttpError(
+        403,
+        'host_not_allowed',
+        `Host ${JSON.stringify(host.slice(0, 200))} is not this RAP listener; without --rap-tokens it answers only to 127.0.0.1, localhost and [::1] with its port ${port ?? '?'}${publicHost ? ` and to ${publicHost}` : ''}`,
+      );
     }
     return { caller: 'anonymous', verified: false };
   };
@@ -101,7 +126,12 @@ export function createRapAuth(options: { tokens: ReadonlyMap<string, string>; pu
     authenticate(req) {
       // RAP clients are servers, never web pages: a browser's request (it carries an Origin) is refused.
       const origin = req.headers.origin;
-      if (origin !== undefined) throw new HttpError(403, 'origin_not_allowed', `requests from a web page (Origin ${JSON.stringify(origin.slice(0, 200))}) are refused by the RAP tool server`);
+      if (origin !== undefined)
+        throw new HttpError(
+          403,
+          'origin_not_allowed',
+          `requests from a web page (Origin ${JSON.stringify(origin.slice(0, 200))}) are refused by the RAP tool server`,
+        );
       return callers.length > 0 ? fromToken(req) : local(req);
     },
     setPort(value) {

@@ -67,11 +67,14 @@ export function synthesizedError(operation: string, endpoint: string, status: nu
 const KNOWN_CODES: ReadonlySet<string> = new Set(Object.values(ErrorCode));
 
 /** A tool_result text as an answer: `Error:` texts are errors, anything else is `{text}`. */
-export function answerOf(text: string): { ok: true; output: unknown } | { ok: false; error: ReturnType<typeof failure> } {
+export function answerOf(
+  text: string,
+): { ok: true; output: unknown } | { ok: false; error: ReturnType<typeof failure> } {
   if (!text.startsWith('Error:')) return { ok: true, output: { text } };
   const rest = text.slice('Error:'.length).trimStart();
   const match = /^([a-z_-]+(?:\.[a-z_-]+)?): ([\s\S]*)$/.exec(rest); // partial-effect has a hyphen
-  if (match && KNOWN_CODES.has(match[1] as string)) return { ok: false, error: failure(match[1] as ErrorCode, match[2] as string) };
+  if (match && KNOWN_CODES.has(match[1] as string))
+    return { ok: false, error: failure(match[1] as ErrorCode, match[2] as string) };
   return { ok: false, error: failure(ErrorCode.ToolError, text) };
 }
 
@@ -97,7 +100,13 @@ export function createRapCaller(options: RapCallerOptions): RapCaller {
 
   const cancelRemote = (base: string, groupId: string, id: string): void => {
     const url = base.replace(/\/+$/, '') + '/cancel_tool_call';
-    fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...auth(base) }, body: JSON.stringify({ thread_id: groupId, tool_call_id: id }), redirect: 'manual', signal: AbortSignal.timeout(5_000) })
+    fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...auth(base) },
+      body: JSON.stringify({ thread_id: groupId, tool_call_id: id }),
+      redirect: 'manual',
+      signal: AbortSignal.timeout(5_000),
+    })
       .then((res) => res.body?.cancel())
       .catch((error: unknown) => logger.debug('rap cancel not delivered', { url, reason: reasonOf(error) }));
   };
@@ -108,18 +117,39 @@ export function createRapCaller(options: RapCallerOptions): RapCaller {
     const groupId = `tools-runner/${options.workspace}`;
     const token = randomBytes(24).toString('base64url');
     const callbackUrl = `${options.callbackBase().replace(/\/+$/, '')}/callback/${token}`;
-    const audit: TransportFacts = { argv: ['POST', t.endpoint], cwd: null, exit: null, stdoutBytes: 0, stderrBytes: 0, truncated: false, envKeys: [] };
+    const audit: TransportFacts = {
+      argv: ['POST', t.endpoint],
+      cwd: null,
+      exit: null,
+      stdoutBytes: 0,
+      stderrBytes: 0,
+      truncated: false,
+      envKeys: [],
+    };
     const display = renderDisplay(t.operation, t.displayScript, c.input);
     const log = logger.child({ rid: c.rid, tool: c.tool.name });
     const logs = [`display: ${display}`];
-    const done = (answer: ReturnType<typeof answerOf>): CallOutcome => ({ ...answer, logs, logsTruncated: false, audit });
-    const fail = (code: ErrorCode, message: string, details?: Record<string, unknown>): CallOutcome => done({ ok: false, error: failure(code, message, details) });
+    const done = (answer: ReturnType<typeof answerOf>): CallOutcome => ({
+      ...answer,
+      logs,
+      logsTruncated: false,
+      audit,
+    });
+    const fail = (code: ErrorCode, message: string, details?: Record<string, unknown>): CallOutcome =>
+      done({ ok: false, error: failure(code, message, details) });
 
     let settle!: (text: string) => void;
     const result = new Promise<string>((resolve) => (settle = resolve));
     pending.set(token, { id, settle });
     try {
-      const body = JSON.stringify({ operation: t.operation, arguments: c.input, id, call_id: c.rid, callback_url: callbackUrl, group_id: groupId });
+      const body = JSON.stringify({
+        operation: t.operation,
+        arguments: c.input,
+        id,
+        call_id: c.rid,
+        callback_url: callbackUrl,
+        group_id: groupId,
+      });
       log.info('rap call', { display, endpoint: t.endpoint });
       let status = 0;
       let withdraw: (() => void) | undefined;
@@ -140,22 +170,44 @@ export function createRapCaller(options: RapCallerOptions): RapCaller {
           if (status >= 400 && status < 500) withdraw?.();
         } catch (error) {
           if (neverSent(error)) withdraw?.();
-          if (c.signal?.aborted) return fail(ErrorCode.Internal, `RAP tool '${t.operation}' was cancelled before the server at ${t.endpoint} acknowledged it`);
+          if (c.signal?.aborted)
+            return fail(
+              ErrorCode.Internal,
+              `RAP tool '${t.operation}' was cancelled before the server at ${t.endpoint} acknowledged it`,
+            );
           const reason = timeout.aborted ? `no answer within ${invokeTimeoutMs} ms` : reasonOf(error);
-          return fail(ErrorCode.DependencyUnavailable, `RAP tool '${t.operation}': the server at ${t.endpoint} could not be reached (${reason})`, { endpoint: t.endpoint });
+          return fail(
+            ErrorCode.DependencyUnavailable,
+            `RAP tool '${t.operation}': the server at ${t.endpoint} could not be reached (${reason})`,
+            { endpoint: t.endpoint },
+          );
         }
         audit.status = status;
         const retryable = status >= 500 || status === 429;
         if (!retryable || attempt >= retries) break;
         log.warn('rap invocation answered with a retryable status, retrying', { status, attempt: attempt + 1 });
-        const aborted = await sleep(backoffMs({ initialMs: retryDelayMs, maxMs: MAX_RETRY_DELAY_MS }, attempt), undefined, c.signal ? { signal: c.signal } : {}).then(() => false, () => true);
-        if (aborted) return fail(ErrorCode.Internal, `RAP tool '${t.operation}' was cancelled while its invocation was being retried`);
+        const aborted = await sleep(
+          backoffMs({ initialMs: retryDelayMs, maxMs: MAX_RETRY_DELAY_MS }, attempt),
+          undefined,
+          c.signal ? { signal: c.signal } : {},
+        ).then(
+          () => false,
+          () => true,
+        );
+        if (aborted)
+          return fail(
+            ErrorCode.Internal,
+            `RAP tool '${t.operation}' was cancelled while its invocation was being retried`,
+          );
       }
       if (status < 200 || status > 299) {
         const code = status >= 500 || status === 429 ? ErrorCode.DependencyUnavailable : ErrorCode.ToolError;
-        const hint = status !== 401 ? '' : options.tokenFor?.(t.base) === undefined
-          ? ` The server requires a bearer token: give one for ${t.base} in --rap-server-tokens.`
-          : ` The token given for ${t.base} in --rap-server-tokens was refused.`;
+        const hint =
+          status !== 401
+            ? ''
+            : options.tokenFor?.(t.base) === undefined
+              ? ` The server requires a bearer token: give one for ${t.base} in --rap-server-tokens.`
+              : ` The token given for ${t.base} in --rap-server-tokens was refused.`;
         return fail(code, synthesizedError(t.operation, t.endpoint, status) + hint, { status, endpoint: t.endpoint });
       }
 
@@ -168,8 +220,13 @@ export function createRapCaller(options: RapCallerOptions): RapCaller {
       const text = await Promise.race([result, stopped]);
       if (text === 'stopped') {
         cancelRemote(t.base, groupId, id);
-        if (c.signal?.aborted) return fail(ErrorCode.Internal, `RAP tool '${t.operation}' was cancelled while waiting for its result`);
-        return fail(ErrorCode.Timeout, `RAP tool '${t.operation}' sent no result within ${c.timeoutMs} ms (the server at ${t.endpoint} acknowledged the call)`, { timeoutMs: c.timeoutMs });
+        if (c.signal?.aborted)
+          return fail(ErrorCode.Internal, `RAP tool '${t.operation}' was cancelled while waiting for its result`);
+        return fail(
+          ErrorCode.Timeout,
+          `RAP tool '${t.operation}' sent no result within ${c.timeoutMs} ms (the server at ${t.endpoint} acknowledged the call)`,
+          { timeoutMs: c.timeoutMs },
+        );
       }
       audit.stdoutBytes = Buffer.byteLength(text);
       const answered = answerOf(text);
@@ -183,12 +240,25 @@ export function createRapCaller(options: RapCallerOptions): RapCaller {
 
   const callback = (token: string, body: unknown): { settled: boolean } => {
     const entry = pending.get(token);
-    if (!entry) throw new HttpError(404, 'not_found', 'no RAP call is waiting on this callback URL (unknown, settled or timed out)');
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new HttpError(400, 'input.invalid', `callback must be a JSON object, got ${quoteValue(body)}`);
+    if (!entry)
+      throw new HttpError(
+        404,
+        'not_found',
+        'no RAP call is waiting on this callback URL (unknown, settled or timed out)',
+      );
+    if (typeof body !== 'object' || body === null || Array.isArray(body))
+      throw new HttpError(400, 'input.invalid', `callback must be a JSON object, got ${quoteValue(body)}`);
     const b = body as Record<string, unknown>;
-    if (b['type'] !== 'tool_result') throw new HttpError(400, 'input.invalid', `callback type ${quoteValue(b['type'])} is not supported; only "tool_result" is`);
-    if (b['id'] !== entry.id) throw new HttpError(400, 'input.invalid', `callback id ${quoteValue(b['id'])} does not match the call's id`);
-    if (typeof b['text'] !== 'string') throw new HttpError(400, 'input.invalid', `callback text must be a string, got ${quoteValue(b['text'])}`);
+    if (b['type'] !== 'tool_result')
+      throw new HttpError(
+        400,
+        'input.invalid',
+        `callback type ${quoteValue(b['type'])} is not supported; only "tool_result" is`,
+      );
+    if (b['id'] !== entry.id)
+      throw new HttpError(400, 'input.invalid', `callback id ${quoteValue(b['id'])} does not match the call's id`);
+    if (typeof b['text'] !== 'string')
+      throw new HttpError(400, 'input.invalid', `callback text must be a string, got ${quoteValue(b['text'])}`);
     pending.delete(token);
     entry.settle(b['text']);
     return { settled: true };

@@ -25,10 +25,17 @@ export interface DeliveryPolicy {
 }
 
 /** Default policy: 6 attempts, 250 ms doubling to at most 5 s, 10 s per attempt. */
-export const DEFAULT_DELIVERY: DeliveryPolicy = { attempts: 6, initialDelayMs: 250, maxDelayMs: 5_000, attemptTimeoutMs: 10_000 };
+export const DEFAULT_DELIVERY: DeliveryPolicy = {
+  attempts: 6,
+  initialDelayMs: 250,
+  maxDelayMs: 5_000,
+  attemptTimeoutMs: 10_000,
+};
 
 /** How a delivery ended. */
-export type DeliveryOutcome = { ok: true; attempts: number; status: number } | { ok: false; attempts: number; reason: string };
+export type DeliveryOutcome =
+  | { ok: true; attempts: number; status: number }
+  | { ok: false; attempts: number; reason: string };
 
 function reasonOf(error: unknown): string {
   const cause = (error as { cause?: { code?: unknown; message?: unknown } }).cause;
@@ -38,7 +45,12 @@ function reasonOf(error: unknown): string {
 }
 
 /** Delivers `message` to `url`; never throws. Stops early when `signal` aborts. */
-export async function deliverCallback(url: string, message: RapToolResult, policy: DeliveryPolicy, signal?: AbortSignal): Promise<DeliveryOutcome> {
+export async function deliverCallback(
+  url: string,
+  message: RapToolResult,
+  policy: DeliveryPolicy,
+  signal?: AbortSignal,
+): Promise<DeliveryOutcome> {
   const body = JSON.stringify(message);
   let reason = 'not attempted';
   for (let attempt = 1; attempt <= policy.attempts; attempt++) {
@@ -55,7 +67,8 @@ export async function deliverCallback(url: string, message: RapToolResult, polic
       await res.body?.cancel().catch(() => undefined);
       if (res.status >= 200 && res.status < 300) return { ok: true, attempts: attempt, status: res.status };
       reason = `HTTP ${res.status}`;
-      if (res.status < 500 && res.status !== 429) return { ok: false, attempts: attempt, reason: `${reason} (not retried)` };
+      if (res.status < 500 && res.status !== 429)
+        return { ok: false, attempts: attempt, reason: `${reason} (not retried)` };
     } catch (error) {
       reason = timeout.aborted ? `no answer within ${policy.attemptTimeoutMs} ms` : reasonOf(error);
     }

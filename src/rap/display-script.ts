@@ -36,7 +36,13 @@ function evaluate(node: Node, args: Record<string, unknown>, depth: number): Val
     case 'MemberExpression': {
       const object = n['object'] as Node & { name?: string };
       const property = n['property'] as Node & { name?: string };
-      if (n['computed'] || n['optional'] || object.type !== 'Identifier' || object.name !== 'args' || property.type !== 'Identifier') {
+      if (
+        n['computed'] ||
+        n['optional'] ||
+        object.type !== 'Identifier' ||
+        object.name !== 'args' ||
+        property.type !== 'Identifier'
+      ) {
         throw new Unsupported('only args.key');
       }
       return argValue(args, property.name as string);
@@ -67,11 +73,15 @@ export function defaultDisplay(name: string, args: unknown): string {
 
 /** Evaluates the simple subset of a display script; undefined when it cannot (use the default then). */
 export function evaluateDisplayScript(script: string, args: unknown): string | undefined {
-  if (script.length > MAX_SCRIPT_LENGTH || typeof args !== 'object' || args === null || Array.isArray(args)) return undefined;
+  if (script.length > MAX_SCRIPT_LENGTH || typeof args !== 'object' || args === null || Array.isArray(args))
+    return undefined;
   try {
-    const program = parse(script, { ecmaVersion: 2022, sourceType: 'script' }) as Node & { body: Array<Node & { expression?: Node }> };
+    const program = parse(script, { ecmaVersion: 2022, sourceType: 'script' }) as Node & {
+      body: Array<Node & { expression?: Node }>;
+    };
     const [statement, ...rest] = program.body;
-    if (!statement || rest.length > 0 || statement.type !== 'ExpressionStatement' || !statement.expression) return undefined;
+    if (!statement || rest.length > 0 || statement.type !== 'ExpressionStatement' || !statement.expression)
+      return undefined;
     const value = evaluate(statement.expression, args as Record<string, unknown>, 0);
     if (typeof value !== 'string') return undefined;
     return value.length > MAX_DISPLAY_LENGTH ? value.slice(0, MAX_DISPLAY_LENGTH - 1) + '…' : value;

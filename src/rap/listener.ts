@@ -53,7 +53,9 @@ export async function startRapListener(options: RapListenerOptions): Promise<Rap
     const server = options.toolServer?.();
     const caller = options.caller?.();
     const method = req.method ?? 'GET';
-    const known = (server && (path === WELL_KNOWN_PATH || TOOL_SERVER_POSTS.has(path))) || (caller && path.startsWith('/callback/'));
+    const known =
+      (server && (path === WELL_KNOWN_PATH || TOOL_SERVER_POSTS.has(path))) ||
+      (caller && path.startsWith('/callback/'));
     if (!known) throw new HttpError(404, 'not_found', `no route ${path}`);
     const expected = path === WELL_KNOWN_PATH ? 'GET' : 'POST';
     if (method !== expected && !(expected === 'GET' && method === 'HEAD')) {
@@ -64,10 +66,16 @@ export async function startRapListener(options: RapListenerOptions): Promise<Rap
     if (server && TOOL_SERVER_POSTS.has(path)) {
       if (!options.auth) throw new HttpError(500, 'internal', 'the RAP tool server has no gate');
       const principal = options.auth.authenticate(req);
-      if (path === '/invoke') return sendJson(res, 200, await server.invoke(await readJson(req, res, options.maxBodyBytes, RAP_BODY), principal));
+      if (path === '/invoke')
+        return sendJson(
+          res,
+          200,
+          await server.invoke(await readJson(req, res, options.maxBodyBytes, RAP_BODY), principal),
+        );
       // Always 200 (RAP): a malformed body cancels nothing.
       const body = await readJson(req, res, options.maxBodyBytes, RAP_BODY).catch(() => undefined);
-      const outcome = path === '/cancel_tool_call' ? await server.cancel(body, principal) : await server.closeThread(body, principal);
+      const outcome =
+        path === '/cancel_tool_call' ? await server.cancel(body, principal) : await server.closeThread(body, principal);
       return sendJson(res, 200, { ok: true, ...outcome });
     }
     const token = path.slice('/callback/'.length);

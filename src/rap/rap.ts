@@ -11,7 +11,13 @@ import type { CatalogEntry } from '../breadcrumbs/messages.js';
 import type { Config } from '../config/index.js';
 import { contractOrUnknown } from '../contract/contract.js';
 import { ErrorCode, RunnerError } from '../errors.js';
-import { publishHostTools, unpublishHostTools, type CallOutcome, type HostTool, type RemoteCall } from '../host-tools/index.js';
+import {
+  publishHostTools,
+  unpublishHostTools,
+  type CallOutcome,
+  type HostTool,
+  type RemoteCall,
+} from '../host-tools/index.js';
 import type { Logger } from '../logger.js';
 import type { SchemaValidator } from '../screen/index.js';
 import { createRapAuth, parseRapTokens } from './auth.js';
@@ -72,7 +78,10 @@ export function createRap(options: RapOptions): Rap | undefined {
   const { config, logger, client } = options;
   if (config.rapPort < 0) {
     if (config.rapServers.length > 0) {
-      throw new RunnerError(ErrorCode.ConfigInvalid, `--rap-servers (${config.rapServers.join(', ')}) needs the RAP listener for result callbacks: set --rap-port (0 picks a free port)`);
+      throw new RunnerError(
+        ErrorCode.ConfigInvalid,
+        `--rap-servers (${config.rapServers.join(', ')}) needs the RAP listener for result callbacks: set --rap-port (0 picks a free port)`,
+      );
     }
     return undefined;
   }
@@ -82,9 +91,15 @@ export function createRap(options: RapOptions): Rap | undefined {
   for (const token of serverTokens.values()) logger.redact(token);
   const tokenFor = (server: string): string | undefined => serverTokens.get(serverKey(server));
   if (config.rapToolServer && tokens.size === 0 && !isLoopbackHost(config.rapHost)) {
-    throw new RunnerError(ErrorCode.ConfigInvalid, `refusing to serve the RAP tool server on non-loopback host "${config.rapHost}" without --rap-tokens (anyone who can reach it could run tools): set --rap-tokens caller=token, bind --rap-host 127.0.0.1, or --no-rap-tool-server`);
+    throw new RunnerError(
+      ErrorCode.ConfigInvalid,
+      `refusing to serve the RAP tool server on non-loopback host "${config.rapHost}" without --rap-tokens (anyone who can reach it could run tools): set --rap-tokens caller=token, bind --rap-host 127.0.0.1, or --no-rap-tool-server`,
+    );
   }
-  const auth = createRapAuth({ tokens, ...(config.rapPublicUrl ? { publicHost: new URL(config.rapPublicUrl).host } : {}) });
+  const auth = createRapAuth({
+    tokens,
+    ...(config.rapPublicUrl ? { publicHost: new URL(config.rapPublicUrl).host } : {}),
+  });
   let listener: RapListener | undefined;
   const base = (): string => (config.rapPublicUrl ?? listener?.url ?? '').replace(/\/+$/, '');
   let published = new Set<string>();
@@ -100,7 +115,11 @@ export function createRap(options: RapOptions): Rap | undefined {
           resultTimeoutMs: config.rapResultTimeoutMs,
           tokenFor,
           localHostTools: options.localHostTools,
-          codeToolNames: () => options.catalogEntries().filter((e) => e.kind === 'code').map((e) => e.name),
+          codeToolNames: () =>
+            options
+              .catalogEntries()
+              .filter((e) => e.kind === 'code')
+              .map((e) => e.name),
           onChange: () => {
             sync = sync.then(syncPublication, () => syncPublication());
             options.onChange();
@@ -123,7 +142,13 @@ export function createRap(options: RapOptions): Rap | undefined {
   };
 
   const caller: RapCaller | undefined = runtime
-    ? createRapCaller({ workspace: config.workspace, logger: logger.child({ part: 'caller' }), callbackBase: base, maxResultBytes: config.maxBodyBytes, tokenFor })
+    ? createRapCaller({
+        workspace: config.workspace,
+        logger: logger.child({ part: 'caller' }),
+        callbackBase: base,
+        maxResultBytes: config.maxBodyBytes,
+        tokenFor,
+      })
     : undefined;
 
   const toolServer: RapToolServer | undefined = config.rapToolServer
@@ -148,7 +173,12 @@ export function createRap(options: RapOptions): Rap | undefined {
               description: e.description,
               inputSchema: e.inputSchema,
               // The entry's contract (validated: a malformed one is unknown); a host entry without one: its manifest's.
-              contract: e['contract'] !== undefined ? contractOrUnknown(e['contract']) : e.kind === 'host' ? (local.get(e.name)?.contract ?? {}) : {},
+              contract:
+                e['contract'] !== undefined
+                  ? contractOrUnknown(e['contract'])
+                  : e.kind === 'host'
+                    ? (local.get(e.name)?.contract ?? {})
+                    : {},
             }));
         },
       })
@@ -175,7 +205,13 @@ export function createRap(options: RapOptions): Rap | undefined {
         auth,
         caller: () => caller,
       });
-      logger.info('rap listening', { url: listener.url, publicUrl: base(), toolServer: toolServer !== undefined, callers: [...tokens.keys()], servers: config.rapServers });
+      logger.info('rap listening', {
+        url: listener.url,
+        publicUrl: base(),
+        toolServer: toolServer !== undefined,
+        callers: [...tokens.keys()],
+        servers: config.rapServers,
+      });
       options.out?.(`rap listening on ${listener.url}`);
       if (runtime) {
         await runtime.refresh();

@@ -69,7 +69,11 @@ export function checkServerList(servers: readonly string[]): string[] {
   const seen = new Set<string>();
   const out: string[] = [];
   for (const base of servers) {
-    if (!isHttpUrl(base)) throw new RunnerError(ErrorCode.ConfigInvalid, `--rap-servers entry ${JSON.stringify(base)} is not an absolute http(s) URL`);
+    if (!isHttpUrl(base))
+      throw new RunnerError(
+        ErrorCode.ConfigInvalid,
+        `--rap-servers entry ${JSON.stringify(base)} is not an absolute http(s) URL`,
+      );
     const key = base.replace(/\/+$/, '');
     if (seen.has(key)) continue;
     seen.add(key);
@@ -91,10 +95,17 @@ export function parseServerTokens(entries: readonly string[], servers: readonly 
     const key = keys.find((k) => trimmed.startsWith(`${k}=`) || trimmed.startsWith(`${k}/=`));
     if (key === undefined) {
       const shown = trimmed.includes('=') ? trimmed.slice(0, trimmed.indexOf('=')) : '(no "=")';
-      throw new RunnerError(ErrorCode.ConfigInvalid, `--rap-server-tokens entry ${index + 1} must be "url=token" with url one of --rap-servers (${servers.join(', ') || 'none set'}), got url ${JSON.stringify(shown.slice(0, 200))}`);
+      throw new RunnerError(
+        ErrorCode.ConfigInvalid,
+        `--rap-server-tokens entry ${index + 1} must be "url=token" with url one of --rap-servers (${servers.join(', ') || 'none set'}), got url ${JSON.stringify(shown.slice(0, 200))}`,
+      );
     }
     const token = trimmed.slice(trimmed.indexOf('=', key.length) + 1).trim();
-    if (token.length === 0 || /[\s\u0000-\u001f\u007f]/.test(token)) throw new RunnerError(ErrorCode.ConfigInvalid, `--rap-server-tokens: the token for ${key} is empty or contains whitespace or control characters`);
+    if (token.length === 0 || /[\s\u0000-\u001f\u007f]/.test(token))
+      throw new RunnerError(
+        ErrorCode.ConfigInvalid,
+        `--rap-server-tokens: the token for ${key} is empty or contains whitespace or control characters`,
+      );
     if (out.has(key)) throw new RunnerError(ErrorCode.ConfigInvalid, `--rap-server-tokens names ${key} twice`);
     out.set(key, token);
   });
@@ -114,8 +125,16 @@ interface ServerState {
   fetchedAt?: string;
 }
 
-function toHostTool(toolset: RapToolset, def: RapToolset['tools'][number], base: string, url: string, timeoutMs: number): HostTool {
-  const digest = createHash('sha256').update(canonicalJson({ endpoint: toolset.endpoint, toolset: toolset.name, tool: def })).digest('hex');
+function toHostTool(
+  toolset: RapToolset,
+  def: RapToolset['tools'][number],
+  base: string,
+  url: string,
+  timeoutMs: number,
+): HostTool {
+  const digest = createHash('sha256')
+    .update(canonicalJson({ endpoint: toolset.endpoint, toolset: toolset.name, tool: def }))
+    .digest('hex');
   return {
     name: def.name,
     description: def.description,
@@ -157,7 +176,12 @@ export function createRapRuntime(options: RapRuntimeOptions): RapRuntime {
     const candidates: Array<{ tool: HostTool; state: ServerState; toolset: RapToolset }> = [];
     for (const state of states) {
       if (!state.toolset) continue;
-      for (const def of state.toolset.tools) candidates.push({ tool: toHostTool(state.toolset, def, state.base, state.url, options.resultTimeoutMs), state, toolset: state.toolset });
+      for (const def of state.toolset.tools)
+        candidates.push({
+          tool: toHostTool(state.toolset, def, state.base, state.url, options.resultTimeoutMs),
+          state,
+          toolset: state.toolset,
+        });
     }
     const byName = new Map<string, typeof candidates>();
     for (const c of candidates) byName.set(c.tool.name, [...(byName.get(c.tool.name) ?? []), c]);
@@ -169,17 +193,26 @@ export function createRapRuntime(options: RapRuntimeOptions): RapRuntime {
     for (const [name, group] of [...byName.entries()].sort(([a], [b]) => a.localeCompare(b))) {
       const where = group.map((c) => `${JSON.stringify(c.toolset.name)} from ${c.state.url}`).join(', ');
       if (group.length > 1) {
-        reports.push(`Duplicate tool names across toolsets: ${JSON.stringify(name)} is defined by ${where}; neither is exposed`);
+        reports.push(
+          `Duplicate tool names across toolsets: ${JSON.stringify(name)} is defined by ${where}; neither is exposed`,
+        );
       } else if (local.has(name)) {
         nextBlocked.add(name);
-        reports.push(`RAP tool ${JSON.stringify(name)} of toolset ${where} has the name of a local host tool; neither is exposed`);
+        reports.push(
+          `RAP tool ${JSON.stringify(name)} of toolset ${where} has the name of a local host tool; neither is exposed`,
+        );
       } else if (code.has(name)) {
-        reports.push(`RAP tool ${JSON.stringify(name)} of toolset ${where} has the name of a tool.code.v1 tool; the RAP tool is not exposed`);
+        reports.push(
+          `RAP tool ${JSON.stringify(name)} of toolset ${where} has the name of a tool.code.v1 tool; the RAP tool is not exposed`,
+        );
       } else {
         next.push((group[0] as (typeof group)[number]).tool);
       }
     }
-    const nextPrint = canonicalJson({ tools: next.map((t) => [t.name, t.manifestDigest]), blocked: [...nextBlocked].sort() });
+    const nextPrint = canonicalJson({
+      tools: next.map((t) => [t.name, t.manifestDigest]),
+      blocked: [...nextBlocked].sort(),
+    });
     for (const report of reports) if (!clashes.includes(report)) logger.error('rap tool name clash', { report });
     exposed = next;
     blockedLocal = nextBlocked;
@@ -193,7 +226,12 @@ export function createRapRuntime(options: RapRuntimeOptions): RapRuntime {
 
   const refreshOne = async (state: ServerState, signal?: AbortSignal): Promise<void> => {
     const token = options.tokenFor?.(state.base);
-    const fetched = await fetchToolset(state.base, { validator: options.validator, timeoutMs: options.fetchTimeoutMs ?? 10_000, ...(signal ? { signal } : {}), ...(token !== undefined ? { token } : {}) });
+    const fetched = await fetchToolset(state.base, {
+      validator: options.validator,
+      timeoutMs: options.fetchTimeoutMs ?? 10_000,
+      ...(signal ? { signal } : {}),
+      ...(token !== undefined ? { token } : {}),
+    });
     state.fetchedAt = new Date().toISOString();
     if (fetched.ok) {
       if (state.error !== undefined) logger.info('rap toolset loaded again', { url: state.url });
@@ -201,7 +239,12 @@ export function createRapRuntime(options: RapRuntimeOptions): RapRuntime {
       state.toolset = fetched.toolset;
       return;
     }
-    if (state.error !== fetched.error) logger.error('rap toolset not loaded', { url: state.url, error: fetched.error, keptPrevious: fetched.kind !== 'invalid' && state.toolset !== undefined });
+    if (state.error !== fetched.error)
+      logger.error('rap toolset not loaded', {
+        url: state.url,
+        error: fetched.error,
+        keptPrevious: fetched.kind !== 'invalid' && state.toolset !== undefined,
+      });
     state.error = fetched.error;
     if (fetched.kind === 'invalid') delete state.toolset;
   };

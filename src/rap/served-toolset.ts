@@ -33,13 +33,19 @@ export function rapToolName(name: string): string {
 }
 
 function servedSchema(schema: unknown): Record<string, unknown> {
-  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return { $schema: DRAFT_07, type: 'object', additionalProperties: false };
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema))
+    return { $schema: DRAFT_07, type: 'object', additionalProperties: false };
   const record = schema as Record<string, unknown>;
   return record['$schema'] === undefined ? { $schema: DRAFT_07, ...record } : record;
 }
 
 /** Builds the toolset served at `endpoint` from the catalog's tools. */
-export function buildServedToolset(options: { name: string; description: string; endpoint: string; tools: readonly ServableTool[] }): ServedToolset {
+export function buildServedToolset(options: {
+  name: string;
+  description: string;
+  endpoint: string;
+  tools: readonly ServableTool[];
+}): ServedToolset {
   const byServed = new Map<string, ServableTool[]>();
   for (const tool of options.tools) {
     const served = rapToolName(tool.name);
@@ -63,5 +69,9 @@ export function buildServedToolset(options: { name: string; description: string;
       annotations: rapAnnotationsOf(tool.contract),
     });
   }
-  return { toolset: { name: options.name, description: options.description, endpoint: options.endpoint, tools }, reverse, dropped };
+  return {
+    toolset: { name: options.name, description: options.description, endpoint: options.endpoint, tools },
+    reverse,
+    dropped,
+  };
 }

@@ -23,7 +23,18 @@
 // caller's own calls, so another's call looks exactly like an unknown id (nothing is revealed).
 
 import { canonicalJson } from '../screen/index.js';
-import { conflictId, createRequestClient, isConflict, isNotFound, SCHEMA, TAG, ToolResponseContext, type RequestKeys, type StoreClient, type StoreEvent } from '../breadcrumbs/index.js';
+import {
+  conflictId,
+  createRequestClient,
+  isConflict,
+  isNotFound,
+  SCHEMA,
+  TAG,
+  ToolResponseContext,
+  type RequestKeys,
+  type StoreClient,
+  type StoreEvent,
+} from '../breadcrumbs/index.js';
 import { coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { checkCallbackUrl } from './callback-url.js';
@@ -105,7 +116,8 @@ function callerOf(userId: string | undefined, groupId: string): string {
 
 /** The text of a RAP tool_result for a tool.response.v1: the output, or `Error: <code>: <message>`. */
 export function resultText(response: ToolResponseContext): string {
-  if (response.status === 'error') return `Error: ${response.error?.code ?? 'internal'}: ${response.error?.message ?? 'the tool failed'}`;
+  if (response.status === 'error')
+    return `Error: ${response.error?.code ?? 'internal'}: ${response.error?.message ?? 'the tool failed'}`;
   if (typeof response.output === 'string') return response.output;
   return JSON.stringify(response.output ?? null);
 }
@@ -121,7 +133,13 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
   const deliveries = new Set<Promise<void>>();
   const stopping = new AbortController();
 
-  const served = () => buildServedToolset({ name: `tools-runner/${workspace}`, description: `Tools of the tools-runner workspace ${workspace}`, endpoint: options.endpoint(), tools: options.tools() });
+  const served = () =>
+    buildServedToolset({
+      name: `tools-runner/${workspace}`,
+      description: `Tools of the tools-runner workspace ${workspace}`,
+      endpoint: options.endpoint(),
+      tools: options.tools(),
+    });
 
   const forget = (call: ServedCall): void => {
     call.stop.abort();
@@ -131,10 +149,23 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
   const finish = (call: ServedCall, text: string): void => {
     if (byId.get(keyOf(call.owner, call.id)) !== call) return;
     forget(call);
-    const message = { type: 'tool_result' as const, group_id: call.groupId, id: call.id, ...(call.callId !== undefined ? { call_id: call.callId } : {}), text };
+    const message = {
+      type: 'tool_result' as const,
+      group_id: call.groupId,
+      id: call.id,
+      ...(call.callId !== undefined ? { call_id: call.callId } : {}),
+      text,
+    };
     const task = deliverCallback(call.callbackUrl, message, delivery, stopping.signal).then((outcome) => {
-      if (outcome.ok) logger.info('rap result delivered', { rid: call.rid, tool: call.tool, attempts: outcome.attempts });
-      else logger.warn('rap result not delivered', { rid: call.rid, tool: call.tool, attempts: outcome.attempts, reason: outcome.reason });
+      if (outcome.ok)
+        logger.info('rap result delivered', { rid: call.rid, tool: call.tool, attempts: outcome.attempts });
+      else
+        logger.warn('rap result not delivered', {
+          rid: call.rid,
+          tool: call.tool,
+          attempts: outcome.attempts,
+          reason: outcome.reason,
+        });
     });
     deliveries.add(task);
     void task.finally(() => deliveries.delete(task));
@@ -152,44 +183,77 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
     const call: ServedCall = { ...fields, stop: new AbortController() };
     byId.set(keyOf(call.owner, call.id), call);
     // Only the runner's own answer counts (the request client verifies it); a request already answered is found by the first poll.
-    void requests.wait({ rid: call.rid, breadcrumbId: call.breadcrumbId }, { timeoutMs: options.resultTimeoutMs, signal: call.stop.signal }).then((outcome) => {
-      if (outcome.kind === 'answered') finish(call, resultText(outcome.answer));
-      else if (outcome.kind === 'timeout') {
-        logger.warn('rap call timed out waiting for the runner', { rid: call.rid, tool: call.tool, timeoutMs: options.resultTimeoutMs });
-        finish(call, `Error: timeout: the runner did not answer within ${options.resultTimeoutMs} ms`);
-      }
-    });
+    void requests
+      .wait(
+        { rid: call.rid, breadcrumbId: call.breadcrumbId },
+        { timeoutMs: options.resultTimeoutMs, signal: call.stop.signal },
+      )
+      .then((outcome) => {
+        if (outcome.kind === 'answered') finish(call, resultText(outcome.answer));
+        else if (outcome.kind === 'timeout') {
+          logger.warn('rap call timed out waiting for the runner', {
+            rid: call.rid,
+            tool: call.tool,
+            timeoutMs: options.resultTimeoutMs,
+          });
+          finish(call, `Error: timeout: the runner did not answer within ${options.resultTimeoutMs} ms`);
+        }
+      });
   };
 
   const invoke = async (body: unknown, principal: RapPrincipal): Promise<{ accepted: true; id: string }> => {
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw bad(`invocation must be a JSON object, got ${Array.isArray(body) ? 'an array' : quoteValue(body)}`);
+    if (typeof body !== 'object' || body === null || Array.isArray(body))
+      throw bad(`invocation must be a JSON object, got ${Array.isArray(body) ? 'an array' : quoteValue(body)}`);
     const b = body as Record<string, unknown>;
-    if (typeof b['operation'] !== 'string' || b['operation'] === '') throw bad(`operation must be a non-empty string, got ${quoteValue(b['operation'])}`);
+    if (typeof b['operation'] !== 'string' || b['operation'] === '')
+      throw bad(`operation must be a non-empty string, got ${quoteValue(b['operation'])}`);
     const operation = b['operation'];
     const rawArgs = b['arguments'];
-    if (rawArgs !== undefined && rawArgs !== null && (typeof rawArgs !== 'object' || Array.isArray(rawArgs))) throw bad(`arguments must be a JSON object, got ${quoteValue(rawArgs)}`);
+    if (rawArgs !== undefined && rawArgs !== null && (typeof rawArgs !== 'object' || Array.isArray(rawArgs)))
+      throw bad(`arguments must be a JSON object, got ${quoteValue(rawArgs)}`);
     const args = (rawArgs ?? {}) as Record<string, unknown>;
     const id = idField(b, 'id', true) as string;
     const callId = idField(b, 'call_id', false);
     const groupId = idField(b, 'group_id', true) as string;
     const userId = idField(b, 'user_id', false);
     const ancestors = b['thread_ancestors'];
-    if (ancestors !== undefined && ancestors !== null && !(Array.isArray(ancestors) && ancestors.every((a) => typeof a === 'string'))) {
+    if (
+      ancestors !== undefined &&
+      ancestors !== null &&
+      !(Array.isArray(ancestors) && ancestors.every((a) => typeof a === 'string'))
+    ) {
       throw bad(`thread_ancestors must be an array of strings, got ${quoteValue(ancestors)}`);
     }
     const callbackUrl = checkCallbackUrl(b['callback_url'], options.allowedCallbackHosts).href;
     const tool = served().reverse.get(operation);
-    if (tool === undefined) throw new HttpError(404, 'tool.not_found', `unknown operation ${quoteValue(operation)}: the toolset has no such tool`);
+    if (tool === undefined)
+      throw new HttpError(
+        404,
+        'tool.not_found',
+        `unknown operation ${quoteValue(operation)}: the toolset has no such tool`,
+      );
 
     if (byId.size >= MAX_PENDING_CALLS && !byId.has(keyOf(principal.caller, id))) {
-      throw new HttpError(503, 'rate.exceeded', `${MAX_PENDING_CALLS} RAP calls are already waiting for the runner; retry later`);
+      throw new HttpError(
+        503,
+        'rate.exceeded',
+        `${MAX_PENDING_CALLS} RAP calls are already waiting for the runner; retry later`,
+      );
     }
     // One request per (caller, id): a verified caller's ids are its own namespace.
-    const derived = keys.stateMac('rap-invoke', principal.verified ? `${workspace}\0${principal.caller}\0${id}` : `${workspace}\0${id}`);
+    const derived = keys.stateMac(
+      'rap-invoke',
+      principal.verified ? `${workspace}\0${principal.caller}\0${id}` : `${workspace}\0${id}`,
+    );
     const rid = `rap-${derived.slice(0, 24)}`;
     // The tag names the verified caller; without tokens, what the invocation declares (a label only).
     const caller = principal.verified ? principal.caller : callerOf(userId, groupId);
-    const rap = { id, group_id: groupId, ...(callId !== undefined ? { call_id: callId } : {}), ...(userId !== undefined ? { user_id: userId } : {}) };
+    const rap = {
+      id,
+      group_id: groupId,
+      ...(callId !== undefined ? { call_id: callId } : {}),
+      ...(userId !== undefined ? { user_id: userId } : {}),
+    };
     let breadcrumbId: string;
     try {
       ({ breadcrumbId } = await requests.write(
@@ -198,29 +262,71 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
       ));
     } catch (error) {
       if (!isConflict(error)) {
-        throw new HttpError(503, 'dependency.unavailable', `the invocation could not be recorded (the runner's store failed: ${coerceError(error).message}); retry it`);
+        throw new HttpError(
+          503,
+          'dependency.unavailable',
+          `the invocation could not be recorded (the runner's store failed: ${coerceError(error).message}); retry it`,
+        );
       }
       breadcrumbId = await existingRequest(error, id, tool, args);
     }
-    watch({ owner: principal.caller, id, groupId, ...(callId !== undefined ? { callId } : {}), callbackUrl, rid, breadcrumbId, tool });
+    watch({
+      owner: principal.caller,
+      id,
+      groupId,
+      ...(callId !== undefined ? { callId } : {}),
+      callbackUrl,
+      rid,
+      breadcrumbId,
+      tool,
+    });
     logger.info('rap invocation accepted', { rid, tool, breadcrumbId, caller });
     return { accepted: true, id };
   };
 
   /** The request an earlier invoke with this id recorded; 409 when it was a different invocation. */
-  const existingRequest = async (conflict: unknown, id: string, tool: string, args: Record<string, unknown>): Promise<string> => {
+  const existingRequest = async (
+    conflict: unknown,
+    id: string,
+    tool: string,
+    args: Record<string, unknown>,
+  ): Promise<string> => {
     const existingId = conflictId(conflict);
     let full;
     try {
       full = existingId === undefined ? undefined : await client.getBreadcrumbFull(existingId);
     } catch (error) {
-      if (!isNotFound(error)) throw new HttpError(503, 'dependency.unavailable', `the invocation could not be recorded (the runner's store failed: ${coerceError(error).message}); retry it`);
+      if (!isNotFound(error))
+        throw new HttpError(
+          503,
+          'dependency.unavailable',
+          `the invocation could not be recorded (the runner's store failed: ${coerceError(error).message}); retry it`,
+        );
     }
-    if (existingId === undefined) throw new HttpError(503, 'dependency.unavailable', `the store reported id ${quoteValue(id)} as taken without naming the record; retry it`);
-    if (!full) throw new HttpError(409, 'conflict', `id ${quoteValue(id)} was used by an earlier invocation whose request was withdrawn; use a new id`);
+    if (existingId === undefined)
+      throw new HttpError(
+        503,
+        'dependency.unavailable',
+        `the store reported id ${quoteValue(id)} as taken without naming the record; retry it`,
+      );
+    if (!full)
+      throw new HttpError(
+        409,
+        'conflict',
+        `id ${quoteValue(id)} was used by an earlier invocation whose request was withdrawn; use a new id`,
+      );
     const context = full.context;
-    const same = full.schema_name === SCHEMA.ToolRequest && (context['rap'] as { id?: unknown } | undefined)?.id === id && context['tool'] === tool && canonicalJson(context['input']) === canonicalJson(args);
-    if (!same) throw new HttpError(409, 'conflict', `id ${quoteValue(id)} was already used for a different invocation; a retry must repeat the operation and arguments exactly`);
+    const same =
+      full.schema_name === SCHEMA.ToolRequest &&
+      (context['rap'] as { id?: unknown } | undefined)?.id === id &&
+      context['tool'] === tool &&
+      canonicalJson(context['input']) === canonicalJson(args);
+    if (!same)
+      throw new HttpError(
+        409,
+        'conflict',
+        `id ${quoteValue(id)} was already used for a different invocation; a retry must repeat the operation and arguments exactly`,
+      );
     return full.id;
   };
 
@@ -230,10 +336,17 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
     for (const call of calls) {
       forget(call);
       try {
-        const claims = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolClaim, tag: keys.claimTag(call.breadcrumbId), limit: 1 });
+        const claims = await client.listBreadcrumbs({
+          schema_name: SCHEMA.ToolClaim,
+          tag: keys.claimTag(call.breadcrumbId),
+          limit: 1,
+        });
         if (claims.length > 0) {
           running++;
-          logger.info('rap call cancelled while running: it runs to its end and its answer is recorded; no result is sent', { rid: call.rid, tool: call.tool });
+          logger.info(
+            'rap call cancelled while running: it runs to its end and its answer is recorded; no result is sent',
+            { rid: call.rid, tool: call.tool },
+          );
           continue;
         }
         await requests.withdraw({ rid: call.rid, breadcrumbId: call.breadcrumbId });
@@ -262,7 +375,11 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
     },
     closeThread: (body, principal) => {
       const thread = field(body, 'thread_id');
-      return withdraw(thread === undefined ? [] : [...byId.values()].filter((call) => call.owner === principal.caller && call.groupId === thread));
+      return withdraw(
+        thread === undefined
+          ? []
+          : [...byId.values()].filter((call) => call.owner === principal.caller && call.groupId === thread),
+      );
     },
     handleEvent: (event) => requests.handleEvent(event),
     pending: () => byId.size,

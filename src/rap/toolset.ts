@@ -48,7 +48,8 @@ export function quoteValue(value: unknown, max = 80): string {
   return quote(value, max);
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Whether `text` is an absolute http: or https: URL. */
 export function isHttpUrl(text: unknown): text is string {
@@ -70,13 +71,17 @@ function checkTool(raw: unknown, at: string, validator: SchemaValidator, errors:
   const { name, description, inputSchema, annotations, displayScript } = raw;
   if (name === undefined) errors.push(`${at}.name is required`);
   else if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
-    errors.push(`${at}.name must be 1 to ${MAX_NAME_LENGTH} characters of A-Z, a-z, 0-9, "_", "-" or ".", got ${quoteValue(name)}`);
+    errors.push(
+      `${at}.name must be 1 to ${MAX_NAME_LENGTH} characters of A-Z, a-z, 0-9, "_", "-" or ".", got ${quoteValue(name)}`,
+    );
   }
   if (description === undefined) errors.push(`${at}.description is required`);
-  else if (typeof description !== 'string' || description.trim() === '') errors.push(`${at}.description must be a non-empty string, got ${quoteValue(description)}`);
+  else if (typeof description !== 'string' || description.trim() === '')
+    errors.push(`${at}.description must be a non-empty string, got ${quoteValue(description)}`);
   let schema: Record<string, unknown> | undefined;
   if (inputSchema === undefined) errors.push(`${at}.inputSchema is required`);
-  else if (!isObject(inputSchema)) errors.push(`${at}.inputSchema must be a JSON Schema object, got ${quoteValue(inputSchema)}`);
+  else if (!isObject(inputSchema))
+    errors.push(`${at}.inputSchema must be a JSON Schema object, got ${quoteValue(inputSchema)}`);
   else {
     schema = inputSchema['$schema'] === undefined ? { $schema: DEFAULT_SCHEMA_DIALECT, ...inputSchema } : inputSchema;
     const compileError = validator.check(schema);
@@ -87,14 +92,16 @@ function checkTool(raw: unknown, at: string, validator: SchemaValidator, errors:
     if (!isObject(annotations)) errors.push(`${at}.annotations must be an object, got ${quoteValue(annotations)}`);
     else {
       for (const key of BOOLEAN_ANNOTATIONS) {
-        if (annotations[key] !== undefined && typeof annotations[key] !== 'boolean') errors.push(`${at}.annotations.${key} must be a boolean, got ${quoteValue(annotations[key])}`);
+        if (annotations[key] !== undefined && typeof annotations[key] !== 'boolean')
+          errors.push(`${at}.annotations.${key} must be a boolean, got ${quoteValue(annotations[key])}`);
       }
       if (annotations['requiresAuth'] !== undefined && typeof annotations['requiresAuth'] !== 'string') {
         errors.push(`${at}.annotations.requiresAuth must be a string, got ${quoteValue(annotations['requiresAuth'])}`);
       }
     }
   }
-  if (displayScript !== undefined && typeof displayScript !== 'string') errors.push(`${at}.displayScript must be a string, got ${quoteValue(displayScript)}`);
+  if (displayScript !== undefined && typeof displayScript !== 'string')
+    errors.push(`${at}.displayScript must be a string, got ${quoteValue(displayScript)}`);
   if (errors.length > before || schema === undefined) return undefined;
   return {
     name: name as string,
@@ -106,21 +113,32 @@ function checkTool(raw: unknown, at: string, validator: SchemaValidator, errors:
 }
 
 /** Validates a whole toolset document: the toolset, or every problem found (then none of it may load). */
-export function validateToolset(value: unknown, validator: SchemaValidator): { ok: true; toolset: RapToolset } | { ok: false; errors: string[] } {
-  if (!isObject(value)) return { ok: false, errors: [`toolset must be a JSON object, got ${Array.isArray(value) ? 'an array' : quoteValue(value)}`] };
+export function validateToolset(
+  value: unknown,
+  validator: SchemaValidator,
+): { ok: true; toolset: RapToolset } | { ok: false; errors: string[] } {
+  if (!isObject(value))
+    return {
+      ok: false,
+      errors: [`toolset must be a JSON object, got ${Array.isArray(value) ? 'an array' : quoteValue(value)}`],
+    };
   const errors: string[] = [];
   const { name, description, endpoint, tools, needsMigration } = value;
   if (name === undefined) errors.push('name is required');
-  else if (typeof name !== 'string' || name.length === 0 || name.length > MAX_NAME_LENGTH) errors.push(`name must be a string of 1 to ${MAX_NAME_LENGTH} characters, got ${quoteValue(name)}`);
-  if (description !== undefined && typeof description !== 'string') errors.push(`description must be a string, got ${quoteValue(description)}`);
+  else if (typeof name !== 'string' || name.length === 0 || name.length > MAX_NAME_LENGTH)
+    errors.push(`name must be a string of 1 to ${MAX_NAME_LENGTH} characters, got ${quoteValue(name)}`);
+  if (description !== undefined && typeof description !== 'string')
+    errors.push(`description must be a string, got ${quoteValue(description)}`);
   if (endpoint === undefined) errors.push('endpoint is required');
   else if (!isHttpUrl(endpoint)) errors.push(`endpoint must be an absolute http(s) URL, got ${quoteValue(endpoint)}`);
-  if (needsMigration !== undefined && typeof needsMigration !== 'boolean') errors.push(`needsMigration must be a boolean, got ${quoteValue(needsMigration)}`);
+  if (needsMigration !== undefined && typeof needsMigration !== 'boolean')
+    errors.push(`needsMigration must be a boolean, got ${quoteValue(needsMigration)}`);
   const defs: RapToolDef[] = [];
   if (tools === undefined) errors.push('tools is required');
   else if (!Array.isArray(tools)) errors.push(`tools must be an array, got ${quoteValue(tools)}`);
   else if (tools.length === 0) errors.push('tools must contain at least one tool');
-  else if (tools.length > MAX_TOOLS) errors.push(`tools has ${tools.length} entries; at most ${MAX_TOOLS} are accepted`);
+  else if (tools.length > MAX_TOOLS)
+    errors.push(`tools has ${tools.length} entries; at most ${MAX_TOOLS} are accepted`);
   else {
     const seen = new Map<string, number>();
     tools.forEach((raw: unknown, index) => {
@@ -128,7 +146,8 @@ export function validateToolset(value: unknown, validator: SchemaValidator): { o
       const toolName = isObject(raw) && typeof raw['name'] === 'string' ? raw['name'] : undefined;
       if (toolName !== undefined) {
         const first = seen.get(toolName);
-        if (first !== undefined) errors.push(`tools[${index}].name ${quoteValue(toolName)} is already used by tools[${first}]`);
+        if (first !== undefined)
+          errors.push(`tools[${index}].name ${quoteValue(toolName)} is already used by tools[${first}]`);
         else seen.set(toolName, index);
       }
       if (def) defs.push(def);
@@ -183,14 +202,24 @@ async function readText(res: Response, max: number): Promise<{ text: string; ove
 }
 
 /** Fetches and validates the toolset of one tool server. Never throws. */
-export async function fetchToolset(base: string, options: { validator: SchemaValidator; timeoutMs: number; signal?: AbortSignal; token?: string }): Promise<ToolsetFetch> {
+export async function fetchToolset(
+  base: string,
+  options: { validator: SchemaValidator; timeoutMs: number; signal?: AbortSignal; token?: string },
+): Promise<ToolsetFetch> {
   const url = discoveryUrl(base);
   const timeout = AbortSignal.timeout(options.timeoutMs);
   const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
   let res: Response;
   let body: { text: string; over: boolean };
   try {
-    res = await fetch(url, { headers: { accept: 'application/json', ...(options.token !== undefined ? { authorization: `Bearer ${options.token}` } : {}) }, redirect: 'manual', signal });
+    res = await fetch(url, {
+      headers: {
+        accept: 'application/json',
+        ...(options.token !== undefined ? { authorization: `Bearer ${options.token}` } : {}),
+      },
+      redirect: 'manual',
+      signal,
+    });
     body = await readText(res, MAX_TOOLSET_BYTES);
   } catch (error) {
     const reason = timeout.aborted ? `no answer within ${options.timeoutMs} ms` : reasonOf(error);
@@ -198,16 +227,33 @@ export async function fetchToolset(base: string, options: { validator: SchemaVal
   }
   if (res.status < 200 || res.status > 299) {
     const shown = body.over ? `(more than ${MAX_TOOLSET_BYTES} bytes)` : capBytes(sanitizeText(body.text), 1000);
-    return { ok: false, url, kind: 'status', error: `Toolset fetch from ${url} returned status ${res.status}: ${shown}` };
+    return {
+      ok: false,
+      url,
+      kind: 'status',
+      error: `Toolset fetch from ${url} returned status ${res.status}: ${shown}`,
+    };
   }
-  if (body.over) return { ok: false, url, kind: 'invalid', error: `Toolset from ${url} is larger than ${MAX_TOOLSET_BYTES} bytes` };
+  if (body.over)
+    return { ok: false, url, kind: 'invalid', error: `Toolset from ${url} is larger than ${MAX_TOOLSET_BYTES} bytes` };
   let parsed: unknown;
   try {
     parsed = JSON.parse(body.text);
   } catch (error) {
-    return { ok: false, url, kind: 'invalid', error: `Toolset from ${url} is not valid JSON: ${(error as Error).message}` };
+    return {
+      ok: false,
+      url,
+      kind: 'invalid',
+      error: `Toolset from ${url} is not valid JSON: ${(error as Error).message}`,
+    };
   }
   const checked = validateToolset(parsed, options.validator);
-  if (!checked.ok) return { ok: false, url, kind: 'invalid', error: `Toolset from ${url} is invalid, so none of its tools is loaded: ${checked.errors.join('; ')}` };
+  if (!checked.ok)
+    return {
+      ok: false,
+      url,
+      kind: 'invalid',
+      error: `Toolset from ${url} is invalid, so none of its tools is loaded: ${checked.errors.join('; ')}`,
+    };
   return { ok: true, url, toolset: checked.toolset };
 }

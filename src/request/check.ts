@@ -18,19 +18,39 @@ function formatErrors(errors: Array<{ path: string; message: string }>, max = 10
 }
 
 /** The input the executor receives, or the input.invalid result. */
-export function checkInput(route: Route, input: unknown, validator: SchemaValidator): { ok: true; input: unknown } | { ok: false; result: ExecutionResult } {
+export function checkInput(
+  route: Route,
+  input: unknown,
+  validator: SchemaValidator,
+): { ok: true; input: unknown } | { ok: false; result: ExecutionResult } {
   const name = route.tool.name;
   if (route.kind === 'host') {
     const normalized = normalizeHostInput(input);
     if (!normalized.ok) return { ok: false, result: { ...normalized, durationMs: 0 } };
     if (route.tool.inputSchema) {
       const check = validator.validate(route.tool.inputSchema, normalized.value);
-      if (!check.valid) return { ok: false, result: errorResult(ErrorCode.InputInvalid, `input does not match the input schema of "${name}": ${formatErrors(check.errors)}`, { errors: check.errors }) };
+      if (!check.valid)
+        return {
+          ok: false,
+          result: errorResult(
+            ErrorCode.InputInvalid,
+            `input does not match the input schema of "${name}": ${formatErrors(check.errors)}`,
+            { errors: check.errors },
+          ),
+        };
     }
     return { ok: true, input: normalized.value };
   }
   const check = validator.validate(route.tool.inputSchema, input);
-  if (!check.valid) return { ok: false, result: errorResult(ErrorCode.InputInvalid, `input does not match the input_schema of "${name}": ${formatErrors(check.errors)}`, { errors: check.errors }) };
+  if (!check.valid)
+    return {
+      ok: false,
+      result: errorResult(
+        ErrorCode.InputInvalid,
+        `input does not match the input_schema of "${name}": ${formatErrors(check.errors)}`,
+        { errors: check.errors },
+      ),
+    };
   return { ok: true, input };
 }
 
@@ -39,12 +59,28 @@ export function checkOutput(route: Route, result: ExecutionResult, validator: Sc
   if (!result.ok) return result;
   const { durationMs, logs, logsTruncated } = result;
   if (jsonDepthExceeds(result.output)) {
-    return { ok: false, durationMs, logs, logsTruncated, error: failure(ErrorCode.OutputInvalid, `output is nested deeper than ${MAX_JSON_DEPTH} levels`) };
+    return {
+      ok: false,
+      durationMs,
+      logs,
+      logsTruncated,
+      error: failure(ErrorCode.OutputInvalid, `output is nested deeper than ${MAX_JSON_DEPTH} levels`),
+    };
   }
   if (route.kind === 'code') {
     const check = validator.validate(route.tool.outputSchema, result.output);
     if (!check.valid) {
-      return { ok: false, durationMs, logs, logsTruncated, error: failure(ErrorCode.OutputInvalid, `output does not match the output_schema of "${route.tool.name}": ${formatErrors(check.errors)}`, { errors: check.errors }) };
+      return {
+        ok: false,
+        durationMs,
+        logs,
+        logsTruncated,
+        error: failure(
+          ErrorCode.OutputInvalid,
+          `output does not match the output_schema of "${route.tool.name}": ${formatErrors(check.errors)}`,
+          { errors: check.errors },
+        ),
+      };
     }
   }
   return result;

@@ -114,11 +114,17 @@ export function createClaimManager(options: ClaimManagerOptions): ClaimManager {
   const seal = (c: ClaimContext): ClaimContext => ({ ...c, mac: keys.claimMac(macFields(c)) });
   const claimTags = (id: string): string[] => [workspace, TAG.Claim, keys.claimTag(id)];
 
-  const isValid = (c: ClaimContext, id: string): boolean => c.request_breadcrumb_id === id && keys.verifyClaimMac(macFields(c), c.mac);
+  const isValid = (c: ClaimContext, id: string): boolean =>
+    c.request_breadcrumb_id === id && keys.verifyClaimMac(macFields(c), c.mac);
   const isLive = (c: ClaimContext): boolean => !c.released && Date.parse(c.expires_at) > now();
 
   const listClaims = async (id: string): Promise<ClaimRecord[]> => {
-    const items = await client.listAll({ schema_name: SCHEMA.ToolClaim, tag: keys.claimTag(id), include_context: true, limit: 100 });
+    const items = await client.listAll({
+      schema_name: SCHEMA.ToolClaim,
+      tag: keys.claimTag(id),
+      include_context: true,
+      limit: 100,
+    });
     const records: ClaimRecord[] = [];
     for (const item of items) {
       const parsed = ToolClaimContext.safeParse(item.context);
@@ -150,7 +156,12 @@ export function createClaimManager(options: ClaimManagerOptions): ClaimManager {
         logger.info('claim gone and the request is answered', { rid: target.rid, attempt });
         return false;
       }
-      const { id } = await client.createBreadcrumb({ title: `Claim: ${target.breadcrumbId}`, schema_name: SCHEMA.ToolClaim, tags: claimTags(target.breadcrumbId), context: next });
+      const { id } = await client.createBreadcrumb({
+        title: `Claim: ${target.breadcrumbId}`,
+        schema_name: SCHEMA.ToolClaim,
+        tags: claimTags(target.breadcrumbId),
+        context: next,
+      });
       logger.warn('claim record was deleted by someone else; re-created it', { rid: target.rid, attempt });
       record = id;
       lease = next;
@@ -178,10 +189,21 @@ export function createClaimManager(options: ClaimManagerOptions): ClaimManager {
 
   /** Creates claim `attempt`; 'taken' when that attempt's key was used before (409). */
   const tryCreate = async (target: ClaimTarget, attempt: number): Promise<HeldClaim | 'taken'> => {
-    const context = seal({ request_id: target.rid, request_breadcrumb_id: target.breadcrumbId, attempt, holder, expires_at: new Date(now() + ttlMs).toISOString() });
+    const context = seal({
+      request_id: target.rid,
+      request_breadcrumb_id: target.breadcrumbId,
+      attempt,
+      holder,
+      expires_at: new Date(now() + ttlMs).toISOString(),
+    });
     try {
       const { id } = await client.createBreadcrumb(
-        { title: `Claim: ${target.breadcrumbId}`, schema_name: SCHEMA.ToolClaim, tags: claimTags(target.breadcrumbId), context },
+        {
+          title: `Claim: ${target.breadcrumbId}`,
+          schema_name: SCHEMA.ToolClaim,
+          tags: claimTags(target.breadcrumbId),
+          context,
+        },
         { idempotencyKey: keys.claimKey(target.breadcrumbId, attempt) },
       );
       return hold(target, attempt, id, context);
@@ -217,7 +239,11 @@ export function createClaimManager(options: ClaimManagerOptions): ClaimManager {
       const claims = await listClaims(id);
       const latest = claims.reduce<ClaimRecord | undefined>((best, c) => {
         if (!best || c.context.attempt > best.context.attempt) return c;
-        if (c.context.attempt === best.context.attempt && Date.parse(c.context.expires_at) > Date.parse(best.context.expires_at)) return c;
+        if (
+          c.context.attempt === best.context.attempt &&
+          Date.parse(c.context.expires_at) > Date.parse(best.context.expires_at)
+        )
+          return c;
         return best;
       }, undefined);
       if (latest && latest.context.attempt >= attempt) {
@@ -242,11 +268,14 @@ export function createClaimManager(options: ClaimManagerOptions): ClaimManager {
       const key = `${id}:${attempt}`;
       const firstSeen = suspects.get(key) ?? now();
       if (!suspects.has(key)) remember(suspects, key, firstSeen);
-      if (now() - firstSeen < ttlMs) return { kind: 'busy', holder: '(unknown: claim record missing or altered)', expiresAt: firstSeen + ttlMs };
+      if (now() - firstSeen < ttlMs)
+        return { kind: 'busy', holder: '(unknown: claim record missing or altered)', expiresAt: firstSeen + ttlMs };
       suspects.delete(key);
       attempt += 1;
     }
-    throw new Error(`could not find a free claim attempt for request breadcrumb "${id}" after ${MAX_ATTEMPT_PROBES} probes`);
+    throw new Error(
+      `could not find a free claim attempt for request breadcrumb "${id}" after ${MAX_ATTEMPT_PROBES} probes`,
+    );
   };
 
   const cleanup = async (id: string): Promise<void> => {
@@ -271,11 +300,17 @@ export function createClaimManager(options: ClaimManagerOptions): ClaimManager {
       const requestId = claim.request_breadcrumb_id as string;
       if (!isValid(claim, requestId)) continue;
       const known = latest.get(requestId);
-      if (!known || claim.attempt > known.attempt || (claim.attempt === known.attempt && Date.parse(claim.expires_at) > Date.parse(known.expires_at))) {
+      if (
+        !known ||
+        claim.attempt > known.attempt ||
+        (claim.attempt === known.attempt && Date.parse(claim.expires_at) > Date.parse(known.expires_at))
+      ) {
         latest.set(requestId, claim);
       }
     }
-    return [...latest.entries()].filter(([, claim]) => !isLive(claim)).map(([requestBreadcrumbId, claim]) => ({ requestBreadcrumbId, rid: claim.request_id }));
+    return [...latest.entries()]
+      .filter(([, claim]) => !isLive(claim))
+      .map(([requestBreadcrumbId, claim]) => ({ requestBreadcrumbId, rid: claim.request_id }));
   };
 
   return { acquire, hasResponse, cleanup, listExpired };

@@ -26,7 +26,10 @@ export interface Cutover {
    */
   predates(record: { created_at?: string | undefined; updated_at?: string | undefined }): boolean;
   /** The job's check: the request predates the cutover and an older runner's `request:<rid>` answer exists. */
-  answeredByOlderRunner(record: { created_at?: string | undefined; updated_at?: string | undefined }, rid: string): Promise<boolean>;
+  answeredByOlderRunner(
+    record: { created_at?: string | undefined; updated_at?: string | undefined },
+    rid: string,
+  ): Promise<boolean>;
 }
 
 /** The cutover at `ms` (tests: 0, nothing predates it). */
@@ -40,14 +43,23 @@ export function cutoverAt(client: Pick<StoreClient, 'listBreadcrumbs'>, ms: numb
     predates,
     async answeredByOlderRunner(record, rid) {
       if (!predates(record)) return false;
-      const legacy = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolResponse, tag: TAG.request(rid), limit: 1 });
+      const legacy = await client.listBreadcrumbs({
+        schema_name: SCHEMA.ToolResponse,
+        tag: TAG.request(rid),
+        limit: 1,
+      });
       return legacy.length > 0;
     },
   };
 }
 
 /** Reads (or records, on the first start) the cutover. */
-export async function loadAnswerTagCutover(options: { client: StoreClient; keys: RequestKeys; workspace: string; logger: Logger }): Promise<Cutover> {
+export async function loadAnswerTagCutover(options: {
+  client: StoreClient;
+  keys: RequestKeys;
+  workspace: string;
+  logger: Logger;
+}): Promise<Cutover> {
   const { client, keys, workspace, logger } = options;
   const items = await client.listAll({ schema_name: STATE_SCHEMA, tag: workspace, include_context: true, limit: 100 });
   let earliest: number | undefined;
@@ -60,7 +72,12 @@ export async function loadAnswerTagCutover(options: { client: StoreClient; keys:
   }
   if (earliest !== undefined) return cutoverAt(client, earliest);
   const since = new Date().toISOString();
-  await client.createBreadcrumb({ title: 'tools-runner: answer tags since', schema_name: STATE_SCHEMA, tags: [workspace, 'tool:runner-state'], context: { kind: KIND, since, mac: keys.stateMac(KIND, since) } });
+  await client.createBreadcrumb({
+    title: 'tools-runner: answer tags since',
+    schema_name: STATE_SCHEMA,
+    tags: [workspace, 'tool:runner-state'],
+    context: { kind: KIND, since, mac: keys.stateMac(KIND, since) },
+  });
   logger.info('recorded the answer-tag cutover', { since });
   return cutoverAt(client, Date.parse(since));
 }

@@ -9,7 +9,14 @@
 // MCP, console) and the RAP runtime, which keep their own interests. A record that looks meant as a
 // request but is not one this runner runs is logged and counted (ignored-requests.ts).
 
-import { APPROVAL_TAG_PREFIX, requestIdentity, requestIdProblem, SCHEMA, TAG, type StoreEvent } from '../breadcrumbs/messages.js';
+import {
+  APPROVAL_TAG_PREFIX,
+  requestIdentity,
+  requestIdProblem,
+  SCHEMA,
+  TAG,
+  type StoreEvent,
+} from '../breadcrumbs/messages.js';
 import { ANSWER_TAG_PREFIX } from '../breadcrumbs/request-keys.js';
 import type { CatalogChange } from '../catalog/catalog.js';
 import type { Logger } from '../logger.js';
@@ -41,7 +48,10 @@ export type RequestEvent =
 export const CREATE_QUEUE = 'tool.create';
 
 /** The rid of a create request (`request_id`, else the breadcrumb id) and why `request_id` is unusable, if it is. */
-export function createRequestRid(item: { id: string; context?: Record<string, unknown> | undefined }): { rid: string; problem?: string } {
+export function createRequestRid(item: { id: string; context?: Record<string, unknown> | undefined }): {
+  rid: string;
+  problem?: string;
+} {
   const raw = item.context?.['request_id'];
   if (raw === undefined || raw === '') return { rid: item.id };
   const problem = requestIdProblem(raw)?.replace(/^requestId/, 'request_id');
@@ -53,12 +63,18 @@ export function createRequestRid(item: { id: string; context?: Record<string, un
  * workspace's. `schema`: the record's schema when the item does not say (a listing by schema).
  */
 export function pendingRequestOf(
-  item: { id: string; tags: readonly string[]; schema_name?: string | null | undefined; context?: Record<string, unknown> | undefined },
+  item: {
+    id: string;
+    tags: readonly string[];
+    schema_name?: string | null | undefined;
+    context?: Record<string, unknown> | undefined;
+  },
   workspace: string,
   schema: string | null | undefined = item.schema_name,
 ): PendingRequest | undefined {
   if (!item.tags.includes(workspace)) return undefined;
-  if (schema === SCHEMA.ToolCreateRequest) return { kind: 'create', breadcrumbId: item.id, rid: createRequestRid(item).rid, tool: CREATE_QUEUE };
+  if (schema === SCHEMA.ToolCreateRequest)
+    return { kind: 'create', breadcrumbId: item.id, rid: createRequestRid(item).rid, tool: CREATE_QUEUE };
   if (!item.tags.includes(TAG.Request)) return undefined;
   const { rid, tool } = requestIdentity(item);
   return { breadcrumbId: item.id, rid, tool };
@@ -79,8 +95,13 @@ export function classifyRequestEvent(event: StoreEvent, workspace: string): Requ
     // An approval's answer wakes the request parked on it (the approvals policy checks who wrote it).
     return { kind: 'wake', tokens: (event.tags ?? []).filter((tag) => tag.startsWith(APPROVAL_TAG_PREFIX)) };
   }
-  if (event.schema_name !== SCHEMA.ToolRequest && event.schema_name !== SCHEMA.ToolCreateRequest) return { kind: 'none' };
-  const request = pendingRequestOf({ id: event.breadcrumb_id, tags: event.tags ?? [], context: event.context }, workspace, event.schema_name);
+  if (event.schema_name !== SCHEMA.ToolRequest && event.schema_name !== SCHEMA.ToolCreateRequest)
+    return { kind: 'none' };
+  const request = pendingRequestOf(
+    { id: event.breadcrumb_id, tags: event.tags ?? [], context: event.context },
+    workspace,
+    event.schema_name,
+  );
   if (!request) return { kind: 'none' };
   // A create request is always read in full by its job (who wrote it, whether it changed since).
   if (request.kind === 'create') return { kind: 'request', request };
@@ -106,7 +127,12 @@ export function catalogChangeOf(event: StoreEvent, workspace: string): CatalogCh
 export interface EventTargets {
   workspace: string;
   logger: Logger;
-  intake: { offer(request: PendingRequest): void; withdraw(breadcrumbId: string): void; answered(answerTags: readonly string[]): void; wake(tokens: readonly string[]): void };
+  intake: {
+    offer(request: PendingRequest): void;
+    withdraw(breadcrumbId: string): void;
+    answered(answerTags: readonly string[]): void;
+    wake(tokens: readonly string[]): void;
+  };
   catalog: { applyChange(change: CatalogChange): Promise<void> };
   /** Extensions and the RAP runtime: they receive every event but pings. */
   others(): ReadonlyArray<{ handleEvent?(event: StoreEvent): void }>;

@@ -83,10 +83,17 @@ export function execute(executors: Executors, route: Route, input: unknown, ctx:
  * Runs `route` as often as its retry plan allows: again only after a failure whose code the plan
  * names, after the plan's backoff, and never once `ctx.signal` aborted.
  */
-export async function executeWithRetries(executors: Executors, route: Route, input: unknown, ctx: RunContext, plan: RetryPlan): Promise<{ result: ExecutionResult; attempts: number }> {
+export async function executeWithRetries(
+  executors: Executors,
+  route: Route,
+  input: unknown,
+  ctx: RunContext,
+  plan: RetryPlan,
+): Promise<{ result: ExecutionResult; attempts: number }> {
   for (let attempt = 1; ; attempt++) {
     const result = await execute(executors, route, input, ctx);
-    if (result.ok || attempt >= plan.maxAttempts || !plan.on.has(result.error.code) || ctx.signal.aborted) return { result, attempts: attempt };
+    if (result.ok || attempt >= plan.maxAttempts || !plan.on.has(result.error.code) || ctx.signal.aborted)
+      return { result, attempts: attempt };
     const delay = retryDelayMs(plan, attempt + 1);
     try {
       await sleep(delay, undefined, { signal: ctx.signal });
@@ -98,9 +105,13 @@ export async function executeWithRetries(executors: Executors, route: Route, inp
 
 /** The executor of tool.code.v1 tools: secrets, then the Deno sandbox. */
 export function createCodeExecutor(options: {
-  client: StoreClient; sandbox: Sandbox; secrets: SecretResolver; config: Config;
+  client: StoreClient;
+  sandbox: Sandbox;
+  secrets: SecretResolver;
+  config: Config;
   /** With keys (and a logger), context.progress reports are published as tool.progress.v1 (progress.ts). */
-  keys?: Pick<RequestKeys, 'stateMac'>; logger?: Logger;
+  keys?: Pick<RequestKeys, 'stateMac'>;
+  logger?: Logger;
   /** Each call's reports for the live feed (secrets redacted, rate- and size-limited: progress.ts). */
   onLiveProgress?(report: LiveProgressReport): void;
   /** `context.tools.call` for tools with a `permissions.tools` grant (absent: their calls fail as dependency.unavailable). */
@@ -112,44 +123,87 @@ export function createCodeExecutor(options: {
     async run(route, input, ctx) {
       const tool = route.tool;
       const secretsFrom = performance.now();
-      const resolved = await secrets.resolve(tool.requiredSecrets, { tool: tool.name, rid: ctx.rid, definitionId: route.breadcrumbId, operator: route.owner === 'operator' });
+      const resolved = await secrets.resolve(tool.requiredSecrets, {
+        tool: tool.name,
+        rid: ctx.rid,
+        definitionId: route.breadcrumbId,
+        operator: route.owner === 'operator',
+      });
       ctx.timings?.add('secrets', performance.now() - secretsFrom);
       if (resolved.missing.length > 0) {
-        return errorResult(ErrorCode.SecretMissing, `tool "${tool.name}" needs secret(s) that are not set: ${resolved.missing.join(', ')}`, { missing: resolved.missing });
+        return errorResult(
+          ErrorCode.SecretMissing,
+          `tool "${tool.name}" needs secret(s) that are not set: ${resolved.missing.join(', ')}`,
+          { missing: resolved.missing },
+        );
       }
-      const progress = options.keys && options.logger
-        ? createProgressPublisher({
-          client, keys: options.keys, workspace: config.workspace, rid: ctx.rid, requestBreadcrumbId: ctx.breadcrumbId,
-          tool: tool.name, intervalMs: config.progressIntervalMs, logger: options.logger,
-        })
-        : undefined;
+      const progress =
+        options.keys && options.logger
+          ? createProgressPublisher({
+              client,
+              keys: options.keys,
+              workspace: config.workspace,
+              rid: ctx.rid,
+              requestBreadcrumbId: ctx.breadcrumbId,
+              tool: tool.name,
+              intervalMs: config.progressIntervalMs,
+              logger: options.logger,
+            })
+          : undefined;
       const deadlineAt = Math.min(Date.now() + tool.timeoutMs, ctx.origin?.deadline_at ?? Infinity);
       if (deadlineAt <= Date.now()) {
-        return errorResult(ErrorCode.Timeout, `the deadline of the calling run (${ctx.origin?.parent_tool ?? '?'}, request ${ctx.origin?.parent_rid ?? '?'}) passed before tool "${tool.name}" started`);
+        return errorResult(
+          ErrorCode.Timeout,
+          `the deadline of the calling run (${ctx.origin?.parent_tool ?? '?'}, request ${ctx.origin?.parent_rid ?? '?'}) passed before tool "${tool.name}" started`,
+        );
       }
-      const tools = tool.tools !== undefined && options.toolCalls
-        ? createRunToolCaller(options.toolCalls, {
-          tool: tool.name, rid: ctx.rid, breadcrumbId: ctx.breadcrumbId, deadlineAt, signal: ctx.signal,
-          ...(ctx.agentId ? { agentId: ctx.agentId } : {}), ...(ctx.origin ? { origin: ctx.origin } : {}),
-        })
-        : undefined;
+      const tools =
+        tool.tools !== undefined && options.toolCalls
+          ? createRunToolCaller(options.toolCalls, {
+              tool: tool.name,
+              rid: ctx.rid,
+              breadcrumbId: ctx.breadcrumbId,
+              deadlineAt,
+              signal: ctx.signal,
+              ...(ctx.agentId ? { agentId: ctx.agentId } : {}),
+              ...(ctx.origin ? { origin: ctx.origin } : {}),
+            })
+          : undefined;
       const depth = ctx.origin?.depth ?? 0;
-      const live = options.onLiveProgress ? createLiveProgress({ rid: ctx.rid, tool: tool.name, emit: options.onLiveProgress }) : undefined;
-      const onProgress = progress || live ? (value: unknown): void => {
-        progress?.push(value);
-        live?.push(value);
-      } : undefined;
+      const live = options.onLiveProgress
+        ? createLiveProgress({ rid: ctx.rid, tool: tool.name, emit: options.onLiveProgress })
+        : undefined;
+      const onProgress =
+        progress || live
+          ? (value: unknown): void => {
+              progress?.push(value);
+              live?.push(value);
+            }
+          : undefined;
       try {
         return await sandbox.run({
           tool: sandboxToolOf(tool),
           input,
           secrets: resolved.values,
           request: {
-            id: ctx.rid, workspace: config.workspace, ...(ctx.agentId ? { agentId: ctx.agentId } : {}),
+            id: ctx.rid,
+            workspace: config.workspace,
+            ...(ctx.agentId ? { agentId: ctx.agentId } : {}),
             ...(ctx.origin?.trigger_event !== undefined ? { trigger_event: ctx.origin.trigger_event } : {}),
           },
           ...(ctx.isolation ? { isolation: ctx.isolation } : {}),
-          ...(tool.api ? { api: createToolApi({ client, tool: tool.name, rid: ctx.rid, config, schemas: tool.apiSchemas, ...(depth > 0 ? { depth } : {}) }) } : {}),
+          ...(tool.api
+            ? {
+                api: createToolApi({
+                  client,
+                  tool: tool.name,
+                  rid: ctx.rid,
+                  config,
+                  schemas: tool.apiSchemas,
+                  ...(depth > 0 ? { depth } : {}),
+                }),
+              }
+            : {}),
           ...(tools ? { tools } : {}),
           ...(onProgress ? { onProgress } : {}),
           signal: ctx.signal,

@@ -35,7 +35,12 @@ function distance(a: string, b: string, max: number): number {
     for (let j = 1; j <= b.length; j++) {
       const cost = a[i - 1] === b[j - 1] ? 0 : 1;
       const swapped = i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1] ? (prev[j - 2] ?? 0) : Infinity;
-      const value = Math.min((prev[j] ?? 0) + 1, (row[j - 1] ?? 0) + 1, (prev[j - 1] ?? 0) + cost, swapped === Infinity ? Infinity : swapped + 1);
+      const value = Math.min(
+        (prev[j] ?? 0) + 1,
+        (row[j - 1] ?? 0) + 1,
+        (prev[j - 1] ?? 0) + cost,
+        swapped === Infinity ? Infinity : swapped + 1,
+      );
       row.push(value);
       best = Math.min(best, value);
     }
@@ -59,24 +64,35 @@ export function ignoredRequestOf(event: StoreEvent, workspace: string): IgnoredR
   if (event.version !== undefined && event.version !== 1) return undefined;
   const tags = Array.isArray(event.tags) ? event.tags.filter((tag): tag is string => typeof tag === 'string') : [];
   if (event.schema_name !== SCHEMA.ToolRequest) {
-    return isNearMiss(event.schema_name, SCHEMA.ToolRequest) ? { reason: 'schema-typo', hint: `schema_name must be "${SCHEMA.ToolRequest}"` } : undefined;
+    return isNearMiss(event.schema_name, SCHEMA.ToolRequest)
+      ? { reason: 'schema-typo', hint: `schema_name must be "${SCHEMA.ToolRequest}"` }
+      : undefined;
   }
   const spaces = tags.filter((tag) => tag.startsWith(WORKSPACE_PREFIX) || isNearMiss(tag, workspace));
   if (!tags.includes(workspace)) {
     const near = spaces.find((tag) => isNearMiss(tag, workspace));
-    if (near !== undefined) return { reason: 'other-workspace', hint: `tag "${near}" is not this runner's "${workspace}"` };
+    if (near !== undefined)
+      return { reason: 'other-workspace', hint: `tag "${near}" is not this runner's "${workspace}"` };
     if (spaces.length === 0) return { reason: 'no-workspace', hint: `add the tag "${workspace}"` };
     return { reason: 'other-workspace' };
   }
   if (!tags.includes(TAG.Request)) {
     const near = tags.find((tag) => isNearMiss(tag, TAG.Request));
-    return { reason: 'no-request-tag', hint: near !== undefined ? `tag "${near}" should be "${TAG.Request}"` : `add the tag "${TAG.Request}"` };
+    return {
+      reason: 'no-request-tag',
+      hint: near !== undefined ? `tag "${near}" should be "${TAG.Request}"` : `add the tag "${TAG.Request}"`,
+    };
   }
   return undefined;
 }
 
 /** Logs (bounded, see the module comment) and counts ignored requests. */
-export function createIgnoredRequestLog(options: { logger: Logger; workspace: string; count?: (reason: IgnoredReason) => void; now?: () => number }): (event: StoreEvent) => void {
+export function createIgnoredRequestLog(options: {
+  logger: Logger;
+  workspace: string;
+  count?: (reason: IgnoredReason) => void;
+  now?: () => number;
+}): (event: StoreEvent) => void {
   const { logger, workspace } = options;
   const now = options.now ?? Date.now;
   let windowStart = -Infinity;
@@ -88,7 +104,8 @@ export function createIgnoredRequestLog(options: { logger: Logger; workspace: st
     options.count?.(ignored.reason);
     const at = now();
     if (at - windowStart >= LOG_WINDOW_MS) {
-      if (unlogged > 0) logger.info('ignored requests not logged (too many)', { count: unlogged, windowMs: LOG_WINDOW_MS });
+      if (unlogged > 0)
+        logger.info('ignored requests not logged (too many)', { count: unlogged, windowMs: LOG_WINDOW_MS });
       windowStart = at;
       logged = 0;
       unlogged = 0;

@@ -86,7 +86,12 @@ const MAX_PARKED = 10_000;
 const MAX_PARK_MS = 5 * 60_000;
 
 /** A request as held while it waits: ids only (bounded memory; the job reads the record itself). */
-const slimOf = (request: PendingRequest): PendingRequest => ({ ...(request.kind ? { kind: request.kind } : {}), breadcrumbId: request.breadcrumbId, rid: request.rid, tool: request.tool });
+const slimOf = (request: PendingRequest): PendingRequest => ({
+  ...(request.kind ? { kind: request.kind } : {}),
+  breadcrumbId: request.breadcrumbId,
+  rid: request.rid,
+  tool: request.tool,
+});
 
 /** Creates the intake. */
 export function createIntake(options: IntakeOptions): Intake {
@@ -225,7 +230,14 @@ export function createIntake(options: IntakeOptions): Intake {
   };
 
   const enqueue = (offered: PendingRequest, front = false): void => {
-    if (stopped || isDone(offered.breadcrumbId) || queue.has(offered.breadcrumbId) || pendingIds.has(offered.breadcrumbId) || parked.has(offered.breadcrumbId)) return;
+    if (
+      stopped ||
+      isDone(offered.breadcrumbId) ||
+      queue.has(offered.breadcrumbId) ||
+      pendingIds.has(offered.breadcrumbId) ||
+      parked.has(offered.breadcrumbId)
+    )
+      return;
     const request: PendingRequest = offered.seenAt === undefined ? { ...offered, seenAt: performance.now() } : offered;
     if (pending.length === 0 && !feeding) {
       const result = queue.offer(request.breadcrumbId, request.tool, job(request));
@@ -236,7 +248,10 @@ export function createIntake(options: IntakeOptions): Intake {
       return;
     }
     // Waiting requests are held as ids only (bounded memory); the job reads the request itself.
-    const slim: PendingRequest = { ...slimOf(request), ...(request.seenAt !== undefined ? { seenAt: request.seenAt } : {}) };
+    const slim: PendingRequest = {
+      ...slimOf(request),
+      ...(request.seenAt !== undefined ? { seenAt: request.seenAt } : {}),
+    };
     if (front) pending.unshift(slim);
     else pending.push(slim);
     pendingIds.add(request.breadcrumbId);
@@ -258,7 +273,13 @@ export function createIntake(options: IntakeOptions): Intake {
   const listSince = async (schema: string, includeContext: boolean, since: number | undefined) => {
     const out = [];
     for (let offset = 0; ; offset += pageSize) {
-      const page = await client.listBreadcrumbs({ schema_name: schema, tag: workspace, include_context: includeContext, limit: pageSize, offset });
+      const page = await client.listBreadcrumbs({
+        schema_name: schema,
+        tag: workspace,
+        include_context: includeContext,
+        limit: pageSize,
+        offset,
+      });
       let older = false;
       for (const item of page) {
         if (since !== undefined && Date.parse(item.updated_at) < since) older = true;
@@ -274,10 +295,19 @@ export function createIntake(options: IntakeOptions): Intake {
     const wasFull = since === undefined;
     needFullScan = false;
     const requests = [
-      ...(await listSince(SCHEMA.ToolRequest, true, since)).map((item) => ({ item, schema: SCHEMA.ToolRequest as string })),
-      ...(await listSince(SCHEMA.ToolCreateRequest, true, since)).map((item) => ({ item, schema: SCHEMA.ToolCreateRequest as string })),
+      ...(await listSince(SCHEMA.ToolRequest, true, since)).map((item) => ({
+        item,
+        schema: SCHEMA.ToolRequest as string,
+      })),
+      ...(await listSince(SCHEMA.ToolCreateRequest, true, since)).map((item) => ({
+        item,
+        schema: SCHEMA.ToolCreateRequest as string,
+      })),
     ];
-    const responses = [...(await listSince(SCHEMA.ToolResponse, false, since)), ...(await listSince(SCHEMA.ToolCreateResponse, false, since))];
+    const responses = [
+      ...(await listSince(SCHEMA.ToolResponse, false, since)),
+      ...(await listSince(SCHEMA.ToolCreateResponse, false, since)),
+    ];
     const answered = new Set<string>();
     const legacyAnswered = new Set<string>();
     for (const response of responses) {
@@ -293,7 +323,8 @@ export function createIntake(options: IntakeOptions): Intake {
       const request = pendingRequestOf(item, workspace, schema);
       if (!request) continue;
       const answerTag = keys.answerTag(request.breadcrumbId);
-      const legacy = request.kind !== 'create' && options.cutover?.predates(item) === true && legacyAnswered.has(request.rid);
+      const legacy =
+        request.kind !== 'create' && options.cutover?.predates(item) === true && legacyAnswered.has(request.rid);
       if (answered.has(answerTag) || legacy) {
         markDone(answerTag);
         continue;
@@ -325,7 +356,13 @@ export function createIntake(options: IntakeOptions): Intake {
     }
     lastScanAt = new Date(startedAt).toISOString();
     if (!needFullScan) watermark = startedAt - marginMs;
-    logger.debug('scan finished', { full: wasFull, listed: requests.length, found, takeovers, pending: pending.length });
+    logger.debug('scan finished', {
+      full: wasFull,
+      listed: requests.length,
+      found,
+      takeovers,
+      pending: pending.length,
+    });
   };
 
   const scan = (full: boolean): Promise<void> => {
@@ -378,6 +415,12 @@ export function createIntake(options: IntakeOptions): Intake {
     wake,
     scan,
     start,
-    stats: () => ({ pending: pending.length, parked: parked.size, done: done.size, ...(lastScanAt ? { lastScanAt } : {}), needFullScan }),
+    stats: () => ({
+      pending: pending.length,
+      parked: parked.size,
+      done: done.size,
+      ...(lastScanAt ? { lastScanAt } : {}),
+      needFullScan,
+    }),
   };
 }

@@ -155,15 +155,19 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
         return 'answered';
       }
       watch.lap('route'); // reading the request (and the cutover check) is part of routing it
-      const who = request.kind === 'create'
-        ? { rid: createRequestRid(record).rid, tool: request.tool }
-        : { rid: identity.rid, tool: identity.tool, ...(identity.agentId ? { agentId: identity.agentId } : {}) };
+      const who =
+        request.kind === 'create'
+          ? { rid: createRequestRid(record).rid, tool: request.tool }
+          : { rid: identity.rid, tool: identity.tool, ...(identity.agentId ? { agentId: identity.agentId } : {}) };
       // The reports (metrics, console, live feed) are of tool calls; a create request is logged.
       const reports = request.kind !== 'create';
       if (reports) options.onStarted?.(who);
       // route -> check -> admit -> run (retries) -> check output -> review; or create
       watch.mark(); // total_ms and the stages from here on measure the same span
-      const ran = request.kind === 'create' ? await runCreate(record, signal, log) : await runTool(record, identity, claim, signal, watch, log, origin);
+      const ran =
+        request.kind === 'create'
+          ? await runCreate(record, signal, log)
+          : await runTool(record, identity, claim, signal, watch, log, origin);
       // endings without an answer
       if (signal.aborted && signal.reason instanceof RequestWithdrawn) {
         log.info('request deleted while it ran; no answer');
@@ -223,7 +227,15 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
 
   // A tool request: route -> check -> admit -> run (retries) -> check output -> review. Every
   // ending is a result to answer with (or a park).
-  const runTool = async (record: RequestRecord, identity: RequestIdentity, claim: HeldClaim, signal: AbortSignal, watch: Stopwatch, log: Logger, origin?: RequestOrigin): Promise<Ran> => {
+  const runTool = async (
+    record: RequestRecord,
+    identity: RequestIdentity,
+    claim: HeldClaim,
+    signal: AbortSignal,
+    watch: Stopwatch,
+    log: Logger,
+    origin?: RequestOrigin,
+  ): Promise<Ran> => {
     const startedAt = performance.now();
     let called: Called;
     try {
@@ -232,7 +244,13 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
       // Infrastructure trouble on the way (secrets API, catalog refresh): still an answer.
       const e = coerceError(error);
       log.warn('request failed before or around execution', { code: e.code, error: e.message });
-      const result: ExecutionResult = { ok: false, error: failure(e.code, e.message), durationMs: performance.now() - startedAt, logs: [], logsTruncated: false };
+      const result: ExecutionResult = {
+        ok: false,
+        error: failure(e.code, e.message),
+        durationMs: performance.now() - startedAt,
+        logs: [],
+        logsTruncated: false,
+      };
       called = { kind: 'none', metadata: { replica }, result, attempts: 0 };
     }
     const durationMs = performance.now() - startedAt;
@@ -250,7 +268,9 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
         ...(attempts > 1 ? { attempts } : {}),
         attempt: claim.attempt,
         // A subscription's run names its trigger; a nested call its parent (src/tool-context/origin.ts).
-        ...(origin?.trigger_id !== undefined ? { trigger_id: origin.trigger_id, subscription: origin.subscription } : {}),
+        ...(origin?.trigger_id !== undefined
+          ? { trigger_id: origin.trigger_id, subscription: origin.subscription }
+          : {}),
         ...(origin?.parent_rid !== undefined ? { parent_rid: origin.parent_rid, depth: origin.depth } : {}),
         total_ms: Math.round(durationMs * 1000) / 1000,
         timings: watch.forAnswer(),
@@ -259,9 +279,20 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
     return { answer, tool: { ...called, durationMs }, ...(called.parked ? { parked: called.parked } : {}) };
   };
 
-  const callTool = async (record: RequestRecord, identity: RequestIdentity, signal: AbortSignal, watch: Stopwatch, origin?: RequestOrigin): Promise<Called> => {
+  const callTool = async (
+    record: RequestRecord,
+    identity: RequestIdentity,
+    signal: AbortSignal,
+    watch: Stopwatch,
+    origin?: RequestOrigin,
+  ): Promise<Called> => {
     const { rid, tool: toolName, agentId } = identity;
-    const ended = (kind: Called['kind'], metadata: Record<string, unknown>, result: ExecutionResult): Called => ({ kind, metadata, result, attempts: 0 });
+    const ended = (kind: Called['kind'], metadata: Record<string, unknown>, result: ExecutionResult): Called => ({
+      kind,
+      metadata,
+      result,
+      attempts: 0,
+    });
     const read = readRequest(record, identity);
     if (!read.ok) return ended('none', {}, read.result);
     // route
@@ -277,24 +308,60 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
     watch.lap('validate');
     if (!checked.ok) return ended(route.kind, metadata, checked.result);
     // admit
-    const call = callOf({ identity, route, input: checked.input, idempotencyKey: read.idempotencyKey, warnings: route.warnings ?? [] });
+    const call = callOf({
+      identity,
+      route,
+      input: checked.input,
+      idempotencyKey: read.idempotencyKey,
+      warnings: route.warnings ?? [],
+    });
     const gate = await admit(policies, call, signal);
     watch.lap('policy');
-    if (gate.kind === 'park') return { ...ended(route.kind, metadata, errorResult(ErrorCode.ApprovalRequired, gate.reason)), call, parked: gate };
+    if (gate.kind === 'park')
+      return {
+        ...ended(route.kind, metadata, errorResult(ErrorCode.ApprovalRequired, gate.reason)),
+        call,
+        parked: gate,
+      };
     if (gate.kind === 'answer') return { ...ended(route.kind, metadata, gate.result), call };
     // run (retries)
     const approvalId = call.metadata['approval_id'];
-    const ctx = { rid, breadcrumbId: identity.breadcrumbId, signal, timings: watch, ...(agentId ? { agentId } : {}), ...(read.isolation ? { isolation: read.isolation } : {}), ...(typeof approvalId === 'string' ? { approvalId } : {}), ...(origin ? { origin } : {}) };
-    const { result, attempts } = await executeWithRetries(executors, route, checked.input, ctx, retryPlan(call.contract));
+    const ctx = {
+      rid,
+      breadcrumbId: identity.breadcrumbId,
+      signal,
+      timings: watch,
+      ...(agentId ? { agentId } : {}),
+      ...(read.isolation ? { isolation: read.isolation } : {}),
+      ...(typeof approvalId === 'string' ? { approvalId } : {}),
+      ...(origin ? { origin } : {}),
+    };
+    const { result, attempts } = await executeWithRetries(
+      executors,
+      route,
+      checked.input,
+      ctx,
+      retryPlan(call.contract),
+    );
     watch.mark(); // the executor counted its own stages (secrets, sandbox_wait, sandbox_run)
-    const display = route.kind === 'host' && route.tool.transport.kind === 'rap' ? renderDisplay(route.tool.name, route.tool.transport.displayScript, checked.input) : undefined;
+    const display =
+      route.kind === 'host' && route.tool.transport.kind === 'rap'
+        ? renderDisplay(route.tool.name, route.tool.transport.displayScript, checked.input)
+        : undefined;
     // check output
     const output = checkOutput(route, result, validator);
     watch.lap('validate');
     // review
     const reviewed = review(policies, call, output);
     watch.lap('policy');
-    return { kind: route.kind, metadata, call, attempts, result: reviewed, ...(display !== undefined ? { display } : {}) };
+    return {
+      kind: route.kind,
+      metadata,
+      call,
+      attempts,
+      result: reviewed,
+      ...(display !== undefined ? { display } : {}),
+    };
   };
 
   // A create request: the create executor validates the spec, tests its examples and deploys the tool.
@@ -307,14 +374,25 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
     } catch (error) {
       const e = coerceError(error);
       log.error('tool creation failed', { error: e.message });
-      ran = { rid, answer: { request_id: rid, status: 'rejected', errors: [{ code: e.code, path: '', message: e.message }], warnings: [], examples: [] } };
+      ran = {
+        rid,
+        answer: {
+          request_id: rid,
+          status: 'rejected',
+          errors: [{ code: e.code, path: '', message: e.message }],
+          warnings: [],
+          examples: [],
+        },
+      };
     }
     // Titled with the tool's name (the spec's when nothing was created), else the request id.
     const spec = record.context['tool_spec'] as { name?: unknown } | undefined;
     const specName = typeof spec?.name === 'string' && spec.name !== '' ? spec.name : undefined;
     const title = `Tool ${ran.answer.status}: ${ran.answer.tool?.name ?? specName ?? ran.rid}`;
     const extraTags = record.tags.filter((tag) => tag.startsWith('agent:'));
-    return { answer: { kind: 'create', requestBreadcrumbId: record.id, rid: ran.rid, context: ran.answer, title, extraTags } };
+    return {
+      answer: { kind: 'create', requestBreadcrumbId: record.id, rid: ran.rid, context: ran.answer, title, extraTags },
+    };
   };
 
   return { handle };

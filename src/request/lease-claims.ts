@@ -38,13 +38,24 @@ type AcquireReply =
   | { acquired: false; state: 'held' | 'done'; holder: string; attempt: number; expires_ms: number };
 
 function invalid(op: string, reply: unknown): RunnerError {
-  return new RunnerError(ErrorCode.DependencyUnavailable, `store lease ${op} answered an unexpected shape: ${JSON.stringify(reply)?.slice(0, 200)}`);
+  return new RunnerError(
+    ErrorCode.DependencyUnavailable,
+    `store lease ${op} answered an unexpected shape: ${JSON.stringify(reply)?.slice(0, 200)}`,
+  );
 }
 
 function asAcquire(reply: unknown): AcquireReply {
   const r = reply as Partial<Record<string, unknown>> | null;
-  if (r === null || typeof r !== 'object' || typeof r.acquired !== 'boolean' || typeof r.attempt !== 'number' || typeof r.expires_ms !== 'number') throw invalid('acquire', reply);
-  if (!r.acquired && (typeof r.holder !== 'string' || (r.state !== 'held' && r.state !== 'done'))) throw invalid('acquire', reply);
+  if (
+    r === null ||
+    typeof r !== 'object' ||
+    typeof r.acquired !== 'boolean' ||
+    typeof r.attempt !== 'number' ||
+    typeof r.expires_ms !== 'number'
+  )
+    throw invalid('acquire', reply);
+  if (!r.acquired && (typeof r.holder !== 'string' || (r.state !== 'held' && r.state !== 'done')))
+    throw invalid('acquire', reply);
   return r as AcquireReply;
 }
 
@@ -74,7 +85,8 @@ export async function checkLeaseKey(client: StoreClient, workspace: string, leas
 /** Creates the lease-based claim manager of one replica. */
 export function createLeaseClaimManager(options: LeaseClaimManagerOptions): ClaimManager {
   const { client, workspace, holder, ttlMs, keys, leaseKey, logger } = options;
-  const call = (op: string, body: Record<string, unknown>): Promise<unknown> => client.lease(op, { scope: workspace, ...body }, leaseKey);
+  const call = (op: string, body: Record<string, unknown>): Promise<unknown> =>
+    client.lease(op, { scope: workspace, ...body }, leaseKey);
 
   const hasResponse = async (id: string): Promise<boolean> => {
     // Any record with the answer tag (a tool.response.v1 or a tool.create.response.v1): only the runner can write it.
@@ -91,7 +103,10 @@ export function createLeaseClaimManager(options: LeaseClaimManagerOptions): Clai
     rid: target.rid,
     attempt,
     async renew() {
-      const reply = (await call('renew', { name: target.breadcrumbId, token, ttl_ms: ttlMs })) as { ok?: unknown; state?: unknown };
+      const reply = (await call('renew', { name: target.breadcrumbId, token, ttl_ms: ttlMs })) as {
+        ok?: unknown;
+        state?: unknown;
+      };
       if (reply?.ok === true) return true;
       logger.info('lease not renewed', { rid: target.rid, attempt, state: reply?.state });
       return false;
@@ -101,15 +116,21 @@ export function createLeaseClaimManager(options: LeaseClaimManagerOptions): Clai
     },
     async drop() {
       // After the answer (or once the request is gone): the lease is finished whoever holds it now.
-      await finish(target.breadcrumbId).catch((error: unknown) => logger.warn('lease finish failed', { rid: target.rid, error }));
+      await finish(target.breadcrumbId).catch((error: unknown) =>
+        logger.warn('lease finish failed', { rid: target.rid, error }),
+      );
     },
   });
 
   const acquire = async (target: ClaimTarget): Promise<AcquireResult> => {
     const token = randomBytes(18).toString('base64url');
-    const reply = asAcquire(await call('acquire', { name: target.breadcrumbId, holder, token, ttl_ms: ttlMs, label: target.rid }));
+    const reply = asAcquire(
+      await call('acquire', { name: target.breadcrumbId, holder, token, ttl_ms: ttlMs, label: target.rid }),
+    );
     if (!reply.acquired) {
-      return reply.state === 'done' ? { kind: 'answered' } : { kind: 'busy', holder: reply.holder, expiresAt: reply.expires_ms };
+      return reply.state === 'done'
+        ? { kind: 'answered' }
+        : { kind: 'busy', holder: reply.holder, expiresAt: reply.expires_ms };
     }
     const claim = hold(target, reply.attempt, token);
     if (reply.takeover) {
@@ -130,7 +151,10 @@ export function createLeaseClaimManager(options: LeaseClaimManagerOptions): Clai
   const listExpired = async (): Promise<ExpiredClaim[]> => {
     const reply = (await call('expired', {})) as { leases?: unknown };
     if (!Array.isArray(reply?.leases)) throw invalid('expired', reply);
-    return (reply.leases as Array<{ name: string; label: string }>).map((lease) => ({ requestBreadcrumbId: lease.name, rid: lease.label }));
+    return (reply.leases as Array<{ name: string; label: string }>).map((lease) => ({
+      requestBreadcrumbId: lease.name,
+      rid: lease.label,
+    }));
   };
 
   return { acquire, hasResponse, cleanup, listExpired };

@@ -47,7 +47,10 @@ export interface RequestPathOptions {
   /** The answer-tag cutover (cutover.ts, loaded at startup); absent = no request predates it. */
   cutover?: Cutover;
   /** Calls to tools of RAP servers (host tools with a `rap` transport). */
-  runRemote?(call: RemoteCall, request: { rid: string; requestBreadcrumbId: string }): ReturnType<NonNullable<ExecuteHostToolOptions['runRemote']>>;
+  runRemote?(
+    call: RemoteCall,
+    request: { rid: string; requestBreadcrumbId: string },
+  ): ReturnType<NonNullable<ExecuteHostToolOptions['runRemote']>>;
   /** The executor of create requests (src/authoring/create-flow.ts); absent = create requests are answered `rejected`. */
   create?: CreateExecutor;
   /** Secret values an approval's input preview must never show (the secrets file's values). */
@@ -85,18 +88,43 @@ export function createRequestPath(options: RequestPathOptions): RequestPath {
   const { client, keys, config, logger: log, replica, catalog, validator, queue, sandbox, secrets } = options;
   const workspace = config.workspace;
   const storeAuth = options.storeAuth ?? createStoreAuthProbe(client);
-  const claims = options.claims ?? createClaimManager({ client, workspace, holder: replica, ttlMs: config.claimTtlMs, keys, logger: log.child({ component: 'claims' }) });
+  const claims =
+    options.claims ??
+    createClaimManager({
+      client,
+      workspace,
+      holder: replica,
+      ttlMs: config.claimTtlMs,
+      keys,
+      logger: log.child({ component: 'claims' }),
+    });
   const leases = createLeaseKeeper({ ttlMs: config.claimTtlMs });
-  const responder = options.responder ?? createResponder({ client, workspace, keys, logger: log.child({ component: 'responder' }) });
+  const responder =
+    options.responder ?? createResponder({ client, workspace, keys, logger: log.child({ component: 'responder' }) });
   // The contract policies (policies/index.ts: idempotency, approval, rate limit, effects, audit).
-  const policies = options.policies ?? createPolicies({ client, keys, config, logger: log, replica, storeAuth, ...(options.secretValues ? { secretValues: options.secretValues } : {}) });
+  const policies =
+    options.policies ??
+    createPolicies({
+      client,
+      keys,
+      config,
+      logger: log,
+      replica,
+      storeAuth,
+      ...(options.secretValues ? { secretValues: options.secretValues } : {}),
+    });
   const hostEnv = hostEnvironment();
   const hostSchemas = createSchemaCache(validator);
   const executors: Executors = {
     code:
       options.executors?.code ??
       createCodeExecutor({
-        client, sandbox, secrets, config, keys, logger: log.child({ component: 'progress' }),
+        client,
+        sandbox,
+        secrets,
+        config,
+        keys,
+        logger: log.child({ component: 'progress' }),
         ...(options.onLiveProgress ? { onLiveProgress: options.onLiveProgress } : {}),
         ...(options.toolCalls ? { toolCalls: options.toolCalls } : {}),
       }),
@@ -119,10 +147,17 @@ export function createRequestPath(options: RequestPathOptions): RequestPath {
                 ctx.timings?.add('secrets', performance.now() - from);
               }
             },
-            ...(options.runRemote ? { runRemote: (call: RemoteCall) => options.runRemote!(call, { rid: ctx.rid, requestBreadcrumbId: ctx.breadcrumbId }) } : {}),
+            ...(options.runRemote
+              ? {
+                  runRemote: (call: RemoteCall) =>
+                    options.runRemote!(call, { rid: ctx.rid, requestBreadcrumbId: ctx.breadcrumbId }),
+                }
+              : {}),
           }),
       }),
-    ...((options.executors?.create ?? options.create) ? { create: (options.executors?.create ?? options.create) as CreateExecutor } : {}),
+    ...((options.executors?.create ?? options.create)
+      ? { create: (options.executors?.create ?? options.create) as CreateExecutor }
+      : {}),
   };
   const job = createRequestJob({
     client,

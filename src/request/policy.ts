@@ -75,7 +75,13 @@ export interface Policy {
 }
 
 /** The Call of a routed, checked request. */
-export function callOf(options: { identity: RequestIdentity; route: Route; input: unknown; idempotencyKey?: string | undefined; warnings?: readonly string[] }): Call {
+export function callOf(options: {
+  identity: RequestIdentity;
+  route: Route;
+  input: unknown;
+  idempotencyKey?: string | undefined;
+  warnings?: readonly string[];
+}): Call {
   const { route } = options;
   let hash: string | undefined;
   return {

@@ -65,7 +65,12 @@ export function createProgressPublisher(options: {
         const created = await client.createBreadcrumb({
           title: `Progress: ${tool}`,
           schema_name: SCHEMA.ToolProgress,
-          tags: [options.workspace, TAG.Progress, TAG.request(rid), progressTag(options.keys, options.requestBreadcrumbId)],
+          tags: [
+            options.workspace,
+            TAG.Progress,
+            TAG.request(rid),
+            progressTag(options.keys, options.requestBreadcrumbId),
+          ],
           context,
           ttl: new Date(Date.now() + TTL_MS).toISOString(),
         });
@@ -142,7 +147,8 @@ export function liveValue(value: unknown): unknown {
   const json = JSON.stringify(value) ?? 'null';
   if (json.length <= LIVE_MAX_CHARS) return value;
   const text = (value as { text?: unknown } | null)?.text;
-  if (typeof text === 'string' && Object.keys(value as object).length === 1) return { text: `${text.slice(0, LIVE_MAX_CHARS - 32)}… (${text.length} chars)` };
+  if (typeof text === 'string' && Object.keys(value as object).length === 1)
+    return { text: `${text.slice(0, LIVE_MAX_CHARS - 32)}… (${text.length} chars)` };
   return { truncated: true, chars: json.length, preview: json.slice(0, LIVE_MAX_CHARS / 2) };
 }
 
@@ -152,7 +158,12 @@ export interface LiveProgress {
   close(): void;
 }
 
-export function createLiveProgress(options: { rid: string; tool: string; emit(report: LiveProgressReport): void; intervalMs?: number }): LiveProgress {
+export function createLiveProgress(options: {
+  rid: string;
+  tool: string;
+  emit(report: LiveProgressReport): void;
+  intervalMs?: number;
+}): LiveProgress {
   const intervalMs = options.intervalMs ?? LIVE_INTERVAL_MS;
   let seq = 0;
   let lastSent = -Infinity;

@@ -8,13 +8,19 @@
 // input.invalid result.
 
 import { callerOf, isNotFound, type StoreAuthProbe, type StoreClient } from '../breadcrumbs/index.js';
-import { requestIdentity, ToolRequestContext, type BreadcrumbFull, type RequestIdentity } from '../breadcrumbs/messages.js';
+import {
+  requestIdentity,
+  ToolRequestContext,
+  type BreadcrumbFull,
+  type RequestIdentity,
+} from '../breadcrumbs/messages.js';
 import { ErrorCode } from '../errors.js';
 import { errorResult, jsonDepthExceeds, MAX_JSON_DEPTH, type ExecutionResult } from '../result.js';
 import type { PendingRequest } from './events.js';
 
 /** The request record as the job reads it (from `/full`, or the creation event's snapshot: then no timestamps or writers). */
-export type RequestRecord = Pick<BreadcrumbFull, 'id' | 'tags' | 'context'> & Partial<Pick<BreadcrumbFull, 'created_at' | 'updated_at' | 'created_by' | 'updated_by' | 'version'>>;
+export type RequestRecord = Pick<BreadcrumbFull, 'id' | 'tags' | 'context'> &
+  Partial<Pick<BreadcrumbFull, 'created_at' | 'updated_at' | 'created_by' | 'updated_by' | 'version'>>;
 
 /** The record to run and its identity, or `gone` (deleted before it ran). */
 export async function readRequestRecord(
@@ -27,13 +33,19 @@ export async function readRequestRecord(
   try {
     // A create request is always read in full (its creation flow needs the writer and the store version).
     const snapshot = authenticated || request.kind === 'create' ? undefined : request.snapshot;
-    record = snapshot ? { id: request.breadcrumbId, ...snapshot, version: 1 } : await client.getBreadcrumbFull(request.breadcrumbId);
+    record = snapshot
+      ? { id: request.breadcrumbId, ...snapshot, version: 1 }
+      : await client.getBreadcrumbFull(request.breadcrumbId);
   } catch (error) {
     if (isNotFound(error)) return 'gone';
     throw error;
   }
   const caller = callerOf(record, authenticated);
-  const { agentId: _label, ...named } = requestIdentity({ id: request.breadcrumbId, tags: record.tags, context: record.context });
+  const { agentId: _label, ...named } = requestIdentity({
+    id: request.breadcrumbId,
+    tags: record.tags,
+    context: record.context,
+  });
   const identity: RequestIdentity = {
     ...named,
     ...(caller.agentId !== undefined ? { agentId: caller.agentId } : {}),
@@ -55,16 +67,30 @@ export interface RequestAsk {
 }
 
 /** The request's input (and what else it asks for), or the error result that answers a malformed request. */
-export function readRequest(full: Pick<BreadcrumbFull, 'context'>, identity: RequestIdentity): ({ ok: true } & RequestAsk) | { ok: false; result: ExecutionResult } {
-  if (identity.problem) return { ok: false, result: errorResult(ErrorCode.InputInvalid, `malformed tool.request.v1: ${identity.problem}`) };
-  if (identity.callerProblem) return { ok: false, result: errorResult(ErrorCode.PermissionDenied, identity.callerProblem) };
+export function readRequest(
+  full: Pick<BreadcrumbFull, 'context'>,
+  identity: RequestIdentity,
+): ({ ok: true } & RequestAsk) | { ok: false; result: ExecutionResult } {
+  if (identity.problem)
+    return { ok: false, result: errorResult(ErrorCode.InputInvalid, `malformed tool.request.v1: ${identity.problem}`) };
+  if (identity.callerProblem)
+    return { ok: false, result: errorResult(ErrorCode.PermissionDenied, identity.callerProblem) };
   const parsed = ToolRequestContext.safeParse(full.context);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join('.') || 'context'}: ${i.message}`).join('; ');
     return { ok: false, result: errorResult(ErrorCode.InputInvalid, `malformed tool.request.v1: ${problems}`) };
   }
   const { input, version, idempotency_key: idempotencyKey, isolation } = parsed.data;
-  if (jsonDepthExceeds(input)) return { ok: false, result: errorResult(ErrorCode.InputInvalid, `input is nested deeper than ${MAX_JSON_DEPTH} levels`) };
-  return { ok: true, input, ...(version !== undefined ? { version } : {}), ...(idempotencyKey !== undefined ? { idempotencyKey } : {}), ...(isolation !== undefined ? { isolation } : {}) };
+  if (jsonDepthExceeds(input))
+    return {
+      ok: false,
+      result: errorResult(ErrorCode.InputInvalid, `input is nested deeper than ${MAX_JSON_DEPTH} levels`),
+    };
+  return {
+    ok: true,
+    input,
+    ...(version !== undefined ? { version } : {}),
+    ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
+    ...(isolation !== undefined ? { isolation } : {}),
+  };
 }
-

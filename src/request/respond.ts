@@ -95,7 +95,11 @@ export function createResponder(options: ResponderOptions): Responder {
   const retry = options.retry ?? { initialMs: 100, maxMs: 5_000 };
 
   /** Whether the record a 409 points at is the runner's answer to this request (or was, and is gone). */
-  const isOurAnswer = async (error: StoreError, answerTag: string, signal: AbortSignal | undefined): Promise<boolean> => {
+  const isOurAnswer = async (
+    error: StoreError,
+    answerTag: string,
+    signal: AbortSignal | undefined,
+  ): Promise<boolean> => {
     const id = conflictId(error);
     if (id === undefined) return false;
     try {
@@ -109,7 +113,12 @@ export function createResponder(options: ResponderOptions): Responder {
   };
 
   /** One attempt over the answer slots: 'written', 'duplicate', or throws (Unstorable, squatted slots, store trouble). */
-  const attempt = async (keyOf: (slot: number) => string, body: Body, answerTag: string, signal: AbortSignal | undefined): Promise<WriteOutcome> => {
+  const attempt = async (
+    keyOf: (slot: number) => string,
+    body: Body,
+    answerTag: string,
+    signal: AbortSignal | undefined,
+  ): Promise<WriteOutcome> => {
     for (let slot = 1; ; slot++) {
       try {
         await client.createBreadcrumb(body, { idempotencyKey: keyOf(slot), ...(signal ? { signal } : {}) });
@@ -117,12 +126,16 @@ export function createResponder(options: ResponderOptions): Responder {
       } catch (error) {
         if (isConflict(error)) {
           if (await isOurAnswer(error, answerTag, signal)) return 'duplicate';
-          logger.error('an answer key was taken by a record that is not the runner\'s answer (is --runner-secret set?)', { slot });
+          logger.error(
+            "an answer key was taken by a record that is not the runner's answer (is --runner-secret set?)",
+            { slot },
+          );
           if (slot >= MAX_SLOTS) throw new Error(`every answer slot of the request is taken by foreign records`);
           continue;
         }
         // The client refuses a body it cannot serialise before sending anything (storeCode `unsendable`).
-        if (error instanceof StoreError && error.storeCode === 'unsendable') throw new Unstorable(`the answer cannot be serialised: ${error.message}`);
+        if (error instanceof StoreError && error.storeCode === 'unsendable')
+          throw new Unstorable(`the answer cannot be serialised: ${error.message}`);
         if (error instanceof StoreError && (error.status === 400 || error.status === 413 || error.status === 422)) {
           throw new Unstorable(`the store refused the answer (HTTP ${error.status}: ${error.message})`);
         }
@@ -132,7 +145,12 @@ export function createResponder(options: ResponderOptions): Responder {
   };
 
   /** The one retry loop of answer writes: transient store trouble is retried with backoff until `signal` aborts. */
-  const write = async (keyOf: (slot: number) => string, body: Body, answerTag: string, signal: AbortSignal | undefined): Promise<WriteOutcome> => {
+  const write = async (
+    keyOf: (slot: number) => string,
+    body: Body,
+    answerTag: string,
+    signal: AbortSignal | undefined,
+  ): Promise<WriteOutcome> => {
     let delay = retry.initialMs;
     for (let tries = 1; ; tries++) {
       try {
@@ -150,7 +168,12 @@ export function createResponder(options: ResponderOptions): Responder {
     const answerTag = keys.answerTag(answer.requestBreadcrumbId);
     return write(
       (slot) => keys.createResponseKey(answer.requestBreadcrumbId, slot),
-      { title: answer.title, schema_name: SCHEMA.ToolCreateResponse, tags: [workspace, TAG.Response, TAG.request(answer.rid), answerTag, ...(answer.extraTags ?? [])], context: answer.context },
+      {
+        title: answer.title,
+        schema_name: SCHEMA.ToolCreateResponse,
+        tags: [workspace, TAG.Response, TAG.request(answer.rid), answerTag, ...(answer.extraTags ?? [])],
+        context: answer.context,
+      },
       answerTag,
       signal,
     );
@@ -162,7 +185,12 @@ export function createResponder(options: ResponderOptions): Responder {
     const keyOf = (slot: number) => keys.responseKey(answer.requestBreadcrumbId, slot);
     const title = `${answer.result.ok ? 'Response' : 'Error'}: ${answer.tool}`;
     try {
-      return await write(keyOf, { title, schema_name: SCHEMA.ToolResponse, tags, context: responseContext(answer) }, answerTag, signal);
+      return await write(
+        keyOf,
+        { title, schema_name: SCHEMA.ToolResponse, tags, context: responseContext(answer) },
+        answerTag,
+        signal,
+      );
     } catch (error) {
       if (!(error instanceof Unstorable)) throw error;
       // The caller still gets an answer: an error that names why the real one could not be stored.
@@ -175,14 +203,28 @@ export function createResponder(options: ResponderOptions): Responder {
           durationMs: answer.result.durationMs,
           logs: [],
           logsTruncated: answer.result.logs.length > 0,
-          error: failure(ErrorCode.OutputInvalid, `${error.message}; the output is probably too large or too deeply nested`),
+          error: failure(
+            ErrorCode.OutputInvalid,
+            `${error.message}; the output is probably too large or too deeply nested`,
+          ),
         },
       };
-      return write(keyOf, { title: `Error: ${answer.tool}`, schema_name: SCHEMA.ToolResponse, tags, context: responseContext(replacement) }, answerTag, signal);
+      return write(
+        keyOf,
+        {
+          title: `Error: ${answer.tool}`,
+          schema_name: SCHEMA.ToolResponse,
+          tags,
+          context: responseContext(replacement),
+        },
+        answerTag,
+        signal,
+      );
     }
   };
 
   return {
-    respond: (answer, signal) => (answer.kind === 'create' ? respondCreate(answer, signal) : respondTool(answer, signal)),
+    respond: (answer, signal) =>
+      answer.kind === 'create' ? respondCreate(answer, signal) : respondTool(answer, signal),
   };
 }

@@ -10,7 +10,11 @@ import { ErrorCode } from '../errors.js';
 import { errorResult, type ExecutionResult } from '../result.js';
 
 /** The route of tool `name` at `versionSpec` (asking the store once when the catalog has none), or the error result. */
-export async function routeRequest(catalog: Catalog, name: string, versionSpec?: string): Promise<{ ok: true; route: Route } | { ok: false; result: ExecutionResult }> {
+export async function routeRequest(
+  catalog: Catalog,
+  name: string,
+  versionSpec?: string,
+): Promise<{ ok: true; route: Route } | { ok: false; result: ExecutionResult }> {
   let found = catalog.lookup(name, versionSpec);
   // A bad version spec stays bad; anything else may be a version the store has and the catalog not yet.
   if (found.kind === 'unknown' || (found.kind === 'refused' && found.code !== ErrorCode.InputInvalid)) {
@@ -20,7 +24,9 @@ export async function routeRequest(catalog: Catalog, name: string, versionSpec?:
   if (found.kind === 'route') return { ok: true, route: found.route };
   if (found.kind === 'refused') return { ok: false, result: errorResult(found.code, found.message) };
   const rejected = catalog.rejected().find((r) => r.name === name);
-  const why = rejected?.errors[0] ? ` (a tool.code.v1 named "${name}" exists but was rejected: ${rejected.errors[0].path}: ${rejected.errors[0].message})` : '';
+  const why = rejected?.errors[0]
+    ? ` (a tool.code.v1 named "${name}" exists but was rejected: ${rejected.errors[0].path}: ${rejected.errors[0].message})`
+    : '';
   return { ok: false, result: errorResult(ErrorCode.ToolNotFound, `no runnable tool named "${name}"${why}`) };
 }
 

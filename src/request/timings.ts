@@ -7,7 +7,17 @@
 // measures); the ExecutionReport (Prometheus histogram, console) carries all of them.
 
 /** The stages, in the order a request lives through them. */
-export const STAGES = ['queued', 'claim', 'route', 'validate', 'policy', 'secrets', 'sandbox_wait', 'sandbox_run', 'respond'] as const;
+export const STAGES = [
+  'queued',
+  'claim',
+  'route',
+  'validate',
+  'policy',
+  'secrets',
+  'sandbox_wait',
+  'sandbox_run',
+  'respond',
+] as const;
 
 /** One stage of a request's life. */
 export type Stage = (typeof STAGES)[number];
@@ -47,7 +57,8 @@ export function createStopwatch(learnedAt?: number, clock: () => number = () => 
     if (Number.isFinite(ms) && ms > 0) totals[stage] += ms;
   };
   if (learnedAt !== undefined) add('queued', last - learnedAt);
-  const all = (): StageTimings => Object.fromEntries(STAGES.map((stage) => [stage, round3(totals[stage])])) as StageTimings;
+  const all = (): StageTimings =>
+    Object.fromEntries(STAGES.map((stage) => [stage, round3(totals[stage])])) as StageTimings;
   return {
     add,
     lap(stage) {

@@ -126,18 +126,40 @@ export function children(node: AstNode, key: string): AstNode[] {
 
 /** Keys that only ever hold types (or positions), never run-time code. */
 const TYPE_KEYS = new Set([
-  'type', 'start', 'end', 'loc', 'range', 'typeAnnotation', 'returnType', 'typeParameters',
-  'typeArguments', 'superTypeParameters', 'superTypeArguments', 'implements', 'predicate', 'extra',
+  'type',
+  'start',
+  'end',
+  'loc',
+  'range',
+  'typeAnnotation',
+  'returnType',
+  'typeParameters',
+  'typeArguments',
+  'superTypeParameters',
+  'superTypeArguments',
+  'implements',
+  'predicate',
+  'extra',
 ]);
 
 /** Node types that are types only; their subtrees are skipped entirely. */
 export const TYPE_ONLY = new Set([
-  'TSInterfaceDeclaration', 'TSTypeAliasDeclaration', 'TSDeclareFunction', 'TSDeclareMethod',
-  'TSIndexSignature', 'TSTypeAnnotation', 'TSAbstractMethodDefinition', 'TSAbstractPropertyDefinition',
+  'TSInterfaceDeclaration',
+  'TSTypeAliasDeclaration',
+  'TSDeclareFunction',
+  'TSDeclareMethod',
+  'TSIndexSignature',
+  'TSTypeAnnotation',
+  'TSAbstractMethodDefinition',
+  'TSAbstractPropertyDefinition',
 ]);
 
 /** Calls `visit(childNode, key, context)` for every run-time child of `node`, in source order. */
-export function forEachChild<C>(node: AstNode, visit: (childNode: AstNode, key: string, context: C) => void, context: C): void {
+export function forEachChild<C>(
+  node: AstNode,
+  visit: (childNode: AstNode, key: string, context: C) => void,
+  context: C,
+): void {
   const keys = CHILD_KEYS[node.type];
   if (keys) {
     for (const key of keys) visitValue(node[key], key, visit, context);
@@ -146,7 +168,12 @@ export function forEachChild<C>(node: AstNode, visit: (childNode: AstNode, key: 
   for (const key in node) if (!TYPE_KEYS.has(key)) visitValue(node[key], key, visit, context);
 }
 
-function visitValue<C>(value: unknown, key: string, visit: (childNode: AstNode, key: string, context: C) => void, context: C): void {
+function visitValue<C>(
+  value: unknown,
+  key: string,
+  visit: (childNode: AstNode, key: string, context: C) => void,
+  context: C,
+): void {
   if (Array.isArray(value)) {
     for (const item of value) if (isNode(item) && !TYPE_ONLY.has(item.type)) visit(item, key, context);
   } else if (isNode(value) && !TYPE_ONLY.has(value.type)) {

@@ -16,7 +16,17 @@ import { screenSource } from './screen-source.js';
 import { IssueCode, isPlainObject, quote, type Issue, type Origin, type ToolDefinition } from './types.js';
 
 /** The configuration validateToolDefinition needs. */
-export type DefinitionConfig = Pick<Config, 'maxNetDomains' | 'bootstrapAllow' | 'allowPrivateHosts' | 'maxSourceBytes' | 'defaultTimeoutMs' | 'maxTimeoutMs' | 'defaultMemoryMb' | 'maxMemoryMb'> &
+export type DefinitionConfig = Pick<
+  Config,
+  | 'maxNetDomains'
+  | 'bootstrapAllow'
+  | 'allowPrivateHosts'
+  | 'maxSourceBytes'
+  | 'defaultTimeoutMs'
+  | 'maxTimeoutMs'
+  | 'defaultMemoryMb'
+  | 'maxMemoryMb'
+> &
   Partial<Pick<Config, 'bootstrapMaxTimeoutMs'>>;
 
 /** Options of validateToolDefinition; `validator` is the caller's long-lived one (building one costs milliseconds). */
@@ -34,7 +44,8 @@ export type DefinitionResult =
 /** Tool names: lower case, starting with a letter, 1-64 characters of [a-z0-9_-]. */
 export const TOOL_NAME = /^[a-z][a-z0-9_-]{0,63}$/;
 /** Semantic version x.y.z with optional pre-release and build metadata (semver.org 2.0.0). */
-export const SEMVER = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$/;
+export const SEMVER =
+  /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$/;
 /** Secret names as the store and context.secrets use them. */
 export const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_.-]{0,127}$/;
 const DEFAULT_VERSION = '1.0.0';
@@ -76,17 +87,30 @@ export function validateToolDefinition(context: unknown, options: DefinitionOpti
   const { config } = options;
 
   const name = context.name;
-  if (typeof name !== 'string' || !TOOL_NAME.test(name)) error(IssueCode.Name, '/name', `Tool name must match ${TOOL_NAME.source}, got ${quote(name)}`);
+  if (typeof name !== 'string' || !TOOL_NAME.test(name))
+    error(IssueCode.Name, '/name', `Tool name must match ${TOOL_NAME.source}, got ${quote(name)}`);
   const description = context.description;
   if (typeof description !== 'string' || description.trim() === '') {
-    error(IssueCode.Description, '/description', `Tool description must be a non-empty string, got ${quote(description)}`);
+    error(
+      IssueCode.Description,
+      '/description',
+      `Tool description must be a non-empty string, got ${quote(description)}`,
+    );
   }
   let version = context.version;
   if (version === undefined) {
     version = DEFAULT_VERSION;
-    warnings.push({ code: IssueCode.Version, path: '/version', message: `No version given; using "${DEFAULT_VERSION}"` });
+    warnings.push({
+      code: IssueCode.Version,
+      path: '/version',
+      message: `No version given; using "${DEFAULT_VERSION}"`,
+    });
   } else if (typeof version !== 'string' || version.length > 128 || !SEMVER.test(version)) {
-    error(IssueCode.Version, '/version', `Tool version must be semver x.y.z (pre-release allowed), got ${quote(version)}`);
+    error(
+      IssueCode.Version,
+      '/version',
+      `Tool version must be semver x.y.z (pre-release allowed), got ${quote(version)}`,
+    );
   }
 
   const code = context.code;
@@ -97,12 +121,14 @@ export function validateToolDefinition(context: unknown, options: DefinitionOpti
   } else {
     const lang = code.language ?? 'typescript';
     if (lang === 'typescript' || lang === 'javascript') language = lang;
-    else error(IssueCode.Code, '/code/language', `code.language must be "typescript" or "javascript", got ${quote(lang)}`);
+    else
+      error(IssueCode.Code, '/code/language', `code.language must be "typescript" or "javascript", got ${quote(lang)}`);
     if (typeof code.source === 'string') source = code.source;
     else error(IssueCode.Code, '/code/source', `code.source must be a string, got ${quote(code.source)}`);
   }
 
-  const privateHosts = typeof name === 'string' && Object.hasOwn(config.allowPrivateHosts, name) ? config.allowPrivateHosts[name] : [];
+  const privateHosts =
+    typeof name === 'string' && Object.hasOwn(config.allowPrivateHosts, name) ? config.allowPrivateHosts[name] : [];
   const permissions = validatePermissions(context.permissions, {
     origin: options.origin,
     maxNetDomains: config.maxNetDomains,
@@ -113,7 +139,10 @@ export function validateToolDefinition(context: unknown, options: DefinitionOpti
   errors.push(...permissions.errors);
   warnings.push(...permissions.warnings);
   if (source !== undefined && language !== undefined) {
-    const granted = { net: [...permissions.net, ...permissions.privateNet], extraPermissions: permissions.extraPermissions };
+    const granted = {
+      net: [...permissions.net, ...permissions.privateNet],
+      extraPermissions: permissions.extraPermissions,
+    };
     errors.push(...screenSource(source, { permissions: granted, maxSourceBytes: config.maxSourceBytes, language }));
   }
 
@@ -121,7 +150,11 @@ export function validateToolDefinition(context: unknown, options: DefinitionOpti
   const requiredSecrets = readSecrets(context.required_secrets, errors);
   const contract = context.contract === undefined ? { issues: [], contract: {} } : parseContract(context.contract);
   for (const problem of contract.issues) error(IssueCode.Contract, problem.path, problem.message);
-  const autonomy = readAutonomy(context, { origin: options.origin, api: permissions.api, ...(permissions.apiSchemas ? { apiSchemas: permissions.apiSchemas } : {}) });
+  const autonomy = readAutonomy(context, {
+    origin: options.origin,
+    api: permissions.api,
+    ...(permissions.apiSchemas ? { apiSchemas: permissions.apiSchemas } : {}),
+  });
   errors.push(...autonomy.errors);
   warnings.push(...autonomy.warnings);
   const schemas = validateSchemas(context, { validator: options.validator });
@@ -141,12 +174,16 @@ export function validateToolDefinition(context: unknown, options: DefinitionOpti
     ...(permissions.privateNet.length > 0 ? { privateNet: permissions.privateNet } : {}),
     api: permissions.api,
     ...(permissions.apiSchemas ? { apiSchemas: structuredClone(permissions.apiSchemas) } : {}),
-    ...(permissions.tools !== undefined ? { tools: permissions.tools === true ? true as const : [...permissions.tools] } : {}),
+    ...(permissions.tools !== undefined
+      ? { tools: permissions.tools === true ? (true as const) : [...permissions.tools] }
+      : {}),
     extraPermissions: permissions.extraPermissions,
     timeoutMs: limits.timeoutMs,
     memoryMb: limits.memoryMb,
     ...(limits.cpuPercent !== undefined ? { cpuPercent: limits.cpuPercent } : {}),
-    ...(isPlainObject(context.bootstrap) && context.bootstrap['mode'] === 'continuous' ? { continuous: true as const } : {}),
+    ...(isPlainObject(context.bootstrap) && context.bootstrap['mode'] === 'continuous'
+      ? { continuous: true as const }
+      : {}),
     ...(limits.isolation === 'process' ? { isolation: 'process' as const } : {}),
     ...(autonomy.subscriptions ? { subscriptions: autonomy.subscriptions } : {}),
     ...(autonomy.bootstrap ? { bootstrap: autonomy.bootstrap } : {}),
@@ -159,12 +196,20 @@ export function validateToolDefinition(context: unknown, options: DefinitionOpti
 
 /** The timeout bound of a tool of `origin`: agents `maxTimeoutMs`; the operator's files up to `bootstrapMaxTimeoutMs`. */
 export function timeoutBound(config: DefinitionConfig, origin: Origin): number {
-  return origin === 'bootstrap' ? Math.max(config.maxTimeoutMs, config.bootstrapMaxTimeoutMs ?? config.maxTimeoutMs) : config.maxTimeoutMs;
+  return origin === 'bootstrap'
+    ? Math.max(config.maxTimeoutMs, config.bootstrapMaxTimeoutMs ?? config.maxTimeoutMs)
+    : config.maxTimeoutMs;
 }
 
 type Limits = { timeoutMs: number; memoryMb: number; isolation?: 'warm' | 'process'; cpuPercent?: number };
 
-function readLimits(limits: unknown, config: DefinitionConfig, origin: Origin, errors: Issue[], warnings: Issue[]): Limits {
+function readLimits(
+  limits: unknown,
+  config: DefinitionConfig,
+  origin: Origin,
+  errors: Issue[],
+  warnings: Issue[],
+): Limits {
   const out: Limits = { timeoutMs: config.defaultTimeoutMs, memoryMb: config.defaultMemoryMb };
   if (limits === undefined || limits === null) return out;
   if (!isPlainObject(limits)) {
@@ -175,7 +220,11 @@ function readLimits(limits: unknown, config: DefinitionConfig, origin: Origin, e
     const value = limits[key];
     if (value === undefined) return undefined;
     if (typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max) return value;
-    errors.push({ code: IssueCode.Limits, path: `/limits/${key}`, message: `limits.${key} must be an integer from ${min} to ${max}, got ${quote(value)}` });
+    errors.push({
+      code: IssueCode.Limits,
+      path: `/limits/${key}`,
+      message: `limits.${key} must be an integer from ${min} to ${max}, got ${quote(value)}`,
+    });
     return undefined;
   };
   const maxTimeout = timeoutBound(config, origin);
@@ -189,7 +238,11 @@ function readLimits(limits: unknown, config: DefinitionConfig, origin: Origin, e
             message: `limits.timeout_ms ${timeout} is over the operator maximum for bootstrapped tools (bootstrapMaxTimeoutMs ${maxTimeout})`,
             fix: `--bootstrap-max-timeout-ms ${timeout}`,
           }
-        : { code: IssueCode.Limits, path: '/limits/timeout_ms', message: `limits.timeout_ms must be an integer from 1 to ${maxTimeout}, got ${timeout}` },
+        : {
+            code: IssueCode.Limits,
+            path: '/limits/timeout_ms',
+            message: `limits.timeout_ms must be an integer from 1 to ${maxTimeout}, got ${timeout}`,
+          },
     );
   } else {
     out.timeoutMs = integer('timeout_ms', 1, maxTimeout) ?? out.timeoutMs;
@@ -198,16 +251,25 @@ function readLimits(limits: unknown, config: DefinitionConfig, origin: Origin, e
   const isolation = limits.isolation;
   if (isolation === 'warm' || isolation === 'process') out.isolation = isolation;
   else if (isolation !== undefined) {
-    errors.push({ code: IssueCode.Limits, path: '/limits/isolation', message: `limits.isolation must be "warm" or "process", got ${quote(isolation)}` });
+    errors.push({
+      code: IssueCode.Limits,
+      path: '/limits/isolation',
+      message: `limits.isolation must be "warm" or "process", got ${quote(isolation)}`,
+    });
   }
   const cpu = limits.cpu_percent;
   if (cpu !== undefined && !(typeof cpu === 'number' && cpu >= 1 && cpu <= 100)) {
-    errors.push({ code: IssueCode.Limits, path: '/limits/cpu_percent', message: `limits.cpu_percent must be a number from 1 to 100, got ${quote(cpu)}` });
+    errors.push({
+      code: IssueCode.Limits,
+      path: '/limits/cpu_percent',
+      message: `limits.cpu_percent must be a number from 1 to 100, got ${quote(cpu)}`,
+    });
   } else if (typeof cpu === 'number' && cpu < 100) {
     out.cpuPercent = cpu;
   }
   for (const key of Object.keys(limits)) {
-    if (!KNOWN_LIMITS.has(key)) warnings.push({ code: IssueCode.Limits, path: `/limits/${key}`, message: `Unknown limit ${quote(key)} ignored` });
+    if (!KNOWN_LIMITS.has(key))
+      warnings.push({ code: IssueCode.Limits, path: `/limits/${key}`, message: `Unknown limit ${quote(key)} ignored` });
   }
   return out;
 }
@@ -215,14 +277,22 @@ function readLimits(limits: unknown, config: DefinitionConfig, origin: Origin, e
 function readSecrets(secrets: unknown, errors: Issue[]): string[] {
   if (secrets === undefined || secrets === null) return [];
   if (!Array.isArray(secrets)) {
-    errors.push({ code: IssueCode.Secrets, path: '/required_secrets', message: `required_secrets must be an array of names, got ${quote(secrets)}` });
+    errors.push({
+      code: IssueCode.Secrets,
+      path: '/required_secrets',
+      message: `required_secrets must be an array of names, got ${quote(secrets)}`,
+    });
     return [];
   }
   const names: string[] = [];
   secrets.forEach((secret: unknown, index) => {
     const path = `/required_secrets/${index}`;
     if (typeof secret !== 'string' || !SECRET_NAME.test(secret)) {
-      errors.push({ code: IssueCode.Secrets, path, message: `Secret name must match ${SECRET_NAME.source}, got ${quote(secret)}` });
+      errors.push({
+        code: IssueCode.Secrets,
+        path,
+        message: `Secret name must match ${SECRET_NAME.source}, got ${quote(secret)}`,
+      });
     } else if (names.includes(secret)) {
       errors.push({ code: IssueCode.Secrets, path, message: `Duplicate secret name ${quote(secret)}` });
     } else {

@@ -15,7 +15,8 @@ const EXPORTED = 'execute';
 function isAsyncFunction(node: AstNode | undefined): boolean {
   if (!node) return false;
   const fn = unwrap(node);
-  const isFunction = fn.type === 'FunctionDeclaration' || fn.type === 'FunctionExpression' || fn.type === 'ArrowFunctionExpression';
+  const isFunction =
+    fn.type === 'FunctionDeclaration' || fn.type === 'FunctionExpression' || fn.type === 'ArrowFunctionExpression';
   return isFunction && fn.async === true && fn.generator !== true;
 }
 
@@ -55,7 +56,8 @@ export function checkExecuteExport(program: AstNode): ExecuteExportCheck {
       candidates.push({ at: statement, value: decl });
     } else if (decl?.type === 'VariableDeclaration') {
       for (const declarator of children(decl, 'declarations')) {
-        if (child(declarator, 'id')?.name === EXPORTED) candidates.push({ at: statement, value: child(declarator, 'init') });
+        if (child(declarator, 'id')?.name === EXPORTED)
+          candidates.push({ at: statement, value: child(declarator, 'init') });
       }
     }
     for (const spec of children(statement, 'specifiers')) {

@@ -6,7 +6,13 @@
 
 export { IssueCode, type Issue, type Origin, type ScreenPermissions, type ToolDefinition } from './types.js';
 export { screenSource, NO_EXECUTE_MESSAGE, type ScreenOptions } from './screen-source.js';
-export { validatePermissions, FFI_MESSAGE, HRTIME_MESSAGE, type PermissionOptions, type PermissionResult } from './permissions.js';
+export {
+  validatePermissions,
+  FFI_MESSAGE,
+  HRTIME_MESSAGE,
+  type PermissionOptions,
+  type PermissionResult,
+} from './permissions.js';
 export { checkNetHost, blockedMessage, type NetHostCheck } from './net-hosts.js';
 export { validateSchemas, MAX_SCHEMA_PATTERNS, type SchemaContext, type SchemaResult } from './schemas.js';
 export {
@@ -31,5 +37,15 @@ export {
   type DefinitionOptions,
   type DefinitionResult,
 } from './definition.js';
-export { checkSchemaPattern, createPatternEngine, RegexBudgetError, DEFAULT_REGEX_BUDGET, PER_CHARACTER_STEPS, MAX_PATTERN_LENGTH, MAX_PROGRAM_SIZE, type PatternCheck, type PatternEngine } from './regex-safety.js';
+export {
+  checkSchemaPattern,
+  createPatternEngine,
+  RegexBudgetError,
+  DEFAULT_REGEX_BUDGET,
+  PER_CHARACTER_STEPS,
+  MAX_PATTERN_LENGTH,
+  MAX_PROGRAM_SIZE,
+  type PatternCheck,
+  type PatternEngine,
+} from './regex-safety.js';
 export { denoApiPermissions, type DenoPermission } from './deno-apis.js';

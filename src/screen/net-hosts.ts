@@ -17,8 +17,22 @@ export type NetHostCheck = { ok: true; host: string } | { ok: false; code: strin
 
 // Suffixes that never denote a public Internet host (RFC 6761/6762/8375, ICANN name-collision list, common LAN names).
 const PRIVATE_SUFFIXES = [
-  'localhost', 'local', 'internal', 'intranet', 'private', 'lan', 'home', 'home.arpa', 'corp',
-  'localdomain', 'arpa', 'test', 'invalid', 'example', 'onion', 'alt',
+  'localhost',
+  'local',
+  'internal',
+  'intranet',
+  'private',
+  'lan',
+  'home',
+  'home.arpa',
+  'corp',
+  'localdomain',
+  'arpa',
+  'test',
+  'invalid',
+  'example',
+  'onion',
+  'alt',
 ];
 
 const LABEL = /^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;
@@ -36,7 +50,10 @@ function ipFailure(raw: string, host: string): NetHostCheck | undefined {
   const ip = classifyIp(host);
   if (ip === 'not-ip') return undefined;
   if (ip === 'private') return fail(IssueCode.NetBlocked, blockedMessage(raw));
-  return fail(IssueCode.NetBlocked, `IP address literals are not allowed in network domains: ${quote(raw)}; declare a host name`);
+  return fail(
+    IssueCode.NetBlocked,
+    `IP address literals are not allowed in network domains: ${quote(raw)}; declare a host name`,
+  );
 }
 
 /** Checks one `permissions.net` entry as written by the tool author. */
@@ -49,7 +66,10 @@ export function checkNetHost(raw: unknown): NetHostCheck {
   const lower = raw.toLowerCase();
   if (lower.startsWith('[')) {
     const end = lower.indexOf(']');
-    return ipFailure(raw, `[${lower.slice(1, end === -1 ? undefined : end)}]`) ?? fail(IssueCode.NetBlocked, blockedMessage(raw));
+    return (
+      ipFailure(raw, `[${lower.slice(1, end === -1 ? undefined : end)}]`) ??
+      fail(IssueCode.NetBlocked, blockedMessage(raw))
+    );
   }
   if (lower.split(':').length > 2) return ipFailure(raw, lower) ?? fail(IssueCode.NetBlocked, blockedMessage(raw));
 
@@ -67,15 +87,20 @@ export function checkNetHost(raw: unknown): NetHostCheck {
   }
   const ip = ipFailure(raw, base);
   if (ip) return ip;
-  if (base === '' || base.split('.').some((label) => label === '')) return fail(IssueCode.NetInvalid, `Empty label in network domain: ${quote(raw)}`);
+  if (base === '' || base.split('.').some((label) => label === ''))
+    return fail(IssueCode.NetInvalid, `Empty label in network domain: ${quote(raw)}`);
 
   const ascii = /^[\x00-\x7f]*$/.test(base) ? base : domainToASCII(base);
   if (ascii === '') return fail(IssueCode.NetInvalid, `Invalid host name in network domain: ${quote(raw)}`);
   const labels = ascii.split('.');
-  if (labels.some((label) => label.length > 63)) return fail(IssueCode.NetInvalid, `Label longer than 63 characters in network domain: ${quote(raw)}`);
+  if (labels.some((label) => label.length > 63))
+    return fail(IssueCode.NetInvalid, `Label longer than 63 characters in network domain: ${quote(raw)}`);
   if (ascii.length > 253) return fail(IssueCode.NetInvalid, `Network domain longer than 253 characters: ${quote(raw)}`);
   if (!labels.every((label) => LABEL.test(label))) {
-    return fail(IssueCode.NetInvalid, `Invalid host name in network domain: ${quote(raw)} (labels are letters, digits and inner hyphens)`);
+    return fail(
+      IssueCode.NetInvalid,
+      `Invalid host name in network domain: ${quote(raw)} (labels are letters, digits and inner hyphens)`,
+    );
   }
 
   if (PRIVATE_SUFFIXES.some((suffix) => ascii === suffix || ascii.endsWith('.' + suffix))) {
@@ -84,7 +109,10 @@ export function checkNetHost(raw: unknown): NetHostCheck {
   const icann = parseDomain(ascii);
   if (icann.isIcann !== true) return fail(IssueCode.NetBlocked, blockedMessage(raw)); // unknown TLD: only private DNS resolves it
   if (icann.domain === null) {
-    return fail(IssueCode.NetInvalid, `Network domain is a public suffix: ${quote(raw)}; name a registrable domain such as "example.${ascii}"`);
+    return fail(
+      IssueCode.NetInvalid,
+      `Network domain is a public suffix: ${quote(raw)}; name a registrable domain such as "example.${ascii}"`,
+    );
   }
   if (wildcard && parseDomain(ascii, { allowPrivateDomains: true }).domain === null) {
     return fail(IssueCode.NetInvalid, `Wildcard network domain covers a shared public suffix: ${quote(raw)}`);

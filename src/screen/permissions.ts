@@ -86,7 +86,11 @@ export function validatePermissions(permissions: unknown, options: PermissionOpt
     if (options.origin === 'agent') {
       error(IssueCode.PermissionDenied, name, agentMessage);
     } else if (value !== true) {
-      error(IssueCode.Permissions, name, `permissions.${name} must be true or false for bootstrapped tools (scoped lists are not supported), got ${quote(value)}`);
+      error(
+        IssueCode.Permissions,
+        name,
+        `permissions.${name} must be true or false for bootstrapped tools (scoped lists are not supported), got ${quote(value)}`,
+      );
     } else if (options.bootstrapAllow.includes(name)) {
       result.extraPermissions.push(name);
     } else {
@@ -103,9 +107,15 @@ export function validatePermissions(permissions: unknown, options: PermissionOpt
 
   const api = permissions.api;
   if (api === 'read' || api === 'write') result.api = api;
-  else if (api !== undefined && api !== false) error(IssueCode.Api, 'api', `permissions.api must be false, "read" or "write", got ${quote(api)}`);
+  else if (api !== undefined && api !== false)
+    error(IssueCode.Api, 'api', `permissions.api must be false, "read" or "write", got ${quote(api)}`);
   if (permissions.breadcrumbs !== undefined && permissions.breadcrumbs !== null && permissions.breadcrumbs !== false) {
-    if (requested(api)) error(IssueCode.Api, 'breadcrumbs', `permissions.breadcrumbs (a grant scoped to schemas) and permissions.api ${quote(api)} are both given; keep one`);
+    if (requested(api))
+      error(
+        IssueCode.Api,
+        'breadcrumbs',
+        `permissions.breadcrumbs (a grant scoped to schemas) and permissions.api ${quote(api)} are both given; keep one`,
+      );
     else validateBreadcrumbs(permissions.breadcrumbs, result);
   }
   validateTools(permissions.tools, result);
@@ -120,27 +130,47 @@ export function validatePermissions(permissions: unknown, options: PermissionOpt
 function validateBreadcrumbs(value: unknown, result: PermissionResult): void {
   const path = '/permissions/breadcrumbs';
   if (!isPlainObject(value)) {
-    result.errors.push({ code: IssueCode.Api, path, message: `permissions.breadcrumbs must be an object {read?: [schema names], write?: [schema names]}, got ${quote(value)}` });
+    result.errors.push({
+      code: IssueCode.Api,
+      path,
+      message: `permissions.breadcrumbs must be an object {read?: [schema names], write?: [schema names]}, got ${quote(value)}`,
+    });
     return;
   }
   const scope = { read: [] as string[], write: [] as string[] };
   for (const key of Object.keys(value)) {
     if (key !== 'read' && key !== 'write') {
-      result.errors.push({ code: IssueCode.Api, path: `${path}/${pointerSegment(key)}`, message: `permissions.breadcrumbs has an unknown key ${quote(key)} (only "read" and "write" lists are known)` });
+      result.errors.push({
+        code: IssueCode.Api,
+        path: `${path}/${pointerSegment(key)}`,
+        message: `permissions.breadcrumbs has an unknown key ${quote(key)} (only "read" and "write" lists are known)`,
+      });
       continue;
     }
     const list = value[key];
     if (list === undefined || list === null || list === false) continue;
     if (!Array.isArray(list)) {
-      result.errors.push({ code: IssueCode.Api, path: `${path}/${key}`, message: `permissions.breadcrumbs.${key} must be an array of schema names, got ${quote(list)}` });
+      result.errors.push({
+        code: IssueCode.Api,
+        path: `${path}/${key}`,
+        message: `permissions.breadcrumbs.${key} must be an array of schema names, got ${quote(list)}`,
+      });
       continue;
     }
     list.forEach((schema: unknown, index) => {
       const at = `${path}/${key}/${index}`;
       if (typeof schema !== 'string' || !SCHEMA_NAME.test(schema)) {
-        result.errors.push({ code: IssueCode.Api, path: at, message: `A schema name must match ${SCHEMA_NAME.source}, got ${quote(schema)}` });
+        result.errors.push({
+          code: IssueCode.Api,
+          path: at,
+          message: `A schema name must match ${SCHEMA_NAME.source}, got ${quote(schema)}`,
+        });
       } else if (schema.toLowerCase().startsWith('tool.')) {
-        result.errors.push({ code: IssueCode.Api, path: at, message: `Schema ${quote(schema)} is the runner's (tool.* records); tools may not be granted it` });
+        result.errors.push({
+          code: IssueCode.Api,
+          path: at,
+          message: `Schema ${quote(schema)} is the runner's (tool.* records); tools may not be granted it`,
+        });
       } else if (!scope[key].includes(schema)) {
         scope[key].push(schema);
       }
@@ -159,13 +189,21 @@ function validateTools(value: unknown, result: PermissionResult): void {
   }
   const path = '/permissions/tools';
   if (!Array.isArray(value)) {
-    result.errors.push({ code: IssueCode.Permissions, path, message: `permissions.tools must be true or an array of tool names, got ${quote(value)}` });
+    result.errors.push({
+      code: IssueCode.Permissions,
+      path,
+      message: `permissions.tools must be true or an array of tool names, got ${quote(value)}`,
+    });
     return;
   }
   const names: string[] = [];
   value.forEach((name: unknown, index) => {
     if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
-      result.errors.push({ code: IssueCode.Permissions, path: `${path}/${index}`, message: `A tool name must match ${TOOL_NAME.source}, got ${quote(name)}` });
+      result.errors.push({
+        code: IssueCode.Permissions,
+        path: `${path}/${index}`,
+        message: `A tool name must match ${TOOL_NAME.source}, got ${quote(name)}`,
+      });
     } else if (!names.includes(name)) names.push(name);
   });
   if (names.length > 0) result.tools = names;
@@ -183,7 +221,11 @@ function validateNet(net: unknown, options: PermissionOptions, result: Permissio
     }
     result.errors.push(
       options.origin === 'agent'
-        ? { code: IssueCode.NetInvalid, path: '/permissions/net', message: 'Unrestricted network access (net: true) is not allowed; list the host names the tool needs' }
+        ? {
+            code: IssueCode.NetInvalid,
+            path: '/permissions/net',
+            message: 'Unrestricted network access (net: true) is not allowed; list the host names the tool needs',
+          }
         : {
             code: IssueCode.NetInvalid,
             path: '/permissions/net',
@@ -196,11 +238,19 @@ function validateNet(net: unknown, options: PermissionOptions, result: Permissio
     return;
   }
   if (!Array.isArray(net)) {
-    result.errors.push({ code: IssueCode.NetInvalid, path: '/permissions/net', message: `permissions.net must be false or an array of host names, got ${quote(net)}` });
+    result.errors.push({
+      code: IssueCode.NetInvalid,
+      path: '/permissions/net',
+      message: `permissions.net must be false or an array of host names, got ${quote(net)}`,
+    });
     return;
   }
   if (net.length > maxNetDomains) {
-    result.errors.push({ code: IssueCode.NetTooMany, path: '/permissions/net', message: `Too many network domains (${net.length}). Maximum: ${maxNetDomains}` });
+    result.errors.push({
+      code: IssueCode.NetTooMany,
+      path: '/permissions/net',
+      message: `Too many network domains (${net.length}). Maximum: ${maxNetDomains}`,
+    });
   }
   net.forEach((entry: unknown, index) => {
     const path = `/permissions/net/${index}`;
@@ -209,12 +259,24 @@ function validateNet(net: unknown, options: PermissionOptions, result: Permissio
       // granted by the operator to this bootstrapped tool: the sandbox lets exactly this host:port through
     } else if (!checked.ok) {
       const operator = options.origin === 'bootstrap' && checked.code === IssueCode.NetBlocked;
-      const hint = operator ? ` (an operator can allow a private host:port for this tool with --allow-private-hosts "<tool>=host:port")` : '';
+      const hint = operator
+        ? ` (an operator can allow a private host:port for this tool with --allow-private-hosts "<tool>=host:port")`
+        : '';
       // A private host:port of an operator file is liftable by the flag: the fix names this tool and host.
-      const grantable = operator && options.toolName !== undefined && typeof entry === 'string' && /^[^/\s]+:\d{1,5}$/.test(entry);
-      result.errors.push({ code: checked.code, path, message: checked.message + hint, ...(grantable ? { fix: `--allow-private-hosts '${options.toolName}=${entry.toLowerCase()}'` } : {}) });
+      const grantable =
+        operator && options.toolName !== undefined && typeof entry === 'string' && /^[^/\s]+:\d{1,5}$/.test(entry);
+      result.errors.push({
+        code: checked.code,
+        path,
+        message: checked.message + hint,
+        ...(grantable ? { fix: `--allow-private-hosts '${options.toolName}=${entry.toLowerCase()}'` } : {}),
+      });
     } else if (result.net.includes(checked.host)) {
-      result.warnings.push({ code: IssueCode.NetDuplicate, path, message: `Duplicate network domain ${quote(checked.host)} ignored` });
+      result.warnings.push({
+        code: IssueCode.NetDuplicate,
+        path,
+        message: `Duplicate network domain ${quote(checked.host)} ignored`,
+      });
     } else {
       result.net.push(checked.host);
     }

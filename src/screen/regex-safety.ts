@@ -49,7 +49,9 @@ export class RegexBudgetError extends Error {
     readonly length: number,
     readonly budget: number,
   ) {
-    super(`checking a string of ${length} characters against pattern ${quote(pattern)} would exceed the regex work budget of ${budget} steps for one validation (cost: length x pattern size); send shorter strings or use a simpler pattern`);
+    super(
+      `checking a string of ${length} characters against pattern ${quote(pattern)} would exceed the regex work budget of ${budget} steps for one validation (cost: length x pattern size); send shorter strings or use a simpler pattern`,
+    );
     this.name = 'RegexBudgetError';
   }
 }
@@ -62,7 +64,8 @@ export interface PatternEngine {
   run<T>(fn: () => T): T;
 }
 
-const UNSUPPORTED = 'is not supported by the linear-time regex engine (RE2: no back-references, lookahead or lookbehind)';
+const UNSUPPORTED =
+  'is not supported by the linear-time regex engine (RE2: no back-references, lookahead or lookbehind)';
 
 interface Compiled {
   re: RE2JS;
@@ -70,7 +73,8 @@ interface Compiled {
 }
 
 function compileRe2(source: string): Compiled | { reason: string } {
-  if (source.length > MAX_PATTERN_LENGTH) return { reason: `is ${source.length} characters long; at most ${MAX_PATTERN_LENGTH} are allowed` };
+  if (source.length > MAX_PATTERN_LENGTH)
+    return { reason: `is ${source.length} characters long; at most ${MAX_PATTERN_LENGTH} are allowed` };
   try {
     // Syntax must be ECMA-262 (what JSON Schema specifies); RegExp only parses here, it never runs.
     new RegExp(source, 'u');
@@ -90,7 +94,9 @@ function compileRe2(source: string): Compiled | { reason: string } {
   }
   const programSize = re.programSize();
   if (programSize > MAX_PROGRAM_SIZE) {
-    return { reason: `compiles to ${programSize} instructions; at most ${MAX_PROGRAM_SIZE} are allowed (shrink counted repetitions like {0,1000})` };
+    return {
+      reason: `compiles to ${programSize} instructions; at most ${MAX_PROGRAM_SIZE} are allowed (shrink counted repetitions like {0,1000})`,
+    };
   }
   return { re, programSize };
 }
@@ -98,7 +104,9 @@ function compileRe2(source: string): Compiled | { reason: string } {
 /** Checks that `source` can be used as a schema pattern; the reason reads after `Pattern "<source>" `. */
 export function checkSchemaPattern(source: string): PatternCheck {
   const compiled = compileRe2(source);
-  return 'reason' in compiled ? { ok: false, reason: compiled.reason } : { ok: true, programSize: compiled.programSize };
+  return 'reason' in compiled
+    ? { ok: false, reason: compiled.reason }
+    : { ok: true, programSize: compiled.programSize };
 }
 
 /** Drops the lazy DFA RE2 keeps per program (re2js 2.10 internals; harmless if the field changes). */

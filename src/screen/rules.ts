@@ -28,7 +28,10 @@ export function runRules(program: AstNode, source: string, permissions: ScreenPe
     seen.add(key);
     issues.push({ code, path: '/code/source', message, ...position(node) });
   };
-  const granted = (p: DenoPermission): boolean => (p === 'net' ? permissions.net.length > 0 || permissions.extraPermissions.includes('net') : permissions.extraPermissions.includes(p));
+  const granted = (p: DenoPermission): boolean =>
+    p === 'net'
+      ? permissions.net.length > 0 || permissions.extraPermissions.includes('net')
+      : permissions.extraPermissions.includes(p);
 
   const text = (node: AstNode): string => snippet(source, quotedNode(node, stack));
 
@@ -36,9 +39,13 @@ export function runRules(program: AstNode, source: string, permissions: ScreenPe
   const benignFunctionUse = (key: string, scope: Scope): boolean => {
     const parent = stack.at(-1);
     if (!parent) return false;
-    if (parent.type === 'BinaryExpression') return (parent.operator === 'instanceof' && key === 'right') || EQUALITY.has(parent.operator as string);
+    if (parent.type === 'BinaryExpression')
+      return (parent.operator === 'instanceof' && key === 'right') || EQUALITY.has(parent.operator as string);
     if (parent.type === 'UnaryExpression') return parent.operator === 'typeof';
-    if ((parent.type === 'MemberExpression' && key === 'object') || (parent.type === 'TSQualifiedName' && key === 'left')) {
+    if (
+      (parent.type === 'MemberExpression' && key === 'object') ||
+      (parent.type === 'TSQualifiedName' && key === 'left')
+    ) {
       const outer = kindOf(parent, scope);
       return outer === ValueKind.FunctionCtor || outer === ValueKind.FunctionProto;
     }
@@ -49,12 +56,17 @@ export function runRules(program: AstNode, source: string, permissions: ScreenPe
     const missing = denoApiPermissions(name).filter((p) => !granted(p));
     if (missing.length === 0) return;
     const list = missing.map((p) => `"${p}"`).join(' and ');
-    report(IssueCode.DenoPermission, node, `Deno.${name} needs the ${list} permission${missing.length > 1 ? 's' : ''}, which this tool does not have`);
+    report(
+      IssueCode.DenoPermission,
+      node,
+      `Deno.${name} needs the ${list} permission${missing.length > 1 ? 's' : ''}, which this tool does not have`,
+    );
   };
 
   const checkValueKind = (kind: ValueKind | undefined, node: AstNode, key: string, scope: Scope): void => {
     if (kind === ValueKind.Eval) report(IssueCode.Eval, node, `eval is not allowed: ${text(node)}`);
-    else if (kind === ValueKind.Require) report(IssueCode.Require, node, `require is not available; tools must be self-contained: ${text(node)}`);
+    else if (kind === ValueKind.Require)
+      report(IssueCode.Require, node, `require is not available; tools must be self-contained: ${text(node)}`);
     else if (kind === ValueKind.FunctionCtor && !benignFunctionUse(key, scope)) {
       report(IssueCode.FunctionConstructor, node, `The Function constructor is not allowed: ${text(node)}`);
     }
@@ -72,7 +84,11 @@ export function runRules(program: AstNode, source: string, permissions: ScreenPe
       parent = stack[--depth];
     }
     if (!parent || allowedUse(parent, inner, scope0(depth), kindOf)) return;
-    report(IssueCode.ComputedGlobal, node, `A global object may only be used through its properties: ${snippet(source, parent)}`);
+    report(
+      IssueCode.ComputedGlobal,
+      node,
+      `A global object may only be used through its properties: ${snippet(source, parent)}`,
+    );
   };
   const scopes: Scope[] = [];
   const scope0 = (depth: number): Scope => scopes[depth] ?? info.root;
@@ -85,7 +101,8 @@ export function runRules(program: AstNode, source: string, permissions: ScreenPe
     }
     const kind = globalKind(name);
     if (kind === ValueKind.Global || kind === ValueKind.Deno) checkEscape(node);
-    if (kind === ValueKind.Require && stack.at(-1)?.type === 'UnaryExpression' && stack.at(-1)?.operator === 'typeof') return;
+    if (kind === ValueKind.Require && stack.at(-1)?.type === 'UnaryExpression' && stack.at(-1)?.operator === 'typeof')
+      return;
     checkValueKind(kind, node, key, scope);
   };
 
@@ -97,7 +114,11 @@ export function runRules(program: AstNode, source: string, permissions: ScreenPe
     const objectKind = kindOf(object, scope);
     const name = staticKey(property, !qualified && node.computed === true);
     if ((objectKind === ValueKind.Global || objectKind === ValueKind.Deno) && name === undefined) {
-      report(IssueCode.ComputedGlobal, node, `Computed access to a global object is not allowed: ${snippet(source, node)}`);
+      report(
+        IssueCode.ComputedGlobal,
+        node,
+        `Computed access to a global object is not allowed: ${snippet(source, node)}`,
+      );
       return;
     }
     if (objectKind === ValueKind.Deno && name !== undefined) checkDenoApi(name, node);
@@ -114,8 +135,17 @@ export function runRules(program: AstNode, source: string, permissions: ScreenPe
     const owner = kindOf(child(member, 'object') as AstNode, scope);
     if (owner !== ValueKind.Reflect && owner !== ValueKind.ObjectCtor) return;
     const args = children(node, 'arguments').filter((arg) => arg.type !== 'SpreadElement');
-    if (args.some((arg) => { const k = kindOf(arg, scope); return k === ValueKind.Global || k === ValueKind.Deno; })) {
-      report(IssueCode.ComputedGlobal, node, `Reflective access to a global object is not allowed: ${snippet(source, node)}`);
+    if (
+      args.some((arg) => {
+        const k = kindOf(arg, scope);
+        return k === ValueKind.Global || k === ValueKind.Deno;
+      })
+    ) {
+      report(
+        IssueCode.ComputedGlobal,
+        node,
+        `Reflective access to a global object is not allowed: ${snippet(source, node)}`,
+      );
     }
   };
 
@@ -135,13 +165,24 @@ export function runRules(program: AstNode, source: string, permissions: ScreenPe
       const keyNode = child(prop, 'key');
       const name = prop.type === 'RestElement' || !keyNode ? undefined : staticKey(keyNode, prop.computed === true);
       if (name === undefined) {
-        if (sourceKind === ValueKind.Deno) report(IssueCode.ComputedGlobal, prop, `Computed or rest destructuring of Deno is not allowed: ${snippet(source, at)}`);
+        if (sourceKind === ValueKind.Deno)
+          report(
+            IssueCode.ComputedGlobal,
+            prop,
+            `Computed or rest destructuring of Deno is not allowed: ${snippet(source, at)}`,
+          );
         continue;
       }
       if (sourceKind === ValueKind.Deno) checkDenoApi(name, prop);
       const kind = memberKind(sourceKind, name);
-      if (kind === ValueKind.FunctionCtor) report(IssueCode.FunctionConstructor, prop, `The Function constructor is not allowed: ${snippet(source, at)}`);
-      if (kind === ValueKind.Require) report(IssueCode.Require, prop, `require is not available; tools must be self-contained: ${snippet(source, at)}`);
+      if (kind === ValueKind.FunctionCtor)
+        report(IssueCode.FunctionConstructor, prop, `The Function constructor is not allowed: ${snippet(source, at)}`);
+      if (kind === ValueKind.Require)
+        report(
+          IssueCode.Require,
+          prop,
+          `require is not available; tools must be self-contained: ${snippet(source, at)}`,
+        );
       const value = child(prop, 'value');
       if (value && PATTERNS.has(value.type)) checkPattern(value, kind, at);
     }
@@ -150,7 +191,8 @@ export function runRules(program: AstNode, source: string, permissions: ScreenPe
   const checkImport = (node: AstNode): void => {
     const from = child(node, 'source') ?? child(child(node, 'moduleReference') ?? node, 'expression');
     const spec = from ? JSON.stringify(from.value) : '(unknown)';
-    const what = node.type === 'ExportAllDeclaration' || node.type === 'ExportNamedDeclaration' ? 'Re-export from' : 'Import of';
+    const what =
+      node.type === 'ExportAllDeclaration' || node.type === 'ExportNamedDeclaration' ? 'Re-export from' : 'Import of';
     report(IssueCode.StaticImport, node, `${what} ${spec} is not allowed; tools must be self-contained`);
   };
 
@@ -222,7 +264,12 @@ function quotedNode(node: AstNode, stack: readonly AstNode[]): AstNode {
   const isCallee = (call: AstNode | undefined, callee: AstNode): boolean =>
     (call?.type === 'CallExpression' || call?.type === 'NewExpression') && call.callee === callee;
   if (isCallee(parent, node)) return parent as AstNode;
-  if (parent?.type === 'SequenceExpression' && children(parent, 'expressions').at(-1) === node && isCallee(grand, parent)) return grand as AstNode;
+  if (
+    parent?.type === 'SequenceExpression' &&
+    children(parent, 'expressions').at(-1) === node &&
+    isCallee(grand, parent)
+  )
+    return grand as AstNode;
   return node;
 }
 

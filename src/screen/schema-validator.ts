@@ -118,7 +118,12 @@ export function createSchemaValidator(options: SchemaValidatorOptions = {}): Sch
   const ajvFor = (dialect: Dialect): AjvInstance => {
     let ajv = instances.get(dialect);
     if (!ajv) {
-      ajv = dialect === '2020-12' ? new Ajv2020(ajvOptions) : dialect === '2019-09' ? new Ajv2019(ajvOptions) : new Ajv(ajvOptions);
+      ajv =
+        dialect === '2020-12'
+          ? new Ajv2020(ajvOptions)
+          : dialect === '2019-09'
+            ? new Ajv2019(ajvOptions)
+            : new Ajv(ajvOptions);
       addFormats(ajv as Ajv);
       ajv.addFormat('regex', regexFormat);
       instances.set(dialect, ajv);
@@ -166,7 +171,8 @@ export function createSchemaValidator(options: SchemaValidatorOptions = {}): Sch
   return {
     validate(schema, data) {
       const entry = lookup(schema);
-      if ('error' in entry) return { valid: false, errors: [{ path: '', message: `schema does not compile: ${entry.error}` }] };
+      if ('error' in entry)
+        return { valid: false, errors: [{ path: '', message: `schema does not compile: ${entry.error}` }] };
       const fn = entry.fn;
       let valid: boolean;
       try {

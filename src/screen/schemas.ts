@@ -29,7 +29,12 @@ const MAX_DEPTH = 64;
 export const MAX_SCHEMA_PATTERNS = 100;
 
 /** Every regular expression of a schema (`pattern` values, `patternProperties` keys) with its pointer; false when nested too deeply to tell. */
-function schemaPatterns(schema: unknown, pointer: string, depth: number, found: Array<{ pattern: string; path: string }>): boolean {
+function schemaPatterns(
+  schema: unknown,
+  pointer: string,
+  depth: number,
+  found: Array<{ pattern: string; path: string }>,
+): boolean {
   if (typeof schema !== 'object' || schema === null) return true;
   if (depth > MAX_DEPTH) return false;
   let complete = true;
@@ -47,13 +52,23 @@ function schemaPatterns(schema: unknown, pointer: string, depth: number, found: 
 }
 
 /** `required` keys exist in `properties`; every property has a description; recursing into properties and items. */
-function checkStructure(node: Record<string, unknown>, pointer: string, rel: string, depth: number, result: SchemaResult): void {
+function checkStructure(
+  node: Record<string, unknown>,
+  pointer: string,
+  rel: string,
+  depth: number,
+  result: SchemaResult,
+): void {
   if (depth > MAX_DEPTH) return;
   const properties = isPlainObject(node.properties) ? node.properties : undefined;
   if (Array.isArray(node.required) && !COMPOSITION.some((k) => k in node)) {
     node.required.forEach((key: unknown, index) => {
       if (typeof key === 'string' && !(properties && Object.hasOwn(properties, key))) {
-        result.errors.push({ code: IssueCode.SchemaRequired, path: `${pointer}/required/${index}`, message: `Required field '${key}' not found in properties` });
+        result.errors.push({
+          code: IssueCode.SchemaRequired,
+          path: `${pointer}/required/${index}`,
+          message: `Required field '${key}' not found in properties`,
+        });
       }
     });
   }
@@ -62,7 +77,11 @@ function checkStructure(node: Record<string, unknown>, pointer: string, rel: str
     const subPointer = `${pointer}/properties/${pointerSegment(key)}`;
     const subRel = `${rel}properties/${key}`;
     if (typeof sub.description !== 'string' || sub.description.trim() === '') {
-      result.warnings.push({ code: IssueCode.SchemaDescription, path: subPointer, message: `${subRel} has no description` });
+      result.warnings.push({
+        code: IssueCode.SchemaDescription,
+        path: subPointer,
+        message: `${subRel} has no description`,
+      });
     }
     checkStructure(sub, subPointer, `${subRel}/`, depth + 1, result);
   }
@@ -70,20 +89,34 @@ function checkStructure(node: Record<string, unknown>, pointer: string, rel: str
 }
 
 /** Checks one schema; returns it when it can be used to validate examples. */
-function checkSchema(name: 'input_schema' | 'output_schema', schema: unknown, validator: SchemaValidator, result: SchemaResult): object | undefined {
+function checkSchema(
+  name: 'input_schema' | 'output_schema',
+  schema: unknown,
+  validator: SchemaValidator,
+  result: SchemaResult,
+): object | undefined {
   const pointer = `/${name}`;
   if (!isPlainObject(schema)) {
-    const message = schema === undefined ? `${name} is required` : `${name} must be a JSON Schema object, got ${quote(schema)}`;
+    const message =
+      schema === undefined ? `${name} is required` : `${name} must be a JSON Schema object, got ${quote(schema)}`;
     result.errors.push({ code: IssueCode.SchemaInvalid, path: pointer, message });
     return undefined;
   }
   const patterns: Array<{ pattern: string; path: string }> = [];
   if (!schemaPatterns(schema, pointer, 0, patterns)) {
-    result.errors.push({ code: IssueCode.SchemaInvalid, path: pointer, message: `${name} is nested deeper than ${MAX_DEPTH} levels` });
+    result.errors.push({
+      code: IssueCode.SchemaInvalid,
+      path: pointer,
+      message: `${name} is nested deeper than ${MAX_DEPTH} levels`,
+    });
     return undefined;
   }
   if (patterns.length > MAX_SCHEMA_PATTERNS) {
-    result.errors.push({ code: IssueCode.SchemaUnsafePattern, path: pointer, message: `${name} holds ${patterns.length} patterns; at most ${MAX_SCHEMA_PATTERNS} are allowed` });
+    result.errors.push({
+      code: IssueCode.SchemaUnsafePattern,
+      path: pointer,
+      message: `${name} holds ${patterns.length} patterns; at most ${MAX_SCHEMA_PATTERNS} are allowed`,
+    });
     return undefined;
   }
   let usable = true;
@@ -91,13 +124,21 @@ function checkSchema(name: 'input_schema' | 'output_schema', schema: unknown, va
     const check = checkSchemaPattern(pattern);
     if (!check.ok) {
       usable = false;
-      result.errors.push({ code: IssueCode.SchemaUnsafePattern, path, message: `Pattern ${quote(pattern)} ${check.reason}` });
+      result.errors.push({
+        code: IssueCode.SchemaUnsafePattern,
+        path,
+        message: `Pattern ${quote(pattern)} ${check.reason}`,
+      });
     }
   }
   if (!usable) return undefined;
   const compileError = validator.check(schema);
   if (compileError !== undefined) {
-    result.errors.push({ code: IssueCode.SchemaInvalid, path: pointer, message: `${name} is not a valid JSON Schema: ${compileError}` });
+    result.errors.push({
+      code: IssueCode.SchemaInvalid,
+      path: pointer,
+      message: `${name} is not a valid JSON Schema: ${compileError}`,
+    });
     return undefined;
   }
   checkStructure(schema, pointer, '', 0, result);
@@ -116,7 +157,11 @@ export function validateSchemas(context: SchemaContext, options: { validator: Sc
 
   const examples = context.examples;
   if (examples !== undefined && !Array.isArray(examples)) {
-    result.errors.push({ code: IssueCode.Examples, path: '/examples', message: `examples must be an array, got ${quote(examples)}` });
+    result.errors.push({
+      code: IssueCode.Examples,
+      path: '/examples',
+      message: `examples must be an array, got ${quote(examples)}`,
+    });
     return result;
   }
   if (!examples || examples.length === 0) {
@@ -126,24 +171,47 @@ export function validateSchemas(context: SchemaContext, options: { validator: Sc
   examples.forEach((example: unknown, i) => {
     const at = `/examples/${i}`;
     if (!isPlainObject(example)) {
-      result.errors.push({ code: IssueCode.ExampleInvalid, path: at, message: `Example ${i} must be an object, got ${quote(example)}` });
+      result.errors.push({
+        code: IssueCode.ExampleInvalid,
+        path: at,
+        message: `Example ${i} must be an object, got ${quote(example)}`,
+      });
       return;
     }
-    const description = typeof example.description === 'string' && example.description.trim() !== '' ? example.description : `Example ${i + 1}`;
+    const description =
+      typeof example.description === 'string' && example.description.trim() !== ''
+        ? example.description
+        : `Example ${i + 1}`;
     if (description !== example.description) {
-      result.warnings.push({ code: IssueCode.ExampleInvalid, path: `${at}/description`, message: `Example ${i} has no description` });
+      result.warnings.push({
+        code: IssueCode.ExampleInvalid,
+        path: `${at}/description`,
+        message: `Example ${i} has no description`,
+      });
     }
     const match = example.match ?? 'schema';
     if (match !== 'schema' && match !== 'exact') {
-      result.errors.push({ code: IssueCode.ExampleInvalid, path: `${at}/match`, message: `Example ${i} match must be "exact" or "schema", got ${quote(match)}` });
+      result.errors.push({
+        code: IssueCode.ExampleInvalid,
+        path: `${at}/match`,
+        message: `Example ${i} match must be "exact" or "schema", got ${quote(match)}`,
+      });
     }
     const requiresNetwork = example.requires_network;
     if (requiresNetwork !== undefined && typeof requiresNetwork !== 'boolean') {
-      result.errors.push({ code: IssueCode.ExampleInvalid, path: `${at}/requires_network`, message: `Example ${i} requires_network must be true or false, got ${quote(requiresNetwork)}` });
+      result.errors.push({
+        code: IssueCode.ExampleInvalid,
+        path: `${at}/requires_network`,
+        message: `Example ${i} requires_network must be true or false, got ${quote(requiresNetwork)}`,
+      });
     }
     const hasOutput = example.output !== undefined;
     if (match === 'exact' && !hasOutput) {
-      result.errors.push({ code: IssueCode.ExampleInvalid, path: `${at}/output`, message: `Example ${i} has match "exact" but no "output"` });
+      result.errors.push({
+        code: IssueCode.ExampleInvalid,
+        path: `${at}/output`,
+        message: `Example ${i} has match "exact" but no "output"`,
+      });
     }
     if (!('input' in example)) {
       result.errors.push({ code: IssueCode.ExampleInput, path: `${at}/input`, message: `Example ${i} has no "input"` });
@@ -151,7 +219,15 @@ export function validateSchemas(context: SchemaContext, options: { validator: Sc
       checkValue(validator, input, example.input, `${at}/input`, `Example ${i} input`, IssueCode.ExampleInput, result);
     }
     if (hasOutput && output) {
-      checkValue(validator, output, example.output, `${at}/output`, `Example ${i} output`, IssueCode.ExampleOutput, result);
+      checkValue(
+        validator,
+        output,
+        example.output,
+        `${at}/output`,
+        `Example ${i} output`,
+        IssueCode.ExampleOutput,
+        result,
+      );
     }
     result.examples.push({
       description,
@@ -164,7 +240,15 @@ export function validateSchemas(context: SchemaContext, options: { validator: Sc
   return result;
 }
 
-function checkValue(validator: SchemaValidator, schema: object, value: unknown, pointer: string, what: string, code: string, result: SchemaResult): void {
+function checkValue(
+  validator: SchemaValidator,
+  schema: object,
+  value: unknown,
+  pointer: string,
+  what: string,
+  code: string,
+  result: SchemaResult,
+): void {
   for (const error of validator.validate(schema, value).errors) {
     const where = error.path === '' ? '' : ` at ${error.path}`;
     result.errors.push({ code, path: pointer + error.path, message: `${what}${where} ${error.message}` });

@@ -37,7 +37,15 @@ export interface ScopeInfo {
 }
 
 const FUNCTIONS = new Set(['FunctionDeclaration', 'FunctionExpression', 'ArrowFunctionExpression']);
-const BLOCKS = new Set(['BlockStatement', 'ForStatement', 'ForInStatement', 'ForOfStatement', 'SwitchStatement', 'CatchClause', 'ClassExpression']);
+const BLOCKS = new Set([
+  'BlockStatement',
+  'ForStatement',
+  'ForInStatement',
+  'ForOfStatement',
+  'SwitchStatement',
+  'CatchClause',
+  'ClassExpression',
+]);
 
 /** Finds the binding `name` refers to from `scope`, or undefined when it is a global. */
 export function resolve(name: string, scope: Scope): Binding | undefined {
@@ -68,7 +76,8 @@ export function buildScopes(program: AstNode): ScopeInfo {
         declare(scope, pattern.name as string);
         return;
       case 'ObjectPattern':
-        for (const prop of children(pattern, 'properties')) declarePattern(scope, child(prop, prop.type === 'RestElement' ? 'argument' : 'value'));
+        for (const prop of children(pattern, 'properties'))
+          declarePattern(scope, child(prop, prop.type === 'RestElement' ? 'argument' : 'value'));
         return;
       case 'ArrayPattern':
         for (const element of children(pattern, 'elements')) declarePattern(scope, element);
@@ -80,7 +89,8 @@ export function buildScopes(program: AstNode): ScopeInfo {
         const left = child(pattern, 'left');
         declarePattern(scope, left);
         const right = child(pattern, 'right');
-        if (left?.type === 'Identifier' && right) info.candidates.push({ name: left.name as string, scope, expr: right });
+        if (left?.type === 'Identifier' && right)
+          info.candidates.push({ name: left.name as string, scope, expr: right });
         return;
       }
       case 'TSParameterProperty':
@@ -134,14 +144,16 @@ export function buildScopes(program: AstNode): ScopeInfo {
       case 'TSModuleDeclaration': {
         const id = child(node, 'id');
         if (id?.type === 'Identifier') declare(scope, id.name as string);
-        if (id?.type === 'Identifier' && node.type === 'ClassDeclaration') info.candidates.push({ name: id.name as string, scope, expr: node });
+        if (id?.type === 'Identifier' && node.type === 'ClassDeclaration')
+          info.candidates.push({ name: id.name as string, scope, expr: node });
         break;
       }
       case 'TSImportEqualsDeclaration': {
         const id = child(node, 'id');
         const ref = child(node, 'moduleReference');
         if (id) declare(scope, id.name as string);
-        if (id && ref && ref.type !== 'TSExternalModuleReference') info.candidates.push({ name: id.name as string, scope, expr: ref });
+        if (id && ref && ref.type !== 'TSExternalModuleReference')
+          info.candidates.push({ name: id.name as string, scope, expr: ref });
         break;
       }
       case 'ImportDeclaration':
@@ -171,7 +183,11 @@ export function buildScopes(program: AstNode): ScopeInfo {
  * undefined; it must be re-entrant (it reads the aliases being computed). A binding keeps the first
  * kind found, so the loop is monotone and ends after at most `candidates.length + 1` rounds.
  */
-export function resolveAliases(info: ScopeInfo, classify: (expr: AstNode, scope: Scope) => string | undefined, reset: () => void): void {
+export function resolveAliases(
+  info: ScopeInfo,
+  classify: (expr: AstNode, scope: Scope) => string | undefined,
+  reset: () => void,
+): void {
   const pending = info.candidates.map((c) => ({ ...c, binding: resolve(c.name, c.scope) }));
   for (let round = 0; round <= pending.length; round++) {
     let changed = false;

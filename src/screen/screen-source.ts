@@ -33,17 +33,30 @@ export const NO_EXECUTE_MESSAGE = 'Code must export an async function named "exe
 export function screenSource(source: string, options: ScreenOptions): Issue[] {
   const bytes = Buffer.byteLength(source, 'utf8');
   if (bytes > options.maxSourceBytes) {
-    return [{ code: IssueCode.SourceSize, path: SOURCE_PATH, message: `Source is ${bytes} bytes; the maximum is ${options.maxSourceBytes} bytes` }];
+    return [
+      {
+        code: IssueCode.SourceSize,
+        path: SOURCE_PATH,
+        message: `Source is ${bytes} bytes; the maximum is ${options.maxSourceBytes} bytes`,
+      },
+    ];
   }
   const parsed = parseModule(source, options.language ?? 'typescript');
   if (!('type' in parsed)) {
-    const message = /call stack|stack space/i.test(parsed.message) ? 'Source is nested too deeply to parse' : `Syntax error: ${parsed.message}`;
+    const message = /call stack|stack space/i.test(parsed.message)
+      ? 'Source is nested too deeply to parse'
+      : `Syntax error: ${parsed.message}`;
     return [{ code: IssueCode.Parse, path: SOURCE_PATH, message, line: parsed.line, column: parsed.column }];
   }
   const issues: Issue[] = [];
   const exported = checkExecuteExport(parsed);
   if (!exported.ok) {
-    issues.push({ code: IssueCode.NoExecute, path: SOURCE_PATH, message: NO_EXECUTE_MESSAGE, ...(exported.node ? position(exported.node) : {}) });
+    issues.push({
+      code: IssueCode.NoExecute,
+      path: SOURCE_PATH,
+      message: NO_EXECUTE_MESSAGE,
+      ...(exported.node ? position(exported.node) : {}),
+    });
   }
   issues.push(...rulesOrDepthError(parsed, source, options.permissions));
   return sortIssues(issues);
@@ -55,7 +68,15 @@ function rulesOrDepthError(program: AstNode, source: string, permissions: Screen
   } catch (err) {
     // A pathologically deep tree can exhaust the stack of the walk; refuse it instead of crashing.
     if (err instanceof RangeError) {
-      return [{ code: IssueCode.Parse, path: SOURCE_PATH, message: 'Source is nested too deeply to screen', line: 1, column: 1 }];
+      return [
+        {
+          code: IssueCode.Parse,
+          path: SOURCE_PATH,
+          message: 'Source is nested too deeply to screen',
+          line: 1,
+          column: 1,
+        },
+      ];
     }
     throw err;
   }

@@ -56,7 +56,13 @@ export interface ToolDefinition {
   isolation?: 'process';
   requiredSecrets: string[];
   /** `requiresNetwork`: the example reaches a real host (`requires_network: true`); skipped when the network is unreachable. */
-  examples: Array<{ description: string; input: unknown; output?: unknown; match: 'exact' | 'schema'; requiresNetwork?: true }>;
+  examples: Array<{
+    description: string;
+    input: unknown;
+    output?: unknown;
+    match: 'exact' | 'schema';
+    requiresNetwork?: true;
+  }>;
   /** The tool's contract (`context.contract`, src/contract/contract.ts); `{}` when absent (side effect unknown). */
   contract: ToolContract;
 }

@@ -80,4 +80,3 @@ export function childMode(node: AstNode, key: string, binding: boolean): Mode {
       return 'ref';
   }
 }
-

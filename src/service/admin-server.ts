@@ -58,22 +58,43 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
   if (options.adminToken !== undefined) logger.redact(options.adminToken);
   const guard = createAccessGuard({ token: options.adminToken, hosts: validateAdminHosts(options.adminHosts ?? []) });
   /** The console's paths. */
-  const consolePath = (path: string): boolean => path === '/' || path === '/index.html' || path === '/login' || path.startsWith('/api/') || path.startsWith('/assets/');
+  const consolePath = (path: string): boolean =>
+    path === '/' ||
+    path === '/index.html' ||
+    path === '/login' ||
+    path.startsWith('/api/') ||
+    path.startsWith('/assets/');
   const refuse = (req: IncomingMessage, res: ServerResponse, refusal: Refusal): void => {
     const wantsPage = req.method === 'GET' && (req.headers.accept ?? '').includes('text/html');
     if (wantsPage && refusal.status === 401) {
-      res.writeHead(401, { ...SECURITY_HEADERS, 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' }).end(loginPage(undefined));
+      res
+        .writeHead(401, {
+          ...SECURITY_HEADERS,
+          'content-type': 'text/html; charset=utf-8',
+          'cache-control': 'no-store',
+        })
+        .end(loginPage(undefined));
       return;
     }
     const challenge = refusal.status === 401 ? { 'www-authenticate': 'Bearer realm="tools-runner"' } : {};
-    res.writeHead(refusal.status, { ...SECURITY_HEADERS, ...challenge, 'content-type': 'application/json' }).end(JSON.stringify({ error: refusal.message, code: refusal.code }));
+    res
+      .writeHead(refusal.status, { ...SECURITY_HEADERS, ...challenge, 'content-type': 'application/json' })
+      .end(JSON.stringify({ error: refusal.message, code: refusal.code }));
   };
   /** POST /login (form): the admin token in, a session cookie out. */
   const login = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const token = new URLSearchParams(await readBody(req, res, 4096)).get('token') ?? '';
     if (!guard.tokenMatches(token)) {
       logger.warn('console login refused', { remote: req.socket.remoteAddress });
-      res.writeHead(401, { ...SECURITY_HEADERS, 'content-type': 'text/html; charset=utf-8' }).end(loginPage(guard.tokenRequired ? 'That is not the admin token.' : 'This admin port has no token configured; nothing to log in to.'));
+      res
+        .writeHead(401, { ...SECURITY_HEADERS, 'content-type': 'text/html; charset=utf-8' })
+        .end(
+          loginPage(
+            guard.tokenRequired
+              ? 'That is not the admin token.'
+              : 'This admin port has no token configured; nothing to log in to.',
+          ),
+        );
       return;
     }
     res.writeHead(303, { ...SECURITY_HEADERS, 'set-cookie': guard.sessionCookie(), location: '/' }).end();
@@ -100,7 +121,9 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
       if (options.console && (await options.console.handle(req, res, path))) return;
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
-      res.writeHead(405, { 'content-type': 'application/json', allow: 'GET' }).end(JSON.stringify({ error: `method ${req.method} not allowed`, code: 'method_not_allowed' }));
+      res
+        .writeHead(405, { 'content-type': 'application/json', allow: 'GET' })
+        .end(JSON.stringify({ error: `method ${req.method} not allowed`, code: 'method_not_allowed' }));
       return;
     }
     if (path === '/health') {
@@ -113,7 +136,9 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
       res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text);
       return;
     }
-    res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: `no route ${path}`, code: 'not_found' }));
+    res
+      .writeHead(404, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ error: `no route ${path}`, code: 'not_found' }));
   };
 
   const server: Server = createServer((req, res) => {
@@ -131,7 +156,9 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     const refusal = guard.check(req, { mutating: true });
     if (refusal) {
       const body = JSON.stringify({ error: refusal.message, code: refusal.code });
-      socket.end(`HTTP/1.1 ${refusal.status} ${refusal.status === 401 ? 'Unauthorized' : refusal.status === 403 ? 'Forbidden' : 'Bad Request'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+      socket.end(
+        `HTTP/1.1 ${refusal.status} ${refusal.status === 401 ? 'Unauthorized' : refusal.status === 403 ? 'Forbidden' : 'Bad Request'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      );
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws) => {

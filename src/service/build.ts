@@ -3,7 +3,14 @@
 // console API). Nothing runs requests yet: service.ts routes the events and starts serving.
 
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createRequestClient, createRequestKeys, createStoreAuthProbe, createStoreClient, type RequestKeys, type StoreClient } from '../breadcrumbs/index.js';
+import {
+  createRequestClient,
+  createRequestKeys,
+  createStoreAuthProbe,
+  createStoreClient,
+  type RequestKeys,
+  type StoreClient,
+} from '../breadcrumbs/index.js';
 import { verifiedOrigin } from '../tool-context/origin.js';
 import { createCatalog, type Catalog, type OperatorTool } from '../catalog/catalog.js';
 import { createStamper, type Stamper } from '../catalog/deployment.js';
@@ -71,10 +78,17 @@ const LEASE_KEY_PURPOSE = 'tools-runner/store-lease-key/v1';
 
 // Claims: leases on a store that offers them (this project's), breadcrumb claims on any other.
 // `--claims` forces one kind; every replica of a store must end up with the same kind.
-async function selectClaims(config: Config, options: Parameters<typeof createClaimManager>[0], leaseKey: string): Promise<ClaimManager> {
+async function selectClaims(
+  config: Config,
+  options: Parameters<typeof createClaimManager>[0],
+  leaseKey: string,
+): Promise<ClaimManager> {
   const offered = config.claims === 'breadcrumb' ? false : await storeOffersLeases(options.client);
   if (config.claims === 'lease' && !offered) {
-    throw new RunnerError(ErrorCode.ConfigInvalid, `--claims lease: the store at ${options.client.baseUrl} offers no leases (only this project's store does, with a lease key); use --claims auto or breadcrumb`);
+    throw new RunnerError(
+      ErrorCode.ConfigInvalid,
+      `--claims lease: the store at ${options.client.baseUrl} offers no leases (only this project's store does, with a lease key); use --claims auto or breadcrumb`,
+    );
   }
   if (!offered) {
     options.logger.info('claims are breadcrumbs', { kind: 'breadcrumb' });
@@ -88,7 +102,13 @@ async function selectClaims(config: Config, options: Parameters<typeof createCla
 /** Builds and wires every part (store, client, sandbox, catalog, request path, RAP, console); nothing runs requests yet. */
 export async function buildService(
   options: ServiceOptions,
-  base: { replica: string; log: Logger; onStop: Parts['onStop']; intakeController: AbortController; hardStop: AbortController },
+  base: {
+    replica: string;
+    log: Logger;
+    onStop: Parts['onStop'];
+    intakeController: AbortController;
+    hardStop: AbortController;
+  },
 ): Promise<Parts> {
   const { config, logger } = options;
   const { replica, log, onStop, intakeController, hardStop } = base;
@@ -96,7 +116,13 @@ export async function buildService(
   const state: Parts['state'] = { lifecycle: 'INITIALIZED', streamConnected: false, streamLate: false };
 
   // First: a runner that cannot derive its keys must not touch the store.
-  const runnerKey = resolveRunnerKey({ runnerSecret: config.runnerSecret, dataDir: config.dataDir, logger: log, storeUrl: config.storeUrl, role: 'service' });
+  const runnerKey = resolveRunnerKey({
+    runnerSecret: config.runnerSecret,
+    dataDir: config.dataDir,
+    logger: log,
+    storeUrl: config.storeUrl,
+    role: 'service',
+  });
   log.info('runner keys derived', { source: runnerKey.source, ...(runnerKey.file ? { file: runnerKey.file } : {}) });
   const stamper = createStamper(runnerKey.key);
   const keys = createRequestKeys(deriveKey(runnerKey.master, REQUEST_KEYS_PURPOSE));
@@ -120,7 +146,14 @@ export async function buildService(
     logger: log.child({ component: 'client' }),
     auth: config.storeToken
       ? { token: config.storeToken }
-      : { mint: { owner_id: config.ownerId, agent_id: config.agentId, roles: ['curator', 'emitter', 'subscriber'], ...(config.adminKey ? { adminKey: config.adminKey } : {}) } },
+      : {
+          mint: {
+            owner_id: config.ownerId,
+            agent_id: config.agentId,
+            roles: ['curator', 'emitter', 'subscriber'],
+            ...(config.adminKey ? { adminKey: config.adminKey } : {}),
+          },
+        },
   });
   // Drop keep-alive sockets before the embedded store closes (it would wait for them).
   onStop('store client', async () => client.close());
@@ -133,16 +166,30 @@ export async function buildService(
 
   let hostTools: HostTool[] = [];
   if (config.manifests.length > 0) {
-    const loaded = await loadHostTools({ paths: config.manifests, grantedCapabilities: config.grantedCapabilities, logger: log.child({ component: 'legacy' }), validator });
+    const loaded = await loadHostTools({
+      paths: config.manifests,
+      grantedCapabilities: config.grantedCapabilities,
+      logger: log.child({ component: 'legacy' }),
+      validator,
+    });
     for (const error of loaded.errors) log.error('manifest rejected', { path: error.path, error: error.message });
     for (const denied of loaded.denied) log.warn('host tool denied', { ...denied });
     hostTools = loaded.tools;
     const published = await publishHostTools(client, hostTools, config.workspace, log.child({ component: 'legacy' }));
-    log.info('host tools loaded', { tools: hostTools.map((t) => t.name), denied: loaded.denied.length, published: published.filter((p) => p.action !== 'unchanged').length });
+    log.info('host tools loaded', {
+      tools: hostTools.map((t) => t.name),
+      denied: loaded.denied.length,
+      published: published.filter((p) => p.action !== 'unchanged').length,
+    });
   }
 
   const fileSecrets = config.secretsFile ? await loadSecretsFile(config.secretsFile, logger) : undefined;
-  const secrets = createSecretResolver({ client, workspace: config.workspace, logger: log, ...(fileSecrets ? { fileSecrets } : {}) });
+  const secrets = createSecretResolver({
+    client,
+    workspace: config.workspace,
+    logger: log,
+    ...(fileSecrets ? { fileSecrets } : {}),
+  });
 
   let publish = (): void => {};
   const operatorTools = new Map<string, OperatorTool>();
@@ -181,7 +228,18 @@ export async function buildService(
     backlog: config.backlog,
     onJobError: (key, error) => log.error('job threw', { rid: key, error }),
   });
-  const claims = await selectClaims(config, { client, workspace: config.workspace, holder: replica, ttlMs: config.claimTtlMs, keys, logger: log.child({ component: 'claims' }) }, leaseKey);
+  const claims = await selectClaims(
+    config,
+    {
+      client,
+      workspace: config.workspace,
+      holder: replica,
+      ttlMs: config.claimTtlMs,
+      keys,
+      logger: log.child({ component: 'claims' }),
+    },
+    leaseKey,
+  );
 
   const startedAt = Date.now();
   const health = (): { ok: boolean; [key: string]: unknown } => ({
@@ -203,7 +261,9 @@ export async function buildService(
     catalog: () => ({ active: catalog.entries().length, rejected: catalog.rejected().length }),
     isKnownTool: (name) => catalog.resolve(name) !== undefined,
     droppedLogLines: () => logger.droppedLines(),
-    ...(store?.retention ? { storeSizes: () => (store as Store).retention?.sizes() ?? { dbBytes: 0, walBytes: 0 } } : {}),
+    ...(store?.retention
+      ? { storeSizes: () => (store as Store).retention?.sizes() ?? { dbBytes: 0, walBytes: 0 } }
+      : {}),
   });
   rap = createRap({
     config,
@@ -222,7 +282,14 @@ export async function buildService(
   const cutover = await loadAnswerTagCutover({ client, keys, workspace: config.workspace, logger: log });
   // The web console's API (served on the admin port); its figures come from the job's reports.
   const consoleApi = createConsoleApi({
-    config, client, keys, catalog, sandbox, validator, logger: log.child({ component: 'console' }), health: () => health(),
+    config,
+    client,
+    keys,
+    catalog,
+    sandbox,
+    validator,
+    logger: log.child({ component: 'console' }),
+    health: () => health(),
     extensionStatus: (name) => options.extensions?.find((extension) => extension.name === name)?.status?.(),
   });
   // Nested calls (context.tools.call) write their requests and wait for the answers with one request client.
@@ -230,16 +297,44 @@ export async function buildService(
   onStop('nested calls', async () => nestedRequests.close());
   // The request path (src/request/path.ts): every request of every kind, tool calls and tool creation.
   const { intake } = createRequestPath({
-    client, keys, config, logger: log, replica, catalog, validator, queue, sandbox, secrets, cutover, claims,
+    client,
+    keys,
+    config,
+    logger: log,
+    replica,
+    catalog,
+    validator,
+    queue,
+    sandbox,
+    secrets,
+    cutover,
+    claims,
     hardStop: hardStop.signal,
-    toolCalls: { requests: nestedRequests, keys, maxDepth: config.nestedCallMaxDepth, logger: log.child({ component: 'tool-calls' }) },
+    toolCalls: {
+      requests: nestedRequests,
+      keys,
+      maxDepth: config.nestedCallMaxDepth,
+      logger: log.child({ component: 'tool-calls' }),
+    },
     originOf: (context, rid) => verifiedOrigin(keys, context, rid),
     ...(rapRuntime ? { runRemote: (call, request) => rapRuntime.runRemote(call, request) } : {}),
     // Always on: when creation is disabled it answers every create request with a rejection
     // (permission.denied) instead of leaving agents without an answer.
-    create: createCreateExecutor({ client, keys, sandbox, config, logger: log.child({ component: 'tool-creation' }), validator, stamper, catalog, secrets, ready }),
+    create: createCreateExecutor({
+      client,
+      keys,
+      sandbox,
+      config,
+      logger: log.child({ component: 'tool-creation' }),
+      validator,
+      stamper,
+      catalog,
+      secrets,
+      ready,
+    }),
     secretValues: () => Object.values(fileSecrets ?? {}),
-    onLiveProgress: (report) => state.admin?.broadcast({ type: 'execution:progress', ts: new Date().toISOString(), replica, ...report }),
+    onLiveProgress: (report) =>
+      state.admin?.broadcast({ type: 'execution:progress', ts: new Date().toISOString(), replica, ...report }),
     onStarted: (report) => {
       consoleApi.stats.started(report);
       state.admin?.broadcast({ type: 'execution:started', ts: new Date().toISOString(), replica, ...report });
@@ -256,8 +351,32 @@ export async function buildService(
   });
 
   return {
-    config, log, out, replica, storeUrl, client, keys, stamper, sandbox, secrets, validator, catalog, publisher, queue, intake, metrics, consoleApi, rap,
-    extensions, operatorTools, intakeController, hardStop, onStop, state, health, markReady,
+    config,
+    log,
+    out,
+    replica,
+    storeUrl,
+    client,
+    keys,
+    stamper,
+    sandbox,
+    secrets,
+    validator,
+    catalog,
+    publisher,
+    queue,
+    intake,
+    metrics,
+    consoleApi,
+    rap,
+    extensions,
+    operatorTools,
+    intakeController,
+    hardStop,
+    onStop,
+    state,
+    health,
+    markReady,
   };
 }
 
@@ -271,10 +390,18 @@ async function waitForStore(client: StoreClient, logger: Logger, waitMs: number,
       return;
     } catch (error) {
       if (signal.aborted) {
-        throw new RunnerError(ErrorCode.DependencyUnavailable, `interrupted while waiting for the store at ${client.baseUrl} (not reachable: ${coerceError(error).message})`, { cause: error });
+        throw new RunnerError(
+          ErrorCode.DependencyUnavailable,
+          `interrupted while waiting for the store at ${client.baseUrl} (not reachable: ${coerceError(error).message})`,
+          { cause: error },
+        );
       }
       if (Date.now() > deadline) {
-        throw new RunnerError(ErrorCode.DependencyUnavailable, `store at ${client.baseUrl} is not reachable after ${waitMs} ms (--store-wait-ms): ${coerceError(error).message}`, { cause: error });
+        throw new RunnerError(
+          ErrorCode.DependencyUnavailable,
+          `store at ${client.baseUrl} is not reachable after ${waitMs} ms (--store-wait-ms): ${coerceError(error).message}`,
+          { cause: error },
+        );
       }
       logger.warn('store not reachable yet', { url: client.baseUrl, error, waitMs });
       // A referenced timer: while nothing else is open, this wait is what keeps the process alive

@@ -6,7 +6,15 @@ import { STAGES } from '../request/timings.js';
 
 export interface MetricsSources {
   queue(): { queued: number; running: number; backlog: number; capacity: number };
-  pool(): { warm: number; busy: number; spawned?: number; evicted?: number; retired?: number; waitedForBusy?: number; lent?: number };
+  pool(): {
+    warm: number;
+    busy: number;
+    spawned?: number;
+    evicted?: number;
+    retired?: number;
+    waitedForBusy?: number;
+    lent?: number;
+  };
   catalog(): { active: number; rejected: number };
   /** Whether a tool name is known (unknown names are folded into one label value). */
   isKnownTool(name: string): boolean;
@@ -81,7 +89,7 @@ export function createMetrics(sources: MetricsSources): Metrics {
     const sizes = sources.storeSizes;
     new Gauge({
       name: 'tools_runner_store_db_bytes',
-      help: 'Size of the embedded store\'s SQLite database file, and of its write-ahead log.',
+      help: "Size of the embedded store's SQLite database file, and of its write-ahead log.",
       labelNames: ['file'] as const,
       registers: [registry],
       collect() {
@@ -119,7 +127,11 @@ export function createMetrics(sources: MetricsSources): Metrics {
     },
   });
   // the pool's own counters, read at scrape time (a counter that only grows)
-  const poolCounter = (name: string, help: string, read: (pool: ReturnType<MetricsSources['pool']>) => number | undefined): void => {
+  const poolCounter = (
+    name: string,
+    help: string,
+    read: (pool: ReturnType<MetricsSources['pool']>) => number | undefined,
+  ): void => {
     new Counter({
       name,
       help,
@@ -131,9 +143,21 @@ export function createMetrics(sources: MetricsSources): Metrics {
     });
   };
   poolCounter('tools_runner_pool_spawns_total', 'Deno processes spawned.', (pool) => pool.spawned);
-  poolCounter('tools_runner_pool_evictions_total', 'Deno processes killed to make room for another permission set or tool version.', (pool) => pool.evicted);
-  poolCounter('tools_runner_pool_retirements_total', 'Deno processes retired: unused too long, busy while parked, at --warm-max-calls, or no room to park.', (pool) => pool.retired);
-  poolCounter('tools_runner_pool_waits_for_busy_total', 'Calls that waited for a busy warm process of their tool version instead of a fresh one.', (pool) => pool.waitedForBusy);
+  poolCounter(
+    'tools_runner_pool_evictions_total',
+    'Deno processes killed to make room for another permission set or tool version.',
+    (pool) => pool.evicted,
+  );
+  poolCounter(
+    'tools_runner_pool_retirements_total',
+    'Deno processes retired: unused too long, busy while parked, at --warm-max-calls, or no room to park.',
+    (pool) => pool.retired,
+  );
+  poolCounter(
+    'tools_runner_pool_waits_for_busy_total',
+    'Calls that waited for a busy warm process of their tool version instead of a fresh one.',
+    (pool) => pool.waitedForBusy,
+  );
   new Gauge({
     name: 'tools_runner_jobs_waiting',
     help: 'Running calls whose sandbox process sleeps (a timer, the network, a nested call): their CPU slot is lent.',

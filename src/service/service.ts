@@ -73,7 +73,12 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     options.signal?.removeEventListener('abort', interrupted);
     const firstConnection = routeEvents(parts);
     // Until the stream is up (at most one scan interval), catch-up scans stand in for it.
-    await Promise.race([firstConnection, sleep(parts.config.scanIntervalMs, undefined, { signal: intakeController.signal, ref: false }).catch(() => undefined)]);
+    await Promise.race([
+      firstConnection,
+      sleep(parts.config.scanIntervalMs, undefined, { signal: intakeController.signal, ref: false }).catch(
+        () => undefined,
+      ),
+    ]);
     if (!parts.state.streamConnected) {
       parts.state.streamLate = true;
       log.warn('event stream not connected yet; relying on catch-up scans until it is');
@@ -106,7 +111,11 @@ function routeEvents(parts: Parts): Promise<void> {
     intake,
     catalog,
     others: () => (parts.rap ? [...extensions, parts.rap] : extensions),
-    ignored: createIgnoredRequestLog({ logger: log.child({ component: 'events' }), workspace: parts.config.workspace, count: (reason) => metrics.recordIgnored(reason) }),
+    ignored: createIgnoredRequestLog({
+      logger: log.child({ component: 'events' }),
+      workspace: parts.config.workspace,
+      count: (reason) => metrics.recordIgnored(reason),
+    }),
   });
   return new Promise<void>((resolve) => {
     openEventStream({
@@ -160,10 +169,12 @@ async function startServing(parts: Parts): Promise<void> {
     await rap.start();
   }
   // One warm process per permission set of the catalog's code tools: first calls skip a cold spawn.
-  sandbox.prewarm?.(catalog.entries().flatMap((entry) => {
-    const route = catalog.resolve(entry.name);
-    return route?.kind === 'code' ? [route.tool] : [];
-  }));
+  sandbox.prewarm?.(
+    catalog.entries().flatMap((entry) => {
+      const route = catalog.resolve(entry.name);
+      return route?.kind === 'code' ? [route.tool] : [];
+    }),
+  );
   await parts.publisher.flush();
   intake.start(parts.intakeController.signal);
   const catalogTimer = setInterval(() => {
@@ -197,7 +208,12 @@ async function startServing(parts: Parts): Promise<void> {
 
   state.lifecycle = 'RUNNING';
   parts.markReady();
-  log.info('runner ready', { store: parts.storeUrl, storeTransport: parts.client.transport, workspace: config.workspace, tools: catalog.entries().length });
+  log.info('runner ready', {
+    store: parts.storeUrl,
+    storeTransport: parts.client.transport,
+    workspace: config.workspace,
+    tools: catalog.entries().length,
+  });
   parts.out('runner ready');
 }
 

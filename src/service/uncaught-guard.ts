@@ -34,7 +34,8 @@ export function createUncaughtGuard(options: { logger: Logger; count(): void; no
     try {
       const at = now();
       if (at - windowStart >= WINDOW_MS) {
-        if (unlogged > 0) options.logger.error('uncaught errors not logged (too many)', { count: unlogged, windowMs: WINDOW_MS });
+        if (unlogged > 0)
+          options.logger.error('uncaught errors not logged (too many)', { count: unlogged, windowMs: WINDOW_MS });
         windowStart = at;
         logged = 0;
         unlogged = 0;

@@ -58,23 +58,46 @@ function bearer(req: IncomingMessage, query: URLSearchParams | null): string | u
 
 function claimsToPrincipal(claims: Record<string, unknown>): Principal {
   const { sub, owner_id: ownerId, roles } = claims;
-  if (typeof sub !== 'string' || typeof ownerId !== 'string' || !Array.isArray(roles) || !roles.every((r) => typeof r === 'string')) {
+  if (
+    typeof sub !== 'string' ||
+    typeof ownerId !== 'string' ||
+    !Array.isArray(roles) ||
+    !roles.every((r) => typeof r === 'string')
+  ) {
     throw httpErrors.unauthorized('invalid bearer token: claims sub, owner_id and roles are required');
   }
   return { ownerId, agentId: sub, roles: roles as string[], scoped: true };
 }
 
-function validateMint(body: Record<string, unknown>): { ownerId: string; agentId: string; roles: string[]; ttlSec: number } {
+function validateMint(body: Record<string, unknown>): {
+  ownerId: string;
+  agentId: string;
+  roles: string[];
+  ttlSec: number;
+} {
   const { owner_id: ownerId, agent_id: agentId, roles, ttl_sec: ttlSec } = body;
-  if (typeof ownerId !== 'string' || ownerId === '') throw httpErrors.invalidBody(`owner_id must be a non-empty string, got ${describe(ownerId)}`);
-  if (typeof agentId !== 'string' || agentId === '') throw httpErrors.invalidBody(`agent_id must be a non-empty string, got ${describe(agentId)}`);
-  if (roles !== undefined && (!Array.isArray(roles) || !roles.every((r) => (ROLES as readonly unknown[]).includes(r)))) {
+  if (typeof ownerId !== 'string' || ownerId === '')
+    throw httpErrors.invalidBody(`owner_id must be a non-empty string, got ${describe(ownerId)}`);
+  if (typeof agentId !== 'string' || agentId === '')
+    throw httpErrors.invalidBody(`agent_id must be a non-empty string, got ${describe(agentId)}`);
+  if (
+    roles !== undefined &&
+    (!Array.isArray(roles) || !roles.every((r) => (ROLES as readonly unknown[]).includes(r)))
+  ) {
     throw httpErrors.invalidBody(`roles must be an array of ${ROLES.join(', ')}, got ${JSON.stringify(roles)}`);
   }
-  if (ttlSec !== undefined && (!Number.isInteger(ttlSec) || (ttlSec as number) < 1 || (ttlSec as number) > MAX_TTL_SEC)) {
+  if (
+    ttlSec !== undefined &&
+    (!Number.isInteger(ttlSec) || (ttlSec as number) < 1 || (ttlSec as number) > MAX_TTL_SEC)
+  ) {
     throw httpErrors.invalidBody(`ttl_sec must be an integer from 1 to ${MAX_TTL_SEC}, got ${JSON.stringify(ttlSec)}`);
   }
-  return { ownerId, agentId, roles: roles === undefined ? [...ROLES] : [...new Set(roles as string[])], ttlSec: (ttlSec as number | undefined) ?? DEFAULT_TTL_SEC };
+  return {
+    ownerId,
+    agentId,
+    roles: roles === undefined ? [...ROLES] : [...new Set(roles as string[])],
+    ttlSec: (ttlSec as number | undefined) ?? DEFAULT_TTL_SEC,
+  };
 }
 
 /** Builds the token service; `authSecret` undefined means auth off. `onMint` sees every minted identity. */
@@ -131,7 +154,8 @@ export function createStoreAuth(options: {
 
   const principalOf = async (token: string | undefined): Promise<Principal> => {
     if (!enabled) return unverified(token);
-    if (token === undefined) throw httpErrors.unauthorized('missing Authorization: send a bearer token (Authorization: Bearer <token>)');
+    if (token === undefined)
+      throw httpErrors.unauthorized('missing Authorization: send a bearer token (Authorization: Bearer <token>)');
     if (token === '') throw httpErrors.unauthorized('invalid Authorization header; expected "Bearer <token>"');
     return verify(token);
   };
@@ -143,9 +167,12 @@ export function createStoreAuth(options: {
         // Upstream-compatible minting: no admin key; missing ids get upstream's usual defaults.
         body = { ...body, owner_id: body.owner_id ?? DEFAULT_OWNER_ID, agent_id: body.agent_id ?? randomUUID() };
       } else if (enabled) {
-        if (adminDigest === undefined) throw httpErrors.forbidden('token minting is disabled: the store has no admin key configured');
-        if (adminKeyHeader === undefined || adminKeyHeader === '') throw httpErrors.forbidden('token minting requires the X-Admin-Key header');
-        if (!timingSafeEqual(digest(adminKeyHeader), adminDigest)) throw httpErrors.forbidden('X-Admin-Key does not match the store admin key');
+        if (adminDigest === undefined)
+          throw httpErrors.forbidden('token minting is disabled: the store has no admin key configured');
+        if (adminKeyHeader === undefined || adminKeyHeader === '')
+          throw httpErrors.forbidden('token minting requires the X-Admin-Key header');
+        if (!timingSafeEqual(digest(adminKeyHeader), adminDigest))
+          throw httpErrors.forbidden('X-Admin-Key does not match the store admin key');
       }
       const request = validateMint(body);
       const iat = Math.floor(Date.now() / 1000);
@@ -166,15 +193,37 @@ export function createStoreAuth(options: {
     authorize(principal, need) {
       if (!enabled) return;
       const has = (role: string): boolean => principal.roles.includes(role);
-      const ok = need === 'curator' ? has('curator')
-        : need === 'write' ? has('emitter') || has('curator')
-        : need === 'subscribe' ? has('subscriber') || has('curator')
-        : principal.roles.some((r) => (ROLES as readonly string[]).includes(r));
+      const ok =
+        need === 'curator'
+          ? has('curator')
+          : need === 'write'
+            ? has('emitter') || has('curator')
+            : need === 'subscribe'
+              ? has('subscriber') || has('curator')
+              : principal.roles.some((r) => (ROLES as readonly string[]).includes(r));
       if (!ok) {
         // Upstream's phrase first ("curator role required"), clients match on it.
-        const phrase = need === 'curator' ? 'curator role required' : need === 'write' ? 'emitter role required' : need === 'subscribe' ? 'subscriber role required' : 'forbidden';
-        const wanted = need === 'curator' ? 'curator' : need === 'write' ? 'emitter or curator' : need === 'subscribe' ? 'subscriber or curator' : 'curator, emitter or subscriber';
-        throw new HttpError(403, 'forbidden', `${phrase}: token of agent "${principal.agentId}" lacks a role (${wanted}) required for this route`);
+        const phrase =
+          need === 'curator'
+            ? 'curator role required'
+            : need === 'write'
+              ? 'emitter role required'
+              : need === 'subscribe'
+                ? 'subscriber role required'
+                : 'forbidden';
+        const wanted =
+          need === 'curator'
+            ? 'curator'
+            : need === 'write'
+              ? 'emitter or curator'
+              : need === 'subscribe'
+                ? 'subscriber or curator'
+                : 'curator, emitter or subscriber';
+        throw new HttpError(
+          403,
+          'forbidden',
+          `${phrase}: token of agent "${principal.agentId}" lacks a role (${wanted}) required for this route`,
+        );
       }
     },
   };

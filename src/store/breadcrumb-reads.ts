@@ -41,7 +41,10 @@ export interface BreadcrumbReads {
 }
 
 /** A list row as selected (JSON columns as text). */
-export type ListRow = Pick<BreadcrumbRow, 'id' | 'title' | 'tags' | 'schema_name' | 'version' | 'updated_at'> & { seq: number; context?: string };
+export type ListRow = Pick<BreadcrumbRow, 'id' | 'title' | 'tags' | 'schema_name' | 'version' | 'updated_at'> & {
+  seq: number;
+  context?: string;
+};
 
 /** Concurrent listings that get their own snapshot connection. */
 export const MAX_READERS = 8;
@@ -54,7 +57,12 @@ function parseJson(text: string | null): unknown {
 /** The JSON list item of a row: `{id, title, tags, schema_name, version, updated_at}` (+ `context`). */
 export function toItem(row: ListRow): Record<string, unknown> {
   const item: Record<string, unknown> = {
-    id: row.id, title: row.title, tags: parseJson(row.tags), schema_name: row.schema_name, version: row.version, updated_at: row.updated_at,
+    id: row.id,
+    title: row.title,
+    tags: parseJson(row.tags),
+    schema_name: row.schema_name,
+    version: row.version,
+    updated_at: row.updated_at,
   };
   if (row.context !== undefined) item.context = parseJson(row.context);
   return item;
@@ -62,7 +70,10 @@ export function toItem(row: ListRow): Record<string, unknown> {
 
 /** The SELECT columns of a list row. */
 export function listColumns(includeContext: boolean): string {
-  return 'b.write_seq AS seq, b.id, b.title, b.tags, b.schema_name, b.version, b.updated_at' + (includeContext ? ', b.context' : '');
+  return (
+    'b.write_seq AS seq, b.id, b.title, b.tags, b.schema_name, b.version, b.updated_at' +
+    (includeContext ? ', b.context' : '')
+  );
 }
 
 function listSql(filter: ListFilter, scoped: boolean, keyset: boolean): string {
@@ -71,7 +82,8 @@ function listSql(filter: ListFilter, scoped: boolean, keyset: boolean): string {
   if (scoped) where.push('b.owner_id = @owner');
   const seq = filter.tag !== undefined ? 't.write_seq' : 'b.write_seq';
   if (keyset) where.push(`${seq} < @before`);
-  const from = filter.tag !== undefined ? 'breadcrumb_tags t JOIN breadcrumbs b ON b.write_seq = t.write_seq' : 'breadcrumbs b';
+  const from =
+    filter.tag !== undefined ? 'breadcrumb_tags t JOIN breadcrumbs b ON b.write_seq = t.write_seq' : 'breadcrumbs b';
   if (filter.tag !== undefined) where.unshift('t.tag = @tag');
   return `SELECT ${listColumns(filter.includeContext)} FROM ${from} WHERE ${where.join(' AND ')} ORDER BY ${seq} DESC LIMIT @limit OFFSET @offset`;
 }
@@ -80,15 +92,27 @@ function listSql(filter: ListFilter, scoped: boolean, keyset: boolean): string {
 export function createBreadcrumbReads(db: Db): BreadcrumbReads {
   const selectRow = db.prepare('SELECT * FROM breadcrumbs WHERE id = ? AND (expires_ms IS NULL OR expires_ms > ?)');
   const selectVector = db.prepare('SELECT vec FROM breadcrumb_embeddings WHERE breadcrumb_id = ?');
-  const selectHistory = db.prepare('SELECT version, context, updated_at, updated_by FROM breadcrumb_history WHERE breadcrumb_id = ? ORDER BY version DESC');
-  const selectAt = [false, true].map((ctx) => db.prepare<[number, number]>(`SELECT ${listColumns(ctx)} FROM breadcrumbs b WHERE b.write_seq = ? AND (b.expires_ms IS NULL OR b.expires_ms > ?)`));
+  const selectHistory = db.prepare(
+    'SELECT version, context, updated_at, updated_by FROM breadcrumb_history WHERE breadcrumb_id = ? ORDER BY version DESC',
+  );
+  const selectAt = [false, true].map((ctx) =>
+    db.prepare<[number, number]>(
+      `SELECT ${listColumns(ctx)} FROM breadcrumbs b WHERE b.write_seq = ? AND (b.expires_ms IS NULL OR b.expires_ms > ?)`,
+    ),
+  );
   const statements = new Map<string, ReturnType<Db['prepare']>>();
   const idle: Db[] = [];
   const readerIds = new WeakMap<Db, number>();
   let nextReaderId = 0;
   let readers = 0;
 
-  const prepared = (conn: Db, connKey: string, filter: ListFilter, scoped: boolean, keyset: boolean): ReturnType<Db['prepare']> => {
+  const prepared = (
+    conn: Db,
+    connKey: string,
+    filter: ListFilter,
+    scoped: boolean,
+    keyset: boolean,
+  ): ReturnType<Db['prepare']> => {
     const key = `${connKey}|${filter.tag !== undefined}|${filter.schemaName !== undefined}|${scoped}|${filter.includeContext}|${keyset}`;
     let stmt = statements.get(key);
     if (!stmt) {
@@ -114,7 +138,9 @@ export function createBreadcrumbReads(db: Db): BreadcrumbReads {
     readers++;
     if (!readerIds.has(conn)) readerIds.set(conn, nextReaderId++);
     const connKey = `r${readerIds.get(conn) as number}`;
-    const iterator = prepared(conn, connKey, filter, actor.scoped, false).iterate(params(filter, actor)) as IterableIterator<ListRow>;
+    const iterator = prepared(conn, connKey, filter, actor.scoped, false).iterate(
+      params(filter, actor),
+    ) as IterableIterator<ListRow>;
     let open = true;
     return {
       next() {
@@ -150,7 +176,12 @@ export function createBreadcrumbReads(db: Db): BreadcrumbReads {
         if (index >= page.length) {
           if (done || remaining <= 0) return undefined;
           const size = Math.min(KEYSET_PAGE, remaining);
-          page = prepared(db, 'main', filter, actor.scoped, true).all({ ...base, before, offset, limit: size }) as ListRow[];
+          page = prepared(db, 'main', filter, actor.scoped, true).all({
+            ...base,
+            before,
+            offset,
+            limit: size,
+          }) as ListRow[];
           index = 0;
           offset = 0;
           if (page.length < size) done = true;
@@ -186,22 +217,47 @@ export function createBreadcrumbReads(db: Db): BreadcrumbReads {
     contextView(id, actor) {
       const row = mustSee(id, actor);
       return {
-        id: row.id, title: row.title, description: row.description, semantic_version: row.semantic_version,
-        context: parseJson(row.context), tags: parseJson(row.tags), schema_name: row.schema_name,
-        llm_hints: parseJson(row.llm_hints), version: row.version, updated_at: row.updated_at,
+        id: row.id,
+        title: row.title,
+        description: row.description,
+        semantic_version: row.semantic_version,
+        context: parseJson(row.context),
+        tags: parseJson(row.tags),
+        schema_name: row.schema_name,
+        llm_hints: parseJson(row.llm_hints),
+        version: row.version,
+        updated_at: row.updated_at,
       };
     },
     full(id, actor) {
       const row = mustSee(id, actor);
       return {
-        id: row.id, owner_id: row.owner_id, title: row.title, description: row.description, semantic_version: row.semantic_version,
-        context: parseJson(row.context), tags: parseJson(row.tags), schema_name: row.schema_name, llm_hints: parseJson(row.llm_hints),
-        visibility: row.visibility, sensitivity: row.sensitivity, version: row.version, checksum: row.checksum, ttl: row.ttl,
+        id: row.id,
+        owner_id: row.owner_id,
+        title: row.title,
+        description: row.description,
+        semantic_version: row.semantic_version,
+        context: parseJson(row.context),
+        tags: parseJson(row.tags),
+        schema_name: row.schema_name,
+        llm_hints: parseJson(row.llm_hints),
+        visibility: row.visibility,
+        sensitivity: row.sensitivity,
+        version: row.version,
+        checksum: row.checksum,
+        ttl: row.ttl,
         // Upstream's TTL fields: this store knows one kind of TTL, an explicit expiry time; it counts no
         // reads (no usage-based TTL), so read_count is 0.
-        ttl_type: row.ttl === null ? null : 'datetime', ttl_config: null, read_count: 0, ttl_source: row.ttl === null ? null : 'explicit',
-        created_at: row.created_at, updated_at: row.updated_at, created_by: row.created_by, updated_by: row.updated_by,
-        size_bytes: row.size_bytes, embedding: storedEmbedding(id),
+        ttl_type: row.ttl === null ? null : 'datetime',
+        ttl_config: null,
+        read_count: 0,
+        ttl_source: row.ttl === null ? null : 'explicit',
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+        created_by: row.created_by,
+        updated_by: row.updated_by,
+        size_bytes: row.size_bytes,
+        embedding: storedEmbedding(id),
       };
     },
     list(filter, actor) {
@@ -211,8 +267,18 @@ export function createBreadcrumbReads(db: Db): BreadcrumbReads {
       // Like upstream, an unknown (or invisible) id has an empty history, not a 404.
       const current = visibleRow(id, actor);
       if (!current) return [];
-      const rows = selectHistory.all(id) as Array<{ version: number; context: string; updated_at: string; updated_by: string | null }>;
-      return [current, ...rows].map((row) => ({ version: row.version, context: parseJson(row.context), updated_at: row.updated_at, updated_by: row.updated_by }));
+      const rows = selectHistory.all(id) as Array<{
+        version: number;
+        context: string;
+        updated_at: string;
+        updated_by: string | null;
+      }>;
+      return [current, ...rows].map((row) => ({
+        version: row.version,
+        context: parseJson(row.context),
+        updated_at: row.updated_at,
+        updated_by: row.updated_by,
+      }));
     },
     itemAt(writeSeq, includeContext) {
       const row = selectAt[includeContext ? 1 : 0]?.get(writeSeq, Date.now()) as ListRow | undefined;

@@ -87,7 +87,10 @@ interface Job {
 }
 
 function contextDigest(contextJson: string): { checksum: string; size: number } {
-  return { checksum: 'sha256:' + createHash('sha256').update(contextJson).digest('hex'), size: Buffer.byteLength(contextJson) };
+  return {
+    checksum: 'sha256:' + createHash('sha256').update(contextJson).digest('hex'),
+    size: Buffer.byteLength(contextJson),
+  };
 }
 
 function uniqueTags(tags: string[]): string[] {
@@ -108,13 +111,19 @@ export function encodeVector(values: number[]): Buffer {
 }
 
 /** Builds the write side over `db`, appending to and publishing through `log`. */
-export function createBreadcrumbWrites(db: Db, log: EventLog, afterWrite?: AfterWrite, options: WriteOptions = {}): BreadcrumbWrites {
+export function createBreadcrumbWrites(
+  db: Db,
+  log: EventLog,
+  afterWrite?: AfterWrite,
+  options: WriteOptions = {},
+): BreadcrumbWrites {
   const insert = db.prepare(`INSERT INTO breadcrumbs (id, owner_id, title, description, semantic_version, context, tags,
     schema_name, llm_hints, visibility, sensitivity, version, checksum, size_bytes, ttl, expires_ms, created_at, updated_at,
     updated_ms, created_by, updated_by, write_seq) VALUES (@id, @owner_id, @title, @description, @semantic_version, @context,
     @tags, @schema_name, @llm_hints, @visibility, @sensitivity, @version, @checksum, @size_bytes, @ttl, @expires_ms, @created_at,
     @updated_at, @updated_ms, @created_by, @updated_by, @write_seq)`);
-  const update = db.prepare(`UPDATE breadcrumbs SET write_seq = @write_seq, title = @title, description = @description, semantic_version = @semantic_version,
+  const update =
+    db.prepare(`UPDATE breadcrumbs SET write_seq = @write_seq, title = @title, description = @description, semantic_version = @semantic_version,
     context = @context, tags = @tags, schema_name = @schema_name, llm_hints = @llm_hints, visibility = @visibility,
     sensitivity = @sensitivity, version = @version, checksum = @checksum, size_bytes = @size_bytes, ttl = @ttl,
     expires_ms = @expires_ms, updated_at = @updated_at, updated_ms = @updated_ms, updated_by = @updated_by
@@ -123,19 +132,30 @@ export function createBreadcrumbWrites(db: Db, log: EventLog, afterWrite?: After
   // The superseded version goes to history; the current one lives only in the breadcrumb row.
   const insertTag = db.prepare('INSERT INTO breadcrumb_tags (tag, write_seq) VALUES (?, ?)');
   const deleteTag = db.prepare('DELETE FROM breadcrumb_tags WHERE tag = ? AND write_seq = ?');
-  const insertHistory = db.prepare('INSERT INTO breadcrumb_history (breadcrumb_id, version, context, updated_at, updated_by) VALUES (?, ?, ?, ?, ?)');
+  const insertHistory = db.prepare(
+    'INSERT INTO breadcrumb_history (breadcrumb_id, version, context, updated_at, updated_by) VALUES (?, ?, ?, ?, ?)',
+  );
   const deleteHistory = db.prepare('DELETE FROM breadcrumb_history WHERE breadcrumb_id = ?');
   const deleteRow = db.prepare('DELETE FROM breadcrumbs WHERE write_seq = ?');
   // The full-text index is keyed by write_seq, so it moves with the row on every update.
   // External content (db.ts): a row is removed by the 'delete' command with exactly the values it was indexed with.
   const insertFts = db.prepare('INSERT INTO breadcrumbs_fts (rowid, title, description, context) VALUES (?, ?, ?, ?)');
-  const deleteFtsStmt = db.prepare(`INSERT INTO breadcrumbs_fts (breadcrumbs_fts, rowid, title, description, context) VALUES ('delete', ?, ?, ?, ?)`);
-  const deleteFts = (row: BreadcrumbRow): void => void deleteFtsStmt.run(row.write_seq, row.title, row.description, row.context);
-  const upsertVector = db.prepare('INSERT INTO breadcrumb_embeddings (breadcrumb_id, dim, vec) VALUES (?, ?, ?) ON CONFLICT (breadcrumb_id) DO UPDATE SET dim = excluded.dim, vec = excluded.vec');
+  const deleteFtsStmt = db.prepare(
+    `INSERT INTO breadcrumbs_fts (breadcrumbs_fts, rowid, title, description, context) VALUES ('delete', ?, ?, ?, ?)`,
+  );
+  const deleteFts = (row: BreadcrumbRow): void =>
+    void deleteFtsStmt.run(row.write_seq, row.title, row.description, row.context);
+  const upsertVector = db.prepare(
+    'INSERT INTO breadcrumb_embeddings (breadcrumb_id, dim, vec) VALUES (?, ?, ?) ON CONFLICT (breadcrumb_id) DO UPDATE SET dim = excluded.dim, vec = excluded.vec',
+  );
   const deleteVector = db.prepare('DELETE FROM breadcrumb_embeddings WHERE breadcrumb_id = ?');
   const selectKey = db.prepare('SELECT breadcrumb_id, owner_id FROM idempotency_keys WHERE key = ?');
-  const insertKey = db.prepare('INSERT INTO idempotency_keys (key, breadcrumb_id, owner_id, created_at) VALUES (?, ?, ?, ?)');
-  const selectExpired = db.prepare('SELECT * FROM breadcrumbs WHERE expires_ms IS NOT NULL AND expires_ms <= ? LIMIT 500');
+  const insertKey = db.prepare(
+    'INSERT INTO idempotency_keys (key, breadcrumb_id, owner_id, created_at) VALUES (?, ?, ?, ?)',
+  );
+  const selectExpired = db.prepare(
+    'SELECT * FROM breadcrumbs WHERE expires_ms IS NOT NULL AND expires_ms <= ? LIMIT 500',
+  );
   const maxUpdated = db.prepare('SELECT updated_ms FROM breadcrumbs ORDER BY write_seq DESC LIMIT 1').pluck();
 
   // updated_at never goes backwards, so write order and updated_at order agree (see db.ts).
@@ -147,7 +167,8 @@ export function createBreadcrumbWrites(db: Db, log: EventLog, afterWrite?: After
 
   const visibleRow = (id: string, actor: Actor): BreadcrumbRow => {
     const row = selectRow.get(id, Date.now()) as BreadcrumbRow | undefined;
-    if (!row || (actor.scoped && row.owner_id !== actor.ownerId)) throw httpErrors.notFound(`breadcrumb "${id}" not found`);
+    if (!row || (actor.scoped && row.owner_id !== actor.ownerId))
+      throw httpErrors.notFound(`breadcrumb "${id}" not found`);
     return row;
   };
 
@@ -163,8 +184,14 @@ export function createBreadcrumbWrites(db: Db, log: EventLog, afterWrite?: After
     deleteVector.run(row.id);
     deleteRow.run(row.write_seq);
     return log.append({
-      type: 'breadcrumb.deleted', breadcrumb_id: row.id, owner_id: row.owner_id, version: row.version,
-      tags, schema_name: row.schema_name, deleted_at: new Date().toISOString(), ...(reason ? { reason } : {}),
+      type: 'breadcrumb.deleted',
+      breadcrumb_id: row.id,
+      owner_id: row.owner_id,
+      version: row.version,
+      tags,
+      schema_name: row.schema_name,
+      deleted_at: new Date().toISOString(),
+      ...(reason ? { reason } : {}),
     });
   };
 
@@ -178,28 +205,60 @@ export function createBreadcrumbWrites(db: Db, log: EventLog, afterWrite?: After
     const context = JSON.stringify(fields.context);
     const digest = contextDigest(context);
     const event = log.append({
-      type: 'breadcrumb.updated', breadcrumb_id: id, owner_id: actor.ownerId, version: 1,
-      tags: fields.tags, schema_name: fields.schema_name, updated_at: now.iso, context: fields.context,
+      type: 'breadcrumb.updated',
+      breadcrumb_id: id,
+      owner_id: actor.ownerId,
+      version: 1,
+      tags: fields.tags,
+      schema_name: fields.schema_name,
+      updated_at: now.iso,
+      context: fields.context,
     });
     insert.run({
-      id, owner_id: actor.ownerId, title: fields.title, description: fields.description, semantic_version: fields.semantic_version,
-      context, tags: JSON.stringify(fields.tags), schema_name: fields.schema_name,
-      llm_hints: fields.llm_hints === null ? null : JSON.stringify(fields.llm_hints), visibility: fields.visibility,
-      sensitivity: fields.sensitivity, version: 1, checksum: digest.checksum, size_bytes: digest.size, ttl: fields.ttl,
-      expires_ms: fields.expiresMs, created_at: now.iso, updated_at: now.iso, updated_ms: now.ms,
-      created_by: actor.agentId, updated_by: actor.agentId, write_seq: event.seq,
+      id,
+      owner_id: actor.ownerId,
+      title: fields.title,
+      description: fields.description,
+      semantic_version: fields.semantic_version,
+      context,
+      tags: JSON.stringify(fields.tags),
+      schema_name: fields.schema_name,
+      llm_hints: fields.llm_hints === null ? null : JSON.stringify(fields.llm_hints),
+      visibility: fields.visibility,
+      sensitivity: fields.sensitivity,
+      version: 1,
+      checksum: digest.checksum,
+      size_bytes: digest.size,
+      ttl: fields.ttl,
+      expires_ms: fields.expiresMs,
+      created_at: now.iso,
+      updated_at: now.iso,
+      updated_ms: now.ms,
+      created_by: actor.agentId,
+      updated_by: actor.agentId,
+      write_seq: event.seq,
     });
     for (const tag of uniqueTags(fields.tags)) insertTag.run(tag, event.seq);
     insertFts.run(event.seq, fields.title, fields.description, context);
     if (fields.embedding) upsertVector.run(id, fields.embedding.length, encodeVector(fields.embedding));
     if (key !== undefined) insertKey.run(key, id, actor.ownerId, now.iso);
-    return { conflict: undefined, id, event, text: fields.embedding ? undefined : embeddingText(fields.title, context) };
+    return {
+      conflict: undefined,
+      id,
+      event,
+      text: fields.embedding ? undefined : embeddingText(fields.title, context),
+    };
   });
 
   const updateTx = db.transaction((id: string, patch: PatchFields, actor: Actor, ifMatch: number | undefined) => {
     const row = visibleRow(id, actor);
     if (ifMatch !== undefined && row.version !== ifMatch) {
-      throw new HttpError(412, 'version_mismatch', `version_mismatch: breadcrumb "${id}" is at version ${row.version}, not ${ifMatch}`, { version: row.version });
+      throw new HttpError(
+        412,
+        'version_mismatch',
+        `version_mismatch: breadcrumb "${id}" is at version ${row.version}, not ${ifMatch}`,
+        { version: row.version },
+      );
     }
     const now = tick();
     const version = row.version + 1;
@@ -209,17 +268,42 @@ export function createBreadcrumbWrites(db: Db, log: EventLog, afterWrite?: After
     const digest = contextDigest(context);
     const schemaName = patch.schema_name !== undefined ? patch.schema_name : row.schema_name;
     const event = log.append({
-      type: 'breadcrumb.updated', breadcrumb_id: id, owner_id: row.owner_id, version, tags, schema_name: schemaName,
-      updated_at: now.iso, context: patch.context ?? (JSON.parse(row.context) as Record<string, unknown>),
+      type: 'breadcrumb.updated',
+      breadcrumb_id: id,
+      owner_id: row.owner_id,
+      version,
+      tags,
+      schema_name: schemaName,
+      updated_at: now.iso,
+      context: patch.context ?? (JSON.parse(row.context) as Record<string, unknown>),
     });
-    const pick = <K extends keyof BreadcrumbRow>(key: K, value: BreadcrumbRow[K] | undefined): BreadcrumbRow[K] => (value !== undefined ? value : row[key]);
+    const pick = <K extends keyof BreadcrumbRow>(key: K, value: BreadcrumbRow[K] | undefined): BreadcrumbRow[K] =>
+      value !== undefined ? value : row[key];
     update.run({
-      old_seq: row.write_seq, title: pick('title', patch.title), description: pick('description', patch.description),
-      semantic_version: pick('semantic_version', patch.semantic_version), context, tags: JSON.stringify(tags), schema_name: schemaName,
-      llm_hints: patch.llm_hints !== undefined ? (patch.llm_hints === null ? null : JSON.stringify(patch.llm_hints)) : row.llm_hints,
-      visibility: pick('visibility', patch.visibility), sensitivity: pick('sensitivity', patch.sensitivity), version,
-      checksum: digest.checksum, size_bytes: digest.size, ttl: pick('ttl', patch.ttl), expires_ms: pick('expires_ms', patch.expiresMs),
-      updated_at: now.iso, updated_ms: now.ms, updated_by: actor.agentId, write_seq: event.seq,
+      old_seq: row.write_seq,
+      title: pick('title', patch.title),
+      description: pick('description', patch.description),
+      semantic_version: pick('semantic_version', patch.semantic_version),
+      context,
+      tags: JSON.stringify(tags),
+      schema_name: schemaName,
+      llm_hints:
+        patch.llm_hints !== undefined
+          ? patch.llm_hints === null
+            ? null
+            : JSON.stringify(patch.llm_hints)
+          : row.llm_hints,
+      visibility: pick('visibility', patch.visibility),
+      sensitivity: pick('sensitivity', patch.sensitivity),
+      version,
+      checksum: digest.checksum,
+      size_bytes: digest.size,
+      ttl: pick('ttl', patch.ttl),
+      expires_ms: pick('expires_ms', patch.expiresMs),
+      updated_at: now.iso,
+      updated_ms: now.ms,
+      updated_by: actor.agentId,
+      write_seq: event.seq,
     });
     deleteTags(row, oldTags);
     for (const tag of uniqueTags(tags)) insertTag.run(tag, event.seq);
@@ -237,7 +321,9 @@ export function createBreadcrumbWrites(db: Db, log: EventLog, afterWrite?: After
 
   const removeTx = db.transaction((id: string, actor: Actor) => removeRow(visibleRow(id, actor), undefined));
 
-  const expireTx = db.transaction((nowMs: number) => (selectExpired.all(nowMs) as BreadcrumbRow[]).map((row) => removeRow(row, 'expired')));
+  const expireTx = db.transaction((nowMs: number) =>
+    (selectExpired.all(nowMs) as BreadcrumbRow[]).map((row) => removeRow(row, 'expired')),
+  );
   const selectBySeq = db.prepare('SELECT * FROM breadcrumbs WHERE write_seq = ?');
   const removeSeqsTx = db.transaction((seqs: number[], reason: string) => {
     const events: StoredEvent[] = [];
@@ -307,7 +393,13 @@ export function createBreadcrumbWrites(db: Db, log: EventLog, afterWrite?: After
       }
     }
     return new Promise<R>((resolve, reject) => {
-      queue.push({ run, after: after as (value: unknown) => unknown, resolve: resolve as (value: unknown) => void, reject, failed: false });
+      queue.push({
+        run,
+        after: after as (value: unknown) => unknown,
+        resolve: resolve as (value: unknown) => void,
+        reject,
+        failed: false,
+      });
       if (!scheduled) {
         scheduled = true;
         setImmediate(flush);
@@ -317,27 +409,41 @@ export function createBreadcrumbWrites(db: Db, log: EventLog, afterWrite?: After
 
   return {
     create(fields, actor, idempotencyKey) {
-      return submit(() => createTx(fields, actor, idempotencyKey), (result) => {
-        if (result.conflict !== undefined) {
-          const sameOwner = result.conflict.owner_id === actor.ownerId;
-          throw new HttpError(409, 'conflict', `duplicate idempotency key: Idempotency-Key ${JSON.stringify(idempotencyKey)} was already used`, sameOwner ? { id: result.conflict.breadcrumb_id } : undefined);
-        }
-        if (result.event) log.publish(result.event);
-        if (result.text !== undefined) afterWrite?.(result.id, 1, result.text);
-        return { id: result.id };
-      });
+      return submit(
+        () => createTx(fields, actor, idempotencyKey),
+        (result) => {
+          if (result.conflict !== undefined) {
+            const sameOwner = result.conflict.owner_id === actor.ownerId;
+            throw new HttpError(
+              409,
+              'conflict',
+              `duplicate idempotency key: Idempotency-Key ${JSON.stringify(idempotencyKey)} was already used`,
+              sameOwner ? { id: result.conflict.breadcrumb_id } : undefined,
+            );
+          }
+          if (result.event) log.publish(result.event);
+          if (result.text !== undefined) afterWrite?.(result.id, 1, result.text);
+          return { id: result.id };
+        },
+      );
     },
     update(id, patch, actor, ifMatch) {
-      return submit(() => updateTx(id, patch, actor, ifMatch), (result) => {
-        log.publish(result.event);
-        if (result.text !== undefined) afterWrite?.(id, result.version, result.text);
-        return { version: result.version };
-      });
+      return submit(
+        () => updateTx(id, patch, actor, ifMatch),
+        (result) => {
+          log.publish(result.event);
+          if (result.text !== undefined) afterWrite?.(id, result.version, result.text);
+          return { version: result.version };
+        },
+      );
     },
     remove(id, actor) {
-      return submit(() => removeTx(id, actor), (event) => {
-        log.publish(event);
-      });
+      return submit(
+        () => removeTx(id, actor),
+        (event) => {
+          log.publish(event);
+        },
+      );
     },
     pruneExpired() {
       let total = 0;

@@ -49,7 +49,10 @@ parentPort.on('message', (message) => {
 export function startCheckpointer(options: { file: string; intervalMs: number; logger: Logger }): Checkpointer {
   const { logger } = options;
   const module = createRequire(import.meta.url).resolve('better-sqlite3');
-  const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { module, file: options.file, intervalMs: options.intervalMs } });
+  const worker = new Worker(WORKER_SOURCE, {
+    eval: true,
+    workerData: { module, file: options.file, intervalMs: options.intervalMs },
+  });
   worker.unref();
   let reported = false;
   worker.on('message', (message: { type?: string; message?: string }) => {
@@ -58,7 +61,9 @@ export function startCheckpointer(options: { file: string; intervalMs: number; l
       logger.warn('background checkpoint failed; the writer will checkpoint itself', { error: message.message });
     }
   });
-  worker.on('error', (error) => logger.warn('checkpoint worker crashed; the writer will checkpoint itself', { error: coerceError(error) }));
+  worker.on('error', (error) =>
+    logger.warn('checkpoint worker crashed; the writer will checkpoint itself', { error: coerceError(error) }),
+  );
   const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
   let stopping: Promise<void> | undefined;
   return {

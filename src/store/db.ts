@@ -141,7 +141,11 @@ export function openDatabase(dataDir: string): Db {
       mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     } catch (error) {
       const e = error as NodeJS.ErrnoException;
-      throw new RunnerError(ErrorCode.ConfigInvalid, `cannot create data directory "${dataDir}": ${e.code ?? e.message}`, { cause: error });
+      throw new RunnerError(
+        ErrorCode.ConfigInvalid,
+        `cannot create data directory "${dataDir}": ${e.code ?? e.message}`,
+        { cause: error },
+      );
     }
     file = join(dataDir, 'store.db');
   }
@@ -165,7 +169,11 @@ export function openDatabase(dataDir: string): Db {
     db.exec(LEASES_SQL);
   } catch (error) {
     const e = error as NodeJS.ErrnoException;
-    throw new RunnerError(ErrorCode.ConfigInvalid, `cannot open database "${file}": ${e.code ?? ''} ${e.message}`.trim(), { cause: error });
+    throw new RunnerError(
+      ErrorCode.ConfigInvalid,
+      `cannot open database "${file}": ${e.code ?? ''} ${e.message}`.trim(),
+      { cause: error },
+    );
   }
   const row = db.prepare('SELECT value FROM meta WHERE key = ?').get('schema_version') as { value: string } | undefined;
   if (row === undefined) {

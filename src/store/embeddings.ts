@@ -34,7 +34,12 @@ const MAX_QUEUE = 10_000;
 const MAX_OUTPUT_BYTES = 4 * 1024 * 1024;
 
 function checkVector(value: unknown, source: string): number[] {
-  if (!Array.isArray(value) || value.length === 0 || value.length > MAX_EMBEDDING_DIM || !value.every((n) => typeof n === 'number' && Number.isFinite(n))) {
+  if (
+    !Array.isArray(value) ||
+    value.length === 0 ||
+    value.length > MAX_EMBEDDING_DIM ||
+    !value.every((n) => typeof n === 'number' && Number.isFinite(n))
+  ) {
     throw new Error(`${source} did not return an array of 1 to ${MAX_EMBEDDING_DIM} finite numbers`);
   }
   return value as number[];
@@ -53,7 +58,10 @@ export function createHttpEmbedder(url: string): Embedder {
       });
       if (!response.ok) throw new Error(`embedder ${url} answered ${response.status}`);
       const body = (await response.json()) as unknown;
-      return checkVector(Array.isArray(body) ? body : (body as { embedding?: unknown } | null)?.embedding, `embedder ${url}`);
+      return checkVector(
+        Array.isArray(body) ? body : (body as { embedding?: unknown } | null)?.embedding,
+        `embedder ${url}`,
+      );
     },
   };
 }
@@ -64,7 +72,10 @@ export function createCommandEmbedder(command: string): Embedder {
     describe: `command ${JSON.stringify(command)}`,
     embed(text, signal) {
       return new Promise((resolve, reject) => {
-        const child = spawn('/bin/sh', ['-c', command], { stdio: ['pipe', 'pipe', 'ignore'], signal: AbortSignal.any([signal, AbortSignal.timeout(EMBED_TIMEOUT_MS)]) });
+        const child = spawn('/bin/sh', ['-c', command], {
+          stdio: ['pipe', 'pipe', 'ignore'],
+          signal: AbortSignal.any([signal, AbortSignal.timeout(EMBED_TIMEOUT_MS)]),
+        });
         const chunks: Buffer[] = [];
         let size = 0;
         child.stdout.on('data', (chunk: Buffer) => {
@@ -89,7 +100,10 @@ export function createCommandEmbedder(command: string): Embedder {
 }
 
 /** The embedder configured by `embedUrl` / `embedCommand`, or undefined. */
-export function embedderFromConfig(options: { embedUrl?: string | undefined; embedCommand?: string | undefined }): Embedder | undefined {
+export function embedderFromConfig(options: {
+  embedUrl?: string | undefined;
+  embedCommand?: string | undefined;
+}): Embedder | undefined {
   if (options.embedUrl) return createHttpEmbedder(options.embedUrl);
   if (options.embedCommand) return createCommandEmbedder(options.embedCommand);
   return undefined;
@@ -120,7 +134,9 @@ export function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
 /** Builds the background queue that embeds records with `embedder` and stores their vectors in `db`. */
 export function createEmbeddingQueue(db: Db, embedder: Embedder, logger: Logger): EmbeddingQueue {
   const currentVersion = db.prepare('SELECT version FROM breadcrumbs WHERE id = ?').pluck();
-  const upsert = db.prepare('INSERT INTO breadcrumb_embeddings (breadcrumb_id, dim, vec) VALUES (?, ?, ?) ON CONFLICT (breadcrumb_id) DO UPDATE SET dim = excluded.dim, vec = excluded.vec');
+  const upsert = db.prepare(
+    'INSERT INTO breadcrumb_embeddings (breadcrumb_id, dim, vec) VALUES (?, ?, ?) ON CONFLICT (breadcrumb_id) DO UPDATE SET dim = excluded.dim, vec = excluded.vec',
+  );
   const queued = new Map<string, { version: number; text: string }>();
   const controller = new AbortController();
   let running: Promise<void> | undefined;
@@ -136,7 +152,12 @@ export function createEmbeddingQueue(db: Db, embedder: Embedder, logger: Logger)
         const vector = await embedder.embed(job.text, controller.signal);
         if (currentVersion.get(id) === job.version) upsert.run(id, vector.length, encodeVector(vector));
       } catch (error) {
-        if (!controller.signal.aborted) logger.warn('embedding failed; record stays findable by text only', { id, embedder: embedder.describe, error: coerceError(error).message });
+        if (!controller.signal.aborted)
+          logger.warn('embedding failed; record stays findable by text only', {
+            id,
+            embedder: embedder.describe,
+            error: coerceError(error).message,
+          });
       }
     }
     running = undefined;

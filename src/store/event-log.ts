@@ -65,16 +65,27 @@ interface EventRow {
 const TYPE_PREFIX = /^\{"type":"([^"]+)"/;
 
 function fromRow(row: EventRow): StoredEvent {
-  return { seq: row.seq, type: TYPE_PREFIX.exec(row.data)?.[1] ?? '', ownerId: row.owner_id, schemaName: row.schema_name, tags: JSON.parse(row.tags) as string[], data: row.data };
+  return {
+    seq: row.seq,
+    type: TYPE_PREFIX.exec(row.data)?.[1] ?? '',
+    ownerId: row.owner_id,
+    schemaName: row.schema_name,
+    tags: JSON.parse(row.tags) as string[],
+    data: row.data,
+  };
 }
 
 /** Builds the event log over `db`, keeping at least `retention` events for resume. */
 export function createEventLog(db: Db, retention: number): EventLog {
   const insert = db.prepare('INSERT INTO events (owner_id, schema_name, tags, data) VALUES (?, ?, ?, ?)');
   const prune = db.prepare('DELETE FROM events WHERE seq <= ?');
-  const after = db.prepare('SELECT seq, owner_id, schema_name, tags, data FROM events WHERE seq > ? ORDER BY seq LIMIT ?');
+  const after = db.prepare(
+    'SELECT seq, owner_id, schema_name, tags, data FROM events WHERE seq > ? ORDER BY seq LIMIT ?',
+  );
   const sizes = db.prepare('SELECT seq, length(data) AS n FROM events WHERE seq > ? ORDER BY seq LIMIT ?');
-  const range = db.prepare('SELECT seq, owner_id, schema_name, tags, data FROM events WHERE seq > ? AND seq <= ? ORDER BY seq');
+  const range = db.prepare(
+    'SELECT seq, owner_id, schema_name, tags, data FROM events WHERE seq > ? AND seq <= ? ORDER BY seq',
+  );
   const oldestStmt = db.prepare('SELECT MIN(seq) AS seq FROM events').pluck();
   const latestStmt = db.prepare('SELECT MAX(seq) FROM events').pluck();
   const listeners = new Set<EventListener>();
@@ -87,7 +98,14 @@ export function createEventLog(db: Db, retention: number): EventLog {
       const data = JSON.stringify(input);
       const seq = Number(insert.run(input.owner_id, input.schema_name, tags, data).lastInsertRowid);
       if (seq % PRUNE_EVERY === 0) prune.run(seq - retention);
-      return { seq, type: String(input.type), ownerId: input.owner_id, schemaName: input.schema_name, tags: input.tags, data };
+      return {
+        seq,
+        type: String(input.type),
+        ownerId: input.owner_id,
+        schemaName: input.schema_name,
+        tags: input.tags,
+        data,
+      };
     },
     publish(event) {
       if (event.seq > latest) latest = event.seq;

@@ -1,4 +1,13 @@
 // The store's HTTP helpers are the shared ones of src/http.ts (re-exported here so the store's
 // routes keep their import path; new code imports src/http.ts directly).
 
-export { HttpError, describe, httpErrors, isLoopbackHost, parseJsonObject, readBody, sendError, sendJson } from '../http.js';
+export {
+  HttpError,
+  describe,
+  httpErrors,
+  isLoopbackHost,
+  parseJsonObject,
+  readBody,
+  sendError,
+  sendJson,
+} from '../http.js';

@@ -77,13 +77,16 @@ const MAX_TTL_MS = 24 * 3600_000;
 const MAX_LIST = 1000;
 
 // The offending value itself, shortened (a 512-character token is not echoed whole).
-const describe = (value: unknown): string => (value === undefined ? 'undefined' : (JSON.stringify(value) ?? String(value)).slice(0, 80));
+const describe = (value: unknown): string =>
+  value === undefined ? 'undefined' : (JSON.stringify(value) ?? String(value)).slice(0, 80);
 
 function text(body: Record<string, unknown>, key: string, optional = false): string {
   const value = body[key];
   if (value === undefined && optional) return '';
   if (typeof value !== 'string' || value === '' || value.length > MAX_TEXT) {
-    throw httpErrors.invalidBody(`${key} must be a non-empty string of at most ${MAX_TEXT} characters, got ${describe(value)}`);
+    throw httpErrors.invalidBody(
+      `${key} must be a non-empty string of at most ${MAX_TEXT} characters, got ${describe(value)}`,
+    );
   }
   return value;
 }
@@ -116,16 +119,22 @@ interface Row {
 }
 
 /** Checks the `X-Lease-Key` header against the store's lease key; throws 403 (or 404 when leases are off). */
-export function createLeaseGate(leaseKey: string | undefined): { enabled: boolean; check(header: string | string[] | undefined): void } {
+export function createLeaseGate(leaseKey: string | undefined): {
+  enabled: boolean;
+  check(header: string | string[] | undefined): void;
+} {
   const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
   const expected = leaseKey === undefined ? undefined : digest(leaseKey);
   return {
     enabled: expected !== undefined,
     check(header) {
-      if (expected === undefined) throw new HttpError(404, 'route_not_found', 'leases are not enabled on this store (no lease key configured)');
+      if (expected === undefined)
+        throw new HttpError(404, 'route_not_found', 'leases are not enabled on this store (no lease key configured)');
       const value = Array.isArray(header) ? header[0] : header;
-      if (value === undefined || value === '') throw httpErrors.forbidden('lease routes require the X-Lease-Key header');
-      if (!timingSafeEqual(digest(value), expected)) throw httpErrors.forbidden('X-Lease-Key does not match the store lease key');
+      if (value === undefined || value === '')
+        throw httpErrors.forbidden('lease routes require the X-Lease-Key header');
+      if (!timingSafeEqual(digest(value), expected))
+        throw httpErrors.forbidden('X-Lease-Key does not match the store lease key');
     },
   };
 }
@@ -133,38 +142,65 @@ export function createLeaseGate(leaseKey: string | undefined): { enabled: boolea
 /** Builds the lease operations over `db` (the table exists: db.ts creates it). */
 export function createLeases(db: Db, now: () => number = Date.now): Leases {
   const select = db.prepare('SELECT * FROM leases WHERE scope = ? AND name = ?');
-  const insert = db.prepare(`INSERT INTO leases (scope, name, attempt, holder, token, state, label, expires_ms, updated_ms)
+  const insert =
+    db.prepare(`INSERT INTO leases (scope, name, attempt, holder, token, state, label, expires_ms, updated_ms)
     VALUES (@scope, @name, 1, @holder, @token, 'held', @label, @expires, @now) ON CONFLICT (scope, name) DO NOTHING`);
   // The compare-and-set of a takeover: only a lease still at `attempt` and still free moves on.
-  const takeover = db.prepare(`UPDATE leases SET attempt = attempt + 1, holder = @holder, token = @token, state = 'held',
+  const takeover =
+    db.prepare(`UPDATE leases SET attempt = attempt + 1, holder = @holder, token = @token, state = 'held',
     label = @label, expires_ms = @expires, updated_ms = @now
     WHERE scope = @scope AND name = @name AND attempt = @attempt AND (state = 'released' OR (state = 'held' AND expires_ms <= @now))`);
   const renew = db.prepare(`UPDATE leases SET expires_ms = @expires, updated_ms = @now
     WHERE scope = @scope AND name = @name AND token = @token AND state = 'held'`);
   const release = db.prepare(`UPDATE leases SET state = 'released', expires_ms = @now, updated_ms = @now
     WHERE scope = @scope AND name = @name AND token = @token AND state = 'held'`);
-  const finishAny = db.prepare(`UPDATE leases SET state = 'done', updated_ms = @now WHERE scope = @scope AND name = @name AND state != 'done'`);
-  const finishMine = db.prepare(`UPDATE leases SET state = 'done', updated_ms = @now WHERE scope = @scope AND name = @name AND token = @token AND state != 'done'`);
-  const expired = db.prepare(`SELECT * FROM leases WHERE scope = ? AND state != 'done' AND expires_ms <= ? ORDER BY expires_ms LIMIT ?`);
+  const finishAny = db.prepare(
+    `UPDATE leases SET state = 'done', updated_ms = @now WHERE scope = @scope AND name = @name AND state != 'done'`,
+  );
+  const finishMine = db.prepare(
+    `UPDATE leases SET state = 'done', updated_ms = @now WHERE scope = @scope AND name = @name AND token = @token AND state != 'done'`,
+  );
+  const expired = db.prepare(
+    `SELECT * FROM leases WHERE scope = ? AND state != 'done' AND expires_ms <= ? ORDER BY expires_ms LIMIT ?`,
+  );
   const orphanKeys = db.prepare(`SELECT scope, name FROM leases l WHERE (l.state != 'held' OR l.expires_ms <= ?)
     AND NOT EXISTS (SELECT 1 FROM breadcrumbs b WHERE b.id = l.name) LIMIT ?`);
   const listAll = db.prepare('SELECT * FROM leases WHERE scope = ? ORDER BY updated_ms DESC LIMIT ?');
   const remove = db.prepare('DELETE FROM leases WHERE scope = ? AND name = ?');
   const countStmt = db.prepare('SELECT COUNT(*) FROM leases').pluck();
 
-  const view = (row: Row): LeaseView => ({ name: row.name, attempt: row.attempt, holder: row.holder, state: row.state, label: row.label, expires_ms: row.expires_ms });
+  const view = (row: Row): LeaseView => ({
+    name: row.name,
+    attempt: row.attempt,
+    holder: row.holder,
+    state: row.state,
+    label: row.label,
+    expires_ms: row.expires_ms,
+  });
 
   const acquireTx = db.transaction((body: Record<string, unknown>): AcquireReply => {
     const scope = text(body, 'scope');
     const name = text(body, 'name');
-    const args = { scope, name, holder: text(body, 'holder'), token: text(body, 'token'), label: text(body, 'label', true), now: now(), expires: 0 };
+    const args = {
+      scope,
+      name,
+      holder: text(body, 'holder'),
+      token: text(body, 'token'),
+      label: text(body, 'label', true),
+      now: now(),
+      expires: 0,
+    };
     args.expires = args.now + ttl(body);
-    if (insert.run(args).changes === 1) return { acquired: true, attempt: 1, expires_ms: args.expires, takeover: false };
+    if (insert.run(args).changes === 1)
+      return { acquired: true, attempt: 1, expires_ms: args.expires, takeover: false };
     const row = select.get(scope, name) as Row;
-    if (row.state === 'done') return { acquired: false, state: 'done', holder: row.holder, attempt: row.attempt, expires_ms: row.expires_ms };
+    if (row.state === 'done')
+      return { acquired: false, state: 'done', holder: row.holder, attempt: row.attempt, expires_ms: row.expires_ms };
     // The same token again (a retried call whose reply was lost): the same lease, while it is live.
-    if (row.state === 'held' && row.token === args.token && row.expires_ms > args.now) return { acquired: true, attempt: row.attempt, expires_ms: row.expires_ms, takeover: row.attempt > 1 };
-    if (row.state === 'held' && row.expires_ms > args.now) return { acquired: false, state: 'held', holder: row.holder, attempt: row.attempt, expires_ms: row.expires_ms };
+    if (row.state === 'held' && row.token === args.token && row.expires_ms > args.now)
+      return { acquired: true, attempt: row.attempt, expires_ms: row.expires_ms, takeover: row.attempt > 1 };
+    if (row.state === 'held' && row.expires_ms > args.now)
+      return { acquired: false, state: 'held', holder: row.holder, attempt: row.attempt, expires_ms: row.expires_ms };
     takeover.run({ ...args, attempt: row.attempt });
     return { acquired: true, attempt: row.attempt + 1, expires_ms: args.expires, takeover: true };
   });
@@ -180,21 +216,29 @@ export function createLeases(db: Db, now: () => number = Date.now): Leases {
       const scope = text(body, 'scope');
       const name = text(body, 'name');
       const at = now();
-      const changed = renew.run({ scope, name, token: text(body, 'token'), now: at, expires: at + ttl(body) }).changes === 1;
+      const changed =
+        renew.run({ scope, name, token: text(body, 'token'), now: at, expires: at + ttl(body) }).changes === 1;
       if (changed) return { ok: true, state: 'held' };
       const row = select.get(scope, name) as Row | undefined;
       return { ok: false, state: row === undefined ? 'missing' : row.state === 'held' ? 'taken' : row.state };
     },
     release(body) {
       writes++;
-      return { ok: release.run({ scope: text(body, 'scope'), name: text(body, 'name'), token: text(body, 'token'), now: now() }).changes === 1 };
+      return {
+        ok:
+          release.run({ scope: text(body, 'scope'), name: text(body, 'name'), token: text(body, 'token'), now: now() })
+            .changes === 1,
+      };
     },
     finish(body) {
       writes++;
       const scope = text(body, 'scope');
       const name = text(body, 'name');
       const token = text(body, 'token', true);
-      const changes = token === '' ? finishAny.run({ scope, name, now: now() }).changes : finishMine.run({ scope, name, token, now: now() }).changes;
+      const changes =
+        token === ''
+          ? finishAny.run({ scope, name, now: now() }).changes
+          : finishMine.run({ scope, name, token, now: now() }).changes;
       return { ok: changes === 1 };
     },
     expired: (body) => ({ leases: (expired.all(text(body, 'scope'), now(), limit(body)) as Row[]).map(view) }),
@@ -216,5 +260,15 @@ export function noLeases(): Leases {
   const refuse = (): never => {
     throw new HttpError(404, 'route_not_found', 'leases are not available on this store backend');
   };
-  return { acquire: refuse, renew: refuse, release: refuse, finish: refuse, expired: refuse, list: refuse, pruneOrphans: () => 0, count: () => 0, writes: () => 0 };
+  return {
+    acquire: refuse,
+    renew: refuse,
+    release: refuse,
+    finish: refuse,
+    expired: refuse,
+    list: refuse,
+    pruneOrphans: () => 0,
+    count: () => 0,
+    writes: () => 0,
+  };
 }

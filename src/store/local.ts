@@ -47,22 +47,34 @@ function objectBody(request: LocalRequest, optional = false): Record<string, unk
     throw new HttpError(400, 'invalid_json', 'request body is empty; expected a JSON object');
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new HttpError(400, 'invalid_body', `request body must be a JSON object, got ${value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value}`);
+    throw new HttpError(
+      400,
+      'invalid_body',
+      `request body must be a JSON object, got ${value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value}`,
+    );
   }
   return value as Record<string, unknown>;
 }
 
 /** Builds the in-process endpoint; `running()` false answers 503 like the HTTP server while closing. */
 export function createLocalEndpoint(deps: {
-  url: string; auth: StoreAuth; ops: StoreOperations; sse: SseHub; running(): boolean;
-  leases: Leases; leaseGate(header: string | undefined): void;
+  url: string;
+  auth: StoreAuth;
+  ops: StoreOperations;
+  sse: SseHub;
+  running(): boolean;
+  leases: Leases;
+  leaseGate(header: string | undefined): void;
 }): LocalEndpoint {
   const { auth, ops, sse, leases } = deps;
   const id = '([^/]+)';
   const p0 = (params: string[]): string => params[0] as string;
   const routes: LocalRoute[] = [
     { pattern: /^\/health$/, methods: { GET: { need: null, run: () => ops.health() } } },
-    { pattern: /^\/auth\/token$/, methods: { POST: { need: null, run: (_p, _a, r) => auth.mint(objectBody(r), r.headers['X-Admin-Key']) } } },
+    {
+      pattern: /^\/auth\/token$/,
+      methods: { POST: { need: null, run: (_p, _a, r) => auth.mint(objectBody(r), r.headers['X-Admin-Key']) } },
+    },
     {
       pattern: /^\/breadcrumbs$/,
       methods: {
@@ -77,7 +89,10 @@ export function createLocalEndpoint(deps: {
         },
       },
     },
-    { pattern: /^\/breadcrumbs\/search$/, methods: { GET: { need: 'read', run: async (p, _a, r) => await drain(await ops.search(p, r.query)) } } },
+    {
+      pattern: /^\/breadcrumbs\/search$/,
+      methods: { GET: { need: 'read', run: async (p, _a, r) => await drain(await ops.search(p, r.query)) } },
+    },
     {
       pattern: new RegExp(`^/breadcrumbs/${id}$`),
       methods: {
@@ -92,8 +107,14 @@ export function createLocalEndpoint(deps: {
         DELETE: { need: 'write', run: (p, a) => ops.remove(p, p0(a)) },
       },
     },
-    { pattern: new RegExp(`^/breadcrumbs/${id}/full$`), methods: { GET: { need: 'read', run: (p, a) => ops.full(p, p0(a)) } } },
-    { pattern: new RegExp(`^/breadcrumbs/${id}/history$`), methods: { GET: { need: 'read', run: (p, a) => ops.history(p, p0(a)) } } },
+    {
+      pattern: new RegExp(`^/breadcrumbs/${id}/full$`),
+      methods: { GET: { need: 'read', run: (p, a) => ops.full(p, p0(a)) } },
+    },
+    {
+      pattern: new RegExp(`^/breadcrumbs/${id}/history$`),
+      methods: { GET: { need: 'read', run: (p, a) => ops.history(p, p0(a)) } },
+    },
     {
       pattern: /^\/secrets$/,
       methods: {
@@ -101,7 +122,10 @@ export function createLocalEndpoint(deps: {
         POST: { need: 'curator', run: (p, _a, r) => ops.createSecret(p, objectBody(r)) },
       },
     },
-    { pattern: new RegExp(`^/secrets/${id}$`), methods: { DELETE: { need: 'curator', run: (p, a) => ops.removeSecret(p, p0(a)) } } },
+    {
+      pattern: new RegExp(`^/secrets/${id}$`),
+      methods: { DELETE: { need: 'curator', run: (p, a) => ops.removeSecret(p, p0(a)) } },
+    },
     {
       pattern: /^\/x\/leases\/([a-z]+)$/,
       methods: {
@@ -109,19 +133,28 @@ export function createLocalEndpoint(deps: {
           need: 'write',
           run: (_p, a, r) => {
             const op = p0(a);
-            if (!(LEASE_OPS as readonly string[]).includes(op)) throw new HttpError(404, 'route_not_found', `no lease operation ${JSON.stringify(op)} (known: ${LEASE_OPS.join(', ')})`);
+            if (!(LEASE_OPS as readonly string[]).includes(op))
+              throw new HttpError(
+                404,
+                'route_not_found',
+                `no lease operation ${JSON.stringify(op)} (known: ${LEASE_OPS.join(', ')})`,
+              );
             deps.leaseGate(r.headers['X-Lease-Key']);
             return leases[op as LeaseOp](objectBody(r));
           },
         },
       },
     },
-    { pattern: new RegExp(`^/secrets/${id}/decrypt$`), methods: { POST: { need: 'curator', run: (p, a, r) => ops.decryptSecret(p, p0(a), objectBody(r, true)) } } },
+    {
+      pattern: new RegExp(`^/secrets/${id}/decrypt$`),
+      methods: { POST: { need: 'curator', run: (p, a, r) => ops.decryptSecret(p, p0(a), objectBody(r, true)) } },
+    },
   ];
   const OPEN: Principal = { ownerId: '', agentId: null, roles: [], scoped: false };
 
   const failure = (error: unknown): LocalReply => {
-    if (error instanceof HttpError) return { status: error.status, error: { error: error.message, code: error.code, ...error.extra } };
+    if (error instanceof HttpError)
+      return { status: error.status, error: { error: error.message, code: error.code, ...error.extra } };
     throw error;
   };
 
@@ -134,7 +167,12 @@ export function createLocalEndpoint(deps: {
         const route = routes.find((candidate) => (match = candidate.pattern.exec(path)) !== null);
         if (!route || !match) throw new HttpError(404, 'route_not_found', `no route ${JSON.stringify(path)}`);
         const entry = route.methods[method];
-        if (!entry) throw new HttpError(405, 'method_not_allowed', `method ${method} is not allowed on ${path} (allowed: ${Object.keys(route.methods).join(', ')})`);
+        if (!entry)
+          throw new HttpError(
+            405,
+            'method_not_allowed',
+            `method ${method} is not allowed on ${path} (allowed: ${Object.keys(route.methods).join(', ')})`,
+          );
         let params: string[];
         try {
           params = (match as RegExpExecArray).slice(1).map((part) => decodeURIComponent(part));

@@ -8,7 +8,15 @@ import type { ItemCursor, ReadsPort, SearchPort, SecretsPort, WritesPort } from 
 import { describe, httpErrors } from './http-util.js';
 import { DEFAULT_NN } from './search.js';
 import type { SecretInfo } from './secrets.js';
-import { MAX_EMBEDDING_DIM, boolParam, clampedInt, parseIfMatch, single, validateCreate, validatePatch } from './validate.js';
+import {
+  MAX_EMBEDDING_DIM,
+  boolParam,
+  clampedInt,
+  parseIfMatch,
+  single,
+  validateCreate,
+  validatePatch,
+} from './validate.js';
 
 /** What the operations use. */
 export interface OperationDeps {
@@ -28,12 +36,21 @@ export interface OperationDeps {
 /** The store's operations; each throws (rejects with) HttpError (status, code, message, extra) on failure. */
 export interface StoreOperations {
   health(): Record<string, unknown>;
-  create(principal: Principal, body: Record<string, unknown>, idempotencyKey: string | undefined): Promise<{ id: string }>;
+  create(
+    principal: Principal,
+    body: Record<string, unknown>,
+    idempotencyKey: string | undefined,
+  ): Promise<{ id: string }>;
   contextView(principal: Principal, id: string): Promise<Record<string, unknown>>;
   full(principal: Principal, id: string): Promise<Record<string, unknown>>;
   history(principal: Principal, id: string): Promise<Array<Record<string, unknown>>>;
   /** `ifMatch`: the raw If-Match header value. */
-  update(principal: Principal, id: string, body: Record<string, unknown>, ifMatch: string | string[] | undefined): Promise<{ ok: true; version: number }>;
+  update(
+    principal: Principal,
+    id: string,
+    body: Record<string, unknown>,
+    ifMatch: string | string[] | undefined,
+  ): Promise<{ ok: true; version: number }>;
   remove(principal: Principal, id: string): Promise<{ ok: true }>;
   list(principal: Principal, query: URLSearchParams): Promise<ItemCursor>;
   search(principal: Principal, query: URLSearchParams): Promise<ItemCursor>;
@@ -61,9 +78,13 @@ function listFilter(query: URLSearchParams) {
 function parseQvec(raw: string): number[] {
   const text = raw.trim().replace(/^\[/, '').replace(/\]$/, '');
   const parts = text === '' ? [] : text.split(',');
-  const values = parts.map((part) => (/^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/.test(part) ? Number(part) : Number.NaN));
+  const values = parts.map((part) =>
+    /^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/.test(part) ? Number(part) : Number.NaN,
+  );
   if (values.length === 0 || values.length > MAX_EMBEDDING_DIM || !values.every(Number.isFinite)) {
-    throw httpErrors.invalidQuery(`qvec must be 1 to ${MAX_EMBEDDING_DIM} comma-separated numbers, got ${JSON.stringify(raw.length > 80 ? raw.slice(0, 80) + '…' : raw)}`);
+    throw httpErrors.invalidQuery(
+      `qvec must be 1 to ${MAX_EMBEDDING_DIM} comma-separated numbers, got ${JSON.stringify(raw.length > 80 ? raw.slice(0, 80) + '…' : raw)}`,
+    );
   }
   return values;
 }
@@ -92,7 +113,13 @@ export function checkIdempotencyKey(key: string | undefined): void {
 export function createStoreOperations(deps: OperationDeps): StoreOperations {
   const { auth, reads, writes, secrets, logger, search } = deps;
   return {
-    health: () => ({ status: 'ok', auth: auth.enabled ? 'on' : 'off', streams: deps.streams(), uptime_ms: Date.now() - deps.startedMs, ...(deps.leases ? { x_leases: true } : {}) }),
+    health: () => ({
+      status: 'ok',
+      auth: auth.enabled ? 'on' : 'off',
+      streams: deps.streams(),
+      uptime_ms: Date.now() - deps.startedMs,
+      ...(deps.leases ? { x_leases: true } : {}),
+    }),
     async create(principal, body, key) {
       checkIdempotencyKey(key);
       return await writes.create(validateCreate(body), principal, key);
@@ -111,7 +138,8 @@ export function createStoreOperations(deps: OperationDeps): StoreOperations {
     },
     list: async (principal, query) => await reads.list(listFilter(query), principal),
     search: (principal, query) => search.search(searchQuery(query), principal),
-    listSecrets: async (principal, query) => await secrets.list(single(query, 'scope_type'), single(query, 'scope_id'), principal),
+    listSecrets: async (principal, query) =>
+      await secrets.list(single(query, 'scope_type'), single(query, 'scope_id'), principal),
     async createSecret(principal, body) {
       const created = await secrets.create(body, principal);
       logger.redact(created.value);

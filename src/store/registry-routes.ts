@@ -13,12 +13,20 @@ const id = '([^/]+)';
 /** Upstream's "self or curator" rule for an agent's or tenant's own record. */
 function selfOrCurator(auth: StoreAuth, ctx: RouteContext, self: string | null): void {
   if (auth.enabled && self !== ctx.params[0] && !ctx.principal.roles.includes('curator')) {
-    throw new HttpError(403, 'forbidden', `forbidden: only "${ctx.params[0] as string}" itself or a curator may change it`);
+    throw new HttpError(
+      403,
+      'forbidden',
+      `forbidden: only "${ctx.params[0] as string}" itself or a curator may change it`,
+    );
   }
 }
 
 const noWebhooks = (): never => {
-  throw new HttpError(501, 'not_implemented', 'webhooks are not supported by the embedded store (no outbound delivery); use GET /events/stream');
+  throw new HttpError(
+    501,
+    'not_implemented',
+    'webhooks are not supported by the embedded store (no outbound delivery); use GET /events/stream',
+  );
 };
 
 /** Builds the registry routes. */
@@ -32,26 +40,43 @@ export function createRegistryRoutes(deps: { auth: StoreAuth; registry: Registry
         POST: {
           need: 'read',
           handle: () => {
-            throw new HttpError(501, 'not_implemented', 'POST /agents/run (upstream\'s OpenRouter demo) is not supported by the embedded store');
+            throw new HttpError(
+              501,
+              'not_implemented',
+              "POST /agents/run (upstream's OpenRouter demo) is not supported by the embedded store",
+            );
           },
         },
       },
     },
     {
       pattern: /^\/agents$/,
-      methods: { GET: { need: 'read', handle: async ({ res, principal }) => sendJson(res, 200, await registry.listAgents(principal)) } },
+      methods: {
+        GET: {
+          need: 'read',
+          handle: async ({ res, principal }) => sendJson(res, 200, await registry.listAgents(principal)),
+        },
+      },
     },
     {
       pattern: new RegExp(`^/agents/${id}$`),
       methods: {
-        GET: { need: 'read', handle: async ({ res, params, principal }) => sendJson(res, 200, await registry.getAgent(principal, params[0] as string)) },
+        GET: {
+          need: 'read',
+          handle: async ({ res, params, principal }) =>
+            sendJson(res, 200, await registry.getAgent(principal, params[0] as string)),
+        },
         POST: {
           need: 'read',
           async handle(ctx) {
             selfOrCurator(auth, ctx, ctx.principal.agentId);
             const roles = (await ctx.body()).roles;
             if (!Array.isArray(roles) || !roles.every((r) => typeof r === 'string')) {
-              throw new HttpError(400, 'invalid_body', `roles must be an array of strings, got ${JSON.stringify(roles) ?? 'nothing'}`);
+              throw new HttpError(
+                400,
+                'invalid_body',
+                `roles must be an array of strings, got ${JSON.stringify(roles) ?? 'nothing'}`,
+              );
             }
             await registry.upsertAgent(ctx.principal.ownerId, ctx.params[0] as string, roles as string[]);
             sendJson(ctx.res, 200, { ok: true });
@@ -67,11 +92,19 @@ export function createRegistryRoutes(deps: { auth: StoreAuth; registry: Registry
       },
     },
     { pattern: new RegExp(`^/agents/${id}/secret$`), methods: { POST: { need: 'read', handle: noWebhooks } } },
-    { pattern: new RegExp(`^/agents/${id}/webhooks$`), methods: { GET: { need: 'read', handle: noWebhooks }, POST: { need: 'read', handle: noWebhooks } } },
-    { pattern: new RegExp(`^/agents/${id}/webhooks/${id}$`), methods: { DELETE: { need: 'read', handle: noWebhooks } } },
+    {
+      pattern: new RegExp(`^/agents/${id}/webhooks$`),
+      methods: { GET: { need: 'read', handle: noWebhooks }, POST: { need: 'read', handle: noWebhooks } },
+    },
+    {
+      pattern: new RegExp(`^/agents/${id}/webhooks/${id}$`),
+      methods: { DELETE: { need: 'read', handle: noWebhooks } },
+    },
     {
       pattern: /^\/tenants$/,
-      methods: { GET: { need: 'curator', handle: async ({ res }) => sendJson(res, 200, await registry.listTenants()) } },
+      methods: {
+        GET: { need: 'curator', handle: async ({ res }) => sendJson(res, 200, await registry.listTenants()) },
+      },
     },
     {
       pattern: new RegExp(`^/tenants/${id}$`),
@@ -85,7 +118,11 @@ export function createRegistryRoutes(deps: { auth: StoreAuth; registry: Registry
           },
         };
         return {
-          GET: { need: 'read' as const, handle: async ({ res, params }: RouteContext) => sendJson(res, 200, await registry.getTenant(params[0] as string)) },
+          GET: {
+            need: 'read' as const,
+            handle: async ({ res, params }: RouteContext) =>
+              sendJson(res, 200, await registry.getTenant(params[0] as string)),
+          },
           POST: upsert,
           PUT: upsert,
           DELETE: {
@@ -100,21 +137,44 @@ export function createRegistryRoutes(deps: { auth: StoreAuth; registry: Registry
     },
     {
       pattern: /^\/acl$/,
-      methods: { GET: { need: 'read', handle: async ({ res, principal }) => sendJson(res, 200, await registry.listAcls(principal)) } },
+      methods: {
+        GET: {
+          need: 'read',
+          handle: async ({ res, principal }) => sendJson(res, 200, await registry.listAcls(principal)),
+        },
+      },
     },
     {
       pattern: /^\/acl\/grant$/,
-      methods: { POST: { need: 'curator', handle: async ({ res, principal, body }) => sendJson(res, 200, await registry.grant(principal, await body())) } },
+      methods: {
+        POST: {
+          need: 'curator',
+          handle: async ({ res, principal, body }) => sendJson(res, 200, await registry.grant(principal, await body())),
+        },
+      },
     },
     {
       pattern: /^\/acl\/revoke$/,
-      methods: { POST: { need: 'curator', handle: async ({ res, principal, body }) => sendJson(res, 200, await registry.revoke(principal, await body())) } },
+      methods: {
+        POST: {
+          need: 'curator',
+          handle: async ({ res, principal, body }) =>
+            sendJson(res, 200, await registry.revoke(principal, await body())),
+        },
+      },
     },
     {
       pattern: /^\/subscriptions\/selectors$/,
       methods: {
-        GET: { need: 'subscribe', handle: async ({ res, principal }) => sendJson(res, 200, await registry.listSelectors(principal)) },
-        POST: { need: 'subscribe', handle: async ({ res, principal, body }) => sendJson(res, 200, await registry.createSelector(principal, await body())) },
+        GET: {
+          need: 'subscribe',
+          handle: async ({ res, principal }) => sendJson(res, 200, await registry.listSelectors(principal)),
+        },
+        POST: {
+          need: 'subscribe',
+          handle: async ({ res, principal, body }) =>
+            sendJson(res, 200, await registry.createSelector(principal, await body())),
+        },
       },
     },
     {
@@ -138,14 +198,21 @@ export function createRegistryRoutes(deps: { auth: StoreAuth; registry: Registry
     },
     // Without webhooks nothing is ever dead-lettered: upstream's answers for an empty DLQ.
     { pattern: /^\/dlq$/, methods: { GET: { need: 'curator', handle: ({ res }) => sendJson(res, 200, []) } } },
-    { pattern: new RegExp(`^/dlq/${id}$`), methods: { DELETE: { need: 'curator', handle: ({ res }) => sendJson(res, 200, { ok: true }) } } },
+    {
+      pattern: new RegExp(`^/dlq/${id}$`),
+      methods: { DELETE: { need: 'curator', handle: ({ res }) => sendJson(res, 200, { ok: true }) } },
+    },
     {
       pattern: new RegExp(`^/dlq/${id}/retry$`),
       methods: {
         POST: {
           need: 'curator',
           handle: ({ params }) => {
-            throw new HttpError(404, 'not_found', `not found: no dead-lettered delivery "${params[0] as string}" (this store sends no webhooks)`);
+            throw new HttpError(
+              404,
+              'not_found',
+              `not found: no dead-lettered delivery "${params[0] as string}" (this store sends no webhooks)`,
+            );
           },
         },
       },

@@ -80,12 +80,20 @@ const UPSTREAM_RULES: Array<{ schema: string; tag?: string; ageMs: number }> = [
 ];
 
 /** Builds the sweeper over `db`, deleting through `writes` (so each removal emits its event). */
-export function createRetention(db: Db, writes: BreadcrumbWrites, leases: Leases, options: RetentionOptions): Retention {
-  const page = db.prepare('SELECT write_seq, id, owner_id, updated_ms, context, tags, ttl FROM breadcrumbs WHERE schema_name = ? AND write_seq > ? ORDER BY write_seq LIMIT ?');
+export function createRetention(
+  db: Db,
+  writes: BreadcrumbWrites,
+  leases: Leases,
+  options: RetentionOptions,
+): Retention {
+  const page = db.prepare(
+    'SELECT write_seq, id, owner_id, updated_ms, context, tags, ttl FROM breadcrumbs WHERE schema_name = ? AND write_seq > ? ORDER BY write_seq LIMIT ?',
+  );
   const byId = db.prepare('SELECT write_seq, owner_id FROM breadcrumbs WHERE id = ?');
   const leaseState = db.prepare('SELECT state FROM leases WHERE name = ?').pluck();
   const hasTag = db.prepare('SELECT 1 FROM breadcrumb_tags WHERE tag = ? LIMIT 1').pluck();
-  const pruneKeys = db.prepare(`DELETE FROM idempotency_keys WHERE key IN (SELECT k.key FROM idempotency_keys k WHERE k.created_at < ?
+  const pruneKeys =
+    db.prepare(`DELETE FROM idempotency_keys WHERE key IN (SELECT k.key FROM idempotency_keys k WHERE k.created_at < ?
     AND NOT EXISTS (SELECT 1 FROM breadcrumbs b WHERE b.id = k.breadcrumb_id) LIMIT ?)`);
   const pageCount = db.prepare('PRAGMA page_count').pluck();
   const freeCount = db.prepare('PRAGMA freelist_count').pluck();
@@ -120,48 +128,77 @@ export function createRetention(db: Db, writes: BreadcrumbWrites, leases: Leases
     const A = options.auditRetentionMs;
     const nowIso = new Date(now).toISOString();
     if (R > 0) {
-      walk('tool.response.v1', now - R, (answer) => {
-        const metadata = json(answer.context).metadata as Record<string, unknown> | undefined;
-        const requestId = typeof metadata?.request_breadcrumb_id === 'string' ? metadata.request_breadcrumb_id : undefined;
-        const request = requestId === undefined ? undefined : (byId.get(requestId) as { write_seq: number; owner_id: string } | undefined);
-        if (!request) return [answer.write_seq];
-        const state = leaseState.get(requestId) as string | undefined;
-        if (state !== undefined && state !== 'done') return undefined; // the runner has not finished it
-        if (request.owner_id !== answer.owner_id) return [answer.write_seq];
-        return [answer.write_seq, request.write_seq];
-      }, doomed);
-      walk('tool.claim.v1', now - R, (claim) => {
-        const expires = json(claim.context).expires_at;
-        return typeof expires === 'string' && expires < nowIso ? [claim.write_seq] : undefined;
-      }, doomed);
+      walk(
+        'tool.response.v1',
+        now - R,
+        (answer) => {
+          const metadata = json(answer.context).metadata as Record<string, unknown> | undefined;
+          const requestId =
+            typeof metadata?.request_breadcrumb_id === 'string' ? metadata.request_breadcrumb_id : undefined;
+          const request =
+            requestId === undefined
+              ? undefined
+              : (byId.get(requestId) as { write_seq: number; owner_id: string } | undefined);
+          if (!request) return [answer.write_seq];
+          const state = leaseState.get(requestId) as string | undefined;
+          if (state !== undefined && state !== 'done') return undefined; // the runner has not finished it
+          if (request.owner_id !== answer.owner_id) return [answer.write_seq];
+          return [answer.write_seq, request.write_seq];
+        },
+        doomed,
+      );
+      walk(
+        'tool.claim.v1',
+        now - R,
+        (claim) => {
+          const expires = json(claim.context).expires_at;
+          return typeof expires === 'string' && expires < nowIso ? [claim.write_seq] : undefined;
+        },
+        doomed,
+      );
       walk('tool.progress.v1', now - R, (row) => [row.write_seq], doomed);
     }
     if (A > 0) {
       walk('tool.idempotency.v1', now - A, (row) => [row.write_seq], doomed);
-      walk('tool.approval.request.v1', now - A, (approval) => {
-        const expires = json(approval.context).expires_at;
-        const decided = hasTag.get(`approval:${approval.id}`) !== undefined;
-        return decided || (typeof expires === 'string' && expires < nowIso) ? [approval.write_seq] : undefined;
-      }, doomed);
-      walk('tool.approval.response.v1', now - A, (decision) => {
-        const tags = (() => {
-          try {
-            return JSON.parse(decision.tags) as string[];
-          } catch {
-            return [];
-          }
-        })();
-        const target = tags.find((tag) => tag.startsWith('approval:'))?.slice('approval:'.length);
-        return target === undefined || byId.get(target) === undefined ? [decision.write_seq] : undefined;
-      }, doomed);
+      walk(
+        'tool.approval.request.v1',
+        now - A,
+        (approval) => {
+          const expires = json(approval.context).expires_at;
+          const decided = hasTag.get(`approval:${approval.id}`) !== undefined;
+          return decided || (typeof expires === 'string' && expires < nowIso) ? [approval.write_seq] : undefined;
+        },
+        doomed,
+      );
+      walk(
+        'tool.approval.response.v1',
+        now - A,
+        (decision) => {
+          const tags = (() => {
+            try {
+              return JSON.parse(decision.tags) as string[];
+            } catch {
+              return [];
+            }
+          })();
+          const target = tags.find((tag) => tag.startsWith('approval:'))?.slice('approval:'.length);
+          return target === undefined || byId.get(target) === undefined ? [decision.write_seq] : undefined;
+        },
+        doomed,
+      );
     }
     for (const rule of UPSTREAM_RULES) {
-      walk(rule.schema, now - rule.ageMs, (row) => {
-        if (row.ttl !== null) return undefined; // an explicit TTL decides
-        if (rule.tag !== undefined && !(JSON.parse(row.tags) as string[]).includes(rule.tag)) return undefined;
-        const state = leaseState.get(row.id) as string | undefined;
-        return state === 'held' ? undefined : [row.write_seq];
-      }, doomed);
+      walk(
+        rule.schema,
+        now - rule.ageMs,
+        (row) => {
+          if (row.ttl !== null) return undefined; // an explicit TTL decides
+          if (rule.tag !== undefined && !(JSON.parse(row.tags) as string[]).includes(rule.tag)) return undefined;
+          const state = leaseState.get(row.id) as string | undefined;
+          return state === 'held' ? undefined : [row.write_seq];
+        },
+        doomed,
+      );
     }
     let removed = 0;
     const seqs = [...doomed];
@@ -186,7 +223,11 @@ export function createRetention(db: Db, writes: BreadcrumbWrites, leases: Leases
           walBytes = 0;
         }
       }
-      return { dbBytes: (pageCount.get() as number) * pageSize, freeBytes: (freeCount.get() as number) * pageSize, walBytes };
+      return {
+        dbBytes: (pageCount.get() as number) * pageSize,
+        freeBytes: (freeCount.get() as number) * pageSize,
+        walBytes,
+      };
     },
     removedTotal: () => total,
   };

@@ -68,13 +68,20 @@ export function createRoutes(deps: RouteDeps): Route[] {
     {
       pattern: /^\/auth\/token$/,
       methods: {
-        POST: { need: null, handle: async ({ req, res, body }) => sendJson(res, 200, await auth.mint(await body(), header(req, 'x-admin-key'))) },
+        POST: {
+          need: null,
+          handle: async ({ req, res, body }) =>
+            sendJson(res, 200, await auth.mint(await body(), header(req, 'x-admin-key'))),
+        },
       },
     },
     {
       pattern: /^\/breadcrumbs$/,
       methods: {
-        GET: { need: 'read', handle: async ({ res, query, principal }) => sendJsonArray(res, await ops.list(principal, query)) },
+        GET: {
+          need: 'read',
+          handle: async ({ res, query, principal }) => sendJsonArray(res, await ops.list(principal, query)),
+        },
         POST: {
           need: 'write',
           async handle({ req, res, principal, body }) {
@@ -88,12 +95,21 @@ export function createRoutes(deps: RouteDeps): Route[] {
     },
     {
       pattern: /^\/breadcrumbs\/search$/,
-      methods: { GET: { need: 'read', handle: async ({ res, query, principal }) => sendJsonArray(res, await ops.search(principal, query)) } },
+      methods: {
+        GET: {
+          need: 'read',
+          handle: async ({ res, query, principal }) => sendJsonArray(res, await ops.search(principal, query)),
+        },
+      },
     },
     {
       pattern: new RegExp(`^/breadcrumbs/${id}$`),
       methods: {
-        GET: { need: 'read', handle: async ({ res, params, principal }) => sendJson(res, 200, await ops.contextView(principal, params[0] as string)) },
+        GET: {
+          need: 'read',
+          handle: async ({ res, params, principal }) =>
+            sendJson(res, 200, await ops.contextView(principal, params[0] as string)),
+        },
         PATCH: {
           need: 'write',
           handle: async ({ req, res, params, principal, body }) => {
@@ -102,39 +118,76 @@ export function createRoutes(deps: RouteDeps): Route[] {
             sendJson(res, 200, await ops.update(principal, params[0] as string, await body(), ifMatch));
           },
         },
-        DELETE: { need: 'write', handle: async ({ res, params, principal }) => sendJson(res, 200, await ops.remove(principal, params[0] as string)) },
+        DELETE: {
+          need: 'write',
+          handle: async ({ res, params, principal }) =>
+            sendJson(res, 200, await ops.remove(principal, params[0] as string)),
+        },
       },
     },
     {
       pattern: new RegExp(`^/breadcrumbs/${id}/full$`),
-      methods: { GET: { need: 'read', handle: async ({ res, params, principal }) => sendJson(res, 200, await ops.full(principal, params[0] as string)) } },
+      methods: {
+        GET: {
+          need: 'read',
+          handle: async ({ res, params, principal }) =>
+            sendJson(res, 200, await ops.full(principal, params[0] as string)),
+        },
+      },
     },
     {
       pattern: new RegExp(`^/breadcrumbs/${id}/history$`),
-      methods: { GET: { need: 'read', handle: async ({ res, params, principal }) => sendJson(res, 200, await ops.history(principal, params[0] as string)) } },
+      methods: {
+        GET: {
+          need: 'read',
+          handle: async ({ res, params, principal }) =>
+            sendJson(res, 200, await ops.history(principal, params[0] as string)),
+        },
+      },
     },
     {
       pattern: /^\/events\/stream$/,
-      methods: { GET: { need: 'read', handle: ({ req, res, query, principal }) => sse.open(req, res, principal, query) } },
+      methods: {
+        GET: { need: 'read', handle: ({ req, res, query, principal }) => sse.open(req, res, principal, query) },
+      },
     },
     {
       pattern: /^\/secrets$/,
       methods: {
-        GET: { need: 'curator', handle: async ({ res, query, principal }) => sendJson(res, 200, await ops.listSecrets(principal, query)) },
-        POST: { need: 'curator', handle: async ({ res, principal, body }) => sendJson(res, 200, await ops.createSecret(principal, await body())) },
+        GET: {
+          need: 'curator',
+          handle: async ({ res, query, principal }) => sendJson(res, 200, await ops.listSecrets(principal, query)),
+        },
+        POST: {
+          need: 'curator',
+          handle: async ({ res, principal, body }) =>
+            sendJson(res, 200, await ops.createSecret(principal, await body())),
+        },
       },
     },
     {
       pattern: new RegExp(`^/secrets/${id}$`),
       methods: {
-        PUT: { need: 'curator', handle: async ({ res, params, principal, body }) => sendJson(res, 200, await ops.updateSecret(principal, params[0] as string, await body())) },
-        DELETE: { need: 'curator', handle: async ({ res, params, principal }) => sendJson(res, 200, await ops.removeSecret(principal, params[0] as string)) },
+        PUT: {
+          need: 'curator',
+          handle: async ({ res, params, principal, body }) =>
+            sendJson(res, 200, await ops.updateSecret(principal, params[0] as string, await body())),
+        },
+        DELETE: {
+          need: 'curator',
+          handle: async ({ res, params, principal }) =>
+            sendJson(res, 200, await ops.removeSecret(principal, params[0] as string)),
+        },
       },
     },
     {
       pattern: new RegExp(`^/secrets/${id}/decrypt$`),
       methods: {
-        POST: { need: 'curator', handle: async ({ res, params, principal, body }) => sendJson(res, 200, await ops.decryptSecret(principal, params[0] as string, await body(true))) },
+        POST: {
+          need: 'curator',
+          handle: async ({ res, params, principal, body }) =>
+            sendJson(res, 200, await ops.decryptSecret(principal, params[0] as string, await body(true))),
+        },
       },
     },
     {
@@ -157,7 +210,12 @@ export function createRoutes(deps: RouteDeps): Route[] {
           need: 'write',
           handle: async ({ req, res, params, body }) => {
             const op = params[0] as string;
-            if (!(LEASE_OPS as readonly string[]).includes(op)) throw new HttpError(404, 'route_not_found', `no lease operation ${JSON.stringify(op)} (known: ${LEASE_OPS.join(', ')})`);
+            if (!(LEASE_OPS as readonly string[]).includes(op))
+              throw new HttpError(
+                404,
+                'route_not_found',
+                `no lease operation ${JSON.stringify(op)} (known: ${LEASE_OPS.join(', ')})`,
+              );
             leaseGate(req.headers['x-lease-key']);
             sendJson(res, 200, leases[op as LeaseOp](await body()));
           },
@@ -171,7 +229,10 @@ export function createRoutes(deps: RouteDeps): Route[] {
           need: 'read',
           handle: ({ res }) => {
             const text = deps.metrics();
-            res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
+            res.writeHead(200, {
+              'Content-Type': 'text/plain; version=0.0.4; charset=utf-8',
+              'Content-Length': Buffer.byteLength(text),
+            });
             res.end(text);
           },
         },
@@ -182,7 +243,11 @@ export function createRoutes(deps: RouteDeps): Route[] {
 }
 
 /** Reads and parses the JSON object body of `req` within `maxBytes`. */
-export function bodyReader(req: IncomingMessage, res: ServerResponse, maxBytes: number): (optional?: boolean) => Promise<Record<string, unknown>> {
+export function bodyReader(
+  req: IncomingMessage,
+  res: ServerResponse,
+  maxBytes: number,
+): (optional?: boolean) => Promise<Record<string, unknown>> {
   return async (optional = false) => {
     const text = await readBody(req, res, maxBytes);
     return optional && text.trim() === '' ? {} : parseJsonObject(text);

@@ -41,7 +41,10 @@ const MAX_TERMS = 64;
 export function ftsMatch(text: string): string | undefined {
   const words = text.match(/[\p{L}\p{N}]+/gu);
   if (!words) return undefined;
-  return [...new Set(words)].slice(0, MAX_TERMS).map((w) => `"${w}"*`).join(' OR ');
+  return [...new Set(words)]
+    .slice(0, MAX_TERMS)
+    .map((w) => `"${w}"*`)
+    .join(' OR ');
 }
 
 function filters(query: SearchQuery, actor: Actor): { where: string; params: Record<string, unknown> } {
@@ -63,7 +66,12 @@ function filters(query: SearchQuery, actor: Actor): { where: string; params: Rec
 }
 
 /** Builds the search over `db`; `embedder` (optional) embeds `q`. */
-export function createBreadcrumbSearch(options: { db: Db; reads: BreadcrumbReads; embedder: Embedder | undefined; logger: Logger }): BreadcrumbSearch {
+export function createBreadcrumbSearch(options: {
+  db: Db;
+  reads: BreadcrumbReads;
+  embedder: Embedder | undefined;
+  logger: Logger;
+}): BreadcrumbSearch {
   const { db, reads, embedder, logger } = options;
   const cache = new Map<string, ReturnType<Db['prepare']>>();
   const prepare = (sql: string): ReturnType<Db['prepare']> => {
@@ -98,7 +106,9 @@ export function createBreadcrumbSearch(options: { db: Db; reads: BreadcrumbReads
     const { where, params } = filters(query, actor);
     const sql = `SELECT b.write_seq FROM breadcrumbs_fts f JOIN breadcrumbs b ON b.write_seq = f.rowid
       WHERE breadcrumbs_fts MATCH @match AND ${where} ORDER BY bm25(breadcrumbs_fts, 2.0, 1.0, 1.0), b.write_seq DESC LIMIT @nn`;
-    return prepare(sql).pluck().all({ ...params, match, nn: query.nn }) as number[];
+    return prepare(sql)
+      .pluck()
+      .all({ ...params, match, nn: query.nn }) as number[];
   };
 
   // One pass over (seq, vector) only — contexts are read for the `nn` winners alone.
@@ -124,7 +134,10 @@ export function createBreadcrumbSearch(options: { db: Db; reads: BreadcrumbReads
         const vector = await embedder.embed(query.q, AbortSignal.timeout(30_000));
         return byVector(vector, query, actor);
       } catch (error) {
-        logger.warn('embedding the search text failed; ranking it with full-text search', { embedder: embedder.describe, error: coerceError(error).message });
+        logger.warn('embedding the search text failed; ranking it with full-text search', {
+          embedder: embedder.describe,
+          error: coerceError(error).message,
+        });
       }
     }
     return byText(query.q, query, actor);

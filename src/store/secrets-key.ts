@@ -23,7 +23,11 @@ export function decodeKey(text: string): Buffer | undefined {
 }
 
 /** Returns the secrets key, creating `<dataDir>/secrets.key` on first start; throws config.invalid. */
-export function resolveSecretsKey(options: { secretsKey: string | undefined; dataDir: string; logger: Logger }): Buffer {
+export function resolveSecretsKey(options: {
+  secretsKey: string | undefined;
+  dataDir: string;
+  logger: Logger;
+}): Buffer {
   const { secretsKey, dataDir, logger } = options;
   if (secretsKey !== undefined) {
     const key = decodeKey(secretsKey);
@@ -44,18 +48,29 @@ export function resolveSecretsKey(options: { secretsKey: string | undefined; dat
     return generated;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') {
-      throw new RunnerError(ErrorCode.ConfigInvalid, `cannot create secrets key file "${file}": ${(error as Error).message}`, { cause: error });
+      throw new RunnerError(
+        ErrorCode.ConfigInvalid,
+        `cannot create secrets key file "${file}": ${(error as Error).message}`,
+        { cause: error },
+      );
     }
   }
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (error) {
-    throw new RunnerError(ErrorCode.ConfigInvalid, `cannot read secrets key file "${file}": ${(error as Error).message}`, { cause: error });
+    throw new RunnerError(
+      ErrorCode.ConfigInvalid,
+      `cannot read secrets key file "${file}": ${(error as Error).message}`,
+      { cause: error },
+    );
   }
   const key = decodeKey(text);
   if (!key) {
-    throw new RunnerError(ErrorCode.ConfigInvalid, `secrets key file "${file}" must hold 64 hex characters or the base64 of 32 bytes`);
+    throw new RunnerError(
+      ErrorCode.ConfigInvalid,
+      `secrets key file "${file}" must hold 64 hex characters or the base64 of 32 bytes`,
+    );
   }
   const mode = statSync(file).mode & 0o777;
   if ((mode & 0o077) !== 0) logger.warn('secrets key file is readable by others', { file, mode: mode.toString(8) });

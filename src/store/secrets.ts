@@ -47,9 +47,12 @@ export function requireString(body: Record<string, unknown>, field: string, allo
 
 /** Builds the secrets repository over `db` with the 32-byte `key`. */
 export function createSecretsRepo(db: Db, key: Buffer): SecretsRepo {
-  const insert = db.prepare(`INSERT INTO secrets (id, owner_id, name, scope_type, scope_id, scope_key, iv, ciphertext, auth_tag, created_at, created_by)
+  const insert =
+    db.prepare(`INSERT INTO secrets (id, owner_id, name, scope_type, scope_id, scope_key, iv, ciphertext, auth_tag, created_at, created_by)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
-  const exists = db.prepare('SELECT 1 FROM secrets WHERE owner_id = ? AND name = ? AND scope_type = ? AND scope_key = ?').pluck();
+  const exists = db
+    .prepare('SELECT 1 FROM secrets WHERE owner_id = ? AND name = ? AND scope_type = ? AND scope_key = ?')
+    .pluck();
   const byId = db.prepare('SELECT * FROM secrets WHERE id = ?');
   const listAll = db.prepare(`SELECT id, name, scope_type, scope_id, created_at FROM secrets
     WHERE (@owner IS NULL OR owner_id = @owner) AND (@type IS NULL OR scope_type = @type) AND (@sid IS NULL OR scope_key = @sid)
@@ -81,11 +84,27 @@ export function createSecretsRepo(db: Db, key: Buffer): SecretsRepo {
     const scopeId = (rawScopeId as string | null | undefined) ?? null;
     const value = requireString(body, 'value', true);
     if (exists.get(actor.ownerId, name, scopeType, scopeId ?? '')) {
-      throw new HttpError(409, 'conflict', `a secret named ${JSON.stringify(name)} already exists in scope ${scopeType}${scopeId === null ? '' : ':' + scopeId}; change its value with PUT /secrets/<id>`);
+      throw new HttpError(
+        409,
+        'conflict',
+        `a secret named ${JSON.stringify(name)} already exists in scope ${scopeType}${scopeId === null ? '' : ':' + scopeId}; change its value with PUT /secrets/<id>`,
+      );
     }
     const { iv, ciphertext, tag } = encrypt(value, name, scopeType, scopeId);
     const id = randomUUID();
-    insert.run(id, actor.ownerId, name, scopeType, scopeId, scopeId ?? '', iv, ciphertext, tag, new Date().toISOString(), actor.agentId);
+    insert.run(
+      id,
+      actor.ownerId,
+      name,
+      scopeType,
+      scopeId,
+      scopeId ?? '',
+      iv,
+      ciphertext,
+      tag,
+      new Date().toISOString(),
+      actor.agentId,
+    );
     return { id, value };
   });
 
@@ -98,7 +117,11 @@ export function createSecretsRepo(db: Db, key: Buffer): SecretsRepo {
   return {
     create: (body, actor) => createTx(body, actor),
     list(scopeType, scopeId, actor) {
-      return listAll.all({ owner: actor.scoped ? actor.ownerId : null, type: scopeType ?? null, sid: scopeId ?? null }) as SecretInfo[];
+      return listAll.all({
+        owner: actor.scoped ? actor.ownerId : null,
+        type: scopeType ?? null,
+        sid: scopeId ?? null,
+      }) as SecretInfo[];
     },
     decrypt(id, reason, actor) {
       const row = decryptTx(id, reason, actor);
@@ -108,7 +131,11 @@ export function createSecretsRepo(db: Db, key: Buffer): SecretsRepo {
         decipher.setAuthTag(row.auth_tag);
         return Buffer.concat([decipher.update(row.ciphertext), decipher.final()]).toString('utf8');
       } catch {
-        throw new HttpError(500, 'decrypt_failed', `secret "${id}" cannot be decrypted with the configured secrets key (was the key changed?)`);
+        throw new HttpError(
+          500,
+          'decrypt_failed',
+          `secret "${id}" cannot be decrypted with the configured secrets key (was the key changed?)`,
+        );
       }
     },
     remove(id, actor) {

@@ -15,7 +15,13 @@ import { bodyReader, type Route } from './routes.js';
 const OPEN: Principal = { ownerId: '', agentId: null, roles: ROLES, scoped: false };
 
 /** Routes one request: finds the route and method, authenticates and authorizes, runs the handler. */
-export async function dispatch(routes: Route[], auth: StoreAuth, req: IncomingMessage, res: ServerResponse, maxBodyBytes: number): Promise<void> {
+export async function dispatch(
+  routes: Route[],
+  auth: StoreAuth,
+  req: IncomingMessage,
+  res: ServerResponse,
+  maxBodyBytes: number,
+): Promise<void> {
   const raw = req.url ?? '/';
   const q = raw.indexOf('?');
   const path = q === -1 ? raw : raw.slice(0, q);
@@ -33,7 +39,13 @@ export async function dispatch(routes: Route[], auth: StoreAuth, req: IncomingMe
   const method = route.methods[req.method ?? ''];
   if (!method) {
     const allow = Object.keys(route.methods).join(', ');
-    throw new HttpError(405, 'method_not_allowed', `method ${req.method} is not allowed on ${path} (allowed: ${allow})`, undefined, { Allow: allow });
+    throw new HttpError(
+      405,
+      'method_not_allowed',
+      `method ${req.method} is not allowed on ${path} (allowed: ${allow})`,
+      undefined,
+      { Allow: allow },
+    );
   }
   let params: string[];
   try {
@@ -56,10 +68,13 @@ export function listen(server: Server, port: number, host: string): Promise<void
       server.off('listening', onListening);
       const where = `${host}:${port}`;
       const why =
-        error.code === 'EADDRINUSE' ? `port ${port} on ${host} is already in use`
-        : error.code === 'EACCES' ? `not permitted to listen on ${where}`
-        : error.code === 'EADDRNOTAVAIL' || error.code === 'ENOTFOUND' ? `address ${host} is not available on this machine`
-        : `cannot listen on ${where}: ${error.message}`;
+        error.code === 'EADDRINUSE'
+          ? `port ${port} on ${host} is already in use`
+          : error.code === 'EACCES'
+            ? `not permitted to listen on ${where}`
+            : error.code === 'EADDRNOTAVAIL' || error.code === 'ENOTFOUND'
+              ? `address ${host} is not available on this machine`
+              : `cannot listen on ${where}: ${error.message}`;
       reject(new RunnerError(ErrorCode.ConfigInvalid, why, { cause: error }));
     };
     const onListening = (): void => {
@@ -119,13 +134,43 @@ export function storeMetrics(writes: BreadcrumbWrites, retention: Retention, lea
   const metric = (name: string, type: 'gauge' | 'counter', help: string, value: number): void => {
     lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${value}`);
   };
-  metric('tools_runner_store_db_bytes', 'gauge', 'Size of the SQLite database file (pages in use and free).', sizes.dbBytes);
-  metric('tools_runner_store_db_free_bytes', 'gauge', 'Free pages of the database file not yet given back (incremental vacuum).', sizes.freeBytes);
+  metric(
+    'tools_runner_store_db_bytes',
+    'gauge',
+    'Size of the SQLite database file (pages in use and free).',
+    sizes.dbBytes,
+  );
+  metric(
+    'tools_runner_store_db_free_bytes',
+    'gauge',
+    'Free pages of the database file not yet given back (incremental vacuum).',
+    sizes.freeBytes,
+  );
   metric('tools_runner_store_wal_bytes', 'gauge', 'Size of the write-ahead log.', sizes.walBytes);
   metric('tools_runner_store_leases', 'gauge', 'Rows of the lease table.', leases.count());
-  metric('tools_runner_store_lease_writes_total', 'counter', 'Lease writes (acquire, renew, release, finish), one small transaction each, no event.', leases.writes());
-  metric('tools_runner_store_retention_removed_total', 'counter', 'Records removed by retention since the store started.', retention.removedTotal());
-  metric('tools_runner_store_write_transactions_total', 'counter', 'Write transactions committed (group commit shares one among writes).', stats.transactions);
-  metric('tools_runner_store_writes_total', 'counter', 'Breadcrumb writes (create, update, delete) committed or refused.', stats.writes);
+  metric(
+    'tools_runner_store_lease_writes_total',
+    'counter',
+    'Lease writes (acquire, renew, release, finish), one small transaction each, no event.',
+    leases.writes(),
+  );
+  metric(
+    'tools_runner_store_retention_removed_total',
+    'counter',
+    'Records removed by retention since the store started.',
+    retention.removedTotal(),
+  );
+  metric(
+    'tools_runner_store_write_transactions_total',
+    'counter',
+    'Write transactions committed (group commit shares one among writes).',
+    stats.transactions,
+  );
+  metric(
+    'tools_runner_store_writes_total',
+    'counter',
+    'Breadcrumb writes (create, update, delete) committed or refused.',
+    stats.writes,
+  );
   return lines.join('\n') + '\n';
 }

@@ -31,7 +31,12 @@ export interface SseHub {
    * Subscribes `sink` to committed events as a stream opened with `query` (x_ext, x_schema_name,
    * x_tag) and Last-Event-ID `lastEventId` would see them; returns the unsubscribe function.
    */
-  subscribe(principal: Principal, query: URLSearchParams, lastEventId: string | undefined, sink: StreamSink): () => void;
+  subscribe(
+    principal: Principal,
+    query: URLSearchParams,
+    lastEventId: string | undefined,
+    sink: StreamSink,
+  ): () => void;
   /** Counts an in-process subscription as a stream until the returned function is called; `end` runs at store shutdown. */
   track(end: () => void): () => void;
   /** Ends every stream (store shutdown). */
@@ -77,7 +82,9 @@ export function parseExtensions(query: URLSearchParams): Set<StreamExtension> {
     const name = part.trim();
     if (name === '') continue;
     if (!(STREAM_EXTENSIONS as readonly string[]).includes(name)) {
-      throw httpErrors.invalidQuery(`x_ext names an unknown stream extension ${JSON.stringify(name)} (known: ${STREAM_EXTENSIONS.join(', ')})`);
+      throw httpErrors.invalidQuery(
+        `x_ext names an unknown stream extension ${JSON.stringify(name)} (known: ${STREAM_EXTENSIONS.join(', ')})`,
+      );
     }
     out.add(name as StreamExtension);
   }
@@ -85,7 +92,12 @@ export function parseExtensions(query: URLSearchParams): Set<StreamExtension> {
 }
 
 /** Builds the SSE hub over `log`. */
-export function createSseHub(options: { log: EventFeed; pingIntervalMs: number; bufferCapBytes: number; logger: Logger }): SseHub {
+export function createSseHub(options: {
+  log: EventFeed;
+  pingIntervalMs: number;
+  bufferCapBytes: number;
+  logger: Logger;
+}): SseHub {
   const { log, logger, bufferCapBytes } = options;
   // Replay writes at most this much ahead of a reader per turn, so many replaying readers share
   // the event loop in small slices (and hold little memory each).
@@ -109,14 +121,22 @@ export function createSseHub(options: { log: EventFeed; pingIntervalMs: number; 
     if (res.destroyed) return;
     res.write(frame);
     if (res.writableLength > bufferCapBytes) {
-      logger.warn('sse consumer too slow, disconnecting', { bufferedBytes: res.writableLength, capBytes: bufferCapBytes });
+      logger.warn('sse consumer too slow, disconnecting', {
+        bufferedBytes: res.writableLength,
+        capBytes: bufferCapBytes,
+      });
       res.destroy();
     }
   };
 
   // The subscription core, shared by SSE and the in-process transport (local.ts): filters, resume
   // from a last id with gap notices, paged replay with backpressure, then live delivery.
-  const subscribe = (principal: Principal, query: URLSearchParams, lastHeader: string | undefined, sink: StreamSink): (() => void) => {
+  const subscribe = (
+    principal: Principal,
+    query: URLSearchParams,
+    lastHeader: string | undefined,
+    sink: StreamSink,
+  ): (() => void) => {
     const ext = parseExtensions(query);
     const schema = single(query, 'x_schema_name');
     const tag = single(query, 'x_tag');
@@ -160,7 +180,9 @@ export function createSseHub(options: { log: EventFeed; pingIntervalMs: number; 
     let page: StoredEvent[] = [];
     let index = 0;
     const failed = (error: unknown): void => {
-      logger.warn('event replay failed; ending the stream', { error: error instanceof Error ? error.message : String(error) });
+      logger.warn('event replay failed; ending the stream', {
+        error: error instanceof Error ? error.message : String(error),
+      });
       closed = true;
       sink.fail?.();
     };
@@ -257,7 +279,14 @@ export function createSseHub(options: { log: EventFeed; pingIntervalMs: number; 
       const stop = subscribe(principal, query, lastHeader, {
         // Replayed frames are written as they come (bounded by highWater); live ones go through the cap.
         event: (event, frameWithId, plain) => {
-          const frame = frameWithId !== undefined ? (withIds ? frameWithId : (plain as string)) : withIds ? sseFrame(event.data, event.seq) : sseFrame(event.data);
+          const frame =
+            frameWithId !== undefined
+              ? withIds
+                ? frameWithId
+                : (plain as string)
+              : withIds
+                ? sseFrame(event.data, event.seq)
+                : sseFrame(event.data);
           if (frameWithId === undefined) res.write(frame);
           else send(res, frame);
         },

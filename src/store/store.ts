@@ -38,24 +38,33 @@ import { dispatch, listen, startPruning, startRetention, storeMetrics } from './
 /** Options of `createStore`: the store group of Config plus a logger and two tuning knobs. */
 export type StoreOptions = Pick<
   Config,
-  'host' | 'port' | 'dataDir' | 'maxBodyBytes' | 'authSecret' | 'adminKey' | 'secretsKey' | 'pingIntervalMs' | 'eventRetention'
-> & Partial<Pick<Config, 'authMint' | 'embedUrl' | 'embedCommand' | 'db' | 'dbPoolSize'>> & {
-  /** An embedder given in code (tests, embedding hosts); wins over embedUrl/embedCommand. */
-  embedder?: Embedder;
-  logger: Logger;
-  /** Unsent bytes after which a live SSE consumer is disconnected; default max(8 MiB, 4 × maxBodyBytes). */
-  sseBufferCapBytes?: number;
-  /** Interval of the expired-breadcrumb sweep; default 30 s. */
-  pruneIntervalMs?: number;
-  /** Key of the lease routes (`X-Lease-Key`); unset: no lease routes, runners use breadcrumb claims. */
-  leaseKey?: string | undefined;
-  /** Retention of the runner's finished records (retention.ts); 0 or unset: kept forever. */
-  retentionMs?: number;
-  /** Retention of audit-bearing records; 0 or unset: kept forever. */
-  auditRetentionMs?: number;
-  /** Commit writes that arrive together in one transaction (default true; false for A/B benches). */
-  groupCommit?: boolean;
-};
+  | 'host'
+  | 'port'
+  | 'dataDir'
+  | 'maxBodyBytes'
+  | 'authSecret'
+  | 'adminKey'
+  | 'secretsKey'
+  | 'pingIntervalMs'
+  | 'eventRetention'
+> &
+  Partial<Pick<Config, 'authMint' | 'embedUrl' | 'embedCommand' | 'db' | 'dbPoolSize'>> & {
+    /** An embedder given in code (tests, embedding hosts); wins over embedUrl/embedCommand. */
+    embedder?: Embedder;
+    logger: Logger;
+    /** Unsent bytes after which a live SSE consumer is disconnected; default max(8 MiB, 4 × maxBodyBytes). */
+    sseBufferCapBytes?: number;
+    /** Interval of the expired-breadcrumb sweep; default 30 s. */
+    pruneIntervalMs?: number;
+    /** Key of the lease routes (`X-Lease-Key`); unset: no lease routes, runners use breadcrumb claims. */
+    leaseKey?: string | undefined;
+    /** Retention of the runner's finished records (retention.ts); 0 or unset: kept forever. */
+    retentionMs?: number;
+    /** Retention of audit-bearing records; 0 or unset: kept forever. */
+    auditRetentionMs?: number;
+    /** Commit writes that arrive together in one transaction (default true; false for A/B benches). */
+    groupCommit?: boolean;
+  };
 
 /** A running store. */
 export interface Store {
@@ -81,21 +90,37 @@ const CHECKPOINT_INTERVAL_MS = 200;
 export async function createStore(options: StoreOptions): Promise<Store> {
   const { host, logger } = options;
   if (!isLoopbackHost(host) && options.authSecret === undefined) {
-    throw new RunnerError(ErrorCode.ConfigInvalid, `refusing to serve the store on non-loopback host "${host}" without authSecret (set --auth-secret, or bind to 127.0.0.1)`);
+    throw new RunnerError(
+      ErrorCode.ConfigInvalid,
+      `refusing to serve the store on non-loopback host "${host}" without authSecret (set --auth-secret, or bind to 127.0.0.1)`,
+    );
   }
-  for (const secret of [options.authSecret, options.adminKey, options.secretsKey, options.leaseKey]) if (secret) logger.redact(secret);
+  for (const secret of [options.authSecret, options.adminKey, options.secretsKey, options.leaseKey])
+    if (secret) logger.redact(secret);
 
   const pgUrl = options.db !== undefined && options.db !== '' ? options.db : undefined;
   if (pgUrl !== undefined && !isPostgresUrl(pgUrl)) {
-    throw new RunnerError(ErrorCode.ConfigInvalid, `db must be a postgres:// or postgresql:// URL, got ${JSON.stringify(pgUrl.split('@').pop())}`);
+    throw new RunnerError(
+      ErrorCode.ConfigInvalid,
+      `db must be a postgres:// or postgresql:// URL, got ${JSON.stringify(pgUrl.split('@').pop())}`,
+    );
   }
   if (pgUrl !== undefined && options.secretsKey === undefined) {
-    throw new RunnerError(ErrorCode.ConfigInvalid, 'a PostgreSQL store needs --secrets-key (every replica must encrypt and decrypt secrets with the same key)');
+    throw new RunnerError(
+      ErrorCode.ConfigInvalid,
+      'a PostgreSQL store needs --secrets-key (every replica must encrypt and decrypt secrets with the same key)',
+    );
   }
   // A malformed configured key fails before anything touches the disk.
-  const configuredKey = options.secretsKey === undefined ? undefined : resolveSecretsKey({ secretsKey: options.secretsKey, dataDir: options.dataDir, logger });
+  const configuredKey =
+    options.secretsKey === undefined
+      ? undefined
+      : resolveSecretsKey({ secretsKey: options.secretsKey, dataDir: options.dataDir, logger });
   const db: Db | undefined = pgUrl === undefined ? openDatabase(options.dataDir) : undefined;
-  const checkpointer = db === undefined || options.dataDir === ':memory:' ? undefined : startCheckpointer({ file: db.name, intervalMs: CHECKPOINT_INTERVAL_MS, logger });
+  const checkpointer =
+    db === undefined || options.dataDir === ':memory:'
+      ? undefined
+      : startCheckpointer({ file: db.name, intervalMs: CHECKPOINT_INTERVAL_MS, logger });
   let pg: PgBackend | undefined;
   let server: Server;
   let sse: SseHub;
@@ -121,15 +146,28 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     let search: SearchPort;
     if (db === undefined) {
       pg = await openPgBackend({
-        url: pgUrl as string, poolSize: options.dbPoolSize ?? 10, secretsKey: key, eventRetention: options.eventRetention, embedder, logger,
+        url: pgUrl as string,
+        poolSize: options.dbPoolSize ?? 10,
+        secretsKey: key,
+        eventRetention: options.eventRetention,
+        embedder,
+        logger,
       });
       ({ log, writes, reads: readsPort, registry, secrets, search } = pg);
-      if (embedder) logger.warn('the embedder computes no stored vectors on a PostgreSQL store yet: it embeds search text only (vectors given on write are kept)');
+      if (embedder)
+        logger.warn(
+          'the embedder computes no stored vectors on a PostgreSQL store yet: it embeds search text only (vectors given on write are kept)',
+        );
     } else {
       const sqliteLog = createEventLog(db, options.eventRetention);
       embeddings = embedder ? createEmbeddingQueue(db, embedder, logger) : undefined;
       const queue = embeddings;
-      const sqliteWrites = createBreadcrumbWrites(db, sqliteLog, queue ? (id, version, text) => queue.schedule(id, version, text) : undefined, { groupCommit: options.groupCommit ?? true });
+      const sqliteWrites = createBreadcrumbWrites(
+        db,
+        sqliteLog,
+        queue ? (id, version, text) => queue.schedule(id, version, text) : undefined,
+        { groupCommit: options.groupCommit ?? true },
+      );
       writer = sqliteWrites;
       writes = sqliteWrites;
       reads = createBreadcrumbReads(db);
@@ -141,38 +179,62 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     }
     await registry.ensureTenant(DEFAULT_OWNER_ID, 'Default Tenant');
     sse = createSseHub({
-      log, logger, pingIntervalMs: options.pingIntervalMs,
+      log,
+      logger,
+      pingIntervalMs: options.pingIntervalMs,
       bufferCapBytes: options.sseBufferCapBytes ?? Math.max(8 * 1024 * 1024, 4 * options.maxBodyBytes),
     });
     const auth = createStoreAuth({
-      authSecret: options.authSecret, adminKey: options.adminKey, mintMode: options.authMint ?? 'admin-key',
+      authSecret: options.authSecret,
+      adminKey: options.adminKey,
+      mintMode: options.authMint ?? 'admin-key',
       onMint: async (ownerId, agentId, roles) => await registry.upsertAgent(ownerId, agentId, roles),
     });
     if (auth.enabled && options.authMint === 'open') {
-      logger.warn('OPEN TOKEN MINTING: anyone who can reach this port can mint a token for any owner (upstream-compatible mode, --auth-mint open)', { host });
+      logger.warn(
+        'OPEN TOKEN MINTING: anyone who can reach this port can mint a token for any owner (upstream-compatible mode, --auth-mint open)',
+        { host },
+      );
     }
     if (embedder) logger.info('search embeds text with the configured embedder', { embedder: embedder.describe });
     const hub = sse;
     // Leases (the runner's claims without breadcrumbs) live in the SQLite store only, for now; a
     // PostgreSQL store answers the lease routes 404, so runners use breadcrumb claims there.
     const gate = createLeaseGate(db === undefined ? undefined : options.leaseKey);
-    const ops = createStoreOperations({ auth, writes, logger, reads: readsPort, secrets, search, startedMs: Date.now(), streams: () => hub.count(), leases: gate.enabled });
+    const ops = createStoreOperations({
+      auth,
+      writes,
+      logger,
+      reads: readsPort,
+      secrets,
+      search,
+      startedMs: Date.now(),
+      streams: () => hub.count(),
+      leases: gate.enabled,
+    });
     const leases = db === undefined ? noLeases() : createLeases(db);
     const leaseGate = (header: string | string[] | undefined): void => gate.check(header);
     // Retention and the store's /metrics cover the SQLite store; on PostgreSQL they are not built yet.
     let metrics = (): string => '';
     if (db !== undefined && writer !== undefined) {
       const sqliteWrites = writer;
-      const kept = createRetention(db, sqliteWrites, leases, { retentionMs: options.retentionMs ?? 0, auditRetentionMs: options.auditRetentionMs ?? 0 });
+      const kept = createRetention(db, sqliteWrites, leases, {
+        retentionMs: options.retentionMs ?? 0,
+        auditRetentionMs: options.auditRetentionMs ?? 0,
+      });
       retention = kept;
       // A short retention is swept more often (a quarter of it, at least every second), so records
       // never outlive it by much more than that.
-      const retentionEvery = Math.min(options.pruneIntervalMs ?? 30_000, Math.max(1000, Math.floor((options.retentionMs || Number.MAX_SAFE_INTEGER) / 4)));
+      const retentionEvery = Math.min(
+        options.pruneIntervalMs ?? 30_000,
+        Math.max(1000, Math.floor((options.retentionMs || Number.MAX_SAFE_INTEGER) / 4)),
+      );
       stopRetention = startRetention(kept, retentionEvery, logger);
       metrics = () => storeMetrics(sqliteWrites, kept, leases);
     }
     const routes = createRoutes({ auth, ops, writes, sse, registry, leases, leaseGate, metrics });
-    local = (url) => createLocalEndpoint({ url, auth, ops, sse: hub, running: () => state === 'RUNNING', leases, leaseGate });
+    local = (url) =>
+      createLocalEndpoint({ url, auth, ops, sse: hub, running: () => state === 'RUNNING', leases, leaseGate });
     stopPrune = startPruning(() => writes.pruneExpired(), options.pruneIntervalMs ?? 30_000, logger);
     const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
       if (state !== 'RUNNING') {
@@ -186,10 +248,18 @@ export async function createStore(options: StoreOptions): Promise<Store> {
       } catch (error) {
         if (error instanceof HttpError) sendError(res, error);
         else if (pg && isUnavailable(error)) {
-          logger.warn('store request failed: the database is unreachable', { method: req.method, path: req.url?.split('?')[0], error: coerceError(error).message });
-          sendError(res, new HttpError(503, 'unavailable', 'the store\'s database is unreachable; retry shortly'));
+          logger.warn('store request failed: the database is unreachable', {
+            method: req.method,
+            path: req.url?.split('?')[0],
+            error: coerceError(error).message,
+          });
+          sendError(res, new HttpError(503, 'unavailable', "the store's database is unreachable; retry shortly"));
         } else {
-          logger.error('store request failed', { method: req.method, path: req.url?.split('?')[0], error: coerceError(error) });
+          logger.error('store request failed', {
+            method: req.method,
+            path: req.url?.split('?')[0],
+            error: coerceError(error),
+          });
           sendError(res, new HttpError(500, 'internal', 'internal store error'));
         }
       } finally {
@@ -216,7 +286,11 @@ export async function createStore(options: StoreOptions): Promise<Store> {
   const address = server.address();
   const port = typeof address === 'object' && address !== null ? address.port : options.port;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  logger.info('store listening', { url, ...(pg ? { db: 'postgres' } : { dataDir: options.dataDir }), auth: options.authSecret !== undefined });
+  logger.info('store listening', {
+    url,
+    ...(pg ? { db: 'postgres' } : { dataDir: options.dataDir }),
+    auth: options.authSecret !== undefined,
+  });
 
   let closing: Promise<void> | undefined;
   const close = async (): Promise<void> => {
@@ -249,5 +323,13 @@ export async function createStore(options: StoreOptions): Promise<Store> {
   };
   const endpoint = (local as (url: string) => LocalEndpoint)(url);
   const statsOf = writer as BreadcrumbWrites;
-  return { url, port, local: endpoint, writeStats: () => statsOf.stats(), ...(retention ? { retention } : {}), embeddingsIdle: () => embeddings?.idle() ?? Promise.resolve(), close: () => (closing ??= close()) };
+  return {
+    url,
+    port,
+    local: endpoint,
+    writeStats: () => statsOf.stats(),
+    ...(retention ? { retention } : {}),
+    embeddingsIdle: () => embeddings?.idle() ?? Promise.resolve(),
+    close: () => (closing ??= close()),
+  };
 }

@@ -45,7 +45,10 @@ export async function sendJsonArray(res: ServerResponse, cursor: ItemCursor): Pr
     let chunk = await fill(cursor);
     if (chunk.end) {
       const text = `[${chunk.parts.join(',')}]`;
-      res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
+      res.writeHead(200, {
+        'Content-Type': 'application/json; charset=utf-8',
+        'Content-Length': Buffer.byteLength(text),
+      });
       res.end(text);
       return;
     }

@@ -61,7 +61,8 @@ function checkDepth(field: string, value: unknown): void {
 function optionalString(body: Record<string, unknown>, field: string): string | null {
   const value = body[field];
   if (value === undefined || value === null) return null;
-  if (typeof value !== 'string') throw httpErrors.invalidBody(`${field} must be a string or null, got ${describe(value)}`);
+  if (typeof value !== 'string')
+    throw httpErrors.invalidBody(`${field} must be a string or null, got ${describe(value)}`);
   return value;
 }
 
@@ -69,7 +70,8 @@ function oneOf(body: Record<string, unknown>, field: string, allowed: string[], 
   const value = body[field];
   if (value === undefined || value === null) return fallback;
   const match = typeof value === 'string' ? allowed.find((a) => a.toLowerCase() === value.toLowerCase()) : undefined;
-  if (match === undefined) throw httpErrors.invalidBody(`${field} must be one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`);
+  if (match === undefined)
+    throw httpErrors.invalidBody(`${field} must be one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`);
   return match;
 }
 
@@ -84,8 +86,15 @@ function visibilityOf(body: Record<string, unknown>): string | undefined {
 function embeddingOf(body: Record<string, unknown>): number[] | null | undefined {
   const value = body.embedding;
   if (value === undefined || value === null) return value;
-  if (!Array.isArray(value) || value.length === 0 || value.length > MAX_EMBEDDING_DIM || !value.every((n) => typeof n === 'number' && Number.isFinite(n))) {
-    throw httpErrors.invalidBody(`embedding must be an array of 1 to ${MAX_EMBEDDING_DIM} finite numbers, got ${Array.isArray(value) ? `an array of ${value.length}` : describe(value)}`);
+  if (
+    !Array.isArray(value) ||
+    value.length === 0 ||
+    value.length > MAX_EMBEDDING_DIM ||
+    !value.every((n) => typeof n === 'number' && Number.isFinite(n))
+  ) {
+    throw httpErrors.invalidBody(
+      `embedding must be an array of 1 to ${MAX_EMBEDDING_DIM} finite numbers, got ${Array.isArray(value) ? `an array of ${value.length}` : describe(value)}`,
+    );
   }
   return value as number[];
 }
@@ -94,25 +103,31 @@ function ttlOf(body: Record<string, unknown>): { ttl: string | null; expiresMs: 
   const value = body.ttl;
   if (value === undefined || value === null) return { ttl: null, expiresMs: null };
   const ms = typeof value === 'string' && RFC3339.test(value) ? Date.parse(value) : Number.NaN;
-  if (!Number.isFinite(ms)) throw httpErrors.invalidBody(`ttl must be an RFC 3339 timestamp or null, got ${JSON.stringify(value)}`);
+  if (!Number.isFinite(ms))
+    throw httpErrors.invalidBody(`ttl must be an RFC 3339 timestamp or null, got ${JSON.stringify(value)}`);
   return { ttl: new Date(ms).toISOString(), expiresMs: ms };
 }
 
 function fieldOf(body: Record<string, unknown>, field: keyof CreateFields): unknown {
   switch (field) {
     case 'title':
-      if (typeof body.title !== 'string') throw httpErrors.invalidBody(`title must be a string, got ${describe(body.title)}`);
+      if (typeof body.title !== 'string')
+        throw httpErrors.invalidBody(`title must be a string, got ${describe(body.title)}`);
       return body.title;
     case 'context':
-      if (!isPlainObject(body.context)) throw httpErrors.invalidBody(`context must be a JSON object, got ${describe(body.context)}`);
+      if (!isPlainObject(body.context))
+        throw httpErrors.invalidBody(`context must be a JSON object, got ${describe(body.context)}`);
       checkDepth('context', body.context);
       return body.context;
     case 'tags': {
       const tags = body.tags;
       if (!Array.isArray(tags) || !tags.every((t) => typeof t === 'string')) {
-        throw httpErrors.invalidBody(`tags must be an array of strings, got ${describe(tags)}${Array.isArray(tags) ? ' with a non-string element' : ''}`);
+        throw httpErrors.invalidBody(
+          `tags must be an array of strings, got ${describe(tags)}${Array.isArray(tags) ? ' with a non-string element' : ''}`,
+        );
       }
-      if (tags.length > MAX_TAGS) throw httpErrors.invalidBody(`tags may hold at most ${MAX_TAGS} entries, got ${tags.length}`);
+      if (tags.length > MAX_TAGS)
+        throw httpErrors.invalidBody(`tags may hold at most ${MAX_TAGS} entries, got ${tags.length}`);
       return tags;
     }
     case 'visibility':
@@ -127,7 +142,17 @@ function fieldOf(body: Record<string, unknown>, field: keyof CreateFields): unkn
   }
 }
 
-const SIMPLE_FIELDS = ['title', 'context', 'tags', 'schema_name', 'description', 'semantic_version', 'llm_hints', 'visibility', 'sensitivity'] as const;
+const SIMPLE_FIELDS = [
+  'title',
+  'context',
+  'tags',
+  'schema_name',
+  'description',
+  'semantic_version',
+  'llm_hints',
+  'visibility',
+  'sensitivity',
+] as const;
 
 /** Validates a `POST /breadcrumbs` body. */
 export function validateCreate(body: Record<string, unknown>): CreateFields {
@@ -166,7 +191,8 @@ export function parseIfMatch(header: string | string[] | undefined): number | un
 /** Reads one optional single-valued query parameter; a repeated one is a 400 (like upstream's `tag`). */
 export function single(query: URLSearchParams, name: string): string | undefined {
   const values = query.getAll(name);
-  if (values.length > 1) throw httpErrors.invalidQuery(`query parameter "${name}" may be given only once, got ${values.length}`);
+  if (values.length > 1)
+    throw httpErrors.invalidQuery(`query parameter "${name}" may be given only once, got ${values.length}`);
   return values[0];
 }
 
@@ -187,7 +213,8 @@ export function clampedInt(query: URLSearchParams, name: string, min: number): n
   const raw = single(query, name);
   if (raw === undefined) return undefined;
   const text = raw.trim();
-  if (!/^[+-]?\d+$/.test(text)) throw httpErrors.invalidQuery(`query parameter "${name}" must be an integer, got ${JSON.stringify(raw)}`);
+  if (!/^[+-]?\d+$/.test(text))
+    throw httpErrors.invalidQuery(`query parameter "${name}" must be an integer, got ${JSON.stringify(raw)}`);
   const value = Number(text);
   return Math.max(min, Math.min(Number.MAX_SAFE_INTEGER, value));
 }

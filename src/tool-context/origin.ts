@@ -46,23 +46,40 @@ export function depthOfTags(tags: readonly string[]): number {
   return depth;
 }
 
-const sealed = (keys: Pick<RequestKeys, 'stateMac'>, call: { rid: string; tool: string; input: unknown }, origin: RequestOrigin): string =>
+const sealed = (
+  keys: Pick<RequestKeys, 'stateMac'>,
+  call: { rid: string; tool: string; input: unknown },
+  origin: RequestOrigin,
+): string =>
   keys.stateMac('request-origin', canonicalJson({ rid: call.rid, tool: call.tool, input: call.input ?? null, origin }));
 
 /** `context.origin` of a request the runner writes: the origin and its MAC. */
-export function sealOrigin(keys: Pick<RequestKeys, 'stateMac'>, call: { rid: string; tool: string; input: unknown }, origin: RequestOrigin): Record<string, unknown> {
+export function sealOrigin(
+  keys: Pick<RequestKeys, 'stateMac'>,
+  call: { rid: string; tool: string; input: unknown },
+  origin: RequestOrigin,
+): Record<string, unknown> {
   return { ...origin, mac: sealed(keys, call, origin) };
 }
 
 /** The origin of a request record when its `context.origin` is the runner's seal of this very call; else undefined. */
-export function verifiedOrigin(keys: Pick<RequestKeys, 'stateMac'>, context: Record<string, unknown> | undefined, rid: string): RequestOrigin | undefined {
+export function verifiedOrigin(
+  keys: Pick<RequestKeys, 'stateMac'>,
+  context: Record<string, unknown> | undefined,
+  rid: string,
+): RequestOrigin | undefined {
   const raw = context?.['origin'];
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return undefined;
   const { mac, ...origin } = raw as Record<string, unknown>;
   const tool = context?.['tool'];
   if (typeof tool !== 'string' || typeof mac !== 'string') return undefined;
   const o = origin as unknown as RequestOrigin;
-  if (!['call', 'subscription', 'bootstrap'].includes(o.kind) || !Number.isSafeInteger(o.depth) || !Array.isArray(o.chain)) return undefined;
+  if (
+    !['call', 'subscription', 'bootstrap'].includes(o.kind) ||
+    !Number.isSafeInteger(o.depth) ||
+    !Array.isArray(o.chain)
+  )
+    return undefined;
   try {
     return sameText(sealed(keys, { rid, tool, input: context?.['input'] }, o), mac) ? o : undefined;
   } catch {

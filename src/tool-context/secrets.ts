@@ -97,13 +97,17 @@ export function createSecretResolver(options: SecretResolverOptions): SecretReso
     const scopes: Array<{ type: string; matches: (scopeId: string | null | undefined) => boolean }> = [
       {
         type: 'tool',
-        matches: (scopeId) => (ctx.definitionId !== undefined && ctx.definitionId !== '' && scopeId === ctx.definitionId) || (ctx.operator === true && scopeId === ctx.tool),
+        matches: (scopeId) =>
+          (ctx.definitionId !== undefined && ctx.definitionId !== '' && scopeId === ctx.definitionId) ||
+          (ctx.operator === true && scopeId === ctx.tool),
       },
       { type: 'workspace', matches: (scopeId) => scopeId === workspace },
       { type: 'global', matches: () => true },
     ];
     for (const scope of scopes) {
-      const match = (await list(scope.type)).find((item) => item.name === name && item.scope_type === scope.type && scope.matches(item.scope_id));
+      const match = (await list(scope.type)).find(
+        (item) => item.name === name && item.scope_type === scope.type && scope.matches(item.scope_id),
+      );
       if (!match) continue;
       const value = await client.decryptSecret(match.id, `tool:${ctx.tool} request:${ctx.rid}`);
       logger.redact(value);
@@ -127,7 +131,10 @@ export function createSecretResolver(options: SecretResolverOptions): SecretReso
 }
 
 /** The example runner's secrets: --secrets-file when set (read once, on first use), else none. */
-export function secretsLoader(config: { readonly secretsFile?: string | undefined }, logger: Logger): { secrets?: () => Promise<Record<string, string>> } {
+export function secretsLoader(
+  config: { readonly secretsFile?: string | undefined },
+  logger: Logger,
+): { secrets?: () => Promise<Record<string, string>> } {
   const file = config.secretsFile;
   return file ? { secrets: () => loadSecretsFile(file, logger) } : {};
 }

@@ -14,11 +14,25 @@ import { ErrorCode, RunnerError } from '../errors.js';
 const RESERVED_TAG_PREFIXES = ['tool:', 'request:', 'claim:', 'response:'];
 const PROVENANCE_PREFIX = 'created-by:';
 /** The create fields a tool may set; anything else in its body (id, owner_id, created_by...) is dropped. */
-const CREATE_FIELDS = ['title', 'context', 'tags', 'schema_name', 'description', 'semantic_version', 'llm_hints', 'visibility', 'sensitivity', 'ttl'] as const;
+const CREATE_FIELDS = [
+  'title',
+  'context',
+  'tags',
+  'schema_name',
+  'description',
+  'semantic_version',
+  'llm_hints',
+  'visibility',
+  'sensitivity',
+  'ttl',
+] as const;
 
 /** A name as compared by the policy: NFKC, lower case, without whitespace or invisible characters. */
 export function normaliseName(name: string): string {
-  return name.normalize('NFKC').toLowerCase().replace(/[\s\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]/gu, '');
+  return name
+    .normalize('NFKC')
+    .toLowerCase()
+    .replace(/[\s\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]/gu, '');
 }
 
 /** Whether a schema name is in the runner's `tool.*` namespace. */
@@ -55,7 +69,9 @@ export function checkWritable(schema: string | null | undefined, tags: readonly 
   }
   const reserved = tags?.find(isReservedTag);
   if (reserved !== undefined) {
-    throw denied(`tools may not write the runner's tag ${JSON.stringify(reserved)} (tool, tool:*, request:*, claim:*, response:* are reserved)`);
+    throw denied(
+      `tools may not write the runner's tag ${JSON.stringify(reserved)} (tool, tool:*, request:*, claim:*, response:* are reserved)`,
+    );
   }
 }
 
@@ -84,6 +100,8 @@ export function toolUpdateTags(patchTags: readonly string[], currentTags: readon
 export function checkUpdatable(id: string, currentTags: readonly string[], tool: string): void {
   const own = provenanceOf(tool);
   if (!currentTags.includes(own)) {
-    throw denied(`tool "${tool}" may only update breadcrumbs it created (tagged "${own}"); breadcrumb "${id}" is not one of them`);
+    throw denied(
+      `tool "${tool}" may only update breadcrumbs it created (tagged "${own}"); breadcrumb "${id}" is not one of them`,
+    );
   }
 }

@@ -19,15 +19,32 @@
 
 import type { StoreClient } from '../breadcrumbs/index.js';
 import { isNotFound } from '../breadcrumbs/index.js';
-import { BreadcrumbCreate, BreadcrumbPatch, type BreadcrumbFull, type BreadcrumbListItem } from '../breadcrumbs/messages.js';
+import {
+  BreadcrumbCreate,
+  BreadcrumbPatch,
+  type BreadcrumbFull,
+  type BreadcrumbListItem,
+} from '../breadcrumbs/messages.js';
 import type { Config } from '../config/index.js';
 import { ErrorCode, RunnerError } from '../errors.js';
 import type { SandboxApi } from '../sandbox/index.js';
 import { DEPTH_TAG_PREFIX } from './origin.js';
-import { checkUpdatable, checkWritable, isReservedTag, isRunnerRecord, isRunnerSchema, normaliseName, toolCreateBody, toolUpdateTags } from './tool-api-policy.js';
+import {
+  checkUpdatable,
+  checkWritable,
+  isReservedTag,
+  isRunnerRecord,
+  isRunnerSchema,
+  normaliseName,
+  toolCreateBody,
+  toolUpdateTags,
+} from './tool-api-policy.js';
 
 /** The caps and grants of `context.api`, from the service's config. */
-export type ToolApiConfig = Pick<Config, 'toolApiMaxConcurrent' | 'toolApiMaxReplyBytes' | 'toolApiMaxJobBytes' | 'toolApiRunnerReaders'>;
+export type ToolApiConfig = Pick<
+  Config,
+  'toolApiMaxConcurrent' | 'toolApiMaxReplyBytes' | 'toolApiMaxJobBytes' | 'toolApiRunnerReaders'
+>;
 
 export interface ToolApiOptions {
   client: StoreClient;
@@ -56,8 +73,14 @@ const issues = (error: { issues: Array<{ path: PropertyKey[]; message: string }>
 /** The view of a record a tool receives. */
 function toolView(full: BreadcrumbFull, withContext: boolean): Record<string, unknown> {
   return {
-    id: full.id, title: full.title, description: full.description ?? null, tags: full.tags, schema_name: full.schema_name ?? null,
-    version: full.version, updated_at: full.updated_at, ...(withContext ? { context: full.context } : {}),
+    id: full.id,
+    title: full.title,
+    description: full.description ?? null,
+    tags: full.tags,
+    schema_name: full.schema_name ?? null,
+    version: full.version,
+    updated_at: full.updated_at,
+    ...(withContext ? { context: full.context } : {}),
   };
 }
 
@@ -66,14 +89,24 @@ export function createToolApi(options: ToolApiOptions): SandboxApi {
   const { client, tool, config } = options;
   const readsRunner = config.toolApiRunnerReaders.includes(tool);
   const scope = options.schemas
-    ? { write: new Set(options.schemas.write.map(normaliseName)), read: new Set([...options.schemas.read, ...options.schemas.write].map(normaliseName)) }
+    ? {
+        write: new Set(options.schemas.write.map(normaliseName)),
+        read: new Set([...options.schemas.read, ...options.schemas.write].map(normaliseName)),
+      }
     : undefined;
   const inScope = (kind: 'read' | 'write', schema: string | null | undefined): boolean =>
     !scope || (typeof schema === 'string' && scope[kind].has(normaliseName(schema)));
-  const scopeList = (kind: 'read' | 'write'): string => JSON.stringify(kind === 'read' ? [...new Set([...(options.schemas?.read ?? []), ...(options.schemas?.write ?? [])])] : options.schemas?.write ?? []);
+  const scopeList = (kind: 'read' | 'write'): string =>
+    JSON.stringify(
+      kind === 'read'
+        ? [...new Set([...(options.schemas?.read ?? []), ...(options.schemas?.write ?? [])])]
+        : (options.schemas?.write ?? []),
+    );
   const checkScope = (kind: 'read' | 'write', schema: string | null | undefined, what: string): void => {
     if (!inScope(kind, schema)) {
-      throw denied(`tool "${tool}" may ${kind} only breadcrumbs of the schemas ${scopeList(kind)} (permissions.breadcrumbs.${kind}); ${what} has schema ${JSON.stringify(schema ?? null)}`);
+      throw denied(
+        `tool "${tool}" may ${kind} only breadcrumbs of the schemas ${scopeList(kind)} (permissions.breadcrumbs.${kind}); ${what} has schema ${JSON.stringify(schema ?? null)}`,
+      );
     }
   };
   let jobBytes = 0;
@@ -88,23 +121,33 @@ export function createToolApi(options: ToolApiOptions): SandboxApi {
       return await fn();
     } finally {
       const next = waiting.shift();
-      if (next) next(); // the slot passes on
+      if (next)
+        next(); // the slot passes on
       else active--;
     }
   };
 
   const checkJobBudget = (): void => {
     if (jobBytes >= config.toolApiMaxJobBytes) {
-      throw new RunnerError(ErrorCode.RateExceeded, `this execution already received ${jobBytes} bytes, the most one may (toolApiMaxJobBytes ${config.toolApiMaxJobBytes})`);
+      throw new RunnerError(
+        ErrorCode.RateExceeded,
+        `this execution already received ${jobBytes} bytes, the most one may (toolApiMaxJobBytes ${config.toolApiMaxJobBytes})`,
+      );
     }
   };
   /** Charges a reply of `bytes` to the execution; refuses it when over a cap. */
   const charge = (bytes: number, hint: string): void => {
     if (bytes > config.toolApiMaxReplyBytes) {
-      throw new RunnerError(ErrorCode.RateExceeded, `the reply would exceed ${config.toolApiMaxReplyBytes} bytes (toolApiMaxReplyBytes)${hint}`);
+      throw new RunnerError(
+        ErrorCode.RateExceeded,
+        `the reply would exceed ${config.toolApiMaxReplyBytes} bytes (toolApiMaxReplyBytes)${hint}`,
+      );
     }
     if (jobBytes + bytes > config.toolApiMaxJobBytes) {
-      throw new RunnerError(ErrorCode.RateExceeded, `a reply of ${bytes} bytes would bring this execution past ${config.toolApiMaxJobBytes} bytes received (toolApiMaxJobBytes)`);
+      throw new RunnerError(
+        ErrorCode.RateExceeded,
+        `a reply of ${bytes} bytes would bring this execution past ${config.toolApiMaxJobBytes} bytes received (toolApiMaxJobBytes)`,
+      );
     }
     jobBytes += bytes;
   };
@@ -128,13 +171,21 @@ export function createToolApi(options: ToolApiOptions): SandboxApi {
     const found = await visible(id);
     if (found === 'missing') throw new RunnerError(ErrorCode.NotFound, `breadcrumb "${id}" not found`);
     if (found === 'secret') throw denied(`breadcrumb "${id}" is marked Secret`);
-    if (found === 'runner') throw denied(`breadcrumb "${id}" is one of the runner's own records, which tool "${tool}" may not read`);
+    if (found === 'runner')
+      throw denied(`breadcrumb "${id}" is one of the runner's own records, which tool "${tool}" may not read`);
     return found;
   };
 
   /** Candidate listings in the store's order: pages of a listing, or growing windows of a text query. */
-  async function* candidates(query: { q?: string; tag?: string; schema_name?: string }): AsyncGenerator<BreadcrumbListItem> {
-    const filter = { ...(query.tag !== undefined ? { tag: query.tag } : {}), ...(query.schema_name !== undefined ? { schema_name: query.schema_name } : {}) };
+  async function* candidates(query: {
+    q?: string;
+    tag?: string;
+    schema_name?: string;
+  }): AsyncGenerator<BreadcrumbListItem> {
+    const filter = {
+      ...(query.tag !== undefined ? { tag: query.tag } : {}),
+      ...(query.schema_name !== undefined ? { schema_name: query.schema_name } : {}),
+    };
     if (query.q === undefined) {
       for (let offset = 0; offset < MAX_LIST_SCAN; offset += LIST_PAGE) {
         const page = await client.listBreadcrumbs({ ...filter, limit: LIST_PAGE, offset, include_context: false });
@@ -171,7 +222,8 @@ export function createToolApi(options: ToolApiOptions): SandboxApi {
         checkWritable(parsed.data.schema_name, parsed.data.tags);
         checkScope('write', parsed.data.schema_name, 'the new breadcrumb');
         const created = toolCreateBody(parsed.data, tool);
-        if (options.depth !== undefined && options.depth > 0) created.tags = [...created.tags, `${DEPTH_TAG_PREFIX}${options.depth}`];
+        if (options.depth !== undefined && options.depth > 0)
+          created.tags = [...created.tags, `${DEPTH_TAG_PREFIX}${options.depth}`];
         return client.createBreadcrumb(created);
       }),
 
@@ -212,13 +264,19 @@ export function createToolApi(options: ToolApiOptions): SandboxApi {
         const tag = str('tag');
         const schema = str('schema_name');
         if (!readsRunner && ((tag !== undefined && isReservedTag(tag)) || isRunnerSchema(schema))) {
-          throw denied(`${tag !== undefined && isReservedTag(tag) ? `tag ${JSON.stringify(tag)}` : `schema ${JSON.stringify(schema)}`} names the runner's own records, which tool "${tool}" may not read`);
+          throw denied(
+            `${tag !== undefined && isReservedTag(tag) ? `tag ${JSON.stringify(tag)}` : `schema ${JSON.stringify(schema)}`} names the runner's own records, which tool "${tool}" may not read`,
+          );
         }
         if (schema !== undefined) checkScope('read', schema, 'the search');
         checkJobBudget();
         const results: Array<Record<string, unknown>> = [];
         let bytes = 2; // "[]"
-        for await (const item of candidates({ ...(q !== undefined ? { q } : {}), ...(tag !== undefined ? { tag } : {}), ...(schema !== undefined ? { schema_name: schema } : {}) })) {
+        for await (const item of candidates({
+          ...(q !== undefined ? { q } : {}),
+          ...(tag !== undefined ? { tag } : {}),
+          ...(schema !== undefined ? { schema_name: schema } : {}),
+        })) {
           if (!readsRunner && isRunnerRecord(item)) continue; // the listing already tells
           if (!inScope('read', item.schema_name)) continue;
           const found = await visible(item.id);
@@ -226,7 +284,10 @@ export function createToolApi(options: ToolApiOptions): SandboxApi {
           const view = toolView(found, withContext);
           const size = Buffer.byteLength(JSON.stringify(view)) + 1;
           if (bytes + size > config.toolApiMaxReplyBytes) {
-            charge(bytes + size, ` at result ${results.length + 1} (limit ${limit}); ask for fewer results or pass include_context: false`);
+            charge(
+              bytes + size,
+              ` at result ${results.length + 1} (limit ${limit}); ask for fewer results or pass include_context: false`,
+            );
           }
           bytes += size;
           results.push(view);

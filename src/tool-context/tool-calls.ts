@@ -45,14 +45,24 @@ export interface RunToolCaller extends SandboxToolCaller {
 }
 
 /** Why a nested call cannot be made from `run`, or undefined when it can. */
-export function nestedCallRefusal(run: Pick<CallingRun, 'tool' | 'origin'>, target: string, maxDepth: number): RunnerError | undefined {
+export function nestedCallRefusal(
+  run: Pick<CallingRun, 'tool' | 'origin'>,
+  target: string,
+  maxDepth: number,
+): RunnerError | undefined {
   const chain = [...(run.origin?.chain ?? []), run.tool];
   if (chain.includes(target)) {
-    return new RunnerError(ErrorCode.InputInvalid, `context.tools.call("${target}") refused: a cycle of nested calls (${[...chain, target].join(' -> ')})`);
+    return new RunnerError(
+      ErrorCode.InputInvalid,
+      `context.tools.call("${target}") refused: a cycle of nested calls (${[...chain, target].join(' -> ')})`,
+    );
   }
   const depth = (run.origin?.depth ?? 0) + 1;
   if (depth > maxDepth) {
-    return new RunnerError(ErrorCode.RateExceeded, `context.tools.call("${target}") refused: depth ${depth} is over the limit of ${maxDepth} nested calls (nestedCallMaxDepth; chain ${chain.join(' -> ')})`);
+    return new RunnerError(
+      ErrorCode.RateExceeded,
+      `context.tools.call("${target}") refused: depth ${depth} is over the limit of ${maxDepth} nested calls (nestedCallMaxDepth; chain ${chain.join(' -> ')})`,
+    );
   }
   return undefined;
 }
@@ -67,7 +77,9 @@ export function createRunToolCaller(options: ToolCallsOptions, run: CallingRun):
 
   const withdraw = async (request: WrittenRequest): Promise<void> => {
     pending.delete(request);
-    await requests.withdraw(request).catch((error: unknown) => log.warn('nested request withdrawal failed', { child: request.rid, error }));
+    await requests
+      .withdraw(request)
+      .catch((error: unknown) => log.warn('nested request withdrawal failed', { child: request.rid, error }));
   };
 
   return {
@@ -75,8 +87,13 @@ export function createRunToolCaller(options: ToolCallsOptions, run: CallingRun):
       const refusal = nestedCallRefusal(run, name, maxDepth);
       if (refusal) throw refusal;
       const remainingMs = run.deadlineAt - Date.now();
-      if (remainingMs <= 0) throw new RunnerError(ErrorCode.Timeout, `context.tools.call("${name}"): the calling run's deadline has passed`);
-      if (stop.aborted) throw new RunnerError(ErrorCode.Conflict, `context.tools.call("${name}") called after the calling run ended`);
+      if (remainingMs <= 0)
+        throw new RunnerError(
+          ErrorCode.Timeout,
+          `context.tools.call("${name}"): the calling run's deadline has passed`,
+        );
+      if (stop.aborted)
+        throw new RunnerError(ErrorCode.Conflict, `context.tools.call("${name}") called after the calling run ended`);
       const rid = randomUUID();
       const origin: RequestOrigin = {
         kind: 'call',
@@ -88,30 +105,44 @@ export function createRunToolCaller(options: ToolCallsOptions, run: CallingRun):
         parent_breadcrumb_id: run.breadcrumbId,
         deadline_at: run.deadlineAt,
       };
-      const written = await requests.write({
-        rid,
-        tool: name,
-        input,
-        requestedBy: run.agentId ?? `tool:${run.tool}`,
-        ...(run.agentId !== undefined ? { tags: [`agent:${run.agentId}`] } : {}),
-        context: {
-          origin: sealOrigin(keys, { rid, tool: name, input }, origin),
-          ...(callOptions.version !== undefined ? { version: callOptions.version } : {}),
-          ...(callOptions.idempotencyKey !== undefined ? { idempotency_key: callOptions.idempotencyKey } : {}),
+      const written = await requests.write(
+        {
+          rid,
+          tool: name,
+          input,
+          requestedBy: run.agentId ?? `tool:${run.tool}`,
+          ...(run.agentId !== undefined ? { tags: [`agent:${run.agentId}`] } : {}),
+          context: {
+            origin: sealOrigin(keys, { rid, tool: name, input }, origin),
+            ...(callOptions.version !== undefined ? { version: callOptions.version } : {}),
+            ...(callOptions.idempotencyKey !== undefined ? { idempotency_key: callOptions.idempotencyKey } : {}),
+          },
         },
-      }, { signal: stop });
+        { signal: stop },
+      );
       pending.add(written);
       const outcome = await requests.wait(written, { timeoutMs: remainingMs, signal: stop });
       if (outcome.kind !== 'answered') {
         await withdraw(written);
-        if (outcome.kind === 'timeout') throw new RunnerError(ErrorCode.Timeout, `context.tools.call("${name}"): no answer before the calling run's deadline (request ${rid} withdrawn)`);
-        throw new RunnerError(ErrorCode.Conflict, `context.tools.call("${name}"): the calling run ended first (request ${rid} withdrawn)`);
+        if (outcome.kind === 'timeout')
+          throw new RunnerError(
+            ErrorCode.Timeout,
+            `context.tools.call("${name}"): no answer before the calling run's deadline (request ${rid} withdrawn)`,
+          );
+        throw new RunnerError(
+          ErrorCode.Conflict,
+          `context.tools.call("${name}"): the calling run ended first (request ${rid} withdrawn)`,
+        );
       }
       pending.delete(written);
       const answer = outcome.answer;
       if (answer.status === 'success') return answer.output ?? null;
       const code = (answer.error?.code ?? ErrorCode.ToolError) as ErrorCode;
-      throw new RunnerError(code, `tool "${name}" answered ${code}: ${answer.error?.message ?? 'no message'} (request ${rid})`, { retryable: answer.error?.retryable ?? false });
+      throw new RunnerError(
+        code,
+        `tool "${name}" answered ${code}: ${answer.error?.message ?? 'no message'} (request ${rid})`,
+        { retryable: answer.error?.retryable ?? false },
+      );
     },
     async close() {
       ended.abort();

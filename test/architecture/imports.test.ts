@@ -12,7 +12,19 @@ const src = join(root, 'src');
 
 /** Layers, lowest first. A top-level file of src/ (errors.ts) counts as a folder of its own name. */
 const LAYERS: readonly (readonly string[])[] = [
-  ['errors', 'logger', 'log-value', 'result', 'config', 'local-transport', 'process-group', 'text', 'http', 'backoff', 'bounded'],
+  [
+    'errors',
+    'logger',
+    'log-value',
+    'result',
+    'config',
+    'local-transport',
+    'process-group',
+    'text',
+    'http',
+    'backoff',
+    'bounded',
+  ],
   ['breadcrumbs', 'store'],
   ['screen', 'contract', 'audit'],
   ['sandbox', 'host-tools', 'queue', 'tool-context'],
@@ -58,7 +70,9 @@ function edges(): Array<{ from: string; to: string }> {
 
 describe('import direction', () => {
   it('finds the imports it checks (a parser that sees nothing cannot fail)', () => {
-    expect(relativeImports(`import { a } from './a.js';\nexport { b } from "../b/c.js";\nimport x from 'node:fs';`)).toEqual(['./a.js', '../b/c.js']);
+    expect(
+      relativeImports(`import { a } from './a.js';\nexport { b } from "../b/c.js";\nimport x from 'node:fs';`),
+    ).toEqual(['./a.js', '../b/c.js']);
     expect(edges().length).toBeGreaterThan(300);
   });
 
@@ -78,7 +92,12 @@ describe('import direction', () => {
 
   it('screen and sandbox import from breadcrumbs/ only the message shapes (never the store client)', () => {
     const bad = edges()
-      .filter(({ from, to }) => ['screen', 'sandbox'].includes(folderOf(from)) && folderOf(to) === 'breadcrumbs' && to.split(sep).join('/') !== 'breadcrumbs/messages.ts')
+      .filter(
+        ({ from, to }) =>
+          ['screen', 'sandbox'].includes(folderOf(from)) &&
+          folderOf(to) === 'breadcrumbs' &&
+          to.split(sep).join('/') !== 'breadcrumbs/messages.ts',
+      )
       .map(({ from, to }) => `${from} -> ${to}`);
     expect(bad).toEqual([]);
   });

@@ -13,7 +13,10 @@ const CONTEXT = {
   name: 'notify',
   description: 'Sends a notice',
   version: '1.2.0',
-  code: { language: 'typescript', source: 'export async function execute(input: { to: string }) { return { sent: input.to }; }' },
+  code: {
+    language: 'typescript',
+    source: 'export async function execute(input: { to: string }) { return { sent: input.to }; }',
+  },
   input_schema: { type: 'object', properties: { to: { type: 'string', description: 'who' } }, required: ['to'] },
   output_schema: { type: 'object', properties: { sent: { type: 'string' } }, required: ['sent'] },
   examples: [{ description: 'one', input: { to: 'a' }, output: { sent: 'a' } }],
@@ -78,7 +81,14 @@ describe('tool files with an ARuntime description', () => {
     const { version: _v, input_schema: _i, ...rest } = CONTEXT;
     const context = contextOf({
       context: { ...rest, limits: { memory_mb: 64 }, contract: { owner: 'ops', data_classification: 'internal' } },
-      aruntime: { ...ARUNTIME, version: '1.2.0', description: CONTEXT.description, inputSchema: CONTEXT.input_schema, egressPolicy: { allow: ['hooks.example.com'] }, authenticationRef: 'HOOK_TOKEN' },
+      aruntime: {
+        ...ARUNTIME,
+        version: '1.2.0',
+        description: CONTEXT.description,
+        inputSchema: CONTEXT.input_schema,
+        egressPolicy: { allow: ['hooks.example.com'] },
+        authenticationRef: 'HOOK_TOKEN',
+      },
     });
     expect(context).toMatchObject({
       version: '1.2.0',
@@ -91,20 +101,48 @@ describe('tool files with an ARuntime description', () => {
   });
 
   it.each([
-    [{ contract: { side_effect: 'irreversible' } }, {}, 'aruntime.sideEffectClass ("external-communication") conflicts with context.contract.side_effect ("irreversible")'],
-    [{ limits: { timeout_ms: 2000 } }, {}, 'aruntime.timeoutSeconds (2.5) conflicts with context.limits.timeout_ms (2000)'],
+    [
+      { contract: { side_effect: 'irreversible' } },
+      {},
+      'aruntime.sideEffectClass ("external-communication") conflicts with context.contract.side_effect ("irreversible")',
+    ],
+    [
+      { limits: { timeout_ms: 2000 } },
+      {},
+      'aruntime.timeoutSeconds (2.5) conflicts with context.limits.timeout_ms (2000)',
+    ],
     [{}, { toolId: 'other' }, 'aruntime.toolId ("other") conflicts with context.name ("notify")'],
     [{}, { version: '2.0.0' }, 'aruntime.version ("2.0.0") conflicts with context.version ("1.2.0")'],
-    [{ permissions: { net: false } }, { egressPolicy: { allow: ['b.example.com'] } }, 'aruntime.egressPolicy.allow (["b.example.com"]) conflicts with context.permissions.net (false)'],
-    [{ permissions: { net: ['a.example.com'] } }, { egressPolicy: { allow: ['b.example.com'] } }, 'aruntime.egressPolicy.allow (["b.example.com"]) conflicts with context.permissions.net (["a.example.com"])'],
+    [
+      { permissions: { net: false } },
+      { egressPolicy: { allow: ['b.example.com'] } },
+      'aruntime.egressPolicy.allow (["b.example.com"]) conflicts with context.permissions.net (false)',
+    ],
+    [
+      { permissions: { net: ['a.example.com'] } },
+      { egressPolicy: { allow: ['b.example.com'] } },
+      'aruntime.egressPolicy.allow (["b.example.com"]) conflicts with context.permissions.net (["a.example.com"])',
+    ],
     [
       { contract: { owner: 'someone', idempotent: true } },
       {},
       'aruntime.idempotency (false) conflicts with context.contract.idempotent (true); aruntime.owner ("ops") conflicts with context.contract.owner ("someone")',
     ],
-    [{}, { sideEffectClass: 'destructive' }, /^aruntime\.sideEffectClass: unknown side-effect class "destructive" \(known: /],
-    [{}, { timeoutSeconds: -1, rateLimits: { budget: { usd: 1 } } }, 'aruntime.timeoutSeconds: must be a number of seconds >= 0, got -1'],
-    [{}, { rateLimits: { budget: { usd: 1 } } }, 'aruntime.rateLimits.budget: a code tool carries no budget (only Runloop host tools do); remove it'],
+    [
+      {},
+      { sideEffectClass: 'destructive' },
+      /^aruntime\.sideEffectClass: unknown side-effect class "destructive" \(known: /,
+    ],
+    [
+      {},
+      { timeoutSeconds: -1, rateLimits: { budget: { usd: 1 } } },
+      'aruntime.timeoutSeconds: must be a number of seconds >= 0, got -1',
+    ],
+    [
+      {},
+      { rateLimits: { budget: { usd: 1 } } },
+      'aruntime.rateLimits.budget: a code tool carries no budget (only Runloop host tools do); remove it',
+    ],
   ])('context %j with aruntime %j is refused: %s', (contextOver, aruntimeOver, message) => {
     const error = errorOf({ context: { ...CONTEXT, ...contextOver }, aruntime: { ...ARUNTIME, ...aruntimeOver } });
     if (typeof message === 'string') expect(error).toBe(message);
@@ -112,10 +150,17 @@ describe('tool files with an ARuntime description', () => {
   });
 
   it('egressPolicy "none" agrees with permissions.net false', () => {
-    expect(contextOf({ context: { ...CONTEXT, permissions: { net: false } }, aruntime: { ...ARUNTIME, egressPolicy: 'none' } })['permissions']).toEqual({ net: false });
+    expect(
+      contextOf({
+        context: { ...CONTEXT, permissions: { net: false } },
+        aruntime: { ...ARUNTIME, egressPolicy: 'none' },
+      })['permissions'],
+    ).toEqual({ net: false });
   });
 
   it('refuses an ARuntime description inside an upstream context', () => {
-    expect(errorOf({ context: { ...CONTEXT, aruntime: ARUNTIME } })).toBe('context.aruntime: the ARuntime description belongs at the top level of the file, next to context');
+    expect(errorOf({ context: { ...CONTEXT, aruntime: ARUNTIME } })).toBe(
+      'context.aruntime: the ARuntime description belongs at the top level of the file, next to context',
+    );
   });
 });

@@ -67,15 +67,42 @@ async function rig(maxSeen?: number) {
   const secrets = createSecretResolver({ client: c, workspace: WS, logger: silentLogger() });
   const stamper = createStamper(Buffer.alloc(32, 8));
   const path = createRequestPath({
-    client: c, keys, config, logger: silentLogger(), replica: 'A', catalog, validator, sandbox, secrets, hardStop: stop.signal,
+    client: c,
+    keys,
+    config,
+    logger: silentLogger(),
+    replica: 'A',
+    catalog,
+    validator,
+    sandbox,
+    secrets,
+    hardStop: stop.signal,
     queue: createJobQueue({ concurrency: 2, toolConcurrency: 2, backlog: 100 }),
-    create: createCreateExecutor({ client: c, keys, sandbox, config, logger: silentLogger(), validator, stamper, catalog, secrets }),
+    create: createCreateExecutor({
+      client: c,
+      keys,
+      sandbox,
+      config,
+      logger: silentLogger(),
+      validator,
+      stamper,
+      catalog,
+      secrets,
+    }),
   });
   const createRequest = async (spec: Record<string, unknown>) =>
-    (await c.createBreadcrumb({ title: 'create', schema_name: SCHEMA.ToolCreateRequest, tags: [WS, 'agent:ag'], context: { tool_spec: spec } })).id;
+    (
+      await c.createBreadcrumb({
+        title: 'create',
+        schema_name: SCHEMA.ToolCreateRequest,
+        tags: [WS, 'agent:ag'],
+        context: { tool_spec: spec },
+      })
+    ).id;
   const pending = (id: string) => ({ kind: 'create' as const, breadcrumbId: id, rid: id, tool: CREATE_QUEUE });
   const deliver = (id: string) => path.intake.offer(pending(id));
-  const answers = (id: string) => c.listBreadcrumbs({ schema_name: SCHEMA.ToolCreateResponse, tag: keys.answerTag(id), include_context: true });
+  const answers = (id: string) =>
+    c.listBreadcrumbs({ schema_name: SCHEMA.ToolCreateResponse, tag: keys.answerTag(id), include_context: true });
   /** Waits until the request has an answer (the store is polled; the flow answers asynchronously). */
   const answered = async (id: string) => {
     for (let i = 0; i < 400; i++) {

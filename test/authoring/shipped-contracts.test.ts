@@ -35,7 +35,11 @@ describe('shipped tools', () => {
     const tools: ToolDefinition[] = [];
     for (const file of await loadToolFiles(DIR, 'workspace:tools')) {
       if (!file.ok) throw new Error(file.error);
-      const check = validateToolDefinition(file.breadcrumb.context, { origin: 'bootstrap', config: defaultConfig(), validator });
+      const check = validateToolDefinition(file.breadcrumb.context, {
+        origin: 'bootstrap',
+        config: defaultConfig(),
+        validator,
+      });
       if (!check.ok) throw new Error(JSON.stringify(check.errors));
       tools.push(check.tool);
     }
@@ -43,7 +47,9 @@ describe('shipped tools', () => {
     for (const tool of tools) {
       const want = EXPECTED[tool.name]!;
       expect([tool.name, tool.contract.side_effect]).toEqual([tool.name, want.side]);
-      const { mcp } = sideEffectPolicy(tool.contract.side_effect, { ...(tool.contract.idempotent !== undefined ? { idempotent: tool.contract.idempotent } : {}) });
+      const { mcp } = sideEffectPolicy(tool.contract.side_effect, {
+        ...(tool.contract.idempotent !== undefined ? { idempotent: tool.contract.idempotent } : {}),
+      });
       expect([tool.name, mcp.readOnlyHint, mcp.destructiveHint]).toEqual([tool.name, want.readOnly, want.destructive]);
     }
     const http = tools.find((t) => t.name === 'http-request')!;

@@ -29,17 +29,25 @@ describe('continuous tools (two replicas)', () => {
     const bootDir = tempDir('tr-boot-');
     mkdirSync(join(bootDir, 'tools'));
     // Announces each start (its run id names the replica), then runs until stopped.
-    writeFileSync(join(bootDir, 'tools', 'forever.json'), JSON.stringify({
-      schema_name: 'tool.code.v1', title: 'forever', tags: ['tool', 'tool:forever', WS],
-      context: {
-        ...toolContext('forever', `export async function execute(input, context) {
+    writeFileSync(
+      join(bootDir, 'tools', 'forever.json'),
+      JSON.stringify({
+        schema_name: 'tool.code.v1',
+        title: 'forever',
+        tags: ['tool', 'tool:forever', WS],
+        context: {
+          ...toolContext(
+            'forever',
+            `export async function execute(input, context) {
           await context.api.createBreadcrumb({ title: 'started', schema_name: 'e2e.started.v1', tags: ['e2e:started'], context: { run: context.request.id } });
           await new Promise(() => setInterval(() => {}, 1000));
-        }`),
-        permissions: { net: false, breadcrumbs: { write: ['e2e.started.v1'] } },
-        bootstrap: { enabled: true, mode: 'continuous', priority: 1 },
-      },
-    }));
+        }`,
+          ),
+          permissions: { net: false, breadcrumbs: { write: ['e2e.started.v1'] } },
+          bootstrap: { enabled: true, mode: 'continuous', priority: 1 },
+        },
+      }),
+    );
     const { url } = await startStoreProcess(tempDir());
     const c = client(url);
     const flags = ['--bootstrap', '--bootstrap-dir', bootDir, '--continuous-lease-ms', String(LEASE_MS)];

@@ -9,12 +9,24 @@ import { depthOfTags, sealOrigin, verifiedOrigin, type RequestOrigin } from '../
 import { nestedCallRefusal } from '../../src/tool-context/tool-calls.js';
 
 const keys = createRequestKeys(Buffer.alloc(32, 9));
-const origin: RequestOrigin = { kind: 'call', agent: 'alice', depth: 1, chain: ['workflow'], parent_tool: 'workflow', parent_rid: 'r0', deadline_at: 1 };
+const origin: RequestOrigin = {
+  kind: 'call',
+  agent: 'alice',
+  depth: 1,
+  chain: ['workflow'],
+  parent_tool: 'workflow',
+  parent_rid: 'r0',
+  deadline_at: 1,
+};
 const call = { rid: 'r1', tool: 'calculator', input: { expression: '1 + 1' } };
-const context = (o: Record<string, unknown>, c = call): Record<string, unknown> => ({ tool: c.tool, input: c.input, origin: o });
+const context = (o: Record<string, unknown>, c = call): Record<string, unknown> => ({
+  tool: c.tool,
+  input: c.input,
+  origin: o,
+});
 
 describe('origin seal', () => {
-  it('verifies the runner\'s own seal of this very call', () => {
+  it("verifies the runner's own seal of this very call", () => {
     expect(verifiedOrigin(keys, context(sealOrigin(keys, call, origin)), 'r1')).toEqual(origin);
   });
 
@@ -39,7 +51,9 @@ describe('origin seal', () => {
 
 describe('nested-call refusals', () => {
   it('refuses a cycle, naming the chain', () => {
-    expect(nestedCallRefusal({ tool: 'pong', origin: { ...origin, chain: ['ping'] } }, 'ping', 4)?.message).toBe('context.tools.call("ping") refused: a cycle of nested calls (ping -> pong -> ping)');
+    expect(nestedCallRefusal({ tool: 'pong', origin: { ...origin, chain: ['ping'] } }, 'ping', 4)?.message).toBe(
+      'context.tools.call("ping") refused: a cycle of nested calls (ping -> pong -> ping)',
+    );
     expect(nestedCallRefusal({ tool: 'self' }, 'self', 4)?.code).toBe('input.invalid');
   });
 
@@ -48,32 +62,88 @@ describe('nested-call refusals', () => {
     expect(nestedCallRefusal({ tool: 'c', origin: deep }, 'd', 3)).toBeUndefined();
     const refusal = nestedCallRefusal({ tool: 'c', origin: { ...deep, depth: 3 } }, 'd', 3);
     expect(refusal?.code).toBe('rate.exceeded');
-    expect(refusal?.message).toBe('context.tools.call("d") refused: depth 4 is over the limit of 3 nested calls (nestedCallMaxDepth; chain a -> b -> c)');
+    expect(refusal?.message).toBe(
+      'context.tools.call("d") refused: depth 4 is over the limit of 3 nested calls (nestedCallMaxDepth; chain a -> b -> c)',
+    );
   });
 });
 
 describe('subscriptions and bootstrap in a definition', () => {
   const agent = { origin: 'agent' as const, api: 'read' as const, apiSchemas: { read: ['note.v1'], write: [] } };
   it.each([
-    [{ subscriptions: 'x' }, agent, '/subscriptions', 'subscriptions must be an array of {schema_name, tag?, input?}, got "x"'],
-    [{ subscriptions: [{}] }, agent, '/subscriptions/0/schema_name', 'schema_name must match ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$, got undefined'],
-    [{ subscriptions: [{ schema_name: 'tool.request.v1' }] }, agent, '/subscriptions/0/schema_name', 'schema "tool.request.v1" is the runner\'s (tool.* records); a tool may not subscribe to it'],
-    [{ subscriptions: [{ schema_name: 'other.v1' }] }, agent, '/subscriptions/0/schema_name', 'tool may subscribe only to schemas its grant may read (["note.v1"]); "other.v1" is not one of them'],
-    [{ subscriptions: [{ schema_name: 'note.v1' }] }, { origin: 'agent' as const, api: false as const }, '/subscriptions/0/schema_name', 'tool may subscribe only to schemas its grant may read (no permissions.api or permissions.breadcrumbs grant); "note.v1" is not one of them'],
-    [{ subscriptions: [{ schema_name: 'note.v1', tag: '' }] }, agent, '/subscriptions/0/tag', 'tag must be a non-empty string of at most 256 characters, got ""'],
-    [{ subscriptions: [{ schema_name: 'note.v1', input: [1] }] }, agent, '/subscriptions/0/input', 'input must be an object, got [1]'],
-    [{ bootstrap: { mode: 'once', priority: 'high' } }, { origin: 'bootstrap' as const, api: false as const }, '/bootstrap/priority', 'bootstrap.priority must be a number, got "high"'],
+    [
+      { subscriptions: 'x' },
+      agent,
+      '/subscriptions',
+      'subscriptions must be an array of {schema_name, tag?, input?}, got "x"',
+    ],
+    [
+      { subscriptions: [{}] },
+      agent,
+      '/subscriptions/0/schema_name',
+      'schema_name must match ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$, got undefined',
+    ],
+    [
+      { subscriptions: [{ schema_name: 'tool.request.v1' }] },
+      agent,
+      '/subscriptions/0/schema_name',
+      'schema "tool.request.v1" is the runner\'s (tool.* records); a tool may not subscribe to it',
+    ],
+    [
+      { subscriptions: [{ schema_name: 'other.v1' }] },
+      agent,
+      '/subscriptions/0/schema_name',
+      'tool may subscribe only to schemas its grant may read (["note.v1"]); "other.v1" is not one of them',
+    ],
+    [
+      { subscriptions: [{ schema_name: 'note.v1' }] },
+      { origin: 'agent' as const, api: false as const },
+      '/subscriptions/0/schema_name',
+      'tool may subscribe only to schemas its grant may read (no permissions.api or permissions.breadcrumbs grant); "note.v1" is not one of them',
+    ],
+    [
+      { subscriptions: [{ schema_name: 'note.v1', tag: '' }] },
+      agent,
+      '/subscriptions/0/tag',
+      'tag must be a non-empty string of at most 256 characters, got ""',
+    ],
+    [
+      { subscriptions: [{ schema_name: 'note.v1', input: [1] }] },
+      agent,
+      '/subscriptions/0/input',
+      'input must be an object, got [1]',
+    ],
+    [
+      { bootstrap: { mode: 'once', priority: 'high' } },
+      { origin: 'bootstrap' as const, api: false as const },
+      '/bootstrap/priority',
+      'bootstrap.priority must be a number, got "high"',
+    ],
   ])('%j is refused', (definition, options, path, message) => {
     const result = readAutonomy(definition as Record<string, unknown>, options);
     expect(result.errors).toEqual([{ code: expect.any(String), path, message }]);
   });
 
-  it('accepts a granted subscription and an operator bootstrap; ignores an agent\'s bootstrap with a warning', () => {
-    expect(readAutonomy({ subscriptions: [{ schema_name: 'note.v1', tag: 'note:new', description: 'upstream field' }] }, agent).subscriptions).toEqual([{ schemaName: 'note.v1', tag: 'note:new', input: {} }]);
-    expect(readAutonomy({ bootstrap: { enabled: true, mode: 'continuous', priority: 100 } }, { origin: 'bootstrap', api: false }).bootstrap).toEqual({ mode: 'continuous', priority: 100, input: {} });
+  it("accepts a granted subscription and an operator bootstrap; ignores an agent's bootstrap with a warning", () => {
+    expect(
+      readAutonomy(
+        { subscriptions: [{ schema_name: 'note.v1', tag: 'note:new', description: 'upstream field' }] },
+        agent,
+      ).subscriptions,
+    ).toEqual([{ schemaName: 'note.v1', tag: 'note:new', input: {} }]);
+    expect(
+      readAutonomy(
+        { bootstrap: { enabled: true, mode: 'continuous', priority: 100 } },
+        { origin: 'bootstrap', api: false },
+      ).bootstrap,
+    ).toEqual({ mode: 'continuous', priority: 100, input: {} });
     const ignored = readAutonomy({ bootstrap: { enabled: true, mode: 'continuous' } }, agent);
     expect(ignored.bootstrap).toBeUndefined();
-    expect(ignored.warnings[0]?.message).toBe('bootstrap.mode "continuous" is honoured only for the operator\'s tools (the bootstrap directory); ignored');
-    expect(readAutonomy({ bootstrap: { enabled: false, mode: 'once' } }, { origin: 'bootstrap', api: false }).bootstrap).toBeUndefined();
+    expect(ignored.warnings[0]?.message).toBe(
+      'bootstrap.mode "continuous" is honoured only for the operator\'s tools (the bootstrap directory); ignored',
+    );
+    expect(
+      readAutonomy({ bootstrap: { enabled: false, mode: 'once' } }, { origin: 'bootstrap', api: false }).bootstrap,
+    ).toBeUndefined();
   });
 });

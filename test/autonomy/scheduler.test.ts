@@ -32,10 +32,18 @@ describe('scheduler', () => {
   it('ticks at the interval over 60 s with a restart in the middle: none missed, none doubled', async () => {
     const bootDir = tempDir('tr-boot-');
     mkdirSync(join(bootDir, 'tools'));
-    copyFileSync(fileURLToPath(new URL('../../bootstrap-breadcrumbs/tools-self-contained/scheduler.json', import.meta.url)), join(bootDir, 'tools', 'scheduler.json'));
+    copyFileSync(
+      fileURLToPath(new URL('../../bootstrap-breadcrumbs/tools-self-contained/scheduler.json', import.meta.url)),
+      join(bootDir, 'tools', 'scheduler.json'),
+    );
     const { url } = await startStoreProcess(tempDir());
     const c = client(url);
-    await c.createBreadcrumb({ title: 'every 5 s', schema_name: 'schedule.definition.v1', tags: ['schedule:definition'], context: { interval: { type: 'seconds', every_seconds: 5 }, enabled: true, labels: ['interval:5s'] } });
+    await c.createBreadcrumb({
+      title: 'every 5 s',
+      schema_name: 'schedule.definition.v1',
+      tags: ['schedule:definition'],
+      context: { interval: { type: 'seconds', every_seconds: 5 }, enabled: true, labels: ['interval:5s'] },
+    });
     const flags = ['--bootstrap', '--bootstrap-dir', bootDir, '--continuous-lease-ms', '3000'];
     let runner = await startRunner(url, flags);
     await until('the first tick', async () => (await dueTimes(c)).length >= 1, 60_000);
@@ -45,13 +53,18 @@ describe('scheduler', () => {
     runner.signal('SIGTERM');
     await runner.exited;
     runner = await startRunner(url, flags);
-    await until('the end of the window', async () => (await dueTimes(c)).some((due) => due >= first + WINDOW_MS), 3 * WINDOW_MS);
+    await until(
+      'the end of the window',
+      async () => (await dueTimes(c)).some((due) => due >= first + WINDOW_MS),
+      3 * WINDOW_MS,
+    );
     const inWindow = (await dueTimes(c)).filter((due) => due >= first && due < first + WINDOW_MS);
     // 12 due times in 60 s at 5 s (±10 %: 11 to 13), each exactly one period after the one before.
     expect(inWindow.length).toBeGreaterThanOrEqual(11);
     expect(inWindow.length).toBeLessThanOrEqual(13);
     expect(new Set(inWindow).size).toBe(inWindow.length);
-    for (let i = 1; i < inWindow.length; i++) expect((inWindow[i] as number) - (inWindow[i - 1] as number)).toBe(PERIOD_MS);
+    for (let i = 1; i < inWindow.length; i++)
+      expect((inWindow[i] as number) - (inWindow[i - 1] as number)).toBe(PERIOD_MS);
     expect(inWindow.every((due) => due % PERIOD_MS === 0)).toBe(true);
   }, 300_000);
 });

@@ -5,16 +5,45 @@
 import { describe, expect, it } from 'vitest';
 import { callerOf, createStoreAuthProbe } from '../../src/breadcrumbs/caller.js';
 
-const record = (extra: Record<string, unknown> = {}) => ({ tags: ['tool:request', 'workspace:tools', 'agent:alice'], context: { tool: 't', input: {}, requestedBy: 'carol' }, ...extra });
+const record = (extra: Record<string, unknown> = {}) => ({
+  tags: ['tool:request', 'workspace:tools', 'agent:alice'],
+  context: { tool: 't', input: {}, requestedBy: 'carol' },
+  ...extra,
+});
 
 describe('callerOf', () => {
   it.each([
-    ['auth off: the agent: tag is the identity', record({ created_by: 'bob', updated_by: 'bob' }), false, { agentId: 'alice', verified: false, label: 'alice' }],
-    ['auth off, no tag: requestedBy', { ...record(), tags: ['tool:request'] }, false, { agentId: 'carol', verified: false, label: 'carol' }],
+    [
+      'auth off: the agent: tag is the identity',
+      record({ created_by: 'bob', updated_by: 'bob' }),
+      false,
+      { agentId: 'alice', verified: false, label: 'alice' },
+    ],
+    [
+      'auth off, no tag: requestedBy',
+      { ...record(), tags: ['tool:request'] },
+      false,
+      { agentId: 'carol', verified: false, label: 'carol' },
+    ],
     ['auth off, nothing: anonymous', { tags: [], context: { tool: 't' } }, false, { verified: false }],
-    ['auth on: the verified writer, the tag is a label', record({ created_by: 'bob', updated_by: 'bob' }), true, { agentId: 'bob', verified: true, label: 'alice' }],
-    ['auth on, no tag: still the writer', { tags: [], context: {}, created_by: 'bob', updated_by: 'bob' }, true, { agentId: 'bob', verified: true }],
-    ['auth on, a record without a writer: anonymous, never the label', record({ created_by: null }), true, { verified: true, label: 'alice' }],
+    [
+      'auth on: the verified writer, the tag is a label',
+      record({ created_by: 'bob', updated_by: 'bob' }),
+      true,
+      { agentId: 'bob', verified: true, label: 'alice' },
+    ],
+    [
+      'auth on, no tag: still the writer',
+      { tags: [], context: {}, created_by: 'bob', updated_by: 'bob' },
+      true,
+      { agentId: 'bob', verified: true },
+    ],
+    [
+      'auth on, a record without a writer: anonymous, never the label',
+      record({ created_by: null }),
+      true,
+      { verified: true, label: 'alice' },
+    ],
   ])('%s', (_what, full, authenticated, expected) => {
     expect(callerOf(full, authenticated)).toEqual(expected);
   });
@@ -24,7 +53,8 @@ describe('callerOf', () => {
       agentId: 'bob',
       verified: true,
       label: 'alice',
-      problem: 'the request was written by "bob" and changed afterwards by "mallory"; a request runs only as its writer sent it',
+      problem:
+        'the request was written by "bob" and changed afterwards by "mallory"; a request runs only as its writer sent it',
     });
   });
 });
@@ -34,7 +64,16 @@ describe('createStoreAuthProbe', () => {
     let now = 0;
     let calls = 0;
     let answer: unknown = { status: 'ok', auth: 'on' };
-    const probe = createStoreAuthProbe({ health: async () => { calls++; if (answer instanceof Error) throw answer; return answer; } }, { ttlMs: 1000, now: () => now });
+    const probe = createStoreAuthProbe(
+      {
+        health: async () => {
+          calls++;
+          if (answer instanceof Error) throw answer;
+          return answer;
+        },
+      },
+      { ttlMs: 1000, now: () => now },
+    );
     expect(await probe.authenticates()).toBe(true);
     expect(await probe.authenticates()).toBe(true);
     expect(calls).toBe(1);
@@ -48,7 +87,11 @@ describe('createStoreAuthProbe', () => {
   });
 
   it('throws while the store was never readable (a label is never trusted by accident)', async () => {
-    const probe = createStoreAuthProbe({ health: async () => { throw new Error('ECONNREFUSED'); } });
+    const probe = createStoreAuthProbe({
+      health: async () => {
+        throw new Error('ECONNREFUSED');
+      },
+    });
     await expect(probe.authenticates()).rejects.toThrow('ECONNREFUSED');
   });
 });

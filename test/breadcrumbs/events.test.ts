@@ -24,12 +24,14 @@ function recorder(): Recorder {
   const connects: Recorder['connects'] = [];
   const waiters: Array<{ check: () => boolean; resolve: () => void }> = [];
   const poke = (): void => {
-    for (const w of [...waiters]) if (w.check()) {
-      waiters.splice(waiters.indexOf(w), 1);
-      w.resolve();
-    }
+    for (const w of [...waiters])
+      if (w.check()) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve();
+      }
   };
-  const until = (check: () => boolean): Promise<void> => (check() ? Promise.resolve() : new Promise((resolve) => waiters.push({ check, resolve })));
+  const until = (check: () => boolean): Promise<void> =>
+    check() ? Promise.resolve() : new Promise((resolve) => waiters.push({ check, resolve }));
   return {
     events,
     connects,
@@ -46,9 +48,21 @@ function recorder(): Recorder {
   };
 }
 
-function open(client: ReturnType<typeof createStoreClient>, rec: Recorder, extra: Partial<Parameters<typeof openEventStream>[0]> = {}) {
+function open(
+  client: ReturnType<typeof createStoreClient>,
+  rec: Recorder,
+  extra: Partial<Parameters<typeof openEventStream>[0]> = {},
+) {
   const controller = new AbortController();
-  const stream = openEventStream({ client, logger, signal: controller.signal, onEvent: rec.onEvent, onConnected: rec.onConnected, backoff: FAST, ...extra });
+  const stream = openEventStream({
+    client,
+    logger,
+    signal: controller.signal,
+    onEvent: rec.onEvent,
+    onConnected: rec.onConnected,
+    backoff: FAST,
+    ...extra,
+  });
   onCleanup(async () => {
     controller.abort();
     await stream.closed;
@@ -64,11 +78,18 @@ async function sseServer(script: (n: number, req: http.IncomingMessage, res: htt
     script(requests.length, req, res);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  onCleanup(() => new Promise((resolve) => { server.closeAllConnections(); server.close(resolve); }));
+  onCleanup(
+    () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(resolve);
+      }),
+  );
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requests };
 }
 
-const sseHead = (res: http.ServerResponse): void => void res.writeHead(200, { 'Content-Type': 'text/event-stream' }).flushHeaders();
+const sseHead = (res: http.ServerResponse): void =>
+  void res.writeHead(200, { 'Content-Type': 'text/event-stream' }).flushHeaders();
 
 describe('openEventStream', () => {
   it('delivers events (not pings) with their ids from the embedded store', async () => {
@@ -120,14 +141,23 @@ describe('openEventStream', () => {
     const fake = await sseServer((n, _req, res) => {
       sseHead(res);
       if (n === 1) res.end('id: 7\ndata: {"type":"breadcrumb.updated","breadcrumb_id":"a","version":1}\n\n');
-      else res.write('data: {"type":"ping","ts":"x"}\n\nid: 8\ndata: {"type":"breadcrumb.updated","breadcrumb_id":"a","version":2}\n\n');
+      else
+        res.write(
+          'data: {"type":"ping","ts":"x"}\n\nid: 8\ndata: {"type":"breadcrumb.updated","breadcrumb_id":"a","version":2}\n\n',
+        );
     });
     const client = createStoreClient({ baseUrl: fake.url, logger });
     const rec = recorder();
     open(client, rec);
     await rec.events$(2);
-    expect(rec.connects).toEqual([{ reconnect: false, attempt: 1 }, { reconnect: true, attempt: 1 }]);
-    expect(rec.events.map((e) => [e.id, e.event.version])).toEqual([['7', 1], ['8', 2]]);
+    expect(rec.connects).toEqual([
+      { reconnect: false, attempt: 1 },
+      { reconnect: true, attempt: 1 },
+    ]);
+    expect(rec.events.map((e) => [e.id, e.event.version])).toEqual([
+      ['7', 1],
+      ['8', 2],
+    ]);
     expect(fake.requests[0]!.headers['last-event-id']).toBeUndefined();
     expect(fake.requests[1]!.headers['last-event-id']).toBe('7');
     // Our extensions are opt-in by name; upstream ignores the parameter.
@@ -145,7 +175,10 @@ describe('openEventStream', () => {
     const rec = recorder();
     open(client, rec, { stallMs: 150 });
     await rec.events$(1);
-    expect(rec.connects).toEqual([{ reconnect: false, attempt: 2 }, { reconnect: true, attempt: 1 }]);
+    expect(rec.connects).toEqual([
+      { reconnect: false, attempt: 2 },
+      { reconnect: true, attempt: 1 },
+    ]);
     expect(rec.events[0]!.event).toEqual({ type: 'stream.gap' });
     expect(fake.requests).toHaveLength(3);
   });
@@ -161,7 +194,11 @@ describe('openEventStream', () => {
     let done: () => void = () => {};
     const two = new Promise<void>((resolve) => (done = resolve));
     const stream = openEventStream({
-      client, logger, signal: controller.signal, query: { tag: 'tool:request' }, backoff: FAST,
+      client,
+      logger,
+      signal: controller.signal,
+      query: { tag: 'tool:request' },
+      backoff: FAST,
       onEvent: (event) => {
         seen.push(event.type);
         if (event.type === 'x.one') throw new Error('handler bug');
@@ -183,20 +220,34 @@ describe('openEventStream', () => {
     await store.close();
     const client = createStoreClient({ baseUrl: `http://127.0.0.1:${port}`, logger });
     const controller = new AbortController();
-    const stream = openEventStream({ client, logger, signal: controller.signal, onEvent: () => {}, backoff: { initialMs: 60_000, maxMs: 60_000 } });
+    const stream = openEventStream({
+      client,
+      logger,
+      signal: controller.signal,
+      onEvent: () => {},
+      backoff: { initialMs: 60_000, maxMs: 60_000 },
+    });
     controller.abort();
     await stream.closed;
   });
 });
 
 describe.each(['http', 'in-process'] as const)('openEventStream over %s', (transport) => {
-  const connectTo = (store: Awaited<ReturnType<typeof startStore>>, auth?: Parameters<typeof createStoreClient>[0]['auth']) => {
-    const client = createStoreClient({ baseUrl: store.url, logger, ...(transport === 'in-process' ? { local: store.local } : {}), ...(auth ? { auth } : {}) });
+  const connectTo = (
+    store: Awaited<ReturnType<typeof startStore>>,
+    auth?: Parameters<typeof createStoreClient>[0]['auth'],
+  ) => {
+    const client = createStoreClient({
+      baseUrl: store.url,
+      logger,
+      ...(transport === 'in-process' ? { local: store.local } : {}),
+      ...(auth ? { auth } : {}),
+    });
     onCleanup(() => client.close());
     return client;
   };
 
-  it('delivers committed events in order with ids and deletions; without extensions exactly upstream\'s stream', async () => {
+  it("delivers committed events in order with ids and deletions; without extensions exactly upstream's stream", async () => {
     const store = await startStore();
     const client = connectTo(store);
     expect(client.transport).toBe(transport);
@@ -225,14 +276,17 @@ describe.each(['http', 'in-process'] as const)('openEventStream over %s', (trans
       [undefined, 'breadcrumb.updated', b.id],
       [undefined, 'breadcrumb.updated', a.id],
     ]);
-    expect(tagged.events.map((e) => [e.event.breadcrumb_id, e.event.version])).toEqual([[a.id, 1], [a.id, 2]]);
+    expect(tagged.events.map((e) => [e.event.breadcrumb_id, e.event.version])).toEqual([
+      [a.id, 1],
+      [a.id, 2],
+    ]);
     // Each consumer gets its own objects: changing one cannot reach another or the store.
     (all.events[0]!.event.context as Record<string, unknown>).x = 'mutated';
     expect(plain.events[0]!.event.context).toEqual({ x: 1 });
     expect((await client.history(a.id)).find((h) => h.version === 1)?.context).toEqual({ x: 1 });
   });
 
-  it('scopes events to the token\'s owner and refuses a stream without a valid token', async () => {
+  it("scopes events to the token's owner and refuses a stream without a valid token", async () => {
     const store = await startStore({ authSecret: 'events-secret-123', adminKey: 'events-admin-123' });
     const mine = connectTo(store, { mint: { owner_id: 'o1', agent_id: 'runner', adminKey: 'events-admin-123' } });
     const theirs = connectTo(store, { mint: { owner_id: 'o2', agent_id: 'other', adminKey: 'events-admin-123' } });
@@ -247,7 +301,11 @@ describe.each(['http', 'in-process'] as const)('openEventStream over %s', (trans
     const anonymous = connectTo(store, { token: 'not-a-jwt' });
     const denied = recorder();
     const warnings: string[] = [];
-    const capture = { ...logger, warn: (msg: string, fields?: Record<string, unknown>) => void warnings.push(`${msg}: ${String(fields?.error)}`), child: () => capture };
+    const capture = {
+      ...logger,
+      warn: (msg: string, fields?: Record<string, unknown>) => void warnings.push(`${msg}: ${String(fields?.error)}`),
+      child: () => capture,
+    };
     open(anonymous, denied, { logger: capture as typeof logger });
     await new Promise<void>((resolve) => {
       const timer = setInterval(() => {
@@ -257,7 +315,9 @@ describe.each(['http', 'in-process'] as const)('openEventStream over %s', (trans
         }
       }, 5);
     });
-    expect(warnings[0]).toBe('event stream lost, reconnecting: store GET /events/stream answered 401 unauthorized: invalid token: Invalid Compact JWS');
+    expect(warnings[0]).toBe(
+      'event stream lost, reconnecting: store GET /events/stream answered 401 unauthorized: invalid token: Invalid Compact JWS',
+    );
     expect(denied.connects).toEqual([]);
   });
 

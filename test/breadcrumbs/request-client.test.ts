@@ -3,7 +3,15 @@
 // poll or by a fed event —, times out, is cancelled by its signal, and withdraws a request.
 
 import { describe, expect, it } from 'vitest';
-import { createRequestClient, createRequestKeys, createStoreClient, openEventStream, SCHEMA, TAG, type StoreClient } from '../../src/breadcrumbs/index.js';
+import {
+  createRequestClient,
+  createRequestKeys,
+  createStoreClient,
+  openEventStream,
+  SCHEMA,
+  TAG,
+  type StoreClient,
+} from '../../src/breadcrumbs/index.js';
 import { silentLogger } from '../../src/logger.js';
 import { onCleanup, startStore } from '../store/helpers.js';
 
@@ -12,15 +20,37 @@ const keys = createRequestKeys(Buffer.alloc(32, 7));
 
 async function setup(): Promise<{ store: StoreClient }> {
   const { url } = await startStore();
-  const store = createStoreClient({ baseUrl: url, logger: silentLogger(), auth: { mint: { owner_id: '00000000-0000-0000-0000-000000000001', agent_id: 'rc-test' } } });
+  const store = createStoreClient({
+    baseUrl: url,
+    logger: silentLogger(),
+    auth: { mint: { owner_id: '00000000-0000-0000-0000-000000000001', agent_id: 'rc-test' } },
+  });
   onCleanup(() => store.close());
   return { store };
 }
 
 /** Writes an answer for `request` as the runner would (answer tag) or as a forger (none). */
-async function answer(store: StoreClient, request: { rid: string; breadcrumbId: string }, output: unknown, options: { genuine: boolean; rid?: string; breadcrumbId?: string; workspace?: string } = { genuine: true }): Promise<string> {
-  const tags = [options.workspace ?? WS, TAG.Response, TAG.request(request.rid), ...(options.genuine ? [keys.answerTag(request.breadcrumbId)] : [])];
-  const context = { request_id: options.rid ?? request.rid, tool: 't', status: 'success', output, execution_time_ms: 1, metadata: { request_breadcrumb_id: options.breadcrumbId ?? request.breadcrumbId }, timestamp: new Date().toISOString() };
+async function answer(
+  store: StoreClient,
+  request: { rid: string; breadcrumbId: string },
+  output: unknown,
+  options: { genuine: boolean; rid?: string; breadcrumbId?: string; workspace?: string } = { genuine: true },
+): Promise<string> {
+  const tags = [
+    options.workspace ?? WS,
+    TAG.Response,
+    TAG.request(request.rid),
+    ...(options.genuine ? [keys.answerTag(request.breadcrumbId)] : []),
+  ];
+  const context = {
+    request_id: options.rid ?? request.rid,
+    tool: 't',
+    status: 'success',
+    output,
+    execution_time_ms: 1,
+    metadata: { request_breadcrumb_id: options.breadcrumbId ?? request.breadcrumbId },
+    timestamp: new Date().toISOString(),
+  };
   return (await store.createBreadcrumb({ title: 'Response: t', schema_name: SCHEMA.ToolResponse, tags, context })).id;
 }
 
@@ -28,10 +58,22 @@ describe('request client', () => {
   it('writes the request with its tags and context, and settles on the genuine answer only (by poll)', async () => {
     const { store } = await setup();
     const requests = createRequestClient({ client: store, keys, workspace: WS, pollMaxMs: 50 });
-    const written = await requests.write({ tool: 't', input: { a: 1 }, requestedBy: 'me', tags: ['agent:mcp:x'], context: { version: '^1', tool: 'not-this' } });
+    const written = await requests.write({
+      tool: 't',
+      input: { a: 1 },
+      requestedBy: 'me',
+      tags: ['agent:mcp:x'],
+      context: { version: '^1', tool: 'not-this' },
+    });
     const full = await store.getBreadcrumbFull(written.breadcrumbId);
     expect(full.tags).toEqual([TAG.Request, WS, 'agent:mcp:x']);
-    expect(full.context).toEqual({ version: '^1', tool: 't', input: { a: 1 }, requestId: written.rid, requestedBy: 'me' });
+    expect(full.context).toEqual({
+      version: '^1',
+      tool: 't',
+      input: { a: 1 },
+      requestId: written.rid,
+      requestedBy: 'me',
+    });
     const waiting = requests.wait(written, { timeoutMs: 20_000 });
     // Forgeries: no answer tag; another rid in the body; another request breadcrumb; another workspace.
     await answer(store, written, 'forged', { genuine: false });
@@ -50,7 +92,15 @@ describe('request client', () => {
     const requests = createRequestClient({ client: store, keys, workspace: WS, pollMaxMs: 60_000 });
     const stop = new AbortController();
     onCleanup(() => stop.abort());
-    const connected = new Promise<void>((resolve) => openEventStream({ client: store, signal: stop.signal, logger: silentLogger(), onEvent: (e) => requests.handleEvent(e), onConnected: () => resolve() }));
+    const connected = new Promise<void>((resolve) =>
+      openEventStream({
+        client: store,
+        signal: stop.signal,
+        logger: silentLogger(),
+        onEvent: (e) => requests.handleEvent(e),
+        onConnected: () => resolve(),
+      }),
+    );
     await connected;
     const written = await requests.write({ tool: 't', input: {}, requestedBy: 'me' });
     const waiting = requests.wait(written, { timeoutMs: 20_000 });

@@ -4,7 +4,13 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { StoreError, createStoreClient, isConflict, isNotFound, isVersionMismatch } from '../../src/breadcrumbs/index.js';
+import {
+  StoreError,
+  createStoreClient,
+  isConflict,
+  isNotFound,
+  isVersionMismatch,
+} from '../../src/breadcrumbs/index.js';
 import { silentLogger } from '../../src/logger.js';
 import { onCleanup } from '../store/helpers.js';
 
@@ -28,7 +34,13 @@ async function upstream(route: (req: Seen, res: http.ServerResponse) => void): P
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  onCleanup(() => new Promise((resolve) => { server.closeAllConnections(); server.close(resolve); }));
+  onCleanup(
+    () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(resolve);
+      }),
+  );
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
 }
 
@@ -40,7 +52,10 @@ const json = (res: http.ServerResponse, status: number, body: unknown): void => 
 };
 
 async function failure(promise: Promise<unknown>): Promise<StoreError> {
-  const error = await promise.then(() => undefined, (e: unknown) => e);
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(StoreError);
   return error as StoreError;
 }
@@ -62,7 +77,12 @@ describe('store client against an upstream-like server', () => {
     const client = createStoreClient({ baseUrl: url, logger: silentLogger() });
     onCleanup(() => client.close());
     const missing = await failure(client.getBreadcrumbFull('missing'));
-    expect(missing).toMatchObject({ status: 404, storeCode: 'not_found', code: 'not_found', message: 'store GET /breadcrumbs/missing/full answered 404 not_found: not found' });
+    expect(missing).toMatchObject({
+      status: 404,
+      storeCode: 'not_found',
+      code: 'not_found',
+      message: 'store GET /breadcrumbs/missing/full answered 404 not_found: not found',
+    });
     expect(isNotFound(missing)).toBe(true);
     const conflict = await failure(client.getBreadcrumb('conflict'));
     expect(conflict).toMatchObject({ status: 409, storeCode: 'conflict', code: 'conflict' });
@@ -70,9 +90,23 @@ describe('store client against an upstream-like server', () => {
     const stale = await failure(client.updateBreadcrumb('stale', { title: 'x' }, { ifMatch: 1 }));
     expect(stale).toMatchObject({ status: 412, storeCode: 'version_mismatch', code: 'conflict' });
     expect(isVersionMismatch(stale)).toBe(true);
-    expect(await failure(client.getBreadcrumb('denied'))).toMatchObject({ status: 401, storeCode: 'unauthorized', code: 'permission.denied', retryable: false });
-    expect(await failure(client.getBreadcrumb('boom'))).toMatchObject({ status: 500, storeCode: 'server_error', code: 'dependency.unavailable', retryable: true });
-    expect(await failure(client.getBreadcrumb('bad'))).toMatchObject({ status: 422, storeCode: 'invalid_body', code: 'input.invalid' });
+    expect(await failure(client.getBreadcrumb('denied'))).toMatchObject({
+      status: 401,
+      storeCode: 'unauthorized',
+      code: 'permission.denied',
+      retryable: false,
+    });
+    expect(await failure(client.getBreadcrumb('boom'))).toMatchObject({
+      status: 500,
+      storeCode: 'server_error',
+      code: 'dependency.unavailable',
+      retryable: true,
+    });
+    expect(await failure(client.getBreadcrumb('bad'))).toMatchObject({
+      status: 422,
+      storeCode: 'invalid_body',
+      code: 'input.invalid',
+    });
   });
 
   it('accepts a PATCH reply without version and sends If-Match / Idempotency-Key / one tag', async () => {
@@ -84,37 +118,72 @@ describe('store client against an upstream-like server', () => {
     const client = createStoreClient({ baseUrl: url, logger: silentLogger(), auth: { token: 'upstream-token' } });
     onCleanup(() => client.close());
     expect(await client.updateBreadcrumb('abc', { context: { x: 1 } }, { ifMatch: 3 })).toEqual({ ok: true });
-    expect(await client.createBreadcrumb({ title: 't', context: {}, tags: ['a'] }, { idempotencyKey: 'k-1' })).toEqual({ id: '11111111-1111-4111-8111-111111111111' });
-    await client.listBreadcrumbs({ tag: 'tool:request', schema_name: 'tool.request.v1', include_context: true, limit: 50 });
-    expect(seen[0]).toMatchObject({ method: 'PATCH', url: '/breadcrumbs/abc', headers: { 'if-match': '3', authorization: 'Bearer upstream-token' } });
+    expect(await client.createBreadcrumb({ title: 't', context: {}, tags: ['a'] }, { idempotencyKey: 'k-1' })).toEqual({
+      id: '11111111-1111-4111-8111-111111111111',
+    });
+    await client.listBreadcrumbs({
+      tag: 'tool:request',
+      schema_name: 'tool.request.v1',
+      include_context: true,
+      limit: 50,
+    });
+    expect(seen[0]).toMatchObject({
+      method: 'PATCH',
+      url: '/breadcrumbs/abc',
+      headers: { 'if-match': '3', authorization: 'Bearer upstream-token' },
+    });
     expect(JSON.parse(seen[0]!.body)).toEqual({ context: { x: 1 } });
     expect(seen[1]!.headers['idempotency-key']).toBe('k-1');
     const query = new URL(seen[2]!.url, url).searchParams;
     expect(query.getAll('tag')).toEqual(['tool:request']);
-    expect(Object.fromEntries(query)).toEqual({ tag: 'tool:request', schema_name: 'tool.request.v1', include_context: 'true', limit: '50' });
+    expect(Object.fromEntries(query)).toEqual({
+      tag: 'tool:request',
+      schema_name: 'tool.request.v1',
+      include_context: 'true',
+      limit: '50',
+    });
   });
 
   it('mints without an admin key when none is given, and listAll stops when a server ignores offset', async () => {
-    const item = { id: 'a', title: 't', tags: ['x'], schema_name: null, version: 1, updated_at: '2025-01-01T00:00:00Z' };
+    const item = {
+      id: 'a',
+      title: 't',
+      tags: ['x'],
+      schema_name: null,
+      version: 1,
+      updated_at: '2025-01-01T00:00:00Z',
+    };
     const { url, seen } = await upstream((req, res) => {
-      if (req.url === '/auth/token') return json(res, 200, { token: 'minted.jwt.token', owner_id: 'o', agent_id: 'a', roles: ['emitter'] });
+      if (req.url === '/auth/token')
+        return json(res, 200, { token: 'minted.jwt.token', owner_id: 'o', agent_id: 'a', roles: ['emitter'] });
       return json(res, 200, [item, { ...item, id: 'b' }]);
     });
-    const client = createStoreClient({ baseUrl: url, logger: silentLogger(), auth: { mint: { owner_id: 'o', agent_id: 'a' } } });
+    const client = createStoreClient({
+      baseUrl: url,
+      logger: silentLogger(),
+      auth: { mint: { owner_id: 'o', agent_id: 'a' } },
+    });
     onCleanup(() => client.close());
     expect((await client.listAll({ tag: 'x', limit: 2 })).map((b) => b.id)).toEqual(['a', 'b']);
     expect(seen[0]).toMatchObject({ method: 'POST', url: '/auth/token' });
     expect(seen[0]!.headers['x-admin-key']).toBeUndefined();
     expect(JSON.parse(seen[0]!.body)).toEqual({ owner_id: 'o', agent_id: 'a' });
-    expect(seen.slice(1).map((s) => s.headers.authorization)).toEqual(['Bearer minted.jwt.token', 'Bearer minted.jwt.token']);
+    expect(seen.slice(1).map((s) => s.headers.authorization)).toEqual([
+      'Bearer minted.jwt.token',
+      'Bearer minted.jwt.token',
+    ]);
   });
 
   it('reports a 200 whose body is not JSON, or has the wrong shape, as dependency.unavailable', async () => {
-    const { url } = await upstream((req, res) => (req.url.startsWith('/breadcrumbs?') ? json(res, 200, [{ id: 5 }]) : text(res, 200, '<html>proxy</html>')));
+    const { url } = await upstream((req, res) =>
+      req.url.startsWith('/breadcrumbs?') ? json(res, 200, [{ id: 5 }]) : text(res, 200, '<html>proxy</html>'),
+    );
     const client = createStoreClient({ baseUrl: url, logger: silentLogger() });
     onCleanup(() => client.close());
     expect(await failure(client.getBreadcrumb('x'))).toMatchObject({
-      storeCode: 'invalid_response', code: 'dependency.unavailable', message: 'store GET /breadcrumbs/x answered 200 with a body that is not JSON',
+      storeCode: 'invalid_response',
+      code: 'dependency.unavailable',
+      message: 'store GET /breadcrumbs/x answered 200 with a body that is not JSON',
     });
     const shape = await failure(client.listBreadcrumbs({ limit: 1 }));
     expect(shape).toMatchObject({ storeCode: 'invalid_response', code: 'dependency.unavailable' });
@@ -131,7 +200,11 @@ describe('store client against an upstream-like server', () => {
   });
 
   it('refuses a base URL that is not http(s)', () => {
-    expect(() => createStoreClient({ baseUrl: 'ftp://x', logger: silentLogger() })).toThrow('store URL "ftp://x" must be http:// or https://');
-    expect(() => createStoreClient({ baseUrl: 'nope', logger: silentLogger() })).toThrow('store URL "nope" is not a valid URL');
+    expect(() => createStoreClient({ baseUrl: 'ftp://x', logger: silentLogger() })).toThrow(
+      'store URL "ftp://x" must be http:// or https://',
+    );
+    expect(() => createStoreClient({ baseUrl: 'nope', logger: silentLogger() })).toThrow(
+      'store URL "nope" is not a valid URL',
+    );
   });
 });

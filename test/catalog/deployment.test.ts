@@ -11,12 +11,36 @@ import { tempDir } from '../store/helpers.js';
 
 const WS = 'workspace:tools';
 const ID = '3f1e2d4c-0000-4000-8000-000000000001';
-const key = (text: string): Buffer => resolveRunnerKey({ runnerSecret: text, dataDir: ':memory:', logger: silentLogger() }).key;
+const key = (text: string): Buffer =>
+  resolveRunnerKey({ runnerSecret: text, dataDir: ':memory:', logger: silentLogger() }).key;
 const stamper = createStamper(key('secret-a'));
-const base = { name: 'vault', version: '1.0.0', code: { language: 'typescript', source: 'export async function execute() { return {}; }' }, permissions: { net: false } };
+const base = {
+  name: 'vault',
+  version: '1.0.0',
+  code: { language: 'typescript', source: 'export async function execute() { return {}; }' },
+  permissions: { net: false },
+};
 
-function deployed(context: Record<string, unknown> = base, id = ID, version = 2): { id: string; version: number; context: Record<string, unknown> } {
-  return { id, version, context: { ...context, [DEPLOYMENT_FIELD]: stamper.stamp({ workspace: WS, name: context['name'] as string, owner: 'agent:alice', id, version, context }) } };
+function deployed(
+  context: Record<string, unknown> = base,
+  id = ID,
+  version = 2,
+): { id: string; version: number; context: Record<string, unknown> } {
+  return {
+    id,
+    version,
+    context: {
+      ...context,
+      [DEPLOYMENT_FIELD]: stamper.stamp({
+        workspace: WS,
+        name: context['name'] as string,
+        owner: 'agent:alice',
+        id,
+        version,
+        context,
+      }),
+    },
+  };
 }
 
 describe('deployment stamps', () => {
@@ -36,8 +60,14 @@ describe('deployment stamps', () => {
   it('refuse a changed context at the same version (digest), a copy into another record and a rollback', () => {
     const record = deployed();
     const changed = { ...record, context: { ...record.context, permissions: { net: ['evil.example.com'] } } };
-    expect(stamper.assess(changed, WS)).toEqual({ kind: 'untrusted', reason: `definition ${ID} differs from what the runner deployed` });
-    expect(stamper.assess({ ...record, id: 'other-id' }, WS)).toEqual({ kind: 'untrusted', reason: `definition other-id carries the deployment stamp of definition ${ID}: it was copied, not deployed` });
+    expect(stamper.assess(changed, WS)).toEqual({
+      kind: 'untrusted',
+      reason: `definition ${ID} differs from what the runner deployed`,
+    });
+    expect(stamper.assess({ ...record, id: 'other-id' }, WS)).toEqual({
+      kind: 'untrusted',
+      reason: `definition other-id carries the deployment stamp of definition ${ID}: it was copied, not deployed`,
+    });
     // An older stamped context written back later lands at a newer store version.
     expect(stamper.assess({ ...deployed(base, ID, 2), version: 5 }, WS).kind).toBe('untrusted');
   });
@@ -45,20 +75,53 @@ describe('deployment stamps', () => {
   it('refuse a stamp under another name, workspace, owner or key, and forged or malformed stamps', () => {
     const record = deployed();
     const forged = `definition ${ID} carries a deployment stamp that does not verify with this runner's key (forged or altered, or signed by a runner with another --runner-secret)`;
-    expect(stamper.assess({ ...record, context: { ...record.context, name: 'other' } }, WS)).toEqual({ kind: 'untrusted', reason: forged });
+    expect(stamper.assess({ ...record, context: { ...record.context, name: 'other' } }, WS)).toEqual({
+      kind: 'untrusted',
+      reason: forged,
+    });
     expect(stamper.assess(record, 'workspace:other')).toEqual({ kind: 'untrusted', reason: forged });
     const stamp = record.context[DEPLOYMENT_FIELD] as Record<string, unknown>;
-    expect(stamper.assess({ ...record, context: { ...record.context, [DEPLOYMENT_FIELD]: { ...stamp, owner: 'agent:mallory' } } }, WS)).toEqual({ kind: 'untrusted', reason: forged });
-    expect(stamper.assess({ ...record, context: { ...record.context, [DEPLOYMENT_FIELD]: { ...stamp, sig: 'hmac-sha256:00' } } }, WS)).toEqual({ kind: 'untrusted', reason: forged });
+    expect(
+      stamper.assess(
+        { ...record, context: { ...record.context, [DEPLOYMENT_FIELD]: { ...stamp, owner: 'agent:mallory' } } },
+        WS,
+      ),
+    ).toEqual({ kind: 'untrusted', reason: forged });
+    expect(
+      stamper.assess(
+        { ...record, context: { ...record.context, [DEPLOYMENT_FIELD]: { ...stamp, sig: 'hmac-sha256:00' } } },
+        WS,
+      ),
+    ).toEqual({ kind: 'untrusted', reason: forged });
     expect(createStamper(key('secret-b')).assess(record, WS)).toEqual({ kind: 'untrusted', reason: forged });
-    expect(stamper.assess({ ...record, context: { ...record.context, [DEPLOYMENT_FIELD]: 'trust me' } }, WS)).toEqual({ kind: 'untrusted', reason: `definition ${ID} has a "deployment" field that is not a runner stamp` });
-    expect(stamper.assess({ ...record, context: { ...record.context, [DEPLOYMENT_FIELD]: { ...stamp, version: '2' } } }, WS)).toEqual({ kind: 'untrusted', reason: `definition ${ID} has a malformed deployment stamp` });
-    expect(stamper.assess({ ...record, context: { ...record.context, [DEPLOYMENT_FIELD]: stamper.pending('agent:alice', 'r1') } }, WS)).toEqual({ kind: 'untrusted', reason: `definition ${ID} is being deployed (its stamp is not written yet)`, pending: true });
+    expect(stamper.assess({ ...record, context: { ...record.context, [DEPLOYMENT_FIELD]: 'trust me' } }, WS)).toEqual({
+      kind: 'untrusted',
+      reason: `definition ${ID} has a "deployment" field that is not a runner stamp`,
+    });
+    expect(
+      stamper.assess({ ...record, context: { ...record.context, [DEPLOYMENT_FIELD]: { ...stamp, version: '2' } } }, WS),
+    ).toEqual({ kind: 'untrusted', reason: `definition ${ID} has a malformed deployment stamp` });
+    expect(
+      stamper.assess(
+        { ...record, context: { ...record.context, [DEPLOYMENT_FIELD]: stamper.pending('agent:alice', 'r1') } },
+        WS,
+      ),
+    ).toEqual({
+      kind: 'untrusted',
+      reason: `definition ${ID} is being deployed (its stamp is not written yet)`,
+      pending: true,
+    });
   });
 
   it('treat an unstamped record as a direct write only while it was never changed', () => {
-    expect(stamper.assess({ id: ID, version: 1, context: base, created_by: 'alice' }, WS)).toEqual({ kind: 'direct', owner: 'agent:alice' });
-    expect(stamper.assess({ id: ID, version: 1, context: base, created_by: null }, WS)).toEqual({ kind: 'direct', owner: 'agent:(unknown)' });
+    expect(stamper.assess({ id: ID, version: 1, context: base, created_by: 'alice' }, WS)).toEqual({
+      kind: 'direct',
+      owner: 'agent:alice',
+    });
+    expect(stamper.assess({ id: ID, version: 1, context: base, created_by: null }, WS)).toEqual({
+      kind: 'direct',
+      owner: 'agent:(unknown)',
+    });
     expect(stamper.assess({ id: ID, version: 2, context: base, created_by: 'alice' }, WS)).toEqual({
       kind: 'untrusted',
       reason: `definition ${ID} was changed after it was written (store version 2) and not through the runner; a tool changes only through a tool.create.request.v1 of its owner with replaces_version`,
@@ -66,7 +129,9 @@ describe('deployment stamps', () => {
   });
 
   it('digest the context without the stamp, independent of key order', () => {
-    expect(definitionDigest({ b: 1, a: { y: 2, x: 1 } })).toBe(definitionDigest({ a: { x: 1, y: 2 }, b: 1, [DEPLOYMENT_FIELD]: { any: 'thing' } }));
+    expect(definitionDigest({ b: 1, a: { y: 2, x: 1 } })).toBe(
+      definitionDigest({ a: { x: 1, y: 2 }, b: 1, [DEPLOYMENT_FIELD]: { any: 'thing' } }),
+    );
     expect(definitionDigest({ a: 1 })).not.toBe(definitionDigest({ a: 2 }));
     expect(agentOwner('')).toBe('agent:(unknown)');
   });
@@ -90,11 +155,17 @@ describe('runner key', () => {
     const dir = tempDir();
     const fromFile = resolveRunnerKey({ runnerSecret: undefined, dataDir: dir, logger: log, role: 'service' });
     const text = readFileSync(join(dir, 'runner.key'), 'utf8').trim();
-    expect(resolveRunnerKey({ runnerSecret: text, dataDir: ':memory:', logger: log }).master.equals(fromFile.master)).toBe(true);
+    expect(
+      resolveRunnerKey({ runnerSecret: text, dataDir: ':memory:', logger: log }).master.equals(fromFile.master),
+    ).toBe(true);
     // And any --runner-secret written into the file is the same runner.
     const other = tempDir();
     writeFileSync(join(other, 'runner.key'), 'my-shared-secret-0123456789\n');
-    expect(resolveRunnerKey({ runnerSecret: undefined, dataDir: other, logger: log }).key.equals(key('my-shared-secret-0123456789'))).toBe(true);
+    expect(
+      resolveRunnerKey({ runnerSecret: undefined, dataDir: other, logger: log }).key.equals(
+        key('my-shared-secret-0123456789'),
+      ),
+    ).toBe(true);
   });
 
   it('a client command never creates a key file: it fails naming the file and what to pass', () => {
@@ -103,7 +174,9 @@ describe('runner key', () => {
       `no runner key: ${join(dir, 'runner.key')} does not exist (a client command never makes its own; the service creates it in its --data-dir). Pass the service's --data-dir (TOOLS_RUNNER_DATA_DIR), or its --runner-secret (TOOLS_RUNNER_RUNNER_SECRET)`,
     );
     expect(existsSync(dir)).toBe(false);
-    expect(() => resolveRunnerKey({ runnerSecret: undefined, dataDir: ':memory:', logger: log })).toThrow(/^no runner key: --data-dir :memory: keeps no key file\. Pass the service's --runner-secret/);
+    expect(() => resolveRunnerKey({ runnerSecret: undefined, dataDir: ':memory:', logger: log })).toThrow(
+      /^no runner key: --data-dir :memory: keeps no key file\. Pass the service's --runner-secret/,
+    );
   });
 
   it('reads a key file of the old format (bare hex) as the same key; the service rewrites it in the new format', () => {
@@ -117,7 +190,9 @@ describe('runner key', () => {
     expect(service.key.equals(before.key)).toBe(true);
     expect(readFileSync(join(dir, 'runner.key'), 'utf8')).toBe(`hex:${hex}\n`);
     expect(statSync(join(dir, 'runner.key')).mode & 0o777).toBe(0o600);
-    expect(resolveRunnerKey({ runnerSecret: `hex:${hex}`, dataDir: ':memory:', logger: log }).key.equals(before.key)).toBe(true);
+    expect(
+      resolveRunnerKey({ runnerSecret: `hex:${hex}`, dataDir: ':memory:', logger: log }).key.equals(before.key),
+    ).toBe(true);
   });
 
   it('derives from --runner-secret (same secret, same key; never the raw secret)', () => {
@@ -144,10 +219,14 @@ describe('runner key', () => {
     const blocker = join(tempDir(), 'a-file');
     writeFileSync(blocker, '');
     const file = join(blocker, 'data', 'runner.key');
-    expect(() => resolveRunnerKey({ runnerSecret: undefined, dataDir: join(blocker, 'data'), logger: log, role: 'service' })).toThrow(new RegExp(`^cannot create runner key file "${file}": ENOTDIR`));
+    expect(() =>
+      resolveRunnerKey({ runnerSecret: undefined, dataDir: join(blocker, 'data'), logger: log, role: 'service' }),
+    ).toThrow(new RegExp(`^cannot create runner key file "${file}": ENOTDIR`));
   });
 
   it('refuses a --runner-secret "hex:" with anything but 64 hex digits', () => {
-    expect(() => key(`hex:${'g'.repeat(64)}`)).toThrow('a runner secret starting with "hex:" must be followed by exactly 64 hex digits');
+    expect(() => key(`hex:${'g'.repeat(64)}`)).toThrow(
+      'a runner secret starting with "hex:" must be followed by exactly 64 hex digits',
+    );
   });
 });

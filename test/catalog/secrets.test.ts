@@ -15,15 +15,27 @@ const OTHER = '8c9d0e1f-2a3b-4c5d-8e6f-000000000002';
 
 async function setup(): Promise<{ client: StoreClient; queries: unknown[] }> {
   const store = await startStore();
-  const real = createStoreClient({ baseUrl: store.url, logger: silentLogger(), auth: { mint: { owner_id: '00000000-0000-0000-0000-000000000001', agent_id: 'test' } } });
+  const real = createStoreClient({
+    baseUrl: store.url,
+    logger: silentLogger(),
+    auth: { mint: { owner_id: '00000000-0000-0000-0000-000000000001', agent_id: 'test' } },
+  });
   onCleanup(() => real.close());
   const queries: unknown[] = [];
   // Records the queries at the StoreClient boundary; every call goes to the real store.
-  const client: StoreClient = { ...real, listSecrets: (query, opts) => (queries.push(query), real.listSecrets(query, opts)) };
+  const client: StoreClient = {
+    ...real,
+    listSecrets: (query, opts) => (queries.push(query), real.listSecrets(query, opts)),
+  };
   await real.createSecret({ name: 'KEY', scope_type: 'tool', scope_id: DEF, value: 'for-the-definition' });
   await real.createSecret({ name: 'KEY', scope_type: 'tool', scope_id: 'vault', value: 'for-the-name' });
   await real.createSecret({ name: 'WS_KEY', scope_type: 'workspace', scope_id: WS, value: 'for-the-workspace' });
-  await real.createSecret({ name: 'WS_KEY', scope_type: 'workspace', scope_id: 'workspace:other', value: 'other-workspace' });
+  await real.createSecret({
+    name: 'WS_KEY',
+    scope_type: 'workspace',
+    scope_id: 'workspace:other',
+    value: 'other-workspace',
+  });
   await real.createSecret({ name: 'G_KEY', scope_type: 'global', value: 'for-everyone' });
   return { client, queries };
 }
@@ -32,9 +44,15 @@ describe('secret resolution', () => {
   it('gives a tool-scoped secret only to the definition it was granted to', async () => {
     const { client } = await setup();
     const secrets = createSecretResolver({ client, workspace: WS, logger: silentLogger() });
-    expect(await secrets.resolve(['KEY'], { tool: 'vault', rid: 'r1', definitionId: DEF })).toEqual({ values: { KEY: 'for-the-definition' }, missing: [] });
+    expect(await secrets.resolve(['KEY'], { tool: 'vault', rid: 'r1', definitionId: DEF })).toEqual({
+      values: { KEY: 'for-the-definition' },
+      missing: [],
+    });
     // Same name, another definition (e.g. re-created by someone after a delete): nothing.
-    expect(await secrets.resolve(['KEY'], { tool: 'vault', rid: 'r2', definitionId: OTHER })).toEqual({ values: {}, missing: ['KEY'] });
+    expect(await secrets.resolve(['KEY'], { tool: 'vault', rid: 'r2', definitionId: OTHER })).toEqual({
+      values: {},
+      missing: ['KEY'],
+    });
     // An agent tool never gets a secret scoped to its name: names change hands, definitions do not.
     expect(await secrets.resolve(['KEY'], { tool: 'vault', rid: 'r3' })).toEqual({ values: {}, missing: ['KEY'] });
   });
@@ -48,8 +66,15 @@ describe('secret resolution', () => {
 
   it('falls back to the workspace, then global, then the secrets file', async () => {
     const { client } = await setup();
-    const secrets = createSecretResolver({ client, workspace: WS, logger: silentLogger(), fileSecrets: { FILE_KEY: 'from-file' } });
-    expect(await secrets.resolve(['WS_KEY', 'G_KEY', 'FILE_KEY', 'NOPE'], { tool: 't', rid: 'r', definitionId: DEF })).toEqual({
+    const secrets = createSecretResolver({
+      client,
+      workspace: WS,
+      logger: silentLogger(),
+      fileSecrets: { FILE_KEY: 'from-file' },
+    });
+    expect(
+      await secrets.resolve(['WS_KEY', 'G_KEY', 'FILE_KEY', 'NOPE'], { tool: 't', rid: 'r', definitionId: DEF }),
+    ).toEqual({
       values: { WS_KEY: 'for-the-workspace', G_KEY: 'for-everyone', FILE_KEY: 'from-file' },
       missing: ['NOPE'],
     });

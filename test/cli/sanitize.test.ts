@@ -13,7 +13,11 @@ const RAW = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\
 const VARIANTS: Array<[string, string, string]> = [
   ['ESC CSI colour', '\u001b[31mred\u001b[0m', '\\u001b[31mred\\u001b[0m'],
   ['ESC clear screen + cursor home', '\u001b[2J\u001b[Hfake prompt', '\\u001b[2J\\u001b[Hfake prompt'],
-  ['OSC 8 hyperlink (BEL)', '\u001b]8;;https://evil.example/\u0007click\u001b]8;;\u0007', '\\u001b]8;;https://evil.example/\\u0007click\\u001b]8;;\\u0007'],
+  [
+    'OSC 8 hyperlink (BEL)',
+    '\u001b]8;;https://evil.example/\u0007click\u001b]8;;\u0007',
+    '\\u001b]8;;https://evil.example/\\u0007click\\u001b]8;;\\u0007',
+  ],
   ['OSC 8 hyperlink (ST)', '\u001b]8;;https://evil.example/\u001b\\x', '\\u001b]8;;https://evil.example/\\u001b\\x'],
   ['OSC title set', '\u001b]0;owned\u0007', '\\u001b]0;owned\\u0007'],
   ['CR overwrite', 'calculator\rsafe-tool', 'calculator\\u000dsafe-tool'],
@@ -53,21 +57,45 @@ describe('safeField / safeText / safeJson', () => {
 
 describe('tail lines', () => {
   it.each(VARIANTS)('%s in tool, rid, status and code: printed escaped on one line', (_name, hostile) => {
-    const line = renderLiveMessage(JSON.stringify({ type: 'execution:finished', ts: '2026-01-01T00:00:00.000Z', tool: hostile, rid: hostile, status: hostile, code: hostile, durationMs: 3.25 }));
+    const line = renderLiveMessage(
+      JSON.stringify({
+        type: 'execution:finished',
+        ts: '2026-01-01T00:00:00.000Z',
+        tool: hostile,
+        rid: hostile,
+        status: hostile,
+        code: hostile,
+        durationMs: 3.25,
+      }),
+    );
     expect(line).not.toMatch(RAW);
     expect(line).not.toContain('\n');
-    expect(line).toBe(`2026-01-01T00:00:00.000Z finish ${safeField(hostile)} ${safeField(hostile)} ${safeField(hostile)} 3.3ms rid=${safeField(hostile)}`);
+    expect(line).toBe(
+      `2026-01-01T00:00:00.000Z finish ${safeField(hostile)} ${safeField(hostile)} ${safeField(hostile)} 3.3ms rid=${safeField(hostile)}`,
+    );
   });
 
   it.each(VARIANTS)('%s in a RAP display line: printed escaped after the finish line', (_name, hostile) => {
-    const line = renderLiveMessage(JSON.stringify({ type: 'execution:finished', ts: 't', tool: 'get_pr', rid: 'r', status: 'success', durationMs: 1, display: `PR #42 ${hostile}` }));
+    const line = renderLiveMessage(
+      JSON.stringify({
+        type: 'execution:finished',
+        ts: 't',
+        tool: 'get_pr',
+        rid: 'r',
+        status: 'success',
+        durationMs: 1,
+        display: `PR #42 ${hostile}`,
+      }),
+    );
     expect(line).not.toMatch(RAW);
     expect(line).toBe(`t finish get_pr success 1.0ms rid=r — ${safeField(`PR #42 ${hostile}`)}`);
   });
 
   it('an unknown message type or a non-JSON frame is escaped too', () => {
     expect(renderLiveMessage('\u001b[2Jnot json')).toBe('\\u001b[2Jnot json');
-    expect(renderLiveMessage(JSON.stringify({ type: '\u009b2J', ts: 't', tool: 'x', rid: 'r' }))).toBe('t \\u009b2J x rid=r');
+    expect(renderLiveMessage(JSON.stringify({ type: '\u009b2J', ts: 't', tool: 'x', rid: 'r' }))).toBe(
+      't \\u009b2J x rid=r',
+    );
     expect(renderLiveMessage('[1,2]')).toBe('[1,2]');
   });
 });
@@ -78,12 +106,15 @@ describe('logger formats', () => {
     return { lines, log: createLogger({ level: 'debug', format, write: (line) => void lines.push(line) }) };
   };
 
-  it.each(VARIANTS)('%s: JSON log lines carry no raw terminal control and parse back to the same data', (_name, hostile) => {
-    const { lines, log } = capture('json');
-    log.info('tool loaded', { name: hostile });
-    expect(lines[0]).not.toMatch(RAW);
-    expect(JSON.parse(lines[0] as string)).toMatchObject({ level: 'info', msg: 'tool loaded', name: hostile });
-  });
+  it.each(VARIANTS)(
+    '%s: JSON log lines carry no raw terminal control and parse back to the same data',
+    (_name, hostile) => {
+      const { lines, log } = capture('json');
+      log.info('tool loaded', { name: hostile });
+      expect(lines[0]).not.toMatch(RAW);
+      expect(JSON.parse(lines[0] as string)).toMatchObject({ level: 'info', msg: 'tool loaded', name: hostile });
+    },
+  );
 
   it.each(VARIANTS)('%s: text log lines escape it', (_name, hostile, shown) => {
     const { lines, log } = capture('text');
@@ -95,7 +126,17 @@ describe('logger formats', () => {
   it('text lines read as time, level, message and key=value pairs; secrets are still redacted', () => {
     const { lines, log } = capture('text');
     log.redact('s3cr3t-value');
-    log.child({ component: 'store' }).info('store listening', { url: 'http://127.0.0.1:8081', count: 3, ok: true, note: 'two words', token: 's3cr3t-value' });
-    expect(lines[0]).toMatch(/^\d\d:\d\d:\d\d\.\d{3} INFO  store listening component=store url=http:\/\/127\.0\.0\.1:8081 count=3 ok=true note="two words" token=\[REDACTED\]\n$/);
+    log
+      .child({ component: 'store' })
+      .info('store listening', {
+        url: 'http://127.0.0.1:8081',
+        count: 3,
+        ok: true,
+        note: 'two words',
+        token: 's3cr3t-value',
+      });
+    expect(lines[0]).toMatch(
+      /^\d\d:\d\d:\d\d\.\d{3} INFO  store listening component=store url=http:\/\/127\.0\.0\.1:8081 count=3 ok=true note="two words" token=\[REDACTED\]\n$/,
+    );
   });
 });

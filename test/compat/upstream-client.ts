@@ -18,19 +18,30 @@ export interface UpstreamStream {
 export class UpstreamStyleClient {
   private headers: Record<string, string> = { 'Content-Type': 'application/json' };
 
-  constructor(private readonly baseUrl: string, private readonly identity?: { owner_id: string; agent_id: string; roles?: string[] }) {}
+  constructor(
+    private readonly baseUrl: string,
+    private readonly identity?: { owner_id: string; agent_id: string; roles?: string[] },
+  ) {}
 
   /** Mints at POST /auth/token with no admin key, as upstream components do. */
   async login(): Promise<void> {
     if (!this.identity) return;
-    const response = await fetch(`${this.baseUrl}/auth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(this.identity) });
+    const response = await fetch(`${this.baseUrl}/auth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(this.identity),
+    });
     if (!response.ok) throw new Error(`Token request failed: ${response.status}`);
     const { token } = (await response.json()) as { token: string };
     this.headers.Authorization = `Bearer ${token}`;
   }
 
   private async fetchWithAuth(path: string, init: RequestInit = {}): Promise<Response> {
-    const send = () => fetch(this.baseUrl + path, { ...init, headers: { ...this.headers, ...(init.headers as Record<string, string> | undefined) } });
+    const send = () =>
+      fetch(this.baseUrl + path, {
+        ...init,
+        headers: { ...this.headers, ...(init.headers as Record<string, string> | undefined) },
+      });
     let response = await send();
     if (response.status === 401 && this.identity) {
       await this.login();
@@ -46,7 +57,11 @@ export class UpstreamStyleClient {
   }
 
   createBreadcrumb(body: Record<string, unknown>, idempotencyKey?: string) {
-    return this.json<{ id: string }>('create breadcrumb', '/breadcrumbs', { method: 'POST', body: JSON.stringify(body), ...(idempotencyKey ? { headers: { 'Idempotency-Key': idempotencyKey } } : {}) });
+    return this.json<{ id: string }>('create breadcrumb', '/breadcrumbs', {
+      method: 'POST',
+      body: JSON.stringify(body),
+      ...(idempotencyKey ? { headers: { 'Idempotency-Key': idempotencyKey } } : {}),
+    });
   }
   getBreadcrumb(id: string) {
     return this.json<Record<string, any>>('get breadcrumb', `/breadcrumbs/${id}`);
@@ -55,7 +70,11 @@ export class UpstreamStyleClient {
     return this.json<Record<string, any>>('get full breadcrumb', `/breadcrumbs/${id}/full`);
   }
   async updateBreadcrumb(id: string, version: number, updates: Record<string, unknown>) {
-    await this.json('update breadcrumb', `/breadcrumbs/${id}`, { method: 'PATCH', body: JSON.stringify(updates), headers: { 'If-Match': String(version) } });
+    await this.json('update breadcrumb', `/breadcrumbs/${id}`, {
+      method: 'PATCH',
+      body: JSON.stringify(updates),
+      headers: { 'If-Match': String(version) },
+    });
     return this.getBreadcrumb(id);
   }
   async deleteBreadcrumb(id: string) {
@@ -84,22 +103,37 @@ export class UpstreamStyleClient {
   }
   listAgents = () => this.json<Array<Record<string, any>>>('list agents', '/agents');
   getAgent = (id: string) => this.json<Record<string, any>>('get agent', `/agents/${id}`);
-  createOrUpdateAgent = (id: string, roles: string[]) => this.json('create/update agent', `/agents/${id}`, { method: 'POST', body: JSON.stringify({ roles }) });
+  createOrUpdateAgent = (id: string, roles: string[]) =>
+    this.json('create/update agent', `/agents/${id}`, { method: 'POST', body: JSON.stringify({ roles }) });
   deleteAgent = (id: string) => this.json('delete agent', `/agents/${id}`, { method: 'DELETE' });
   listTenants = () => this.json<Array<Record<string, any>>>('list tenants', '/tenants');
   getTenant = (id: string) => this.json<Record<string, any>>('get tenant', `/tenants/${id}`);
-  createOrUpdateTenant = (id: string, name: string) => this.json('create/update tenant', `/tenants/${id}`, { method: 'PUT', body: JSON.stringify({ name }) });
+  createOrUpdateTenant = (id: string, name: string) =>
+    this.json('create/update tenant', `/tenants/${id}`, { method: 'PUT', body: JSON.stringify({ name }) });
   deleteTenant = (id: string) => this.json('delete tenant', `/tenants/${id}`, { method: 'DELETE' });
   listAcls = () => this.json<Array<Record<string, any>>>('list ACLs', '/acl');
   listDlq = () => this.json<Array<Record<string, any>>>('list DLQ', '/dlq');
   deleteDlqItem = (id: string) => this.json('delete DLQ item', `/dlq/${id}`, { method: 'DELETE' });
   createSecret = (name: string, value: string, scope_type?: string, scope_id?: string) =>
-    this.json<{ id: string }>('create secret', '/secrets', { method: 'POST', body: JSON.stringify({ name, value, scope_type, scope_id }) });
-  getSecret = (id: string, reason = 'SDK:getSecret') => this.json<{ value: string }>('decrypt secret', `/secrets/${id}/decrypt`, { method: 'POST', body: JSON.stringify({ reason }) });
-  listSecrets = (scope_type?: string) => this.json<Array<Record<string, any>>>('list secrets', `/secrets${scope_type ? `?scope_type=${scope_type}` : ''}`);
-  updateSecret = (id: string, value: string) => this.json('update secret', `/secrets/${id}`, { method: 'PUT', body: JSON.stringify({ value }) });
+    this.json<{ id: string }>('create secret', '/secrets', {
+      method: 'POST',
+      body: JSON.stringify({ name, value, scope_type, scope_id }),
+    });
+  getSecret = (id: string, reason = 'SDK:getSecret') =>
+    this.json<{ value: string }>('decrypt secret', `/secrets/${id}/decrypt`, {
+      method: 'POST',
+      body: JSON.stringify({ reason }),
+    });
+  listSecrets = (scope_type?: string) =>
+    this.json<Array<Record<string, any>>>('list secrets', `/secrets${scope_type ? `?scope_type=${scope_type}` : ''}`);
+  updateSecret = (id: string, value: string) =>
+    this.json('update secret', `/secrets/${id}`, { method: 'PUT', body: JSON.stringify({ value }) });
   deleteSecret = (id: string) => this.json('delete secret', `/secrets/${id}`, { method: 'DELETE' });
-  createSelector = (selector: Record<string, unknown>) => this.json<Record<string, any>>('create selector', '/subscriptions/selectors', { method: 'POST', body: JSON.stringify(selector) });
+  createSelector = (selector: Record<string, unknown>) =>
+    this.json<Record<string, any>>('create selector', '/subscriptions/selectors', {
+      method: 'POST',
+      body: JSON.stringify(selector),
+    });
   listSelectors = () => this.json<Array<Record<string, any>>>('list selectors', '/subscriptions/selectors');
 
   /** startEventStream: agent_id, filters and access_token in the query; reads `data:` lines only. */
@@ -136,7 +170,8 @@ export class UpstreamStyleClient {
         resolve({
           events,
           otherLines,
-          waitFor: (predicate) => (predicate(events) ? Promise.resolve() : new Promise((done) => waiters.push({ predicate, resolve: done }))),
+          waitFor: (predicate) =>
+            predicate(events) ? Promise.resolve() : new Promise((done) => waiters.push({ predicate, resolve: done })),
           close: () => req.destroy(),
         });
       });

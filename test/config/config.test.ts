@@ -3,7 +3,14 @@ import { homedir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { defaultConfig, defaultDataDir, envName, flagName, loadConfig, spliceConfigTable } from '../../src/config/index.js';
+import {
+  defaultConfig,
+  defaultDataDir,
+  envName,
+  flagName,
+  loadConfig,
+  spliceConfigTable,
+} from '../../src/config/index.js';
 
 describe('config', () => {
   it('derives flag and env names from the key', () => {
@@ -42,7 +49,9 @@ describe('config', () => {
     const env = { XDG_DATA_HOME: '/xdg' };
     expect(loadConfig({ env, argv: ['--data-dir', '/srv/tr'] }).config.auditDir).toBe('/srv/tr/audit');
     expect(loadConfig({ env: { ...env, TOOLS_RUNNER_DATA_DIR: '/srv/env' } }).config.auditDir).toBe('/srv/env/audit');
-    expect(loadConfig({ env, argv: ['--data-dir', '/srv/tr', '--audit-dir', '/var/log/tr'] }).config.auditDir).toBe('/var/log/tr');
+    expect(loadConfig({ env, argv: ['--data-dir', '/srv/tr', '--audit-dir', '/var/log/tr'] }).config.auditDir).toBe(
+      '/var/log/tr',
+    );
     expect(loadConfig({ env, argv: ['--data-dir', ':memory:'] }).config.auditDir).toBe('/xdg/tools-runner/audit');
   });
 
@@ -65,7 +74,10 @@ describe('config', () => {
     [{ env: { TOOLS_RUNNER_WORKSPACE: 'tools' } }, /TOOLS_RUNNER_WORKSPACE="tools"/],
     [{ argv: ['--nope', '1'] }, /unknown option "--nope"/],
     [{ argv: ['--port'] }, /option "--port" needs a value/],
-    [{ argv: ['--runner-secret', `hex:${'0'.repeat(63)}`] }, /--runner-secret=<hidden>: a secret starting with "hex:" must be followed by exactly 64 hex digits/],
+    [
+      { argv: ['--runner-secret', `hex:${'0'.repeat(63)}`] },
+      /--runner-secret=<hidden>: a secret starting with "hex:" must be followed by exactly 64 hex digits/,
+    ],
   ])('rejects bad input with a message naming it: %j', (input, message) => {
     expect(() => loadConfig({ env: {}, ...input })).toThrow(message);
   });

@@ -1,12 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
 
-const load = (value: string) => loadConfig({ env: {}, argv: ['--allow-private-hosts', value] }).config.allowPrivateHosts;
+const load = (value: string) =>
+  loadConfig({ env: {}, argv: ['--allow-private-hosts', value] }).config.allowPrivateHosts;
 
 describe('--allow-private-hosts', () => {
   it.each([
     ['ollama=localhost:11434', { ollama: ['localhost:11434'] }],
-    ['ollama=LocalHost:11434;browser-capture=127.0.0.1:9222,[::1]:9222', { ollama: ['localhost:11434'], 'browser-capture': ['127.0.0.1:9222', '[::1]:9222'] }],
+    [
+      'ollama=LocalHost:11434;browser-capture=127.0.0.1:9222,[::1]:9222',
+      { ollama: ['localhost:11434'], 'browser-capture': ['127.0.0.1:9222', '[::1]:9222'] },
+    ],
     [' a = h1:1 ; a = h2.lan:2 ', { a: ['h1:1', 'h2.lan:2'] }],
     ['{"llm-chat":["10.0.0.5:8000"]}', { 'llm-chat': ['10.0.0.5:8000'] }],
     ['', {}],

@@ -32,17 +32,31 @@ function openLive(url: string, headers: Record<string, string> = {}, origin?: st
 afterAll(cleanupConsole, 60_000);
 
 describe('admin port binding', () => {
-  const metrics = createMetrics({ queue: () => ({ queued: 0, running: 0, backlog: 0, capacity: 1 }), pool: () => ({ warm: 0, busy: 0 }), catalog: () => ({ active: 0, rejected: 0 }), isKnownTool: () => false });
+  const metrics = createMetrics({
+    queue: () => ({ queued: 0, running: 0, backlog: 0, capacity: 1 }),
+    pool: () => ({ warm: 0, busy: 0 }),
+    catalog: () => ({ active: 0, rejected: 0 }),
+    isKnownTool: () => false,
+  });
   for (const host of ['0.0.0.0', '::', '192.0.2.10', 'example.com']) {
     it(`refuses non-loopback host ${host} without an admin token`, async () => {
-      await expect(startAdminServer({ host, port: 0, logger: silentLogger(), metrics, health: () => ({ ok: true }) })).rejects.toMatchObject({
+      await expect(
+        startAdminServer({ host, port: 0, logger: silentLogger(), metrics, health: () => ({ ok: true }) }),
+      ).rejects.toMatchObject({
         code: ErrorCode.ConfigInvalid,
         message: `refusing to serve the admin port on non-loopback host "${host}" without adminToken (set --admin-token, or bind to 127.0.0.1)`,
       });
     });
   }
   it('binds a non-loopback host when a token is set', async () => {
-    const admin = await startAdminServer({ host: '0.0.0.0', port: 0, logger: silentLogger(), metrics, health: () => ({ ok: true }), adminToken: TOKEN });
+    const admin = await startAdminServer({
+      host: '0.0.0.0',
+      port: 0,
+      logger: silentLogger(),
+      metrics,
+      health: () => ({ ok: true }),
+      adminToken: TOKEN,
+    });
     try {
       expect((await raw(`http://127.0.0.1:${new URL(admin.url).port}/metrics`)).status).toBe(401);
     } finally {
@@ -60,7 +74,10 @@ describe('with an admin token', () => {
   it('refuses the API, pages, assets, /metrics and /live without the token', async () => {
     const api = await raw(`${run.adminUrl}/api/catalog`);
     expect(api.status).toBe(401);
-    expect(api.json()).toEqual({ code: 'unauthorized', error: 'the admin port requires the admin token (Authorization: Bearer <token>, or log in at /)' });
+    expect(api.json()).toEqual({
+      code: 'unauthorized',
+      error: 'the admin port requires the admin token (Authorization: Bearer <token>, or log in at /)',
+    });
     const page = await raw(`${run.adminUrl}/`, { headers: { accept: 'text/html' } });
     expect(page.status).toBe(401);
     expect(page.text).toContain('<form method="post" action="/login">');
@@ -76,7 +93,10 @@ describe('with an admin token', () => {
     expect(wrong.status).toBe(401);
     expect(wrong.json().error).toBe('the bearer token is not the admin token');
     const basic = await raw(`${run.adminUrl}/api/catalog`, { headers: { authorization: `Basic ${TOKEN}` } });
-    expect(basic.json()).toEqual({ code: 'unauthorized', error: 'malformed Authorization header; expected "Bearer <admin token>"' });
+    expect(basic.json()).toEqual({
+      code: 'unauthorized',
+      error: 'malformed Authorization header; expected "Bearer <admin token>"',
+    });
     expect(await openLive(run.adminUrl, { authorization: 'Bearer nope-nope-nope-nope' })).toBe(401);
   });
 
@@ -88,11 +108,19 @@ describe('with an admin token', () => {
   });
 
   it('logs in with the form: the cookie holds no token and opens the API; a forged cookie does not', async () => {
-    const bad = await raw(`${run.adminUrl}/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'token=guess-guess-guess-guess' });
+    const bad = await raw(`${run.adminUrl}/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'token=guess-guess-guess-guess',
+    });
     expect(bad.status).toBe(401);
     expect(bad.text).toContain('That is not the admin token.');
     expect(bad.headers['set-cookie']).toBeUndefined();
-    const good = await raw(`${run.adminUrl}/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${encodeURIComponent(TOKEN)}` });
+    const good = await raw(`${run.adminUrl}/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `token=${encodeURIComponent(TOKEN)}`,
+    });
     expect(good.status).toBe(303);
     expect(good.headers.location).toBe('/');
     const cookie = (good.headers['set-cookie'] as string[])[0] as string;
@@ -101,13 +129,21 @@ describe('with an admin token', () => {
     const session = cookie.split(';')[0] as string;
     expect((await raw(`${run.adminUrl}/api/catalog`, { headers: { cookie: session } })).status).toBe(200);
     expect(await openLive(run.adminUrl, { cookie: session })).toBe('open');
-    const forged = await raw(`${run.adminUrl}/api/catalog`, { headers: { cookie: 'tr_console=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' } });
+    const forged = await raw(`${run.adminUrl}/api/catalog`, {
+      headers: { cookie: 'tr_console=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' },
+    });
     expect(forged.status).toBe(401);
-    expect(forged.json().error).toBe('the console session cookie is not valid (the admin token changed?); log in again');
+    expect(forged.json().error).toBe(
+      'the console session cookie is not valid (the admin token changed?); log in again',
+    );
   });
 
   it('refuses a cross-site request even with a valid token', async () => {
-    const reply = await postJson(`${run.adminUrl}/api/screen`, { tool_spec: {} }, { authorization: `Bearer ${TOKEN}`, origin: 'http://evil.example' });
+    const reply = await postJson(
+      `${run.adminUrl}/api/screen`,
+      { tool_spec: {} },
+      { authorization: `Bearer ${TOKEN}`, origin: 'http://evil.example' },
+    );
     expect(reply.status).toBe(403);
     expect(reply.json().code).toBe('origin_not_allowed');
   });
@@ -126,11 +162,22 @@ describe('without an admin token (loopback only)', () => {
     it(`refuses Host "${evil}" (DNS rebinding) on the API, pages, /live, /mcp and /health`, async () => {
       const reply = await raw(`${run.adminUrl}/api/catalog`, { headers: { host: evil } });
       expect(reply.status).toBe(403);
-      expect(reply.json()).toEqual({ code: 'host_not_allowed', error: `Host "${evil}" is not this admin port; without an admin token it answers only to 127.0.0.1, localhost and [::1] with its port ${new URL(run.adminUrl).port} (--admin-hosts adds names)` });
+      expect(reply.json()).toEqual({
+        code: 'host_not_allowed',
+        error: `Host "${evil}" is not this admin port; without an admin token it answers only to 127.0.0.1, localhost and [::1] with its port ${new URL(run.adminUrl).port} (--admin-hosts adds names)`,
+      });
       expect((await raw(`${run.adminUrl}/`, { headers: { host: evil } })).status).toBe(403);
       expect((await raw(`${run.adminUrl}/metrics`, { headers: { host: evil } })).status).toBe(403);
       expect(await openLive(run.adminUrl, { host: evil })).toBe(403);
-      expect((await raw(`${run.adminUrl}/mcp`, { method: 'POST', headers: { host: evil, 'content-type': 'application/json' }, body: '{}' })).status).toBe(403);
+      expect(
+        (
+          await raw(`${run.adminUrl}/mcp`, {
+            method: 'POST',
+            headers: { host: evil, 'content-type': 'application/json' },
+            body: '{}',
+          })
+        ).status,
+      ).toBe(403);
       expect((await raw(`${run.adminUrl}/health`, { headers: { host: evil } })).status).toBe(403);
     });
   }
@@ -146,13 +193,18 @@ describe('without an admin token (loopback only)', () => {
     it(`refuses a POST and a /live upgrade from Origin ${origin}`, async () => {
       const reply = await postJson(`${run.adminUrl}/api/screen`, { tool_spec: {} }, { origin });
       expect(reply.status).toBe(403);
-      expect(reply.json()).toEqual({ code: 'origin_not_allowed', error: `Origin "${origin}" is not this admin port's origin (http://${host}); cross-site requests are refused` });
+      expect(reply.json()).toEqual({
+        code: 'origin_not_allowed',
+        error: `Origin "${origin}" is not this admin port's origin (http://${host}); cross-site requests are refused`,
+      });
       expect(await openLive(run.adminUrl, {}, origin)).toBe(403);
     });
   }
 
   it('accepts its own origin', async () => {
-    expect((await postJson(`${run.adminUrl}/api/screen`, { tool_spec: {} }, { origin: `http://${host}` })).status).toBe(200);
+    expect((await postJson(`${run.adminUrl}/api/screen`, { tool_spec: {} }, { origin: `http://${host}` })).status).toBe(
+      200,
+    );
     expect(await openLive(run.adminUrl, {}, `http://${host}`)).toBe('open');
   });
 
@@ -160,13 +212,24 @@ describe('without an admin token (loopback only)', () => {
     const site = await postJson(`${run.adminUrl}/api/screen`, { tool_spec: {} }, { 'sec-fetch-site': 'cross-site' });
     expect(site.status).toBe(403);
     expect(site.json().error).toBe('Sec-Fetch-Site "cross-site" is not same-origin; cross-site requests are refused');
-    const form = await raw(`${run.adminUrl}/api/tools/x/call`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{"input":{}}' });
+    const form = await raw(`${run.adminUrl}/api/tools/x/call`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: '{"input":{}}',
+    });
     expect(form.status).toBe(415);
-    expect(form.json()).toEqual({ code: 'unsupported_media_type', error: 'Content-Type must be application/json, got "text/plain"' });
+    expect(form.json()).toEqual({
+      code: 'unsupported_media_type',
+      error: 'Content-Type must be application/json, got "text/plain"',
+    });
   });
 
   it('has nothing to log in to', async () => {
-    const reply = await raw(`${run.adminUrl}/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'token=whatever-whatever' });
+    const reply = await raw(`${run.adminUrl}/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'token=whatever-whatever',
+    });
     expect(reply.status).toBe(401);
     expect(reply.text).toContain('This admin port has no token configured; nothing to log in to.');
   });

@@ -9,7 +9,17 @@ import type { AddressInfo } from 'node:net';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCHEMA } from '../../src/breadcrumbs/messages.js';
-import { cleanupConsole, ensureConsoleBuilt, putTool, startConsoleService, toolContext, until, UPPER, type Running, WS } from './helpers.js';
+import {
+  cleanupConsole,
+  ensureConsoleBuilt,
+  putTool,
+  startConsoleService,
+  toolContext,
+  until,
+  UPPER,
+  type Running,
+  WS,
+} from './helpers.js';
 
 const EVIL = 'rebind.attacker.example';
 const OTHER = 'other.attacker.example';
@@ -31,7 +41,10 @@ interface Attempt {
  */
 async function attack(args: { base: string; tool: string }): Promise<Attempt[]> {
   const out: Attempt[] = [];
-  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+  };
   const post = async (step: string, body: unknown): Promise<Response | undefined> => {
     try {
       const res = await fetch(`${args.base}/mcp`, { method: 'POST', headers, body: JSON.stringify(body) });
@@ -42,12 +55,22 @@ async function attack(args: { base: string; tool: string }): Promise<Attempt[]> 
       return undefined;
     }
   };
-  const init = await post('initialize', { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'evil', version: '1' } } });
+  const init = await post('initialize', {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'evil', version: '1' } },
+  });
   const session = init?.headers.get('mcp-session-id');
   if (session) headers['mcp-session-id'] = session;
   await post('initialized', { jsonrpc: '2.0', method: 'notifications/initialized' });
   await post('tools/list', { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} });
-  await post('tools/call', { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: args.tool, arguments: { text: 'pwned' } } });
+  await post('tools/call', {
+    jsonrpc: '2.0',
+    id: 3,
+    method: 'tools/call',
+    params: { name: args.tool, arguments: { text: 'pwned' } },
+  });
   try {
     const res = await fetch(`${args.base}/api/catalog`);
     out.push({ step: 'api/catalog', status: res.status });
@@ -59,7 +82,11 @@ async function attack(args: { base: string; tool: string }): Promise<Attempt[]> 
 
 /** The attacker's own web server (on loopback too, so Chromium's local-network checks do not stop the page first). */
 async function attackerSite(): Promise<Server> {
-  const server = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>cute cats</title><h1>cute cats</h1>'));
+  const server = createServer((_req, res) =>
+    res
+      .writeHead(200, { 'content-type': 'text/html' })
+      .end('<!doctype html><title>cute cats</title><h1>cute cats</h1>'),
+  );
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return server;
 }
@@ -69,12 +96,18 @@ beforeAll(async () => {
   open = await startConsoleService();
   await putTool(open.client, toolContext('r-shout', UPPER, { description: 'Upper-cases a text.' }));
   await until(async () => {
-    const body = (await (await fetch(`${open.adminUrl}/api/catalog`)).json()) as { tools: Array<{ name: string; state: string }> };
+    const body = (await (await fetch(`${open.adminUrl}/api/catalog`)).json()) as {
+      tools: Array<{ name: string; state: string }>;
+    };
     return body.tools.some((t) => t.name === 'r-shout' && t.state === 'runnable') ? true : undefined;
   }, 'r-shout in the catalog');
   browser = await chromium.launch({
     executablePath: process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-dev-shm-usage', `--host-resolver-rules=MAP ${EVIL} 127.0.0.1, MAP ${OTHER} 127.0.0.1`],
+    args: [
+      '--no-sandbox',
+      '--disable-dev-shm-usage',
+      `--host-resolver-rules=MAP ${EVIL} 127.0.0.1, MAP ${OTHER} 127.0.0.1`,
+    ],
   });
 }, 120_000);
 
@@ -84,7 +117,7 @@ afterAll(async () => {
 }, 60_000);
 
 describe('a hostile web page against the admin port (no admin token)', () => {
-  it('cannot drive /mcp or the API through DNS rebinding (the page is served from the admin port\'s own host:port)', async () => {
+  it("cannot drive /mcp or the API through DNS rebinding (the page is served from the admin port's own host:port)", async () => {
     const port = new URL(open.adminUrl).port;
     // The page's document comes from the admin port itself (after the rebinding, the attacker's name
     // points there): whatever it answers, the page's origin is http://EVIL:<port> and its script runs.
@@ -100,7 +133,11 @@ describe('a hostile web page against the admin port (no admin token)', () => {
       ['api/catalog', 403],
     ]);
     expect(attempts.map((a) => a.body ?? '').join('\n')).not.toContain('PWNED');
-    const requests = await open.client.listBreadcrumbs({ schema_name: SCHEMA.ToolRequest, tag: WS, include_context: true });
+    const requests = await open.client.listBreadcrumbs({
+      schema_name: SCHEMA.ToolRequest,
+      tag: WS,
+      include_context: true,
+    });
     expect(requests.filter((r) => JSON.stringify(r.context).includes('pwned'))).toEqual([]);
     await page.close();
   });
@@ -122,7 +159,11 @@ describe('a hostile web page against the admin port (no admin token)', () => {
           ['api/catalog', 'failed'],
         ]);
       }
-      const requests = await open.client.listBreadcrumbs({ schema_name: SCHEMA.ToolRequest, tag: WS, include_context: true });
+      const requests = await open.client.listBreadcrumbs({
+        schema_name: SCHEMA.ToolRequest,
+        tag: WS,
+        include_context: true,
+      });
       expect(requests.filter((r) => JSON.stringify(r.context).includes('pwned'))).toEqual([]);
       await page.close();
     } finally {
@@ -130,7 +171,7 @@ describe('a hostile web page against the admin port (no admin token)', () => {
     }
   });
 
-  it('the same script in the console\'s own origin does reach /mcp (the test can tell success from refusal)', async () => {
+  it("the same script in the console's own origin does reach /mcp (the test can tell success from refusal)", async () => {
     const page = await browser.newPage();
     await page.goto(`${open.adminUrl}/health`);
     const attempts = await page.evaluate(attack, { base: open.adminUrl, tool: 'r-shout' });

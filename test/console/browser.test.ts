@@ -6,12 +6,24 @@
 
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanupConsole, ensureConsoleBuilt, launchBrowser, putTool, screenshot, startConsoleService, toolContext, until, UPPER, type Running } from './helpers.js';
+import {
+  cleanupConsole,
+  ensureConsoleBuilt,
+  launchBrowser,
+  putTool,
+  screenshot,
+  startConsoleService,
+  toolContext,
+  until,
+  UPPER,
+  type Running,
+} from './helpers.js';
 
 let run: Running;
 let browser: Browser;
 
-const EVAL_SOURCE = '// Evaluates the text.\nexport async function execute(input: { text: string }) {\n  const out = eval(input.text);\n  return { text: String(out) };\n}\n';
+const EVAL_SOURCE =
+  '// Evaluates the text.\nexport async function execute(input: { text: string }) {\n  const out = eval(input.text);\n  return { text: String(out) };\n}\n';
 
 beforeAll(async () => {
   await ensureConsoleBuilt();
@@ -21,7 +33,10 @@ beforeAll(async () => {
   await until(async () => {
     const res = await fetch(`${run.adminUrl}/api/catalog`);
     const body = (await res.json()) as { tools: Array<{ name: string; state: string }> };
-    return body.tools.some((t) => t.name === 'b-shout' && t.state === 'runnable') && body.tools.some((t) => t.name === 'b-evil') ? true : undefined;
+    return body.tools.some((t) => t.name === 'b-shout' && t.state === 'runnable') &&
+      body.tools.some((t) => t.name === 'b-evil')
+      ? true
+      : undefined;
   }, 'both tools in the catalog');
   browser = await launchBrowser();
 }, 120_000);
@@ -45,7 +60,9 @@ describe('web console in Chromium', () => {
     await expect(shout.getAttribute('data-state')).resolves.toBe('runnable');
     const evil = page.locator('tr[data-tool="b-evil"]');
     await expect(evil.getAttribute('data-state')).resolves.toBe('rejected');
-    await expect(evil.locator('.issues li').first().textContent()).resolves.toBe('3:15 screen.eval — eval is not allowed: eval(input.text)');
+    await expect(evil.locator('.issues li').first().textContent()).resolves.toBe(
+      '3:15 screen.eval — eval is not allowed: eval(input.text)',
+    );
     await screenshot(page, '1-catalog');
 
     await shout.locator('a').first().click();
@@ -73,60 +90,75 @@ describe('web console in Chromium', () => {
     await page.close();
   });
 
-  it('shows the eval diagnostic on its line, then runs, creates and watches the fixed tool in Live', { timeout: 120_000 }, async () => {
-    const live = await open('#/live', 'live');
-    await live.waitForSelector('body[data-live="connected"]');
+  it(
+    'shows the eval diagnostic on its line, then runs, creates and watches the fixed tool in Live',
+    { timeout: 120_000 },
+    async () => {
+      const live = await open('#/live', 'live');
+      await live.waitForSelector('body[data-live="connected"]');
 
-    const page = await open('#/editor', 'editor');
-    const definition = JSON.parse((await page.inputValue('textarea[name="definition"]')) as string) as Record<string, unknown>;
-    await page.fill('textarea[name="definition"]', JSON.stringify({ ...definition, name: 'b-made' }, null, 2));
-    await page.click('.cm-content');
-    await page.keyboard.press('Control+A');
-    await page.keyboard.insertText(EVAL_SOURCE);
-    const diagnostic = page.locator('.diagnostics li[data-code="screen.eval"]');
-    await diagnostic.waitFor({ timeout: 10_000 });
-    await expect(diagnostic.getAttribute('data-line')).resolves.toBe('3');
-    await expect(diagnostic.textContent()).resolves.toBe('3:15 screen.eval — eval is not allowed: eval(input.text)');
-    // The squiggle sits on line 3, under `eval`.
-    const squiggle = page.locator('.cm-content .cm-line').nth(2).locator('.cm-lintRange-error');
-    await squiggle.waitFor();
-    await expect(squiggle.textContent()).resolves.toBe('eval');
-    await screenshot(page, '3-editor-diagnostic');
+      const page = await open('#/editor', 'editor');
+      const definition = JSON.parse((await page.inputValue('textarea[name="definition"]')) as string) as Record<
+        string,
+        unknown
+      >;
+      await page.fill('textarea[name="definition"]', JSON.stringify({ ...definition, name: 'b-made' }, null, 2));
+      await page.click('.cm-content');
+      await page.keyboard.press('Control+A');
+      await page.keyboard.insertText(EVAL_SOURCE);
+      const diagnostic = page.locator('.diagnostics li[data-code="screen.eval"]');
+      await diagnostic.waitFor({ timeout: 10_000 });
+      await expect(diagnostic.getAttribute('data-line')).resolves.toBe('3');
+      await expect(diagnostic.textContent()).resolves.toBe('3:15 screen.eval — eval is not allowed: eval(input.text)');
+      // The squiggle sits on line 3, under `eval`.
+      const squiggle = page.locator('.cm-content .cm-line').nth(2).locator('.cm-lintRange-error');
+      await squiggle.waitFor();
+      await expect(squiggle.textContent()).resolves.toBe('eval');
+      await screenshot(page, '3-editor-diagnostic');
 
-    await page.click('.cm-content');
-    await page.keyboard.press('Control+A');
-    await page.keyboard.insertText(UPPER);
-    await page.waitForFunction(() => {
-      // Runs in the page (the CSP forbids string evaluation, so a function it is).
-      const doc = (globalThis as unknown as { document: { querySelector(s: string): { textContent: string | null } | null } }).document;
-      return doc.querySelector('.diagnostics li.error') === null && (doc.querySelector('.bar .ok')?.textContent ?? '').startsWith('no problems');
-    });
-    await page.click('text=Run examples');
-    await page.locator('.results .example').first().waitFor({ timeout: 30_000 });
-    await expect(page.locator('.results .example').first().getAttribute('data-ok')).resolves.toBe('true');
+      await page.click('.cm-content');
+      await page.keyboard.press('Control+A');
+      await page.keyboard.insertText(UPPER);
+      await page.waitForFunction(() => {
+        // Runs in the page (the CSP forbids string evaluation, so a function it is).
+        const doc = (
+          globalThis as unknown as { document: { querySelector(s: string): { textContent: string | null } | null } }
+        ).document;
+        return (
+          doc.querySelector('.diagnostics li.error') === null &&
+          (doc.querySelector('.bar .ok')?.textContent ?? '').startsWith('no problems')
+        );
+      });
+      await page.click('text=Run examples');
+      await page.locator('.results .example').first().waitFor({ timeout: 30_000 });
+      await expect(page.locator('.results .example').first().getAttribute('data-ok')).resolves.toBe('true');
 
-    await page.click('button.primary');
-    const response = page.locator('.create-response');
-    await response.waitFor({ timeout: 60_000 });
-    await expect(response.getAttribute('data-status')).resolves.toBe('created');
-    await screenshot(page, '3-editor-created');
+      await page.click('button.primary');
+      const response = page.locator('.create-response');
+      await response.waitFor({ timeout: 60_000 });
+      await expect(response.getAttribute('data-status')).resolves.toBe('created');
+      await screenshot(page, '3-editor-created');
 
-    // Call the new tool from its page; the calls arrive in Live.
-    await page.goto(`${run.adminUrl}/#/tool/b-made`);
-    await page.waitForSelector('body[data-ready="tool"]');
-    for (const text of ['one', 'two']) {
-      await page.fill('input[name="text"]', text);
-      await page.click('form.call button[type="submit"]');
-      await page.locator('.call-result pre.output').waitFor({ timeout: 30_000 });
-      await expect(page.locator('.call-result pre.output').textContent()).resolves.toContain(text.toUpperCase());
-    }
-    const rows = live.locator('table.live tbody tr[data-tool="b-made"][data-status="success"]');
-    await until(async () => ((await rows.count()) >= 2 ? true : undefined), 'two b-made calls in Live');
-    await live.fill('input[name="tool"]', 'b-made');
-    await until(async () => ((await live.locator('table.live tbody tr').count()) === 2 ? true : undefined), 'the tool filter to leave only b-made');
-    await live.waitForTimeout(1100); // let the once-a-second charts draw for the screenshot
-    await screenshot(live, '4-live');
-  });
+      // Call the new tool from its page; the calls arrive in Live.
+      await page.goto(`${run.adminUrl}/#/tool/b-made`);
+      await page.waitForSelector('body[data-ready="tool"]');
+      for (const text of ['one', 'two']) {
+        await page.fill('input[name="text"]', text);
+        await page.click('form.call button[type="submit"]');
+        await page.locator('.call-result pre.output').waitFor({ timeout: 30_000 });
+        await expect(page.locator('.call-result pre.output').textContent()).resolves.toContain(text.toUpperCase());
+      }
+      const rows = live.locator('table.live tbody tr[data-tool="b-made"][data-status="success"]');
+      await until(async () => ((await rows.count()) >= 2 ? true : undefined), 'two b-made calls in Live');
+      await live.fill('input[name="tool"]', 'b-made');
+      await until(
+        async () => ((await live.locator('table.live tbody tr').count()) === 2 ? true : undefined),
+        'the tool filter to leave only b-made',
+      );
+      await live.waitForTimeout(1100); // let the once-a-second charts draw for the screenshot
+      await screenshot(live, '4-live');
+    },
+  );
 });
 
 describe('console login in Chromium (admin token set)', () => {
@@ -138,7 +170,8 @@ describe('console login in Chromium (admin token set)', () => {
     const page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
     const origins: string[] = [];
     page.on('request', (request) => {
-      if (request.method() === 'POST' && request.url().endsWith('/login')) origins.push(request.headers()['origin'] ?? '(none)');
+      if (request.method() === 'POST' && request.url().endsWith('/login'))
+        origins.push(request.headers()['origin'] ?? '(none)');
     });
     await page.goto(`${guarded.adminUrl}/`);
     await page.waitForSelector('form[action="/login"]');

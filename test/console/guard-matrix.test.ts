@@ -8,7 +8,12 @@ import { cleanupConsole, ensureConsoleBuilt, startConsoleService, type Running }
 import { raw } from './http.js';
 
 const TOKEN = 'guard-matrix-admin-token-0123456789';
-const INIT = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'matrix', version: '1' } } });
+const INIT = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'matrix', version: '1' } },
+});
 
 type Route = 'page' | 'api' | 'api-post' | 'login' | 'metrics' | 'health' | 'live' | 'mcp-post' | 'mcp-get';
 const ROUTES: Route[] = ['page', 'api', 'api-post', 'login', 'metrics', 'health', 'live', 'mcp-post', 'mcp-get'];
@@ -31,18 +36,30 @@ function hit(base: string, route: Route, headers: Record<string, string>): Promi
   }
   const json = { 'content-type': 'application/json' };
   const mcp = { ...json, accept: 'application/json, text/event-stream' };
-  const spec: Record<Exclude<Route, 'live'>, { path: string; method?: string; headers?: Record<string, string>; body?: string }> = {
+  const spec: Record<
+    Exclude<Route, 'live'>,
+    { path: string; method?: string; headers?: Record<string, string>; body?: string }
+  > = {
     page: { path: '/', headers: { accept: 'text/html' } },
     api: { path: '/api/catalog' },
     'api-post': { path: '/api/screen', method: 'POST', headers: json, body: '{"tool_spec":{}}' },
-    login: { path: '/login', method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${TOKEN}` },
+    login: {
+      path: '/login',
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `token=${TOKEN}`,
+    },
     metrics: { path: '/metrics' },
     health: { path: '/health' },
     'mcp-post': { path: '/mcp', method: 'POST', headers: mcp, body: INIT },
     'mcp-get': { path: '/mcp', headers: { accept: 'text/event-stream' } },
   };
   const s = spec[route];
-  return raw(base + s.path, { method: s.method ?? 'GET', headers: { ...s.headers, ...headers }, ...(s.body !== undefined ? { body: s.body } : {}) }).then((reply) => reply.status);
+  return raw(base + s.path, {
+    method: s.method ?? 'GET',
+    headers: { ...s.headers, ...headers },
+    ...(s.body !== undefined ? { body: s.body } : {}),
+  }).then((reply) => reply.status);
 }
 
 /** One row: a request shape and the status per route. */
@@ -52,7 +69,8 @@ interface Row {
   expect: Record<Route, number>;
 }
 
-const all = (status: number, except: Partial<Record<Route, number>> = {}): Record<Route, number> => ({ ...Object.fromEntries(ROUTES.map((r) => [r, status])), ...except }) as Record<Route, number>;
+const all = (status: number, except: Partial<Record<Route, number>> = {}): Record<Route, number> =>
+  ({ ...Object.fromEntries(ROUTES.map((r) => [r, status])), ...except }) as Record<Route, number>;
 
 // Without a token: what the own Host answers (login: nothing to log in to; mcp GET without a session: 400).
 const OPEN_OK = all(200, { login: 401, live: 101, 'mcp-get': 400 });
@@ -61,26 +79,73 @@ const NO_TOKEN: Row[] = [
   { name: 'own Host 127.0.0.1:<port>, no Origin', headers: (h) => ({ host: h }), expect: OPEN_OK },
   { name: 'Host localhost:<port>', headers: (h) => ({ host: h.replace('127.0.0.1', 'localhost') }), expect: OPEN_OK },
   { name: 'own Host and own Origin', headers: (h) => ({ host: h, origin: `http://${h}` }), expect: OPEN_OK },
-  { name: 'DNS rebinding: Host and Origin rebind.attacker.example:<port>', headers: (h) => ({ host: h.replace('127.0.0.1', 'rebind.attacker.example'), origin: `http://${h.replace('127.0.0.1', 'rebind.attacker.example')}` }), expect: all(403) },
-  { name: 'rebound Host without Origin (curl, a rebinding GET)', headers: (h) => ({ host: h.replace('127.0.0.1', 'rebind.attacker.example') }), expect: all(403) },
+  {
+    name: 'DNS rebinding: Host and Origin rebind.attacker.example:<port>',
+    headers: (h) => ({
+      host: h.replace('127.0.0.1', 'rebind.attacker.example'),
+      origin: `http://${h.replace('127.0.0.1', 'rebind.attacker.example')}`,
+    }),
+    expect: all(403),
+  },
+  {
+    name: 'rebound Host without Origin (curl, a rebinding GET)',
+    headers: (h) => ({ host: h.replace('127.0.0.1', 'rebind.attacker.example') }),
+    expect: all(403),
+  },
   { name: 'loopback name with another port', headers: () => ({ host: '127.0.0.1:1' }), expect: all(403) },
   { name: 'loopback name without a port', headers: () => ({ host: 'localhost' }), expect: all(403) },
   { name: '*.localhost', headers: (h) => ({ host: h.replace('127.0.0.1', 'app.localhost') }), expect: all(403) },
-  { name: 'own Host, Origin of another site', headers: (h) => ({ host: h, origin: 'http://evil.example' }), expect: all(403) },
+  {
+    name: 'own Host, Origin of another site',
+    headers: (h) => ({ host: h, origin: 'http://evil.example' }),
+    expect: all(403),
+  },
   { name: 'own Host, Origin null', headers: (h) => ({ host: h, origin: 'null' }), expect: all(403) },
-  { name: 'own Host, Origin of another loopback port', headers: (h) => ({ host: h, origin: 'http://127.0.0.1:1' }), expect: all(403) },
-  { name: 'own Host, Sec-Fetch-Site cross-site', headers: (h) => ({ host: h, 'sec-fetch-site': 'cross-site' }), expect: { ...OPEN_OK, 'api-post': 403, login: 403, live: 403, 'mcp-post': 403, 'mcp-get': 403 } },
+  {
+    name: 'own Host, Origin of another loopback port',
+    headers: (h) => ({ host: h, origin: 'http://127.0.0.1:1' }),
+    expect: all(403),
+  },
+  {
+    name: 'own Host, Sec-Fetch-Site cross-site',
+    headers: (h) => ({ host: h, 'sec-fetch-site': 'cross-site' }),
+    expect: { ...OPEN_OK, 'api-post': 403, login: 403, live: 403, 'mcp-post': 403, 'mcp-get': 403 },
+  },
 ];
 
 const WITH_TOKEN: Row[] = [
   { name: 'no credentials', headers: (h) => ({ host: h }), expect: all(401, { page: 401, health: 200, login: 303 }) },
-  { name: 'bearer token', headers: (h) => ({ host: h, authorization: `Bearer ${TOKEN}` }), expect: all(200, { login: 303, live: 101, 'mcp-get': 400 }) },
-  { name: 'wrong bearer token', headers: (h) => ({ host: h, authorization: `Bearer ${TOKEN}x` }), expect: all(401, { health: 200, login: 303 }) },
-  { name: 'bearer token, any Host (a non-loopback deployment)', headers: () => ({ host: 'runner.internal.example:8443', authorization: `Bearer ${TOKEN}` }), expect: all(200, { login: 303, live: 101, 'mcp-get': 400 }) },
-  { name: 'bearer token, Origin of another site', headers: (h) => ({ host: h, authorization: `Bearer ${TOKEN}`, origin: 'http://evil.example' }), expect: all(403) },
+  {
+    name: 'bearer token',
+    headers: (h) => ({ host: h, authorization: `Bearer ${TOKEN}` }),
+    expect: all(200, { login: 303, live: 101, 'mcp-get': 400 }),
+  },
+  {
+    name: 'wrong bearer token',
+    headers: (h) => ({ host: h, authorization: `Bearer ${TOKEN}x` }),
+    expect: all(401, { health: 200, login: 303 }),
+  },
+  {
+    name: 'bearer token, any Host (a non-loopback deployment)',
+    headers: () => ({ host: 'runner.internal.example:8443', authorization: `Bearer ${TOKEN}` }),
+    expect: all(200, { login: 303, live: 101, 'mcp-get': 400 }),
+  },
+  {
+    name: 'bearer token, Origin of another site',
+    headers: (h) => ({ host: h, authorization: `Bearer ${TOKEN}`, origin: 'http://evil.example' }),
+    expect: all(403),
+  },
   // The session cookie opens the console; /mcp wants the bearer token itself (MCP clients are not browsers).
-  { name: 'session cookie', headers: (h) => ({ host: h, cookie: 'SESSION' }), expect: all(200, { login: 303, live: 101, 'mcp-post': 401, 'mcp-get': 401 }) },
-  { name: 'forged session cookie', headers: (h) => ({ host: h, cookie: 'tr_console=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' }), expect: all(401, { health: 200, login: 303 }) },
+  {
+    name: 'session cookie',
+    headers: (h) => ({ host: h, cookie: 'SESSION' }),
+    expect: all(200, { login: 303, live: 101, 'mcp-post': 401, 'mcp-get': 401 }),
+  },
+  {
+    name: 'forged session cookie',
+    headers: (h) => ({ host: h, cookie: 'tr_console=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' }),
+    expect: all(401, { health: 200, login: 303 }),
+  },
 ];
 
 afterAll(cleanupConsole, 60_000);
@@ -97,7 +162,11 @@ describe.each([
     run = await startConsoleService(overrides);
     host = new URL(run.adminUrl).host;
     if ('adminToken' in overrides) {
-      const login = await raw(`${run.adminUrl}/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${TOKEN}` });
+      const login = await raw(`${run.adminUrl}/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: `token=${TOKEN}`,
+      });
       cookie = ((login.headers['set-cookie'] as string[])[0] as string).split(';')[0] as string;
     }
   }, 60_000);
@@ -129,6 +198,8 @@ describe('--admin-hosts', () => {
   });
 
   it('refuses an entry that is not "name" or "name:port"', async () => {
-    await expect(startConsoleService({ adminHosts: ['http://tools.test'] })).rejects.toThrow('admin host "http://tools.test" is not "name" or "name:port" (no scheme, path or wildcard)');
+    await expect(startConsoleService({ adminHosts: ['http://tools.test'] })).rejects.toThrow(
+      'admin host "http://tools.test" is not "name" or "name:port" (no scheme, path or wildcard)',
+    );
   });
 });

@@ -10,7 +10,10 @@ export interface Reply {
 }
 
 /** Sends one request to `url` (path included) and collects the reply. */
-export function raw(url: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Reply> {
+export function raw(
+  url: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const req = request(url, { method: options.method ?? 'GET', headers: options.headers ?? {} }, (res) => {
       const chunks: Buffer[] = [];
@@ -28,5 +31,9 @@ export function raw(url: string, options: { method?: string; headers?: Record<st
 
 /** POSTs a JSON body. */
 export function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Reply> {
-  return raw(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  return raw(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
 }

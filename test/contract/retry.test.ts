@@ -8,11 +8,19 @@ import { retryDelayMs, retryPlan } from '../../src/contract/retry.js';
 describe('retryPlan', () => {
   it('a read-only tool gets one retry after 100 ms on the three retryable codes by default', () => {
     const plan = retryPlan({ side_effect: 'read-only' });
-    expect(plan).toEqual({ maxAttempts: 2, backoffMs: 100, on: new Set(['sandbox.crashed', 'dependency.unavailable', 'rate.exceeded']) });
+    expect(plan).toEqual({
+      maxAttempts: 2,
+      backoffMs: 100,
+      on: new Set(['sandbox.crashed', 'dependency.unavailable', 'rate.exceeded']),
+    });
   });
 
   it("an idempotent tool follows its contract's retry field", () => {
-    const plan = retryPlan({ side_effect: 'financial', idempotent: true, retry: { max_attempts: 4, backoff_ms: 10, on: ['dependency.unavailable'] } });
+    const plan = retryPlan({
+      side_effect: 'financial',
+      idempotent: true,
+      retry: { max_attempts: 4, backoff_ms: 10, on: ['dependency.unavailable'] },
+    });
     expect(plan).toEqual({ maxAttempts: 4, backoffMs: 10, on: new Set(['dependency.unavailable']) });
     expect([2, 3, 4].map((attempt) => retryDelayMs(plan, attempt))).toEqual([10, 20, 40]);
   });

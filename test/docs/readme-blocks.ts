@@ -50,7 +50,9 @@ export function readmeBlocks(text: string, file = 'README.md'): Block[] {
 
 /** The documents whose blocks are examples: the README, then docs/*.md in name order. */
 export function documents(): string[] {
-  const docs = readdirSync(join(root, 'docs')).filter((name) => name.endsWith('.md')).sort();
+  const docs = readdirSync(join(root, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .sort();
   return ['README.md', ...docs.map((name) => `docs/${name}`)];
 }
 
@@ -84,10 +86,18 @@ export function asCommand(line: string): string {
 }
 
 /** Starts `sh -c line`; `done` resolves at exit. `stop()` ends it (SIGTERM to the shell's process group). */
-export function startShell(line: string, options: { cwd: string; env: Record<string, string> }): { done: Promise<ShellRun>; output(): string; errors(): string; stop(): void } {
+export function startShell(
+  line: string,
+  options: { cwd: string; env: Record<string, string> },
+): { done: Promise<ShellRun>; output(): string; errors(): string; stop(): void } {
   // A single command replaces the shell (exec), so its own exit code is what `done` reports.
   const script = /[|&;]/.test(line) ? asCommand(line) : `exec ${asCommand(line)}`;
-  const child = spawn('sh', ['-c', script], { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn('sh', ['-c', script], {
+    cwd: options.cwd,
+    env: options.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -98,7 +108,8 @@ export function startShell(line: string, options: { cwd: string; env: Record<str
     output: () => stdout,
     errors: () => stderr,
     stop: () => {
-      if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) process.kill(-child.pid, 'SIGTERM');
+      if (child.exitCode === null && child.signalCode === null && child.pid !== undefined)
+        process.kill(-child.pid, 'SIGTERM');
     },
   };
 }

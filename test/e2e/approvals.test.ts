@@ -9,10 +9,26 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createStoreClient, type StoreClient } from '../../src/breadcrumbs/index.js';
-import { SCHEMA, TAG, ToolApprovalRequestContext, type ToolApprovalRequestContext as ApprovalContext } from '../../src/breadcrumbs/messages.js';
+import {
+  SCHEMA,
+  TAG,
+  ToolApprovalRequestContext,
+  type ToolApprovalRequestContext as ApprovalContext,
+} from '../../src/breadcrumbs/messages.js';
 import { inputHash } from '../../src/contract/canonical.js';
 import { silentLogger } from '../../src/logger.js';
-import { answer, cleanupAll, runCli, startRunner, startRunnerWithStore, startStoreProcess, tempDir, toolContext, WS, type CliProcess } from './harness.js';
+import {
+  answer,
+  cleanupAll,
+  runCli,
+  startRunner,
+  startRunnerWithStore,
+  startStoreProcess,
+  tempDir,
+  toolContext,
+  WS,
+  type CliProcess,
+} from './harness.js';
 
 const bin = fileURLToPath(new URL('../fixtures/host-tools/bin/', import.meta.url));
 const OWNER = '00000000-0000-0000-0000-000000000001';
@@ -21,7 +37,11 @@ const AUTH = ['--auth-secret', 'e2e-auth-secret-approvals-0123456789', '--admin-
 
 const opened: StoreClient[] = [];
 function agent(url: string, agentId: string, adminKey?: string): StoreClient {
-  const c = createStoreClient({ baseUrl: url, logger: silentLogger(), auth: { mint: { owner_id: OWNER, agent_id: agentId, ...(adminKey ? { adminKey } : {}) } } });
+  const c = createStoreClient({
+    baseUrl: url,
+    logger: silentLogger(),
+    auth: { mint: { owner_id: OWNER, agent_id: agentId, ...(adminKey ? { adminKey } : {}) } },
+  });
   opened.push(c);
   return c;
 }
@@ -43,12 +63,22 @@ function markerTool(name: string, contract: Record<string, unknown>): Record<str
 
 async function putTool(c: StoreClient, context: Record<string, unknown>): Promise<void> {
   const name = context['name'] as string;
-  await c.createBreadcrumb({ title: name, schema_name: SCHEMA.ToolCode, tags: [TAG.Tool, TAG.tool(name), WS], context });
+  await c.createBreadcrumb({
+    title: name,
+    schema_name: SCHEMA.ToolCode,
+    tags: [TAG.Tool, TAG.tool(name), WS],
+    context,
+  });
 }
 
 async function send(c: StoreClient, tool: string, input: Record<string, unknown>, agentId: string): Promise<string> {
   const rid = crypto.randomUUID();
-  await c.createBreadcrumb({ title: `Request: ${tool}`, schema_name: SCHEMA.ToolRequest, tags: [TAG.Request, WS, TAG.agent(agentId)], context: { tool, input, requestId: rid } });
+  await c.createBreadcrumb({
+    title: `Request: ${tool}`,
+    schema_name: SCHEMA.ToolRequest,
+    tags: [TAG.Request, WS, TAG.agent(agentId)],
+    context: { tool, input, requestId: rid },
+  });
   return rid;
 }
 
@@ -86,7 +116,10 @@ async function ignoredWhy(runner: CliProcess, responseId: string): Promise<strin
   await expect
     .poll(
       () => {
-        const line = runner.stderr.join('').split('\n').find((l) => l.includes('"msg":"approval response ignored"') && l.includes(responseId));
+        const line = runner.stderr
+          .join('')
+          .split('\n')
+          .find((l) => l.includes('"msg":"approval response ignored"') && l.includes(responseId));
         if (line) why = (JSON.parse(line) as { why: string }).why;
         return why;
       },
@@ -113,28 +146,66 @@ describe('approvals (store with auth: agent approvers count)', () => {
       runloop,
       JSON.stringify({
         version: 1,
-        tools: [{ id: 'mail.send', description: 'sends mail (needs confirmation)', transport: { kind: 'exec', command: join(bin, 'runloop-tool') }, input_schema: { type: 'object' }, result_schema: null, capabilities: [], requires_confirmation: true }],
+        tools: [
+          {
+            id: 'mail.send',
+            description: 'sends mail (needs confirmation)',
+            transport: { kind: 'exec', command: join(bin, 'runloop-tool') },
+            input_schema: { type: 'object' },
+            result_schema: null,
+            capabilities: [],
+            requires_confirmation: true,
+          },
+        ],
       }),
     );
-    ({ url, runner } = await startRunnerWithStore([...AUTH, '--manifests', runloop, '--granted-capabilities', 'exec', '--audit-dir', auditDir]));
+    ({ url, runner } = await startRunnerWithStore([
+      ...AUTH,
+      '--manifests',
+      runloop,
+      '--granted-capabilities',
+      'exec',
+      '--audit-dir',
+      auditDir,
+    ]));
     requester = agent(url, 'requester', ADMIN_KEY);
     alice = agent(url, 'alice', ADMIN_KEY);
     mallory = agent(url, 'mallory', ADMIN_KEY);
-    await putTool(requester, markerTool('ap-irreversible', { side_effect: 'irreversible', approval: { when: { side_effects: ['irreversible', 'financial'] } } }));
-    await putTool(requester, markerTool('ap-alice', { side_effect: 'financial', approval: { when: 'always', approvers: ['alice'] } }));
-    await putTool(requester, markerTool('ap-short', { side_effect: 'reversible-write', approval: { when: 'always', timeout_ms: 1000 } }));
+    await putTool(
+      requester,
+      markerTool('ap-irreversible', {
+        side_effect: 'irreversible',
+        approval: { when: { side_effects: ['irreversible', 'financial'] } },
+      }),
+    );
+    await putTool(
+      requester,
+      markerTool('ap-alice', { side_effect: 'financial', approval: { when: 'always', approvers: ['alice'] } }),
+    );
+    await putTool(
+      requester,
+      markerTool('ap-short', { side_effect: 'reversible-write', approval: { when: 'always', timeout_ms: 1000 } }),
+    );
     await putTool(requester, markerTool('ap-unknown-effect', { approval: { when: { side_effects: ['financial'] } } }));
-    await putTool(requester, markerTool('ap-free', { side_effect: 'read-only', approval: { when: { side_effects: ['financial'] } } }));
+    await putTool(
+      requester,
+      markerTool('ap-free', { side_effect: 'read-only', approval: { when: { side_effects: ['financial'] } } }),
+    );
   });
 
-  it('a call that needs no approval runs at once (a side-effect list that does not name the tool\'s side effect)', async () => {
+  it("a call that needs no approval runs at once (a side-effect list that does not name the tool's side effect)", async () => {
     const response = await answer(requester, await send(requester, 'ap-free', { mark: 'free' }, 'requester'));
     expect(response).toMatchObject({ status: 'success', output: { ran: 'free' } });
     expect(response.metadata['approval_id']).toBeUndefined();
   });
 
   it('granted through the CLI: listed by `approvals`, run once after `approve`, with metadata.approval_id', async () => {
-    const rid = await send(requester, 'ap-irreversible', { mark: 'granted', api_key: 'sk-live-0123456789', note: 'x'.repeat(3000) }, 'requester');
+    const rid = await send(
+      requester,
+      'ap-irreversible',
+      { mark: 'granted', api_key: 'sk-live-0123456789', note: 'x'.repeat(3000) },
+      'requester',
+    );
     const approval = await approvalOf(requester, rid);
     expect(approval.context).toMatchObject({
       rid,
@@ -152,31 +223,64 @@ describe('approvals (store with auth: agent approvers count)', () => {
     expect(approval.context.input_preview.length).toBeLessThan(1100);
     const listed = await op(['approvals', 'json']);
     expect(listed).toMatchObject({ code: 0, err: '' });
-    expect((JSON.parse(listed.out) as Array<{ id: string }>).find((a) => a.id === approval.id)).toMatchObject({ tool: 'ap-irreversible', version: '1.0.0', requested_by: 'requester', approvers: ['operator'] });
+    expect((JSON.parse(listed.out) as Array<{ id: string }>).find((a) => a.id === approval.id)).toMatchObject({
+      tool: 'ap-irreversible',
+      version: '1.0.0',
+      requested_by: 'requester',
+      approvers: ['operator'],
+    });
     const table = await op(['approvals']);
-    expect(table.out).toMatch(new RegExp(`^${approval.id}  ap-irreversible@1\\.0\\.0  requested by requester  expires in (59m \\d+s|1h 0m)  approvers operator$`, 'm'));
+    expect(table.out).toMatch(
+      new RegExp(
+        `^${approval.id}  ap-irreversible@1\\.0\\.0  requested by requester  expires in (59m \\d+s|1h 0m)  approvers operator$`,
+        'm',
+      ),
+    );
     expect(await ran(requester, 'granted')).toBe(0);
 
     const approved = await op(['approve', approval.id, '--reason', 'looks fine']);
-    expect(approved).toEqual({ code: 0, out: `approved ${approval.id}: "ap-irreversible"@1.0.0 requested by requester (request ${rid})`, err: '' });
+    expect(approved).toEqual({
+      code: 0,
+      out: `approved ${approval.id}: "ap-irreversible"@1.0.0 requested by requester (request ${rid})`,
+      err: '',
+    });
     const response = await answer(requester, rid);
-    expect(response).toMatchObject({ status: 'success', output: { ran: 'granted' }, metadata: { approval_id: approval.id, approved_by: 'operator' } });
+    expect(response).toMatchObject({
+      status: 'success',
+      output: { ran: 'granted' },
+      metadata: { approval_id: approval.id, approved_by: 'operator' },
+    });
     expect(await ran(requester, 'granted')).toBe(1);
     // Decided once: a second decision is refused, and the approval is no longer listed.
-    expect(await op(['deny', approval.id])).toEqual({ code: 1, out: '', err: `tools-runner deny: approval "${approval.id}" for "ap-irreversible"@1.0.0 was already decided: approved by operator (looks fine)\n` });
-    expect((JSON.parse((await op(['approvals', 'json'])).out) as Array<{ id: string }>).map((a) => a.id)).not.toContain(approval.id);
+    expect(await op(['deny', approval.id])).toEqual({
+      code: 1,
+      out: '',
+      err: `tools-runner deny: approval "${approval.id}" for "ap-irreversible"@1.0.0 was already decided: approved by operator (looks fine)\n`,
+    });
+    expect((JSON.parse((await op(['approvals', 'json'])).out) as Array<{ id: string }>).map((a) => a.id)).not.toContain(
+      approval.id,
+    );
   });
 
   it('an unknown side effect under a side-effect list needs approval (fail closed); denied through the CLI: approval.required naming the operator and the reason, never run', async () => {
     const rid = await send(requester, 'ap-unknown-effect', { mark: 'denied' }, 'requester');
     const approval = await approvalOf(requester, rid);
-    expect(await op(['deny', approval.id, '--reason', 'not today'])).toMatchObject({ code: 0, out: `denied ${approval.id}: "ap-unknown-effect"@1.0.0 requested by requester (request ${rid})` });
+    expect(await op(['deny', approval.id, '--reason', 'not today'])).toMatchObject({
+      code: 0,
+      out: `denied ${approval.id}: "ap-unknown-effect"@1.0.0 requested by requester (request ${rid})`,
+    });
     const response = await answer(requester, rid);
     expect(response.error).toEqual({
       code: 'approval.required',
       message: `approval ${approval.id} for "ap-unknown-effect"@1.0.0 was denied by operator: not today`,
       retryable: false,
-      details: { tool: 'ap-unknown-effect', approval_id: approval.id, decision: 'deny', approver: 'operator', reason: 'not today' },
+      details: {
+        tool: 'ap-unknown-effect',
+        approval_id: approval.id,
+        decision: 'deny',
+        approver: 'operator',
+        reason: 'not today',
+      },
     });
     expect(await ran(requester, 'denied')).toBe(0);
   });
@@ -189,7 +293,12 @@ describe('approvals (store with auth: agent approvers count)', () => {
       code: 'approval.required',
       message: `approval ${approval.id} for "ap-short"@1.0.0 timed out at ${approval.context.expires_at} with no decision from operator; timeout counts as deny`,
       retryable: false,
-      details: { tool: 'ap-short', approval_id: approval.id, decision: 'timeout', expires_at: approval.context.expires_at },
+      details: {
+        tool: 'ap-short',
+        approval_id: approval.id,
+        decision: 'timeout',
+        expires_at: approval.context.expires_at,
+      },
     });
     expect(Date.parse(approval.context.expires_at) - Date.parse(response.timestamp)).toBeLessThanOrEqual(0);
     expect(await op(['approve', approval.id])).toEqual({
@@ -210,39 +319,84 @@ describe('approvals (store with auth: agent approvers count)', () => {
       tags: [WS, `approval:${approval.id}`],
       context: { decision: 'approve', input_hash: inputHash({ mark: 'args', amount: 10_000 }) },
     });
-    expect(await ignoredWhy(runner, other.id)).toBe(`for other arguments: input_hash "${inputHash({ mark: 'args', amount: 10_000 })}", the call's is ${approval.context.input_hash}`);
+    expect(await ignoredWhy(runner, other.id)).toBe(
+      `for other arguments: input_hash "${inputHash({ mark: 'args', amount: 10_000 })}", the call's is ${approval.context.input_hash}`,
+    );
     expect(await ran(requester, 'args')).toBe(0);
-    await alice.createBreadcrumb({ title: 'approve', schema_name: SCHEMA.ToolApprovalResponse, tags: [WS, `approval:${approval.id}`], context: { decision: 'approve', input_hash: approval.context.input_hash } });
+    await alice.createBreadcrumb({
+      title: 'approve',
+      schema_name: SCHEMA.ToolApprovalResponse,
+      tags: [WS, `approval:${approval.id}`],
+      context: { decision: 'approve', input_hash: approval.context.input_hash },
+    });
     const response = await answer(requester, rid);
-    expect(response).toMatchObject({ status: 'success', output: { ran: 'args' }, metadata: { approval_id: approval.id, approved_by: 'alice' } });
+    expect(response).toMatchObject({
+      status: 'success',
+      output: { ran: 'args' },
+      metadata: { approval_id: approval.id, approved_by: 'alice' },
+    });
   });
 
-  it('responses from non-approvers are ignored: another agent, a forged operator seal, an edit of the approver\'s response; the operator may not decide for alice', async () => {
+  it("responses from non-approvers are ignored: another agent, a forged operator seal, an edit of the approver's response; the operator may not decide for alice", async () => {
     const rid = await send(requester, 'ap-alice', { mark: 'strangers' }, 'requester');
     const approval = await approvalOf(requester, rid);
     const tags = [WS, `approval:${approval.id}`];
-    const byMallory = await mallory.createBreadcrumb({ title: 'approve', schema_name: SCHEMA.ToolApprovalResponse, tags, context: { decision: 'approve', input_hash: approval.context.input_hash } });
+    const byMallory = await mallory.createBreadcrumb({
+      title: 'approve',
+      schema_name: SCHEMA.ToolApprovalResponse,
+      tags,
+      context: { decision: 'approve', input_hash: approval.context.input_hash },
+    });
     expect(await ignoredWhy(runner, byMallory.id)).toBe('written by "mallory", not an approver (approvers: alice)');
     const forged = await mallory.createBreadcrumb({
       title: 'approve',
       schema_name: SCHEMA.ToolApprovalResponse,
       tags,
-      context: { decision: 'approve', input_hash: approval.context.input_hash, approver: 'operator', approval_id: approval.id, decided_at: new Date().toISOString(), mac: 'forged' },
+      context: {
+        decision: 'approve',
+        input_hash: approval.context.input_hash,
+        approver: 'operator',
+        approval_id: approval.id,
+        decided_at: new Date().toISOString(),
+        mac: 'forged',
+      },
     });
-    expect(await ignoredWhy(runner, forged.id)).toBe('claims to be the operator\'s but lacks a valid runner seal');
+    expect(await ignoredWhy(runner, forged.id)).toBe("claims to be the operator's but lacks a valid runner seal");
     // The requester claims to be alice in its tags and context: the store knows better.
-    const spoofed = await requester.createBreadcrumb({ title: 'approve', schema_name: SCHEMA.ToolApprovalResponse, tags: [...tags, 'agent:alice'], context: { decision: 'approve', input_hash: approval.context.input_hash, approver: 'alice' } });
+    const spoofed = await requester.createBreadcrumb({
+      title: 'approve',
+      schema_name: SCHEMA.ToolApprovalResponse,
+      tags: [...tags, 'agent:alice'],
+      context: { decision: 'approve', input_hash: approval.context.input_hash, approver: 'alice' },
+    });
     expect(await ignoredWhy(runner, spoofed.id)).toBe('written by "requester", not an approver (approvers: alice)');
     // Alice's denial, turned into an approval by mallory.
-    const edited = await alice.createBreadcrumb({ title: 'deny', schema_name: SCHEMA.ToolApprovalResponse, tags: ['e2e:not-yet'], context: { decision: 'deny', input_hash: approval.context.input_hash } });
-    await mallory.updateBreadcrumb(edited.id, { tags, context: { decision: 'approve', input_hash: approval.context.input_hash } });
+    const edited = await alice.createBreadcrumb({
+      title: 'deny',
+      schema_name: SCHEMA.ToolApprovalResponse,
+      tags: ['e2e:not-yet'],
+      context: { decision: 'deny', input_hash: approval.context.input_hash },
+    });
+    await mallory.updateBreadcrumb(edited.id, {
+      tags,
+      context: { decision: 'approve', input_hash: approval.context.input_hash },
+    });
     expect(await ignoredWhy(runner, edited.id)).toBe('edited by "mallory" after "alice" wrote it');
-    expect(await op(['approve', approval.id])).toEqual({ code: 1, out: '', err: `tools-runner approve: approval "${approval.id}" for "ap-alice"@1.0.0 may be decided only by alice, not by the operator\n` });
+    expect(await op(['approve', approval.id])).toEqual({
+      code: 1,
+      out: '',
+      err: `tools-runner approve: approval "${approval.id}" for "ap-alice"@1.0.0 may be decided only by alice, not by the operator\n`,
+    });
     expect(await ran(requester, 'strangers')).toBe(0);
     const listed = JSON.parse((await op(['approvals', 'json'])).out) as Array<{ id: string }>;
     expect(listed.map((a) => a.id)).toContain(approval.id);
     // Alice's own denial counts.
-    await alice.createBreadcrumb({ title: 'deny', schema_name: SCHEMA.ToolApprovalResponse, tags, context: { decision: 'deny', input_hash: approval.context.input_hash, reason: 'no budget' } });
+    await alice.createBreadcrumb({
+      title: 'deny',
+      schema_name: SCHEMA.ToolApprovalResponse,
+      tags,
+      context: { decision: 'deny', input_hash: approval.context.input_hash, reason: 'no budget' },
+    });
     const response = await answer(requester, rid);
     expect(response.error?.message).toBe(`approval ${approval.id} for "ap-alice"@1.0.0 was denied by alice: no budget`);
     expect(await ran(requester, 'strangers')).toBe(0);
@@ -251,8 +405,12 @@ describe('approvals (store with auth: agent approvers count)', () => {
   it('arguments swapped after the approval was requested: the approval does not carry over, the call is refused and never runs', async () => {
     const rid = await send(requester, 'ap-irreversible', { mark: 'swap', to: 'friend' }, 'requester');
     const approval = await approvalOf(requester, rid);
-    const [item] = await requester.listBreadcrumbs({ schema_name: SCHEMA.ToolRequest, tag: WS, include_context: true, limit: 50 }).then((items) => items.filter((i) => i.context?.['requestId'] === rid));
-    await requester.updateBreadcrumb(item!.id, { context: { tool: 'ap-irreversible', input: { mark: 'swap', to: 'attacker' }, requestId: rid } });
+    const [item] = await requester
+      .listBreadcrumbs({ schema_name: SCHEMA.ToolRequest, tag: WS, include_context: true, limit: 50 })
+      .then((items) => items.filter((i) => i.context?.['requestId'] === rid));
+    await requester.updateBreadcrumb(item!.id, {
+      context: { tool: 'ap-irreversible', input: { mark: 'swap', to: 'attacker' }, requestId: rid },
+    });
     expect(await op(['approve', approval.id])).toMatchObject({ code: 0 });
     const response = await answer(requester, rid);
     expect(response.error).toEqual({
@@ -269,19 +427,42 @@ describe('approvals (store with auth: agent approvers count)', () => {
     const approval = await approvalOf(requester, rid);
     await mallory.deleteBreadcrumb(approval.id);
     // Any response tagged with the approval wakes the request.
-    await alice.createBreadcrumb({ title: 'approve', schema_name: SCHEMA.ToolApprovalResponse, tags: [WS, `approval:${approval.id}`], context: { decision: 'approve', input_hash: approval.context.input_hash } });
+    await alice.createBreadcrumb({
+      title: 'approve',
+      schema_name: SCHEMA.ToolApprovalResponse,
+      tags: [WS, `approval:${approval.id}`],
+      context: { decision: 'approve', input_hash: approval.context.input_hash },
+    });
     const response = await answer(requester, rid);
-    expect(response.error?.message).toBe(`approval request ${approval.id} of request "${rid}" was deleted; a deleted approval request counts as denied`);
+    expect(response.error?.message).toBe(
+      `approval request ${approval.id} of request "${rid}" was deleted; a deleted approval request counts as denied`,
+    );
     expect(await ran(requester, 'deleted')).toBe(0);
   });
 
-  it('CLI errors: unknown id, a record that is not the runner\'s, usage', async () => {
-    expect(await op(['approve', 'no-such-id'])).toEqual({ code: 1, out: '', err: 'tools-runner approve: no approval request "no-such-id" (tools-runner approvals lists the waiting ones)\n' });
+  it("CLI errors: unknown id, a record that is not the runner's, usage", async () => {
+    expect(await op(['approve', 'no-such-id'])).toEqual({
+      code: 1,
+      out: '',
+      err: 'tools-runner approve: no approval request "no-such-id" (tools-runner approvals lists the waiting ones)\n',
+    });
     const fake = await mallory.createBreadcrumb({
       title: 'Approval: ap-irreversible@1.0.0',
       schema_name: SCHEMA.ToolApprovalRequest,
       tags: [WS, TAG.Approval],
-      context: { request_breadcrumb_id: 'x', rid: 'x', tool: 'ap-irreversible', version: '1.0.0', input_hash: 'sha256:00', input_preview: '{}', requested_by: 'mallory', approvers: ['operator'], policy: 'contract', expires_at: new Date(Date.now() + 60_000).toISOString(), mac: 'x' },
+      context: {
+        request_breadcrumb_id: 'x',
+        rid: 'x',
+        tool: 'ap-irreversible',
+        version: '1.0.0',
+        input_hash: 'sha256:00',
+        input_preview: '{}',
+        requested_by: 'mallory',
+        approvers: ['operator'],
+        policy: 'contract',
+        expires_at: new Date(Date.now() + 60_000).toISOString(),
+        mac: 'x',
+      },
     });
     expect(await op(['approve', fake.id])).toEqual({
       code: 1,
@@ -291,19 +472,39 @@ describe('approvals (store with auth: agent approvers count)', () => {
     const listed = await op(['approvals', 'json']);
     expect((JSON.parse(listed.out) as Array<{ id: string }>).map((a) => a.id)).not.toContain(fake.id);
     expect(listed.err).toMatch(/^tools-runner approvals: \d+ approval record\(s\) without this runner's seal left out/);
-    expect(await op(['approve'])).toMatchObject({ code: 2, err: 'usage: tools-runner approve <approval id> [--reason TEXT] [--as NAME]; tools-runner approvals lists the ids\n' });
+    expect(await op(['approve'])).toMatchObject({
+      code: 2,
+      err: 'usage: tools-runner approve <approval id> [--reason TEXT] [--as NAME]; tools-runner approvals lists the ids\n',
+    });
   });
 
   it('--confirm-external-actions: a Runloop requires_confirmation tool waits for an approval instead of being refused, then runs and is audited', async () => {
     const rid = await send(requester, 'mail.send', { to: 'ops@example.com', password: 'hunter2-hunter2' }, 'requester');
     const approval = await approvalOf(requester, rid);
-    expect(approval.context).toMatchObject({ tool: 'mail.send', policy: 'confirm-external-actions', approvers: ['operator'], requested_by: 'requester' });
+    expect(approval.context).toMatchObject({
+      tool: 'mail.send',
+      policy: 'confirm-external-actions',
+      approvers: ['operator'],
+      requested_by: 'requester',
+    });
     expect(approval.context.input_preview).toBe('{"to":"ops@example.com","password":"***REDACTED***"}');
     expect(await op(['approve', approval.id])).toMatchObject({ code: 0 });
     const response = await answer(requester, rid);
-    expect(response).toMatchObject({ status: 'success', output: { input: { to: 'ops@example.com' } }, metadata: { approval_id: approval.id, approved_by: 'operator', kind: 'host' } });
-    const audit = readdirSync(auditDir).flatMap((f) => readFileSync(join(auditDir, f), 'utf8').split('\n').filter((l) => l !== '')).map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(audit.filter((r) => r['tool'] === 'mail.send')).toEqual([expect.objectContaining({ outcome: 'ok', approval_id: approval.id })]);
+    expect(response).toMatchObject({
+      status: 'success',
+      output: { input: { to: 'ops@example.com' } },
+      metadata: { approval_id: approval.id, approved_by: 'operator', kind: 'host' },
+    });
+    const audit = readdirSync(auditDir)
+      .flatMap((f) =>
+        readFileSync(join(auditDir, f), 'utf8')
+          .split('\n')
+          .filter((l) => l !== ''),
+      )
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(audit.filter((r) => r['tool'] === 'mail.send')).toEqual([
+      expect.objectContaining({ outcome: 'ok', approval_id: approval.id }),
+    ]);
   });
 });
 
@@ -318,13 +519,22 @@ describe('approvals across a restart', () => {
     runner.signal('SIGTERM');
     expect(await runner.exited).toBe(0);
     // No runner now: the operator approves from the store alone.
-    expect(await cli(['approve', approval.id, '--store-url', url])).toMatchObject({ code: 0, out: `approved ${approval.id}: "ap-restart"@1.0.0 requested by requester (request ${rid})` });
+    expect(await cli(['approve', approval.id, '--store-url', url])).toMatchObject({
+      code: 0,
+      out: `approved ${approval.id}: "ap-restart"@1.0.0 requested by requester (request ${rid})`,
+    });
     expect(await ran(c, 'restart')).toBe(0);
     runner = await startRunner(url);
     const response = await answer(c, rid);
-    expect(response).toMatchObject({ status: 'success', output: { ran: 'restart' }, metadata: { approval_id: approval.id } });
+    expect(response).toMatchObject({
+      status: 'success',
+      output: { ran: 'restart' },
+      metadata: { approval_id: approval.id },
+    });
     expect(await ran(c, 'restart')).toBe(1);
-    const records = (await c.listAll({ schema_name: SCHEMA.ToolApprovalRequest, tag: WS, include_context: true })).filter((i) => i.context?.['rid'] === rid);
+    const records = (
+      await c.listAll({ schema_name: SCHEMA.ToolApprovalRequest, tag: WS, include_context: true })
+    ).filter((i) => i.context?.['rid'] === rid);
     expect(records.map((r) => r.id)).toEqual([approval.id]);
   });
 
@@ -339,28 +549,48 @@ describe('approvals across a restart', () => {
     expect(await runner.exited).toBe(0);
     runner = await startRunner(url, [], { TOOLS_RUNNER_LOG_LEVEL: 'info' });
     // The new runner's scan finds the request and parks it on the same approval (no second record).
-    await expect.poll(() => runner.stderr.join(''), { timeout: 30_000, interval: 50 }).toMatch(new RegExp(`"msg":"request parked".*"reason":"waiting for approval ${approval.id} `));
+    await expect
+      .poll(() => runner.stderr.join(''), { timeout: 30_000, interval: 50 })
+      .toMatch(new RegExp(`"msg":"request parked".*"reason":"waiting for approval ${approval.id} `));
     expect(runner.stderr.join('')).not.toContain('"msg":"approval requested"');
     expect(await cli(['approve', approval.id, '--store-url', url])).toMatchObject({ code: 0 });
     const response = await answer(c, rid);
     expect(response).toMatchObject({ status: 'success', metadata: { approval_id: approval.id } });
-    const records = (await c.listAll({ schema_name: SCHEMA.ToolApprovalRequest, tag: WS, include_context: true })).filter((i) => i.context?.['rid'] === rid);
+    const records = (
+      await c.listAll({ schema_name: SCHEMA.ToolApprovalRequest, tag: WS, include_context: true })
+    ).filter((i) => i.context?.['rid'] === rid);
     expect(records).toHaveLength(1);
   });
 });
 
 describe('approvals on a store without auth', () => {
-  it('agent decisions never count (the writer is not authenticated); the operator\'s sealed decision still does', async () => {
+  it("agent decisions never count (the writer is not authenticated); the operator's sealed decision still does", async () => {
     const { url, runner } = await startRunnerWithStore();
     const c = agent(url, 'requester');
     const alice = agent(url, 'alice');
-    await putTool(c, markerTool('ap-noauth', { side_effect: 'financial', approval: { when: 'always', approvers: ['alice', 'operator'] } }));
+    await putTool(
+      c,
+      markerTool('ap-noauth', {
+        side_effect: 'financial',
+        approval: { when: 'always', approvers: ['alice', 'operator'] },
+      }),
+    );
     const rid = await send(c, 'ap-noauth', { mark: 'noauth' }, 'requester');
     const approval = await approvalOf(c, rid);
-    const byAlice = await alice.createBreadcrumb({ title: 'approve', schema_name: SCHEMA.ToolApprovalResponse, tags: [WS, `approval:${approval.id}`], context: { decision: 'approve', input_hash: approval.context.input_hash } });
-    expect(await ignoredWhy(runner, byAlice.id)).toBe('the store does not authenticate writers (auth off), so agent decisions do not count');
+    const byAlice = await alice.createBreadcrumb({
+      title: 'approve',
+      schema_name: SCHEMA.ToolApprovalResponse,
+      tags: [WS, `approval:${approval.id}`],
+      context: { decision: 'approve', input_hash: approval.context.input_hash },
+    });
+    expect(await ignoredWhy(runner, byAlice.id)).toBe(
+      'the store does not authenticate writers (auth off), so agent decisions do not count',
+    );
     expect(await ran(c, 'noauth')).toBe(0);
     expect(await cli(['approve', approval.id, '--store-url', url])).toMatchObject({ code: 0 });
-    expect(await answer(c, rid)).toMatchObject({ status: 'success', metadata: { approval_id: approval.id, approved_by: 'operator' } });
+    expect(await answer(c, rid)).toMatchObject({
+      status: 'success',
+      metadata: { approval_id: approval.id, approved_by: 'operator' },
+    });
   });
 });

@@ -6,8 +6,24 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StoreClient } from '../../src/breadcrumbs/index.js';
-import { SCHEMA, TAG, ToolCreateResponseContext, type ToolCreateResponseContext as CreateResponse } from '../../src/breadcrumbs/messages.js';
-import { answer, cleanupAll, client, request, runCli, startRunnerWithStore, startStoreProcess, tempDir, WS, type CliProcess } from './harness.js';
+import {
+  SCHEMA,
+  TAG,
+  ToolCreateResponseContext,
+  type ToolCreateResponseContext as CreateResponse,
+} from '../../src/breadcrumbs/messages.js';
+import {
+  answer,
+  cleanupAll,
+  client,
+  request,
+  runCli,
+  startRunnerWithStore,
+  startStoreProcess,
+  tempDir,
+  WS,
+  type CliProcess,
+} from './harness.js';
 
 const shipped = fileURLToPath(new URL('../../bootstrap-breadcrumbs/', import.meta.url));
 let c: StoreClient;
@@ -22,7 +38,11 @@ async function create(spec: Record<string, unknown>, extra: Record<string, unkno
     context: { request_id: rid, agent_id: 'agent-7', tool_spec: spec, ...extra },
   });
   for (let i = 0; i < 300; i++) {
-    const items = await c.listBreadcrumbs({ schema_name: SCHEMA.ToolCreateResponse, tag: TAG.request(rid), include_context: true });
+    const items = await c.listBreadcrumbs({
+      schema_name: SCHEMA.ToolCreateResponse,
+      tag: TAG.request(rid),
+      include_context: true,
+    });
     if (items[0]) return ToolCreateResponseContext.parse(items[0].context);
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -35,7 +55,11 @@ function spec(name: string, source: string, extra: Record<string, unknown> = {})
     description: 'doubles a number',
     code: { language: 'typescript', source },
     input_schema: { type: 'object', properties: { n: { type: 'number', description: 'the number' } }, required: ['n'] },
-    output_schema: { type: 'object', properties: { doubled: { type: 'number', description: 'n * 2' } }, required: ['doubled'] },
+    output_schema: {
+      type: 'object',
+      properties: { doubled: { type: 'number', description: 'n * 2' } },
+      required: ['doubled'],
+    },
     permissions: { net: false },
     examples: [{ description: 'two', input: { n: 2 }, output: { doubled: 4 }, match: 'exact' }],
     ...extra,
@@ -63,11 +87,15 @@ describe('tool.create.request.v1', () => {
     const byCode = Object.fromEntries(response.errors.map((e) => [e.code, e]));
     expect(byCode['screen.eval']).toMatchObject({ path: '/tool_spec/code/source', line: 2, column: 21 });
     expect(byCode['schema.required']?.message).toBe("Required field 'm' not found in properties");
-    expect(response.errors.some((e) => e.message === 'Blocked domain: localhost. Private/local networks not allowed.')).toBe(true);
+    expect(
+      response.errors.some((e) => e.message === 'Blocked domain: localhost. Private/local networks not allowed.'),
+    ).toBe(true);
   });
 
   it('rejects a tool whose example fails, reporting each example', async () => {
-    const response = await create(spec('doubler-wrong', 'export async function execute(input) { return { doubled: input.n * 3 }; }'));
+    const response = await create(
+      spec('doubler-wrong', 'export async function execute(input) { return { doubled: input.n * 3 }; }'),
+    );
     expect(response.status).toBe('rejected');
     expect(response.examples).toHaveLength(1);
     expect(response.examples[0]?.ok).toBe(false);
@@ -76,7 +104,9 @@ describe('tool.create.request.v1', () => {
   });
 
   it('deploys a good tool that runs without a restart, and refuses a silent overwrite', async () => {
-    const created = await create(spec('doubler', 'export async function execute(input) { return { doubled: input.n * 2 }; }'));
+    const created = await create(
+      spec('doubler', 'export async function execute(input) { return { doubled: input.n * 2 }; }'),
+    );
     expect(created.status).toBe('created');
     expect(created.tool).toMatchObject({ name: 'doubler', version: '1.0.0' });
     expect(created.examples[0]).toMatchObject({ ok: true });
@@ -87,23 +117,34 @@ describe('tool.create.request.v1', () => {
     expect(clash.errors[0]?.code).toBe('conflict');
     expect(clash.errors[0]?.message).toContain('set replaces_version to "1.0.0"');
 
-    const updated = await create(spec('doubler', 'export async function execute(input) { return { doubled: input.n + input.n }; }', { version: '1.1.0' }), { replaces_version: '1.0.0' });
+    const updated = await create(
+      spec('doubler', 'export async function execute(input) { return { doubled: input.n + input.n }; }', {
+        version: '1.1.0',
+      }),
+      { replaces_version: '1.0.0' },
+    );
     expect(updated.status).toBe('updated');
     expect(updated.tool).toMatchObject({ id: created.tool?.id, version: '1.1.0' });
     let version: unknown;
-    for (let i = 0; i < 20 && version !== '1.1.0'; i++) version = (await answer(c, await request(c, 'doubler', { n: 1 }))).metadata['tool_version'];
+    for (let i = 0; i < 20 && version !== '1.1.0'; i++)
+      version = (await answer(c, await request(c, 'doubler', { n: 1 }))).metadata['tool_version'];
     expect(version).toBe('1.1.0');
   });
 
   it('a deployment (bootstrap at start, create, update) logs no warning: its unstamped first write is not a rejection', async () => {
     // (runs after the deployments above; the runner logs at warn)
-    const warnings = runner.stderr.join('').split('\n').filter((l) => l.includes('"level":"warn"'));
+    const warnings = runner.stderr
+      .join('')
+      .split('\n')
+      .filter((l) => l.includes('"level":"warn"'));
     expect(warnings.filter((l) => l.includes('being deployed'))).toEqual([]);
     expect(warnings.filter((l) => l.includes('"msg":"tool rejected"') && /doubler"|bootstrap/.test(l))).toEqual([]);
   });
 
   it('refuses to replace a tool managed by the bootstrap files', async () => {
-    const response = await create(spec('echo', 'export async function execute(input) { return { doubled: 4 }; }'), { replaces_version: '1.0.0' });
+    const response = await create(spec('echo', 'export async function execute(input) { return { doubled: 4 }; }'), {
+      replaces_version: '1.0.0',
+    });
     expect(response.status).toBe('rejected');
     expect(response.errors[0]?.message).toMatch(/managed by the operator's bootstrap files/);
   });
@@ -127,11 +168,22 @@ describe('tools-runner bootstrap', () => {
     expect(second.out).toMatch(/15 file\(s\): 0 created, 0 updated, 15 unchanged, 0 rejected/);
     // slugify.json carries an ARuntime description only: stored as the context's contract and timeout.
     const store = client(url);
-    const [slug] = await store.listBreadcrumbs({ schema_name: SCHEMA.ToolCode, tag: TAG.tool('slugify'), include_context: true });
+    const [slug] = await store.listBreadcrumbs({
+      schema_name: SCHEMA.ToolCode,
+      tag: TAG.tool('slugify'),
+      include_context: true,
+    });
     expect(slug?.context).toMatchObject({
       limits: { timeout_ms: 5000 },
       permissions: { net: false, api: false },
-      contract: { owner: 'operator', side_effect: 'read-only', idempotent: true, data_classification: 'public', approval: { when: 'never' }, retry: { max_attempts: 2, backoff_ms: 100, on: ['sandbox.crashed'] } },
+      contract: {
+        owner: 'operator',
+        side_effect: 'read-only',
+        idempotent: true,
+        data_classification: 'public',
+        approval: { when: 'never' },
+        retry: { max_attempts: 2, backoff_ms: 100, on: ['sandbox.crashed'] },
+      },
     });
     expect(slug?.context).not.toHaveProperty('aruntime');
 
@@ -139,11 +191,16 @@ describe('tools-runner bootstrap', () => {
     const doc = JSON.parse(readFileSync(file, 'utf8')) as { description: string };
     doc.description = 'Echo, edited';
     writeFileSync(file, JSON.stringify(doc));
-    writeFileSync(join(dir, 'broken.json'), '{"context": {"name": "broken", "code": {"source": "export const x = 1;"}}}');
+    writeFileSync(
+      join(dir, 'broken.json'),
+      '{"context": {"name": "broken", "code": {"source": "export const x = 1;"}}}',
+    );
     const third = await run();
     expect(third.code).toBe(1);
     expect(third.out).toMatch(/^updated\s+echo/m);
-    expect(third.out).toMatch(/^rejected\s+broken\s+\S*broken\.json\s+— .*Code must export an async function named "execute"/m);
+    expect(third.out).toMatch(
+      /^rejected\s+broken\s+\S*broken\.json\s+— .*Code must export an async function named "execute"/m,
+    );
     expect(third.out).toMatch(/16 file\(s\): 0 created, 1 updated, 14 unchanged, 1 rejected/);
   });
 });
@@ -151,7 +208,9 @@ describe('tools-runner bootstrap', () => {
 describe('tools-runner test', () => {
   it('passes the shipped tools and fails on a wrong example', async () => {
     const dir = tempDir();
-    const good = JSON.parse(readFileSync(join(shipped, 'tools-self-contained', 'calculator.json'), 'utf8')) as { context: { examples: Array<{ output: unknown }> } };
+    const good = JSON.parse(readFileSync(join(shipped, 'tools-self-contained', 'calculator.json'), 'utf8')) as {
+      context: { examples: Array<{ output: unknown }> };
+    };
     const first = good.context.examples[0] as { output: unknown };
     first.output = { result: -1, expression: 'wrong' };
     writeFileSync(join(dir, 'calc.json'), JSON.stringify(good));

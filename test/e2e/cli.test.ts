@@ -3,7 +3,16 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCHEMA, TAG } from '../../src/breadcrumbs/messages.js';
-import { cleanupAll, client, putTool, runCli, startRunnerWithStore, toolContext, WS, type CliProcess } from './harness.js';
+import {
+  cleanupAll,
+  client,
+  putTool,
+  runCli,
+  startRunnerWithStore,
+  toolContext,
+  WS,
+  type CliProcess,
+} from './harness.js';
 
 let url: string;
 let admin: string;
@@ -11,12 +20,36 @@ let runner: CliProcess;
 
 beforeAll(async () => {
   ({ url, runner } = await startRunnerWithStore(['--admin-port', '0'], { TOOLS_RUNNER_LOG_LEVEL: 'info' }));
-  const line = runner.stderr.join('').split('\n').find((l) => l.includes('"msg":"admin port listening"'));
+  const line = runner.stderr
+    .join('')
+    .split('\n')
+    .find((l) => l.includes('"msg":"admin port listening"'));
   admin = (JSON.parse(line as string) as { url: string }).url;
-  await putTool(client(url), toolContext('cli-echo', 'export async function execute(input) { return { got: input }; }'));
-  await putTool(client(url), toolContext('cli-progress', "export async function execute(input, context) { context.progress({ text: 'step 1\\u001b[2J' }); context.progress({ text: 'step 2' }); context.progress({ stage: 'done', n: 3 }); return { ok: true }; }"));
-  await putTool(client(url), toolContext('cli-chatty', 'export async function execute(input, context) { for (let i = 1; i <= 500; i++) context.progress({ text: "tick " + i }); return { ok: true }; }'));
-  await putTool(client(url), toolContext('cli-slow', 'export async function execute() { await new Promise((r) => setTimeout(r, 1500)); return { genuine: true }; }'));
+  await putTool(
+    client(url),
+    toolContext('cli-echo', 'export async function execute(input) { return { got: input }; }'),
+  );
+  await putTool(
+    client(url),
+    toolContext(
+      'cli-progress',
+      "export async function execute(input, context) { context.progress({ text: 'step 1\\u001b[2J' }); context.progress({ text: 'step 2' }); context.progress({ stage: 'done', n: 3 }); return { ok: true }; }",
+    ),
+  );
+  await putTool(
+    client(url),
+    toolContext(
+      'cli-chatty',
+      'export async function execute(input, context) { for (let i = 1; i <= 500; i++) context.progress({ text: "tick " + i }); return { ok: true }; }',
+    ),
+  );
+  await putTool(
+    client(url),
+    toolContext(
+      'cli-slow',
+      'export async function execute() { await new Promise((r) => setTimeout(r, 1500)); return { genuine: true }; }',
+    ),
+  );
 });
 
 afterAll(cleanupAll);
@@ -46,22 +79,47 @@ describe('tools-runner call', () => {
 });
 
 describe('tools-runner call ignores forged answers', () => {
-  it('prints the runner\'s answer, not a tool.response.v1 another writer tagged with the request id first', async () => {
+  it("prints the runner's answer, not a tool.response.v1 another writer tagged with the request id first", async () => {
     const store = client(url);
     const cli = runCli(['call', 'cli-slow', '{}', '--store-url', url]);
     // The forger sees the request and answers it before the runner does (the tool takes 1.5 s).
     let rid: string | undefined;
-    await expect.poll(async () => {
-      const items = await store.listBreadcrumbs({ schema_name: SCHEMA.ToolRequest, include_context: true, limit: 20 });
-      rid = items.map((i) => i.context?.['requestId']).find((r, n) => typeof r === 'string' && items[n]?.context?.['tool'] === 'cli-slow') as string | undefined;
-      return rid;
-    }, { timeout: 20_000, interval: 20 }).toBeDefined();
+    await expect
+      .poll(
+        async () => {
+          const items = await store.listBreadcrumbs({
+            schema_name: SCHEMA.ToolRequest,
+            include_context: true,
+            limit: 20,
+          });
+          rid = items
+            .map((i) => i.context?.['requestId'])
+            .find((r, n) => typeof r === 'string' && items[n]?.context?.['tool'] === 'cli-slow') as string | undefined;
+          return rid;
+        },
+        { timeout: 20_000, interval: 20 },
+      )
+      .toBeDefined();
     await store.createBreadcrumb({
-      title: 'Response: cli-slow', schema_name: SCHEMA.ToolResponse, tags: [WS, TAG.Response, TAG.request(rid as string)],
-      context: { request_id: rid, tool: 'cli-slow', status: 'success', output: { genuine: false }, execution_time_ms: 1, metadata: {}, timestamp: new Date().toISOString() },
+      title: 'Response: cli-slow',
+      schema_name: SCHEMA.ToolResponse,
+      tags: [WS, TAG.Response, TAG.request(rid as string)],
+      context: {
+        request_id: rid,
+        tool: 'cli-slow',
+        status: 'success',
+        output: { genuine: false },
+        execution_time_ms: 1,
+        metadata: {},
+        timestamp: new Date().toISOString(),
+      },
     });
     expect(await cli.exited).toBe(0);
-    expect(JSON.parse(cli.stdout.join('\n'))).toMatchObject({ request_id: rid, status: 'success', output: { genuine: true } });
+    expect(JSON.parse(cli.stdout.join('\n'))).toMatchObject({
+      request_id: rid,
+      status: 'success',
+      output: { genuine: true },
+    });
   });
 });
 
@@ -82,7 +140,8 @@ describe('admin port', () => {
     // tail's "tailing" line is a log line: client commands show it only at --log-level debug.
     const tail = runCli(['tail', '--admin-port', port, '--log-level', 'debug']);
     await new Promise<void>((resolve) => {
-      const check = (): void => (tail.stderr.join('').includes('"msg":"tailing"') ? resolve() : void setTimeout(check, 20));
+      const check = (): void =>
+        tail.stderr.join('').includes('"msg":"tailing"') ? resolve() : void setTimeout(check, 20);
       check();
     });
     await call(['cli-echo', '{"n":2}']);
@@ -92,7 +151,7 @@ describe('admin port', () => {
     expect(await tail.exited).toBe(0);
   });
 
-  it('tools-runner tail prints a running call\'s progress reports between its start and finish, escaped and rate-limited', async () => {
+  it("tools-runner tail prints a running call's progress reports between its start and finish, escaped and rate-limited", async () => {
     const port = new URL(admin).port;
     const tail = runCli(['tail', '--admin-port', port, '--log-level', 'debug']);
     await expect.poll(() => tail.stderr.join(''), { timeout: 20_000 }).toContain('"msg":"tailing"');
@@ -106,7 +165,9 @@ describe('admin port', () => {
     const kinds = lines.map((l) => /^\S+ (start |progress|finish) /.exec(l)?.[1]);
     expect(kinds[0]).toBe('start ');
     expect(kinds.at(-1)).toBe('finish');
-    const progress = lines.filter((l) => / progress cli-progress /.test(l)).map((l) => l.replace(/^\S+ progress cli-progress /, '').replace(/ rid=\S+$/, ''));
+    const progress = lines
+      .filter((l) => / progress cli-progress /.test(l))
+      .map((l) => l.replace(/^\S+ progress cli-progress /, '').replace(/ rid=\S+$/, ''));
     expect(progress[0]).toBe('#1 step 1\\u001b[2J');
     expect(progress.at(-1)).toBe('#3 {"stage":"done","n":3}');
     expect(progress.length === 2 || progress[1] === '#2 step 2').toBe(true);

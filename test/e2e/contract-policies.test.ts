@@ -34,13 +34,46 @@ beforeAll(async () => {
   const { url } = await startRunnerWithStore(['--rate-limits', JSON.stringify(OVERRIDE)]);
   c = client(url);
   await Promise.all([
-    putTool(c, toolContext('rate-agent', 'export async function execute() { return { ok: true }; }', { contract: { side_effect: 'read-only', rate_limits: { per_agent: { limit: 1, window_ms: 1500 } } } })),
-    putTool(c, toolContext('rate-tool', 'export async function execute() { return { ok: true }; }', { contract: { side_effect: 'read-only', rate_limits: { per_tool: { limit: 2, window_ms: 60_000 } } } })),
+    putTool(
+      c,
+      toolContext('rate-agent', 'export async function execute() { return { ok: true }; }', {
+        contract: { side_effect: 'read-only', rate_limits: { per_agent: { limit: 1, window_ms: 1500 } } },
+      }),
+    ),
+    putTool(
+      c,
+      toolContext('rate-tool', 'export async function execute() { return { ok: true }; }', {
+        contract: { side_effect: 'read-only', rate_limits: { per_tool: { limit: 2, window_ms: 60_000 } } },
+      }),
+    ),
     // The contract allows plenty; the operator's override allows one call a minute.
-    putTool(c, toolContext('rate-override', 'export async function execute() { return { ok: true }; }', { contract: { rate_limits: { per_tool: { limit: 100, window_ms: 1000 } } } })),
-    putTool(c, toolContext('retry-read', CRASH_ONCE, { ...apiWrite, contract: { side_effect: 'read-only', retry: { max_attempts: 3, backoff_ms: 50 } } })),
-    putTool(c, toolContext('retry-write', CRASH_ONCE, { ...apiWrite, contract: { side_effect: 'reversible-write', retry: { max_attempts: 3, backoff_ms: 50 } } })),
-    putTool(c, toolContext('retry-idem', CRASH_ONCE, { ...apiWrite, contract: { side_effect: 'external-communication', idempotent: true } })),
+    putTool(
+      c,
+      toolContext('rate-override', 'export async function execute() { return { ok: true }; }', {
+        contract: { rate_limits: { per_tool: { limit: 100, window_ms: 1000 } } },
+      }),
+    ),
+    putTool(
+      c,
+      toolContext('retry-read', CRASH_ONCE, {
+        ...apiWrite,
+        contract: { side_effect: 'read-only', retry: { max_attempts: 3, backoff_ms: 50 } },
+      }),
+    ),
+    putTool(
+      c,
+      toolContext('retry-write', CRASH_ONCE, {
+        ...apiWrite,
+        contract: { side_effect: 'reversible-write', retry: { max_attempts: 3, backoff_ms: 50 } },
+      }),
+    ),
+    putTool(
+      c,
+      toolContext('retry-idem', CRASH_ONCE, {
+        ...apiWrite,
+        contract: { side_effect: 'external-communication', idempotent: true },
+      }),
+    ),
     putTool(c, toolContext('retry-unknown', CRASH_ONCE, apiWrite)),
   ]);
 }, 60_000);
@@ -54,7 +87,9 @@ describe('rate limits', () => {
     const limited = await answer(c, await request(c, 'rate-agent', {}, undefined, { requestedBy: 'agent-a' }));
     expect(limited.status).toBe('error');
     expect(limited.error?.code).toBe('rate.exceeded');
-    expect(limited.error?.message).toMatch(/^rate limit of "rate-agent" for agent "agent-a" reached \(1 per 1500 ms\); retry in \d+ ms$/);
+    expect(limited.error?.message).toMatch(
+      /^rate limit of "rate-agent" for agent "agent-a" reached \(1 per 1500 ms\); retry in \d+ ms$/,
+    );
     const retryAfter = limited.error?.details?.['retry_after_ms'] as number;
     expect(retryAfter).toBeGreaterThan(0);
     expect(retryAfter).toBeLessThanOrEqual(1500);
@@ -71,7 +106,11 @@ describe('rate limits', () => {
 
   it('a per-tool limit counts every caller together', async () => {
     const statuses = [];
-    for (const agent of ['x', 'y', 'z']) statuses.push((await answer(c, await request(c, 'rate-tool', {}, undefined, { requestedBy: agent }))).error?.code ?? 'success');
+    for (const agent of ['x', 'y', 'z'])
+      statuses.push(
+        (await answer(c, await request(c, 'rate-tool', {}, undefined, { requestedBy: agent }))).error?.code ??
+          'success',
+      );
     expect(statuses).toEqual(['success', 'success', 'rate.exceeded']);
   });
 
@@ -79,7 +118,9 @@ describe('rate limits', () => {
     expect((await answer(c, await request(c, 'rate-override', {}))).status).toBe('success');
     const limited = await answer(c, await request(c, 'rate-override', {}));
     expect(limited.error?.code).toBe('rate.exceeded');
-    expect(limited.error?.message).toMatch(/^rate limit of "rate-override" for all callers reached \(1 per 60000 ms\); retry in \d+ ms$/);
+    expect(limited.error?.message).toMatch(
+      /^rate limit of "rate-override" for all callers reached \(1 per 60000 ms\); retry in \d+ ms$/,
+    );
   });
 });
 

@@ -24,8 +24,16 @@ function countingSpec(name: string): Record<string, unknown> {
         return { ran: true };
       }`,
     },
-    input_schema: { type: 'object', properties: { name: { type: 'string', description: 'the tool name' } }, required: ['name'] },
-    output_schema: { type: 'object', properties: { ran: { type: 'boolean', description: 'always true' } }, required: ['ran'] },
+    input_schema: {
+      type: 'object',
+      properties: { name: { type: 'string', description: 'the tool name' } },
+      required: ['name'],
+    },
+    output_schema: {
+      type: 'object',
+      properties: { ran: { type: 'boolean', description: 'always true' } },
+      required: ['ran'],
+    },
     permissions: { net: false, api: 'write' },
     examples: [{ description: 'runs once', input: { name }, output: { ran: true }, match: 'exact' }],
   };
@@ -69,7 +77,15 @@ describe('create requests on two replicas', () => {
     }
     const notOnce = names.filter((name) => perRid.get(rids.get(name) as string) !== 1);
     expect(notOnce, `create requests without exactly one answer: ${notOnce.slice(0, 5).join(', ')}`).toEqual([]);
-    for (const name of names) expect((await c.listBreadcrumbs({ tag: TAG.request(rids.get(name) as string), schema_name: SCHEMA.ToolCreateResponse })).length).toBe(1);
+    for (const name of names)
+      expect(
+        (
+          await c.listBreadcrumbs({
+            tag: TAG.request(rids.get(name) as string),
+            schema_name: SCHEMA.ToolCreateResponse,
+          })
+        ).length,
+      ).toBe(1);
     // Executions: each example wrote one record per run.
     const runs = await c.listAll({ tag: RUN_TAG, include_context: true });
     const perName = new Map<string, number>();
@@ -78,7 +94,13 @@ describe('create requests on two replicas', () => {
       perName.set(name, (perName.get(name) ?? 0) + 1);
     }
     const notRunOnce = names.filter((name) => perName.get(name) !== 1);
-    expect(notRunOnce, `tools whose example did not run exactly once: ${notRunOnce.slice(0, 5).map((n) => `${n}=${perName.get(n) ?? 0}`).join(', ')}`).toEqual([]);
+    expect(
+      notRunOnce,
+      `tools whose example did not run exactly once: ${notRunOnce
+        .slice(0, 5)
+        .map((n) => `${n}=${perName.get(n) ?? 0}`)
+        .join(', ')}`,
+    ).toEqual([]);
     expect(runs).toHaveLength(COUNT);
   }, 300_000);
 });

@@ -20,7 +20,8 @@ const HOST_SECRET = 'smtp-secret-91b2e4d7';
 const HANG = 'await new Promise(() => setInterval(() => {}, 1000));';
 const limits = { timeout_ms: 1500, memory_mb: 64 };
 const apiWrite = { permissions: { net: false, api: 'write' }, limits };
-const create = 'const made = await context.api.createBreadcrumb({ title: "effect", tags: ["e2e:effects"], context: { n: 1 } });';
+const create =
+  'const made = await context.api.createBreadcrumb({ title: "effect", tags: ["e2e:effects"], context: { n: 1 } });';
 
 let c: StoreClient;
 let auditDir: string;
@@ -49,21 +50,81 @@ beforeAll(async () => {
       ],
     }),
   );
-  const { url } = await startRunnerWithStore(['--manifests', manifest, '--granted-capabilities', 'exec', '--audit-dir', auditDir, '--secrets-file', secretsFile]);
+  const { url } = await startRunnerWithStore([
+    '--manifests',
+    manifest,
+    '--granted-capabilities',
+    'exec',
+    '--audit-dir',
+    auditDir,
+    '--secrets-file',
+    secretsFile,
+  ]);
   c = client(url);
   await Promise.all([
-    putTool(c, toolContext('fx-write-hang', `export async function execute(input, context) { ${create} ${HANG} return {}; }`, apiWrite)),
-    putTool(c, toolContext('fx-write-throw', `export async function execute(input, context) { ${create} throw new Error("gave up after writing " + made.id); }`, apiWrite)),
-    putTool(c, toolContext('fx-hang', `export async function execute() { ${HANG} return {}; }`, { ...apiWrite, contract: { side_effect: 'irreversible' } })),
-    putTool(c, toolContext('fx-ro-hang', `export async function execute(input, context) { ${create} ${HANG} return {}; }`, { ...apiWrite, contract: { side_effect: 'read-only' } })),
-    putTool(c, toolContext('fx-ro-fetch', 'export async function execute() { return {}; }', { contract: { side_effect: 'read-only' } })),
+    putTool(
+      c,
+      toolContext(
+        'fx-write-hang',
+        `export async function execute(input, context) { ${create} ${HANG} return {}; }`,
+        apiWrite,
+      ),
+    ),
+    putTool(
+      c,
+      toolContext(
+        'fx-write-throw',
+        `export async function execute(input, context) { ${create} throw new Error("gave up after writing " + made.id); }`,
+        apiWrite,
+      ),
+    ),
+    putTool(
+      c,
+      toolContext('fx-hang', `export async function execute() { ${HANG} return {}; }`, {
+        ...apiWrite,
+        contract: { side_effect: 'irreversible' },
+      }),
+    ),
+    putTool(
+      c,
+      toolContext('fx-ro-hang', `export async function execute(input, context) { ${create} ${HANG} return {}; }`, {
+        ...apiWrite,
+        contract: { side_effect: 'read-only' },
+      }),
+    ),
+    putTool(
+      c,
+      toolContext('fx-ro-fetch', 'export async function execute() { return {}; }', {
+        contract: { side_effect: 'read-only' },
+      }),
+    ),
     // reaches for a host it was granted (reported before the connection is tried) and hangs
-    putTool(c, toolContext('fx-fetch-hang', `export async function execute() { fetch("https://api.example.com/charge").catch(() => {}); ${HANG} return {}; }`, { permissions: { net: ['api.example.com'] }, limits })),
+    putTool(
+      c,
+      toolContext(
+        'fx-fetch-hang',
+        `export async function execute() { fetch("https://api.example.com/charge").catch(() => {}); ${HANG} return {}; }`,
+        { permissions: { net: ['api.example.com'] }, limits },
+      ),
+    ),
     // busy loops: no permission at all, and a network grant it never uses
     putTool(c, toolContext('fx-pure-hang', 'export async function execute() { for (;;) {} }', { limits })),
-    putTool(c, toolContext('fx-net-hang', 'export async function execute() { for (;;) {} }', { permissions: { net: ['api.example.com'] }, limits })),
+    putTool(
+      c,
+      toolContext('fx-net-hang', 'export async function execute() { for (;;) {} }', {
+        permissions: { net: ['api.example.com'] },
+        limits,
+      }),
+    ),
     // a host it was NOT granted: Deno refuses, nothing reached out
-    putTool(c, toolContext('fx-denied-hang', `export async function execute() { await fetch("https://other.example.org/").catch(() => {}); ${HANG} return {}; }`, { permissions: { net: ['api.example.com'] }, limits })),
+    putTool(
+      c,
+      toolContext(
+        'fx-denied-hang',
+        `export async function execute() { await fetch("https://other.example.org/").catch(() => {}); ${HANG} return {}; }`,
+        { permissions: { net: ['api.example.com'] }, limits },
+      ),
+    ),
     putTool(
       c,
       toolContext(
@@ -74,7 +135,11 @@ beforeAll(async () => {
           await fetch("https://" + s + ".example.com/").catch(() => {});
           return { echoed: s, got: input };
         }`,
-        { permissions: { net: ['*.example.com'], api: 'write' }, limits: { timeout_ms: 10_000, memory_mb: 64 }, required_secrets: ['FX_KEY'] },
+        {
+          permissions: { net: ['*.example.com'], api: 'write' },
+          limits: { timeout_ms: 10_000, memory_mb: 64 },
+          required_secrets: ['FX_KEY'],
+        },
       ),
     ),
   ]);
@@ -129,7 +194,8 @@ describe('the timeout taxonomy', () => {
     expect(response.error).toMatchObject({
       code: 'timeout.before-submit',
       retryable: true,
-      message: 'tool "fx-hang" timed out after 1500 ms and was killed; it had no effect yet, so nothing was submitted and it is safe to retry',
+      message:
+        'tool "fx-hang" timed out after 1500 ms and was killed; it had no effect yet, so nothing was submitted and it is safe to retry',
     });
     expect(response.error?.details).toMatchObject({ cause_code: 'timeout' });
     expect(response.error?.details?.['effects']).toBeUndefined();
@@ -153,12 +219,18 @@ describe('the timeout taxonomy', () => {
   it('a network use the harness reported before connecting makes a hang timeout.unknown-commit', async () => {
     const response = await answer(c, await request(c, 'fx-fetch-hang', {}));
     expect(response.error?.code).toBe('timeout.unknown-commit');
-    expect(response.error?.details?.['effects']).toEqual([{ kind: 'net.fetch', target: 'api.example.com:443', at_ms: expect.any(Number) }]);
+    expect(response.error?.details?.['effects']).toEqual([
+      { kind: 'net.fetch', target: 'api.example.com:443', at_ms: expect.any(Number) },
+    ]);
   });
 
   it('a tool with no permission (no net, no api write) that loops forever answers plain timeout, not retryable', async () => {
     const response = await answer(c, await request(c, 'fx-pure-hang', {}));
-    expect(response.error).toMatchObject({ code: 'timeout', retryable: false, message: 'tool "fx-pure-hang" timed out after 1500 ms and was killed' });
+    expect(response.error).toMatchObject({
+      code: 'timeout',
+      retryable: false,
+      message: 'tool "fx-pure-hang" timed out after 1500 ms and was killed',
+    });
     expect(response.error?.details?.['cause_code']).toBeUndefined();
   });
 
@@ -185,20 +257,44 @@ describe('audit evidence', () => {
     const hostRid = await request(c, 'mail.report', { note: HOST_SECRET }, undefined, { requestedBy: 'agent-7' });
     const host = await answer(c, hostRid);
     expect(host.status).toBe('success');
-    expect(host.metadata['effects']).toEqual([{ kind: 'host.exec', target: join(bin, 'runloop-tool'), at_ms: expect.any(Number) }]);
+    expect(host.metadata['effects']).toEqual([
+      { kind: 'host.exec', target: join(bin, 'runloop-tool'), at_ms: expect.any(Number) },
+    ]);
 
     const codeLine = await auditOf(codeRid);
     const hostLine = await auditOf(hostRid);
     expect(Object.keys(codeLine)).toEqual(COMMON_KEYS);
     expect(Object.keys(hostLine).slice(0, COMMON_KEYS.length)).toEqual(COMMON_KEYS);
     expect(codeLine).toMatchObject({
-      tool: 'fx-secretive', version: '1.0.0', kind: 'code', agent: 'agent-7', rid: codeRid, side_effect: 'unknown', approval_id: null,
-      effects_count: 2, status: 'success', outcome: 'ok', attempts: 1,
+      tool: 'fx-secretive',
+      version: '1.0.0',
+      kind: 'code',
+      agent: 'agent-7',
+      rid: codeRid,
+      side_effect: 'unknown',
+      approval_id: null,
+      effects_count: 2,
+      status: 'success',
+      outcome: 'ok',
+      attempts: 1,
     });
     expect(codeLine['input_hash']).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(codeLine['effects']).toEqual(codeEffects);
-    expect(hostLine).toMatchObject({ tool: 'mail.report', kind: 'host', agent: 'agent-7', rid: hostRid, effects_count: 1, status: 'success', outcome: 'ok', attempts: 1, transport: 'exec', exit: 0 });
-    const text = readdirSync(auditDir).map((file) => readFileSync(join(auditDir, file), 'utf8')).join('');
+    expect(hostLine).toMatchObject({
+      tool: 'mail.report',
+      kind: 'host',
+      agent: 'agent-7',
+      rid: hostRid,
+      effects_count: 1,
+      status: 'success',
+      outcome: 'ok',
+      attempts: 1,
+      transport: 'exec',
+      exit: 0,
+    });
+    const text = readdirSync(auditDir)
+      .map((file) => readFileSync(join(auditDir, file), 'utf8'))
+      .join('');
     expect(text).not.toContain(CODE_SECRET);
     expect(text).not.toContain(HOST_SECRET);
   });

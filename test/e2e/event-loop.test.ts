@@ -25,15 +25,45 @@ let dir: string;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'tr-loop-'));
-  const config = defaultConfig({ port: 0, dataDir: dir, adminPort: -1, bootstrap: false, claimTtlMs: 2000, scanIntervalMs: 500, drainGraceMs: 2000 });
+  const config = defaultConfig({
+    port: 0,
+    dataDir: dir,
+    adminPort: -1,
+    bootstrap: false,
+    claimTtlMs: 2000,
+    scanIntervalMs: 500,
+    drainGraceMs: 2000,
+  });
   service = await startService({ config, logger: silentLogger() });
-  c = createStoreClient({ baseUrl: service.storeUrl, logger: silentLogger(), auth: { mint: { owner_id: '00000000-0000-0000-0000-000000000001', agent_id: 'loop' } } });
+  c = createStoreClient({
+    baseUrl: service.storeUrl,
+    logger: silentLogger(),
+    auth: { mint: { owner_id: '00000000-0000-0000-0000-000000000001', agent_id: 'loop' } },
+  });
   await Promise.all([
     putTool(c, toolContext('l-echo', 'export async function execute(input) { return { got: input }; }')),
-    putTool(c, toolContext('l-deep', 'export async function execute(input) { let v = 0; for (let i = 0; i < input.depth; i++) v = [v]; return { v }; }')),
-    putTool(c, toolContext('l-wide', 'export async function execute() { return { items: Array.from({ length: 20000 }, (_, i) => ({ i, s: "x".repeat(20) })) }; }', { limits: { timeout_ms: 10_000, memory_mb: 128 } })),
+    putTool(
+      c,
+      toolContext(
+        'l-deep',
+        'export async function execute(input) { let v = 0; for (let i = 0; i < input.depth; i++) v = [v]; return { v }; }',
+      ),
+    ),
+    putTool(
+      c,
+      toolContext(
+        'l-wide',
+        'export async function execute() { return { items: Array.from({ length: 20000 }, (_, i) => ({ i, s: "x".repeat(20) })) }; }',
+        { limits: { timeout_ms: 10_000, memory_mb: 128 } },
+      ),
+    ),
     ...EVIL_PATTERNS.map((pattern, i) =>
-      putTool(c, toolContext(`l-regex-${i}`, 'export async function execute() { return { ok: true }; }', { input_schema: { type: 'object', properties: { s: { type: 'string', pattern, description: 's' } } } })),
+      putTool(
+        c,
+        toolContext(`l-regex-${i}`, 'export async function execute() { return { ok: true }; }', {
+          input_schema: { type: 'object', properties: { s: { type: 'string', pattern, description: 's' } } },
+        }),
+      ),
     ),
   ]);
 }, 60_000);
@@ -60,11 +90,17 @@ describe('event-loop delay under hostile input', () => {
     let worst = 0;
     const rids: string[] = [];
     const raw = async (context: Record<string, unknown>) => {
-      const { id } = await c.createBreadcrumb({ title: 'Request', schema_name: SCHEMA.ToolRequest, tags: [TAG.Request, WS], context });
+      const { id } = await c.createBreadcrumb({
+        title: 'Request',
+        schema_name: SCHEMA.ToolRequest,
+        tags: [TAG.Request, WS],
+        context,
+      });
       return id;
     };
     const hostile: Array<Promise<unknown>> = [];
-    for (const requestId of ['crash-€-1', 'x\u0001y', 'y'.repeat(5000), 'bidi\u202e', '\ud800']) hostile.push(raw({ tool: 'l-echo', input: {}, requestId }));
+    for (const requestId of ['crash-€-1', 'x\u0001y', 'y'.repeat(5000), 'bidi\u202e', '\ud800'])
+      hostile.push(raw({ tool: 'l-echo', input: {}, requestId }));
     await Promise.all(hostile.splice(0));
     mark('request ids');
     for (const depth of [6000, 300, 129]) rids.push(await request(c, 'l-deep', { depth }));
@@ -79,11 +115,13 @@ describe('event-loop delay under hostile input', () => {
     for (const rid of rids.splice(0)) await answer(c, rid, 60_000);
     mark('wide result');
     const regexRids: string[] = [];
-    for (let i = 0; i < EVIL_PATTERNS.length; i++) regexRids.push(await request(c, `l-regex-${i}`, { s: i === 5 ? 'x'.repeat(28) : EVIL_INPUT }));
+    for (let i = 0; i < EVIL_PATTERNS.length; i++)
+      regexRids.push(await request(c, `l-regex-${i}`, { s: i === 5 ? 'x'.repeat(28) : EVIL_INPUT }));
     rids.push(...regexRids);
     for (const rid of rids.splice(0)) await answer(c, rid, 60_000);
     mark('evil patterns');
-    for (const key of ['response:junk', 'claim:junk:1']) hostile.push(c.createBreadcrumb({ title: 'j', tags: ['j'], context: {} }, { idempotencyKey: key }));
+    for (const key of ['response:junk', 'claim:junk:1'])
+      hostile.push(c.createBreadcrumb({ title: 'j', tags: ['j'], context: {} }, { idempotencyKey: key }));
     for (let i = 0; i < 40; i++) rids.push(await request(c, 'l-echo', { i, pad: 'p'.repeat(10_000) }));
     await Promise.all(hostile);
     for (const rid of rids) await answer(c, rid, 60_000);

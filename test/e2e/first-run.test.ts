@@ -27,14 +27,22 @@ async function closedPort(): Promise<number> {
 
 /** The JSON log lines of a process's stderr so far. */
 function jsonLines(stderr: string[]): Array<Record<string, unknown>> {
-  return stderr.join('').split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+  return stderr
+    .join('')
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
 async function metricsOf(admin: string): Promise<string> {
   return (await fetch(`${admin}/metrics`)).text();
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 60_000): Promise<T> {
+async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 60_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -72,40 +80,63 @@ describe('a reader of the logs that goes away', () => {
 });
 
 describe('CLI output into a closed pipe', () => {
-  it.each([['--help'], ['help', 'start'], ['config', 'markdown']])('`tools-runner %s | true` exits 0 without an EPIPE crash', (...args) => {
-    // `true` exits at once, so the CLI writes into a pipe nobody reads (EPIPE)
-    const quoted = args.map((a) => `'${a}'`).join(' ');
-    const run = spawnSync('bash', ['-c', `'${process.execPath}' '${cli}' ${quoted} 2>"$ERRFILE" | true; echo "\${PIPESTATUS[0]}"; cat "$ERRFILE"`], {
-      encoding: 'utf8',
-      env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ERRFILE: join(process.env['TMPDIR'] ?? '/tmp', `tr-epipe-${process.pid}-${args.join('-')}.txt`) },
-    });
-    const [status, ...stderr] = run.stdout.split('\n');
-    expect(status).toBe('0');
-    expect(stderr.join('\n')).not.toMatch(/EPIPE|Error/);
-  });
+  it.each([['--help'], ['help', 'start'], ['config', 'markdown']])(
+    '`tools-runner %s | true` exits 0 without an EPIPE crash',
+    (...args) => {
+      // `true` exits at once, so the CLI writes into a pipe nobody reads (EPIPE)
+      const quoted = args.map((a) => `'${a}'`).join(' ');
+      const run = spawnSync(
+        'bash',
+        [
+          '-c',
+          `'${process.execPath}' '${cli}' ${quoted} 2>"$ERRFILE" | true; echo "\${PIPESTATUS[0]}"; cat "$ERRFILE"`,
+        ],
+        {
+          encoding: 'utf8',
+          env: {
+            PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+            ERRFILE: join(process.env['TMPDIR'] ?? '/tmp', `tr-epipe-${process.pid}-${args.join('-')}.txt`),
+          },
+        },
+      );
+      const [status, ...stderr] = run.stdout.split('\n');
+      expect(status).toBe('0');
+      expect(stderr.join('\n')).not.toMatch(/EPIPE|Error/);
+    },
+  );
 });
 
 describe('start with a store URL nobody listens on', () => {
   it('waits --store-wait-ms, then exits 1 naming the URL', async () => {
     const url = `http://127.0.0.1:${await closedPort()}`;
     const started = Date.now();
-    const runner = runCli(['start', '--store-url', url, '--store-wait-ms', '3000', ...FAST], { TOOLS_RUNNER_LOG_LEVEL: 'info' });
+    const runner = runCli(['start', '--store-url', url, '--store-wait-ms', '3000', ...FAST], {
+      TOOLS_RUNNER_LOG_LEVEL: 'info',
+    });
     expect(await runner.exited).toBe(1);
     // a lower bound only: it must not give up before the wait is over
     expect(Date.now() - started).toBeGreaterThanOrEqual(3000);
     const stderr = runner.stderr.join('');
-    expect(stderr).toContain(`tools-runner start: dependency.unavailable: store at ${url} is not reachable after 3000 ms (--store-wait-ms)`);
+    expect(stderr).toContain(
+      `tools-runner start: dependency.unavailable: store at ${url} is not reachable after 3000 ms (--store-wait-ms)`,
+    );
     expect(jsonLines(runner.stderr).filter((l) => l['msg'] === 'store not reachable yet').length).toBeGreaterThan(1);
     expect(runner.stdout).not.toContain('runner ready');
   }, 120_000);
 
   it('Ctrl-C (SIGINT) while it waits gives up at once: exit 1, naming the URL', async () => {
     const url = `http://127.0.0.1:${await closedPort()}`;
-    const runner = runCli(['start', '--store-url', url, '--store-wait-ms', '600000', ...FAST], { TOOLS_RUNNER_LOG_LEVEL: 'info' });
-    await until('a first "store not reachable yet"', () => (jsonLines(runner.stderr).some((l) => l['msg'] === 'store not reachable yet') ? true : undefined));
+    const runner = runCli(['start', '--store-url', url, '--store-wait-ms', '600000', ...FAST], {
+      TOOLS_RUNNER_LOG_LEVEL: 'info',
+    });
+    await until('a first "store not reachable yet"', () =>
+      jsonLines(runner.stderr).some((l) => l['msg'] === 'store not reachable yet') ? true : undefined,
+    );
     runner.signal('SIGINT');
     expect(await runner.exited).toBe(1);
-    expect(runner.stderr.join('')).toContain(`tools-runner start: dependency.unavailable: interrupted while waiting for the store at ${url}`);
+    expect(runner.stderr.join('')).toContain(
+      `tools-runner start: dependency.unavailable: interrupted while waiting for the store at ${url}`,
+    );
   }, 120_000);
 });
 
@@ -115,7 +146,14 @@ describe('requests that will never be answered', () => {
     const admin = jsonLines(runner.stderr).find((l) => l['msg'] === 'admin port listening')?.['url'] as string;
     const c = client(url);
     const write = async (schema: string, tags: string[]): Promise<string> =>
-      (await c.createBreadcrumb({ title: 'Request: echo', schema_name: schema, tags, context: { tool: 'echo', input: {} } })).id;
+      (
+        await c.createBreadcrumb({
+          title: 'Request: echo',
+          schema_name: schema,
+          tags,
+          context: { tool: 'echo', input: {} },
+        })
+      ).id;
     const cases = {
       noWorkspace: await write(SCHEMA.ToolRequest, [TAG.Request]),
       otherWorkspace: await write(SCHEMA.ToolRequest, [TAG.Request, 'workspace:billing']),
@@ -124,14 +162,33 @@ describe('requests that will never be answered', () => {
       noRequestTag: await write(SCHEMA.ToolRequest, [WS]),
       unrelated: await write('note.v1', [WS]),
     };
-    const ignored = (id: string) => jsonLines(runner.stderr).find((l) => l['msg'] === 'request ignored' && l['breadcrumbId'] === id);
-    await until('every ignored request logged', () => (Object.entries(cases).every(([k, id]) => k === 'unrelated' || ignored(id)) ? true : undefined));
-    expect(ignored(cases.noWorkspace)).toMatchObject({ level: 'info', reason: 'no-workspace', hint: `add the tag "${WS}"`, schema: SCHEMA.ToolRequest, tool: 'echo' });
+    const ignored = (id: string) =>
+      jsonLines(runner.stderr).find((l) => l['msg'] === 'request ignored' && l['breadcrumbId'] === id);
+    await until('every ignored request logged', () =>
+      Object.entries(cases).every(([k, id]) => k === 'unrelated' || ignored(id)) ? true : undefined,
+    );
+    expect(ignored(cases.noWorkspace)).toMatchObject({
+      level: 'info',
+      reason: 'no-workspace',
+      hint: `add the tag "${WS}"`,
+      schema: SCHEMA.ToolRequest,
+      tool: 'echo',
+    });
     expect(ignored(cases.otherWorkspace)).toMatchObject({ reason: 'other-workspace', workspace: WS });
     expect(ignored(cases.otherWorkspace)?.['hint']).toBeUndefined();
-    expect(ignored(cases.nearWorkspace)).toMatchObject({ reason: 'other-workspace', hint: `tag "workspace:tool" is not this runner's "${WS}"` });
-    expect(ignored(cases.schemaTypo)).toMatchObject({ reason: 'schema-typo', hint: 'schema_name must be "tool.request.v1"', schema: 'tool.reqest.v1' });
-    expect(ignored(cases.noRequestTag)).toMatchObject({ reason: 'no-request-tag', hint: `add the tag "${TAG.Request}"` });
+    expect(ignored(cases.nearWorkspace)).toMatchObject({
+      reason: 'other-workspace',
+      hint: `tag "workspace:tool" is not this runner's "${WS}"`,
+    });
+    expect(ignored(cases.schemaTypo)).toMatchObject({
+      reason: 'schema-typo',
+      hint: 'schema_name must be "tool.request.v1"',
+      schema: 'tool.reqest.v1',
+    });
+    expect(ignored(cases.noRequestTag)).toMatchObject({
+      reason: 'no-request-tag',
+      hint: `add the tag "${TAG.Request}"`,
+    });
     // a real request still runs, and a record of another kind passes unlogged
     expect((await answer(c, await request(c, 'no-such-tool', {}))).error?.code).toBe('tool.not_found');
     expect(ignored(cases.unrelated)).toBeUndefined();

@@ -8,7 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createStoreClient, type StoreClient } from '../../src/breadcrumbs/index.js';
-import { SCHEMA, TAG, ToolResponseContext, type ToolResponseContext as Response } from '../../src/breadcrumbs/messages.js';
+import {
+  SCHEMA,
+  TAG,
+  ToolResponseContext,
+  type ToolResponseContext as Response,
+} from '../../src/breadcrumbs/messages.js';
 import { silentLogger } from '../../src/logger.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -43,7 +48,11 @@ export interface CliProcess {
 }
 
 /** Spawns `node dist/cli/main.js <args>` (in the checkout, or `options.cwd`; or `options.bin`); killed (SIGKILL) at cleanup if still running. */
-export function runCli(args: string[], env: Record<string, string> = {}, options: { cwd?: string; bin?: string } = {}): CliProcess {
+export function runCli(
+  args: string[],
+  env: Record<string, string> = {},
+  options: { cwd?: string; bin?: string } = {},
+): CliProcess {
   // A private TMPDIR: whatever the process leaves (even when a test SIGKILLs it) goes with it.
   const tmp = tempDir('tr-e2e-tmp-');
   // `bin`: an installed copy's executable (run as a user would: through its shebang).
@@ -51,7 +60,15 @@ export function runCli(args: string[], env: Record<string, string> = {}, options
     cwd: options.cwd ?? root,
     // One runner secret for every process of a test (replicas and CLI commands must share it).
     // XDG_DATA_HOME: the default --data-dir (and audit dir) is in the private temp dir, never the real home.
-    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/tmp', TMPDIR: tmp, XDG_DATA_HOME: tmp, TOOLS_RUNNER_LOG_LEVEL: 'warn', TOOLS_RUNNER_RUNNER_SECRET: E2E_RUNNER_SECRET, ...env },
+    env: {
+      PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+      HOME: process.env['HOME'] ?? '/tmp',
+      TMPDIR: tmp,
+      XDG_DATA_HOME: tmp,
+      TOOLS_RUNNER_LOG_LEVEL: 'warn',
+      TOOLS_RUNNER_RUNNER_SECRET: E2E_RUNNER_SECRET,
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const stdout: string[] = [];
@@ -74,7 +91,9 @@ export function runCli(args: string[], env: Record<string, string> = {}, options
     }
   });
   proc.stderr?.on('data', (chunk: Buffer) => stderr.push(chunk.toString()));
-  const exited = new Promise<number | string>((resolve) => proc.on('exit', (code, sig) => resolve(code ?? sig ?? 'unknown')));
+  const exited = new Promise<number | string>((resolve) =>
+    proc.on('exit', (code, sig) => resolve(code ?? sig ?? 'unknown')),
+  );
   cleanups.push(async () => {
     if (proc.exitCode === null && proc.signalCode === null) {
       // Graceful first (the runner drains and removes its sandbox dirs), then by force.
@@ -94,11 +113,27 @@ export function runCli(args: string[], env: Record<string, string> = {}, options
       const seen = stdout.find((l) => pattern.test(l));
       if (seen) return Promise.resolve(seen);
       return new Promise<string>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no stdout line matching ${pattern} within ${timeoutMs} ms; stderr:\n${stderr.join('').slice(-3000)}`)), timeoutMs);
-        waiters.push({ pattern, resolve: (l) => { clearTimeout(timer); resolve(l); } });
+        const timer = setTimeout(
+          () =>
+            reject(
+              new Error(
+                `no stdout line matching ${pattern} within ${timeoutMs} ms; stderr:\n${stderr.join('').slice(-3000)}`,
+              ),
+            ),
+          timeoutMs,
+        );
+        waiters.push({
+          pattern,
+          resolve: (l) => {
+            clearTimeout(timer);
+            resolve(l);
+          },
+        });
         void exited.then((code) => {
           clearTimeout(timer);
-          reject(new Error(`process exited (${code}) before printing ${pattern}; stderr:\n${stderr.join('').slice(-3000)}`));
+          reject(
+            new Error(`process exited (${code}) before printing ${pattern}; stderr:\n${stderr.join('').slice(-3000)}`),
+          );
         });
       });
     },
@@ -106,10 +141,23 @@ export function runCli(args: string[], env: Record<string, string> = {}, options
 }
 
 /** Runner flags that make e2e runs quick: short leases and scans, no admin port, no bootstrap. */
-export const FAST = ['--admin-port', '-1', '--no-bootstrap', '--claim-ttl-ms', '2000', '--scan-interval-ms', '500', '--drain-grace-ms', '5000'];
+export const FAST = [
+  '--admin-port',
+  '-1',
+  '--no-bootstrap',
+  '--claim-ttl-ms',
+  '2000',
+  '--scan-interval-ms',
+  '500',
+  '--drain-grace-ms',
+  '5000',
+];
 
 /** Starts `tools-runner start` with its embedded store; resolves once it prints `runner ready`. */
-export async function startRunnerWithStore(extra: string[] = [], env: Record<string, string> = {}): Promise<{ runner: CliProcess; url: string; dataDir: string }> {
+export async function startRunnerWithStore(
+  extra: string[] = [],
+  env: Record<string, string> = {},
+): Promise<{ runner: CliProcess; url: string; dataDir: string }> {
   const dataDir = tempDir();
   const runner = runCli(['start', '--port', '0', '--data-dir', dataDir, ...FAST, ...extra], env);
   const line = await runner.line(/^store listening on /);
@@ -118,14 +166,22 @@ export async function startRunnerWithStore(extra: string[] = [], env: Record<str
 }
 
 /** Starts `tools-runner store`; resolves with its URL. */
-export async function startStoreProcess(dataDir: string, port = 0, extra: string[] = []): Promise<{ store: CliProcess; url: string }> {
+export async function startStoreProcess(
+  dataDir: string,
+  port = 0,
+  extra: string[] = [],
+): Promise<{ store: CliProcess; url: string }> {
   const store = runCli(['store', '--port', String(port), '--data-dir', dataDir, ...extra]);
   const line = await store.line(/^store listening on /);
   return { store, url: line.replace('store listening on ', '') };
 }
 
 /** Starts a runner against an existing store. */
-export async function startRunner(storeUrl: string, extra: string[] = [], env: Record<string, string> = {}): Promise<CliProcess> {
+export async function startRunner(
+  storeUrl: string,
+  extra: string[] = [],
+  env: Record<string, string> = {},
+): Promise<CliProcess> {
   const runner = runCli(['start', '--store-url', storeUrl, ...FAST, ...extra], env);
   await runner.line(/^runner ready$/);
   return runner;
@@ -133,19 +189,31 @@ export async function startRunner(storeUrl: string, extra: string[] = [], env: R
 
 /** A store client for the test itself (closed at cleanup). */
 export function client(url: string): StoreClient {
-  const c = createStoreClient({ baseUrl: url, logger: silentLogger(), auth: { mint: { owner_id: '00000000-0000-0000-0000-000000000001', agent_id: 'e2e' } } });
+  const c = createStoreClient({
+    baseUrl: url,
+    logger: silentLogger(),
+    auth: { mint: { owner_id: '00000000-0000-0000-0000-000000000001', agent_id: 'e2e' } },
+  });
   cleanups.push(() => c.close());
   return c;
 }
 
 /** A tool.code.v1 context with sensible defaults around `source`. */
-export function toolContext(name: string, source: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+export function toolContext(
+  name: string,
+  source: string,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
   return {
     name,
     description: `e2e tool ${name}`,
     version: '1.0.0',
     code: { language: 'typescript', source },
-    input_schema: { type: 'object', properties: { n: { type: 'number', description: 'a number' } }, additionalProperties: true },
+    input_schema: {
+      type: 'object',
+      properties: { n: { type: 'number', description: 'a number' } },
+      additionalProperties: true,
+    },
     output_schema: { type: 'object' },
     permissions: { net: false },
     limits: { timeout_ms: 5000, memory_mb: 64 },
@@ -157,16 +225,32 @@ export function toolContext(name: string, source: string, extra: Record<string, 
 /** Writes a tool.code.v1 breadcrumb directly (as an agent could). */
 export async function putTool(c: StoreClient, context: Record<string, unknown>): Promise<string> {
   const name = context['name'] as string;
-  const { id } = await c.createBreadcrumb({ title: name, schema_name: SCHEMA.ToolCode, tags: [TAG.Tool, TAG.tool(name), WS], context });
+  const { id } = await c.createBreadcrumb({
+    title: name,
+    schema_name: SCHEMA.ToolCode,
+    tags: [TAG.Tool, TAG.tool(name), WS],
+    context,
+  });
   return id;
 }
 
 /** Writes a tool.request.v1 and returns its rid; retries while the store is unreachable. */
-export async function request(c: StoreClient, tool: string, input: unknown, rid: string = crypto.randomUUID(), extra: Record<string, unknown> = {}): Promise<string> {
+export async function request(
+  c: StoreClient,
+  tool: string,
+  input: unknown,
+  rid: string = crypto.randomUUID(),
+  extra: Record<string, unknown> = {},
+): Promise<string> {
   for (let attempt = 0; ; attempt++) {
     try {
       await c.createBreadcrumb(
-        { title: `Request: ${tool}`, schema_name: SCHEMA.ToolRequest, tags: [TAG.Request, WS], context: { tool, input, requestId: rid, ...extra } },
+        {
+          title: `Request: ${tool}`,
+          schema_name: SCHEMA.ToolRequest,
+          tags: [TAG.Request, WS],
+          context: { tool, input, requestId: rid, ...extra },
+        },
         { idempotencyKey: `e2e-request:${rid}` },
       );
       return rid;
@@ -193,7 +277,11 @@ export async function responsesByRid(c: StoreClient): Promise<Map<string, Respon
 }
 
 /** Polls the store until `rids` all have a response (or the deadline passes); returns the map. */
-export async function waitForResponses(c: StoreClient, rids: readonly string[], timeoutMs = 60_000): Promise<Map<string, Response[]>> {
+export async function waitForResponses(
+  c: StoreClient,
+  rids: readonly string[],
+  timeoutMs = 60_000,
+): Promise<Map<string, Response[]>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     let map: Map<string, Response[]> | undefined;
@@ -205,7 +293,9 @@ export async function waitForResponses(c: StoreClient, rids: readonly string[], 
     if (map && rids.every((rid) => map!.has(rid))) return map;
     if (Date.now() > deadline) {
       const missing = rids.filter((rid) => !map?.has(rid));
-      throw new Error(`${missing.length} of ${rids.length} requests unanswered after ${timeoutMs} ms (e.g. ${missing.slice(0, 3).join(', ')})`);
+      throw new Error(
+        `${missing.length} of ${rids.length} requests unanswered after ${timeoutMs} ms (e.g. ${missing.slice(0, 3).join(', ')})`,
+      );
     }
     await new Promise((r) => setTimeout(r, 200));
   }

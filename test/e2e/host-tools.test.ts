@@ -8,7 +8,18 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StoreClient } from '../../src/breadcrumbs/index.js';
 import { SCHEMA, TAG } from '../../src/breadcrumbs/messages.js';
-import { answer, cleanupAll, client, putTool, request, runCli, startRunnerWithStore, tempDir, toolContext, WS } from './harness.js';
+import {
+  answer,
+  cleanupAll,
+  client,
+  putTool,
+  request,
+  runCli,
+  startRunnerWithStore,
+  tempDir,
+  toolContext,
+  WS,
+} from './harness.js';
 
 const bin = fileURLToPath(new URL('../fixtures/host-tools/bin/', import.meta.url));
 let c: StoreClient;
@@ -21,8 +32,18 @@ beforeAll(async () => {
     agentcli,
     JSON.stringify({
       tools: [
-        { name: 'shared-name', description: 'host version of shared-name', schema: { type: 'object' }, command: [join(bin, 'echo-json')] },
-        { name: 'host.echo', description: 'echoes its arguments', schema: { type: 'object', properties: { a: { type: 'number' } } }, command: [join(bin, 'echo-json')] },
+        {
+          name: 'shared-name',
+          description: 'host version of shared-name',
+          schema: { type: 'object' },
+          command: [join(bin, 'echo-json')],
+        },
+        {
+          name: 'host.echo',
+          description: 'echoes its arguments',
+          schema: { type: 'object', properties: { a: { type: 'number' } } },
+          command: [join(bin, 'echo-json')],
+        },
       ],
     }),
   );
@@ -44,7 +65,16 @@ beforeAll(async () => {
       ],
     }),
   );
-  ({ url } = await startRunnerWithStore(['--manifests', `${agentcli},${runloop}`, '--granted-capabilities', 'exec', '--audit-dir', join(dir, 'audit'), '--approval-timeout-ms', '1000']));
+  ({ url } = await startRunnerWithStore([
+    '--manifests',
+    `${agentcli},${runloop}`,
+    '--granted-capabilities',
+    'exec',
+    '--audit-dir',
+    join(dir, 'audit'),
+    '--approval-timeout-ms',
+    '1000',
+  ]));
   c = client(url);
 });
 
@@ -52,7 +82,11 @@ afterAll(cleanupAll);
 
 describe('host tools', () => {
   it('are published as tool.v1 descriptions (no command, no secrets)', async () => {
-    const items = await c.listBreadcrumbs({ schema_name: SCHEMA.ToolLegacy, tag: TAG.tool('host.echo'), include_context: true });
+    const items = await c.listBreadcrumbs({
+      schema_name: SCHEMA.ToolLegacy,
+      tag: TAG.tool('host.echo'),
+      include_context: true,
+    });
     expect(items).toHaveLength(1);
     expect(items[0]?.context).toMatchObject({ name: 'host.echo', transport: 'exec', format: 'agentcli' });
     expect(items[0]?.context?.['manifest_digest']).toMatch(/^[0-9a-f]{64}$/);
@@ -75,7 +109,9 @@ describe('host tools', () => {
   it('fail closed when confirmation is required and nobody approves in time (the familiar refusal text first)', async () => {
     const response = await answer(c, await request(c, 'mail.send', {}));
     expect(response.error?.code).toBe('approval.required');
-    expect(response.error?.message).toMatch(/^confirmation required \(daemon lacks UI\/TUI decision\); refusing automatic approval \(approval \S+ for "mail\.send"@[0-9a-f]{12} timed out at \S+ with no decision from operator; timeout counts as deny\)$/);
+    expect(response.error?.message).toMatch(
+      /^confirmation required \(daemon lacks UI\/TUI decision\); refusing automatic approval \(approval \S+ for "mail\.send"@[0-9a-f]{12} timed out at \S+ with no decision from operator; timeout counts as deny\)$/,
+    );
   });
 
   it('a tool.v1 breadcrumb that no local manifest defines is never executed', async () => {
@@ -93,7 +129,10 @@ describe('host tools', () => {
 describe('routing', () => {
   it("never lets an agent's tool.code.v1 shadow a host tool: the operator's name is reserved", async () => {
     expect((await answer(c, await request(c, 'shared-name', { v: 1 }))).metadata['kind']).toBe('host');
-    const id = await putTool(c, toolContext('shared-name', 'export async function execute() { return { from: "code" }; }'));
+    const id = await putTool(
+      c,
+      toolContext('shared-name', 'export async function execute() { return { from: "code" }; }'),
+    );
     // Once the catalog has seen the record (it lists it as rejected, saying why), calls still reach the host tool.
     let reason: string | undefined;
     for (let i = 0; i < 100 && reason === undefined; i++) {
@@ -102,7 +141,9 @@ describe('routing', () => {
       reason = rejected.find((r) => r.id === id)?.reason;
       if (reason === undefined) await new Promise((r) => setTimeout(r, 100));
     }
-    expect(reason).toBe(`/name: the name "shared-name" is reserved by a host tool of the operator's manifests; no tool.code.v1 of that name runs`);
+    expect(reason).toBe(
+      `/name: the name "shared-name" is reserved by a host tool of the operator's manifests; no tool.code.v1 of that name runs`,
+    );
     for (let i = 0; i < 3; i++) {
       const response = await answer(c, await request(c, 'shared-name', { v: i }));
       expect(response.metadata['kind']).toBe('host');
@@ -115,7 +156,9 @@ describe('routing', () => {
 
 describe('export', () => {
   it('prints the runnable catalog as OpenAI function tools with mangled names and a reverse map', async () => {
-    let exported: { tools: Array<{ type: string; function: { name: string } }>; reverse: Record<string, string> } | undefined;
+    let exported:
+      | { tools: Array<{ type: string; function: { name: string } }>; reverse: Record<string, string> }
+      | undefined;
     for (let i = 0; i < 50; i++) {
       const cli = runCli(['export', '--format', 'openai', '--store-url', url]);
       const code = await cli.exited;

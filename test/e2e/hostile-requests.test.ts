@@ -6,8 +6,24 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StoreClient } from '../../src/breadcrumbs/index.js';
-import { MAX_REQUEST_ID_LENGTH, SCHEMA, TAG, ToolResponseContext, type ToolResponseContext as Response } from '../../src/breadcrumbs/messages.js';
-import { answer, cleanupAll, client, putTool, request, startRunnerWithStore, toolContext, WS, type CliProcess } from './harness.js';
+import {
+  MAX_REQUEST_ID_LENGTH,
+  SCHEMA,
+  TAG,
+  ToolResponseContext,
+  type ToolResponseContext as Response,
+} from '../../src/breadcrumbs/messages.js';
+import {
+  answer,
+  cleanupAll,
+  client,
+  putTool,
+  request,
+  startRunnerWithStore,
+  toolContext,
+  WS,
+  type CliProcess,
+} from './harness.js';
 
 let c: StoreClient;
 let runner: CliProcess;
@@ -26,7 +42,12 @@ async function executions(mark: string): Promise<number> {
 
 /** Every tool.response.v1 tagged request:<rid> (whoever wrote it). */
 async function responsesFor(rid: string): Promise<Response[]> {
-  const items = await c.listBreadcrumbs({ schema_name: SCHEMA.ToolResponse, tag: TAG.request(rid), include_context: true, limit: 100 });
+  const items = await c.listBreadcrumbs({
+    schema_name: SCHEMA.ToolResponse,
+    tag: TAG.request(rid),
+    include_context: true,
+    limit: 100,
+  });
   return items.map((item) => ToolResponseContext.parse(item.context));
 }
 
@@ -62,9 +83,23 @@ beforeAll(async () => {
   c = client(started.url);
   await Promise.all([
     putTool(c, toolContext('h-echo', 'export async function execute(input) { return { got: input }; }')),
-    putTool(c, toolContext('h-deep', counting('let v = 0; for (let i = 0; i < input.depth; i++) v = [v]; return { v };'), apiWrite)),
+    putTool(
+      c,
+      toolContext(
+        'h-deep',
+        counting('let v = 0; for (let i = 0; i < input.depth; i++) v = [v]; return { v };'),
+        apiWrite,
+      ),
+    ),
     putTool(c, toolContext('h-count', counting('return { ok: true };'), apiWrite)),
-    putTool(c, toolContext('h-slow', counting('await new Promise((r) => setTimeout(r, input.ms)); return { ok: true };'), apiWrite)),
+    putTool(
+      c,
+      toolContext(
+        'h-slow',
+        counting('await new Promise((r) => setTimeout(r, input.ms)); return { ok: true };'),
+        apiWrite,
+      ),
+    ),
   ]);
 }, 120_000);
 
@@ -149,7 +184,14 @@ describe('keys and tags the runner uses cannot be squatted or forged', () => {
     const rid = `squat-${Date.now()}`;
     const mark = `squat-${Date.now()}`;
     const junk = { title: 'junk', schema_name: 'junk.v1', tags: ['junk'], context: {} };
-    for (const key of [`response:${rid}`, `claim:${rid}:1`, `claim:${rid}:2`, `claim:${rid}:3`, `claim:${rid}:4`, `create-response:${rid}`]) {
+    for (const key of [
+      `response:${rid}`,
+      `claim:${rid}:1`,
+      `claim:${rid}:2`,
+      `claim:${rid}:3`,
+      `claim:${rid}:4`,
+      `create-response:${rid}`,
+    ]) {
       await c.createBreadcrumb(junk, { idempotencyKey: key });
     }
     await request(c, 'h-count', { mark }, rid);
@@ -166,7 +208,15 @@ describe('keys and tags the runner uses cannot be squatted or forged', () => {
       title: 'Response: h-count',
       schema_name: SCHEMA.ToolResponse,
       tags: [WS, TAG.Response, TAG.request(rid)],
-      context: { request_id: rid, tool: 'h-count', status: 'success', output: { forged: true }, execution_time_ms: 1, metadata: {}, timestamp: new Date().toISOString() },
+      context: {
+        request_id: rid,
+        tool: 'h-count',
+        status: 'success',
+        output: { forged: true },
+        execution_time_ms: 1,
+        metadata: {},
+        timestamp: new Date().toISOString(),
+      },
     });
     await request(c, 'h-count', { mark }, rid);
     const [response, ...more] = await runnerAnswer(rid);
@@ -185,7 +235,14 @@ describe('keys and tags the runner uses cannot be squatted or forged', () => {
         title: `Claim: ${rid}`,
         schema_name: SCHEMA.ToolClaim,
         tags: [WS, TAG.Claim, `claim:${rid}`, `claim:${id}`],
-        context: { request_id: rid, request_breadcrumb_id: id, attempt, holder: 'mallory', expires_at: far, mac: 'AAAA' },
+        context: {
+          request_id: rid,
+          request_breadcrumb_id: id,
+          attempt,
+          holder: 'mallory',
+          expires_at: far,
+          mac: 'AAAA',
+        },
       });
     }
     const [response, ...more] = await runnerAnswer(rid);
@@ -202,14 +259,16 @@ describe('keys and tags the runner uses cannot be squatted or forged', () => {
     const deadline = Date.now() + 10_000;
     let claims: Array<{ id: string }> = [];
     while (claims.length === 0 && Date.now() < deadline) {
-      claims = (await c.listBreadcrumbs({ schema_name: SCHEMA.ToolClaim, tag: WS, include_context: true, limit: 100 })).filter(
-        (item) => (item.context as { request_id?: string } | undefined)?.request_id === rid,
-      );
+      claims = (
+        await c.listBreadcrumbs({ schema_name: SCHEMA.ToolClaim, tag: WS, include_context: true, limit: 100 })
+      ).filter((item) => (item.context as { request_id?: string } | undefined)?.request_id === rid);
       await new Promise((r) => setTimeout(r, 50));
     }
     expect(claims.length).toBeGreaterThan(0);
     const claimId = claims[0]!.id;
-    await c.updateBreadcrumb(claimId, { context: { request_id: rid, attempt: 1, holder: 'mallory', expires_at: new Date(0).toISOString() } });
+    await c.updateBreadcrumb(claimId, {
+      context: { request_id: rid, attempt: 1, holder: 'mallory', expires_at: new Date(0).toISOString() },
+    });
     await new Promise((r) => setTimeout(r, 1500));
     await c.deleteBreadcrumb(claimId).catch(() => undefined);
     const [response, ...more] = await runnerAnswer(rid, 40_000);
@@ -222,18 +281,32 @@ describe('keys and tags the runner uses cannot be squatted or forged', () => {
   it('with lease claims an agent can neither take, renew, release, finish nor list a lease, and forged claim records change nothing', async () => {
     const own = await startRunnerWithStore();
     const agent = client(own.url);
-    await putTool(agent, toolContext('h-slow', counting('await new Promise((r) => setTimeout(r, input.ms)); return { ok: true };'), apiWrite));
+    await putTool(
+      agent,
+      toolContext(
+        'h-slow',
+        counting('await new Promise((r) => setTimeout(r, input.ms)); return { ok: true };'),
+        apiWrite,
+      ),
+    );
     const mark = `lease-tamper-${Date.now()}`;
     const rid = await request(agent, 'h-slow', { mark, ms: 3000 });
     // While it runs (3 s), the agent tries every lease operation with a guessed key: each is refused.
     for (const op of ['acquire', 'renew', 'release', 'finish', 'expired', 'list']) {
-      const refused = await agent.lease(op, { scope: WS, name: 'x', holder: 'mallory', token: 'guess', ttl_ms: 1 }, 'a-guessed-lease-key').then(
-        () => 'accepted',
-        (error: { status?: number }) => error.status,
-      );
+      const refused = await agent
+        .lease(op, { scope: WS, name: 'x', holder: 'mallory', token: 'guess', ttl_ms: 1 }, 'a-guessed-lease-key')
+        .then(
+          () => 'accepted',
+          (error: { status?: number }) => error.status,
+        );
       expect(refused, `lease ${op}`).toBe(403);
     }
-    await agent.createBreadcrumb({ title: 'Claim', schema_name: SCHEMA.ToolClaim, tags: [WS, TAG.Claim], context: { request_id: rid, attempt: 1, holder: 'mallory', expires_at: new Date(0).toISOString() } });
+    await agent.createBreadcrumb({
+      title: 'Claim',
+      schema_name: SCHEMA.ToolClaim,
+      tags: [WS, TAG.Claim],
+      context: { request_id: rid, attempt: 1, holder: 'mallory', expires_at: new Date(0).toISOString() },
+    });
     const response = await answer(agent, rid, 40_000);
     expect(response.status).toBe('success');
     expect((await agent.listBreadcrumbs({ tag: `exec:${mark}`, limit: 100 })).length).toBe(1);

@@ -9,7 +9,11 @@ import { answer, cleanupAll, client, putTool, request, startRunnerWithStore, too
 let c: StoreClient;
 const ECHO = 'export async function execute(input) { return { got: input }; }';
 const patterned = (pattern: string) => ({
-  input_schema: { type: 'object', properties: { s: { type: 'string', pattern, description: 's' } }, additionalProperties: false },
+  input_schema: {
+    type: 'object',
+    properties: { s: { type: 'string', pattern, description: 's' } },
+    additionalProperties: false,
+  },
   examples: [{ description: 'empty', input: {} }],
 });
 
@@ -20,10 +24,17 @@ beforeAll(async () => {
     putTool(c, toolContext('e2e-redos', ECHO, patterned('^(.*){16}x$'))),
     putTool(c, toolContext('e2e-lookahead', ECHO, patterned('^(?!admin)\\w+$'))),
     putTool(c, toolContext('e2e-plain', ECHO)),
-    putTool(c, toolContext('e2e-eraser', `export async function execute(input, context) {
+    putTool(
+      c,
+      toolContext(
+        'e2e-eraser',
+        `export async function execute(input, context) {
       try { await context.api.updateBreadcrumb(input.id, undefined, { ttl: '2000-01-01T00:00:00Z' }); return { erased: true }; }
       catch (e) { return { code: e.code }; }
-    }`, { permissions: { net: false, api: 'write' }, input_schema: { type: 'object' } })),
+    }`,
+        { permissions: { net: false, api: 'write' }, input_schema: { type: 'object' } },
+      ),
+    ),
   ]);
 });
 
@@ -35,8 +46,13 @@ describe('hostile schemas and write grants through the service', () => {
     const huge = await request(c, 'e2e-redos', { s: 'a'.repeat(200_000) });
     const fine = await request(c, 'e2e-redos', { s: 'abcx' });
     const healthy = await request(c, 'e2e-plain', { n: 1 });
-    expect((await answer(c, hostile)).error).toMatchObject({ code: 'input.invalid', message: 'input does not match the input_schema of "e2e-redos": /s: must match pattern "^(.*){16}x$"' });
-    expect((await answer(c, huge)).error?.message).toMatch(/^input does not match the input_schema of "e2e-redos": \/: checking a string of 200000 characters against pattern "\^\(\.\*\)\{16\}x\$" would exceed the regex work budget/);
+    expect((await answer(c, hostile)).error).toMatchObject({
+      code: 'input.invalid',
+      message: 'input does not match the input_schema of "e2e-redos": /s: must match pattern "^(.*){16}x$"',
+    });
+    expect((await answer(c, huge)).error?.message).toMatch(
+      /^input does not match the input_schema of "e2e-redos": \/: checking a string of 200000 characters against pattern "\^\(\.\*\)\{16\}x\$" would exceed the regex work budget/,
+    );
     expect(await answer(c, fine)).toMatchObject({ status: 'success', output: { got: { s: 'abcx' } } });
     expect(await answer(c, healthy)).toMatchObject({ status: 'success' });
   });

@@ -9,7 +9,19 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { StoreClient } from '../../src/breadcrumbs/index.js';
 import { inputHash } from '../../src/contract/canonical.js';
-import { answer, cleanupAll, client, putTool, request, startRunner, startRunnerWithStore, startStoreProcess, tempDir, toolContext, waitForResponses } from './harness.js';
+import {
+  answer,
+  cleanupAll,
+  client,
+  putTool,
+  request,
+  startRunner,
+  startRunnerWithStore,
+  startStoreProcess,
+  tempDir,
+  toolContext,
+  waitForResponses,
+} from './harness.js';
 
 afterEach(cleanupAll);
 
@@ -40,8 +52,15 @@ describe('idempotency keys', () => {
     expect(await answer(c, first)).toMatchObject({ status: 'success', output: { ranAs: 'idem-first', n: 1 } });
     const again = await request(c, 'e2e-idem', { n: 1 }, 'idem-again', keyed('order-42'));
     const replayed = await answer(c, again);
-    expect(replayed).toMatchObject({ request_id: 'idem-again', status: 'success', output: { ranAs: 'idem-first', n: 1 } });
-    expect(replayed.metadata['replayed_from']).toEqual({ rid: 'idem-first', request_breadcrumb_id: expect.any(String) });
+    expect(replayed).toMatchObject({
+      request_id: 'idem-again',
+      status: 'success',
+      output: { ranAs: 'idem-first', n: 1 },
+    });
+    expect(replayed.metadata['replayed_from']).toEqual({
+      rid: 'idem-first',
+      request_breadcrumb_id: expect.any(String),
+    });
     const other = await request(c, 'e2e-idem', { n: 2 }, 'idem-other', keyed('order-42'));
     expect((await answer(c, other)).error).toEqual({
       code: 'conflict',
@@ -50,7 +69,9 @@ describe('idempotency keys', () => {
       details: { first_request_id: 'idem-first', differs: ['input_hash'] },
     });
     // The same key from another agent is another call.
-    expect((await answer(c, await request(c, 'e2e-idem', { n: 1 }, 'idem-b', keyed('order-42', 'agent-b')))).output).toEqual({ ranAs: 'idem-b', n: 1 });
+    expect(
+      (await answer(c, await request(c, 'e2e-idem', { n: 1 }, 'idem-b', keyed('order-42', 'agent-b')))).output,
+    ).toEqual({ ranAs: 'idem-b', n: 1 });
     expect((await executions(c)).sort()).toEqual(['idem-b', 'idem-first']);
   });
 
@@ -93,7 +114,9 @@ describe('idempotency keys', () => {
     await Promise.all([startRunner(url), startRunner(url)]);
     const keys = Array.from({ length: 8 }, (_, k) => `race-${k}`);
     const rids = keys.flatMap((key) => [0, 1, 2].map((copy) => `${key}-copy-${copy}`));
-    await Promise.all(rids.map((rid) => request(c, 'e2e-idem', { sleepMs: 300 }, rid, keyed(rid.replace(/-copy-\d$/, '')))));
+    await Promise.all(
+      rids.map((rid) => request(c, 'e2e-idem', { sleepMs: 300 }, rid, keyed(rid.replace(/-copy-\d$/, '')))),
+    );
     const responses = await waitForResponses(c, rids, 120_000);
     const ran = await executions(c);
     for (const key of keys) {

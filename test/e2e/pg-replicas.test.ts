@@ -5,7 +5,18 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PG_UNAVAILABLE, startPgCluster, type PgCluster } from '../support/pg-cluster.js';
 import { openSse } from '../store/helpers.js';
-import { FAST, cleanupAll, client, putTool, request, runCli, tempDir, toolContext, waitForResponses, type CliProcess } from './harness.js';
+import {
+  FAST,
+  cleanupAll,
+  client,
+  putTool,
+  request,
+  runCli,
+  tempDir,
+  toolContext,
+  waitForResponses,
+  type CliProcess,
+} from './harness.js';
 
 afterEach(cleanupAll);
 
@@ -19,7 +30,18 @@ const SECRETS_KEY = '12'.repeat(32);
 const ECHO = toolContext('e2e-echo', 'export async function execute(input) { return { i: input.i }; }');
 
 async function replica(db: string): Promise<{ proc: CliProcess; url: string }> {
-  const proc = runCli(['start', '--port', '0', '--data-dir', tempDir(), '--db', db, '--secrets-key', SECRETS_KEY, ...FAST]);
+  const proc = runCli([
+    'start',
+    '--port',
+    '0',
+    '--data-dir',
+    tempDir(),
+    '--db',
+    db,
+    '--secrets-key',
+    SECRETS_KEY,
+    ...FAST,
+  ]);
   const line = await proc.line(/^store listening on /, 60_000);
   await proc.line(/^runner ready$/, 60_000);
   return { proc, url: line.replace('store listening on ', '') };
@@ -30,7 +52,9 @@ describe.skipIf(PG_UNAVAILABLE !== undefined)('three start --db replicas on one 
     const db = await (cluster as PgCluster).database();
     const replicas = await Promise.all([0, 1, 2].map(() => replica(db)));
     const clients = replicas.map((r) => client(r.url));
-    const streams = await Promise.all(replicas.slice(0, 2).map((r) => openSse(r.url, { query: '?x_schema_name=tool.response.v1' })));
+    const streams = await Promise.all(
+      replicas.slice(0, 2).map((r) => openSse(r.url, { query: '?x_schema_name=tool.response.v1' })),
+    );
     await putTool(clients[0]!, ECHO);
     const rids: string[] = [];
     for (let i = 0; i < 30; i++) {
@@ -53,7 +77,11 @@ describe.skipIf(PG_UNAVAILABLE !== undefined)('three start --db replicas on one 
     const db = await (cluster as PgCluster).database();
     const store = runCli(['store', '--port', '0', '--db', db, '--secrets-key', SECRETS_KEY]);
     const url = (await store.line(/^store listening on /, 60_000)).replace('store listening on ', '');
-    const created = await fetch(`${url}/breadcrumbs`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ title: 't', context: {}, tags: ['x'] }) });
+    const created = await fetch(`${url}/breadcrumbs`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ title: 't', context: {}, tags: ['x'] }),
+    });
     expect(created.status).toBe(201);
     const noKey = runCli(['store', '--port', '0', '--db', db]);
     expect(await noKey.exited).toBe(1);

@@ -15,14 +15,64 @@ beforeAll(async () => {
   const objectOut = { type: 'object', properties: { x: { type: 'number', description: 'x' } }, required: ['x'] };
   await Promise.all([
     putTool(c, toolContext('e2e-echo', 'export async function execute(input) { return { got: input }; }')),
-    putTool(c, toolContext('e2e-throws', 'export async function execute() { throw new Error("kaput: the tool gave up"); }')),
-    putTool(c, toolContext('e2e-forever', 'export async function execute() { await new Promise(() => setInterval(() => {}, 1000)); return {}; }', { limits: { timeout_ms: 600, memory_mb: 64 } })),
-    putTool(c, toolContext('e2e-hog', 'export async function execute() { const keep = []; for (;;) { keep.push(new Uint8Array(8 * 1024 * 1024).fill(1)); await new Promise((r) => setTimeout(r, 0)); } }', { limits: { timeout_ms: 20000, memory_mb: 64 } })),
-    putTool(c, toolContext('e2e-flood', 'export async function execute() { const line = "x".repeat(8192); for (let i = 0; i < 100000; i++) console.log(line); return {}; }', { limits: { timeout_ms: 20000, memory_mb: 128 } })),
-    putTool(c, toolContext('e2e-liar', 'export async function execute() { return { y: 1 }; }', { output_schema: objectOut, examples: [{ description: 'e', input: {} }] })),
-    putTool(c, toolContext('e2e-noapi', 'export async function execute(input, context) { await context.api.getBreadcrumb("anything"); return {}; }')),
-    putTool(c, toolContext('e2e-needy', 'export async function execute(input, context) { return { n: Object.keys(context.secrets).length }; }', { required_secrets: ['E2E_MISSING_KEY'] })),
-    putTool(c, toolContext('e2e-secretive', 'export async function execute(input, context) { return { length: context.secrets.E2E_KEY.length }; }', { required_secrets: ['E2E_KEY'] })),
+    putTool(
+      c,
+      toolContext('e2e-throws', 'export async function execute() { throw new Error("kaput: the tool gave up"); }'),
+    ),
+    putTool(
+      c,
+      toolContext(
+        'e2e-forever',
+        'export async function execute() { await new Promise(() => setInterval(() => {}, 1000)); return {}; }',
+        { limits: { timeout_ms: 600, memory_mb: 64 } },
+      ),
+    ),
+    putTool(
+      c,
+      toolContext(
+        'e2e-hog',
+        'export async function execute() { const keep = []; for (;;) { keep.push(new Uint8Array(8 * 1024 * 1024).fill(1)); await new Promise((r) => setTimeout(r, 0)); } }',
+        { limits: { timeout_ms: 20000, memory_mb: 64 } },
+      ),
+    ),
+    putTool(
+      c,
+      toolContext(
+        'e2e-flood',
+        'export async function execute() { const line = "x".repeat(8192); for (let i = 0; i < 100000; i++) console.log(line); return {}; }',
+        { limits: { timeout_ms: 20000, memory_mb: 128 } },
+      ),
+    ),
+    putTool(
+      c,
+      toolContext('e2e-liar', 'export async function execute() { return { y: 1 }; }', {
+        output_schema: objectOut,
+        examples: [{ description: 'e', input: {} }],
+      }),
+    ),
+    putTool(
+      c,
+      toolContext(
+        'e2e-noapi',
+        'export async function execute(input, context) { await context.api.getBreadcrumb("anything"); return {}; }',
+      ),
+    ),
+    putTool(
+      c,
+      toolContext(
+        'e2e-needy',
+        'export async function execute(input, context) { return { n: Object.keys(context.secrets).length }; }',
+        { required_secrets: ['E2E_MISSING_KEY'] },
+      ),
+    ),
+    putTool(
+      c,
+      toolContext(
+        'e2e-secretive',
+        'export async function execute(input, context) { return { length: context.secrets.E2E_KEY.length }; }',
+        { required_secrets: ['E2E_KEY'] },
+      ),
+    ),
     putTool(c, toolContext('e2e-evil', 'export async function execute() { return { v: eval("1+1") }; }')),
   ]);
   await c.createSecret({ name: 'E2E_KEY', scope_type: 'global', value: 'super-secret-value-123' });
@@ -37,7 +87,13 @@ describe('error codes reach the caller as tagged responses', () => {
     ['input against input_schema', 'e2e-echo', { n: 'not a number' }, 'input.invalid', /\/n: must be number/],
     ['falsy input', 'e2e-echo', null, 'input.invalid', /must be object/],
     ['a thrown error', 'e2e-throws', {}, 'tool.error', /kaput: the tool gave up/],
-    ['a tool that never ends (no permission: it cannot have an effect, so plain timeout)', 'e2e-forever', {}, 'timeout', /600 ms and was killed$/],
+    [
+      'a tool that never ends (no permission: it cannot have an effect, so plain timeout)',
+      'e2e-forever',
+      {},
+      'timeout',
+      /600 ms and was killed$/,
+    ],
     ['an ArrayBuffer allocation loop', 'e2e-hog', {}, 'memory_limit', /memory/],
     ['an output flood', 'e2e-flood', {}, 'output_limit', /wrote more than 1048576 bytes/],
     ['output against output_schema', 'e2e-liar', {}, 'output.invalid', /must have required property 'x'/],
@@ -58,14 +114,24 @@ describe('error codes reach the caller as tagged responses', () => {
 
   it('a malformed request (no tool name) gets input.invalid, not silence', async () => {
     const rid = crypto.randomUUID();
-    await c.createBreadcrumb({ title: 'bad', schema_name: SCHEMA.ToolRequest, tags: [TAG.Request, WS], context: { requestId: rid, input: {} } });
+    await c.createBreadcrumb({
+      title: 'bad',
+      schema_name: SCHEMA.ToolRequest,
+      tags: [TAG.Request, WS],
+      context: { requestId: rid, input: {} },
+    });
     const response = await answer(c, rid);
     expect(response.error?.code).toBe('input.invalid');
     expect(response.error?.message).toMatch(/tool/);
   });
 
   it('a request without requestId is answered under its breadcrumb id', async () => {
-    const { id } = await c.createBreadcrumb({ title: 'r', schema_name: SCHEMA.ToolRequest, tags: [TAG.Request, WS], context: { tool: 'e2e-echo', input: { n: 1 } } });
+    const { id } = await c.createBreadcrumb({
+      title: 'r',
+      schema_name: SCHEMA.ToolRequest,
+      tags: [TAG.Request, WS],
+      context: { tool: 'e2e-echo', input: { n: 1 } },
+    });
     const response = await answer(c, id);
     expect(response.status).toBe('success');
     expect(response.output).toEqual({ got: { n: 1 } });
@@ -88,7 +154,9 @@ describe('catalog follows the store', () => {
   it('runs a tool created after start; a direct PATCH of it takes it out, saying why (trust model)', async () => {
     const id = await putTool(c, toolContext('e2e-late', 'export async function execute() { return { v: 1 }; }'));
     expect((await answer(c, await request(c, 'e2e-late', {}))).output).toEqual({ v: 1 });
-    await c.updateBreadcrumb(id, { context: toolContext('e2e-late', 'export async function execute() { return { v: 2 }; }', { version: '2.0.0' }) });
+    await c.updateBreadcrumb(id, {
+      context: toolContext('e2e-late', 'export async function execute() { return { v: 2 }; }', { version: '2.0.0' }),
+    });
     let response: Awaited<ReturnType<typeof answer>> | undefined;
     // The update's event may race the next request; the catalog must converge within a few calls.
     for (let i = 0; i < 20 && response?.error?.code !== 'tool.not_found'; i++) {
@@ -103,7 +171,11 @@ describe('catalog follows the store', () => {
   it('an invalid update takes the tool out', async () => {
     const id = await putTool(c, toolContext('e2e-spoiled', 'export async function execute() { return {}; }'));
     expect((await answer(c, await request(c, 'e2e-spoiled', {}))).status).toBe('success');
-    await c.updateBreadcrumb(id, { context: toolContext('e2e-spoiled', 'export async function execute() { return new Function("return 1")(); }', { version: '1.0.1' }) });
+    await c.updateBreadcrumb(id, {
+      context: toolContext('e2e-spoiled', 'export async function execute() { return new Function("return 1")(); }', {
+        version: '1.0.1',
+      }),
+    });
     let code: string | undefined;
     for (let i = 0; i < 20 && code !== 'tool.not_found'; i++) {
       code = (await answer(c, await request(c, 'e2e-spoiled', {}))).error?.code;
@@ -117,7 +189,9 @@ describe('catalog follows the store', () => {
     await putTool(c, toolContext('e2e-listed', 'export async function execute() { return { v: 1 }; }'));
     const id = await putTool(c, toolContext('e2e-patched', 'export async function execute() { return { v: 1 }; }'));
     expect((await answer(c, await request(c, 'e2e-patched', {}))).output).toEqual({ v: 1 });
-    await c.updateBreadcrumb(id, { context: toolContext('e2e-patched', 'export async function execute() { return { v: 2 }; }', { version: '2.0.0' }) });
+    await c.updateBreadcrumb(id, {
+      context: toolContext('e2e-patched', 'export async function execute() { return { v: 2 }; }', { version: '2.0.0' }),
+    });
     let names: string[] = [];
     let rejected: string[] = [];
     const settled = () => names.includes('e2e-listed') && rejected.includes('e2e-patched');

@@ -5,7 +5,18 @@
 
 import { afterEach, describe, expect, it } from 'vitest';
 import type { StoreClient } from '../../src/breadcrumbs/index.js';
-import { cleanupAll, client, putTool, request, startRunner as startRunnerOn, startStoreProcess, tempDir, toolContext, waitForResponses, type CliProcess } from './harness.js';
+import {
+  cleanupAll,
+  client,
+  putTool,
+  request,
+  startRunner as startRunnerOn,
+  startStoreProcess,
+  tempDir,
+  toolContext,
+  waitForResponses,
+  type CliProcess,
+} from './harness.js';
 
 afterEach(cleanupAll);
 
@@ -45,7 +56,9 @@ async function submit(c: StoreClient, n: number, input: Record<string, unknown>)
 async function progress(c: StoreClient, rids: string[], count: number): Promise<void> {
   for (;;) {
     const items = await c.listAll({ schema_name: 'tool.response.v1', tag: 'workspace:tools' });
-    const answered = new Set(items.flatMap((i) => i.tags.filter((t) => t.startsWith('request:')).map((t) => t.slice(8))));
+    const answered = new Set(
+      items.flatMap((i) => i.tags.filter((t) => t.startsWith('request:')).map((t) => t.slice(8))),
+    );
     if (rids.filter((rid) => answered.has(rid)).length >= count) return;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -62,8 +75,12 @@ const KINDS = [
 /** The rids of requests some runner holds a claim on (a live lease, or a claim breadcrumb). */
 async function claimedRids(c: StoreClient, kind: string): Promise<string[]> {
   if (kind === 'lease') {
-    const reply = (await c.lease('list', { scope: 'workspace:tools' }, LEASE_KEY)) as { leases: Array<{ label: string; state: string; expires_ms: number }> };
-    return reply.leases.filter((lease) => lease.state === 'held' && lease.expires_ms > Date.now()).map((lease) => lease.label);
+    const reply = (await c.lease('list', { scope: 'workspace:tools' }, LEASE_KEY)) as {
+      leases: Array<{ label: string; state: string; expires_ms: number }>;
+    };
+    return reply.leases
+      .filter((lease) => lease.state === 'held' && lease.expires_ms > Date.now())
+      .map((lease) => lease.label);
   }
   const claims = await c.listAll({ schema_name: 'tool.claim.v1', tag: 'workspace:tools', include_context: true });
   return claims.map((i) => String(i.context?.['request_id']));
@@ -75,7 +92,9 @@ async function midRun(c: StoreClient, rids: string[], kind: string): Promise<voi
   for (;;) {
     const claimed = (await claimedRids(c, kind)).filter((rid) => wanted.has(rid));
     const items = await c.listAll({ schema_name: 'tool.response.v1', tag: 'workspace:tools' });
-    const answered = new Set(items.flatMap((i) => i.tags.filter((t) => t.startsWith('request:')).map((t) => t.slice(8))));
+    const answered = new Set(
+      items.flatMap((i) => i.tags.filter((t) => t.startsWith('request:')).map((t) => t.slice(8))),
+    );
     if (claimed.some((rid) => !answered.has(rid))) return;
     await new Promise((r) => setTimeout(r, 20));
   }
@@ -112,7 +131,9 @@ describe.each(KINDS)('with $kind claims', ({ kind, store: storeArgs, runner: run
       const first = await startRunner(url);
       // All 60 written at once, 300 ms each at 4 at a time: ~4.5 s of work, so when 10 are answered the
       // runner is surely mid-run on others (a faster runner must not finish everything before the kill).
-      const rids = await Promise.all(Array.from({ length: 60 }, (_, i) => request(c, 'e2e-marker', { sleepMs: 300, i })));
+      const rids = await Promise.all(
+        Array.from({ length: 60 }, (_, i) => request(c, 'e2e-marker', { sleepMs: 300, i })),
+      );
       await progress(c, rids, 10);
       // On a loaded machine the runner can be between runs at any given moment: kill it only when it
       // holds a claim on an unanswered request, so a takeover is certain to be needed.

@@ -4,7 +4,16 @@
 // itself is kept (retention never touches tool definitions).
 
 import { afterEach, describe, expect, it } from 'vitest';
-import { cleanupAll, client, putTool, request, startRunnerWithStore, toolContext, waitForResponses, WS } from './harness.js';
+import {
+  cleanupAll,
+  client,
+  putTool,
+  request,
+  startRunnerWithStore,
+  toolContext,
+  waitForResponses,
+  WS,
+} from './harness.js';
 
 afterEach(cleanupAll);
 
@@ -33,7 +42,8 @@ describe('retention', () => {
       }
       const requests = await c.listAll({ schema_name: 'tool.request.v1', tag: WS });
       if (answers.length === 0 && requests.length === 0) break;
-      if (Date.now() > deadline) throw new Error(`still kept after 120 s: ${answers.length} answers, ${requests.length} requests`);
+      if (Date.now() > deadline)
+        throw new Error(`still kept after 120 s: ${answers.length} answers, ${requests.length} requests`);
       await new Promise((r) => setTimeout(r, 100));
     }
     expect(early).toEqual([]);

@@ -37,7 +37,13 @@ let dataHome = '';
 
 /** The environment a person's shell would give: no TOOLS_RUNNER_* of the test run, a private TMPDIR. */
 function userEnv(): Record<string, string> {
-  return { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/tmp', TMPDIR: tempDir('tr-term-tmp-'), TERM: 'xterm', XDG_DATA_HOME: dataHome };
+  return {
+    PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+    HOME: process.env['HOME'] ?? '/tmp',
+    TMPDIR: tempDir('tr-term-tmp-'),
+    TERM: 'xterm',
+    XDG_DATA_HOME: dataHome,
+  };
 }
 
 interface Terminal {
@@ -53,7 +59,11 @@ interface Terminal {
 /** Runs `args` of the CLI under a pseudo-terminal (`script -qefc`), from a directory outside the checkout. */
 function underTerminal(args: string[]): Terminal {
   const quoted = ['exec', process.execPath, cli, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
-  const proc = spawn('script', ['-qefc', quoted, '/dev/null'], { cwd: tempDir('tr-term-start-'), env: userEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
+  const proc = spawn('script', ['-qefc', quoted, '/dev/null'], {
+    cwd: tempDir('tr-term-start-'),
+    env: userEnv(),
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   procs.push(proc);
   let text = '';
   const waiters: Array<() => void> = [];
@@ -63,7 +73,9 @@ function underTerminal(args: string[]): Terminal {
   };
   proc.stdout.on('data', onData);
   proc.stderr.on('data', onData);
-  const exited = new Promise<number | string>((resolve) => proc.on('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')));
+  const exited = new Promise<number | string>((resolve) =>
+    proc.on('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')),
+  );
   // (the terminal echoes a typed Ctrl-C as ^C in front of the next output)
   const lines = (): string[] => text.split(/\r?\n/).map((l) => l.replace(/\r/g, '').replace(/\^C/g, ''));
   return {
@@ -72,7 +84,13 @@ function underTerminal(args: string[]): Terminal {
     type: (keys) => void proc.stdin.write(keys),
     line(pattern, timeoutMs = 120_000) {
       return new Promise<string>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`terminal showed no line matching ${pattern} within ${timeoutMs} ms:\n${text.slice(-4000)}`)), timeoutMs);
+        const timer = setTimeout(
+          () =>
+            reject(
+              new Error(`terminal showed no line matching ${pattern} within ${timeoutMs} ms:\n${text.slice(-4000)}`),
+            ),
+          timeoutMs,
+        );
         const check = (): void => {
           const found = lines().find((l) => pattern.test(l));
           if (found !== undefined) {
@@ -80,7 +98,11 @@ function underTerminal(args: string[]): Terminal {
             resolve(found);
           } else if (proc.exitCode !== null || proc.signalCode !== null) {
             clearTimeout(timer);
-            reject(new Error(`terminal closed (${proc.exitCode ?? proc.signalCode}) before a line matching ${pattern}:\n${text.slice(-4000)}`));
+            reject(
+              new Error(
+                `terminal closed (${proc.exitCode ?? proc.signalCode}) before a line matching ${pattern}:\n${text.slice(-4000)}`,
+              ),
+            );
           } else {
             waiters.push(check);
           }
@@ -93,16 +115,27 @@ function underTerminal(args: string[]): Terminal {
 }
 
 /** `tools-runner call` from `cwd` (outside the checkout); resolves with its exit code, output and latency. */
-function call(cwd: string, url: string, tool: string, input: unknown): { proc: ChildProcess; done: Promise<{ code: number | string; out: string; err: string; ms: number }> } {
+function call(
+  cwd: string,
+  url: string,
+  tool: string,
+  input: unknown,
+): { proc: ChildProcess; done: Promise<{ code: number | string; out: string; err: string; ms: number }> } {
   const started = performance.now();
-  const proc = spawn(process.execPath, [cli, 'call', tool, JSON.stringify(input), '--store-url', url], { cwd, env: userEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [cli, 'call', tool, JSON.stringify(input), '--store-url', url], {
+    cwd,
+    env: userEnv(),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   procs.push(proc);
   let out = '';
   let err = '';
   proc.stdout?.on('data', (c: Buffer) => (out += c.toString()));
   proc.stderr?.on('data', (c: Buffer) => (err += c.toString()));
   const done = new Promise<{ code: number | string; out: string; err: string; ms: number }>((resolve) =>
-    proc.on('close', (code, signal) => resolve({ code: code ?? signal ?? 'unknown', out, err, ms: Math.round(performance.now() - started) })),
+    proc.on('close', (code, signal) =>
+      resolve({ code: code ?? signal ?? 'unknown', out, err, ms: Math.round(performance.now() - started) }),
+    ),
   );
   return { proc, done };
 }
@@ -130,7 +163,8 @@ async function untilRunning(admin: string): Promise<void> {
   throw new Error('the slow call never started running');
 }
 
-const warnOrError = (lines: string[]): string[] => lines.filter((l) => /^\d\d:\d\d:\d\d\.\d{3} (WARN|ERROR)/.test(l) || /"level":"(warn|error)"/.test(l));
+const warnOrError = (lines: string[]): string[] =>
+  lines.filter((l) => /^\d\d:\d\d:\d\d\.\d{3} (WARN|ERROR)/.test(l) || /"level":"(warn|error)"/.test(l));
 
 describe.skipIf(!hasScript)('at a terminal (pseudo-terminal, text logs)', () => {
   it('20 calls from another directory all succeed with no WARN or ERROR line; Ctrl-C drains: the in-flight call is answered and start exits 0', async () => {
@@ -151,11 +185,21 @@ describe.skipIf(!hasScript)('at a terminal (pseudo-terminal, text logs)', () => 
       const slow = call(elsewhere, url, 'timer', { ms: 1500 });
       await untilRunning(admin);
       term.type('\x03');
-      const answered = await Promise.race([slow.done, new Promise<undefined>((r) => setTimeout(() => r(undefined), 90_000))]);
-      if (!answered || answered.code !== 0) throw new Error(`the in-flight call was not answered (${JSON.stringify(answered)}); the terminal showed:\n${term.lines().slice(-40).join('\n')}`);
+      const answered = await Promise.race([
+        slow.done,
+        new Promise<undefined>((r) => setTimeout(() => r(undefined), 90_000)),
+      ]);
+      if (!answered || answered.code !== 0)
+        throw new Error(
+          `the in-flight call was not answered (${JSON.stringify(answered)}); the terminal showed:\n${term.lines().slice(-40).join('\n')}`,
+        );
       console.log(`[terminal] slow call answered during the drain after ${answered.ms} ms`);
       expect(answered.code).toBe(0);
-      expect(JSON.parse(answered.out)).toMatchObject({ tool: 'timer', status: 'success', output: { requested_ms: 1500 } });
+      expect(JSON.parse(answered.out)).toMatchObject({
+        tool: 'timer',
+        status: 'success',
+        output: { requested_ms: 1500 },
+      });
       expect(await term.exited).toBe(0);
       expect(term.lines().some((l) => / INFO  signal received, draining .*signal=SIGINT/.test(l))).toBe(true);
       expect(term.lines().some((l) => / INFO  stopped /.test(l))).toBe(true);

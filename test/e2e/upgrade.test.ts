@@ -12,7 +12,15 @@ const legacyResponse = (rid: string) => ({
   title: 'Response: u-count',
   schema_name: SCHEMA.ToolResponse,
   tags: [WS, TAG.Response, TAG.request(rid)],
-  context: { request_id: rid, tool: 'u-count', status: 'success', output: { legacy: true }, execution_time_ms: 1, metadata: {}, timestamp: new Date().toISOString() },
+  context: {
+    request_id: rid,
+    tool: 'u-count',
+    status: 'success',
+    output: { legacy: true },
+    execution_time_ms: 1,
+    metadata: {},
+    timestamp: new Date().toISOString(),
+  },
 });
 
 describe('answer-tag cutover', () => {
@@ -21,16 +29,29 @@ describe('answer-tag cutover', () => {
     const c = client(url);
     await putTool(
       c,
-      toolContext('u-count', `export async function execute(input, context) {
+      toolContext(
+        'u-count',
+        `export async function execute(input, context) {
         await context.api.createBreadcrumb({ title: 'exec', schema_name: 'e2e.exec.v1', tags: ['exec:' + input.mark], context: {} });
         return { ran: true };
-      }`, { permissions: { net: false, api: 'write' } }),
+      }`,
+        { permissions: { net: false, api: 'write' } },
+      ),
     );
     // History written by an older runner: requests with their (tag-only) answers.
     const oldIds: string[] = [];
     for (let i = 0; i < 5; i++) {
       const rid = `old-${i}`;
-      oldIds.push((await c.createBreadcrumb({ title: 'Request: u-count', schema_name: SCHEMA.ToolRequest, tags: [TAG.Request, WS], context: { tool: 'u-count', input: { mark: 'old' }, requestId: rid } })).id);
+      oldIds.push(
+        (
+          await c.createBreadcrumb({
+            title: 'Request: u-count',
+            schema_name: SCHEMA.ToolRequest,
+            tags: [TAG.Request, WS],
+            context: { tool: 'u-count', input: { mark: 'old' }, requestId: rid },
+          })
+        ).id,
+      );
       await c.createBreadcrumb(legacyResponse(rid));
     }
     await startRunner(url);
@@ -38,9 +59,15 @@ describe('answer-tag cutover', () => {
     await c.updateBreadcrumb(oldIds[0]!, { title: 'Request: u-count (edited)' });
     // A new request, pre-empted by a forged legacy-style answer.
     await c.createBreadcrumb(legacyResponse('new-1'));
-    await c.createBreadcrumb({ title: 'Request: u-count', schema_name: SCHEMA.ToolRequest, tags: [TAG.Request, WS], context: { tool: 'u-count', input: { mark: 'new' }, requestId: 'new-1' } });
+    await c.createBreadcrumb({
+      title: 'Request: u-count',
+      schema_name: SCHEMA.ToolRequest,
+      tags: [TAG.Request, WS],
+      context: { tool: 'u-count', input: { mark: 'new' }, requestId: 'new-1' },
+    });
     const deadline = Date.now() + 20_000;
-    while ((await c.listBreadcrumbs({ tag: 'exec:new', limit: 10 })).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    while ((await c.listBreadcrumbs({ tag: 'exec:new', limit: 10 })).length === 0 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
     expect(await c.listBreadcrumbs({ tag: 'exec:new', limit: 10 })).toHaveLength(1);
     // Two full scan intervals later, no old request has run.
     await new Promise((r) => setTimeout(r, 1500));

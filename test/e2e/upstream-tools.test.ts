@@ -17,7 +17,8 @@ import { answer, cleanupAll, client, request, runCli, startRunnerWithStore, temp
 
 const FIXTURES = fileURLToPath(new URL('../fixtures/upstream-tools/', import.meta.url));
 const NET_TOOLS = ['openrouter', 'openrouter_models_sync', 'scheduler', 'venice', 'workflow'];
-const CALC_FIX = 'fix: edit /code/source line 3:24 (screen.function-constructor): The Function constructor is not allowed: new Function(`"use strict"; return (${input.expression});`)';
+const CALC_FIX =
+  'fix: edit /code/source line 3:24 (screen.function-constructor): The Function constructor is not allowed: new Function(`"use strict"; return (${input.expression});`)';
 const OLLAMA_FIX = "fix: run with --allow-private-hosts 'ollama_local=localhost:11434'";
 
 async function testCommand(args: string[]): Promise<{ code: number | string; lines: string[] }> {
@@ -40,7 +41,9 @@ describe('tools-runner test on upstream-shaped files', () => {
   it('with --bootstrap-allow net: 11 of 13 run and pass (offline examples run, the rest skipped with the reason); calculator and ollama_local are refused with their fix', async () => {
     const { code, lines } = await testCommand(['--bootstrap-allow', 'net']);
     expect(code).toBe(1);
-    expect(lines.at(-1)).toMatch(/^13 tool\(s\), 20 example\(s\): 11 tool\(s\) passed, 2 failed; 12 example\(s\) passed, 0 failed, 8 skipped$/);
+    expect(lines.at(-1)).toMatch(
+      /^13 tool\(s\), 20 example\(s\): 11 tool\(s\) passed, 2 failed; 12 example\(s\) passed, 0 failed, 8 skipped$/,
+    );
     for (const name of ['echo', 'random', 'timer', 'json-transform', 'breadcrumb-create', 'breadcrumb-search']) {
       const report = block(lines, name);
       expect(report[0]).toMatch(new RegExp(`^✓ ${name} 2\\.0\\.0 `)); // version from the top-level semantic_version
@@ -49,8 +52,13 @@ describe('tools-runner test on upstream-shaped files', () => {
     for (const name of NET_TOOLS) {
       const report = block(lines, name);
       expect(report[0]).toMatch(new RegExp(`^✓ ${name} `));
-      const reason = name === 'scheduler' ? 'continuous tool (context.bootstrap.mode "continuous")' : 'net: true tool: its examples reach public hosts it does not name; pass --network-probe';
-      expect(report.filter((line) => line.startsWith('    - example')).every((line) => line.includes(reason))).toBe(true);
+      const reason =
+        name === 'scheduler'
+          ? 'continuous tool (context.bootstrap.mode "continuous")'
+          : 'net: true tool: its examples reach public hosts it does not name; pass --network-probe';
+      expect(report.filter((line) => line.startsWith('    - example')).every((line) => line.includes(reason))).toBe(
+        true,
+      );
     }
     expect(block(lines, 'openrouter_models_sync')).toContain(
       '    warning: tag "tool:openrouter-models-sync" does not match context.name "openrouter_models_sync": the tool runs as "openrouter_models_sync" (the name upstream\'s runtime registers it under) and the tag is dropped',
@@ -65,7 +73,13 @@ describe('tools-runner test on upstream-shaped files', () => {
     for (const name of NET_TOOLS) {
       const report = block(lines, name);
       expect(report[0]).toMatch(new RegExp(`^✗ ${name} .*— invalid definition$`));
-      expect(report.some((line) => line.includes('Unrestricted network access (net: true) is allowed for the operator\'s bootstrapped tools only when bootstrapAllow lists "net"'))).toBe(true);
+      expect(
+        report.some((line) =>
+          line.includes(
+            'Unrestricted network access (net: true) is allowed for the operator\'s bootstrapped tools only when bootstrapAllow lists "net"',
+          ),
+        ),
+      ).toBe(true);
       expect(report.at(-1)).toBe('    fix: run with --bootstrap-allow net');
     }
   }, 180_000);
@@ -73,7 +87,9 @@ describe('tools-runner test on upstream-shaped files', () => {
   it('an operator timeout above the operator maximum names the flag; under it (24 h default) it is accepted', async () => {
     const { lines } = await testCommand(['--bootstrap-allow', 'net', '--bootstrap-max-timeout-ms', '3600000']);
     const report = block(lines, 'scheduler');
-    expect(report).toContain('    definition.limits /limits/timeout_ms: limits.timeout_ms 86400000 is over the operator maximum for bootstrapped tools (bootstrapMaxTimeoutMs 3600000)');
+    expect(report).toContain(
+      '    definition.limits /limits/timeout_ms: limits.timeout_ms 86400000 is over the operator maximum for bootstrapped tools (bootstrapMaxTimeoutMs 3600000)',
+    );
     expect(report.at(-1)).toBe('    fix: run with --bootstrap-max-timeout-ms 86400000');
   }, 180_000);
 });
@@ -101,12 +117,31 @@ describe('a runner whose bootstrap directory holds the upstream-shaped files', (
   }, 120_000);
 
   it('upstream-shaped records written straight into the store by an agent keep the agent policy', async () => {
-    const doc = JSON.parse(readFileSync(join(FIXTURES, 'echo.json'), 'utf8')) as Record<string, unknown> & { context: Record<string, unknown> };
-    const named = (name: string, extra: Record<string, unknown> = {}) => ({ ...doc, tags: ['tool', `tool:${name}`, WS], context: { ...doc.context, name, ...extra } });
+    const doc = JSON.parse(readFileSync(join(FIXTURES, 'echo.json'), 'utf8')) as Record<string, unknown> & {
+      context: Record<string, unknown>;
+    };
+    const named = (name: string, extra: Record<string, unknown> = {}) => ({
+      ...doc,
+      tags: ['tool', `tool:${name}`, WS],
+      context: { ...doc.context, name, ...extra },
+    });
     // as upstream's bootstrap.js writes it: description and semantic_version only at the top level
     await c.createBreadcrumb(named('agent-echo') as never);
     await c.createBreadcrumb(named('agent-net', { permissions: { net: true } }) as never);
-    await c.createBreadcrumb(named('agent-stamped', { permissions: { net: true }, deployment: { v: 1, owner: 'operator', id: 'x', version: 2, digest: 'sha256:0', at: '2026-01-01T00:00:00Z', sig: 'hmac-sha256:00' } }) as never);
+    await c.createBreadcrumb(
+      named('agent-stamped', {
+        permissions: { net: true },
+        deployment: {
+          v: 1,
+          owner: 'operator',
+          id: 'x',
+          version: 2,
+          digest: 'sha256:0',
+          at: '2026-01-01T00:00:00Z',
+          sig: 'hmac-sha256:00',
+        },
+      }) as never,
+    );
     expect((await answer(c, await request(c, 'agent-echo', { message: 'yo' }))).output).toEqual({ echo: 'yo' });
     const net = await answer(c, await request(c, 'agent-net', { message: 'x' }));
     expect(net.status).toBe('error');
@@ -118,13 +153,31 @@ describe('a runner whose bootstrap directory holds the upstream-shaped files', (
       rejected = (catalog[0]?.context?.['rejectedTools'] ?? []) as typeof rejected;
       await new Promise((r) => setTimeout(r, 100));
     }
-    expect(rejected.find((r) => r.name === 'agent-net')?.reason).toContain('Unrestricted network access (net: true) is not allowed');
+    expect(rejected.find((r) => r.name === 'agent-net')?.reason).toContain(
+      'Unrestricted network access (net: true) is not allowed',
+    );
     expect(rejected.find((r) => r.name === 'agent-stamped')?.reason).toMatch(/deployment stamp/);
   }, 120_000);
 });
 
 it('the fixture directory holds the 13 upstream file names', () => {
   expect(readdirSync(FIXTURES).sort()).toEqual(
-    ['breadcrumb-create', 'breadcrumb-search', 'calculator', 'echo', 'json-transform', 'ollama', 'openrouter-models-sync', 'openrouter', 'random', 'scheduler', 'timer', 'venice', 'workflow'].map((n) => `${n}.json`).sort(),
+    [
+      'breadcrumb-create',
+      'breadcrumb-search',
+      'calculator',
+      'echo',
+      'json-transform',
+      'ollama',
+      'openrouter-models-sync',
+      'openrouter',
+      'random',
+      'scheduler',
+      'timer',
+      'venice',
+      'workflow',
+    ]
+      .map((n) => `${n}.json`)
+      .sort(),
   );
 });

@@ -43,7 +43,12 @@ describe('agentcli tools', () => {
   });
 
   it('take an explicit contract entry as written', async () => {
-    const contract = { side_effect: 'read-only', idempotent: true, owner: 'ops', rate_limits: { per_agent: { limit: 5, window_ms: 1000 } } };
+    const contract = {
+      side_effect: 'read-only',
+      idempotent: true,
+      owner: 'ops',
+      rate_limits: { per_agent: { limit: 5, window_ms: 1000 } },
+    };
     const [tool] = await load({ tools: [{ name: 'fetch', command: ['/bin/echo', '{}'], contract }] });
     expect(tool?.contract).toEqual(contract);
   });
@@ -54,11 +59,26 @@ describe('agentcli tools', () => {
   });
 
   it.each([
-    [{ side_effect: 'destructive' }, 'tool[0] "fetch": invalid contract: tools[0].contract.side_effect: Invalid option: expected one of "read-only"|"reversible-write"|"irreversible"|"financial"|"external-communication"|"code-execution"|"administrative" (got "destructive")'],
-    [{ idempotent: 'y', rate_limits: { per_tool: { limit: 0, window_ms: 1000 } } }, 'tool[0] "fetch": invalid contract: tools[0].contract.idempotent: Invalid input: expected boolean, received string (got "y"); tools[0].contract.rate_limits.per_tool.limit: Too small: expected number to be >=1 (got 0)'],
-    [{ approval: { when: { side_effects: ['financial', 'paid'] } } }, 'tool[0] "fetch": invalid contract: tools[0].contract.approval.when.side_effects[1]: Invalid option: expected one of "read-only"|"reversible-write"|"irreversible"|"financial"|"external-communication"|"code-execution"|"administrative" (got "paid")'],
-    ['read-only', 'tool[0] "fetch": invalid contract: tools[0].contract: Invalid input: expected object, received string (got "read-only")'],
-    [{ sideEffect: 'read-only' }, 'tool[0] "fetch": invalid contract: tools[0].contract: unknown field(s) "sideEffect" (got {"sideEffect":"read-only"})'],
+    [
+      { side_effect: 'destructive' },
+      'tool[0] "fetch": invalid contract: tools[0].contract.side_effect: Invalid option: expected one of "read-only"|"reversible-write"|"irreversible"|"financial"|"external-communication"|"code-execution"|"administrative" (got "destructive")',
+    ],
+    [
+      { idempotent: 'y', rate_limits: { per_tool: { limit: 0, window_ms: 1000 } } },
+      'tool[0] "fetch": invalid contract: tools[0].contract.idempotent: Invalid input: expected boolean, received string (got "y"); tools[0].contract.rate_limits.per_tool.limit: Too small: expected number to be >=1 (got 0)',
+    ],
+    [
+      { approval: { when: { side_effects: ['financial', 'paid'] } } },
+      'tool[0] "fetch": invalid contract: tools[0].contract.approval.when.side_effects[1]: Invalid option: expected one of "read-only"|"reversible-write"|"irreversible"|"financial"|"external-communication"|"code-execution"|"administrative" (got "paid")',
+    ],
+    [
+      'read-only',
+      'tool[0] "fetch": invalid contract: tools[0].contract: Invalid input: expected object, received string (got "read-only")',
+    ],
+    [
+      { sideEffect: 'read-only' },
+      'tool[0] "fetch": invalid contract: tools[0].contract: unknown field(s) "sideEffect" (got {"sideEffect":"read-only"})',
+    ],
   ])('an invalid contract %j rejects the manifest naming the field', async (contract, message) => {
     expect(await loadError({ tools: [{ name: 'fetch', command: ['/bin/echo', '{}'], contract }] })).toBe(message);
   });
@@ -81,7 +101,11 @@ describe('Runloop tools', () => {
         runloopTool({ id: 'files', capabilities: ['fs', 'kb_read'] }),
         runloopTool({ id: 'implied-only' }),
         runloopTool({ id: 'confirmed-read', capabilities: ['kb_read'], requires_confirmation: true }),
-        runloopTool({ id: 'get', capabilities: ['kb_read', 'net:api.example.com'], transport: { kind: 'http', method: 'GET', url: 'https://api.example.com/x' } }),
+        runloopTool({
+          id: 'get',
+          capabilities: ['kb_read', 'net:api.example.com'],
+          transport: { kind: 'http', method: 'GET', url: 'https://api.example.com/x' },
+        }),
       ],
     });
     expect(Object.fromEntries(tools.map((t) => [t.name, t.contract]))).toEqual({
@@ -109,25 +133,53 @@ describe('Runloop tools', () => {
   });
 
   it('keeps budget and observability tags on the host tool', async () => {
-    const [tool] = await load({ version: 1, tools: [runloopTool({ budget: { tokens: 100, usd: 0.5 }, observability: { tags: ['kb'] } })] });
+    const [tool] = await load({
+      version: 1,
+      tools: [runloopTool({ budget: { tokens: 100, usd: 0.5 }, observability: { tags: ['kb'] } })],
+    });
     expect(tool).toMatchObject({ budget: { tokens: 100, usd: 0.5 }, observabilityTags: ['kb'], contract: {} });
   });
 
   it('an explicit contract overrides the mapping field by field', async () => {
     const [tool] = await load({
       version: 1,
-      tools: [runloopTool({ capabilities: ['kb_read'], requires_confirmation: true, contract: { side_effect: 'reversible-write', idempotent: true } })],
+      tools: [
+        runloopTool({
+          capabilities: ['kb_read'],
+          requires_confirmation: true,
+          contract: { side_effect: 'reversible-write', idempotent: true },
+        }),
+      ],
     });
     expect(tool?.contract).toEqual({ side_effect: 'reversible-write', idempotent: true, approval: { when: 'always' } });
-    const [other] = await load({ version: 1, tools: [runloopTool({ capabilities: ['exec'], contract: { side_effect: 'irreversible', approval: { when: 'never' } } })] });
+    const [other] = await load({
+      version: 1,
+      tools: [
+        runloopTool({ capabilities: ['exec'], contract: { side_effect: 'irreversible', approval: { when: 'never' } } }),
+      ],
+    });
     expect(other?.contract).toEqual({ side_effect: 'irreversible', approval: { when: 'never' } });
   });
 
   it('an invalid explicit contract rejects the manifest naming the field', async () => {
-    expect(await loadError({ version: 1, tools: [runloopTool(), runloopTool({ id: 'b', contract: { retry: { max_attempts: 50 } } })] })).toBe(
+    expect(
+      await loadError({
+        version: 1,
+        tools: [runloopTool(), runloopTool({ id: 'b', contract: { retry: { max_attempts: 50 } } })],
+      }),
+    ).toBe(
       'tool #1: invalid contract: tools[1].contract.retry.max_attempts: Too big: expected number to be <=10 (got 50)',
     );
-    expect(await loadError({ version: 1, tools: [runloopTool({ contract: { deprecation: { deprecated_at: '2026-06-01T00:00:00Z', removal_at: '2026-01-01T00:00:00Z' } } })] })).toBe(
+    expect(
+      await loadError({
+        version: 1,
+        tools: [
+          runloopTool({
+            contract: { deprecation: { deprecated_at: '2026-06-01T00:00:00Z', removal_at: '2026-01-01T00:00:00Z' } },
+          }),
+        ],
+      }),
+    ).toBe(
       'tool #0: invalid contract: tools[0].contract.deprecation.removal_at: removal_at (2026-01-01T00:00:00Z) is before deprecated_at (2026-06-01T00:00:00Z) (got "2026-01-01T00:00:00Z")',
     );
   });

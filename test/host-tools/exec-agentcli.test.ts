@@ -6,8 +6,24 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { executeHostTool, loadManifest, type ExecuteHostToolOptions, type HostTool } from '../../src/host-tools/index.js';
-import { captureLogger, createTempDirs, diesWithin, fixture, livingChildren, schemas, testConfig, validator, writeManifest, type OptionOverrides } from './helpers.js';
+import {
+  executeHostTool,
+  loadManifest,
+  type ExecuteHostToolOptions,
+  type HostTool,
+} from '../../src/host-tools/index.js';
+import {
+  captureLogger,
+  createTempDirs,
+  diesWithin,
+  fixture,
+  livingChildren,
+  schemas,
+  testConfig,
+  validator,
+  writeManifest,
+  type OptionOverrides,
+} from './helpers.js';
 
 const temp = createTempDirs();
 afterEach(async () => {
@@ -18,7 +34,9 @@ afterEach(async () => {
 const PARENT_ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/home/tester' };
 
 async function tool(spec: Record<string, unknown>): Promise<HostTool> {
-  const result = await loadManifest(await writeManifest(await temp.make(), { tools: [{ name: 't', ...spec }] }), { validator });
+  const result = await loadManifest(await writeManifest(await temp.make(), { tools: [{ name: 't', ...spec }] }), {
+    validator,
+  });
   if (!result.ok) throw new Error(result.error);
   return result.tools[0] as HostTool;
 }
@@ -38,51 +56,100 @@ describe('agentcli exec (R1-R8)', () => {
   it('R1: timeoutSec wins over the default; the whole group dies; message is exactly "tool timed out"', async () => {
     const t = await tool({ command: [fixture('sleeper'), '5'], timeoutSec: 1 });
     const result = await executeHostTool(t, {}, await options({ config: { execTimeoutMs: 3000 } }));
-    expect(result).toMatchObject({ ok: false, error: { code: 'timeout', message: 'tool timed out', retryable: false, details: { timeoutMs: 1000 } } });
+    expect(result).toMatchObject({
+      ok: false,
+      error: { code: 'timeout', message: 'tool timed out', retryable: false, details: { timeoutMs: 1000 } },
+    });
   });
 
   it('R1: without timeoutSec the configured execTimeoutMs applies', async () => {
     const t = await tool({ command: [fixture('sleeper'), '5'] });
     const result = await executeHostTool(t, {}, await options({ config: { execTimeoutMs: 300 } }));
-    expect(result).toMatchObject({ ok: false, error: { code: 'timeout', message: 'tool timed out', details: { timeoutMs: 300 } } });
+    expect(result).toMatchObject({
+      ok: false,
+      error: { code: 'timeout', message: 'tool timed out', details: { timeoutMs: 300 } },
+    });
   });
 
   it('R2: the JSON arguments arrive on stdin and the JSON on stdout is the output', async () => {
-    const result = await executeHostTool(await tool({ command: [fixture('echo-json')] }), { a: 1, s: 'x y' }, await options());
+    const result = await executeHostTool(
+      await tool({ command: [fixture('echo-json')] }),
+      { a: 1, s: 'x y' },
+      await options(),
+    );
     expect(result).toMatchObject({ ok: true, output: { a: 1, s: 'x y' }, logs: [], logsTruncated: false });
   });
 
   it('R3: stderr text is the error message; empty stderr gives the exit text', async () => {
     const boom = await executeHostTool(await tool({ command: [fixture('fail-boom')] }), {}, await options());
-    expect(boom).toMatchObject({ ok: false, error: { code: 'tool.error', message: 'boom', retryable: false, details: { exitCode: 3 } } });
+    expect(boom).toMatchObject({
+      ok: false,
+      error: { code: 'tool.error', message: 'boom', retryable: false, details: { exitCode: 3 } },
+    });
     const silent = await executeHostTool(await tool({ command: [fixture('fail-silent')] }), {}, await options());
     expect(silent).toMatchObject({ ok: false, error: { code: 'tool.error', message: 'exit status 3' } });
   });
 
-  it('R4: the evidence carries agentcli\'s transport fields, in its order', async () => {
+  it("R4: the evidence carries agentcli's transport fields, in its order", async () => {
     const t = await tool({ command: [fixture('echo-json'), '--fixed'] });
     const result = await executeHostTool(t, { q: 1 }, await options());
-    expect(Object.keys(result.evidence ?? {})).toEqual(['argv', 'cwd', 'exit', 'stdoutBytes', 'stderrBytes', 'truncated', 'envKeys', 'transport']);
-    expect(result.evidence).toEqual({ argv: [fixture('echo-json'), '--fixed'], cwd: path.dirname(t.manifestPath), exit: 0, stdoutBytes: 7, stderrBytes: 0, truncated: false, envKeys: ['PATH', 'HOME'], transport: 'exec' });
+    expect(Object.keys(result.evidence ?? {})).toEqual([
+      'argv',
+      'cwd',
+      'exit',
+      'stdoutBytes',
+      'stderrBytes',
+      'truncated',
+      'envKeys',
+      'transport',
+    ]);
+    expect(result.evidence).toEqual({
+      argv: [fixture('echo-json'), '--fixed'],
+      cwd: path.dirname(t.manifestPath),
+      exit: 0,
+      stdoutBytes: 7,
+      stderrBytes: 0,
+      truncated: false,
+      envKeys: ['PATH', 'HOME'],
+      transport: 'exec',
+    });
   });
 
   it('R6: env values and redact patterns never reach the evidence', async () => {
-    const opts = await options({ env: { ...PARENT_ENV, OAI_API_KEY: 'sk-test-1234567890' }, config: { redact: ['secret', 'sk-[a-z0-9]+'] } });
-    const t = await tool({ command: [fixture('echo-json'), '--token=sk-test-1234567890', '--note=contains-secret'], envPassthrough: ['OAI_API_KEY'] });
+    const opts = await options({
+      env: { ...PARENT_ENV, OAI_API_KEY: 'sk-test-1234567890' },
+      config: { redact: ['secret', 'sk-[a-z0-9]+'] },
+    });
+    const t = await tool({
+      command: [fixture('echo-json'), '--token=sk-test-1234567890', '--note=contains-secret'],
+      envPassthrough: ['OAI_API_KEY'],
+    });
     const result = await executeHostTool(t, {}, opts);
     expect(result.ok).toBe(true);
     expect(JSON.stringify(result.evidence)).not.toContain('sk-test-1234567890');
     expect(JSON.stringify(result.evidence)).not.toContain('secret');
-    expect(result.evidence?.['argv']).toEqual([fixture('echo-json'), '--token=***REDACTED***', '--note=contains-***REDACTED***']);
+    expect(result.evidence?.['argv']).toEqual([
+      fixture('echo-json'),
+      '--token=***REDACTED***',
+      '--note=contains-***REDACTED***',
+    ]);
     expect(result.evidence?.['envKeys']).toEqual(['PATH', 'HOME', 'OAI_API_KEY']);
   });
 
   it('R7: the child sees PATH, HOME and the allow-listed keys present in the parent, nothing else', async () => {
     const env = { ...PARENT_ENV, OAI_API_KEY: 'k-123456', OAI_BASE_URL: 'http://base', UNSAFE: 'leak' };
     const opts = await options({ env });
-    const t = await tool({ command: [fixture('env-dump')], envPassthrough: ['OAI_API_KEY', 'OAI_BASE_URL', 'NOT_SET'] });
+    const t = await tool({
+      command: [fixture('env-dump')],
+      envPassthrough: ['OAI_API_KEY', 'OAI_BASE_URL', 'NOT_SET'],
+    });
     const result = await executeHostTool(t, {}, opts);
-    expect(result.ok && result.output).toEqual({ PATH: env.PATH, HOME: '/home/tester', OAI_API_KEY: 'k-123456', OAI_BASE_URL: 'http://base' });
+    expect(result.ok && result.output).toEqual({
+      PATH: env.PATH,
+      HOME: '/home/tester',
+      OAI_API_KEY: 'k-123456',
+      OAI_BASE_URL: 'http://base',
+    });
     expect(result.evidence?.['envKeys']).toEqual(['PATH', 'HOME', 'OAI_API_KEY', 'OAI_BASE_URL']);
     expect(JSON.stringify(result.evidence)).not.toContain('k-123456');
   });
@@ -90,7 +157,9 @@ describe('agentcli exec (R1-R8)', () => {
 
 describe('agentcli exec: outputs and failures', () => {
   it('C1: blank stdout is {}', async () => {
-    expect(await executeHostTool(await tool({ command: [fixture('blank')] }), { x: 1 }, await options())).toMatchObject({ ok: true, output: {} });
+    expect(await executeHostTool(await tool({ command: [fixture('blank')] }), { x: 1 }, await options())).toMatchObject(
+      { ok: true, output: {} },
+    );
   });
 
   it('C2: multi-line JSON on stdout is parsed whole (structured output, nothing to squeeze)', async () => {
@@ -107,7 +176,14 @@ describe('agentcli exec: outputs and failures', () => {
   it('output over maxOutputBytes kills the tool: output_limit, evidence says truncated', async () => {
     const opts = await options({ config: { maxOutputBytes: 4096 } });
     const result = await executeHostTool(await tool({ command: [fixture('flooder')] }), {}, opts);
-    expect(result).toMatchObject({ ok: false, error: { code: 'output_limit', message: 'tool wrote more than 4096 bytes to stdout and stderr', retryable: false } });
+    expect(result).toMatchObject({
+      ok: false,
+      error: {
+        code: 'output_limit',
+        message: 'tool wrote more than 4096 bytes to stdout and stderr',
+        retryable: false,
+      },
+    });
     expect(result.evidence).toMatchObject({ truncated: true });
     expect(result.evidence?.['stdoutBytes'] as number).toBeGreaterThan(4096);
   });
@@ -119,7 +195,10 @@ describe('agentcli exec: outputs and failures', () => {
 
   it('a program that cannot start is a tool.error naming it', async () => {
     const result = await executeHostTool(await tool({ command: ['/nonexistent/prog'] }), {}, await options());
-    expect(result).toMatchObject({ ok: false, error: { code: 'tool.error', message: 'cannot start "/nonexistent/prog": spawn /nonexistent/prog ENOENT' } });
+    expect(result).toMatchObject({
+      ok: false,
+      error: { code: 'tool.error', message: 'cannot start "/nonexistent/prog": spawn /nonexistent/prog ENOENT' },
+    });
   });
 
   it('C3: long stderr is cut to 1000 bytes', async () => {
@@ -153,7 +232,10 @@ describe('agentcli exec: process lifetime', () => {
     const pending = executeHostTool(t, {}, await options({ signal: controller.signal }));
     controller.abort(new Error('drain'));
     const result = await pending;
-    expect(result).toMatchObject({ ok: false, error: { code: 'internal', message: 'host tool "t" was cancelled before it finished', retryable: false } });
+    expect(result).toMatchObject({
+      ok: false,
+      error: { code: 'internal', message: 'host tool "t" was cancelled before it finished', retryable: false },
+    });
     const again = await executeHostTool(t, {}, await options({ signal: controller.signal }));
     expect(again).toMatchObject({ ok: false, error: { code: 'internal' } });
   });

@@ -5,8 +5,24 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { executeHostTool, loadManifest, type ExecuteHostToolOptions, type HostTool } from '../../src/host-tools/index.js';
-import { captureLogger, createTempDirs, fixture, livingChildren, schemas, secretsFrom, testConfig, validator, writeManifest, type OptionOverrides } from './helpers.js';
+import {
+  executeHostTool,
+  loadManifest,
+  type ExecuteHostToolOptions,
+  type HostTool,
+} from '../../src/host-tools/index.js';
+import {
+  captureLogger,
+  createTempDirs,
+  fixture,
+  livingChildren,
+  schemas,
+  secretsFrom,
+  testConfig,
+  validator,
+  writeManifest,
+  type OptionOverrides,
+} from './helpers.js';
 
 const temp = createTempDirs();
 afterEach(async () => {
@@ -75,13 +91,22 @@ describe('Runloop exec', () => {
     expect(result.ok && (result.output as Report).key).toBe('***REDACTED***');
     expect(JSON.stringify(result.evidence)).not.toContain(SECRET);
     expect(result.evidence?.['envKeys']).toEqual(['PATH', 'RUNLOOP_MAIL_SMTP_API_KEY']);
-    expect(result.evidence?.['argv']).toEqual([fixture('runloop-tool'), (result.ok && (result.output as Report).blob) || '', '--flag', 'x']);
+    expect(result.evidence?.['argv']).toEqual([
+      fixture('runloop-tool'),
+      (result.ok && (result.output as Report).blob) || '',
+      '--flag',
+      'x',
+    ]);
     log.logger.info('after the call', { leaked: SECRET });
     expect(log.text()).not.toContain(SECRET);
   });
 
   it('even a very short secret is redacted from the result', async () => {
-    const result = await executeHostTool(await tool(), {}, await options({ resolveSecret: secretsFrom({ 'runloop/mail/smtp_api_key': 'k9z' }) }));
+    const result = await executeHostTool(
+      await tool(),
+      {},
+      await options({ resolveSecret: secretsFrom({ 'runloop/mail/smtp_api_key': 'k9z' }) }),
+    );
     expect(result.ok && (result.output as Report).key).toBe('***REDACTED***');
   });
 
@@ -90,7 +115,11 @@ describe('Runloop exec', () => {
     const result = await executeHostTool(t, {}, await options());
     expect(result).toMatchObject({
       ok: false,
-      error: { code: 'output.invalid', message: 'tool result does not match result_schema: /mode must be integer', details: { errors: [{ path: '/mode', message: 'must be integer' }] } },
+      error: {
+        code: 'output.invalid',
+        message: 'tool result does not match result_schema: /mode must be integer',
+        details: { errors: [{ path: '/mode', message: 'must be integer' }] },
+      },
     });
   });
 
@@ -100,11 +129,31 @@ describe('Runloop exec', () => {
     const missing = await executeHostTool(await tool(), {}, opts);
     expect(missing).toMatchObject({
       ok: false,
-      error: { code: 'secret.missing', message: 'secret "runloop/mail/smtp_api_key" required by host tool "mail.report" could not be resolved', retryable: false },
+      error: {
+        code: 'secret.missing',
+        message: 'secret "runloop/mail/smtp_api_key" required by host tool "mail.report" could not be resolved',
+        retryable: false,
+      },
     });
-    expect(log.lines.find((line) => line.msg === 'host tool secret missing')?.capAudit).toMatchObject({ cap: 'secrets', decision: 'deny', reason: 'cap_denied', target: 'mail.report' });
+    expect(log.lines.find((line) => line.msg === 'host tool secret missing')?.capAudit).toMatchObject({
+      cap: 'secrets',
+      decision: 'deny',
+      reason: 'cap_denied',
+      target: 'mail.report',
+    });
     expect(missing.evidence).toMatchObject({ exit: null, stdoutBytes: 0, transport: 'exec' });
-    const failing = await executeHostTool(await tool(), {}, await options({ resolveSecret: async () => Promise.reject(new Error('store down')) }));
-    expect(failing).toMatchObject({ ok: false, error: { code: 'dependency.unavailable', message: 'secret "runloop/mail/smtp_api_key" could not be fetched: store down', retryable: true } });
+    const failing = await executeHostTool(
+      await tool(),
+      {},
+      await options({ resolveSecret: async () => Promise.reject(new Error('store down')) }),
+    );
+    expect(failing).toMatchObject({
+      ok: false,
+      error: {
+        code: 'dependency.unavailable',
+        message: 'secret "runloop/mail/smtp_api_key" could not be fetched: store down',
+        retryable: true,
+      },
+    });
   });
 });

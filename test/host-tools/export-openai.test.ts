@@ -26,7 +26,14 @@ describe('exportOpenAI', () => {
       { name: 'get_time', description: '', inputSchema: schema },
     ]);
     expect(out.tools).toEqual([
-      { type: 'function', function: { name: 'mail_smtp_send', description: 'Send mail', parameters: { type: 'object', additionalProperties: false } } },
+      {
+        type: 'function',
+        function: {
+          name: 'mail_smtp_send',
+          description: 'Send mail',
+          parameters: { type: 'object', additionalProperties: false },
+        },
+      },
       { type: 'function', function: { name: 'get_time', parameters: schema } },
     ]);
     expect(out.tools[1]?.function.parameters).toBe(schema);
@@ -44,14 +51,21 @@ describe('exportOpenAI', () => {
       caught = err;
     }
     expect(caught).toBeInstanceOf(RunnerError);
-    expect(caught).toMatchObject({ code: 'conflict', message: 'tool names "mail.send" and "mail_send" both export as "mail_send"', retryable: false });
+    expect(caught).toMatchObject({
+      code: 'conflict',
+      message: 'tool names "mail.send" and "mail_send" both export as "mail_send"',
+      retryable: false,
+    });
   });
 
   it('names equal after the 64-character cap collide too; an empty name cannot be exported', () => {
     const long = 'a'.repeat(64);
-    expect(() => exportOpenAI([{ name: `${long}-one`, inputSchema: {} }, { name: `${long}-two`, inputSchema: {} }])).toThrow(
-      `tool names "${long}-one" and "${long}-two" both export as "${long}"`,
-    );
+    expect(() =>
+      exportOpenAI([
+        { name: `${long}-one`, inputSchema: {} },
+        { name: `${long}-two`, inputSchema: {} },
+      ]),
+    ).toThrow(`tool names "${long}-one" and "${long}-two" both export as "${long}"`);
     expect(() => exportOpenAI([{ name: '', inputSchema: {} }])).toThrow('tool name "" cannot be exported: it is empty');
   });
 });

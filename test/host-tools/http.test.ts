@@ -4,8 +4,22 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { executeHostTool, loadManifest, type ExecuteHostToolOptions, type HostTool } from '../../src/host-tools/index.js';
-import { captureLogger, createTempDirs, schemas, secretsFrom, testConfig, validator, writeManifest, type OptionOverrides } from './helpers.js';
+import {
+  executeHostTool,
+  loadManifest,
+  type ExecuteHostToolOptions,
+  type HostTool,
+} from '../../src/host-tools/index.js';
+import {
+  captureLogger,
+  createTempDirs,
+  schemas,
+  secretsFrom,
+  testConfig,
+  validator,
+  writeManifest,
+  type OptionOverrides,
+} from './helpers.js';
 
 const temp = createTempDirs();
 const TOKEN = 'tok-5f1e2d3c4b';
@@ -20,10 +34,18 @@ function route(req: IncomingMessage, res: ServerResponse, body: string): void {
     res.end(JSON.stringify(value));
   };
   const status = /^\/status\/(\d+)$/.exec(url.pathname);
-  if (status) return json(Number(status[1]), { error: `status ${status[1]} for ${TOKEN.slice(0, 3)}` }, { 'retry-after': '2' });
+  if (status)
+    return json(Number(status[1]), { error: `status ${status[1]} for ${TOKEN.slice(0, 3)}` }, { 'retry-after': '2' });
   switch (url.pathname.split('/')[1]) {
     case 'echo':
-      return json(200, { method: req.method, path: req.url, accept: req.headers.accept, auth: req.headers.authorization ?? null, type: req.headers['content-type'] ?? null, body: body === '' ? null : JSON.parse(body) });
+      return json(200, {
+        method: req.method,
+        path: req.url,
+        accept: req.headers.accept,
+        auth: req.headers.authorization ?? null,
+        type: req.headers['content-type'] ?? null,
+        body: body === '' ? null : JSON.parse(body),
+      });
     case 'leak':
       return json(200, { echoed: req.headers.authorization });
     case 'slow':
@@ -66,7 +88,11 @@ afterAll(async () => {
   await new Promise<void>((resolve) => server.close(() => resolve()));
 });
 
-async function tool(pathTemplate: string, over: Record<string, unknown> = {}, transport: Record<string, unknown> = {}): Promise<HostTool> {
+async function tool(
+  pathTemplate: string,
+  over: Record<string, unknown> = {},
+  transport: Record<string, unknown> = {},
+): Promise<HostTool> {
   const result = await loadManifest(
     await writeManifest(await temp.make(), {
       version: 1,
@@ -74,7 +100,13 @@ async function tool(pathTemplate: string, over: Record<string, unknown> = {}, tr
         {
           id: 'remote.call',
           description: 'Calls the test server',
-          transport: { kind: 'http', method: 'POST', url: `${base}${pathTemplate}`, headers: { Authorization: 'Bearer ${secret:api/token}' }, ...transport },
+          transport: {
+            kind: 'http',
+            method: 'POST',
+            url: `${base}${pathTemplate}`,
+            headers: { Authorization: 'Bearer ${secret:api/token}' },
+            ...transport,
+          },
           input_schema: { type: 'object' },
           result_schema: null,
           secrets: ['api/token'],
@@ -89,7 +121,13 @@ async function tool(pathTemplate: string, over: Record<string, unknown> = {}, tr
 }
 
 async function options(over: OptionOverrides = {}): Promise<ExecuteHostToolOptions> {
-  return { logger: captureLogger().logger, schemas, resolveSecret: secretsFrom({ 'api/token': TOKEN }), ...over, config: testConfig(over.config) };
+  return {
+    logger: captureLogger().logger,
+    schemas,
+    resolveSecret: secretsFrom({ 'api/token': TOKEN }),
+    ...over,
+    config: testConfig(over.config),
+  };
 }
 
 describe('http transport', () => {
@@ -98,9 +136,22 @@ describe('http transport', () => {
     const result = await executeHostTool(await tool('/echo/{id}?q={q}'), { id: 'a b/c', q: 'x&y', extra: true }, opts);
     expect(result).toMatchObject({
       ok: true,
-      output: { method: 'POST', path: '/echo/a%20b%2Fc?q=x%26y', auth: 'Bearer ***REDACTED***', type: 'application/json', body: { id: 'a b/c', q: 'x&y', extra: true } },
+      output: {
+        method: 'POST',
+        path: '/echo/a%20b%2Fc?q=x%26y',
+        auth: 'Bearer ***REDACTED***',
+        type: 'application/json',
+        body: { id: 'a b/c', q: 'x&y', extra: true },
+      },
     });
-    expect(result.evidence).toMatchObject({ transport: 'http', argv: ['POST', `${base}/echo/a%20b%2Fc?q=x%26y`], cwd: null, exit: null, status: 200, envKeys: [] });
+    expect(result.evidence).toMatchObject({
+      transport: 'http',
+      argv: ['POST', `${base}/echo/a%20b%2Fc?q=x%26y`],
+      cwd: null,
+      exit: null,
+      status: 200,
+      envKeys: [],
+    });
     expect(JSON.stringify(result.evidence)).not.toContain(TOKEN);
   });
 
@@ -109,7 +160,17 @@ describe('http transport', () => {
     const result = await executeHostTool(await tool('/echo/{id}'), { id: 'a' }, opts);
     const { hostname, port } = new URL(base);
     expect(result.effects).toEqual([{ kind: 'net.fetch', target: `${hostname}:${port}`, at_ms: expect.any(Number) }]);
-    expect(result.evidence).toEqual({ argv: ['POST', `${base}/echo/a`], cwd: null, exit: null, stdoutBytes: expect.any(Number), stderrBytes: 0, truncated: false, envKeys: [], transport: 'http', status: 200 });
+    expect(result.evidence).toEqual({
+      argv: ['POST', `${base}/echo/a`],
+      cwd: null,
+      exit: null,
+      stdoutBytes: expect.any(Number),
+      stderrBytes: 0,
+      truncated: false,
+      envKeys: [],
+      transport: 'http',
+      status: 200,
+    });
     expect(JSON.stringify(result)).not.toContain(TOKEN);
     const refused = await executeHostTool(await tool('/echo/{id}'), {}, opts);
     expect(refused).toMatchObject({ ok: false, error: { code: 'input.invalid' } });
@@ -117,8 +178,15 @@ describe('http transport', () => {
   });
 
   it('manifest headers replace the defaults whatever their case', async () => {
-    const t = await tool('/echo/x', {}, { headers: { ACCEPT: 'application/vnd.api+json', Authorization: 'Bearer ${secret:api/token}' } });
-    expect(await executeHostTool(t, {}, await options())).toMatchObject({ ok: true, output: { accept: 'application/vnd.api+json' } });
+    const t = await tool(
+      '/echo/x',
+      {},
+      { headers: { ACCEPT: 'application/vnd.api+json', Authorization: 'Bearer ${secret:api/token}' } },
+    );
+    expect(await executeHostTool(t, {}, await options())).toMatchObject({
+      ok: true,
+      output: { accept: 'application/vnd.api+json' },
+    });
   });
 
   it('GET sends no body', async () => {
@@ -129,14 +197,26 @@ describe('http transport', () => {
   it('a missing placeholder argument is input.invalid and sends nothing', async () => {
     const opts = await options();
     const result = await executeHostTool(await tool('/echo/{id}'), {}, opts);
-    expect(result).toMatchObject({ ok: false, error: { code: 'input.invalid', message: 'url placeholder {id} has no value: argument "id" is missing' } });
-    expect(await executeHostTool(await tool('/echo/{id}'), { id: '..' }, opts)).toMatchObject({ ok: false, error: { code: 'input.invalid', message: 'url placeholder {id} cannot be ".."' } });
+    expect(result).toMatchObject({
+      ok: false,
+      error: { code: 'input.invalid', message: 'url placeholder {id} has no value: argument "id" is missing' },
+    });
+    expect(await executeHostTool(await tool('/echo/{id}'), { id: '..' }, opts)).toMatchObject({
+      ok: false,
+      error: { code: 'input.invalid', message: 'url placeholder {id} cannot be ".."' },
+    });
     expect(result.effects).toBeUndefined();
   });
 
   it('an unresolvable header secret is secret.missing', async () => {
     const result = await executeHostTool(await tool('/echo/x'), {}, await options({ resolveSecret: secretsFrom({}) }));
-    expect(result).toMatchObject({ ok: false, error: { code: 'secret.missing', message: 'secret "api/token" required by host tool "remote.call" could not be resolved' } });
+    expect(result).toMatchObject({
+      ok: false,
+      error: {
+        code: 'secret.missing',
+        message: 'secret "api/token" required by host tool "remote.call" could not be resolved',
+      },
+    });
   });
 
   it('a secret echoed back by the endpoint is redacted from the output and from the logs', async () => {
@@ -162,13 +242,21 @@ describe('http transport', () => {
     const result = await executeHostTool(await tool(`/status/${status}`), {}, await options());
     expect(result).toMatchObject({
       ok: false,
-      error: { code, retryable, message: `POST ${base}/status/${status} answered ${status}: {"error":"status ${status} for tok"}`, details: { status, retryAfterMs: 2000 } },
+      error: {
+        code,
+        retryable,
+        message: `POST ${base}/status/${status} answered ${status}: {"error":"status ${status} for tok"}`,
+        details: { status, retryAfterMs: 2000 },
+      },
     });
   });
 
   it('a timeout is dependency.unavailable (retryable)', async () => {
     const result = await executeHostTool(await tool('/slow', {}, { timeout_ms: 200 }), {}, await options());
-    expect(result).toMatchObject({ ok: false, error: { code: 'dependency.unavailable', message: `POST ${base}/slow timed out after 200 ms`, retryable: true } });
+    expect(result).toMatchObject({
+      ok: false,
+      error: { code: 'dependency.unavailable', message: `POST ${base}/slow timed out after 200 ms`, retryable: true },
+    });
   });
 
   it('a refused connection is dependency.unavailable (retryable)', async () => {
@@ -179,15 +267,29 @@ describe('http transport', () => {
     const t = await tool('/x');
     const moved = { ...t, transport: { ...t.transport, url: `http://127.0.0.1:${port}/x` } } as HostTool;
     const result = await executeHostTool(moved, {}, await options());
-    expect(result).toMatchObject({ ok: false, error: { code: 'dependency.unavailable', message: `POST http://127.0.0.1:${port}/x failed: ECONNREFUSED`, retryable: true } });
+    expect(result).toMatchObject({
+      ok: false,
+      error: {
+        code: 'dependency.unavailable',
+        message: `POST http://127.0.0.1:${port}/x failed: ECONNREFUSED`,
+        retryable: true,
+      },
+    });
   });
 
   it('a body that is not JSON is output.invalid; a wrong shape fails result_schema', async () => {
     const bad = await executeHostTool(await tool('/bad-json'), {}, await options());
     expect(bad).toMatchObject({ ok: false, error: { code: 'output.invalid', details: { status: 200 } } });
     expect(!bad.ok && bad.error.message).toMatch(new RegExp(`^response of POST ${base}/bad-json is not valid JSON: `));
-    const shaped = await executeHostTool(await tool('/wrong-shape', { result_schema: { type: 'object', properties: { count: { type: 'integer' } } } }), {}, await options());
-    expect(shaped).toMatchObject({ ok: false, error: { code: 'output.invalid', message: 'tool result does not match result_schema: /count must be integer' } });
+    const shaped = await executeHostTool(
+      await tool('/wrong-shape', { result_schema: { type: 'object', properties: { count: { type: 'integer' } } } }),
+      {},
+      await options(),
+    );
+    expect(shaped).toMatchObject({
+      ok: false,
+      error: { code: 'output.invalid', message: 'tool result does not match result_schema: /count must be integer' },
+    });
   });
 
   it('redirects are not followed; oversized answers are output_limit; 204 is {}', async () => {
@@ -196,7 +298,10 @@ describe('http transport', () => {
       error: { code: 'tool.error', message: `POST ${base}/redirect answered 302; redirects are not followed` },
     });
     const opts = await options({ config: { maxOutputBytes: 2048 } });
-    expect(await executeHostTool(await tool('/big'), {}, opts)).toMatchObject({ ok: false, error: { code: 'output_limit', message: `response of POST ${base}/big is larger than 2048 bytes` } });
+    expect(await executeHostTool(await tool('/big'), {}, opts)).toMatchObject({
+      ok: false,
+      error: { code: 'output_limit', message: `response of POST ${base}/big is larger than 2048 bytes` },
+    });
     expect((await executeHostTool(await tool('/big'), {}, opts)).evidence).toMatchObject({ truncated: true });
     expect(await executeHostTool(await tool('/empty'), {}, await options())).toMatchObject({ ok: true, output: {} });
   });
@@ -205,6 +310,13 @@ describe('http transport', () => {
     const controller = new AbortController();
     const pending = executeHostTool(await tool('/slow'), {}, await options({ signal: controller.signal }));
     controller.abort(new Error('drain'));
-    expect(await pending).toMatchObject({ ok: false, error: { code: 'internal', message: 'host tool "remote.call" was cancelled before it finished', retryable: false } });
+    expect(await pending).toMatchObject({
+      ok: false,
+      error: {
+        code: 'internal',
+        message: 'host tool "remote.call" was cancelled before it finished',
+        retryable: false,
+      },
+    });
   });
 });

@@ -46,7 +46,12 @@ describe('loadHostTools', () => {
       ],
     });
     const log = captureLogger();
-    const result = await loadHostTools({ paths: [file], grantedCapabilities: ['net:api.mail.io'], logger: log.logger, validator });
+    const result = await loadHostTools({
+      paths: [file],
+      grantedCapabilities: ['net:api.mail.io'],
+      logger: log.logger,
+      validator,
+    });
     expect(result.errors).toEqual([]);
     expect(result.tools.map((t) => t.name)).toEqual(['mail.send']);
     expect(result.denied).toEqual([
@@ -54,43 +59,93 @@ describe('loadHostTools', () => {
       { name: 'elsewhere', manifestPath: file, reason: 'capability "net:evil.example" not granted' },
     ]);
     const audit = log.lines.find((line) => line.msg === 'host tool denied' && line.tool === 'kb.write');
-    expect(audit?.capAudit).toMatchObject({ cap: 'kb_write', op: 'tool.expose', target: 'kb.write', decision: 'deny', severity: 'warn', reason: 'cap_missing' });
+    expect(audit?.capAudit).toMatchObject({
+      cap: 'kb_write',
+      op: 'tool.expose',
+      target: 'kb.write',
+      decision: 'deny',
+      severity: 'warn',
+      reason: 'cap_missing',
+    });
     expect((audit?.capAudit as { args_hash: string }).args_hash).toMatch(/^[0-9a-f]{64}$/);
   });
 
   it('the bare net grant covers every host; unknown families are never granted', async () => {
     const dir = await temp.make();
-    const file = await writeManifest(dir, { version: 1, tools: [httpTool('a', 'https://a.io/'), httpTool('b', 'https://b.io/', ['teleport:x'])] });
-    const result = await loadHostTools({ paths: [file], grantedCapabilities: ['net', 'teleport'], logger: captureLogger().logger, validator });
+    const file = await writeManifest(dir, {
+      version: 1,
+      tools: [httpTool('a', 'https://a.io/'), httpTool('b', 'https://b.io/', ['teleport:x'])],
+    });
+    const result = await loadHostTools({
+      paths: [file],
+      grantedCapabilities: ['net', 'teleport'],
+      logger: captureLogger().logger,
+      validator,
+    });
     expect(result.tools.map((t) => t.name)).toEqual(['a']);
-    expect(result.denied[0]?.reason).toBe('capability "teleport:x" has unknown family "teleport" (known: fs, net, time, kb_read, kb_write, secrets, model, exec)');
+    expect(result.denied[0]?.reason).toBe(
+      'capability "teleport:x" has unknown family "teleport" (known: fs, net, time, kb_read, kb_write, secrets, model, exec)',
+    );
   });
 
   it('a name defined by two manifests exposes neither; a bad manifest is rejected whole', async () => {
-    const one = await writeManifest(await temp.make(), { version: 1, tools: [httpTool('shared', 'https://a.io/'), httpTool('only.one', 'https://a.io/')] });
+    const one = await writeManifest(await temp.make(), {
+      version: 1,
+      tools: [httpTool('shared', 'https://a.io/'), httpTool('only.one', 'https://a.io/')],
+    });
     const twoDir = await temp.make();
     const two = await writeManifest(twoDir, { tools: [{ name: 'shared', command: ['/bin/cat'] }] });
-    const bad = await writeManifest(await temp.make(), { tools: [{ name: 'fine', command: ['/bin/cat'] }, { name: 'broken', command: ['cat'] }] });
-    const result = await loadHostTools({ paths: [one, two, bad, path.relative(process.cwd(), one)], grantedCapabilities: ['net'], logger: captureLogger().logger, validator });
+    const bad = await writeManifest(await temp.make(), {
+      tools: [
+        { name: 'fine', command: ['/bin/cat'] },
+        { name: 'broken', command: ['cat'] },
+      ],
+    });
+    const result = await loadHostTools({
+      paths: [one, two, bad, path.relative(process.cwd(), one)],
+      grantedCapabilities: ['net'],
+      logger: captureLogger().logger,
+      validator,
+    });
     expect(result.tools.map((t) => t.name)).toEqual(['only.one']);
     const reason = `tool name "shared" is defined by more than one manifest (${one}, ${two}); none is exposed`;
     expect(result.denied).toEqual([
       { name: 'shared', manifestPath: one, reason },
       { name: 'shared', manifestPath: two, reason },
     ]);
-    expect(result.errors).toEqual([{ path: bad, message: 'tool[1] "broken": relative command[0] must start with ./tools/bin/' }]);
+    expect(result.errors).toEqual([
+      { path: bad, message: 'tool[1] "broken": relative command[0] must start with ./tools/bin/' },
+    ]);
   });
 
   it('agentcli tools need no grant; Runloop exec tools need exec', async () => {
     const agentcli = await writeManifest(await temp.make(), { tools: [{ name: 'cat', command: ['/bin/cat'] }] });
     const runloop = await writeManifest(await temp.make(), {
       version: 1,
-      tools: [{ id: 'rl.cat', description: 'cat', transport: { kind: 'exec', command: '/bin/cat' }, input_schema: null, result_schema: null }],
+      tools: [
+        {
+          id: 'rl.cat',
+          description: 'cat',
+          transport: { kind: 'exec', command: '/bin/cat' },
+          input_schema: null,
+          result_schema: null,
+        },
+      ],
     });
-    const without = await loadHostTools({ paths: [agentcli, runloop], grantedCapabilities: [], logger: captureLogger().logger, validator });
+    const without = await loadHostTools({
+      paths: [agentcli, runloop],
+      grantedCapabilities: [],
+      logger: captureLogger().logger,
+      validator,
+    });
     expect(without.tools.map((t) => t.name)).toEqual(['cat']);
     expect(without.denied.map((d) => d.reason)).toEqual(['capability "exec" not granted']);
-    const granted = await loadHostTools({ paths: [agentcli, runloop], grantedCapabilities: ['exec'], logger: captureLogger().logger, validator });
+    const granted = await loadHostTools({
+      paths: [agentcli, runloop],
+      grantedCapabilities: ['exec'],
+      logger: captureLogger().logger,
+      validator,
+    });
     expect(granted.tools.map((t) => t.name)).toEqual(['cat', 'rl.cat']);
   });
 });

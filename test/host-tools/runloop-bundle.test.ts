@@ -15,14 +15,25 @@ afterEach(() => temp.cleanup());
 
 const TOOLS = {
   version: 1,
-  tools: [{ id: 'kb.search', description: 'Search', transport: { kind: 'exec', command: '/usr/bin/true' }, input_schema: { type: 'object' }, result_schema: { type: 'object' } }],
+  tools: [
+    {
+      id: 'kb.search',
+      description: 'Search',
+      transport: { kind: 'exec', command: '/usr/bin/true' },
+      input_schema: { type: 'object' },
+      result_schema: { type: 'object' },
+    },
+  ],
 };
 
 async function bundle(artifacts: string, tools: unknown = TOOLS): Promise<{ dir: string; digest: string }> {
   const dir = await temp.make();
   const file = await writeManifest(dir, tools);
   const digest = blake3Hex(readFileSync(file));
-  await writeFile(path.join(dir, 'manifest.toml'), `[agent]\nname = "mailer"\n\n${artifacts.replace('<digest>', digest)}\n`);
+  await writeFile(
+    path.join(dir, 'manifest.toml'),
+    `[agent]\nname = "mailer"\n\n${artifacts.replace('<digest>', digest)}\n`,
+  );
   return { dir, digest };
 }
 
@@ -40,7 +51,9 @@ describe('Runloop bundles (L3-L5)', () => {
       const result = await loadManifest(target, { validator });
       expect(result.ok).toBe(true);
       if (!result.ok) continue;
-      expect(result.tools.map((t) => [t.name, t.manifestDigest, t.manifestPath])).toEqual([['kb.search', digest, path.join(dir, 'tools.json')]]);
+      expect(result.tools.map((t) => [t.name, t.manifestDigest, t.manifestPath])).toEqual([
+        ['kb.search', digest, path.join(dir, 'tools.json')],
+      ]);
     }
   });
 
@@ -54,24 +67,39 @@ describe('Runloop bundles (L3-L5)', () => {
 
   it('L4: an unsupported artifact version', async () => {
     const { dir } = await bundle('[artifacts.tools]\npath = "tools.json"\nblake3 = "<digest>"\nversion = 99');
-    expect(await loadManifest(dir, { validator })).toEqual({ ok: false, error: 'artifact error for mailer: unsupported tools.json version 99 (supported: 1)' });
+    expect(await loadManifest(dir, { validator })).toEqual({
+      ok: false,
+      error: 'artifact error for mailer: unsupported tools.json version 99 (supported: 1)',
+    });
   });
 
   it('a missing digest, an escaping path and a symlink out of the bundle are rejected', async () => {
     const noDigest = await bundle('[artifacts.tools]\npath = "tools.json"\nversion = 1');
-    expect(await loadManifest(noDigest.dir, { validator })).toEqual({ ok: false, error: 'artifact error for mailer: [artifacts.tools] blake3 is required' });
+    expect(await loadManifest(noDigest.dir, { validator })).toEqual({
+      ok: false,
+      error: 'artifact error for mailer: [artifacts.tools] blake3 is required',
+    });
     const escaping = await bundle('[artifacts.tools]\npath = "../tools.json"\nblake3 = "<digest>"');
-    expect(await loadManifest(escaping.dir, { validator })).toEqual({ ok: false, error: 'artifact error for mailer: [artifacts.tools] path "../tools.json" escapes the bundle directory' });
+    expect(await loadManifest(escaping.dir, { validator })).toEqual({
+      ok: false,
+      error: 'artifact error for mailer: [artifacts.tools] path "../tools.json" escapes the bundle directory',
+    });
     const outside = await temp.make();
     const target = await writeManifest(outside, TOOLS);
     const linked = await bundle('[artifacts.tools]\npath = "link.json"\nblake3 = "<digest>"');
     await symlink(target, path.join(linked.dir, 'link.json'));
-    expect(await loadManifest(linked.dir, { validator })).toEqual({ ok: false, error: 'artifact error for mailer: [artifacts.tools] path "link.json" escapes the bundle directory' });
+    expect(await loadManifest(linked.dir, { validator })).toEqual({
+      ok: false,
+      error: 'artifact error for mailer: [artifacts.tools] path "link.json" escapes the bundle directory',
+    });
   });
 
   it('the tools.json of a bundle must be Runloop-shaped', async () => {
     const { dir } = await bundle('[artifacts.tools]\nblake3 = "<digest>"', { tools: [] });
-    expect(await loadManifest(dir, { validator })).toEqual({ ok: false, error: 'invalid JSON: missing field `version` at $' });
+    expect(await loadManifest(dir, { validator })).toEqual({
+      ok: false,
+      error: 'invalid JSON: missing field `version` at $',
+    });
   });
 
   it('a bundle without [artifacts.tools] has no tools; bad TOML and a missing manifest.toml are errors', async () => {

@@ -74,9 +74,21 @@ describe('Runloop manifest (L1-L9)', () => {
   it.each([
     ['blank id', { id: '  ' }, 'tool #0: tool id cannot be empty'],
     ['blank description', { description: '' }, 'tool #0: description cannot be empty'],
-    ['exec without command', { transport: { kind: 'exec', command: '' } }, 'tool #0: exec transport requires a command'],
-    ['http without method', { transport: { kind: 'http', url: 'https://x.io' } }, 'tool #0: http transport requires a method'],
-    ['http without url', { transport: { kind: 'http', method: 'GET', url: ' ' } }, 'tool #0: http transport requires a url'],
+    [
+      'exec without command',
+      { transport: { kind: 'exec', command: '' } },
+      'tool #0: exec transport requires a command',
+    ],
+    [
+      'http without method',
+      { transport: { kind: 'http', url: 'https://x.io' } },
+      'tool #0: http transport requires a method',
+    ],
+    [
+      'http without url',
+      { transport: { kind: 'http', method: 'GET', url: ' ' } },
+      'tool #0: http transport requires a url',
+    ],
   ])('L7: %s', async (_name, over, expected) => {
     expect(await loadError({ version: 1, tools: [execTool(over)] })).toBe(expected);
   });
@@ -86,10 +98,12 @@ describe('Runloop manifest (L1-L9)', () => {
       'invalid JSON: unknown variant `unix`, expected `exec` or `http` at tools[0].transport.kind',
     );
     expect(await loadError({ tools: [execTool()] })).toBe('invalid JSON: missing field `version` at $');
-    expect(await loadError({ version: '1', tools: [] })).toBe('invalid JSON: invalid type: string "1", expected u32 at version');
-    expect(await loadError({ version: 1, tools: [{ description: 'x', transport: { kind: 'exec', command: '/x' } }] })).toBe(
-      'invalid JSON: missing field `id` at tools[0]',
+    expect(await loadError({ version: '1', tools: [] })).toBe(
+      'invalid JSON: invalid type: string "1", expected u32 at version',
     );
+    expect(
+      await loadError({ version: 1, tools: [{ description: 'x', transport: { kind: 'exec', command: '/x' } }] }),
+    ).toBe('invalid JSON: missing field `id` at tools[0]');
     expect(await loadError({ version: 1, tools: [execTool({ capabilities: 'net' })] })).toBe(
       'invalid JSON: invalid type: string "net", expected a sequence at tools[0].capabilities',
     );
@@ -98,30 +112,96 @@ describe('Runloop manifest (L1-L9)', () => {
 
 describe('Runloop strict checks (ours)', () => {
   it.each([
-    ['relative exec command', { transport: { kind: 'exec', command: 'bin/x' } }, 'tool #0: exec transport command must be an absolute path (got "bin/x")'],
-    ['relative url', { transport: { kind: 'http', method: 'GET', url: '/send' } }, 'tool #0: http transport url must be an absolute http or https URL (got "/send")'],
-    ['ftp url', { transport: { kind: 'http', method: 'GET', url: 'ftp://x.io/a' } }, 'tool #0: http transport url must be an absolute http or https URL (got "ftp://x.io/a")'],
-    ['placeholder in host', { transport: { kind: 'http', method: 'GET', url: 'https://{host}/a' } }, 'tool #0: http transport url may use {placeholders} only in the path and query (got "https://{host}/a")'],
-    ['bad method', { transport: { kind: 'http', method: 'CONNECT', url: 'https://x.io' } }, 'tool #0: http transport method "CONNECT" is not supported (use GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS)'],
-    ['missing input_schema key', { input_schema: undefined }, 'tool #0: input_schema is required (null is accepted for none)'],
-    ['missing result_schema key', { result_schema: undefined }, 'tool #0: result_schema is required (null is accepted for none)'],
-    ['schema of wrong type', { input_schema: 'object' }, 'tool #0: input_schema must be a JSON Schema object or {"$ref":"schema:<id>"} (got string)'],
-    ['header secret not declared', { transport: { kind: 'http', method: 'GET', url: 'https://x.io', headers: { Authorization: 'Bearer ${secret:api}' } } }, 'tool #0: http header "Authorization" uses secret "api" that is not listed in secrets'],
-    ['header line break', { transport: { kind: 'http', method: 'GET', url: 'https://x.io', headers: { 'X-A': 'a\r\nX-B: b' } } }, 'tool #0: http header "X-A" contains a line break or NUL'],
-    ['secret env clash', { secrets: ['a.b', 'a-b'] }, 'tool #0: secrets "a.b" and "a-b" map to the same environment variable "A_B"'],
+    [
+      'relative exec command',
+      { transport: { kind: 'exec', command: 'bin/x' } },
+      'tool #0: exec transport command must be an absolute path (got "bin/x")',
+    ],
+    [
+      'relative url',
+      { transport: { kind: 'http', method: 'GET', url: '/send' } },
+      'tool #0: http transport url must be an absolute http or https URL (got "/send")',
+    ],
+    [
+      'ftp url',
+      { transport: { kind: 'http', method: 'GET', url: 'ftp://x.io/a' } },
+      'tool #0: http transport url must be an absolute http or https URL (got "ftp://x.io/a")',
+    ],
+    [
+      'placeholder in host',
+      { transport: { kind: 'http', method: 'GET', url: 'https://{host}/a' } },
+      'tool #0: http transport url may use {placeholders} only in the path and query (got "https://{host}/a")',
+    ],
+    [
+      'bad method',
+      { transport: { kind: 'http', method: 'CONNECT', url: 'https://x.io' } },
+      'tool #0: http transport method "CONNECT" is not supported (use GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS)',
+    ],
+    [
+      'missing input_schema key',
+      { input_schema: undefined },
+      'tool #0: input_schema is required (null is accepted for none)',
+    ],
+    [
+      'missing result_schema key',
+      { result_schema: undefined },
+      'tool #0: result_schema is required (null is accepted for none)',
+    ],
+    [
+      'schema of wrong type',
+      { input_schema: 'object' },
+      'tool #0: input_schema must be a JSON Schema object or {"$ref":"schema:<id>"} (got string)',
+    ],
+    [
+      'header secret not declared',
+      {
+        transport: {
+          kind: 'http',
+          method: 'GET',
+          url: 'https://x.io',
+          headers: { Authorization: 'Bearer ${secret:api}' },
+        },
+      },
+      'tool #0: http header "Authorization" uses secret "api" that is not listed in secrets',
+    ],
+    [
+      'header line break',
+      { transport: { kind: 'http', method: 'GET', url: 'https://x.io', headers: { 'X-A': 'a\r\nX-B: b' } } },
+      'tool #0: http header "X-A" contains a line break or NUL',
+    ],
+    [
+      'secret env clash',
+      { secrets: ['a.b', 'a-b'] },
+      'tool #0: secrets "a.b" and "a-b" map to the same environment variable "A_B"',
+    ],
     ['negative budget', { budget: { usd: -1 } }, 'tool #0: budget.usd must be a non-negative number (got -1)'],
   ])('%s', async (_name, over, expected) => {
     const tool = JSON.parse(JSON.stringify(execTool(over)));
     expect(await loadError({ version: 1, tools: [tool] })).toBe(expected);
   });
 
-  it('duplicate ids are rejected after Runloop\'s own checks', async () => {
-    expect(await loadError({ version: 1, tools: [execTool(), execTool()] })).toBe('tool #1: duplicate tool id "run.it"');
-    expect(await loadError({ version: 1, tools: [execTool(), execTool({ description: '' })] })).toBe('tool #1: description cannot be empty');
+  it("duplicate ids are rejected after Runloop's own checks", async () => {
+    expect(await loadError({ version: 1, tools: [execTool(), execTool()] })).toBe(
+      'tool #1: duplicate tool id "run.it"',
+    );
+    expect(await loadError({ version: 1, tools: [execTool(), execTool({ description: '' })] })).toBe(
+      'tool #1: description cannot be empty',
+    );
   });
 
   it('an exec tool needs the exec capability, an http tool its host', async () => {
-    const result = await load({ version: 1, tools: [execTool({ capabilities: ['fs'] }), { ...L1_TOOL, id: 'b', capabilities: [], transport: { kind: 'http', method: 'get', url: 'https://API.mail.io/send/{id}' } }] });
+    const result = await load({
+      version: 1,
+      tools: [
+        execTool({ capabilities: ['fs'] }),
+        {
+          ...L1_TOOL,
+          id: 'b',
+          capabilities: [],
+          transport: { kind: 'http', method: 'get', url: 'https://API.mail.io/send/{id}' },
+        },
+      ],
+    });
     expect(result.ok && result.tools.map((t) => t.capabilities)).toEqual([['fs', 'exec'], ['net:api.mail.io']]);
     expect(result.ok && result.tools[1]?.transport).toMatchObject({ method: 'GET' });
   });
@@ -134,7 +214,10 @@ describe('Runloop schema refs', () => {
   };
 
   it('resolves schema:<id> through schema_refs, nested refs included', async () => {
-    const result = await load({ version: 1, tools: [execTool({ input_schema: { $ref: 'schema:mail.send.request.v1' }, schema_refs: refs })] });
+    const result = await load({
+      version: 1,
+      tools: [execTool({ input_schema: { $ref: 'schema:mail.send.request.v1' }, schema_refs: refs })],
+    });
     expect(result.ok && result.tools[0]?.inputSchema).toEqual({
       type: 'object',
       properties: { to: { type: 'string', format: 'email' } },
@@ -143,26 +226,43 @@ describe('Runloop schema refs', () => {
   });
 
   it('keeps sibling keywords of a $ref through allOf', async () => {
-    const result = await load({ version: 1, tools: [execTool({ result_schema: { $ref: 'schema:address', description: 'x' }, schema_refs: refs })] });
-    expect(result.ok && result.tools[0]?.resultSchema).toEqual({ description: 'x', allOf: [{ type: 'string', format: 'email' }] });
+    const result = await load({
+      version: 1,
+      tools: [execTool({ result_schema: { $ref: 'schema:address', description: 'x' }, schema_refs: refs })],
+    });
+    expect(result.ok && result.tools[0]?.resultSchema).toEqual({
+      description: 'x',
+      allOf: [{ type: 'string', format: 'email' }],
+    });
   });
 
   it('an unresolvable or cyclic ref is an error naming it', async () => {
-    expect(await loadError({ version: 1, tools: [execTool({ input_schema: { $ref: 'schema:mail.send.result.v1' } })] })).toBe(
-      'tool #0: unresolvable schema ref "schema:mail.send.result.v1" in input_schema',
-    );
+    expect(
+      await loadError({ version: 1, tools: [execTool({ input_schema: { $ref: 'schema:mail.send.result.v1' } })] }),
+    ).toBe('tool #0: unresolvable schema ref "schema:mail.send.result.v1" in input_schema');
     const cyclic = { a: { type: 'array', items: { $ref: 'schema:b' } }, b: { $ref: 'schema:a' } };
-    expect(await loadError({ version: 1, tools: [execTool({ result_schema: { $ref: 'schema:a' }, schema_refs: cyclic })] })).toBe(
-      'tool #0: cyclic schema ref "schema:a" in result_schema',
-    );
+    expect(
+      await loadError({ version: 1, tools: [execTool({ result_schema: { $ref: 'schema:a' }, schema_refs: cyclic })] }),
+    ).toBe('tool #0: cyclic schema ref "schema:a" in result_schema');
   });
 
   it('the seed example loads once its refs are supplied', async () => {
-    const seed = JSON.parse(await readFile(new URL('../fixtures/host-tools/runloop-seed-tools.json', import.meta.url), 'utf8')) as { tools: Array<Record<string, unknown>> };
+    const seed = JSON.parse(
+      await readFile(new URL('../fixtures/host-tools/runloop-seed-tools.json', import.meta.url), 'utf8'),
+    ) as { tools: Array<Record<string, unknown>> };
     const unresolved = await load(seed);
-    expect(!unresolved.ok && unresolved.error).toBe('tool #0: unresolvable schema ref "schema:mail.send.request.v1" in input_schema');
-    const tool = { ...seed.tools[0], schema_refs: { 'mail.send.request.v1': { type: 'object' }, 'mail.send.result.v1': { type: 'object' } } };
+    expect(!unresolved.ok && unresolved.error).toBe(
+      'tool #0: unresolvable schema ref "schema:mail.send.request.v1" in input_schema',
+    );
+    const tool = {
+      ...seed.tools[0],
+      schema_refs: { 'mail.send.request.v1': { type: 'object' }, 'mail.send.result.v1': { type: 'object' } },
+    };
     const resolved = await load({ version: 1, tools: [tool] });
-    expect(resolved.ok && resolved.tools[0]).toMatchObject({ name: 'mail.smtp_send', secrets: ['runloop/mail/smtp_api_key'], observabilityTags: ['external', 'mail'] });
+    expect(resolved.ok && resolved.tools[0]).toMatchObject({
+      name: 'mail.smtp_send',
+      secrets: ['runloop/mail/smtp_api_key'],
+      observabilityTags: ['external', 'mail'],
+    });
   });
 });

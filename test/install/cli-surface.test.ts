@@ -55,22 +55,32 @@ describe('version and help', () => {
     expect(wrapLine('  0    one two three', 16)).toEqual(['  0    one two', '       three']);
   });
 
-  it.each([['help'], ['--version'], ['config']])('%s into a pipe its reader already closed ends quietly, exit 0 (no EPIPE crash)', async (...args) => {
-    // `tools-runner help | true`: the reader is gone before the first write.
-    const child = spawn('bash', ['-c', `"${process.execPath}" dist/cli/main.js ${args.join(' ')} | true; exit \${PIPESTATUS[0]}`], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const code = await new Promise((resolve) => child.on('exit', resolve));
-    expect(stderr).toBe('');
-    expect(code).toBe(0);
-  });
+  it.each([['help'], ['--version'], ['config']])(
+    '%s into a pipe its reader already closed ends quietly, exit 0 (no EPIPE crash)',
+    async (...args) => {
+      // `tools-runner help | true`: the reader is gone before the first write.
+      const child = spawn(
+        'bash',
+        ['-c', `"${process.execPath}" dist/cli/main.js ${args.join(' ')} | true; exit \${PIPESTATUS[0]}`],
+        { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      const code = await new Promise((resolve) => child.on('exit', resolve));
+      expect(stderr).toBe('');
+      expect(code).toBe(0);
+    },
+  );
 });
 
 describe('npm start builds only when dist/ is stale', () => {
   it('staleSource: undefined when every compiled file is newer, else the first newer source', async () => {
-    const { staleSource } = (await import(join(root, 'scripts', 'ensure-built.mjs'))) as { staleSource(root: string): string | undefined };
+    const { staleSource } = (await import(join(root, 'scripts', 'ensure-built.mjs'))) as {
+      staleSource(root: string): string | undefined;
+    };
     const dir = tempDir('tr-stale-');
-    for (const sub of ['src/cli', 'dist/cli', 'console/src', 'dist/console/public/assets']) mkdirSync(join(dir, sub), { recursive: true });
+    for (const sub of ['src/cli', 'dist/cli', 'console/src', 'dist/console/public/assets'])
+      mkdirSync(join(dir, sub), { recursive: true });
     const old = new Date(Date.now() - 60_000);
     for (const file of ['src/cli/main.ts', 'console/src/main.ts']) {
       writeFileSync(join(dir, file), '');
@@ -87,7 +97,11 @@ describe('npm start builds only when dist/ is stale', () => {
   });
 
   it('package.json: start runs the staleness check, then the built CLI (no unconditional build)', () => {
-    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name: string; bin: Record<string, string>; scripts: Record<string, string> };
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+      name: string;
+      bin: Record<string, string>;
+      scripts: Record<string, string>;
+    };
     expect(pkg.scripts['start']).toBe('node scripts/ensure-built.mjs && node dist/cli/main.js start');
     expect(pkg.name).toBe('@tools-runner/tools-runner');
     expect(pkg.bin).toEqual({ 'tools-runner': 'dist/cli/main.js' });

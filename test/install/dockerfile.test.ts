@@ -22,7 +22,9 @@ const compose = readFileSync(join(root, 'docs', 'docker-compose.example.yml'), '
 const services = composeServices(compose);
 const runtime = stages.at(-1) as Stage;
 const TOKEN = 'dockerfile-test-admin-token-0123';
-const shipped = readdirSync(join(root, 'bootstrap-breadcrumbs', 'tools-self-contained')).filter((f) => f.endsWith('.json')).length;
+const shipped = readdirSync(join(root, 'bootstrap-breadcrumbs', 'tools-self-contained')).filter((f) =>
+  f.endsWith('.json'),
+).length;
 
 /** COPY into `appDir` (the stage's WORKDIR /app), from the build context or another stage's /app. */
 function copy(args: ReturnType<typeof copyOf>, appDir: string, stageDirs: Map<string, string>): void {
@@ -30,7 +32,10 @@ function copy(args: ReturnType<typeof copyOf>, appDir: string, stageDirs: Map<st
   if (!fromDir) throw new Error(`COPY --from=${args.from}: no such stage`);
   for (const source of args.sources) {
     const src = join(fromDir, source.replace(/^\/app\/?/, ''));
-    const into = args.dest.endsWith('/') || args.sources.length > 1 ? join(appDir, args.dest, basename(source)) : join(appDir, args.dest);
+    const into =
+      args.dest.endsWith('/') || args.sources.length > 1
+        ? join(appDir, args.dest, basename(source))
+        : join(appDir, args.dest);
     cpSync(src, into, { recursive: true });
   }
 }
@@ -66,13 +71,22 @@ beforeAll(async () => {
         cwd: appDir,
         stdio: 'pipe',
         // The npm cache holds every dependency; better-sqlite3 from this checkout's compiled module.
-        env: { ...process.env, npm_config_prefer_offline: 'true', npm_config_better_sqlite3_local_prebuilds: prebuilds },
+        env: {
+          ...process.env,
+          npm_config_prefer_offline: 'true',
+          npm_config_better_sqlite3_local_prebuilds: prebuilds,
+        },
       });
     }
   }
   runtimeDir = stageDirs.get(runtime.name) as string;
   const env = Object.assign({}, ...runtime.steps.filter((s) => s.op === 'ENV').map(envOf)) as Record<string, string>;
-  runtimeEnv = { ...env, TOOLS_RUNNER_DATA_DIR: join(work, 'data'), TOOLS_RUNNER_ADMIN_PORT: String(await freePort()), TOOLS_RUNNER_PORT: '0' };
+  runtimeEnv = {
+    ...env,
+    TOOLS_RUNNER_DATA_DIR: join(work, 'data'),
+    TOOLS_RUNNER_ADMIN_PORT: String(await freePort()),
+    TOOLS_RUNNER_PORT: '0',
+  };
 }, 900_000);
 
 afterAll(cleanupAll);
@@ -86,7 +100,9 @@ describe('Dockerfile', () => {
     expect(copies.find((c) => c.dest === './node_modules')?.from).toBe('build');
     // Pruned: no dev dependency reaches the image.
     expect(existsSync(join(runtimeDir, 'node_modules', 'vitest'))).toBe(false);
-    expect(existsSync(join(runtimeDir, 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node'))).toBe(true);
+    expect(
+      existsSync(join(runtimeDir, 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node')),
+    ).toBe(true);
   });
 
   it('one init (tini), the admin port on 0.0.0.0, audit logs under the data volume', () => {
@@ -99,7 +115,11 @@ describe('Dockerfile', () => {
   });
 
   it('the runtime stage refuses to start without the admin token its 0.0.0.0 admin port needs, naming it', async () => {
-    const cli = runCli(['dist/cli/main.js', 'start', '--no-bootstrap'], { ...runtimeEnv, TOOLS_RUNNER_RUNNER_SECRET: '', TOOLS_RUNNER_ADMIN_TOKEN: '' }, { cwd: runtimeDir, bin: process.execPath });
+    const cli = runCli(
+      ['dist/cli/main.js', 'start', '--no-bootstrap'],
+      { ...runtimeEnv, TOOLS_RUNNER_RUNNER_SECRET: '', TOOLS_RUNNER_ADMIN_TOKEN: '' },
+      { cwd: runtimeDir, bin: process.execPath },
+    );
     expect(await cli.exited).toBe(1);
     expect(cli.stderr.join('')).toMatch(/0\.0\.0\.0.*admin.?token|admin.?token.*0\.0\.0\.0/i);
   });
@@ -109,7 +129,12 @@ describe('Dockerfile', () => {
     const cmd = JSON.parse(runtime.steps.find((s) => s.op === 'CMD')?.args ?? '[]') as string[];
     const [node, ...args] = [...entry.slice(2), ...cmd];
     expect(node).toBe('node');
-    const env: Record<string, string> = { ...runtimeEnv, TOOLS_RUNNER_RUNNER_SECRET: '', TOOLS_RUNNER_ADMIN_TOKEN: TOKEN, TOOLS_RUNNER_NETWORK_PROBE: '127.0.0.1:1' };
+    const env: Record<string, string> = {
+      ...runtimeEnv,
+      TOOLS_RUNNER_RUNNER_SECRET: '',
+      TOOLS_RUNNER_ADMIN_TOKEN: TOKEN,
+      TOOLS_RUNNER_NETWORK_PROBE: '127.0.0.1:1',
+    };
     const adminPort = env['TOOLS_RUNNER_ADMIN_PORT'] as string;
     const dataDir = env['TOOLS_RUNNER_DATA_DIR'] as string;
     const service = runCli(args, env, { cwd: runtimeDir, bin: process.execPath });
@@ -125,7 +150,11 @@ describe('Dockerfile', () => {
     expect((await fetch(`${admin}/metrics`)).status).toBe(401);
     expect((await fetch(`${admin}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(200);
 
-    const client = runCli(['dist/cli/main.js', 'export', '--port', new URL(storeUrl).port], { TOOLS_RUNNER_DATA_DIR: dataDir, TOOLS_RUNNER_RUNNER_SECRET: '' }, { cwd: runtimeDir, bin: process.execPath });
+    const client = runCli(
+      ['dist/cli/main.js', 'export', '--port', new URL(storeUrl).port],
+      { TOOLS_RUNNER_DATA_DIR: dataDir, TOOLS_RUNNER_RUNNER_SECRET: '' },
+      { cwd: runtimeDir, bin: process.execPath },
+    );
     expect(await client.exited).toBe(0);
     expect((JSON.parse(client.stdout.join('\n')) as { tools: unknown[] }).tools).toHaveLength(shipped);
   });

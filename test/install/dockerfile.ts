@@ -48,11 +48,13 @@ export function parseDockerfile(text: string): Stage[] {
 
 /** `ENV A=1 B=2` -> { A: '1', B: '2' } (the key=value form this Dockerfile uses). */
 export function envOf(instruction: Instruction): Record<string, string> {
-  return Object.fromEntries(instruction.args.split(' ').map((pair) => {
-    const eq = pair.indexOf('=');
-    if (eq === -1) throw new Error(`ENV without key=value: ${instruction.args}`);
-    return [pair.slice(0, eq), pair.slice(eq + 1)];
-  }));
+  return Object.fromEntries(
+    instruction.args.split(' ').map((pair) => {
+      const eq = pair.indexOf('=');
+      if (eq === -1) throw new Error(`ENV without key=value: ${instruction.args}`);
+      return [pair.slice(0, eq), pair.slice(eq + 1)];
+    }),
+  );
 }
 
 /** `COPY [--from=stage] src... dest` -> its parts. */

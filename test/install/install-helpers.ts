@@ -23,7 +23,10 @@ export function localPrebuilds(work: string): string {
   const { version } = JSON.parse(readFileSync(join(pkg, 'package.json'), 'utf8')) as { version: string };
   const stage = join(work, 'prebuild-stage');
   mkdirSync(join(stage, 'build', 'Release'), { recursive: true });
-  copyFileSync(join(pkg, 'build', 'Release', 'better_sqlite3.node'), join(stage, 'build', 'Release', 'better_sqlite3.node'));
+  copyFileSync(
+    join(pkg, 'build', 'Release', 'better_sqlite3.node'),
+    join(stage, 'build', 'Release', 'better_sqlite3.node'),
+  );
   const dir = join(work, 'prebuilds');
   mkdirSync(dir, { recursive: true });
   const name = `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`;
@@ -32,7 +35,18 @@ export function localPrebuilds(work: string): string {
 }
 
 /** Runs the installed `tools-runner` (through the harness: output collected, killed at cleanup). */
-export function runInstalled(installed: Installed, args: string[], options: { cwd: string; env?: Record<string, string> }): ReturnType<typeof runCli> & { result: Promise<{ code: number | string; out: string; err: string }> } {
-  const proc = runCli(args, { TOOLS_RUNNER_RUNNER_SECRET: '', ...options.env }, { cwd: options.cwd, bin: join(installed.bin, 'tools-runner') });
-  return { ...proc, result: proc.exited.then((code) => ({ code, out: proc.stdout.join('\n'), err: proc.stderr.join('') })) };
+export function runInstalled(
+  installed: Installed,
+  args: string[],
+  options: { cwd: string; env?: Record<string, string> },
+): ReturnType<typeof runCli> & { result: Promise<{ code: number | string; out: string; err: string }> } {
+  const proc = runCli(
+    args,
+    { TOOLS_RUNNER_RUNNER_SECRET: '', ...options.env },
+    { cwd: options.cwd, bin: join(installed.bin, 'tools-runner') },
+  );
+  return {
+    ...proc,
+    result: proc.exited.then((code) => ({ code, out: proc.stdout.join('\n'), err: proc.stderr.join('') })),
+  };
 }

@@ -20,7 +20,10 @@ import { cleanupAll, tempDir } from '../e2e/harness.js';
 import { localPrebuilds, runInstalled, type Installed } from './install-helpers.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-const shipped = readdirSync(join(root, 'bootstrap-breadcrumbs', 'tools-self-contained')).filter((f) => f.endsWith('.json')).map((f) => f.replace(/\.json$/, '')).sort();
+const shipped = readdirSync(join(root, 'bootstrap-breadcrumbs', 'tools-self-contained'))
+  .filter((f) => f.endsWith('.json'))
+  .map((f) => f.replace(/\.json$/, ''))
+  .sort();
 
 let installed: Installed;
 let dataHome: string;
@@ -28,15 +31,22 @@ let port: string;
 
 beforeAll(async () => {
   const work = tempDir('tr-install-');
-  execFileSync('npm', ['pack', '--ignore-scripts', '--pack-destination', work, '--loglevel=error'], { cwd: root, stdio: 'pipe' });
+  execFileSync('npm', ['pack', '--ignore-scripts', '--pack-destination', work, '--loglevel=error'], {
+    cwd: root,
+    stdio: 'pipe',
+  });
   const tarball = join(work, readdirSync(work).find((f) => f.endsWith('.tgz')) as string);
   const prefix = join(work, 'prefix');
   mkdirSync(prefix);
-  execFileSync('npm', ['install', '--prefix', prefix, '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error', tarball], {
-    cwd: work,
-    stdio: 'pipe',
-    env: { ...process.env, npm_config_better_sqlite3_local_prebuilds: localPrebuilds(work) },
-  });
+  execFileSync(
+    'npm',
+    ['install', '--prefix', prefix, '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error', tarball],
+    {
+      cwd: work,
+      stdio: 'pipe',
+      env: { ...process.env, npm_config_better_sqlite3_local_prebuilds: localPrebuilds(work) },
+    },
+  );
   installed = { bin: join(prefix, 'node_modules', '.bin') };
   dataHome = tempDir('tr-install-xdg-');
 }, 600_000);
@@ -46,35 +56,56 @@ afterAll(cleanupAll);
 describe('an installed copy, from other working directories', () => {
   it('tools-runner --version', async () => {
     const { code, out } = await runInstalled(installed, ['--version'], { cwd: tempDir('tr-cwd-') }).result;
-    expect(out.trim()).toBe(`tools-runner ${(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version}`);
+    expect(out.trim()).toBe(
+      `tools-runner ${(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version}`,
+    );
     expect(code).toBe(0);
   });
 
   it('start serves the shipped tools from the default data dir; call and export from a third directory find its key', async () => {
-    const service = runInstalled(installed, ['start', '--port', '0', '--admin-port', '-1', '--skip-examples'], { cwd: tempDir('tr-cwd-service-'), env: { XDG_DATA_HOME: dataHome } });
+    const service = runInstalled(installed, ['start', '--port', '0', '--admin-port', '-1', '--skip-examples'], {
+      cwd: tempDir('tr-cwd-service-'),
+      env: { XDG_DATA_HOME: dataHome },
+    });
     const url = (await service.line(/^store listening on /)).replace('store listening on ', '');
     await service.line(/^runner ready$/);
     port = new URL(url).port;
     const third = tempDir('tr-cwd-client-');
-    const call = await runInstalled(installed, ['call', 'calculator', '{"expression":"2 + 3 * 4"}', '--port', port], { cwd: third, env: { XDG_DATA_HOME: dataHome } }).result;
+    const call = await runInstalled(installed, ['call', 'calculator', '{"expression":"2 + 3 * 4"}', '--port', port], {
+      cwd: third,
+      env: { XDG_DATA_HOME: dataHome },
+    }).result;
     expect(call.err).toBe('');
     expect(JSON.parse(call.out)).toMatchObject({ status: 'success', output: { result: 14 } });
-    const exported = await runInstalled(installed, ['export', '--port', port], { cwd: third, env: { XDG_DATA_HOME: dataHome } }).result;
+    const exported = await runInstalled(installed, ['export', '--port', port], {
+      cwd: third,
+      env: { XDG_DATA_HOME: dataHome },
+    }).result;
     expect(exported.code).toBe(0);
-    const names = (JSON.parse(exported.out) as { tools: Array<{ function: { name: string } }> }).tools.map((t) => t.function.name).sort();
+    const names = (JSON.parse(exported.out) as { tools: Array<{ function: { name: string } }> }).tools
+      .map((t) => t.function.name)
+      .sort();
     expect(names).toEqual(shipped);
   });
 
   it("docs/mcp.md's desktop configuration, run as written from the installed copy, lists the shipped tools over stdio", async () => {
-    const config = JSON.parse(readme().byId('mcp-desktop-config').body) as { mcpServers: Record<string, { command: string; args: string[]; env?: Record<string, string> }> };
+    const config = JSON.parse(readme().byId('mcp-desktop-config').body) as {
+      mcpServers: Record<string, { command: string; args: string[]; env?: Record<string, string> }>;
+    };
     const server = config.mcpServers['tools-runner'];
-    if (!server || port === undefined) throw new Error('no tools-runner server in the desktop config, or no service started');
+    if (!server || port === undefined)
+      throw new Error('no tools-runner server in the desktop config, or no service started');
     const args = server.args.map((arg) => arg.replace('http://127.0.0.1:8081', `http://127.0.0.1:${port}`));
     const transport = new StdioClientTransport({
       command: join(installed.bin, server.command),
       args,
       cwd: tempDir('tr-cwd-desktop-'),
-      env: { PATH: `${installed.bin}:${process.env['PATH'] ?? '/usr/bin:/bin'}`, HOME: dataHome, XDG_DATA_HOME: dataHome, ...server.env },
+      env: {
+        PATH: `${installed.bin}:${process.env['PATH'] ?? '/usr/bin:/bin'}`,
+        HOME: dataHome,
+        XDG_DATA_HOME: dataHome,
+        ...server.env,
+      },
       stderr: 'pipe',
     });
     const mcp = new Client({ name: 'desktop-config-test', version: '1.0.0' });

@@ -27,7 +27,10 @@ describe('log redaction', () => {
     ['base64 after 1 byte', Buffer.concat([Buffer.from('a'), bytes]).toString('base64')],
     ['base64 after 2 bytes', Buffer.concat([Buffer.from('ab'), bytes]).toString('base64')],
     ['base64 of an Authorization header', Buffer.from(`user:${SECRET}`).toString('base64')],
-    ['base64url inside a longer token', Buffer.concat([Buffer.from('{"k":"'), bytes, Buffer.from('"}')]).toString('base64url')],
+    [
+      'base64url inside a longer token',
+      Buffer.concat([Buffer.from('{"k":"'), bytes, Buffer.from('"}')]).toString('base64url'),
+    ],
   ])('%s', (_what, encoded) => {
     const { logger, lines } = capture(SECRET);
     logger.info('a message', { value: `before ${encoded} after`, nested: { list: [encoded] } });
@@ -44,7 +47,11 @@ describe('log redaction', () => {
     const { logger, lines } = capture('hunter2-password');
     logger.child({ tool: 'x' }).warn('failed with hunter2-password', { other: 'plain text' });
     expect(lines[0]).not.toContain('hunter2');
-    expect(JSON.parse(lines[0] as string)).toMatchObject({ msg: 'failed with [REDACTED]', other: 'plain text', tool: 'x' });
+    expect(JSON.parse(lines[0] as string)).toMatchObject({
+      msg: 'failed with [REDACTED]',
+      other: 'plain text',
+      tool: 'x',
+    });
   });
 
   it('ignores values shorter than 4 characters', () => {

@@ -23,18 +23,47 @@ function deep(levels: number): unknown {
   return value;
 }
 
-const throwingGetter = Object.defineProperty({}, 'boom', { enumerable: true, get: () => { throw new Error('getter threw'); } });
-const throwingToJSON = { toJSON: () => { throw new Error('toJSON threw'); } };
-const selfToJSON: { toJSON(): unknown } = { toJSON: () => selfToJSON };
-const hostileProxy = new Proxy({}, {
-  ownKeys: () => { throw new Error('ownKeys trap'); },
-  get: () => { throw new Error('get trap'); },
-  getPrototypeOf: () => { throw new Error('getPrototypeOf trap'); },
+const throwingGetter = Object.defineProperty({}, 'boom', {
+  enumerable: true,
+  get: () => {
+    throw new Error('getter threw');
+  },
 });
-const lyingProxy = new Proxy({ a: 1 }, { get: () => { throw new Error('every read throws'); } });
+const throwingToJSON = {
+  toJSON: () => {
+    throw new Error('toJSON threw');
+  },
+};
+const selfToJSON: { toJSON(): unknown } = { toJSON: () => selfToJSON };
+const hostileProxy = new Proxy(
+  {},
+  {
+    ownKeys: () => {
+      throw new Error('ownKeys trap');
+    },
+    get: () => {
+      throw new Error('get trap');
+    },
+    getPrototypeOf: () => {
+      throw new Error('getPrototypeOf trap');
+    },
+  },
+);
+const lyingProxy = new Proxy(
+  { a: 1 },
+  {
+    get: () => {
+      throw new Error('every read throws');
+    },
+  },
+);
 const revoked = Proxy.revocable({}, {});
 revoked.revoke();
-const errorWithHostileParts = Object.defineProperty(new Error('base'), 'message', { get: () => { throw new Error('message getter'); } });
+const errorWithHostileParts = Object.defineProperty(new Error('base'), 'message', {
+  get: () => {
+    throw new Error('message getter');
+  },
+});
 class Weird extends Error {
   override get name(): string {
     throw new Error('name getter');
@@ -72,7 +101,13 @@ const HOSTILE: Array<[string, unknown]> = [
   ['an Error whose message getter throws', errorWithHostileParts],
   ['an Error subclass whose name getter throws', new Weird('w')],
   ['a null-prototype object with __proto__', nullProto],
-  ['a Map', new Map<unknown, unknown>([[{ k: 1 }, cyclic()], ['b', 2n]])],
+  [
+    'a Map',
+    new Map<unknown, unknown>([
+      [{ k: 1 }, cyclic()],
+      ['b', 2n],
+    ]),
+  ],
   ['a Set', new Set([1, Symbol('x'), cyclic()])],
   ['a Date', new Date(0)],
   ['an invalid Date', new Date(Number.NaN)],
@@ -87,12 +122,38 @@ const FORMATS: LogFormat[] = ['json', 'text'];
 /** Every place a value can enter a line: the message, a meta field, the meta object itself, bindings, nesting. */
 const PLACES: Array<[string, (value: unknown, lines: string[], format: LogFormat) => void]> = [
   ['msg', (value, lines, format) => createLogger({ format, write: (l) => lines.push(l) }).info(value as string)],
-  ['a meta field', (value, lines, format) => createLogger({ format, write: (l) => lines.push(l) }).info('m', { v: value })],
-  ['the meta object', (value, lines, format) => createLogger({ format, write: (l) => lines.push(l) }).warn('m', value as Record<string, unknown>)],
-  ['a child binding', (value, lines, format) => createLogger({ format, write: (l) => lines.push(l) }).child({ b: value }).error('m', { ok: 1 })],
-  ['the bindings object', (value, lines, format) => createLogger({ format, write: (l) => lines.push(l) }).child(value as Record<string, unknown>).info('m')],
-  ['root bindings', (value, lines, format) => createLogger({ format, write: (l) => lines.push(l), bindings: { r: value } }).info('m')],
-  ['a nested field', (value, lines, format) => createLogger({ format, write: (l) => lines.push(l) }).info('m', { a: [{ b: value }], time: value, level: value })],
+  [
+    'a meta field',
+    (value, lines, format) => createLogger({ format, write: (l) => lines.push(l) }).info('m', { v: value }),
+  ],
+  [
+    'the meta object',
+    (value, lines, format) =>
+      createLogger({ format, write: (l) => lines.push(l) }).warn('m', value as Record<string, unknown>),
+  ],
+  [
+    'a child binding',
+    (value, lines, format) =>
+      createLogger({ format, write: (l) => lines.push(l) })
+        .child({ b: value })
+        .error('m', { ok: 1 }),
+  ],
+  [
+    'the bindings object',
+    (value, lines, format) =>
+      createLogger({ format, write: (l) => lines.push(l) })
+        .child(value as Record<string, unknown>)
+        .info('m'),
+  ],
+  [
+    'root bindings',
+    (value, lines, format) => createLogger({ format, write: (l) => lines.push(l), bindings: { r: value } }).info('m'),
+  ],
+  [
+    'a nested field',
+    (value, lines, format) =>
+      createLogger({ format, write: (l) => lines.push(l) }).info('m', { a: [{ b: value }], time: value, level: value }),
+  ],
 ];
 
 describe('the logger never throws, whatever it is given', () => {
@@ -142,15 +203,28 @@ describe('the logger never throws, whatever it is given', () => {
   it('data cannot overwrite time, level or msg: they keep their value and the data a prefixed name', () => {
     const lines: string[] = [];
     createLogger({ write: (l) => lines.push(l) }).info('real', { level: 'error', msg: 'forged', time: 'then' });
-    expect(JSON.parse(lines[0] as string)).toMatchObject({ level: 'info', msg: 'real', _level: 'error', _msg: 'forged', _time: 'then' });
+    expect(JSON.parse(lines[0] as string)).toMatchObject({
+      level: 'info',
+      msg: 'real',
+      _level: 'error',
+      _msg: 'forged',
+      _time: 'then',
+    });
   });
 });
 
 describe('a failing sink', () => {
   it('one that throws loses that line, counted; the logger goes on', () => {
     let calls = 0;
-    const logger = createLogger({ write: () => { calls += 1; throw Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }); } });
-    expect(() => { for (let i = 0; i < 5; i++) logger.error('m', { i }); }).not.toThrow();
+    const logger = createLogger({
+      write: () => {
+        calls += 1;
+        throw Object.assign(new Error('write EPIPE'), { code: 'EPIPE' });
+      },
+    });
+    expect(() => {
+      for (let i = 0; i < 5; i++) logger.error('m', { i });
+    }).not.toThrow();
     expect(calls).toBe(5);
     expect(logger.droppedLines()).toBe(5);
     expect(logger.child({ c: 1 }).droppedLines()).toBe(5);
@@ -206,19 +280,35 @@ describe('the uncaught-error guard', () => {
     let now = 0;
     let counted = 0;
     const lines: string[] = [];
-    const guard = createUncaughtGuard({ logger: createLogger({ write: (l) => lines.push(l) }), count: () => void (counted += 1), now: () => now });
+    const guard = createUncaughtGuard({
+      logger: createLogger({ write: (l) => lines.push(l) }),
+      count: () => void (counted += 1),
+      now: () => now,
+    });
     for (let i = 0; i < 10_000; i++) guard.handle(new Error(`e${i}`));
     expect(counted).toBe(10_000);
     expect(lines).toHaveLength(10);
     now += 10_000;
     guard.handle(new Error('later'));
     expect(lines).toHaveLength(12);
-    expect(JSON.parse(lines[10] as string)).toMatchObject({ level: 'error', msg: 'uncaught errors not logged (too many)', count: 9_990 });
-    expect(JSON.parse(lines[11] as string)).toMatchObject({ msg: 'uncaught error; the service keeps serving', error: { message: 'later' } });
+    expect(JSON.parse(lines[10] as string)).toMatchObject({
+      level: 'error',
+      msg: 'uncaught errors not logged (too many)',
+      count: 9_990,
+    });
+    expect(JSON.parse(lines[11] as string)).toMatchObject({
+      msg: 'uncaught error; the service keeps serving',
+      error: { message: 'later' },
+    });
   });
 
   it('hostile error values and a throwing counter do not make it throw', () => {
-    const guard = createUncaughtGuard({ logger: createLogger({ format: 'text', write: () => undefined }), count: () => { throw new Error('count'); } });
+    const guard = createUncaughtGuard({
+      logger: createLogger({ format: 'text', write: () => undefined }),
+      count: () => {
+        throw new Error('count');
+      },
+    });
     for (const [, value] of HOSTILE) expect(() => guard.handle(value)).not.toThrow();
   });
 });

@@ -8,7 +8,17 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { cleanupAll, client as storeClient, E2E_RUNNER_SECRET, FAST, putTool, runCli, startRunnerWithStore, tempDir, toolContext } from '../e2e/harness.js';
+import {
+  cleanupAll,
+  client as storeClient,
+  E2E_RUNNER_SECRET,
+  FAST,
+  putTool,
+  runCli,
+  startRunnerWithStore,
+  tempDir,
+  toolContext,
+} from '../e2e/harness.js';
 
 const cli = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -21,12 +31,20 @@ afterEach(async () => {
 });
 
 /** Spawns `tools-runner mcp <args>` and connects the SDK client; stderr lines are collected. */
-async function spawnMcp(args: string[], env: Record<string, string> = {}): Promise<{ mcp: Client; stderr: string[]; errors: Error[] }> {
+async function spawnMcp(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ mcp: Client; stderr: string[]; errors: Error[] }> {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [cli, 'mcp', ...args],
     cwd: root,
-    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/tmp', TMPDIR: tempDir('tr-mcp-tmp-'), ...env },
+    env: {
+      PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+      HOME: process.env['HOME'] ?? '/tmp',
+      TMPDIR: tempDir('tr-mcp-tmp-'),
+      ...env,
+    },
     stderr: 'pipe',
   });
   const stderr: string[] = [];
@@ -51,18 +69,37 @@ describe('tools-runner mcp (stdio)', () => {
   it('as a client of a running runner: lists, calls, reports input.invalid, and notifies list_changed', async () => {
     const { url } = await startRunnerWithStore();
     const store = storeClient(url);
-    await putTool(store, toolContext('double', 'export async function execute(input) { return { value: input.n * 2 }; }', {
-      input_schema: { type: 'object', properties: { n: { type: 'number', description: 'a number' } }, required: ['n'] },
-      examples: [{ description: 'example', input: { n: 1 } }],
-    }));
+    await putTool(
+      store,
+      toolContext('double', 'export async function execute(input) { return { value: input.n * 2 }; }', {
+        input_schema: {
+          type: 'object',
+          properties: { n: { type: 'number', description: 'a number' } },
+          required: ['n'],
+        },
+        examples: [{ description: 'example', input: { n: 1 } }],
+      }),
+    );
     // The runner's secret, so answers are checked for its answer tag.
-    const { mcp, stderr, errors } = await spawnMcp(['--store-url', url, '--log-level', 'warn'], { TOOLS_RUNNER_RUNNER_SECRET: E2E_RUNNER_SECRET });
+    const { mcp, stderr, errors } = await spawnMcp(['--store-url', url, '--log-level', 'warn'], {
+      TOOLS_RUNNER_RUNNER_SECRET: E2E_RUNNER_SECRET,
+    });
     await untilListed(mcp, 'double');
     const ok = await mcp.callTool({ name: 'double', arguments: { n: 21 } });
     expect(ok.structuredContent).toEqual({ value: 42 });
     const bad = await mcp.callTool({ name: 'double', arguments: {} });
-    expect(bad).toMatchObject({ isError: true, content: [{ type: 'text', text: 'input.invalid: input does not match the input_schema of "double": /n: must have required property \'n\'' }] });
-    const changed = new Promise<void>((resolve) => mcp.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()));
+    expect(bad).toMatchObject({
+      isError: true,
+      content: [
+        {
+          type: 'text',
+          text: 'input.invalid: input does not match the input_schema of "double": /n: must have required property \'n\'',
+        },
+      ],
+    });
+    const changed = new Promise<void>((resolve) =>
+      mcp.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()),
+    );
     await putTool(store, toolContext('later', 'export async function execute() { return { later: true }; }'));
     await changed;
     expect((await mcp.callTool({ name: 'later', arguments: {} })).structuredContent).toEqual({ later: true });
@@ -74,7 +111,12 @@ describe('tools-runner mcp (stdio)', () => {
     const { url } = await startRunnerWithStore();
     const proc = spawn(process.execPath, [cli, 'mcp', '--store-url', url, '--log-level', 'warn'], {
       cwd: root,
-      env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/tmp', TMPDIR: tempDir('tr-mcp-tmp-'), TOOLS_RUNNER_RUNNER_SECRET: E2E_RUNNER_SECRET },
+      env: {
+        PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+        HOME: process.env['HOME'] ?? '/tmp',
+        TMPDIR: tempDir('tr-mcp-tmp-'),
+        TOOLS_RUNNER_RUNNER_SECRET: E2E_RUNNER_SECRET,
+      },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     try {
@@ -89,10 +131,23 @@ describe('tools-runner mcp (stdio)', () => {
       });
       proc.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'server/discover', params: {} })}\n`);
       await expect.poll(() => lines.length, { timeout: 20_000 }).toBeGreaterThan(0);
-      expect(lines[0]).toMatchObject({ jsonrpc: '2.0', id: 1, result: { resultType: 'complete', supportedVersions: expect.arrayContaining(['2025-11-25']), capabilities: { tools: { listChanged: true } } } });
-      proc.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } })}\n`);
+      expect(lines[0]).toMatchObject({
+        jsonrpc: '2.0',
+        id: 1,
+        result: {
+          resultType: 'complete',
+          supportedVersions: expect.arrayContaining(['2025-11-25']),
+          capabilities: { tools: { listChanged: true } },
+        },
+      });
+      proc.stdin.write(
+        `${JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } })}\n`,
+      );
       await expect.poll(() => lines.length, { timeout: 20_000 }).toBeGreaterThan(1);
-      expect(lines[1]).toMatchObject({ id: 2, result: { protocolVersion: '2025-11-25', serverInfo: { name: 'tools-runner' } } });
+      expect(lines[1]).toMatchObject({
+        id: 2,
+        result: { protocolVersion: '2025-11-25', serverInfo: { name: 'tools-runner' } },
+      });
     } finally {
       proc.kill('SIGTERM');
     }
@@ -108,16 +163,34 @@ describe('tools-runner mcp (stdio)', () => {
 
   it('with an embedded service: the store, runner and MCP in one process', async () => {
     const dataDir = tempDir();
-    const { mcp, stderr, errors } = await spawnMcp(['--port', '0', '--data-dir', dataDir, ...FAST, '--log-level', 'info']);
+    const { mcp, stderr, errors } = await spawnMcp([
+      '--port',
+      '0',
+      '--data-dir',
+      dataDir,
+      ...FAST,
+      '--log-level',
+      'info',
+    ]);
     expect((await mcp.listTools()).tools).toEqual([]);
-    const line = stderr.join('').split('\n').find((l) => l.includes('"msg":"store listening on '));
+    const line = stderr
+      .join('')
+      .split('\n')
+      .find((l) => l.includes('"msg":"store listening on '));
     const url = (JSON.parse(line as string) as { msg: string }).msg.replace('store listening on ', '');
-    const changed = new Promise<void>((resolve) => mcp.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()));
-    await putTool(storeClient(url), toolContext('greet', 'export async function execute(input) { return { hello: input.who ?? "world" }; }'));
+    const changed = new Promise<void>((resolve) =>
+      mcp.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()),
+    );
+    await putTool(
+      storeClient(url),
+      toolContext('greet', 'export async function execute(input) { return { hello: input.who ?? "world" }; }'),
+    );
     await changed;
     const result = await mcp.callTool({ name: 'greet', arguments: { who: 'mcp' } });
-    expect(result).toMatchObject({ structuredContent: { hello: 'mcp' }, content: [{ type: 'text', text: '{"hello":"mcp"}' }] });
+    expect(result).toMatchObject({
+      structuredContent: { hello: 'mcp' },
+      content: [{ type: 'text', text: '{"hello":"mcp"}' }],
+    });
     expect(errors).toEqual([]);
   });
 });
-

@@ -80,10 +80,17 @@ describe('job queue', () => {
   it('aborts running jobs at the grace deadline', async () => {
     const queue = createJobQueue({ concurrency: 2, toolConcurrency: 2, backlog: 10 });
     let reason: unknown;
-    queue.offer('a', 't', (signal) => new Promise<void>((resolve) => signal.addEventListener('abort', () => {
-      reason = signal.reason;
-      resolve();
-    })));
+    queue.offer(
+      'a',
+      't',
+      (signal) =>
+        new Promise<void>((resolve) =>
+          signal.addEventListener('abort', () => {
+            reason = signal.reason;
+            resolve();
+          }),
+        ),
+    );
     await new Promise((r) => setImmediate(r));
     expect(await queue.drain(10)).toEqual({ dropped: 0, aborted: 1 });
     expect(String(reason)).toMatch(/grace period/);
@@ -153,7 +160,7 @@ describe('job queue', () => {
     expect(queue.stats()).toMatchObject({ running: 0, computing: 0, queued: 0 });
   });
 
-  it('fair share: a flooded tool does not delay another tool\'s call', async () => {
+  it("fair share: a flooded tool does not delay another tool's call", async () => {
     const queue = createJobQueue({ concurrency: 4, toolConcurrency: 4, backlog: 1000 });
     const order: string[] = [];
     const gates: Array<() => void> = [];

@@ -9,7 +9,18 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SCHEMA, TAG } from '../../src/breadcrumbs/messages.js';
 import { ErrorCode } from '../../src/errors.js';
-import { eventually, hostTool, manifest, requestsByRapId, responsesFor, startRunner, tempDir, WS, BIN, type Runner } from './helpers.js';
+import {
+  eventually,
+  hostTool,
+  manifest,
+  requestsByRapId,
+  responsesFor,
+  startRunner,
+  tempDir,
+  WS,
+  BIN,
+  type Runner,
+} from './helpers.js';
 import { startReceiver } from './receiver.js';
 import { raw } from '../console/http.js';
 
@@ -18,20 +29,43 @@ const BOB = 'bob-token-0123456789abcdefgh';
 
 async function runner(overrides: Record<string, unknown> = {}): Promise<Runner> {
   const dir = tempDir();
-  const tools = manifest(dir, [hostTool('host.echo', 'echo-json'), hostTool('sleeper', 'sleeper', { command: [join(BIN, 'sleeper'), '2'] })]);
-  return startRunner({ manifests: [tools], grantedCapabilities: ['exec'], adminPort: 0, rapTokens: [`alice=${ALICE}`, `bob=${BOB}`], ...overrides });
+  const tools = manifest(dir, [
+    hostTool('host.echo', 'echo-json'),
+    hostTool('sleeper', 'sleeper', { command: [join(BIN, 'sleeper'), '2'] }),
+  ]);
+  return startRunner({
+    manifests: [tools],
+    grantedCapabilities: ['exec'],
+    adminPort: 0,
+    rapTokens: [`alice=${ALICE}`, `bob=${BOB}`],
+    ...overrides,
+  });
 }
 
 /** POSTs JSON with exactly these headers (node:http: fetch would not send a Host of the test's choosing). */
-async function post(r: Runner, path: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: Record<string, unknown>; headers: Record<string, unknown> }> {
-  const reply = await raw(`${r.rapUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+async function post(
+  r: Runner,
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: Record<string, unknown>; headers: Record<string, unknown> }> {
+  const reply = await raw(`${r.rapUrl}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
   return { status: reply.status, body: reply.json() as Record<string, unknown>, headers: reply.headers };
 }
 
 const as = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
-const call = (callback: string, extra: Record<string, unknown> = {}) => ({ operation: 'host_echo', arguments: { a: 1 }, id: crypto.randomUUID(), group_id: 'thread-1', callback_url: callback, ...extra });
-
-
+const call = (callback: string, extra: Record<string, unknown> = {}) => ({
+  operation: 'host_echo',
+  arguments: { a: 1 },
+  id: crypto.randomUUID(),
+  group_id: 'thread-1',
+  callback_url: callback,
+  ...extra,
+});
 
 describe('RAP tool server with --rap-tokens', () => {
   it('refuses a missing, wrong or malformed token with 401 on invoke, cancel and close, and records nothing', async () => {
@@ -46,7 +80,12 @@ describe('RAP tool server with --rap-tokens', () => {
     ];
     for (const [headers, error] of cases) {
       for (const path of ['/invoke', '/cancel_tool_call', '/close_thread']) {
-        const reply = await post(r, path, path === '/invoke' ? body : { thread_id: 'thread-1', tool_call_id: body.id }, headers);
+        const reply = await post(
+          r,
+          path,
+          path === '/invoke' ? body : { thread_id: 'thread-1', tool_call_id: body.id },
+          headers,
+        );
         expect(reply.status, `${path} ${JSON.stringify(headers)}`).toBe(401);
         expect(reply.body).toEqual({ code: 'unauthorized', error });
         expect(reply.headers['www-authenticate']).toBe('Bearer realm="tools-runner-rap"');
@@ -57,7 +96,7 @@ describe('RAP tool server with --rap-tokens', () => {
     expect((await fetch(`${r.rapUrl}/.well-known/rap-toolset`)).status).toBe(200);
   });
 
-  it('binds each call to its caller: the tag names the token\'s caller, not what the invocation declares', async () => {
+  it("binds each call to its caller: the tag names the token's caller, not what the invocation declares", async () => {
     const r = await runner();
     const receiver = await startReceiver();
     const body = call(`${receiver.url}/alice`, { user_id: 'bob' });
@@ -68,7 +107,7 @@ describe('RAP tool server with --rap-tokens', () => {
     expect(request?.context?.['requestedBy']).toBe('rap:alice');
   });
 
-  it('a third party re-invoking another caller\'s id with a new callback_url never receives that call\'s result', async () => {
+  it("a third party re-invoking another caller's id with a new callback_url never receives that call's result", async () => {
     const r = await runner();
     const receiver = await startReceiver();
     const alice = call(`${receiver.url}/alice`);
@@ -76,19 +115,39 @@ describe('RAP tool server with --rap-tokens', () => {
     await receiver.waitFor(1);
     // Bob replays Alice's id, first with her arguments, then with others: both are runs of his own
     // (no 409 that would tell him the id is taken), answered to his callback with his own results.
-    expect(await post(r, '/invoke', { ...alice, callback_url: `${receiver.url}/bob` }, as(BOB))).toMatchObject({ status: 200, body: { accepted: true, id: alice.id } });
+    expect(await post(r, '/invoke', { ...alice, callback_url: `${receiver.url}/bob` }, as(BOB))).toMatchObject({
+      status: 200,
+      body: { accepted: true, id: alice.id },
+    });
     await receiver.waitFor(2);
-    expect(await post(r, '/invoke', { ...alice, id: `${alice.id}-2`, arguments: { a: 2 }, callback_url: `${receiver.url}/bob2` }, as(BOB))).toMatchObject({ status: 200 });
+    expect(
+      await post(
+        r,
+        '/invoke',
+        { ...alice, id: `${alice.id}-2`, arguments: { a: 2 }, callback_url: `${receiver.url}/bob2` },
+        as(BOB),
+      ),
+    ).toMatchObject({ status: 200 });
     await receiver.waitFor(3);
     const requests = await requestsByRapId(r, alice.id);
-    expect(requests.map((q) => q.tags.find((t) => t.startsWith('agent:'))).sort()).toEqual(['agent:rap:alice', 'agent:rap:bob']);
+    expect(requests.map((q) => q.tags.find((t) => t.startsWith('agent:'))).sort()).toEqual([
+      'agent:rap:alice',
+      'agent:rap:bob',
+    ]);
     const aliceRequest = requests.find((q) => q.tags.includes('agent:rap:alice'));
     expect(await responsesFor(r, aliceRequest!.id)).toHaveLength(1);
     // Alice's result went to Alice only; every post Bob got answers a request of Bob's.
     expect(receiver.posts.filter((p) => p.path === '/alice')).toHaveLength(1);
-    expect(receiver.posts.filter((p) => p.path.startsWith('/bob')).map((p) => p.path).sort()).toEqual(['/bob', '/bob2']);
+    expect(
+      receiver.posts
+        .filter((p) => p.path.startsWith('/bob'))
+        .map((p) => p.path)
+        .sort(),
+    ).toEqual(['/bob', '/bob2']);
     // Alice's own late retry still re-attaches and gets her result again (her callback, her call).
-    expect((await post(r, '/invoke', { ...alice, callback_url: `${receiver.url}/alice-again` }, as(ALICE))).status).toBe(200);
+    expect(
+      (await post(r, '/invoke', { ...alice, callback_url: `${receiver.url}/alice-again` }, as(ALICE))).status,
+    ).toBe(200);
     const again = await eventually(() => receiver.posts.find((p) => p.path === '/alice-again'));
     expect(again.body).toEqual(receiver.posts.find((p) => p.path === '/alice')?.body);
     expect(await responsesFor(r, aliceRequest!.id)).toHaveLength(1);
@@ -99,8 +158,13 @@ describe('RAP tool server with --rap-tokens', () => {
     const receiver = await startReceiver();
     const running = call(`${receiver.url}/cb`, { operation: 'sleeper', arguments: {}, group_id: 'g1' });
     expect((await post(r, '/invoke', running, as(ALICE))).status).toBe(200);
-    await eventually(async () => ((await r.client.listBreadcrumbs({ schema_name: SCHEMA.ToolClaim, tag: WS })).length > 0 ? true : undefined));
-    const queued = [call(`${receiver.url}/cb`, { operation: 'sleeper', arguments: {}, group_id: 'g2' }), call(`${receiver.url}/cb`, { operation: 'sleeper', arguments: {}, group_id: 'g2' })];
+    await eventually(async () =>
+      (await r.client.listBreadcrumbs({ schema_name: SCHEMA.ToolClaim, tag: WS })).length > 0 ? true : undefined,
+    );
+    const queued = [
+      call(`${receiver.url}/cb`, { operation: 'sleeper', arguments: {}, group_id: 'g2' }),
+      call(`${receiver.url}/cb`, { operation: 'sleeper', arguments: {}, group_id: 'g2' }),
+    ];
     for (const body of queued) expect((await post(r, '/invoke', body, as(ALICE))).status).toBe(200);
 
     const nothing = { status: 200, body: { ok: true, withdrawn: 0, running: 0 } };
@@ -128,11 +192,20 @@ describe('RAP tool server with --rap-tokens', () => {
 
   it('rejects malformed --rap-tokens entries, naming the entry but never the token', async () => {
     const cases: Array<[string[], string]> = [
-      [['alice'], '--rap-tokens entry 1 must be "caller=token" with a caller of 1-64 characters [A-Za-z0-9_.@:-], got caller ""'],
-      [['al ice=0123456789abcdef'], '--rap-tokens entry 1 must be "caller=token" with a caller of 1-64 characters [A-Za-z0-9_.@:-], got caller "al ice"'],
+      [
+        ['alice'],
+        '--rap-tokens entry 1 must be "caller=token" with a caller of 1-64 characters [A-Za-z0-9_.@:-], got caller ""',
+      ],
+      [
+        ['al ice=0123456789abcdef'],
+        '--rap-tokens entry 1 must be "caller=token" with a caller of 1-64 characters [A-Za-z0-9_.@:-], got caller "al ice"',
+      ],
       [['alice=short'], '--rap-tokens: the token of caller "alice" is shorter than 16 characters'],
       [[`alice=${ALICE}`, `alice=${BOB}`], '--rap-tokens names caller "alice" twice'],
-      [[`alice=${ALICE}`, `bob=${ALICE}`], '--rap-tokens: caller "bob" has the same token as another caller; every caller needs its own'],
+      [
+        [`alice=${ALICE}`, `bob=${ALICE}`],
+        '--rap-tokens: caller "bob" has the same token as another caller; every caller needs its own',
+      ],
     ];
     for (const [rapTokens, message] of cases) {
       await expect(runner({ rapTokens })).rejects.toMatchObject({ code: ErrorCode.ConfigInvalid, message });
@@ -147,7 +220,7 @@ describe('RAP tool server with --rap-tokens', () => {
 });
 
 describe('RAP names', () => {
-  it('an agent tool named like a host tool\'s RAP name is left out; the host tool keeps host_echo and its owner reads why', async () => {
+  it("an agent tool named like a host tool's RAP name is left out; the host tool keeps host_echo and its owner reads why", async () => {
     const r = await runner();
     const { id } = await r.client.createBreadcrumb({
       title: 'host_echo',
@@ -164,12 +237,23 @@ describe('RAP names', () => {
       },
     });
     await eventually(async () => {
-      const [catalog] = await r.client.listBreadcrumbs({ schema_name: SCHEMA.ToolCatalog, tag: WS, include_context: true, limit: 1 });
+      const [catalog] = await r.client.listBreadcrumbs({
+        schema_name: SCHEMA.ToolCatalog,
+        tag: WS,
+        include_context: true,
+        limit: 1,
+      });
       const rejected = (catalog?.context?.['rejectedTools'] ?? []) as Array<{ id: string; reason: string }>;
-      return rejected.find((item) => item.id === id && item.reason.includes('the name of the operator\'s host tool "host.echo"'));
+      return rejected.find(
+        (item) => item.id === id && item.reason.includes('the name of the operator\'s host tool "host.echo"'),
+      );
     });
-    const toolset = (await (await fetch(`${r.rapUrl}/.well-known/rap-toolset`)).json()) as { tools: Array<{ name: string; description: string }> };
-    expect(toolset.tools.filter((t) => t.name === 'host_echo').map((t) => t.description)).toEqual(['test tool host.echo']);
+    const toolset = (await (await fetch(`${r.rapUrl}/.well-known/rap-toolset`)).json()) as {
+      tools: Array<{ name: string; description: string }>;
+    };
+    expect(toolset.tools.filter((t) => t.name === 'host_echo').map((t) => t.description)).toEqual([
+      'test tool host.echo',
+    ]);
     const receiver = await startReceiver();
     expect((await post(r, '/invoke', call(`${receiver.url}/cb`, { arguments: { a: 5 } }), as(ALICE))).status).toBe(200);
     await receiver.waitFor(1);
@@ -181,19 +265,26 @@ describe('RAP tool server without tokens (the default)', () => {
   it('refuses to serve the tool server on a non-loopback --rap-host', async () => {
     await expect(runner({ rapTokens: [], rapHost: '0.0.0.0' })).rejects.toMatchObject({
       code: ErrorCode.ConfigInvalid,
-      message: 'refusing to serve the RAP tool server on non-loopback host "0.0.0.0" without --rap-tokens (anyone who can reach it could run tools): set --rap-tokens caller=token, bind --rap-host 127.0.0.1, or --no-rap-tool-server',
+      message:
+        'refusing to serve the RAP tool server on non-loopback host "0.0.0.0" without --rap-tokens (anyone who can reach it could run tools): set --rap-tokens caller=token, bind --rap-host 127.0.0.1, or --no-rap-tool-server',
     });
   });
 
-  it('refuses a web page: a rebound Host or any Origin is 403; the listener\'s own Host is served', async () => {
+  it("refuses a web page: a rebound Host or any Origin is 403; the listener's own Host is served", async () => {
     const r = await runner({ rapTokens: [] });
     const port = new URL(r.rapUrl).port;
     const body = call('http://127.0.0.1:9/cb');
     const rebound = await post(r, '/invoke', body, { host: `rebind.attacker.example:${port}` });
     expect(rebound.status).toBe(403);
-    expect(rebound.body).toEqual({ code: 'host_not_allowed', error: `Host "rebind.attacker.example:${port}" is not this RAP listener; without --rap-tokens it answers only to 127.0.0.1, localhost and [::1] with its port ${port}` });
+    expect(rebound.body).toEqual({
+      code: 'host_not_allowed',
+      error: `Host "rebind.attacker.example:${port}" is not this RAP listener; without --rap-tokens it answers only to 127.0.0.1, localhost and [::1] with its port ${port}`,
+    });
     const page = await post(r, '/invoke', body, { origin: `http://127.0.0.1:${port}` });
-    expect(page.body).toEqual({ code: 'origin_not_allowed', error: `requests from a web page (Origin "http://127.0.0.1:${port}") are refused by the RAP tool server` });
+    expect(page.body).toEqual({
+      code: 'origin_not_allowed',
+      error: `requests from a web page (Origin "http://127.0.0.1:${port}") are refused by the RAP tool server`,
+    });
     expect((await post(r, '/close_thread', { thread_id: 'thread-1' }, { origin: 'null' })).status).toBe(403);
     expect(await requestsByRapId(r, body.id)).toEqual([]);
     expect((await post(r, '/invoke', body, { host: `localhost:${port}` })).status).toBe(200);

@@ -8,7 +8,12 @@ import { createSchemaValidator } from '../../src/screen/index.js';
 import { captureLogger, onCleanup } from './helpers.js';
 import { startSpecServer } from './spec-server.js';
 
-const tool = (name: string, annotations?: Record<string, unknown>) => ({ name, description: `tool ${name}`, inputSchema: { type: 'object' }, ...(annotations ? { annotations } : {}) });
+const tool = (name: string, annotations?: Record<string, unknown>) => ({
+  name,
+  description: `tool ${name}`,
+  inputSchema: { type: 'object' },
+  ...(annotations ? { annotations } : {}),
+});
 
 describe('RAP tool contracts', () => {
   it('maps each tool’s annotations into its contract', async () => {
@@ -25,9 +30,18 @@ describe('RAP tool contracts', () => {
       ],
     }));
     onCleanup(() => server.close());
-    const runtime = createRapRuntime({ servers: [server.url], validator: createSchemaValidator(), logger: captureLogger().logger, resultTimeoutMs: 5000, localHostTools: () => [], codeToolNames: () => [] });
+    const runtime = createRapRuntime({
+      servers: [server.url],
+      validator: createSchemaValidator(),
+      logger: captureLogger().logger,
+      resultTimeoutMs: 5000,
+      localHostTools: () => [],
+      codeToolNames: () => [],
+    });
     await runtime.refresh();
-    const byName = Object.fromEntries(runtime.tools().map((t) => [t.name, { contract: t.contract, requiresConfirmation: t.requiresConfirmation }]));
+    const byName = Object.fromEntries(
+      runtime.tools().map((t) => [t.name, { contract: t.contract, requiresConfirmation: t.requiresConfirmation }]),
+    );
     expect(byName).toEqual({
       reader: { contract: { side_effect: 'read-only', idempotent: true }, requiresConfirmation: false },
       deleter: { contract: { side_effect: 'irreversible', idempotent: false }, requiresConfirmation: true },

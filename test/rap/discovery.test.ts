@@ -24,11 +24,16 @@ describe('toolset discovery', () => {
     const server = await spec(200, '<html>');
     const result = await fetchToolset(server.url, { validator, timeoutMs: 5000 });
     expect(result).toMatchObject({ ok: false, kind: 'invalid' });
-    expect(!result.ok && result.error).toMatch(new RegExp(`^Toolset from ${server.url}/\\.well-known/rap-toolset is not valid JSON: `));
+    expect(!result.ok && result.error).toMatch(
+      new RegExp(`^Toolset from ${server.url}/\\.well-known/rap-toolset is not valid JSON: `),
+    );
   });
 
   it('refuses a toolset larger than the limit without reading it all', async () => {
-    const server = await spec(200, JSON.stringify({ name: 'x', endpoint: 'http://127.0.0.1:1/i', tools: [], pad: 'x'.repeat(MAX_TOOLSET_BYTES) }));
+    const server = await spec(
+      200,
+      JSON.stringify({ name: 'x', endpoint: 'http://127.0.0.1:1/i', tools: [], pad: 'x'.repeat(MAX_TOOLSET_BYTES) }),
+    );
     expect(await fetchToolset(server.url, { validator, timeoutMs: 5000 })).toEqual({
       ok: false,
       url: `${server.url}/.well-known/rap-toolset`,
@@ -40,7 +45,9 @@ describe('toolset discovery', () => {
   it('does not follow a redirect (reported as its status) and cuts a long error body', async () => {
     const server = await spec(302, 'y'.repeat(5000));
     const result = await fetchToolset(server.url, { validator, timeoutMs: 5000 });
-    expect(!result.ok && result.error).toBe(`Toolset fetch from ${server.url}/.well-known/rap-toolset returned status 302: ${'y'.repeat(997)}…`);
+    expect(!result.ok && result.error).toBe(
+      `Toolset fetch from ${server.url}/.well-known/rap-toolset returned status 302: ${'y'.repeat(997)}…`,
+    );
     expect(server.discoveries).toBe(1);
   });
 
@@ -49,10 +56,13 @@ describe('toolset discovery', () => {
     const silent = createServer(() => undefined);
     silent.on('connection', (s) => sockets.add(s));
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-    onCleanup(() => new Promise<void>((resolve) => {
-      for (const s of sockets) s.destroy();
-      silent.close(() => resolve());
-    }));
+    onCleanup(
+      () =>
+        new Promise<void>((resolve) => {
+          for (const s of sockets) s.destroy();
+          silent.close(() => resolve());
+        }),
+    );
     const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
     expect(await fetchToolset(url, { validator, timeoutMs: 300 })).toEqual({
       ok: false,

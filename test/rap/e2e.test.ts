@@ -20,18 +20,31 @@ const DOUBLE = {
 };
 
 describe('RAP runtime <-> RAP tool server', () => {
-  it('runs A\'s code and host tools for B\'s agents, recorded on both sides', async () => {
+  it("runs A's code and host tools for B's agents, recorded on both sides", async () => {
     const dir = tempDir();
-    const a = await startRunner({ manifests: [manifest(dir, [hostTool('host.echo', 'echo-json'), hostTool('boom', 'fail-boom')])] });
-    await a.client.createBreadcrumb({ title: 'double', schema_name: SCHEMA.ToolCode, tags: [TAG.Tool, TAG.tool('double'), WS], context: DOUBLE });
+    const a = await startRunner({
+      manifests: [manifest(dir, [hostTool('host.echo', 'echo-json'), hostTool('boom', 'fail-boom')])],
+    });
+    await a.client.createBreadcrumb({
+      title: 'double',
+      schema_name: SCHEMA.ToolCode,
+      tags: [TAG.Tool, TAG.tool('double'), WS],
+      context: DOUBLE,
+    });
     await eventually(async () => {
-      const doc = (await (await fetch(`${a.rapUrl}/.well-known/rap-toolset`)).json()) as { tools: Array<{ name: string }> };
+      const doc = (await (await fetch(`${a.rapUrl}/.well-known/rap-toolset`)).json()) as {
+        tools: Array<{ name: string }>;
+      };
       return doc.tools.some((t) => t.name === 'double') ? true : undefined;
     });
     const b = await startRunner({ rapServers: [a.rapUrl] });
 
     const echoed = await answer(b.client, await request(b.client, 'host_echo', { a: 1 }));
-    expect(echoed).toMatchObject({ status: 'success', output: { text: '{"a":1}' }, metadata: { kind: 'host', transport: 'rap' } });
+    expect(echoed).toMatchObject({
+      status: 'success',
+      output: { text: '{"a":1}' },
+      metadata: { kind: 'host', transport: 'rap' },
+    });
     const doubled = await answer(b.client, await request(b.client, 'double', { n: 21 }), 60_000);
     expect(doubled.output).toEqual({ text: '{"n":42}' });
 

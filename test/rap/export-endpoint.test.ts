@@ -23,18 +23,27 @@ async function exportRap(args: string[]): Promise<{ code: number | string; out: 
 }
 
 describe('export --format rap endpoint', () => {
-  it('is the RAP listener\'s /invoke, as served live, and that URL accepts invocations', async () => {
+  it("is the RAP listener's /invoke, as served live, and that URL accepts invocations", async () => {
     const rapPort = await freePort();
     const { url } = await startRunnerWithStore(['--rap-port', String(rapPort)]);
     const rap = `http://127.0.0.1:${rapPort}`;
     const live = (await (await fetch(`${rap}/.well-known/rap-toolset`)).json()) as { endpoint: string };
     expect(live.endpoint).toBe(`${rap}/invoke`);
-    await expect.poll(async () => {
-      const { code, out } = await exportRap(['--store-url', url, '--rap-port', String(rapPort)]);
-      return code === 0 ? (JSON.parse(out) as { endpoint?: string }).endpoint : `exit ${code}`;
-    }, { timeout: 30_000, interval: 200 }).toBe(live.endpoint);
+    await expect
+      .poll(
+        async () => {
+          const { code, out } = await exportRap(['--store-url', url, '--rap-port', String(rapPort)]);
+          return code === 0 ? (JSON.parse(out) as { endpoint?: string }).endpoint : `exit ${code}`;
+        },
+        { timeout: 30_000, interval: 200 },
+      )
+      .toBe(live.endpoint);
     // The advertised URL is a route that takes invocations (a bad one gets the tool server's 400, not 405).
-    const res = await fetch(live.endpoint, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    const res = await fetch(live.endpoint, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(res.status).toBe(400);
   });
 
@@ -45,6 +54,8 @@ describe('export --format rap endpoint', () => {
     expect((JSON.parse(pub.out) as { endpoint: string }).endpoint).toBe('https://rap.example.com/tools/invoke');
     const none = await exportRap(offline);
     expect(none.code).toBe(2);
-    expect(none.err).toBe('tools-runner export: --format rap needs the address RAP runtimes reach the tool server at: pass --rap-public-url (or the service\'s fixed --rap-port)\n');
+    expect(none.err).toBe(
+      "tools-runner export: --format rap needs the address RAP runtimes reach the tool server at: pass --rap-public-url (or the service's fixed --rap-port)\n",
+    );
   });
 });

@@ -36,7 +36,13 @@ export function tempDir(prefix = 'tr-rap-'): string {
 /** A logger that keeps its lines (for asserting reports). */
 export function captureLogger(): { logger: Logger; lines: Array<Record<string, unknown>> } {
   const lines: Array<Record<string, unknown>> = [];
-  return { logger: createLogger({ level: 'debug', write: (text) => void lines.push(JSON.parse(text) as Record<string, unknown>) }), lines };
+  return {
+    logger: createLogger({
+      level: 'debug',
+      write: (text) => void lines.push(JSON.parse(text) as Record<string, unknown>),
+    }),
+    lines,
+  };
 }
 
 /** Writes an agentcli tools.json with the given tools; returns its path. */
@@ -48,7 +54,13 @@ export function manifest(dir: string, tools: Array<Record<string, unknown>>, fil
 
 /** An agentcli tool running a fixture program. */
 export function hostTool(name: string, program: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { name, description: `test tool ${name}`, schema: { type: 'object', properties: { a: { type: 'number' } } }, command: [join(BIN, program)], ...extra };
+  return {
+    name,
+    description: `test tool ${name}`,
+    schema: { type: 'object', properties: { a: { type: 'number' } } },
+    command: [join(BIN, program)],
+    ...extra,
+  };
 }
 
 /** A running in-process service and a store client of it. */
@@ -59,7 +71,10 @@ export interface Runner {
 }
 
 /** Starts a service (embedded store, RAP listener on a free port) with `overrides`. */
-export async function startRunner(overrides: Record<string, unknown> = {}, logger: Logger = silentLogger()): Promise<Runner> {
+export async function startRunner(
+  overrides: Record<string, unknown> = {},
+  logger: Logger = silentLogger(),
+): Promise<Runner> {
   const dir = tempDir();
   const config = defaultConfig({
     port: 0,
@@ -77,21 +92,40 @@ export async function startRunner(overrides: Record<string, unknown> = {}, logge
   const lines: string[] = [];
   const service = await startService({ config, logger, out: (line) => lines.push(line) });
   onCleanup(() => service.stop());
-  const client = createStoreClient({ baseUrl: service.storeUrl, logger: silentLogger(), auth: { mint: { owner_id: '00000000-0000-0000-0000-000000000001', agent_id: 'rap-test' } } });
+  const client = createStoreClient({
+    baseUrl: service.storeUrl,
+    logger: silentLogger(),
+    auth: { mint: { owner_id: '00000000-0000-0000-0000-000000000001', agent_id: 'rap-test' } },
+  });
   onCleanup(() => client.close());
   const rapLine = lines.find((l) => l.startsWith('rap listening on ')) ?? '';
   return { service, client, rapUrl: rapLine.replace('rap listening on ', '') };
 }
 
 /** Writes a tool.request.v1 as an agent would; returns its requestId. */
-export async function request(c: StoreClient, tool: string, input: unknown, rid: string = crypto.randomUUID()): Promise<string> {
-  await c.createBreadcrumb({ title: `Request: ${tool}`, schema_name: SCHEMA.ToolRequest, tags: [TAG.Request, WS, TAG.agent('tester')], context: { tool, input, requestId: rid } });
+export async function request(
+  c: StoreClient,
+  tool: string,
+  input: unknown,
+  rid: string = crypto.randomUUID(),
+): Promise<string> {
+  await c.createBreadcrumb({
+    title: `Request: ${tool}`,
+    schema_name: SCHEMA.ToolRequest,
+    tags: [TAG.Request, WS, TAG.agent('tester')],
+    context: { tool, input, requestId: rid },
+  });
   return rid;
 }
 
 /** Every tool.response.v1 for `rid`. */
 export async function responses(c: StoreClient, rid: string): Promise<ToolResponseContext[]> {
-  const items = await c.listBreadcrumbs({ schema_name: SCHEMA.ToolResponse, tag: TAG.request(rid), include_context: true, limit: 20 });
+  const items = await c.listBreadcrumbs({
+    schema_name: SCHEMA.ToolResponse,
+    tag: TAG.request(rid),
+    include_context: true,
+    limit: 20,
+  });
   return items.map((item) => ToolResponseContext.parse(item.context));
 }
 
@@ -107,7 +141,10 @@ export async function answer(c: StoreClient, rid: string, timeoutMs = 30_000): P
 }
 
 /** Polls `check` until it returns a value other than undefined. */
-export async function eventually<T>(check: () => Promise<T | undefined> | T | undefined, timeoutMs = 15_000): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 15_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
@@ -126,5 +163,7 @@ export async function requestsByRapId(r: Runner, id: string) {
 /** The answers of the request breadcrumb `breadcrumbId`. */
 export async function responsesFor(r: Runner, breadcrumbId: string) {
   const items = await r.client.listAll({ schema_name: SCHEMA.ToolResponse, tag: WS, include_context: true });
-  return items.map((item) => ToolResponseContext.parse(item.context)).filter((c) => c.metadata['request_breadcrumb_id'] === breadcrumbId);
+  return items
+    .map((item) => ToolResponseContext.parse(item.context))
+    .filter((c) => c.metadata['request_breadcrumb_id'] === breadcrumbId);
 }

@@ -21,7 +21,10 @@ export async function startReceiver(): Promise<Receiver> {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      receiver.posts.push({ path: req.url ?? '/', body: JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as Record<string, unknown> });
+      receiver.posts.push({
+        path: req.url ?? '/',
+        body: JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as Record<string, unknown>,
+      });
       const status = receiver.statuses.shift() ?? 200;
       res.writeHead(status, status >= 300 && status < 400 ? { location: `${receiver.url}/redirected` } : {}).end();
       for (const w of [...waiters]) {
@@ -41,10 +44,11 @@ export async function startReceiver(): Promise<Receiver> {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     posts: [],
     statuses: [],
-    waitFor: (count) => new Promise((resolve) => {
-      if (receiver.posts.length >= count) resolve();
-      else waiters.push({ count, resolve });
-    }),
+    waitFor: (count) =>
+      new Promise((resolve) => {
+        if (receiver.posts.length >= count) resolve();
+        else waiters.push({ count, resolve });
+      }),
   };
   return receiver;
 }

@@ -56,7 +56,8 @@ export async function startSpecServer(toolset: (endpoint: string) => unknown): P
       if (req.method === 'GET' && path === '/.well-known/rap-toolset') {
         spec.discoveries++;
         const t = spec.toolset;
-        if (t.json !== undefined) res.writeHead(t.status, { 'content-type': 'application/json' }).end(JSON.stringify(t.json));
+        if (t.json !== undefined)
+          res.writeHead(t.status, { 'content-type': 'application/json' }).end(JSON.stringify(t.json));
         else res.writeHead(t.status, { 'content-type': 'text/plain' }).end(t.body ?? '');
         return;
       }
@@ -64,11 +65,24 @@ export async function startSpecServer(toolset: (endpoint: string) => unknown): P
         const invocation = JSON.parse(text) as Record<string, unknown>;
         spec.invocations.push(invocation);
         notify();
-        const b = typeof spec.behaviour === 'function' ? spec.behaviour(invocation, spec.invocations.length) : spec.behaviour;
-        res.writeHead(b.status, { 'content-type': 'application/json' }).end(b.status === 200 ? '{}' : JSON.stringify({ error: `status ${b.status}` }));
+        const b =
+          typeof spec.behaviour === 'function' ? spec.behaviour(invocation, spec.invocations.length) : spec.behaviour;
+        res
+          .writeHead(b.status, { 'content-type': 'application/json' })
+          .end(b.status === 200 ? '{}' : JSON.stringify({ error: `status ${b.status}` }));
         if ('reply' in b) {
-          const message = { type: 'tool_result', group_id: invocation['group_id'], id: invocation['id'], call_id: invocation['call_id'], text: b.reply(invocation) };
-          const answer = await fetch(String(invocation['callback_url']), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(message) });
+          const message = {
+            type: 'tool_result',
+            group_id: invocation['group_id'],
+            id: invocation['id'],
+            call_id: invocation['call_id'],
+            text: b.reply(invocation),
+          };
+          const answer = await fetch(String(invocation['callback_url']), {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify(message),
+          });
           await answer.body?.cancel();
           spec.callbackStatuses.push(answer.status);
           notify();

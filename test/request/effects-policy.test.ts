@@ -12,7 +12,12 @@ const write: Effect = { kind: 'store.create', target: 'rec-1', at_ms: 3 };
 const fetched: Effect = { kind: 'net.fetch', target: 'api.example.com:443', at_ms: 9 };
 
 const call = (contract: ToolContract) => ({ contract, metadata: {} as Record<string, unknown> });
-const failed = (code: ErrorCode, message: string, effects: Effect[] = [], details?: Record<string, unknown>): ExecutionResult => ({
+const failed = (
+  code: ErrorCode,
+  message: string,
+  effects: Effect[] = [],
+  details?: Record<string, unknown>,
+): ExecutionResult => ({
   ok: false,
   error: failure(code, message, details),
   durationMs: 500,
@@ -26,18 +31,21 @@ describe('the effects review', () => {
     ['unknown (no side_effect)', {}],
     ['reversible-write', { side_effect: 'reversible-write' }],
     ['financial', { side_effect: 'financial' }],
-  ])('a %s tool that timed out after an effect answers timeout.unknown-commit, listing the effects', (_what, contract) => {
-    const c = call(contract);
-    const result = classify(c, failed(ErrorCode.Timeout, TIMEOUT_MESSAGE, [write, fetched], { timeoutMs: 500 }));
-    expect(result).toMatchObject({ ok: false, durationMs: 500 });
-    expect(!result.ok && result.error).toEqual({
-      code: 'timeout.unknown-commit',
-      message: `${TIMEOUT_MESSAGE}; it had 2 effects (store.create rec-1, net.fetch api.example.com:443), so its action may have committed: check before retrying`,
-      retryable: false,
-      details: { timeoutMs: 500, effects: [write, fetched], effects_count: 2, cause_code: 'timeout' },
-    });
-    expect(c.metadata).toEqual({});
-  });
+  ])(
+    'a %s tool that timed out after an effect answers timeout.unknown-commit, listing the effects',
+    (_what, contract) => {
+      const c = call(contract);
+      const result = classify(c, failed(ErrorCode.Timeout, TIMEOUT_MESSAGE, [write, fetched], { timeoutMs: 500 }));
+      expect(result).toMatchObject({ ok: false, durationMs: 500 });
+      expect(!result.ok && result.error).toEqual({
+        code: 'timeout.unknown-commit',
+        message: `${TIMEOUT_MESSAGE}; it had 2 effects (store.create rec-1, net.fetch api.example.com:443), so its action may have committed: check before retrying`,
+        retryable: false,
+        details: { timeoutMs: 500, effects: [write, fetched], effects_count: 2, cause_code: 'timeout' },
+      });
+      expect(c.metadata).toEqual({});
+    },
+  );
 
   it('a side-effecting tool that timed out before any effect answers timeout.before-submit (retryable)', () => {
     const result = classify(call({ side_effect: 'irreversible' }), failed(ErrorCode.Timeout, TIMEOUT_MESSAGE));
@@ -74,9 +82,20 @@ describe('the effects review', () => {
   });
 
   it('a success lists its effects in metadata, capped with the total count', () => {
-    const many = Array.from({ length: 70 }, (_, i): Effect => ({ kind: 'net.connect', target: `h${i}.example.com:443` }));
+    const many = Array.from(
+      { length: 70 },
+      (_, i): Effect => ({ kind: 'net.connect', target: `h${i}.example.com:443` }),
+    );
     const c = call({ side_effect: 'read-only' });
-    const ok: ExecutionResult = { ok: true, output: {}, durationMs: 1, logs: [], logsTruncated: false, effects: many, effectsDropped: 5 };
+    const ok: ExecutionResult = {
+      ok: true,
+      output: {},
+      durationMs: 1,
+      logs: [],
+      logsTruncated: false,
+      effects: many,
+      effectsDropped: 5,
+    };
     expect(classify(c, ok)).toBe(ok);
     expect(c.metadata).toEqual({ effects: many.slice(0, MAX_LISTED_EFFECTS), effects_count: 75 });
     const quiet = call({});
@@ -87,24 +106,50 @@ describe('the effects review', () => {
   it('an unknown-commit message names the first three effects and how many more', () => {
     const effects = Array.from({ length: 5 }, (_, i): Effect => ({ kind: 'store.update', target: `r${i}` }));
     const result = classify(call({}), failed(ErrorCode.Timeout, TIMEOUT_MESSAGE, effects));
-    expect(!result.ok && result.error.message).toBe(`${TIMEOUT_MESSAGE}; it had 5 effects (store.update r0, store.update r1, store.update r2 and 2 more), so its action may have committed: check before retrying`);
+    expect(!result.ok && result.error.message).toBe(
+      `${TIMEOUT_MESSAGE}; it had 5 effects (store.update r0, store.update r1, store.update r2 and 2 more), so its action may have committed: check before retrying`,
+    );
     const oom = classify(call({}), failed(ErrorCode.MemoryLimit, 'out of memory', effects));
-    expect(!oom.ok && oom.error).toMatchObject({ code: 'partial-effect', message: 'out of memory', details: { cause_code: 'memory_limit', effects_count: 5 } });
+    expect(!oom.ok && oom.error).toMatchObject({
+      code: 'partial-effect',
+      message: 'out of memory',
+      details: { cause_code: 'memory_limit', effects_count: 5 },
+    });
   });
 
   it('a host program or RAP tool that was only started and reported its own error keeps that error; a timeout of one is unknown-commit', () => {
     const started = [{ kind: 'host.exec' as const, target: '/usr/bin/mail' }];
-    const failed: ExecutionResult = { ok: false, durationMs: 5, logs: [], logsTruncated: false, effects: started, error: failure(ErrorCode.ToolError, 'exit status 2') };
+    const failed: ExecutionResult = {
+      ok: false,
+      durationMs: 5,
+      logs: [],
+      logsTruncated: false,
+      effects: started,
+      error: failure(ErrorCode.ToolError, 'exit status 2'),
+    };
     const call = { contract: {}, metadata: {} };
-    expect(classify(call, failed)).toMatchObject({ ok: false, error: { code: 'tool.error', message: 'exit status 2', details: { effects: started, effects_count: 1 } } });
+    expect(classify(call, failed)).toMatchObject({
+      ok: false,
+      error: { code: 'tool.error', message: 'exit status 2', details: { effects: started, effects_count: 1 } },
+    });
     const hung: ExecutionResult = { ...failed, error: failure(ErrorCode.Timeout, 'timed out') };
-    expect(classify(call, hung)).toMatchObject({ ok: false, error: { code: 'timeout.unknown-commit', details: { cause_code: 'timeout' } } });
+    expect(classify(call, hung)).toMatchObject({
+      ok: false,
+      error: { code: 'timeout.unknown-commit', details: { cause_code: 'timeout' } },
+    });
   });
 });
 
 describe('a code tool that can have no external effect', () => {
   const route = (tool: { net: string[]; api: false | 'read' | 'write'; extraPermissions: string[] }) =>
-    ({ kind: 'code', tool, breadcrumbId: 'b', breadcrumbVersion: 1, owner: 'agent:a', version: '1.0.0' }) as unknown as import('../../src/catalog/catalog.js').Route;
+    ({
+      kind: 'code',
+      tool,
+      breadcrumbId: 'b',
+      breadcrumbVersion: 1,
+      owner: 'agent:a',
+      version: '1.0.0',
+    }) as unknown as import('../../src/catalog/catalog.js').Route;
 
   it.each<[string, { net: string[]; api: false | 'read' | 'write'; extraPermissions: string[] }, string]>([
     ['no permission at all', { net: [], api: false, extraPermissions: [] }, 'timeout'],

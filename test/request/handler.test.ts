@@ -7,7 +7,14 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createRequestKeys, createStoreClient, SCHEMA, StoreError, TAG, type StoreClient } from '../../src/breadcrumbs/index.js';
+import {
+  createRequestKeys,
+  createStoreClient,
+  SCHEMA,
+  StoreError,
+  TAG,
+  type StoreClient,
+} from '../../src/breadcrumbs/index.js';
 import { createCatalog } from '../../src/catalog/catalog.js';
 import { createStamper } from '../../src/catalog/deployment.js';
 import { loadConfig } from '../../src/config/index.js';
@@ -46,7 +53,10 @@ async function rig(options: { failingReads?: number; policies?: Policy[] } = {})
   const handlerClient: StoreClient = {
     ...c,
     getBreadcrumbFull: (id, opts) => {
-      if (failingReads-- > 0) return Promise.reject(new StoreError({ status: 503, storeCode: 'unavailable', message: 'store unavailable (injected)' }));
+      if (failingReads-- > 0)
+        return Promise.reject(
+          new StoreError({ status: 503, storeCode: 'unavailable', message: 'store unavailable (injected)' }),
+        );
       return c.getBreadcrumbFull(id, opts);
     },
   };
@@ -54,7 +64,12 @@ async function rig(options: { failingReads?: number; policies?: Policy[] } = {})
   const validator = createSchemaValidator();
   const dir = tempDir('handler-test-');
   const manifest = join(dir, 'tools.json');
-  writeFileSync(manifest, JSON.stringify({ tools: [{ name: 'host.t', description: 'a host tool', schema: { type: 'object' }, command: ['/bin/true'] }] }));
+  writeFileSync(
+    manifest,
+    JSON.stringify({
+      tools: [{ name: 'host.t', description: 'a host tool', schema: { type: 'object' }, command: ['/bin/true'] }],
+    }),
+  );
   const loaded = await loadManifest(manifest, { validator });
   if (!loaded.ok) throw new Error(loaded.error);
   const hostTools: HostTool[] = loaded.tools;
@@ -81,7 +96,14 @@ async function rig(options: { failingReads?: number; policies?: Policy[] } = {})
     queue: createJobQueue({ concurrency: 4, toolConcurrency: 4, backlog: 100 }),
     sandbox,
     secrets: createSecretResolver({ client: c, workspace: WS, logger: silentLogger() }),
-    claims: createClaimManager({ client: c, workspace: WS, holder: 'A', ttlMs: config.claimTtlMs, keys, logger: silentLogger() }),
+    claims: createClaimManager({
+      client: c,
+      workspace: WS,
+      holder: 'A',
+      ttlMs: config.claimTtlMs,
+      keys,
+      logger: silentLogger(),
+    }),
     catalog,
     validator,
     policies: options.policies ?? [],
@@ -89,7 +111,11 @@ async function rig(options: { failingReads?: number; policies?: Policy[] } = {})
       host: createHostExecutor({
         run: (_tool, input, ctx) =>
           new Promise<ExecutionResult>((resolve, reject) => {
-            const run = { input, ctx, finish: (r: ExecutionResult | Error) => (r instanceof Error ? reject(r) : resolve(r)) };
+            const run = {
+              input,
+              ctx,
+              finish: (r: ExecutionResult | Error) => (r instanceof Error ? reject(r) : resolve(r)),
+            };
             runs.push(run);
             waiting.shift()?.(run);
           }),
@@ -103,7 +129,12 @@ async function rig(options: { failingReads?: number; policies?: Policy[] } = {})
   });
   const nextRun = (): Promise<Run> => new Promise((resolve) => waiting.push(resolve));
   const createRequest = async (input: unknown) => {
-    const created = await c.createBreadcrumb({ title: 'r', schema_name: SCHEMA.ToolRequest, tags: [TAG.Request, WS, TAG.agent('ag')], context: { tool: 'host.t', input } });
+    const created = await c.createBreadcrumb({
+      title: 'r',
+      schema_name: SCHEMA.ToolRequest,
+      tags: [TAG.Request, WS, TAG.agent('ag')],
+      context: { tool: 'host.t', input },
+    });
     return { breadcrumbId: created.id, rid: created.id, tool: 'host.t' };
   };
   const answers = async (breadcrumbId: string) =>
@@ -120,7 +151,9 @@ describe('request handler', () => {
   it('a job that fails after claiming gives its claim back: the retry runs at once as the next attempt', async () => {
     const r = await rig({ failingReads: 1 });
     const request = await r.createRequest({ n: 1 });
-    await expect(r.handler.handle(request, new AbortController().signal)).rejects.toThrow('store unavailable (injected)');
+    await expect(r.handler.handle(request, new AbortController().signal)).rejects.toThrow(
+      'store unavailable (injected)',
+    );
     const next = r.nextRun().then((run) => {
       run.finish(ok({ n: 1 }));
       return run;
@@ -145,7 +178,11 @@ describe('request handler', () => {
     const answers = await r.answers(request.breadcrumbId);
     expect(answers).toHaveLength(1);
     expect(answers[0]?.tags).toContain('agent:ag');
-    expect(answers[0]?.context).toMatchObject({ status: 'success', output: { done: true }, metadata: { kind: 'host', transport: 'exec', attempt: 1, replica: 'A' } });
+    expect(answers[0]?.context).toMatchObject({
+      status: 'success',
+      output: { done: true },
+      metadata: { kind: 'host', transport: 'exec', attempt: 1, replica: 'A' },
+    });
   });
 
   it('a drain that aborts the run releases the claim and writes no answer', async () => {
@@ -155,7 +192,13 @@ describe('request handler', () => {
     const outcome = r.handler.handle(request, drain.signal);
     const run = await r.nextRun();
     drain.abort(new Error('service stopping'));
-    run.finish({ ok: false, error: { code: ErrorCode.Timeout, message: 'aborted', retryable: true }, durationMs: 1, logs: [], logsTruncated: false });
+    run.finish({
+      ok: false,
+      error: { code: ErrorCode.Timeout, message: 'aborted', retryable: true },
+      durationMs: 1,
+      logs: [],
+      logsTruncated: false,
+    });
     expect(await outcome).toBe('released');
     expect(await r.answers(request.breadcrumbId)).toEqual([]);
   });
@@ -180,7 +223,10 @@ describe('request handler', () => {
     expect(await outcome).toBe('answered');
     const answers = await r.answers(request.breadcrumbId);
     expect(answers).toHaveLength(1);
-    expect(answers[0]?.context).toMatchObject({ status: 'error', error: { code: 'dependency.unavailable', message: 'secrets API at http://x is down' } });
+    expect(answers[0]?.context).toMatchObject({
+      status: 'error',
+      error: { code: 'dependency.unavailable', message: 'secrets API at http://x is down' },
+    });
   });
 
   it('output nested deeper than the limit is answered output.invalid', async () => {
@@ -192,12 +238,23 @@ describe('request handler', () => {
     (await r.nextRun()).finish(ok(deep));
     expect(await outcome).toBe('answered');
     const answers = await r.answers(request.breadcrumbId);
-    expect(answers[0]?.context).toMatchObject({ status: 'error', error: { code: 'output.invalid', message: 'output is nested deeper than 128 levels' } });
+    expect(answers[0]?.context).toMatchObject({
+      status: 'error',
+      error: { code: 'output.invalid', message: 'output is nested deeper than 128 levels' },
+    });
   });
 
   it.each([
     ['a BigInt', { n: 10n }, /^the answer cannot be serialised: .*BigInt/],
-    ['a cycle (caught as endless nesting)', (() => { const o: Record<string, unknown> = {}; o['self'] = o; return o; })(), /^output is nested deeper than 128 levels$/],
+    [
+      'a cycle (caught as endless nesting)',
+      (() => {
+        const o: Record<string, unknown> = {};
+        o['self'] = o;
+        return o;
+      })(),
+      /^output is nested deeper than 128 levels$/,
+    ],
   ])('output the store cannot take (%s) is answered output.invalid, once', async (_what, output, reason) => {
     const r = await rig();
     const request = await r.createRequest({});
@@ -206,7 +263,10 @@ describe('request handler', () => {
     expect(await outcome).toBe('answered');
     const answers = await r.answers(request.breadcrumbId);
     expect(answers).toHaveLength(1);
-    expect(answers[0]?.context).toMatchObject({ status: 'error', error: { code: 'output.invalid', message: expect.stringMatching(reason) } });
+    expect(answers[0]?.context).toMatchObject({
+      status: 'error',
+      error: { code: 'output.invalid', message: expect.stringMatching(reason) },
+    });
   });
 
   it('input that is not an object never reaches the executor', async () => {
@@ -214,60 +274,116 @@ describe('request handler', () => {
     const request = await r.createRequest([1, 2]);
     expect(await r.handler.handle(request, new AbortController().signal)).toBe('answered');
     const answers = await r.answers(request.breadcrumbId);
-    expect(answers[0]?.context).toMatchObject({ status: 'error', error: { code: 'input.invalid', message: 'input must be a JSON object (got array)' }, metadata: { kind: 'host' } });
+    expect(answers[0]?.context).toMatchObject({
+      status: 'error',
+      error: { code: 'input.invalid', message: 'input must be a JSON object (got array)' },
+      metadata: { kind: 'host' },
+    });
   });
 
   describe('policies', () => {
     it('a park gate ends the job with no answer and no claim: the request can be taken again at once', async () => {
       let parks = 1;
-      const r = await rig({ policies: [{ name: 'park-once', admit: () => (parks-- > 0 ? { kind: 'park', reason: 'waiting for approval', until: Date.now() + 60_000, wakeOn: ['approval:x'] } : { kind: 'run' }) }] });
+      const r = await rig({
+        policies: [
+          {
+            name: 'park-once',
+            admit: () =>
+              parks-- > 0
+                ? { kind: 'park', reason: 'waiting for approval', until: Date.now() + 60_000, wakeOn: ['approval:x'] }
+                : { kind: 'run' },
+          },
+        ],
+      });
       const request = await r.createRequest({});
-      expect(await r.handler.handle(request, new AbortController().signal)).toEqual({ kind: 'parked', until: expect.any(Number), wakeOn: ['approval:x'] });
+      expect(await r.handler.handle(request, new AbortController().signal)).toEqual({
+        kind: 'parked',
+        until: expect.any(Number),
+        wakeOn: ['approval:x'],
+      });
       expect(await r.answers(request.breadcrumbId)).toEqual([]);
       const outcome = r.handler.handle(request, new AbortController().signal);
       (await r.nextRun()).finish(ok({ ran: true }));
       expect(await outcome).toBe('answered');
-      expect((await r.answers(request.breadcrumbId))[0]?.context).toMatchObject({ status: 'success', output: { ran: true }, metadata: { attempt: 2 } });
+      expect((await r.answers(request.breadcrumbId))[0]?.context).toMatchObject({
+        status: 'success',
+        output: { ran: true },
+        metadata: { attempt: 2 },
+      });
     });
 
     it('an answer gate answers without running; later policies are not asked; settle learns ran=false', async () => {
       const settled: Settled[] = [];
       const seen: string[] = [];
-      const r = await rig({ policies: [
-        { name: 'refuse', admit: (call) => { seen.push(`refuse:${call.inputHash.slice(0, 7)}`); return { kind: 'answer', result: errorResult(ErrorCode.RateExceeded, 'slow down', { retry_after_ms: 5 }) }; } },
-        { name: 'never', admit: () => { seen.push('never'); return { kind: 'run' }; }, settle: (_call, s) => void settled.push(s) },
-      ] });
+      const r = await rig({
+        policies: [
+          {
+            name: 'refuse',
+            admit: (call) => {
+              seen.push(`refuse:${call.inputHash.slice(0, 7)}`);
+              return {
+                kind: 'answer',
+                result: errorResult(ErrorCode.RateExceeded, 'slow down', { retry_after_ms: 5 }),
+              };
+            },
+          },
+          {
+            name: 'never',
+            admit: () => {
+              seen.push('never');
+              return { kind: 'run' };
+            },
+            settle: (_call, s) => void settled.push(s),
+          },
+        ],
+      });
       const request = await r.createRequest({ a: 1 });
       expect(await r.handler.handle(request, new AbortController().signal)).toBe('answered');
       expect(seen).toEqual(['refuse:sha256:']);
-      expect((await r.answers(request.breadcrumbId))[0]?.context).toMatchObject({ status: 'error', error: { code: 'rate.exceeded', message: 'slow down', details: { retry_after_ms: 5 } } });
-      expect(settled).toEqual([{ result: expect.objectContaining({ ok: false }), ran: false, attempts: 0, durationMs: expect.any(Number) }]);
+      expect((await r.answers(request.breadcrumbId))[0]?.context).toMatchObject({
+        status: 'error',
+        error: { code: 'rate.exceeded', message: 'slow down', details: { retry_after_ms: 5 } },
+      });
+      expect(settled).toEqual([
+        { result: expect.objectContaining({ ok: false }), ran: false, attempts: 0, durationMs: expect.any(Number) },
+      ]);
     });
 
     it("review replaces the run's result, policy metadata and warnings reach the answer, and a failing settle does not lose it", async () => {
       const calls: Call[] = [];
-      const r = await rig({ policies: [
-        {
-          name: 'annotate',
-          admit: (call) => {
-            call.metadata['approval_id'] = 'ap-1';
-            call.warnings.push('tool host.t@x is deprecated');
-            calls.push(call);
-            return { kind: 'run' };
+      const r = await rig({
+        policies: [
+          {
+            name: 'annotate',
+            admit: (call) => {
+              call.metadata['approval_id'] = 'ap-1';
+              call.warnings.push('tool host.t@x is deprecated');
+              calls.push(call);
+              return { kind: 'run' };
+            },
+            review: (_call, result) => (result.ok ? { ...result, output: { reviewed: result.output } } : result),
+            settle: () => {
+              throw new Error('audit store down');
+            },
           },
-          review: (_call, result) => (result.ok ? { ...result, output: { reviewed: result.output } } : result),
-          settle: () => {
-            throw new Error('audit store down');
-          },
-        },
-      ] });
+        ],
+      });
       const request = await r.createRequest({});
       const outcome = r.handler.handle(request, new AbortController().signal);
       (await r.nextRun()).finish(ok({ v: 1 }));
       expect(await outcome).toBe('answered');
       const context = (await r.answers(request.breadcrumbId))[0]?.context;
-      expect(context).toMatchObject({ status: 'success', output: { reviewed: { v: 1 } }, metadata: { approval_id: 'ap-1', warnings: ['tool host.t@x is deprecated'] } });
-      expect(calls[0]).toMatchObject({ version: expect.any(String), contract: {}, input: {}, identity: { agentId: 'ag', breadcrumbId: request.breadcrumbId } });
+      expect(context).toMatchObject({
+        status: 'success',
+        output: { reviewed: { v: 1 } },
+        metadata: { approval_id: 'ap-1', warnings: ['tool host.t@x is deprecated'] },
+      });
+      expect(calls[0]).toMatchObject({
+        version: expect.any(String),
+        contract: {},
+        input: {},
+        identity: { agentId: 'ag', breadcrumbId: request.breadcrumbId },
+      });
     });
   });
 });

@@ -16,8 +16,20 @@ beforeAll(async () => {
   const dir = tempDir();
   const manifest = join(dir, 'tools.json');
   const schema = { type: 'object', properties: { a: { type: 'number' } }, additionalProperties: false };
-  writeFileSync(manifest, JSON.stringify({ tools: [{ name: 'host.echo', description: 'echoes its arguments', schema, command: [join(bin, 'echo-json')] }] }));
-  const { url } = await startRunnerWithStore(['--manifests', manifest, '--granted-capabilities', 'exec', '--audit-dir', join(dir, 'audit')]);
+  writeFileSync(
+    manifest,
+    JSON.stringify({
+      tools: [{ name: 'host.echo', description: 'echoes its arguments', schema, command: [join(bin, 'echo-json')] }],
+    }),
+  );
+  const { url } = await startRunnerWithStore([
+    '--manifests',
+    manifest,
+    '--granted-capabilities',
+    'exec',
+    '--audit-dir',
+    join(dir, 'audit'),
+  ]);
   c = client(url);
 });
 
@@ -38,7 +50,10 @@ describe('host tool input (R8 before the schema)', () => {
 
   it('a JSON string that breaks the schema is input.invalid, named by path', async () => {
     const response = await answer(c, await request(c, 'host.echo', '{"a":"x"}'));
-    expect(response.error).toMatchObject({ code: 'input.invalid', message: 'input does not match the input schema of "host.echo": /a: must be number' });
+    expect(response.error).toMatchObject({
+      code: 'input.invalid',
+      message: 'input does not match the input schema of "host.echo": /a: must be number',
+    });
   });
 
   it.each([

@@ -3,8 +3,22 @@
 // redacted, and logs are capped at --max-log-bytes.
 
 import { afterEach, describe, expect, it } from 'vitest';
-import { executeHostTool, loadManifest, type ExecuteHostToolOptions, type HostTool } from '../../src/host-tools/index.js';
-import { captureLogger, createTempDirs, livingChildren, schemas, testConfig, validator, writeManifest, type OptionOverrides } from '../host-tools/helpers.js';
+import {
+  executeHostTool,
+  loadManifest,
+  type ExecuteHostToolOptions,
+  type HostTool,
+} from '../../src/host-tools/index.js';
+import {
+  captureLogger,
+  createTempDirs,
+  livingChildren,
+  schemas,
+  testConfig,
+  validator,
+  writeManifest,
+  type OptionOverrides,
+} from '../host-tools/helpers.js';
 
 const temp = createTempDirs();
 afterEach(async () => {
@@ -14,7 +28,12 @@ afterEach(async () => {
 
 /** A host tool running `script` under /bin/sh (stdin: the JSON arguments). */
 async function shellTool(script: string): Promise<HostTool> {
-  const result = await loadManifest(await writeManifest(await temp.make(), { tools: [{ name: 't', description: 'shell', command: ['/bin/sh', '-c', `cat > /dev/null; ${script}`] }] }), { validator });
+  const result = await loadManifest(
+    await writeManifest(await temp.make(), {
+      tools: [{ name: 't', description: 'shell', command: ['/bin/sh', '-c', `cat > /dev/null; ${script}`] }],
+    }),
+    { validator },
+  );
   if (!result.ok) throw new Error(result.error);
   return result.tools[0] as HostTool;
 }
@@ -33,7 +52,9 @@ async function options(over: OptionOverrides = {}): Promise<ExecuteHostToolOptio
 describe('host tool text', () => {
   it('logs lose bidi overrides, C1 controls and terminal escapes', async () => {
     // U+202E (right-to-left override), U+0085 (C1 next line), an OSC title escape, a colour escape.
-    const t = await shellTool(`printf 'a\\342\\200\\256b\\302\\205c \\033]0;title\\007\\033[31mred\\033[0m\\n' >&2; echo '{}'`);
+    const t = await shellTool(
+      `printf 'a\\342\\200\\256b\\302\\205c \\033]0;title\\007\\033[31mred\\033[0m\\n' >&2; echo '{}'`,
+    );
     const result = await executeHostTool(t, {}, await options());
     expect(result).toMatchObject({ ok: true, output: {}, logs: ['abc red'], logsTruncated: false });
   });
@@ -53,6 +74,10 @@ describe('host tool text', () => {
 
   it('without maxLogBytes every line within the default cap is kept', async () => {
     const t = await shellTool(`for i in 1 2 3; do echo line-$i >&2; done; echo '{}'`);
-    expect(await executeHostTool(t, {}, await options())).toMatchObject({ ok: true, logs: ['line-1', 'line-2', 'line-3'], logsTruncated: false });
+    expect(await executeHostTool(t, {}, await options())).toMatchObject({
+      ok: true,
+      logs: ['line-1', 'line-2', 'line-3'],
+      logsTruncated: false,
+    });
   });
 });

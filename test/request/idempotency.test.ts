@@ -8,7 +8,14 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createRequestKeys, createStoreClient, requestIdentity, SCHEMA, TAG, type StoreClient } from '../../src/breadcrumbs/index.js';
+import {
+  createRequestKeys,
+  createStoreClient,
+  requestIdentity,
+  SCHEMA,
+  TAG,
+  type StoreClient,
+} from '../../src/breadcrumbs/index.js';
 import { createCatalog } from '../../src/catalog/catalog.js';
 import { createStamper } from '../../src/catalog/deployment.js';
 import { loadConfig } from '../../src/config/index.js';
@@ -23,7 +30,11 @@ import { createHostExecutor } from '../../src/request/execute.js';
 import { createResponder } from '../../src/request/respond.js';
 import { createRequestPath } from '../../src/request/path.js';
 import { createJobQueue } from '../../src/queue/job-queue.js';
-import { idempotencyMac, idempotencyPolicies, verifyIdempotencyRecord } from '../../src/request/policies/idempotency.js';
+import {
+  idempotencyMac,
+  idempotencyPolicies,
+  verifyIdempotencyRecord,
+} from '../../src/request/policies/idempotency.js';
 import { parseRateOverrides, rateLimitPolicy } from '../../src/request/policies/rate-limit.js';
 import { createSandbox } from '../../src/sandbox/index.js';
 import { createSchemaValidator, validateToolDefinition } from '../../src/screen/index.js';
@@ -46,7 +57,12 @@ async function rig(options: { rateLimited?: boolean } = {}) {
   const { config } = loadConfig({ env: {}, argv: ['--workspace', WS, '--claim-ttl-ms', '60000'] });
   const dir = tempDir('idempotency-test-');
   const manifest = join(dir, 'tools.json');
-  writeFileSync(manifest, JSON.stringify({ tools: [{ name: 'host.t', description: 'a host tool', schema: { type: 'object' }, command: ['/bin/true'] }] }));
+  writeFileSync(
+    manifest,
+    JSON.stringify({
+      tools: [{ name: 'host.t', description: 'a host tool', schema: { type: 'object' }, command: ['/bin/true'] }],
+    }),
+  );
   const loaded = await loadManifest(manifest, { validator: createSchemaValidator() });
   if (!loaded.ok) throw new Error(loaded.error);
   const hostTools: HostTool[] = loaded.tools;
@@ -67,10 +83,22 @@ async function rig(options: { rateLimited?: boolean } = {}) {
   onCleanup(() => hardStop.abort());
   const sandbox = await createSandbox({ config, logger: silentLogger() });
   onCleanup(() => sandbox.close());
-  const idempotency = idempotencyPolicies({ client: c, keys, workspace: WS, logger: silentLogger(), now: () => 1_000_000 });
+  const idempotency = idempotencyPolicies({
+    client: c,
+    keys,
+    workspace: WS,
+    logger: silentLogger(),
+    now: () => 1_000_000,
+  });
   const policies: Policy[] = [
     idempotency.check,
-    ...(options.rateLimited ? [rateLimitPolicy({ overrides: parseRateOverrides({ 'host.t': { per_tool: { limit: 1, window_ms: 3_600_000 } } }) })] : []),
+    ...(options.rateLimited
+      ? [
+          rateLimitPolicy({
+            overrides: parseRateOverrides({ 'host.t': { per_tool: { limit: 1, window_ms: 3_600_000 } } }),
+          }),
+        ]
+      : []),
     idempotency.reserve,
   ];
   const { job: handler } = createRequestPath({
@@ -79,7 +107,14 @@ async function rig(options: { rateLimited?: boolean } = {}) {
     queue: createJobQueue({ concurrency: 4, toolConcurrency: 4, backlog: 100 }),
     sandbox,
     secrets: createSecretResolver({ client: c, workspace: WS, logger: silentLogger() }),
-    claims: createClaimManager({ client: c, workspace: WS, holder: 'A', ttlMs: config.claimTtlMs, keys, logger: silentLogger() }),
+    claims: createClaimManager({
+      client: c,
+      workspace: WS,
+      holder: 'A',
+      ttlMs: config.claimTtlMs,
+      keys,
+      logger: silentLogger(),
+    }),
     catalog,
     validator,
     policies,
@@ -101,29 +136,57 @@ async function rig(options: { rateLimited?: boolean } = {}) {
   });
   const nextRun = (): Promise<Run> => new Promise((resolve) => waiting.push(resolve));
   const createRequest = async (input: unknown, key: string | undefined, agent = 'ag', requestId?: string) => {
-    const context = { tool: 'host.t', input, ...(key !== undefined ? { idempotency_key: key } : {}), ...(requestId ? { requestId } : {}) };
-    const created = await c.createBreadcrumb({ title: 'r', schema_name: SCHEMA.ToolRequest, tags: [TAG.Request, WS, TAG.agent(agent)], context });
+    const context = {
+      tool: 'host.t',
+      input,
+      ...(key !== undefined ? { idempotency_key: key } : {}),
+      ...(requestId ? { requestId } : {}),
+    };
+    const created = await c.createBreadcrumb({
+      title: 'r',
+      schema_name: SCHEMA.ToolRequest,
+      tags: [TAG.Request, WS, TAG.agent(agent)],
+      context,
+    });
     return { breadcrumbId: created.id, rid: requestId ?? created.id, tool: 'host.t' };
   };
   const answerOf = async (breadcrumbId: string) => {
-    const items = await c.listBreadcrumbs({ schema_name: SCHEMA.ToolResponse, tag: keys.answerTag(breadcrumbId), include_context: true });
+    const items = await c.listBreadcrumbs({
+      schema_name: SCHEMA.ToolResponse,
+      tag: keys.answerTag(breadcrumbId),
+      include_context: true,
+    });
     expect(items).toHaveLength(1);
     return items[0]!.context as Record<string, any>;
   };
-  const records = (agent: string, key: string) => c.listBreadcrumbs({ schema_name: SCHEMA.ToolIdempotency, tag: keys.idempotencyTag({ agent, tool: 'host.t', key }), include_context: true });
+  const records = (agent: string, key: string) =>
+    c.listBreadcrumbs({
+      schema_name: SCHEMA.ToolIdempotency,
+      tag: keys.idempotencyTag({ agent, tool: 'host.t', key }),
+      include_context: true,
+    });
   /** The Call a request makes, for driving one policy directly. */
   const callFor = async (request: { breadcrumbId: string }, input: unknown, key: string) => {
     const full = await c.getBreadcrumbFull(request.breadcrumbId);
     const routed = await routeRequest(catalog, 'host.t');
     if (!routed.ok) throw new Error('not routed');
-    return callOf({ identity: requestIdentity({ id: full.id, tags: full.tags, context: full.context }), route: routed.route, input, idempotencyKey: key });
+    return callOf({
+      identity: requestIdentity({ id: full.id, tags: full.tags, context: full.context }),
+      route: routed.route,
+      input,
+      idempotencyKey: key,
+    });
   };
   const signal = new AbortController().signal;
   return { c, handler, runs, nextRun, createRequest, answerOf, records, callFor, idempotency, signal };
 }
 
 /** Runs a request to its answer with `output` as the tool's result; resolves with the handler's outcome. */
-async function runToAnswer(r: Awaited<ReturnType<typeof rig>>, request: { breadcrumbId: string; rid: string; tool: string }, output: unknown) {
+async function runToAnswer(
+  r: Awaited<ReturnType<typeof rig>>,
+  request: { breadcrumbId: string; rid: string; tool: string },
+  output: unknown,
+) {
   const outcome = r.handler.handle(request, r.signal);
   const run = await r.nextRun();
   run.finish(ok(output));
@@ -139,19 +202,38 @@ describe('idempotency keys: derivation and MAC', () => {
     expect(keys.idempotencyKey({ agent: 'a', tool: 'b:c', key: 'k' })).toBe(a);
     expect(createRequestKeys(Buffer.alloc(32, 9)).idempotencyKey({ agent: 'a', tool: 'b:c', key: 'k' })).not.toBe(a);
     // Agent strings no header could carry still give a plain key.
-    expect(keys.idempotencyKey({ agent: 'agent\u2603\n', tool: 't', key: 'x'.repeat(200) })).toMatch(/^idempotency-[A-Za-z0-9_-]{32}$/);
+    expect(keys.idempotencyKey({ agent: 'agent\u2603\n', tool: 't', key: 'x'.repeat(200) })).toMatch(
+      /^idempotency-[A-Za-z0-9_-]{32}$/,
+    );
     expect(keys.idempotencyTag({ agent: 'a', tool: 'b:c', key: 'k' })).toMatch(/^idempotency:[A-Za-z0-9_-]{32}$/);
   });
 
   it('a record verifies only with its own fields, binding and secret', () => {
-    const fields = { agent_id: 'ag', tool: 't', idempotency_key: 'k', version: '1.0.0', input_hash: 'sha256:aa', request_id: 'r1', request_breadcrumb_id: 'b1', created_at: '2024-01-01T00:00:00.000Z' };
+    const fields = {
+      agent_id: 'ag',
+      tool: 't',
+      idempotency_key: 'k',
+      version: '1.0.0',
+      input_hash: 'sha256:aa',
+      request_id: 'r1',
+      request_breadcrumb_id: 'b1',
+      created_at: '2024-01-01T00:00:00.000Z',
+    };
     const record = { ...fields, mac: idempotencyMac(keys, fields) };
     const binding = { agent: 'ag', tool: 't', key: 'k' };
     expect(verifyIdempotencyRecord(keys, binding, record)).toEqual(record);
-    for (const [field, value] of Object.entries({ version: '2.0.0', input_hash: 'sha256:bb', request_id: 'r2', request_breadcrumb_id: 'b2', created_at: '2024-01-02T00:00:00.000Z' })) {
+    for (const [field, value] of Object.entries({
+      version: '2.0.0',
+      input_hash: 'sha256:bb',
+      request_id: 'r2',
+      request_breadcrumb_id: 'b2',
+      created_at: '2024-01-02T00:00:00.000Z',
+    })) {
       expect(verifyIdempotencyRecord(keys, binding, { ...record, [field]: value }), field).toBeUndefined();
     }
-    expect(verifyIdempotencyRecord(keys, { ...binding, agent: 'other' }, { ...record, agent_id: 'other' })).toBeUndefined();
+    expect(
+      verifyIdempotencyRecord(keys, { ...binding, agent: 'other' }, { ...record, agent_id: 'other' }),
+    ).toBeUndefined();
     expect(verifyIdempotencyRecord(keys, { ...binding, key: 'k2' }, record)).toBeUndefined();
     expect(verifyIdempotencyRecord(createRequestKeys(Buffer.alloc(32, 9)), binding, record)).toBeUndefined();
     expect(verifyIdempotencyRecord(keys, binding, { ...record, mac: undefined })).toBeUndefined();
@@ -167,23 +249,44 @@ describe('idempotency keys: the request path', () => {
     expect(await r.handler.handle(again, r.signal)).toBe('answered');
     expect(r.runs).toHaveLength(1);
     const answer = await r.answerOf(again.breadcrumbId);
-    expect(answer).toMatchObject({ request_id: 'rid-again', status: 'success', output: { made: 1 }, metadata: { replayed_from: { rid: 'rid-first', request_breadcrumb_id: first.breadcrumbId } } });
+    expect(answer).toMatchObject({
+      request_id: 'rid-again',
+      status: 'success',
+      output: { made: 1 },
+      metadata: { replayed_from: { rid: 'rid-first', request_breadcrumb_id: first.breadcrumbId } },
+    });
     // The record names the first request, with the input hash and version that ran.
     const records = await r.records('ag', 'key-1');
     expect(records).toHaveLength(1);
-    expect(records[0]!.context).toMatchObject({ agent_id: 'ag', tool: 'host.t', idempotency_key: 'key-1', input_hash: inputHash({ n: 1 }), request_id: 'rid-first', request_breadcrumb_id: first.breadcrumbId });
+    expect(records[0]!.context).toMatchObject({
+      agent_id: 'ag',
+      tool: 'host.t',
+      idempotency_key: 'key-1',
+      input_hash: inputHash({ n: 1 }),
+      request_id: 'rid-first',
+      request_breadcrumb_id: first.breadcrumbId,
+    });
   });
 
   it('replays an error answer as it was', async () => {
     const r = await rig();
     const first = await r.createRequest({}, 'key-e');
     const outcome = r.handler.handle(first, r.signal);
-    (await r.nextRun()).finish({ ok: false, error: { code: 'tool.error', message: 'boom', retryable: false, details: { at: 1 } } as never, durationMs: 1, logs: [], logsTruncated: false });
+    (await r.nextRun()).finish({
+      ok: false,
+      error: { code: 'tool.error', message: 'boom', retryable: false, details: { at: 1 } } as never,
+      durationMs: 1,
+      logs: [],
+      logsTruncated: false,
+    });
     await outcome;
     const again = await r.createRequest({}, 'key-e');
     await r.handler.handle(again, r.signal);
     expect(r.runs).toHaveLength(1);
-    expect(await r.answerOf(again.breadcrumbId)).toMatchObject({ status: 'error', error: { code: 'tool.error', message: 'boom', retryable: false, details: { at: 1 } } });
+    expect(await r.answerOf(again.breadcrumbId)).toMatchObject({
+      status: 'error',
+      error: { code: 'tool.error', message: 'boom', retryable: false, details: { at: 1 } },
+    });
   });
 
   it('the same key from another agent, or without a key, is a separate call', async () => {
@@ -200,12 +303,20 @@ describe('idempotency keys: the request path', () => {
     const firstOutcome = r.handler.handle(first, r.signal);
     const run = await r.nextRun();
     const again = await r.createRequest({}, 'key-p', 'ag', 'rid-2');
-    expect(await r.handler.handle(again, r.signal)).toEqual({ kind: 'parked', until: 1_000_000 + 30_000, wakeOn: [keys.answerTag(first.breadcrumbId)] });
+    expect(await r.handler.handle(again, r.signal)).toEqual({
+      kind: 'parked',
+      until: 1_000_000 + 30_000,
+      wakeOn: [keys.answerTag(first.breadcrumbId)],
+    });
     run.finish(ok('once'));
     expect(await firstOutcome).toBe('answered');
     expect(await r.handler.handle(again, r.signal)).toBe('answered');
     expect(r.runs).toHaveLength(1);
-    expect(await r.answerOf(again.breadcrumbId)).toMatchObject({ request_id: 'rid-2', output: 'once', metadata: { replayed_from: { rid: 'rid-1' } } });
+    expect(await r.answerOf(again.breadcrumbId)).toMatchObject({
+      request_id: 'rid-2',
+      output: 'once',
+      metadata: { replayed_from: { rid: 'rid-1' } },
+    });
   });
 
   it('the same key with a different input is a conflict naming the first rid and both hashes', async () => {
@@ -226,11 +337,19 @@ describe('idempotency keys: the request path', () => {
     const r = await rig();
     const a = await r.createRequest({}, 'key-race', 'ag', 'rid-a');
     const b = await r.createRequest({}, 'key-race', 'ag', 'rid-b');
-    const [gateA, gateB] = await Promise.all([r.idempotency.reserve.admit!(await r.callFor(a, {}, 'key-race'), r.signal), r.idempotency.reserve.admit!(await r.callFor(b, {}, 'key-race'), r.signal)]);
+    const [gateA, gateB] = await Promise.all([
+      r.idempotency.reserve.admit!(await r.callFor(a, {}, 'key-race'), r.signal),
+      r.idempotency.reserve.admit!(await r.callFor(b, {}, 'key-race'), r.signal),
+    ]);
     const gates = [gateA, gateB];
     const winner = gateA.kind === 'run' ? a : b;
     expect(gates.filter((g) => g.kind === 'run')).toHaveLength(1);
-    expect(gates.find((g) => g.kind !== 'run')).toEqual({ kind: 'park', reason: `waiting for the answer of request "${winner.rid}", the first with idempotency key "key-race"`, until: 1_030_000, wakeOn: [keys.answerTag(winner.breadcrumbId)] });
+    expect(gates.find((g) => g.kind !== 'run')).toEqual({
+      kind: 'park',
+      reason: `waiting for the answer of request "${winner.rid}", the first with idempotency key "key-race"`,
+      until: 1_030_000,
+      wakeOn: [keys.answerTag(winner.breadcrumbId)],
+    });
     expect(await r.records('ag', 'key-race')).toHaveLength(1);
   });
 
@@ -254,7 +373,11 @@ describe('idempotency keys: the request path', () => {
     await runToAnswer(r, first, 'v');
     const again = await r.createRequest({}, 'key-t');
     await r.handler.handle(again, r.signal);
-    expect(await r.answerOf(again.breadcrumbId)).toMatchObject({ status: 'success', output: 'v', metadata: { replayed_from: { rid: 'rid-t' } } });
+    expect(await r.answerOf(again.breadcrumbId)).toMatchObject({
+      status: 'success',
+      output: 'v',
+      metadata: { replayed_from: { rid: 'rid-t' } },
+    });
   });
 });
 
@@ -294,17 +417,46 @@ describe('idempotency keys: hostile writers', () => {
   it('a forged record under the tag neither blocks the key nor gets replayed', async () => {
     const r = await rig();
     const tag = keys.idempotencyTag({ agent: 'ag', tool: 'host.t', key: 'key-f' });
-    await r.c.createBreadcrumb({ title: 'junk', schema_name: SCHEMA.ToolIdempotency, tags: [WS, tag], context: { agent_id: 'ag', tool: 'host.t', idempotency_key: 'key-f', version: 'x', input_hash: 'sha256:00', request_id: 'fake', request_breadcrumb_id: 'fake', created_at: 'now', mac: 'forged' } });
+    await r.c.createBreadcrumb({
+      title: 'junk',
+      schema_name: SCHEMA.ToolIdempotency,
+      tags: [WS, tag],
+      context: {
+        agent_id: 'ag',
+        tool: 'host.t',
+        idempotency_key: 'key-f',
+        version: 'x',
+        input_hash: 'sha256:00',
+        request_id: 'fake',
+        request_breadcrumb_id: 'fake',
+        created_at: 'now',
+        mac: 'forged',
+      },
+    });
     expect(await runToAnswer(r, await r.createRequest({}, 'key-f'), 'real')).toBe('answered');
     expect(r.runs).toHaveLength(1);
   });
 
-  it('a forged answer under the first request\'s answer tag is not replayed', async () => {
+  it("a forged answer under the first request's answer tag is not replayed", async () => {
     const r = await rig();
     const first = await r.createRequest({}, 'key-fa', 'ag', 'rid-fa');
     const firstOutcome = r.handler.handle(first, r.signal);
     const run = await r.nextRun();
-    const forge = (requestId: string) => r.c.createBreadcrumb({ title: 'forged', schema_name: SCHEMA.ToolResponse, tags: [WS, TAG.Response, keys.answerTag(first.breadcrumbId)], context: { request_id: requestId, tool: 'host.t', status: 'success', output: 'forged', execution_time_ms: 1, metadata: { request_breadcrumb_id: first.breadcrumbId }, timestamp: 'now' } });
+    const forge = (requestId: string) =>
+      r.c.createBreadcrumb({
+        title: 'forged',
+        schema_name: SCHEMA.ToolResponse,
+        tags: [WS, TAG.Response, keys.answerTag(first.breadcrumbId)],
+        context: {
+          request_id: requestId,
+          tool: 'host.t',
+          status: 'success',
+          output: 'forged',
+          execution_time_ms: 1,
+          metadata: { request_breadcrumb_id: first.breadcrumbId },
+          timestamp: 'now',
+        },
+      });
     // Before the first answers: answers naming another request (or a well-formed one, edited afterwards).
     for (let i = 0; i < 12; i++) await forge('other');
     const edited = await forge('rid-fa');
@@ -329,7 +481,8 @@ describe('idempotency keys: hostile writers', () => {
     await r.handler.handle(again, r.signal);
     expect((await r.answerOf(again.breadcrumbId))['error']).toMatchObject({
       code: 'conflict',
-      message: 'idempotency key "key-w" was taken by request "rid-w", which was withdrawn without an answer after it started to run; its effects are unknown, so this request does not run (send a new key)',
+      message:
+        'idempotency key "key-w" was taken by request "rid-w", which was withdrawn without an answer after it started to run; its effects are unknown, so this request does not run (send a new key)',
     });
     run.finish(ok('late'));
     await outcome;
@@ -346,7 +499,8 @@ describe('idempotency keys: hostile writers', () => {
     expect(r.runs).toHaveLength(0);
     expect((await r.answerOf(first.breadcrumbId))['error']).toMatchObject({
       code: 'conflict',
-      message: 'an earlier attempt of request "rid-own" reserved idempotency key "key-own" and ended without an answer (runner restart or drain while it ran); its effects are unknown, so it does not run again',
+      message:
+        'an earlier attempt of request "rid-own" reserved idempotency key "key-own" and ended without an answer (runner restart or drain while it ran); its effects are unknown, so it does not run again',
     });
   });
 });

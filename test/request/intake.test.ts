@@ -47,7 +47,14 @@ async function rig(queue = { concurrency: 4, toolConcurrency: 4, backlog: 100 })
   const store = await startStore();
   const c = createStoreClient({ baseUrl: store.url, logger: silentLogger() });
   onCleanup(() => c.close());
-  const claims = createClaimManager({ client: c, workspace: WS, holder: 'A', ttlMs: 10_000, keys, logger: silentLogger() });
+  const claims = createClaimManager({
+    client: c,
+    workspace: WS,
+    holder: 'A',
+    ttlMs: 10_000,
+    keys,
+    logger: silentLogger(),
+  });
   const calls: Call[] = [];
   const waiters: Array<{ n: number; resolve(call: Call): void }> = [];
   const intake = createIntake({
@@ -75,8 +82,20 @@ async function rig(queue = { concurrency: 4, toolConcurrency: 4, backlog: 100 })
     calls,
     call: (n) => (calls[n] ? Promise.resolve(calls[n]) : new Promise((resolve) => waiters.push({ n, resolve }))),
     async createRequest(tool = 't') {
-      const created = await c.createBreadcrumb({ title: 'r', schema_name: SCHEMA.ToolRequest, tags: [TAG.Request, WS], context: { tool, input: {} } });
-      const event: StoreEvent = { type: 'breadcrumb.updated', breadcrumb_id: created.id, schema_name: SCHEMA.ToolRequest, tags: [TAG.Request, WS], context: { tool, input: {} }, version: 1 };
+      const created = await c.createBreadcrumb({
+        title: 'r',
+        schema_name: SCHEMA.ToolRequest,
+        tags: [TAG.Request, WS],
+        context: { tool, input: {} },
+      });
+      const event: StoreEvent = {
+        type: 'breadcrumb.updated',
+        breadcrumb_id: created.id,
+        schema_name: SCHEMA.ToolRequest,
+        tags: [TAG.Request, WS],
+        context: { tool, input: {} },
+        version: 1,
+      };
       return { id: created.id, event };
     },
   };
@@ -93,33 +112,74 @@ function feed(intake: Intake, event: StoreEvent): void {
 
 describe('event filter', () => {
   it('a creation event of this workspace is a request carrying its snapshot', () => {
-    const event: StoreEvent = { type: 'breadcrumb.updated', breadcrumb_id: 'b1', schema_name: SCHEMA.ToolRequest, tags: [TAG.Request, WS], context: { tool: 'x', requestId: 'r1', input: {} }, version: 1 };
-    expect(classifyRequestEvent(event, WS)).toEqual({ kind: 'request', request: { breadcrumbId: 'b1', rid: 'r1', tool: 'x', snapshot: { tags: [TAG.Request, WS], context: { tool: 'x', requestId: 'r1', input: {} } } } });
-    expect(classifyRequestEvent({ ...event, version: 2 }, WS)).toEqual({ kind: 'request', request: { breadcrumbId: 'b1', rid: 'r1', tool: 'x' } });
+    const event: StoreEvent = {
+      type: 'breadcrumb.updated',
+      breadcrumb_id: 'b1',
+      schema_name: SCHEMA.ToolRequest,
+      tags: [TAG.Request, WS],
+      context: { tool: 'x', requestId: 'r1', input: {} },
+      version: 1,
+    };
+    expect(classifyRequestEvent(event, WS)).toEqual({
+      kind: 'request',
+      request: {
+        breadcrumbId: 'b1',
+        rid: 'r1',
+        tool: 'x',
+        snapshot: { tags: [TAG.Request, WS], context: { tool: 'x', requestId: 'r1', input: {} } },
+      },
+    });
+    expect(classifyRequestEvent({ ...event, version: 2 }, WS)).toEqual({
+      kind: 'request',
+      request: { breadcrumbId: 'b1', rid: 'r1', tool: 'x' },
+    });
   });
 
   it('another workspace, a missing tool:request tag, pings and unknown types mean nothing', () => {
-    const event: StoreEvent = { type: 'breadcrumb.updated', breadcrumb_id: 'b1', schema_name: SCHEMA.ToolRequest, tags: [TAG.Request, 'workspace:other'], context: { tool: 'x' }, version: 1 };
+    const event: StoreEvent = {
+      type: 'breadcrumb.updated',
+      breadcrumb_id: 'b1',
+      schema_name: SCHEMA.ToolRequest,
+      tags: [TAG.Request, 'workspace:other'],
+      context: { tool: 'x' },
+      version: 1,
+    };
     expect(classifyRequestEvent(event, WS)).toEqual({ kind: 'none' });
     expect(classifyRequestEvent({ ...event, tags: [WS] }, WS)).toEqual({ kind: 'none' });
     expect(classifyRequestEvent({ type: 'ping' }, WS)).toEqual({ kind: 'none' });
-    expect(classifyRequestEvent({ ...event, type: 'breadcrumb.created', tags: [TAG.Request, WS] }, WS)).toEqual({ kind: 'none' });
+    expect(classifyRequestEvent({ ...event, type: 'breadcrumb.created', tags: [TAG.Request, WS] }, WS)).toEqual({
+      kind: 'none',
+    });
   });
 
   it('only answer tags of a response count, never its request:<rid> tag', () => {
     const answer = keys.answerTag('b1');
-    const event: StoreEvent = { type: 'breadcrumb.updated', breadcrumb_id: 'x', schema_name: SCHEMA.ToolResponse, tags: [WS, TAG.request('r1'), answer] };
+    const event: StoreEvent = {
+      type: 'breadcrumb.updated',
+      breadcrumb_id: 'x',
+      schema_name: SCHEMA.ToolResponse,
+      tags: [WS, TAG.request('r1'), answer],
+    };
     expect(classifyRequestEvent(event, WS)).toEqual({ kind: 'answered', answerTags: [answer] });
   });
 
   it("an approval's response wakes by its approval: tags only", () => {
-    const event: StoreEvent = { type: 'breadcrumb.updated', breadcrumb_id: 'x', schema_name: SCHEMA.ToolApprovalResponse, tags: [WS, 'approval:a1', 'request:r1'] };
+    const event: StoreEvent = {
+      type: 'breadcrumb.updated',
+      breadcrumb_id: 'x',
+      schema_name: SCHEMA.ToolApprovalResponse,
+      tags: [WS, 'approval:a1', 'request:r1'],
+    };
     expect(classifyRequestEvent(event, WS)).toEqual({ kind: 'wake', tokens: ['approval:a1'] });
   });
 
   it('a deleted request is withdrawn; other deletions are not', () => {
-    expect(classifyRequestEvent({ type: 'breadcrumb.deleted', breadcrumb_id: 'b1', schema_name: SCHEMA.ToolRequest }, WS)).toEqual({ kind: 'withdrawn', breadcrumbId: 'b1' });
-    expect(classifyRequestEvent({ type: 'breadcrumb.deleted', breadcrumb_id: 'b1', schema_name: SCHEMA.ToolCode }, WS)).toEqual({ kind: 'none' });
+    expect(
+      classifyRequestEvent({ type: 'breadcrumb.deleted', breadcrumb_id: 'b1', schema_name: SCHEMA.ToolRequest }, WS),
+    ).toEqual({ kind: 'withdrawn', breadcrumbId: 'b1' });
+    expect(
+      classifyRequestEvent({ type: 'breadcrumb.deleted', breadcrumb_id: 'b1', schema_name: SCHEMA.ToolCode }, WS),
+    ).toEqual({ kind: 'none' });
   });
 });
 
@@ -143,7 +203,12 @@ describe('intake', () => {
   it('a request whose answer tag was seen first is never run', async () => {
     const r = await rig();
     const { id, event } = await r.createRequest();
-    feed(r.intake, { type: 'breadcrumb.updated', breadcrumb_id: 'resp', schema_name: SCHEMA.ToolResponse, tags: [WS, keys.answerTag(id)] });
+    feed(r.intake, {
+      type: 'breadcrumb.updated',
+      breadcrumb_id: 'resp',
+      schema_name: SCHEMA.ToolResponse,
+      tags: [WS, keys.answerTag(id)],
+    });
     feed(r.intake, event);
     const other = await r.createRequest();
     feed(r.intake, other.event);
@@ -190,7 +255,12 @@ describe('intake', () => {
   it('a catch-up scan finds a request no event announced, and skips one answered in the store', async () => {
     const r = await rig();
     const answered = await r.createRequest();
-    await r.c.createBreadcrumb({ title: 'Response: t', schema_name: SCHEMA.ToolResponse, tags: [WS, TAG.Response, keys.answerTag(answered.id)], context: {} });
+    await r.c.createBreadcrumb({
+      title: 'Response: t',
+      schema_name: SCHEMA.ToolResponse,
+      tags: [WS, TAG.Response, keys.answerTag(answered.id)],
+      context: {},
+    });
     const missed = await r.createRequest();
     await r.intake.scan(true);
     const call = await r.call(0);
@@ -207,9 +277,19 @@ describe('intake', () => {
     await vi.waitFor(() => expect(r.intake.stats().parked).toBe(1));
     feed(r.intake, event);
     await r.intake.scan(true);
-    feed(r.intake, { type: 'breadcrumb.updated', breadcrumb_id: 'x', schema_name: SCHEMA.ToolApprovalResponse, tags: [WS, 'approval:other'] });
+    feed(r.intake, {
+      type: 'breadcrumb.updated',
+      breadcrumb_id: 'x',
+      schema_name: SCHEMA.ToolApprovalResponse,
+      tags: [WS, 'approval:other'],
+    });
     expect(r.calls).toHaveLength(1);
-    feed(r.intake, { type: 'breadcrumb.updated', breadcrumb_id: 'y', schema_name: SCHEMA.ToolApprovalResponse, tags: [WS, 'approval:a1'] });
+    feed(r.intake, {
+      type: 'breadcrumb.updated',
+      breadcrumb_id: 'y',
+      schema_name: SCHEMA.ToolApprovalResponse,
+      tags: [WS, 'approval:a1'],
+    });
     const again = await r.call(1);
     expect(again.request.breadcrumbId).toBe(id);
     expect(r.intake.stats().parked).toBe(0);
@@ -222,7 +302,12 @@ describe('intake', () => {
     feed(r.intake, event);
     (await r.call(0)).finish({ kind: 'parked', until: Date.now() + 60_000, wakeOn: [keys.answerTag('first')] });
     await vi.waitFor(() => expect(r.intake.stats().parked).toBe(1));
-    feed(r.intake, { type: 'breadcrumb.updated', breadcrumb_id: 'resp', schema_name: SCHEMA.ToolResponse, tags: [WS, keys.answerTag('first')] });
+    feed(r.intake, {
+      type: 'breadcrumb.updated',
+      breadcrumb_id: 'resp',
+      schema_name: SCHEMA.ToolResponse,
+      tags: [WS, keys.answerTag('first')],
+    });
     expect((await r.call(1)).request.breadcrumbId).toBe(id);
   });
 
@@ -244,7 +329,12 @@ describe('intake', () => {
     await vi.waitFor(() => expect(r.intake.stats().parked).toBe(1));
     feed(r.intake, { type: 'breadcrumb.deleted', breadcrumb_id: id, schema_name: SCHEMA.ToolRequest });
     expect(r.intake.stats().parked).toBe(0);
-    feed(r.intake, { type: 'breadcrumb.updated', breadcrumb_id: 'y', schema_name: SCHEMA.ToolApprovalResponse, tags: [WS, 'approval:a2'] });
+    feed(r.intake, {
+      type: 'breadcrumb.updated',
+      breadcrumb_id: 'y',
+      schema_name: SCHEMA.ToolApprovalResponse,
+      tags: [WS, 'approval:a2'],
+    });
     expect(r.calls).toHaveLength(1);
   });
 });

@@ -4,7 +4,14 @@
 // stop. Real store over HTTP; store trouble is injected at the client's typed boundary.
 
 import { describe, expect, it } from 'vitest';
-import { createRequestKeys, createStoreClient, SCHEMA, StoreError, TAG, type StoreClient } from '../../src/breadcrumbs/index.js';
+import {
+  createRequestKeys,
+  createStoreClient,
+  SCHEMA,
+  StoreError,
+  TAG,
+  type StoreClient,
+} from '../../src/breadcrumbs/index.js';
 import { silentLogger } from '../../src/logger.js';
 import { createClaimManager } from '../../src/request/claims.js';
 import { createLeaseKeeper } from '../../src/request/lease.js';
@@ -18,11 +25,21 @@ async function rig() {
   const store = await startStore();
   const c: StoreClient = createStoreClient({ baseUrl: store.url, logger: silentLogger() });
   onCleanup(() => c.close());
-  const request = await c.createBreadcrumb({ title: 'r', schema_name: SCHEMA.ToolRequest, tags: [TAG.Request, WS], context: { tool: 't', input: {} } });
+  const request = await c.createBreadcrumb({
+    title: 'r',
+    schema_name: SCHEMA.ToolRequest,
+    tags: [TAG.Request, WS],
+    context: { tool: 't', input: {} },
+  });
   return { c, request: { breadcrumbId: request.id, rid: request.id } };
 }
 
-const answerOf = (breadcrumbId: string): ToolAnswer => ({ requestBreadcrumbId: breadcrumbId, rid: breadcrumbId, tool: 't', result: { ok: true, output: { n: 1 }, durationMs: 1, logs: [], logsTruncated: false } });
+const answerOf = (breadcrumbId: string): ToolAnswer => ({
+  requestBreadcrumbId: breadcrumbId,
+  rid: breadcrumbId,
+  tool: 't',
+  result: { ok: true, output: { n: 1 }, durationMs: 1, logs: [], logsTruncated: false },
+});
 
 /** A client whose next `failures` answer writes fail with a 503 (counted). */
 function flaky(c: StoreClient, failures: number) {
@@ -31,7 +48,10 @@ function flaky(c: StoreClient, failures: number) {
     ...c,
     createBreadcrumb: (body, opts) => {
       state.writes++;
-      if (state.failures-- > 0) return Promise.reject(new StoreError({ status: 503, storeCode: 'unavailable', message: 'store unavailable (injected)' }));
+      if (state.failures-- > 0)
+        return Promise.reject(
+          new StoreError({ status: 503, storeCode: 'unavailable', message: 'store unavailable (injected)' }),
+        );
       return c.createBreadcrumb(body, opts);
     },
   };
@@ -41,11 +61,22 @@ function flaky(c: StoreClient, failures: number) {
 describe('lease keeper', () => {
   it('renews a held claim until its job lets go, then holds nothing', async () => {
     const { c, request } = await rig();
-    const claims = createClaimManager({ client: c, workspace: WS, holder: 'A', ttlMs: 900, keys, logger: silentLogger() });
+    const claims = createClaimManager({
+      client: c,
+      workspace: WS,
+      holder: 'A',
+      ttlMs: 900,
+      keys,
+      logger: silentLogger(),
+    });
     const acquired = await claims.acquire(request);
     if (acquired.kind !== 'acquired') throw new Error(`not acquired: ${acquired.kind}`);
     const expiresAt = async () => {
-      const [claim] = await c.listBreadcrumbs({ schema_name: SCHEMA.ToolClaim, tag: keys.claimTag(request.breadcrumbId), include_context: true });
+      const [claim] = await c.listBreadcrumbs({
+        schema_name: SCHEMA.ToolClaim,
+        tag: keys.claimTag(request.breadcrumbId),
+        include_context: true,
+      });
       return String(claim?.context?.['expires_at']);
     };
     const first = await expiresAt();
@@ -65,7 +96,13 @@ describe('responder: the one retry loop of answer writes', () => {
   it('retries a write through store trouble and stores exactly one answer', async () => {
     const { c, request } = await rig();
     const { client, state } = flaky(c, 3);
-    const responder = createResponder({ client, workspace: WS, keys, logger: silentLogger(), retry: { initialMs: 10, maxMs: 50 } });
+    const responder = createResponder({
+      client,
+      workspace: WS,
+      keys,
+      logger: silentLogger(),
+      retry: { initialMs: 10, maxMs: 50 },
+    });
     expect(await responder.respond(answerOf(request.breadcrumbId), new AbortController().signal)).toBe('written');
     expect(state.writes).toBe(4);
     expect(await c.listBreadcrumbs({ tag: keys.answerTag(request.breadcrumbId) })).toHaveLength(1);
@@ -77,7 +114,13 @@ describe('responder: the one retry loop of answer writes', () => {
   it('gives up only when the service must stop (the signal aborts), without an answer', async () => {
     const { c, request } = await rig();
     const { client, state } = flaky(c, Number.POSITIVE_INFINITY);
-    const responder = createResponder({ client, workspace: WS, keys, logger: silentLogger(), retry: { initialMs: 10, maxMs: 20 } });
+    const responder = createResponder({
+      client,
+      workspace: WS,
+      keys,
+      logger: silentLogger(),
+      retry: { initialMs: 10, maxMs: 20 },
+    });
     const stop = new AbortController();
     const written = responder.respond(answerOf(request.breadcrumbId), stop.signal);
     // far more tries than the old outer loop's 8: the loop keeps going until stopped

@@ -15,7 +15,10 @@ describe('live progress', () => {
     for (let i = 0; i < 1000; i++) live.push({ n: i });
     expect(sent).toHaveLength(1);
     live.close();
-    expect(sent).toEqual([{ rid: 'r1', tool: 't', seq: 1, value: { text: 'a' } }, { rid: 'r1', tool: 't', seq: 1001, value: { n: 999 } }]);
+    expect(sent).toEqual([
+      { rid: 'r1', tool: 't', seq: 1, value: { text: 'a' } },
+      { rid: 'r1', tool: 't', seq: 1001, value: { n: 999 } },
+    ]);
     live.push('after');
     live.close();
     expect(sent).toHaveLength(2);
@@ -43,9 +46,19 @@ describe('live progress', () => {
     expect(text.text).toMatch(/^y+… \(4000 chars\)$/);
     expect(JSON.stringify(text).length).toBeLessThanOrEqual(LIVE_MAX_CHARS);
     const other = liveValue({ data: long }) as { truncated: boolean; chars: number; preview: string };
-    expect(other).toEqual({ truncated: true, chars: 4011, preview: JSON.stringify({ data: long }).slice(0, LIVE_MAX_CHARS / 2) });
+    expect(other).toEqual({
+      truncated: true,
+      chars: 4011,
+      preview: JSON.stringify({ data: long }).slice(0, LIVE_MAX_CHARS / 2),
+    });
     expect(JSON.stringify(other).length).toBeLessThanOrEqual(LIVE_MAX_CHARS + 64);
-    const live = createLiveProgress({ rid: 'r', tool: 't', emit: () => { throw new Error('listener broke'); } });
+    const live = createLiveProgress({
+      rid: 'r',
+      tool: 't',
+      emit: () => {
+        throw new Error('listener broke');
+      },
+    });
     expect(() => live.push(1)).not.toThrow();
     live.close();
   });

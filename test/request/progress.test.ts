@@ -26,10 +26,23 @@ afterAll(async () => {
 });
 
 const publisher = (rid: string, c: StoreClient = client, intervalMs = 10) =>
-  createProgressPublisher({ client: c, keys, workspace: 'workspace:tools', rid, requestBreadcrumbId: `bc-${rid}`, tool: 'llm', intervalMs, logger: silentLogger() });
+  createProgressPublisher({
+    client: c,
+    keys,
+    workspace: 'workspace:tools',
+    rid,
+    requestBreadcrumbId: `bc-${rid}`,
+    tool: 'llm',
+    intervalMs,
+    logger: silentLogger(),
+  });
 
 async function record(rid: string) {
-  const items = await client.listBreadcrumbs({ schema_name: SCHEMA.ToolProgress, tag: `request:${rid}`, include_context: true });
+  const items = await client.listBreadcrumbs({
+    schema_name: SCHEMA.ToolProgress,
+    tag: `request:${rid}`,
+    include_context: true,
+  });
   return items;
 }
 

@@ -13,15 +13,47 @@ const read = (extra: Record<string, unknown>) => {
 
 describe('readRequest: version and idempotency_key', () => {
   it.each([
-    ['a 10 KB idempotency key', { idempotency_key: 'k'.repeat(10_240) }, /^malformed tool\.request\.v1: idempotency_key: Too big: expected string to have <=200 characters$/],
+    [
+      'a 10 KB idempotency key',
+      { idempotency_key: 'k'.repeat(10_240) },
+      /^malformed tool\.request\.v1: idempotency_key: Too big: expected string to have <=200 characters$/,
+    ],
     ['an empty idempotency key', { idempotency_key: '' }, /^malformed tool\.request\.v1: idempotency_key: Too small/],
-    ['a numeric idempotency key', { idempotency_key: 42 }, /^malformed tool\.request\.v1: idempotency_key: Invalid input: expected string, received number$/],
-    ['a 10 KB version', { version: '1'.repeat(10_240) }, /^malformed tool\.request\.v1: version: Too big: expected string to have <=100 characters$/],
-    ['an object version', { version: { major: 2 } }, /^malformed tool\.request\.v1: version: Invalid input: expected string, received object$/],
-    ['isolation "warm"', { isolation: 'warm' }, /^malformed tool\.request\.v1: isolation: must be "process" \(the only isolation a caller can demand\), got "warm"$/],
-    ['isolation true', { isolation: true }, /^malformed tool\.request\.v1: isolation: must be "process" \(the only isolation a caller can demand\), got true$/],
-    ['a 10 KB isolation', { isolation: 'p'.repeat(10_240) }, /^malformed tool\.request\.v1: isolation: must be "process" \(the only isolation a caller can demand\), got "p{99}$/],
-    ['isolation null', { isolation: null }, /^malformed tool\.request\.v1: isolation: must be "process" \(the only isolation a caller can demand\), got null$/],
+    [
+      'a numeric idempotency key',
+      { idempotency_key: 42 },
+      /^malformed tool\.request\.v1: idempotency_key: Invalid input: expected string, received number$/,
+    ],
+    [
+      'a 10 KB version',
+      { version: '1'.repeat(10_240) },
+      /^malformed tool\.request\.v1: version: Too big: expected string to have <=100 characters$/,
+    ],
+    [
+      'an object version',
+      { version: { major: 2 } },
+      /^malformed tool\.request\.v1: version: Invalid input: expected string, received object$/,
+    ],
+    [
+      'isolation "warm"',
+      { isolation: 'warm' },
+      /^malformed tool\.request\.v1: isolation: must be "process" \(the only isolation a caller can demand\), got "warm"$/,
+    ],
+    [
+      'isolation true',
+      { isolation: true },
+      /^malformed tool\.request\.v1: isolation: must be "process" \(the only isolation a caller can demand\), got true$/,
+    ],
+    [
+      'a 10 KB isolation',
+      { isolation: 'p'.repeat(10_240) },
+      /^malformed tool\.request\.v1: isolation: must be "process" \(the only isolation a caller can demand\), got "p{99}$/,
+    ],
+    [
+      'isolation null',
+      { isolation: null },
+      /^malformed tool\.request\.v1: isolation: must be "process" \(the only isolation a caller can demand\), got null$/,
+    ],
   ])('%s is input.invalid naming the field', (_what, extra, message) => {
     const result = read(extra);
     expect(result.ok).toBe(false);
@@ -37,13 +69,25 @@ describe('readRequest: version and idempotency_key', () => {
 
   it('a request edited by another writer than its own (auth on) is permission.denied before anything runs', () => {
     const context = { tool: 't', input: {} };
-    const identity = { ...requestIdentity({ id: 'b1', tags: ['tool:request'], context }), callerProblem: 'the request was written by "bob" and changed afterwards by "mallory"; a request runs only as its writer sent it' };
+    const identity = {
+      ...requestIdentity({ id: 'b1', tags: ['tool:request'], context }),
+      callerProblem:
+        'the request was written by "bob" and changed afterwards by "mallory"; a request runs only as its writer sent it',
+    };
     const result = readRequest({ context }, identity);
-    expect(result).toMatchObject({ ok: false, result: { ok: false, error: { code: 'permission.denied', message: identity.callerProblem } } });
+    expect(result).toMatchObject({
+      ok: false,
+      result: { ok: false, error: { code: 'permission.denied', message: identity.callerProblem } },
+    });
   });
 
   it('non-ASCII, control and bidi characters within the bounds are kept as sent', () => {
     const key = 'ключ\u0000\u202e\u{1F511}';
-    expect(read({ idempotency_key: key, version: '^2' })).toEqual({ ok: true, input: {}, idempotencyKey: key, version: '^2' });
+    expect(read({ idempotency_key: key, version: '^2' })).toEqual({
+      ok: true,
+      input: {},
+      idempotencyKey: key,
+      version: '^2',
+    });
   });
 });

@@ -11,7 +11,6 @@ import { codeOf, expectNoLeaks, isolateTmp, job, testConfig, tool, waitFor } fro
 let sandbox: Sandbox;
 let tmp: ReturnType<typeof isolateTmp>;
 
-
 async function expectHealthy(): Promise<void> {
   const result = await sandbox.run(job(tool('echo'), { after: 'abuse' }));
   expect(result).toMatchObject({ ok: true, output: { input: { after: 'abuse' } } });
@@ -67,7 +66,10 @@ describe.each(['warm', 'process'] as const)('%s isolation', (isolation) => {
 
     it('persistent storage is gone: localStorage written in one call is not readable in the next', async () => {
       const probe = await sandbox.run(job(tool('storage-probe')));
-      expect(probe).toMatchObject({ ok: true, output: { localStorage: 'undefined', sessionStorage: 'undefined', caches: 'undefined' } });
+      expect(probe).toMatchObject({
+        ok: true,
+        output: { localStorage: 'undefined', sessionStorage: 'undefined', caches: 'undefined' },
+      });
       const write = await sandbox.run(job(tool('local-storage'), { write: 'from-call-1' }));
       expect(codeOf(write)).toBe('tool.error');
       expect(errorOf(write).message).toBe('localStorage is not defined');
@@ -133,7 +135,9 @@ describe.each(['warm', 'process'] as const)('%s isolation', (isolation) => {
       expect(error.code).toBe('tool.error');
       expect(error.message).toBe('boom: bad input');
       const throwLine = t.source.split('\n').findIndex((line) => line.includes('throw new Error')) + 1;
-      expect(error.details?.stack).toMatch(new RegExp(`^Error: boom: bad input\\n    at execute \\(tool\\.ts:${throwLine}:\\d+\\)$`));
+      expect(error.details?.stack).toMatch(
+        new RegExp(`^Error: boom: bad input\\n    at execute \\(tool\\.ts:${throwLine}:\\d+\\)$`),
+      );
       expect(JSON.stringify(result)).not.toMatch(/\\u001b|harness|data:/);
       await expectHealthy();
     });
@@ -149,7 +153,9 @@ describe.each(['warm', 'process'] as const)('%s isolation', (isolation) => {
       const missing = await sandbox.run(job(tool('no-execute')));
       expect(codeOf(missing)).toBe('tool.error');
       expect(errorOf(missing).message).toBe('the tool does not export a function named "execute"');
-      const broken = await sandbox.run(job({ ...tool('echo'), name: 'broken', source: 'export async function execute( {' }));
+      const broken = await sandbox.run(
+        job({ ...tool('echo'), name: 'broken', source: 'export async function execute( {' }),
+      );
       expect(codeOf(broken)).toBe('tool.error');
       await expectHealthy();
     });

@@ -29,7 +29,11 @@ beforeAll(async () => {
   client = createStoreClient({ baseUrl: store.url, logger: silentLogger() });
   sandbox = await createSandbox({ config, logger: silentLogger() });
   for (let i = 0; i < RECORDS; i++) {
-    await client.createBreadcrumb({ title: `big ${i}`, tags: ['big'], context: { text: `needle ${i} ` + 'x'.repeat(RECORD_BYTES) } });
+    await client.createBreadcrumb({
+      title: `big ${i}`,
+      tags: ['big'],
+      context: { text: `needle ${i} ` + 'x'.repeat(RECORD_BYTES) },
+    });
   }
 }, 300_000);
 
@@ -49,13 +53,21 @@ describe('context.api abuse', () => {
     }, 20);
     try {
       const result = await sandbox.run({
-        tool: { name: 'hog', version: '1.0.0', net: [], api: 'read', timeoutMs: 120_000, memoryMb: 512, source: `export async function execute(input, context) {
+        tool: {
+          name: 'hog',
+          version: '1.0.0',
+          net: [],
+          api: 'read',
+          timeoutMs: 120_000,
+          memoryMb: 512,
+          source: `export async function execute(input, context) {
           const calls = Array.from({ length: 100 }, (_, i) => context.api.searchBreadcrumbs(i % 10 === 9 ? { q: 'needle', limit: 100 } : { tag: 'big', limit: 100 }));
           const settled = await Promise.allSettled(calls);
           const codes = {};
           for (const s of settled) { const key = s.status === 'fulfilled' ? 'ok:' + s.value.length : s.reason.code; codes[key] = (codes[key] ?? 0) + 1; }
           return codes;
-        }` },
+        }`,
+        },
         input: {},
         secrets: {},
         request: { id: 'abuse-1', workspace: 'workspace:tools' },
@@ -66,7 +78,10 @@ describe('context.api abuse', () => {
       clearInterval(sampler);
     }
     const rssMb = maxRss / 1024 / 1024;
-    if (process.env['PRINT_FIGURES']) process.stdout.write(`service max RSS under context.api abuse: ${rssMb.toFixed(0)} MB (${(baseline / 1024 / 1024).toFixed(0)} MB before)\n`);
+    if (process.env['PRINT_FIGURES'])
+      process.stdout.write(
+        `service max RSS under context.api abuse: ${rssMb.toFixed(0)} MB (${(baseline / 1024 / 1024).toFixed(0)} MB before)\n`,
+      );
     expect(rssMb).toBeLessThan(512);
   }, 300_000);
 });

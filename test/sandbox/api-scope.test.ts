@@ -21,8 +21,18 @@ beforeAll(async () => {
   store = await createStore({ ...config, logger: silentLogger() });
   client = createStoreClient({ baseUrl: store.url, logger: silentLogger() });
   sandbox = await createSandbox({ config, logger: silentLogger() });
-  ({ id: otherId } = await client.createBreadcrumb({ title: 'other', schema_name: 'other.v1', tags: ['scope-test'], context: { x: 1 } }));
-  await client.createBreadcrumb({ title: 'def', schema_name: 'schedule.definition.v1', tags: ['scope-test'], context: { every: 1 } });
+  ({ id: otherId } = await client.createBreadcrumb({
+    title: 'other',
+    schema_name: 'other.v1',
+    tags: ['scope-test'],
+    context: { x: 1 },
+  }));
+  await client.createBreadcrumb({
+    title: 'def',
+    schema_name: 'schedule.definition.v1',
+    tags: ['scope-test'],
+    context: { every: 1 },
+  });
 });
 
 afterAll(async () => {
@@ -33,18 +43,32 @@ afterAll(async () => {
 
 async function calls(list: unknown[][]): Promise<Array<Record<string, unknown>>> {
   const result = await sandbox.run({
-    tool: { name: 'scheduler', version: '1.0.0', net: [], api: 'write', timeoutMs: 20_000, memoryMb: 64, source: `export async function execute(input, context) {
+    tool: {
+      name: 'scheduler',
+      version: '1.0.0',
+      net: [],
+      api: 'write',
+      timeoutMs: 20_000,
+      memoryMb: 64,
+      source: `export async function execute(input, context) {
       const out = [];
       for (const [method, ...args] of input.calls) {
         try { out.push({ ok: true, value: await context.api[method](...args) }); }
         catch (e) { out.push({ code: e.code, message: e.message }); }
       }
       return out;
-    }` },
+    }`,
+    },
     input: { calls: list },
     secrets: {},
     request: { id: 'r-1', workspace: 'workspace:tools' },
-    api: createToolApi({ client, tool: 'scheduler', rid: 'r-1', config, schemas: { read: ['schedule.definition.v1'], write: ['schedule.tick.v1'] } }),
+    api: createToolApi({
+      client,
+      tool: 'scheduler',
+      rid: 'r-1',
+      config,
+      schemas: { read: ['schedule.definition.v1'], write: ['schedule.tick.v1'] },
+    }),
   });
   expect(result.ok, JSON.stringify(result)).toBe(true);
   return (result as { output: Array<Record<string, unknown>> }).output;
@@ -59,7 +83,8 @@ describe('permissions.breadcrumbs {read: [schedule.definition.v1], write: [sched
     expect(tick).toMatchObject({ ok: true });
     expect(other).toEqual({
       code: 'permission.denied',
-      message: 'context.api.createBreadcrumb failed: tool "scheduler" may write only breadcrumbs of the schemas ["schedule.tick.v1"] (permissions.breadcrumbs.write); the new breadcrumb has schema "note.v1"',
+      message:
+        'context.api.createBreadcrumb failed: tool "scheduler" may write only breadcrumbs of the schemas ["schedule.tick.v1"] (permissions.breadcrumbs.write); the new breadcrumb has schema "note.v1"',
     });
   });
 
@@ -74,7 +99,9 @@ describe('permissions.breadcrumbs {read: [schedule.definition.v1], write: [sched
       code: 'permission.denied',
       message: `context.api.getBreadcrumb failed: tool "scheduler" may read only breadcrumbs of the schemas ["schedule.definition.v1","schedule.tick.v1"] (permissions.breadcrumbs.read); breadcrumb "${otherId}" has schema "other.v1"`,
     });
-    expect((all?.['value'] as Array<{ schema_name: string }>).map((b) => b.schema_name)).toEqual(['schedule.definition.v1']);
+    expect((all?.['value'] as Array<{ schema_name: string }>).map((b) => b.schema_name)).toEqual([
+      'schedule.definition.v1',
+    ]);
     expect(named).toMatchObject({ code: 'permission.denied' });
     expect(update).toMatchObject({ code: 'permission.denied' });
   });

@@ -99,9 +99,19 @@ describe('context.api', () => {
     expect(result).toMatchObject({
       ok: true,
       output: [
-        { ok: false, code: 'permission.denied', message: 'context.api.createBreadcrumb denied: tool "api-calls" has the "read" api grant; createBreadcrumb needs "write"' },
+        {
+          ok: false,
+          code: 'permission.denied',
+          message:
+            'context.api.createBreadcrumb denied: tool "api-calls" has the "read" api grant; createBreadcrumb needs "write"',
+        },
         { ok: true, value: { id: 'bc-9', version: 3 } },
-        { ok: false, code: 'permission.denied', message: 'context.api.updateBreadcrumb denied: tool "api-calls" has the "read" api grant; updateBreadcrumb needs "write"' },
+        {
+          ok: false,
+          code: 'permission.denied',
+          message:
+            'context.api.updateBreadcrumb denied: tool "api-calls" has the "read" api grant; updateBreadcrumb needs "write"',
+        },
         { ok: true, value: [{ id: 'bc-9' }] },
       ],
     });
@@ -140,17 +150,35 @@ describe('context.api', () => {
       ok: true,
       output: [
         { ok: false, code: 'not_found', message: 'context.api.getBreadcrumb failed: breadcrumb missing-id not found' },
-        { ok: false, code: 'input.invalid', message: 'context.api.getBreadcrumb: invalid breadcrumb id "../auth/token"' },
-        { ok: false, code: 'input.invalid', message: 'context.api.updateBreadcrumb: version must be a positive integer, got "one"' },
-        { ok: false, code: 'input.invalid', message: 'context.api.searchBreadcrumbs: parameter "tag" must be a string, number or boolean' },
-        { ok: false, code: 'input.invalid', message: 'context.api.createBreadcrumb: body must be an object, got ["not","an","object"]' },
+        {
+          ok: false,
+          code: 'input.invalid',
+          message: 'context.api.getBreadcrumb: invalid breadcrumb id "../auth/token"',
+        },
+        {
+          ok: false,
+          code: 'input.invalid',
+          message: 'context.api.updateBreadcrumb: version must be a positive integer, got "one"',
+        },
+        {
+          ok: false,
+          code: 'input.invalid',
+          message: 'context.api.searchBreadcrumbs: parameter "tag" must be a string, number or boolean',
+        },
+        {
+          ok: false,
+          code: 'input.invalid',
+          message: 'context.api.createBreadcrumb: body must be an object, got ["not","an","object"]',
+        },
       ],
     });
     expect(api.seen).toEqual(['get missing-id']);
   });
 
   it('granted calls without a host api fail as dependency.unavailable', async () => {
-    const result = await sandbox.run(job(tool('api-calls', { api: 'read' }), { calls: [{ op: 'getBreadcrumb', args: ['bc-1'] }] }));
+    const result = await sandbox.run(
+      job(tool('api-calls', { api: 'read' }), { calls: [{ op: 'getBreadcrumb', args: ['bc-1'] }] }),
+    );
     expect(result).toMatchObject({ ok: true, output: [{ ok: false, code: 'dependency.unavailable' }] });
   });
 
@@ -176,15 +204,24 @@ describe('createApiProxy (frames as hostile input)', () => {
   it('unknown methods and extra arguments are refused, and calls are counted', async () => {
     const p = proxy();
     expect(await p.handle('{"id":1,"op":"deleteBreadcrumb","args":["x"]}')).toEqual({
-      id: 1, ok: false, code: 'input.invalid', message: 'context.api has no method "deleteBreadcrumb"',
+      id: 1,
+      ok: false,
+      code: 'input.invalid',
+      message: 'context.api has no method "deleteBreadcrumb"',
     });
     expect(await p.handle('{"id":2,"op":"getBreadcrumb","args":[1,2,3,4]}')).toEqual({
-      id: 2, ok: false, code: 'input.invalid', message: 'context.api.getBreadcrumb: too many arguments (4)',
+      id: 2,
+      ok: false,
+      code: 'input.invalid',
+      message: 'context.api.getBreadcrumb: too many arguments (4)',
     });
     await p.handle('{"id":3,"op":"createBreadcrumb","args":[{}]}');
     await p.handle('{"id":4,"op":"createBreadcrumb","args":[{}]}');
     expect(await p.handle('{"id":5,"op":"createBreadcrumb","args":[{}]}')).toEqual({
-      id: 5, ok: false, code: 'rate.exceeded', message: 'context.api: more than 2 calls in one execution',
+      id: 5,
+      ok: false,
+      code: 'rate.exceeded',
+      message: 'context.api: more than 2 calls in one execution',
     });
     expect(p.calls).toBe(3);
   });

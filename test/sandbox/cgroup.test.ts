@@ -10,7 +10,16 @@ import { silentLogger } from '../../src/logger.js';
 import { createProcessCgroup, locateOwnCgroup, probeCgroup, type CgroupLocation } from '../../src/sandbox/cgroup.js';
 import { createSandbox } from '../../src/sandbox/index.js';
 import { createMemoryGuard, readRssBytes, RUNTIME_OVERHEAD_MB } from '../../src/sandbox/memory-guard.js';
-import { captureLogger, expectNoLeaks, isolateTmp, job, ourDenoProcesses, testConfig, tool, waitFor } from './helpers.js';
+import {
+  captureLogger,
+  expectNoLeaks,
+  isolateTmp,
+  job,
+  ourDenoProcesses,
+  testConfig,
+  tool,
+  waitFor,
+} from './helpers.js';
 
 let tmp: ReturnType<typeof isolateTmp>;
 let counter = 0;
@@ -43,7 +52,11 @@ describe('on this machine', () => {
       expect(sandbox.stats().memoryEnforcement).toBe(expected);
       const logged = lines.filter((line) => line.includes('"msg":"sandbox memory enforcement"'));
       expect(logged).toHaveLength(1);
-      expect(JSON.parse(logged[0] as string)).toMatchObject({ level: 'info', mode: expected, runtimeOverheadMb: RUNTIME_OVERHEAD_MB });
+      expect(JSON.parse(logged[0] as string)).toMatchObject({
+        level: 'info',
+        mode: expected,
+        runtimeOverheadMb: RUNTIME_OVERHEAD_MB,
+      });
       if (!probe.base) expect(probe.reason).toMatch(/cgroup/);
     } finally {
       await sandbox.close();
@@ -74,7 +87,9 @@ describe('locateOwnCgroup', () => {
 
 describe('probeCgroup', () => {
   it('needs a v2 hierarchy with the memory controller', async () => {
-    expect(await probeCgroup(undefined, silentLogger())).toEqual({ reason: 'no cgroup v2 hierarchy (cgroup v1 only?)' });
+    expect(await probeCgroup(undefined, silentLogger())).toEqual({
+      reason: 'no cgroup v2 hierarchy (cgroup v1 only?)',
+    });
     const location = fakeCgroup({ 'cgroup.controllers': 'cpu io pids\n' });
     expect((await probeCgroup(location, silentLogger())).reason).toBe(
       `the cgroup v2 memory controller is not available in ${join(location.mount, '/service')} (controllers: cpu io pids)`,
@@ -84,18 +99,28 @@ describe('probeCgroup', () => {
   it('uses a cgroup whose children already have the memory controller', async () => {
     const location = fakeCgroup({ 'cgroup.controllers': 'cpu memory pids', 'cgroup.subtree_control': 'memory' });
     expect(await probeCgroup(location, silentLogger())).toEqual({ base: join(location.mount, '/service') });
-    expect(readdirSync(join(location.mount, 'service')).filter((name) => name.startsWith('tools-runner-probe'))).toEqual([]);
+    expect(
+      readdirSync(join(location.mount, 'service')).filter((name) => name.startsWith('tools-runner-probe')),
+    ).toEqual([]);
   });
 
   it('moves the service into a leaf and enables memory when it is alone in its cgroup', async () => {
-    const location = fakeCgroup({ 'cgroup.controllers': 'memory', 'cgroup.subtree_control': '', 'cgroup.procs': '4242\n' });
+    const location = fakeCgroup({
+      'cgroup.controllers': 'memory',
+      'cgroup.subtree_control': '',
+      'cgroup.procs': '4242\n',
+    });
     expect(await probeCgroup(location, silentLogger(), 4242)).toEqual({ base: join(location.mount, '/service') });
     expect(readFileSync(join(location.mount, 'service/supervisor/cgroup.procs'), 'utf8')).toBe('4242');
     expect(readFileSync(join(location.mount, 'service/cgroup.subtree_control'), 'utf8')).toBe('+memory');
   });
 
   it('refuses a cgroup shared with other processes', async () => {
-    const location = fakeCgroup({ 'cgroup.controllers': 'memory', 'cgroup.subtree_control': '', 'cgroup.procs': '4242\n777\n' });
+    const location = fakeCgroup({
+      'cgroup.controllers': 'memory',
+      'cgroup.subtree_control': '',
+      'cgroup.procs': '4242\n777\n',
+    });
     expect((await probeCgroup(location, silentLogger(), 4242)).reason).toMatch(/holds other processes/);
   });
 });
@@ -126,7 +151,11 @@ describe('per-process cgroups', () => {
     const { logger, lines } = captureLogger();
     const group = await createProcessCgroup(base, 'two', 64 * 1024 * 1024, logger);
     expect(readFileSync(join(group.dir, 'memory.max'), 'utf8')).toBe(String(64 * 1024 * 1024));
-    expect(lines.map((line) => JSON.parse(line) as Record<string, unknown>).map(({ level, msg, path, errno }) => ({ level, msg, path, errno }))).toEqual([
+    expect(
+      lines
+        .map((line) => JSON.parse(line) as Record<string, unknown>)
+        .map(({ level, msg, path, errno }) => ({ level, msg, path, errno })),
+    ).toEqual([
       { level: 'warn', msg: 'cgroup setting not written', path: join(group.dir, 'memory.swap.max'), errno: 'EISDIR' },
       { level: 'warn', msg: 'cgroup setting not written', path: join(group.dir, 'memory.oom.group'), errno: 'EISDIR' },
     ]);
@@ -139,7 +168,9 @@ describe('per-process cgroups', () => {
     const location = fakeCgroup({ 'cgroup.controllers': 'memory', 'cgroup.subtree_control': 'memory' });
     const base = join(location.mount, 'service');
     mkdirSync(join(base, 'three', 'memory.max'), { recursive: true });
-    await expect(createProcessCgroup(base, 'three', 64 * 1024 * 1024, silentLogger())).rejects.toMatchObject({ code: 'EISDIR' });
+    await expect(createProcessCgroup(base, 'three', 64 * 1024 * 1024, silentLogger())).rejects.toMatchObject({
+      code: 'EISDIR',
+    });
   });
 
   it('a sandbox in cgroup mode confines every process before its job and removes each cgroup at exit', async () => {
@@ -157,7 +188,9 @@ describe('per-process cgroups', () => {
       expect(warmGroup).toBeDefined();
       const pid = Number(readFileSync(join(base, warmGroup as string, 'cgroup.procs'), 'utf8'));
       expect(ourDenoProcesses()).toContain(pid);
-      expect(readFileSync(join(base, warmGroup as string, 'memory.max'), 'utf8')).toBe(String((128 + RUNTIME_OVERHEAD_MB) * 1024 * 1024));
+      expect(readFileSync(join(base, warmGroup as string, 'memory.max'), 'utf8')).toBe(
+        String((128 + RUNTIME_OVERHEAD_MB) * 1024 * 1024),
+      );
       const result = await sandbox.run(job(tool('counter')));
       expect(result).toMatchObject({ ok: true, output: { pid } });
       await waitFor(() => !groups().includes(warmGroup as string), 30_000, 'the used cgroup to be removed');

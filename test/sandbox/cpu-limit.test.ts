@@ -16,7 +16,10 @@ import { createSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { codeOf, job, ourDenoProcesses, testConfig, tool, useIsolatedSandboxes } from './helpers.js';
 
 let sandbox: Sandbox | undefined;
-useIsolatedSandboxes(() => sandbox, () => (sandbox = undefined));
+useIsolatedSandboxes(
+  () => sandbox,
+  () => (sandbox = undefined),
+);
 
 /** Runs busy-for (`ms` of wall clock) under `cpuPercent`; returns the share of one core it used. */
 async function measuredShare(cpuPercent: number | undefined, ms: number): Promise<{ share: number; code: string }> {
@@ -24,7 +27,9 @@ async function measuredShare(cpuPercent: number | undefined, ms: number): Promis
   const samples: Array<{ at: number; cpu: number }> = [];
   let pid: number | undefined;
   let running = true;
-  const call = sandbox.run(job(tool('busy-for', { timeoutMs: 120_000, ...(cpuPercent !== undefined ? { cpuPercent } : {}) }), { ms })).finally(() => (running = false));
+  const call = sandbox
+    .run(job(tool('busy-for', { timeoutMs: 120_000, ...(cpuPercent !== undefined ? { cpuPercent } : {}) }), { ms }))
+    .finally(() => (running = false));
   while (running) {
     pid ??= ourDenoProcesses()[0];
     const cpu = pid !== undefined ? readCpuMs(pid) : undefined;

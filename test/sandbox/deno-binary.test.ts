@@ -44,8 +44,16 @@ describe('resolveDeno', () => {
   it.each([
     ['a missing file', () => '/nonexistent/bin/deno', 'Deno not found at /nonexistent/bin/deno'],
     ['a directory', () => '/usr/bin', 'Deno not found at /usr/bin'],
-    ['an old version', () => script('old-deno', 'echo "deno 2.8.0 (stable, release, x86_64-unknown-linux-gnu)"'), 'Deno 2.8.0 is older than the required 2.9.6'],
-    ['an older minor', () => script('older-deno', 'echo "deno 1.46.3 (stable)"'), 'Deno 1.46.3 is older than the required 2.9.6'],
+    [
+      'an old version',
+      () => script('old-deno', 'echo "deno 2.8.0 (stable, release, x86_64-unknown-linux-gnu)"'),
+      'Deno 2.8.0 is older than the required 2.9.6',
+    ],
+    [
+      'an older minor',
+      () => script('older-deno', 'echo "deno 1.46.3 (stable)"'),
+      'Deno 1.46.3 is older than the required 2.9.6',
+    ],
   ])('refuses %s with a clear config.invalid error', async (_what, path, message) => {
     await expect(resolveDeno(path())).rejects.toThrow(new RunnerError(ErrorCode.ConfigInvalid, message));
   });
@@ -63,9 +71,9 @@ describe('resolveDeno', () => {
   });
 
   it('createSandbox fails at startup with the same error instead of crashing later', async () => {
-    await expect(createSandbox({ config: testConfig({ denoPath: '/nonexistent/deno' }), logger: silentLogger() })).rejects.toThrow(
-      new RunnerError(ErrorCode.ConfigInvalid, 'Deno not found at /nonexistent/deno'),
-    );
+    await expect(
+      createSandbox({ config: testConfig({ denoPath: '/nonexistent/deno' }), logger: silentLogger() }),
+    ).rejects.toThrow(new RunnerError(ErrorCode.ConfigInvalid, 'Deno not found at /nonexistent/deno'));
   });
 });
 

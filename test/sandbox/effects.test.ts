@@ -29,7 +29,16 @@ afterAll(async () => {
 /** A tool granted api.example.com whose body is `body` (it may use `input` and `context`). */
 function netTool(name: string, body: string, overrides: Partial<SandboxTool> = {}): SandboxTool {
   const source = `export async function execute(input, context) { const seen = {}; ${body}; return seen; }`;
-  return { name, version: '1.0.0', source, net: ['api.example.com'], api: false, timeoutMs: 20_000, memoryMb: 128, ...overrides };
+  return {
+    name,
+    version: '1.0.0',
+    source,
+    net: ['api.example.com'],
+    api: false,
+    timeoutMs: 20_000,
+    memoryMb: 128,
+    ...overrides,
+  };
 }
 
 const API = { kind: 'net.fetch', target: 'api.example.com:443', at_ms: expect.any(Number) };
@@ -41,12 +50,20 @@ describe('network effects', () => {
     ['a URL object', 'fetch(new URL("https://api.example.com/pay")).catch(() => {})', [API]],
     ['a Request', 'fetch(new Request("https://api.example.com/pay", { method: "POST" })).catch(() => {})', [API]],
     ['an explicit port', 'fetch("https://api.example.com:443/x").catch(() => {})', [API]],
-    ['a host it was not granted (Deno refuses; no effect)', 'await fetch("https://other.example.org/").catch(() => {})', []],
+    [
+      'a host it was not granted (Deno refuses; no effect)',
+      'await fetch("https://other.example.org/").catch(() => {})',
+      [],
+    ],
     ['a data: URL (no network)', 'await fetch("data:text/plain,hi")', []],
     ['Deno.connect', 'Deno.connect({ hostname: "api.example.com", port: 443 }).catch(() => {})', [CONNECT]],
     ['Deno.connectTls', 'Deno.connectTls({ hostname: "api.example.com", port: 443 }).catch(() => {})', [CONNECT]],
     ['WebSocket', 'try { new WebSocket("wss://api.example.com/feed").onerror = () => {}; } catch {}', [CONNECT]],
-    ['EventSource', 'const es = new EventSource("https://api.example.com/events"); es.onerror = () => es.close()', [API]],
+    [
+      'EventSource',
+      'const es = new EventSource("https://api.example.com/events"); es.onerror = () => es.close()',
+      [API],
+    ],
   ])('%s is reported', async (_what, body, effects) => {
     const result = await sandbox.run(job(netTool('net-shapes', body)));
     expect(result.ok).toBe(true);
@@ -92,25 +109,53 @@ describe('network effects', () => {
     ['Buffer', 'void globalThis.Buffer'],
     ['setImmediate', 'void globalThis.setImmediate'],
     ['clearImmediate', 'void globalThis.clearImmediate'],
-    ['the getter of process', 'void Reflect.apply(Reflect.getOwnPropertyDescriptor(globalThis, "process").get, globalThis, [])'],
+    [
+      'the getter of process',
+      'void Reflect.apply(Reflect.getOwnPropertyDescriptor(globalThis, "process").get, globalThis, [])',
+    ],
   ])('process escapes are gone when %s is first read after the tool patched primitives', async (_what, firstRead) => {
     const body = `${PATCH_ALL} ${firstRead};
       const p = globalThis.process;
       seen.builtin = typeof p.getBuiltinModule; seen.binding = typeof p.binding; seen.linked = typeof p._linkedBinding; seen.dlopen = typeof p.dlopen;`;
-    const result = await sandbox.run(job(netTool(`lazy-process-${_what.replace(/\W/g, '')}`, body, { isolation: 'process' })));
-    expect(result.ok && result.output).toEqual({ builtin: 'undefined', binding: 'undefined', linked: 'undefined', dlopen: 'undefined' });
+    const result = await sandbox.run(
+      job(netTool(`lazy-process-${_what.replace(/\W/g, '')}`, body, { isolation: 'process' })),
+    );
+    expect(result.ok && result.output).toEqual({
+      builtin: 'undefined',
+      binding: 'undefined',
+      linked: 'undefined',
+      dlopen: 'undefined',
+    });
   });
 
   it.each([
-    ['WebSocket', 'try { new WebSocket("wss://api.example.com/feed").onerror = () => {}; } catch {}', 'WebSocket', [CONNECT]],
-    ['EventSource', 'const es = new EventSource("https://api.example.com/events"); es.onerror = () => es.close()', 'EventSource', [API]],
-    ['Request', 'await fetch(new Request("https://api.example.com/pay", { method: "POST" })).catch(() => {})', 'Request', [API]],
-  ])('%s first read after the tool patched primitives is still wrapped and reported', async (name, use, global, effects) => {
-    const body = `${PATCH_ALL} ${use}; seen.own = globalThis.${global}.prototype.constructor === globalThis.${global};`;
-    const result = await sandbox.run(job(netTool(`lazy-${name}`, body, { isolation: 'process' })));
-    expect(result).toMatchObject({ ok: true, output: { own: true } });
-    expect(result.effects ?? []).toEqual(effects);
-  });
+    [
+      'WebSocket',
+      'try { new WebSocket("wss://api.example.com/feed").onerror = () => {}; } catch {}',
+      'WebSocket',
+      [CONNECT],
+    ],
+    [
+      'EventSource',
+      'const es = new EventSource("https://api.example.com/events"); es.onerror = () => es.close()',
+      'EventSource',
+      [API],
+    ],
+    [
+      'Request',
+      'await fetch(new Request("https://api.example.com/pay", { method: "POST" })).catch(() => {})',
+      'Request',
+      [API],
+    ],
+  ])(
+    '%s first read after the tool patched primitives is still wrapped and reported',
+    async (name, use, global, effects) => {
+      const body = `${PATCH_ALL} ${use}; seen.own = globalThis.${global}.prototype.constructor === globalThis.${global};`;
+      const result = await sandbox.run(job(netTool(`lazy-${name}`, body, { isolation: 'process' })));
+      expect(result).toMatchObject({ ok: true, output: { own: true } });
+      expect(result.effects ?? []).toEqual(effects);
+    },
+  );
 
   it('node: built-ins, process.getBuiltinModule and Workers are closed to a tool with network access', async () => {
     const body = `
@@ -135,13 +180,15 @@ describe('network effects', () => {
   it('the import map is a file of the private temp dir (short command lines), and tool code cannot read it', async () => {
     // The pool keeps a warm process after a run: find it by its command line (TMPDIR is this file's).
     expect((await sandbox.run(job(netTool('map-warm', '')))).ok).toBe(true);
-    const lines = readdirSync('/proc').filter((pid) => /^\d+$/.test(pid)).flatMap((pid) => {
-      try {
-        return [readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')];
-      } catch {
-        return [];
-      }
-    });
+    const lines = readdirSync('/proc')
+      .filter((pid) => /^\d+$/.test(pid))
+      .flatMap((pid) => {
+        try {
+          return [readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')];
+        } catch {
+          return [];
+        }
+      });
     const ours = lines.filter((args) => args.some((arg) => arg.startsWith(`--import-map=${tmp.dir}/`)));
     expect(ours.length).toBeGreaterThan(0);
     const args = ours[0] as string[];
@@ -182,7 +229,8 @@ describe('network effects', () => {
   });
 
   it('a hang after the report still ends with the effect listed (timeout)', async () => {
-    const body = 'fetch("https://api.example.com/").catch(() => {}); await new Promise(() => setInterval(() => {}, 1000))';
+    const body =
+      'fetch("https://api.example.com/").catch(() => {}); await new Promise(() => setInterval(() => {}, 1000))';
     const result = await sandbox.run(job(netTool('net-hang', body, { timeoutMs: 1000 })));
     expect(result).toMatchObject({ ok: false, error: { code: 'timeout' }, effects: [API] });
   });
@@ -192,7 +240,12 @@ describe('the import map', () => {
   it('covers every node built-in of the installed Deno', async () => {
     const deno = (await resolveDeno()).path;
     const script = 'import m from "node:module"; console.log(JSON.stringify(m.builtinModules))';
-    const listed = JSON.parse(execFileSync(deno, ['eval', '--no-config', script], { encoding: 'utf8', env: { PATH: '/usr/bin:/bin', NO_COLOR: '1' } })) as string[];
+    const listed = JSON.parse(
+      execFileSync(deno, ['eval', '--no-config', script], {
+        encoding: 'utf8',
+        env: { PATH: '/usr/bin:/bin', NO_COLOR: '1' },
+      }),
+    ) as string[];
     const missing = listed.map((name) => name.replace(/^node:/, '')).filter((name) => !NODE_BUILTINS.includes(name));
     expect(missing).toEqual([]);
   });

@@ -28,7 +28,8 @@ function inline(name: string, body: string, memoryMb = 64): SandboxTool {
   return { ...tool('echo'), name, memoryMb, source: `export async function execute(input, context) { ${body} }` };
 }
 
-const OOM_TEXT = 'Deno.stderr.writeSync(new TextEncoder().encode("\\n<--- Last few GCs --->\\n#\\n# Fatal JavaScript out of memory: Reached heap limit\\n#\\n"));';
+const OOM_TEXT =
+  'Deno.stderr.writeSync(new TextEncoder().encode("\\n<--- Last few GCs --->\\n#\\n# Fatal JavaScript out of memory: Reached heap limit\\n#\\n"));';
 
 describe('exits the tool chooses are never memory_limit', () => {
   it.each([
@@ -37,13 +38,20 @@ describe('exits the tool chooses are never memory_limit', () => {
     ['exit-134', 'Deno.exit(134);', 134, null],
     ['oom-text-exit-133', `${OOM_TEXT} Deno.exit(133);`, 133, null],
     ['self-sigtrap', 'Deno.kill(Deno.pid, "SIGTRAP"); await new Promise(() => {});', null, 'SIGTRAP'],
-    ['oom-text-self-sigtrap', `${OOM_TEXT} Deno.kill(Deno.pid, "SIGTRAP"); await new Promise(() => {});`, null, 'SIGTRAP'],
+    [
+      'oom-text-self-sigtrap',
+      `${OOM_TEXT} Deno.kill(Deno.pid, "SIGTRAP"); await new Promise(() => {});`,
+      null,
+      'SIGTRAP',
+    ],
     ['self-sigkill', 'Deno.kill(Deno.pid, "SIGKILL"); await new Promise(() => {});', null, 'SIGKILL'],
     ['self-sigsegv-abrt', 'Deno.kill(Deno.pid, "SIGABRT"); await new Promise(() => {});', null, 'SIGABRT'],
   ])('%s ends in sandbox.crashed with its exit code and signal', async (name, body, exitCode, signal) => {
     const result = await sandbox.run(job(inline(name, body)));
     expect(codeOf(result)).toBe('sandbox.crashed');
-    expect(result.ok ? '' : result.error.message).toBe(`the sandbox process of tool "${name}" died (exit code ${exitCode}, signal ${signal})`);
+    expect(result.ok ? '' : result.error.message).toBe(
+      `the sandbox process of tool "${name}" died (exit code ${exitCode}, signal ${signal})`,
+    );
     expect(result.ok ? {} : result.error.details).toEqual({ exitCode, signal });
     expect(await sandbox.run(job(tool('echo'), { after: name }))).toMatchObject({ ok: true });
   });

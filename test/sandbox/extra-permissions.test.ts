@@ -9,15 +9,29 @@ import { createSandbox, type Sandbox, type SandboxTool } from '../../src/sandbox
 
 const source = 'export async function execute() { return { path: Deno.env.get("PATH") ?? null }; }';
 const tool = (extraPermissions?: string[]): SandboxTool => ({
-  name: 'env-reader', version: '1.0.0', source, net: [], api: false, timeoutMs: 10_000, memoryMb: 64,
+  name: 'env-reader',
+  version: '1.0.0',
+  source,
+  net: [],
+  api: false,
+  timeoutMs: 10_000,
+  memoryMb: 64,
   ...(extraPermissions ? { extraPermissions } : {}),
 });
-const job = (t: SandboxTool) => ({ tool: t, input: {}, secrets: {}, request: { id: 'r', workspace: 'workspace:tools' } });
+const job = (t: SandboxTool) => ({
+  tool: t,
+  input: {},
+  secrets: {},
+  request: { id: 'r', workspace: 'workspace:tools' },
+});
 
 let allowing: Sandbox;
 let strict: Sandbox;
 beforeAll(async () => {
-  allowing = await createSandbox({ config: defaultConfig({ bootstrapAllow: ['env'], poolSize: 0 }), logger: silentLogger() });
+  allowing = await createSandbox({
+    config: defaultConfig({ bootstrapAllow: ['env'], poolSize: 0 }),
+    logger: silentLogger(),
+  });
   strict = await createSandbox({ config: defaultConfig({ poolSize: 0 }), logger: silentLogger() });
 });
 afterAll(async () => {
@@ -27,9 +41,9 @@ afterAll(async () => {
 
 describe('extra permissions', () => {
   it('become --allow-<name> flags', () => {
-    expect(buildDenoCommand({ denoPath: '/bin/deno', net: [], extra: ['env', 'sys'], memoryMb: 64, cwd: '/tmp/x' }).args).toEqual(
-      expect.arrayContaining(['--allow-env', '--allow-sys']),
-    );
+    expect(
+      buildDenoCommand({ denoPath: '/bin/deno', net: [], extra: ['env', 'sys'], memoryMb: 64, cwd: '/tmp/x' }).args,
+    ).toEqual(expect.arrayContaining(['--allow-env', '--allow-sys']));
   });
 
   it('an allowed grant works (and sees only the minimal environment)', async () => {
@@ -44,7 +58,10 @@ describe('extra permissions', () => {
 
   it('a grant the operator does not allow is refused before anything runs', async () => {
     const result = await strict.run(job(tool(['env'])));
-    expect(result.ok ? 'ok' : result.error).toMatchObject({ code: 'permission.denied', message: 'tool "env-reader" asks for permission(s) the operator does not allow: env' });
+    expect(result.ok ? 'ok' : result.error).toMatchObject({
+      code: 'permission.denied',
+      message: 'tool "env-reader" asks for permission(s) the operator does not allow: env',
+    });
     const unknown = await allowing.run(job(tool(['ffi'])));
     expect(unknown.ok ? 'ok' : unknown.error.message).toMatch(/does not allow: ffi/);
   });

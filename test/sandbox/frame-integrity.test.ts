@@ -15,7 +15,10 @@ let tmp: ReturnType<typeof isolateTmp>;
 beforeAll(async () => {
   tmp = isolateTmp();
   sandbox = await createSandbox({ config: testConfig({ poolSize: 2 }), logger: silentLogger() });
-  reuse = await createSandbox({ config: testConfig({ poolSize: 1, reuseTools: ['hook-nonce'] }), logger: silentLogger() });
+  reuse = await createSandbox({
+    config: testConfig({ poolSize: 1, reuseTools: ['hook-nonce'] }),
+    logger: silentLogger(),
+  });
 });
 
 afterAll(async () => {
@@ -47,14 +50,23 @@ const VARIANTS = [
 describe('hooks installed by tool code never reveal the frame marker', () => {
   it.each(VARIANTS)('%s: the real result arrives, the api call was answered, nothing leaked', async (variant) => {
     const result = await sandbox.run(job(tool('hook-nonce'), { variant }));
-    expect(result).toMatchObject({ ok: true, output: { real: true, leaked: false, api: 'permission.denied', variant } });
+    expect(result).toMatchObject({
+      ok: true,
+      output: { real: true, leaked: false, api: 'permission.denied', variant },
+    });
     expect(result.logs.some((line) => line.startsWith('a log line'))).toBe(true);
-    expect(await sandbox.run(job(tool('echo'), { after: variant }))).toMatchObject({ ok: true, output: { input: { after: variant } } });
+    expect(await sandbox.run(job(tool('echo'), { after: variant }))).toMatchObject({
+      ok: true,
+      output: { input: { after: variant } },
+    });
   });
 
   it('tampering with encoders, lengths and subarray does not change what the harness writes', async () => {
     const result = await sandbox.run(job(tool('hook-nonce'), { variant: 'tamper' }));
-    expect(result).toMatchObject({ ok: true, output: { real: true, leaked: false, api: 'permission.denied', variant: 'tamper' } });
+    expect(result).toMatchObject({
+      ok: true,
+      output: { real: true, leaked: false, api: 'permission.denied', variant: 'tamper' },
+    });
   });
 
   it('in a reused process, hooks left by one call do not reveal the marker to the next', async () => {

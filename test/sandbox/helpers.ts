@@ -23,12 +23,27 @@ export function fixture(name: string): string {
 
 /** A tool from a fixture, with generous limits (the machine is shared and slow). */
 export function tool(name: string, overrides: Partial<SandboxTool> = {}): SandboxTool {
-  return { name, version: '1.0.0', source: fixture(name), net: [], api: false, timeoutMs: 30_000, memoryMb: 128, ...overrides };
+  return {
+    name,
+    version: '1.0.0',
+    source: fixture(name),
+    net: [],
+    api: false,
+    timeoutMs: 30_000,
+    memoryMb: 128,
+    ...overrides,
+  };
 }
 
 /** A job for `t`. */
 export function job(t: SandboxTool, input: unknown = {}, extra: Partial<SandboxJob> = {}): SandboxJob {
-  return { tool: t, input, secrets: {}, request: { id: 'req-1', workspace: 'workspace:tools', agentId: 'agent-1' }, ...extra };
+  return {
+    tool: t,
+    input,
+    secrets: {},
+    request: { id: 'req-1', workspace: 'workspace:tools', agentId: 'agent-1' },
+    ...extra,
+  };
 }
 
 /** Configuration for tests: small pool, default limits unless overridden. */
@@ -88,7 +103,8 @@ export function ourDenoProcesses(): number[] {
       continue;
     }
     // the harness's own path, or the JavaScript copy a sandbox starts its processes from
-    const isHarness = cmdline.includes(HARNESS_PATH) || /tools-runner-sbx-\d+-harness-[^/\0]+\/harness\.js/.test(cmdline);
+    const isHarness =
+      cmdline.includes(HARNESS_PATH) || /tools-runner-sbx-\d+-harness-[^/\0]+\/harness\.js/.test(cmdline);
     const isDeno = isHarness || cmdline.split('\0')[0]?.endsWith('/deno') === true;
     if (!isDeno) continue;
     if (descendsFromUs(pid) || (isHarness && parentOf(pid) === 1)) found.push(pid);
@@ -141,7 +157,10 @@ export function useIsolatedSandboxes(current: () => { close(): Promise<void> } |
 }
 
 /** Local HTTP servers of a test file: `listen` starts one on `host` (free port), `closeAll` stops them. */
-export function localServers(): { listen(host: string, handler: Parameters<typeof createServer>[1]): Promise<number>; closeAll(): Promise<void> } {
+export function localServers(): {
+  listen(host: string, handler: Parameters<typeof createServer>[1]): Promise<number>;
+  closeAll(): Promise<void>;
+} {
   const servers: Server[] = [];
   return {
     listen(host, handler) {
@@ -152,6 +171,9 @@ export function localServers(): { listen(host: string, handler: Parameters<typeo
         server.listen(0, host, () => resolve((server.address() as { port: number }).port));
       });
     },
-    closeAll: () => Promise.all(servers.splice(0).map((server) => new Promise((resolve) => server.close(resolve)))).then(() => undefined),
+    closeAll: () =>
+      Promise.all(servers.splice(0).map((server) => new Promise((resolve) => server.close(resolve)))).then(
+        () => undefined,
+      ),
   };
 }

@@ -35,7 +35,18 @@ afterAll(() => {
 async function runLying(mode: string) {
   const logger = silentLogger();
   const limits = { maxOutputBytes: 1 << 20, maxFrameBytes: MAX_RESULT + 64 * 1024, maxLogLineBytes: 4096 };
-  const proc = spawnSandboxProcess({ id: 1, key: 'lying', denoPath, net: [], memoryMb: 128, limits, guard, launcher: createDirectLauncher(), logger, harnessPath: LYING_HARNESS });
+  const proc = spawnSandboxProcess({
+    id: 1,
+    key: 'lying',
+    denoPath,
+    net: [],
+    memoryMb: 128,
+    limits,
+    guard,
+    launcher: createDirectLauncher(),
+    logger,
+    harnessPath: LYING_HARNESS,
+  });
   await proc.ready;
   const settings = {
     seq: 7,
@@ -84,14 +95,18 @@ describe('host-side enforcement against a lying harness', () => {
   it('a flood of valid sync frames counts against the output cap: output_limit', async () => {
     const { result, exit } = await runLying('flood-sync');
     expect(codeOf(result)).toBe('output_limit');
-    expect(result.ok ? '' : result.error.message).toBe(`tool "echo" wrote more than ${1 << 20} bytes to stdout/stderr and was killed`);
+    expect(result.ok ? '' : result.error.message).toBe(
+      `tool "echo" wrote more than ${1 << 20} bytes to stdout/stderr and was killed`,
+    );
     expect(exit.signal).toBe('SIGKILL');
   });
 
   it('a flood of valid context.api frames ends at the frame budget: output_limit (api_limit)', async () => {
     const { result, exit } = await runLying('flood-api');
     expect(codeOf(result)).toBe('output_limit');
-    expect(result.ok ? '' : result.error.message).toBe(`tool "echo" sent more than ${MAX_API_FRAMES} context.api requests in one execution and was killed`);
+    expect(result.ok ? '' : result.error.message).toBe(
+      `tool "echo" sent more than ${MAX_API_FRAMES} context.api requests in one execution and was killed`,
+    );
     expect(result.ok ? {} : result.error.details).toEqual({ reason: 'api_limit' });
     expect(exit.signal).toBe('SIGKILL');
   });

@@ -36,7 +36,12 @@ describe('spawner launcher', () => {
           const quick = i % 2 === 0;
           const p = await l.launch(
             quick
-              ? { file: '/bin/sh', args: ['-c', 'printf "out-$0"; printf "err-$0" >&2; exit 7', `${worker}-${i}`], env, cwd: '/tmp' }
+              ? {
+                  file: '/bin/sh',
+                  args: ['-c', 'printf "out-$0"; printf "err-$0" >&2; exit 7', `${worker}-${i}`],
+                  env,
+                  cwd: '/tmp',
+                }
               : { file: '/bin/cat', args: [], env, cwd: '/tmp' },
           );
           let out = '';
@@ -45,8 +50,11 @@ describe('spawner launcher', () => {
           p.stderr.on('data', (d: Buffer) => (err += d.toString()));
           p.stdin.end(quick ? undefined : `msg-${worker}-${i}`);
           const ended = await p.ended;
-          const expected = quick ? { out: `out-${worker}-${i}`, err: `err-${worker}-${i}`, code: 7 } : { out: `msg-${worker}-${i}`, err: '', code: 0 };
-          if (out !== expected.out || err !== expected.err || ended.code !== expected.code) failures.push(JSON.stringify({ out, err, ended, expected }));
+          const expected = quick
+            ? { out: `out-${worker}-${i}`, err: `err-${worker}-${i}`, code: 7 }
+            : { out: `msg-${worker}-${i}`, err: '', code: 0 };
+          if (out !== expected.out || err !== expected.err || ended.code !== expected.code)
+            failures.push(JSON.stringify({ out, err, ended, expected }));
         }
       }),
     );
@@ -58,7 +66,10 @@ describe('spawner launcher', () => {
     launcher = l;
     const p = await l.launch({ file: '/bin/cat', args: [], env, cwd: '/tmp' });
     // /proc/<pid>/stat: "pid (comm) state ppid pgrp ..."
-    const stat = (pid: number): string[] => readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+    const stat = (pid: number): string[] =>
+      readFileSync(`/proc/${pid}/stat`, 'utf8')
+        .replace(/^.*\) /, '')
+        .split(' ');
     const spawnerPid = Number(stat(p.pid)[1]);
     expect(spawnerPid).not.toBe(process.pid);
     expect(Number(stat(spawnerPid)[1])).toBe(process.pid);
@@ -92,7 +103,9 @@ describe('spawner launcher', () => {
       console.log(p.pid);
       setInterval(() => {}, 1000);
     `;
-    const service = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const service = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     const pid = await new Promise<number>((resolve, reject) => {
       service.stdout.once('data', (d: Buffer) => resolve(Number(d.toString().trim())));
       service.once('exit', (code) => reject(new Error(`stand-in service exited early (${code})`)));

@@ -43,7 +43,9 @@ describe('wall clock', () => {
 
   it('an abort signal kills the call at once (sandbox.crashed, reason aborted)', async () => {
     const controller = new AbortController();
-    const pending = sandbox.run(job(tool('slow-secret'), {}, { secrets: { TOKEN: 'abort-token' }, signal: controller.signal }));
+    const pending = sandbox.run(
+      job(tool('slow-secret'), {}, { secrets: { TOKEN: 'abort-token' }, signal: controller.signal }),
+    );
     setTimeout(() => controller.abort(), 200);
     const result = await pending;
     expect(codeOf(result)).toBe('sandbox.crashed');
@@ -108,5 +110,4 @@ describe('output', () => {
     expect(under).toMatchObject({ ok: true });
     expect((under as { output: string }).output).toHaveLength(524286);
   });
-
 });

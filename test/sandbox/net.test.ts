@@ -26,7 +26,8 @@ let tmp: ReturnType<typeof isolateTmp>;
 let denoPath: string;
 const servers = localServers();
 
-const listen = (host: string, handler: Parameters<typeof servers.listen>[1]): Promise<number> => servers.listen(host, handler);
+const listen = (host: string, handler: Parameters<typeof servers.listen>[1]): Promise<number> =>
+  servers.listen(host, handler);
 
 beforeAll(async () => {
   tmp = isolateTmp();
@@ -53,27 +54,78 @@ describe('validateNetHosts', () => {
   });
 
   it.each([
-    ["localhost", "net host \"localhost\" is not allowed: Blocked domain: localhost. Private/local networks not allowed."],
-    ["db.localhost", "net host \"db.localhost\" is not allowed: Blocked domain: db.localhost. Private/local networks not allowed."],
-    ["127.0.0.1", "net host \"127.0.0.1\" is not allowed: Blocked domain: 127.0.0.1. Private/local networks not allowed."],
-    ["127.1", "net host \"127.1\" is not allowed: Blocked domain: 127.1. Private/local networks not allowed."],
-    ["2130706433", "net host \"2130706433\" is not allowed: Blocked domain: 2130706433. Private/local networks not allowed."],
-    ["[::1]", "net host \"[::1]\" is not allowed: Blocked domain: [::1]. Private/local networks not allowed."],
-    ["::ffff:127.0.0.1", "net host \"::ffff:127.0.0.1\" is not allowed: Blocked domain: ::ffff:127.0.0.1. Private/local networks not allowed."],
-    ["169.254.169.254:80", "net host \"169.254.169.254:80\" is not allowed: Blocked domain: 169.254.169.254:80. Private/local networks not allowed."],
-    ["a..example.com", "net host \"a..example.com\" is not allowed: Empty label in network domain: \"a..example.com\""],
-    ["", "net host \"\" is not allowed: Network domain must not be empty"],
-    ["*.com", "net host \"*.com\" is not allowed: Network domain is a public suffix: \"*.com\"; name a registrable domain such as \"example.com\""],
-    ["*.co.uk", "net host \"*.co.uk\" is not allowed: Network domain is a public suffix: \"*.co.uk\"; name a registrable domain such as \"example.co.uk\""],
-    ["printer.local", "net host \"printer.local\" is not allowed: Blocked domain: printer.local. Private/local networks not allowed."],
-    ["metadata.google.internal", "net host \"metadata.google.internal\" is not allowed: Blocked domain: metadata.google.internal. Private/local networks not allowed."],
-    ["redis.svc", "net host \"redis.svc\" is not allowed: Blocked domain: redis.svc. Private/local networks not allowed."],
-    ["api.example.com:0", "net host \"api.example.com:0\" is not allowed: Invalid port in network domain: \"api.example.com:0\" (must be 1-65535)"],
-    ["api.example.com:99999", "net host \"api.example.com:99999\" is not allowed: Invalid port in network domain: \"api.example.com:99999\" (must be 1-65535)"],
-    ["http://api.example.com", "net host \"http://api.example.com\" is not allowed: Network domain must be a bare host name without scheme or path: \"http://api.example.com\""],
-    ["api.example.com/path", "net host \"api.example.com/path\" is not allowed: Network domain must be a bare host name without scheme or path: \"api.example.com/path\""],
-    ["user@api.example.com", "net host \"user@api.example.com\" is not allowed: Network domain must be a bare host name without scheme or path: \"user@api.example.com\""],
-    ["a_b.example.com", "net host \"a_b.example.com\" is not allowed: Invalid host name in network domain: \"a_b.example.com\" (labels are letters, digits and inner hyphens)"],
+    [
+      'localhost',
+      'net host "localhost" is not allowed: Blocked domain: localhost. Private/local networks not allowed.',
+    ],
+    [
+      'db.localhost',
+      'net host "db.localhost" is not allowed: Blocked domain: db.localhost. Private/local networks not allowed.',
+    ],
+    [
+      '127.0.0.1',
+      'net host "127.0.0.1" is not allowed: Blocked domain: 127.0.0.1. Private/local networks not allowed.',
+    ],
+    ['127.1', 'net host "127.1" is not allowed: Blocked domain: 127.1. Private/local networks not allowed.'],
+    [
+      '2130706433',
+      'net host "2130706433" is not allowed: Blocked domain: 2130706433. Private/local networks not allowed.',
+    ],
+    ['[::1]', 'net host "[::1]" is not allowed: Blocked domain: [::1]. Private/local networks not allowed.'],
+    [
+      '::ffff:127.0.0.1',
+      'net host "::ffff:127.0.0.1" is not allowed: Blocked domain: ::ffff:127.0.0.1. Private/local networks not allowed.',
+    ],
+    [
+      '169.254.169.254:80',
+      'net host "169.254.169.254:80" is not allowed: Blocked domain: 169.254.169.254:80. Private/local networks not allowed.',
+    ],
+    ['a..example.com', 'net host "a..example.com" is not allowed: Empty label in network domain: "a..example.com"'],
+    ['', 'net host "" is not allowed: Network domain must not be empty'],
+    [
+      '*.com',
+      'net host "*.com" is not allowed: Network domain is a public suffix: "*.com"; name a registrable domain such as "example.com"',
+    ],
+    [
+      '*.co.uk',
+      'net host "*.co.uk" is not allowed: Network domain is a public suffix: "*.co.uk"; name a registrable domain such as "example.co.uk"',
+    ],
+    [
+      'printer.local',
+      'net host "printer.local" is not allowed: Blocked domain: printer.local. Private/local networks not allowed.',
+    ],
+    [
+      'metadata.google.internal',
+      'net host "metadata.google.internal" is not allowed: Blocked domain: metadata.google.internal. Private/local networks not allowed.',
+    ],
+    [
+      'redis.svc',
+      'net host "redis.svc" is not allowed: Blocked domain: redis.svc. Private/local networks not allowed.',
+    ],
+    [
+      'api.example.com:0',
+      'net host "api.example.com:0" is not allowed: Invalid port in network domain: "api.example.com:0" (must be 1-65535)',
+    ],
+    [
+      'api.example.com:99999',
+      'net host "api.example.com:99999" is not allowed: Invalid port in network domain: "api.example.com:99999" (must be 1-65535)',
+    ],
+    [
+      'http://api.example.com',
+      'net host "http://api.example.com" is not allowed: Network domain must be a bare host name without scheme or path: "http://api.example.com"',
+    ],
+    [
+      'api.example.com/path',
+      'net host "api.example.com/path" is not allowed: Network domain must be a bare host name without scheme or path: "api.example.com/path"',
+    ],
+    [
+      'user@api.example.com',
+      'net host "user@api.example.com" is not allowed: Network domain must be a bare host name without scheme or path: "user@api.example.com"',
+    ],
+    [
+      'a_b.example.com',
+      'net host "a_b.example.com" is not allowed: Invalid host name in network domain: "a_b.example.com" (labels are letters, digits and inner hyphens)',
+    ],
   ])('refuses %j', (host, message) => {
     expect(() => validateNetHosts([host])).toThrow(new RunnerError(ErrorCode.PermissionDenied, message));
   });
@@ -83,7 +135,18 @@ describe('buildDenoCommand', () => {
   it('is the exact recipe: minimal env, no config/remote/npm, heap flag, allow list only when non-empty, deny list always', () => {
     const base = { denoPath: '/bin/deno', memoryMb: 96, cwd: '/tmp/x/work' };
     const deny = `--deny-net=${DENY_NET.join(',')}`;
-    const flags = ['run', '-q', '--no-prompt', '--no-config', '--no-lock', '--no-remote', '--no-npm', '--no-code-cache', `--import-map=${IMPORT_MAP}`, '--v8-flags=--max-old-space-size=96'];
+    const flags = [
+      'run',
+      '-q',
+      '--no-prompt',
+      '--no-config',
+      '--no-lock',
+      '--no-remote',
+      '--no-npm',
+      '--no-code-cache',
+      `--import-map=${IMPORT_MAP}`,
+      '--v8-flags=--max-old-space-size=96',
+    ];
     expect(buildDenoCommand({ ...base, net: [] })).toEqual({
       file: '/bin/deno',
       args: [...flags, deny, HARNESS_PATH],
@@ -113,7 +176,13 @@ describe('buildDenoCommand', () => {
 
 describe('buildDenoCommand with an import map file', () => {
   it('names the file instead of the 15 KB inline map', () => {
-    const args = buildDenoCommand({ denoPath: '/bin/deno', memoryMb: 96, cwd: '/tmp/x/work', net: [], importMapPath: '/tmp/x/import-map.json' }).args;
+    const args = buildDenoCommand({
+      denoPath: '/bin/deno',
+      memoryMb: 96,
+      cwd: '/tmp/x/work',
+      net: [],
+      importMapPath: '/tmp/x/import-map.json',
+    }).args;
     expect(args).toContain('--import-map=/tmp/x/import-map.json');
     expect(args.some((arg) => arg.includes('data:application/json'))).toBe(false);
     expect(args.join(' ').length).toBeLessThan(1_000);
@@ -125,7 +194,17 @@ async function fetchThroughHarness(net: string[], url: string, launcher: Launche
   const logger = silentLogger();
   const guard = await createMemoryGuard({ logger, location: null });
   const limits = { maxOutputBytes: 1 << 20, maxFrameBytes: 1 << 20, maxLogLineBytes: 4096 };
-  const proc = spawnSandboxProcess({ id: 1, key: 'net-test', denoPath, net, memoryMb: 128, limits, guard, launcher, logger });
+  const proc = spawnSandboxProcess({
+    id: 1,
+    key: 'net-test',
+    denoPath,
+    net,
+    memoryMb: 128,
+    limits,
+    guard,
+    launcher,
+    logger,
+  });
   await proc.ready;
   const settings = {
     seq: 1,
@@ -160,7 +239,9 @@ async function fetchWithoutDenyList(allow: string, url: string): Promise<string>
 describe('private-range deny list (checked after DNS resolution and at every redirect hop)', () => {
   it('an allowed name resolving to 127.0.0.1 reaches the loopback service without the deny list, and is refused with it', async () => {
     const port = await listen('127.0.0.1', (_req, res) => res.end('internal secret page'));
-    expect(await fetchWithoutDenyList(`localhost:${port}`, `http://localhost:${port}/`)).toBe('200 internal secret page');
+    expect(await fetchWithoutDenyList(`localhost:${port}`, `http://localhost:${port}/`)).toBe(
+      '200 internal secret page',
+    );
     const result = await fetchThroughHarness([`localhost:${port}`], `http://localhost:${port}/`);
     expect(codeOf(result)).toBe('permission.denied');
     expect(result.ok ? '' : result.error.message).toContain(`Requires net access to "127.0.0.1:${port}"`);
@@ -169,7 +250,9 @@ describe('private-range deny list (checked after DNS resolution and at every red
   /** The direct launcher, with the deny list's 127.0.0.0/8 narrowed to 127.0.0.1 (everything else unchanged). */
   const narrowedLoopback: Launcher = {
     launch(cmd) {
-      const args = cmd.args.map((arg) => (arg.startsWith('--deny-net=') ? arg.replace('127.0.0.0/8', '127.0.0.1') : arg));
+      const args = cmd.args.map((arg) =>
+        arg.startsWith('--deny-net=') ? arg.replace('127.0.0.0/8', '127.0.0.1') : arg,
+      );
       expect(args).not.toEqual(cmd.args);
       return createDirectLauncher().launch({ ...cmd, args });
     },
@@ -186,11 +269,24 @@ describe('private-range deny list (checked after DNS resolution and at every red
     expect(await fetchWithoutDenyList(allow, `http://127.0.0.2:${outer}/`)).toBe('200 internal secret page');
     // the first server alone is reachable through the narrowed deny list: the refusal below is the hop's
     const direct = await fetchThroughHarness([`127.0.0.2:${outer}`], `http://127.0.0.2:${outer}/`, narrowedLoopback);
-    expect(direct).toMatchObject({ ok: false, error: { code: 'permission.denied', message: `Requires net access to "localhost:${inner}", run again with the --allow-net flag` } });
-    const result = await fetchThroughHarness([`127.0.0.2:${outer}`, `localhost:${inner}`], `http://127.0.0.2:${outer}/`, narrowedLoopback);
+    expect(direct).toMatchObject({
+      ok: false,
+      error: {
+        code: 'permission.denied',
+        message: `Requires net access to "localhost:${inner}", run again with the --allow-net flag`,
+      },
+    });
+    const result = await fetchThroughHarness(
+      [`127.0.0.2:${outer}`, `localhost:${inner}`],
+      `http://127.0.0.2:${outer}/`,
+      narrowedLoopback,
+    );
     expect(result).toMatchObject({
       ok: false,
-      error: { code: 'permission.denied', message: `fetch failed: error sending request for url (http://localhost:${inner}/): client error (Connect): Requires net access to "127.0.0.1:${inner}", run again with the --allow-net flag` },
+      error: {
+        code: 'permission.denied',
+        message: `fetch failed: error sending request for url (http://localhost:${inner}/): client error (Connect): Requires net access to "127.0.0.1:${inner}", run again with the --allow-net flag`,
+      },
     });
   });
 });
@@ -206,10 +302,15 @@ describe('through the sandbox', () => {
 
   it('a tool declaring a private host is refused before anything is spawned', async () => {
     const before = sandbox.stats().spawned;
-    const result = await sandbox.run(job(tool('fetch-url', { net: ['api.example.com', 'localhost'] }), { url: 'http://localhost/' }));
+    const result = await sandbox.run(
+      job(tool('fetch-url', { net: ['api.example.com', 'localhost'] }), { url: 'http://localhost/' }),
+    );
     expect(result).toMatchObject({
       ok: false,
-      error: { code: 'permission.denied', message: 'net host "localhost" is not allowed: Blocked domain: localhost. Private/local networks not allowed.' },
+      error: {
+        code: 'permission.denied',
+        message: 'net host "localhost" is not allowed: Blocked domain: localhost. Private/local networks not allowed.',
+      },
     });
     expect(sandbox.stats().spawned).toBe(before);
   });

@@ -17,7 +17,10 @@ let tmp: ReturnType<typeof isolateTmp>;
 
 beforeAll(async () => {
   tmp = isolateTmp();
-  sandbox = await createSandbox({ config: testConfig({ poolSize: 2, maxOutputBytes: MAX_OUTPUT }), logger: silentLogger() });
+  sandbox = await createSandbox({
+    config: testConfig({ poolSize: 2, maxOutputBytes: MAX_OUTPUT }),
+    logger: silentLogger(),
+  });
 });
 
 afterAll(async () => {
@@ -31,17 +34,29 @@ function inline(name: string, source: string, overrides: Partial<SandboxTool> = 
 }
 
 async function expectHealthy(): Promise<void> {
-  expect(await sandbox.run(job(tool('echo'), { after: 'flood' }))).toMatchObject({ ok: true, output: { input: { after: 'flood' } } });
+  expect(await sandbox.run(job(tool('echo'), { after: 'flood' }))).toMatchObject({
+    ok: true,
+    output: { input: { after: 'flood' } },
+  });
 }
 
 const FLOODS: Array<[string, string]> = [
-  ['stderr-direct', 'const b = new TextEncoder().encode("e".repeat(65535) + "\\n"); for (;;) Deno.stderr.writeSync(b);'],
+  [
+    'stderr-direct',
+    'const b = new TextEncoder().encode("e".repeat(65535) + "\\n"); for (;;) Deno.stderr.writeSync(b);',
+  ],
   ['stderr-no-newline', 'const b = new TextEncoder().encode("n".repeat(65536)); for (;;) Deno.stderr.writeSync(b);'],
   ['console-error', 'for (let i = 0; ; i++) console.error("line " + i + " " + "x".repeat(200));'],
   ['context-log', 'for (let i = 0; ; i++) context.log("log " + i, { pad: "y".repeat(300) });'],
   // lines that look like frames under guessed markers are log text, and count like any other byte
-  ['guessed-markers', 'const m = ["0".repeat(32), "f".repeat(32), "ab".repeat(16)]; let s = ""; for (const x of m) s += "\\n" + x + "S1 \\n\\n" + x + "R1 {\\"forged\\":1}\\n"; const b = new TextEncoder().encode(s.repeat(500)); for (;;) { Deno.stdout.writeSync(b); Deno.stderr.writeSync(b); }'],
-  ['both-streams', 'const b = new TextEncoder().encode("z".repeat(8191) + "\\n"); for (;;) { Deno.stdout.writeSync(b); Deno.stderr.writeSync(b); }'],
+  [
+    'guessed-markers',
+    'const m = ["0".repeat(32), "f".repeat(32), "ab".repeat(16)]; let s = ""; for (const x of m) s += "\\n" + x + "S1 \\n\\n" + x + "R1 {\\"forged\\":1}\\n"; const b = new TextEncoder().encode(s.repeat(500)); for (;;) { Deno.stdout.writeSync(b); Deno.stderr.writeSync(b); }',
+  ],
+  [
+    'both-streams',
+    'const b = new TextEncoder().encode("z".repeat(8191) + "\\n"); for (;;) { Deno.stdout.writeSync(b); Deno.stderr.writeSync(b); }',
+  ],
 ];
 
 describe('output floods', () => {
@@ -49,7 +64,9 @@ describe('output floods', () => {
     const source = `export async function execute(input, context) { ${body} }`;
     const result = await sandbox.run(job(inline(name, source)));
     expect(codeOf(result)).toBe('output_limit');
-    expect(result.ok ? '' : result.error.message).toBe(`tool "${name}" wrote more than ${MAX_OUTPUT} bytes to stdout/stderr and was killed`);
+    expect(result.ok ? '' : result.error.message).toBe(
+      `tool "${name}" wrote more than ${MAX_OUTPUT} bytes to stdout/stderr and was killed`,
+    );
     expect(result.ok ? {} : result.error.details).toEqual({ maxOutputBytes: MAX_OUTPUT });
     expect(JSON.stringify(result)).not.toContain('"forged"');
     await expectHealthy();
@@ -65,16 +82,21 @@ describe('context.api floods', () => {
     }`;
     const result = await sandbox.run(job(inline('api-big', source, { api: 'read' })));
     expect(codeOf(result)).toBe('output_limit');
-    expect(result.ok ? '' : result.error.message).toBe(`tool "api-big" sent more than ${MAX_API_REQUEST_BYTES} bytes of context.api requests in one execution and was killed`);
+    expect(result.ok ? '' : result.error.message).toBe(
+      `tool "api-big" sent more than ${MAX_API_REQUEST_BYTES} bytes of context.api requests in one execution and was killed`,
+    );
     expect(result.ok ? {} : result.error.details).toEqual({ reason: 'api_limit' });
     await expectHealthy();
   });
 
   it('an endless loop of refused calls ends at the frame budget: output_limit (api_limit)', async () => {
-    const source = 'export async function execute(input, context) { for (;;) { try { await context.api.getBreadcrumb("x") } catch {} } }';
+    const source =
+      'export async function execute(input, context) { for (;;) { try { await context.api.getBreadcrumb("x") } catch {} } }';
     const result = await sandbox.run(job(inline('api-loop', source, { api: false })));
     expect(codeOf(result)).toBe('output_limit');
-    expect(result.ok ? '' : result.error.message).toBe(`tool "api-loop" sent more than ${MAX_API_FRAMES} context.api requests in one execution and was killed`);
+    expect(result.ok ? '' : result.error.message).toBe(
+      `tool "api-loop" sent more than ${MAX_API_FRAMES} context.api requests in one execution and was killed`,
+    );
     await expectHealthy();
   });
 
@@ -95,7 +117,8 @@ describe('context.api floods', () => {
       updateBreadcrumb: async () => ({}),
       searchBreadcrumbs: async () => [],
     };
-    const source = 'export async function execute(input, context) { return (await Promise.all(Array.from({ length: 40 }, (_, i) => context.api.getBreadcrumb("id" + i)))).length }';
+    const source =
+      'export async function execute(input, context) { return (await Promise.all(Array.from({ length: 40 }, (_, i) => context.api.getBreadcrumb("id" + i)))).length }';
     const result = await sandbox.run(job(inline('api-parallel', source, { api: 'read' }), {}, { api }));
     expect(result).toMatchObject({ ok: true, output: 40 });
     expect(peak).toBe(8);
@@ -114,7 +137,11 @@ describe('createApiProxy framing budgets', () => {
   });
 
   it('request frames: over the byte budget or the frame count the caller is told to kill', () => {
-    const p = createApiProxy({ tool: tool('echo', { api: 'read' }), api: hostApi(1), budgets: { maxRequestBytes: 1000, maxFrames: 5 } });
+    const p = createApiProxy({
+      tool: tool('echo', { api: 'read' }),
+      api: hostApi(1),
+      budgets: { maxRequestBytes: 1000, maxFrames: 5 },
+    });
     expect(p.admit(600)).toBeUndefined();
     expect(p.admit(400)).toBeUndefined();
     expect(p.admit(1)).toBe('more than 1000 bytes of context.api requests in one execution');
@@ -126,17 +153,38 @@ describe('createApiProxy framing budgets', () => {
 
   it('a reply over the per-reply cap, or over the per-job total, becomes a rate.exceeded refusal', async () => {
     const big = 'v'.repeat(500);
-    const p = createApiProxy({ tool: tool('echo', { api: 'read' }), api: hostApi(big), budgets: { maxReplyBytes: 400, maxTotalReplyBytes: 1000 } });
+    const p = createApiProxy({
+      tool: tool('echo', { api: 'read' }),
+      api: hostApi(big),
+      budgets: { maxReplyBytes: 400, maxTotalReplyBytes: 1000 },
+    });
     const small = await p.handle('{"id":1,"op":"searchBreadcrumbs","args":[{}]}');
-    expect(p.replyLine(small!)).toBe('{"t":"api","id":1,"ok":false,"code":"not_found","message":"context.api.searchBreadcrumbs failed: nothing"}\n');
+    expect(p.replyLine(small!)).toBe(
+      '{"t":"api","id":1,"ok":false,"code":"not_found","message":"context.api.searchBreadcrumbs failed: nothing"}\n',
+    );
     const tooBig = await p.handle('{"id":2,"op":"getBreadcrumb","args":["a"]}');
     expect(JSON.parse(p.replyLine(tooBig!))).toEqual({
-      t: 'api', id: 2, ok: false, code: 'rate.exceeded', message: 'context.api reply of 540 bytes is over the limit of 400 bytes per reply',
+      t: 'api',
+      id: 2,
+      ok: false,
+      code: 'rate.exceeded',
+      message: 'context.api reply of 540 bytes is over the limit of 400 bytes per reply',
     });
-    const r = createApiProxy({ tool: tool('echo', { api: 'read' }), api: hostApi('w'.repeat(300)), budgets: { maxReplyBytes: 400, maxTotalReplyBytes: 1000 } });
+    const r = createApiProxy({
+      tool: tool('echo', { api: 'read' }),
+      api: hostApi('w'.repeat(300)),
+      budgets: { maxReplyBytes: 400, maxTotalReplyBytes: 1000 },
+    });
     const lines: unknown[] = [];
-    for (let id = 1; id <= 4; id++) lines.push(JSON.parse(r.replyLine((await r.handle(`{"id":${id},"op":"getBreadcrumb","args":["a"]}`))!)));
+    for (let id = 1; id <= 4; id++)
+      lines.push(JSON.parse(r.replyLine((await r.handle(`{"id":${id},"op":"getBreadcrumb","args":["a"]}`))!)));
     expect(lines.map((line) => (line as { ok: boolean }).ok)).toEqual([true, true, false, false]);
-    expect(lines[2]).toEqual({ t: 'api', id: 3, ok: false, code: 'rate.exceeded', message: 'context.api replies exceeded 1000 bytes in one execution' });
+    expect(lines[2]).toEqual({
+      t: 'api',
+      id: 3,
+      ok: false,
+      code: 'rate.exceeded',
+      message: 'context.api replies exceeded 1000 bytes in one execution',
+    });
   });
 });

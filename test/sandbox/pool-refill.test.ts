@@ -36,7 +36,18 @@ async function recordingPool(poolSize: number): Promise<{ pool: Pool; spawned: S
     guard,
     logger,
     spawn: (s) => {
-      const proc = spawnSandboxProcess({ id: spawned.length + 1, key: s.key, denoPath: deno.path, net: s.net, extra: s.extra, memoryMb: s.memoryMb, limits, guard, launcher, logger });
+      const proc = spawnSandboxProcess({
+        id: spawned.length + 1,
+        key: s.key,
+        denoPath: deno.path,
+        net: s.net,
+        extra: s.extra,
+        memoryMb: s.memoryMb,
+        limits,
+        guard,
+        launcher,
+        logger,
+      });
       spawned.push(proc);
       return proc;
     },

@@ -43,8 +43,11 @@ describe('pool scheduling', () => {
     expect(s.stats().waitedForBusy).toBe(1);
   });
 
-  it('counts spawns, evictions of another version\'s parked process and retirements at warmMaxCalls', async () => {
-    sandbox = await createSandbox({ config: testConfig({ poolSize: 1, poolMax: 2, warmMaxCalls: 2 }), logger: captureLogger().logger });
+  it("counts spawns, evictions of another version's parked process and retirements at warmMaxCalls", async () => {
+    sandbox = await createSandbox({
+      config: testConfig({ poolSize: 1, poolMax: 2, warmMaxCalls: 2 }),
+      logger: captureLogger().logger,
+    });
     const s = sandbox;
     const first = pidOf(await s.run(job(tool('counter'))));
     expect(pidOf(await s.run(job(tool('counter'))))).toBe(first);
@@ -60,12 +63,29 @@ describe('pool scheduling', () => {
   it('lends the CPU slot of a call whose process sleeps, never of one that computes', async () => {
     sandbox = await createSandbox({ config: testConfig({ poolSize: 1 }), logger: captureLogger().logger });
     const s = sandbox;
-    const sleeper = { ...tool('counter'), name: 'sleeper', source: 'export async function execute(input) { await new Promise((r) => setTimeout(r, input.ms)); return { pid: Deno.pid }; }' };
-    const spinner = { ...tool('counter'), name: 'spinner', source: 'export async function execute(input) { const end = Date.now() + input.ms; let n = 0; while (Date.now() < end) n++; return { pid: Deno.pid, n }; }' };
+    const sleeper = {
+      ...tool('counter'),
+      name: 'sleeper',
+      source:
+        'export async function execute(input) { await new Promise((r) => setTimeout(r, input.ms)); return { pid: Deno.pid }; }',
+    };
+    const spinner = {
+      ...tool('counter'),
+      name: 'spinner',
+      source:
+        'export async function execute(input) { const end = Date.now() + input.ms; let n = 0; while (Date.now() < end) n++; return { pid: Deno.pid, n }; }',
+    };
     const slot = (): { slot: CpuSlot; events: string[] } => {
       const events: string[] = [];
       // contended: another job waits for a slot, so the monitor samples this call
-      return { events, slot: { waiting: () => void events.push('waiting'), computing: () => void events.push('computing'), contended: () => true } };
+      return {
+        events,
+        slot: {
+          waiting: () => void events.push('waiting'),
+          computing: () => void events.push('computing'),
+          contended: () => true,
+        },
+      };
     };
     const sleeping = slot();
     const sleepSignal = new AbortController().signal;

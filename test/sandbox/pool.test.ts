@@ -5,7 +5,17 @@ import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import { captureLogger, codeOf, expectNoLeaks, isolateTmp, job, ourDenoProcesses, testConfig, tool, waitFor } from './helpers.js';
+import {
+  captureLogger,
+  codeOf,
+  expectNoLeaks,
+  isolateTmp,
+  job,
+  ourDenoProcesses,
+  testConfig,
+  tool,
+  waitFor,
+} from './helpers.js';
 
 let tmp: ReturnType<typeof isolateTmp>;
 let sandbox: Sandbox | undefined;
@@ -32,7 +42,10 @@ const counterOf = (result: Awaited<ReturnType<Sandbox['run']>>): Counter => {
 
 describe('strict single-use pool', () => {
   it('pre-spawns poolSize processes, hands one out per call and replenishes in the background', async () => {
-    sandbox = await createSandbox({ config: testConfig({ poolSize: 2, isolation: 'process' }), logger: captureLogger().logger });
+    sandbox = await createSandbox({
+      config: testConfig({ poolSize: 2, isolation: 'process' }),
+      logger: captureLogger().logger,
+    });
     const s = sandbox;
     await waitFor(() => s.stats().warm === 2, 30_000, 'two warm processes');
     expect(s.stats()).toMatchObject({ warm: 2, busy: 0, spawned: 2 });
@@ -75,15 +88,24 @@ describe('strict single-use pool', () => {
   });
 
   it('retires warm processes idle for poolIdleMs', async () => {
-    sandbox = await createSandbox({ config: testConfig({ poolSize: 2, poolIdleMs: 1000 }), logger: captureLogger().logger });
+    sandbox = await createSandbox({
+      config: testConfig({ poolSize: 2, poolIdleMs: 1000 }),
+      logger: captureLogger().logger,
+    });
     const s = sandbox;
     await waitFor(() => s.stats().spawned === 2, 30_000, 'spawns');
     await waitFor(() => s.stats().warm === 0 && ourDenoProcesses().length === 0, 30_000, 'idle retirement');
-    expect(await s.run(job(tool('echo'), { again: true }))).toMatchObject({ ok: true, output: { input: { again: true } } });
+    expect(await s.run(job(tool('echo'), { again: true }))).toMatchObject({
+      ok: true,
+      output: { input: { again: true } },
+    });
   });
 
   it('poolSize 0 spawns one fresh process per call and keeps nothing warm', async () => {
-    sandbox = await createSandbox({ config: testConfig({ poolSize: 0, isolation: 'process' }), logger: captureLogger().logger });
+    sandbox = await createSandbox({
+      config: testConfig({ poolSize: 0, isolation: 'process' }),
+      logger: captureLogger().logger,
+    });
     expect(await sandbox.run(job(tool('echo')))).toMatchObject({ ok: true });
     expect(sandbox.stats()).toMatchObject({ warm: 0, spawned: 1 });
   });
@@ -91,7 +113,10 @@ describe('strict single-use pool', () => {
 
 describe('reuse mode', () => {
   it('serves several calls of the same tool version from one process, each with a fresh module instance', async () => {
-    sandbox = await createSandbox({ config: testConfig({ isolation: 'process', reuseTools: ['counter'], poolMax: 8 }), logger: captureLogger().logger });
+    sandbox = await createSandbox({
+      config: testConfig({ isolation: 'process', reuseTools: ['counter'], poolMax: 8 }),
+      logger: captureLogger().logger,
+    });
     const calls = [];
     for (let i = 0; i < 3; i++) calls.push(counterOf(await sandbox.run(job(tool('counter')))));
     expect(calls.map((c) => c.calls)).toEqual([1, 1, 1]);
@@ -102,7 +127,8 @@ describe('reuse mode', () => {
 
     // secrets are part of the key: other secret values never share a process with these calls
     const withSecrets = [];
-    for (let i = 0; i < 2; i++) withSecrets.push(counterOf(await sandbox.run(job(tool('counter'), {}, { secrets: { K: 'v-secret' } }))));
+    for (let i = 0; i < 2; i++)
+      withSecrets.push(counterOf(await sandbox.run(job(tool('counter'), {}, { secrets: { K: 'v-secret' } }))));
     expect(withSecrets[1]?.pid).toBe(withSecrets[0]?.pid);
     expect(withSecrets[0]?.pid).not.toBe(calls[0]?.pid);
     const otherSecret = counterOf(await sandbox.run(job(tool('counter'), {}, { secrets: { K: 'w-secret' } })));
@@ -112,23 +138,33 @@ describe('reuse mode', () => {
   });
 
   it('a reused process that times out is killed; the next call starts fresh', async () => {
-    sandbox = await createSandbox({ config: testConfig({ reuseTools: ['reuse-loop'] }), logger: captureLogger().logger });
-    const source = 'let n = 0; export async function execute(i) { n++; if (i.spin) while (true) {} return { n, pid: Deno.pid } }';
+    sandbox = await createSandbox({
+      config: testConfig({ reuseTools: ['reuse-loop'] }),
+      logger: captureLogger().logger,
+    });
+    const source =
+      'let n = 0; export async function execute(i) { n++; if (i.spin) while (true) {} return { n, pid: Deno.pid } }';
     const t = { ...tool('echo'), name: 'reuse-loop', source, timeoutMs: 1500 };
     const first = await sandbox.run(job(t, {}));
     expect(first).toMatchObject({ ok: true, output: { n: 1 } });
-    expect(await sandbox.run(job(t, {}))).toMatchObject({ ok: true, output: { n: 1, pid: (first.ok && (first.output as { pid: number }).pid) as number } });
+    expect(await sandbox.run(job(t, {}))).toMatchObject({
+      ok: true,
+      output: { n: 1, pid: (first.ok && (first.output as { pid: number }).pid) as number },
+    });
     expect(codeOf(await sandbox.run(job(t, { spin: true })))).toBe('timeout');
     const after = await sandbox.run(job(t, {}));
     expect(after).toMatchObject({ ok: true, output: { n: 1 } });
-    expect((after.ok && (after.output as { pid: number }).pid) as number).not.toBe((first.ok && (first.output as { pid: number }).pid) as number);
+    expect((after.ok && (after.output as { pid: number }).pid) as number).not.toBe(
+      (first.ok && (first.output as { pid: number }).pid) as number,
+    );
   });
 });
 
 describe('reuse mode: idle processes', () => {
   it('a parked process that writes output while idle is killed; the next call starts fresh', async () => {
     sandbox = await createSandbox({ config: testConfig({ reuseTools: ['late-log'] }), logger: captureLogger().logger });
-    const source = 'let n = 0; export async function execute(i) { n++; if (i.late) setTimeout(() => console.log("late"), 50); return { n, pid: Deno.pid } }';
+    const source =
+      'let n = 0; export async function execute(i) { n++; if (i.late) setTimeout(() => console.log("late"), 50); return { n, pid: Deno.pid } }';
     const t = { ...tool('echo'), name: 'late-log', source };
     const first = counterOf2(await sandbox.run(job(t, { late: true })));
     expect(first.n).toBe(1);
@@ -151,7 +187,10 @@ describe('failures and shutdown', () => {
     const vanishing = join(tmp.dir, 'vanishing-deno');
     writeFileSync(vanishing, '#!/bin/sh\necho "deno 2.9.6 (stable)"\n');
     chmodSync(vanishing, 0o755);
-    sandbox = await createSandbox({ config: testConfig({ denoPath: vanishing, poolSize: 0 }), logger: captureLogger().logger });
+    sandbox = await createSandbox({
+      config: testConfig({ denoPath: vanishing, poolSize: 0 }),
+      logger: captureLogger().logger,
+    });
     rmSync(vanishing);
     const result = await sandbox.run(job(tool('echo')));
     expect(codeOf(result)).toBe('sandbox.crashed');
@@ -162,7 +201,10 @@ describe('failures and shutdown', () => {
 
   it('a Deno that cannot start fails each call clearly and the pool backs off instead of spinning', async () => {
     const fake = join(tmp.dir, 'broken-deno');
-    writeFileSync(fake, '#!/bin/sh\nif [ "$1" = "--version" ]; then echo "deno 2.9.6 (stable)"; exit 0; fi\necho "cannot start" >&2\nexit 3\n');
+    writeFileSync(
+      fake,
+      '#!/bin/sh\nif [ "$1" = "--version" ]; then echo "deno 2.9.6 (stable)"; exit 0; fi\necho "cannot start" >&2\nexit 3\n',
+    );
     chmodSync(fake, 0o755);
     const { logger, lines } = captureLogger();
     sandbox = await createSandbox({ config: testConfig({ denoPath: fake, poolSize: 2 }), logger });
@@ -172,18 +214,28 @@ describe('failures and shutdown', () => {
       'could not start a Deno sandbox process for tool "echo": Deno sandbox process failed to start: exit code 3, signal null (stderr: cannot start)',
     );
     expect(result.ok ? {} : result.error.details).toEqual({ reason: 'spawn_failed' });
-    await waitFor(() => lines.some((line) => line.includes('"msg":"sandbox spawn failed"')), 30_000, 'a spawn failure report');
+    await waitFor(
+      () => lines.some((line) => line.includes('"msg":"sandbox spawn failed"')),
+      30_000,
+      'a spawn failure report',
+    );
     const spawned = sandbox.stats().spawned;
     expect(spawned).toBeLessThanOrEqual(6);
     expect(codeOf(await sandbox.run(job(tool('echo'))))).toBe('sandbox.crashed');
   });
 
   it('an abort while waiting for a process returns at once and the process goes back to the pool', async () => {
-    sandbox = await createSandbox({ config: testConfig({ poolSize: 0, isolation: 'process' }), logger: captureLogger().logger });
+    sandbox = await createSandbox({
+      config: testConfig({ poolSize: 0, isolation: 'process' }),
+      logger: captureLogger().logger,
+    });
     const controller = new AbortController();
     const pending = sandbox.run(job(tool('echo'), {}, { signal: controller.signal }));
     controller.abort();
-    expect(await pending).toMatchObject({ ok: false, error: { code: 'sandbox.crashed', details: { reason: 'aborted' } } });
+    expect(await pending).toMatchObject({
+      ok: false,
+      error: { code: 'sandbox.crashed', details: { reason: 'aborted' } },
+    });
     const s = sandbox;
     await waitFor(() => s.stats().warm === 1, 30_000, 'the unused process to be parked as warm');
     expect(s.stats().spawned).toBe(1);
@@ -195,8 +247,14 @@ describe('failures and shutdown', () => {
     const running = s.run(job(tool('busy-loop')));
     await waitFor(() => s.stats().busy === 1, 30_000, 'the call to start');
     await s.close();
-    expect(await running).toMatchObject({ ok: false, error: { code: 'sandbox.crashed', details: { reason: 'closed' } } });
-    expect(await s.run(job(tool('echo')))).toMatchObject({ ok: false, error: { code: 'sandbox.crashed', details: { reason: 'closed' } } });
+    expect(await running).toMatchObject({
+      ok: false,
+      error: { code: 'sandbox.crashed', details: { reason: 'closed' } },
+    });
+    expect(await s.run(job(tool('echo')))).toMatchObject({
+      ok: false,
+      error: { code: 'sandbox.crashed', details: { reason: 'closed' } },
+    });
     expect(s.stats()).toMatchObject({ warm: 0, busy: 0 });
   });
 });

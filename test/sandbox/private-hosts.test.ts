@@ -55,11 +55,15 @@ describe('--allow-private-hosts in the sandbox (real Deno)', () => {
   it('another tool naming the granted host is refused before any process runs', async () => {
     const result = await sandbox.run(job(localTool('someone-else'), { url: `http://127.0.0.1:${granted}/` }));
     expect(codeOf(result)).toBe('permission.denied');
-    expect(result.ok ? '' : result.error.message).toContain(`did not grant it (--allow-private-hosts): 127.0.0.1:${granted}`);
+    expect(result.ok ? '' : result.error.message).toContain(
+      `did not grant it (--allow-private-hosts): 127.0.0.1:${granted}`,
+    );
   });
 
   it('a tool without the grant cannot reach it', async () => {
-    const result = await sandbox.run(job(tool('fetch-url', { name: 'plain' }), { url: `http://127.0.0.1:${granted}/` }));
+    const result = await sandbox.run(
+      job(tool('fetch-url', { name: 'plain' }), { url: `http://127.0.0.1:${granted}/` }),
+    );
     expect(codeOf(result)).toBe('permission.denied');
   });
 });
@@ -83,7 +87,8 @@ describe('denyNetFor', () => {
     expect(deny).toContain('[::1]:443');
     expect(deny).not.toContain('127.0.0.1:11434');
     // the carved /8 still covers 2^24 - 1 addresses
-    const covered = deny.filter((d) => d.startsWith('127.') && d.includes('/'))
+    const covered = deny
+      .filter((d) => d.startsWith('127.') && d.includes('/'))
       .reduce((sum, cidr) => sum + 2 ** (32 - Number(cidr.split('/')[1])), 0);
     expect(covered).toBe(2 ** 24 - 1);
   });
@@ -93,9 +98,12 @@ describe('screening of a private host in permissions.net', () => {
   const validator = createSchemaValidator();
   const config = testConfig({ allowPrivateHosts: { ollama: ['localhost:11434'] } });
   const definition = (name: string) => ({
-    name, description: 'local model', version: '1.0.0',
+    name,
+    description: 'local model',
+    version: '1.0.0',
     code: { source: 'export async function execute() { return {}; }' },
-    input_schema: { type: 'object' }, output_schema: { type: 'object' },
+    input_schema: { type: 'object' },
+    output_schema: { type: 'object' },
     permissions: { net: ['localhost:11434'] },
     examples: [{ description: 'x', input: {} }],
   });

@@ -50,13 +50,25 @@ describe('SandboxProcess state', () => {
     const dir = fileURLToPath(new URL('../../src/sandbox/', import.meta.url));
     const writers = readdirSync(dir)
       .filter((name) => name.endsWith('.ts') && name !== 'process.ts')
-      .filter((name) => /\.(?:state\s*=[^=]|jobsServed\s*(?:\+\+|\+=|=[^=]))/.test(readFileSync(join(dir, name), 'utf8')));
+      .filter((name) =>
+        /\.(?:state\s*=[^=]|jobsServed\s*(?:\+\+|\+=|=[^=]))/.test(readFileSync(join(dir, name), 'utf8')),
+      );
     expect(writers).toEqual([]);
   });
 
   it('starting -> ready -> busy -> idle -> busy -> closing -> dead, refusing every other step', async () => {
     const limits = { maxOutputBytes: 1 << 20, maxFrameBytes: 1 << 20, maxLogLineBytes: 4096 };
-    const p = spawnSandboxProcess({ id: 1, key: 'state', denoPath, net: [], memoryMb: 128, limits, guard, launcher: createDirectLauncher(), logger: silentLogger() });
+    const p = spawnSandboxProcess({
+      id: 1,
+      key: 'state',
+      denoPath,
+      net: [],
+      memoryMb: 128,
+      limits,
+      guard,
+      launcher: createDirectLauncher(),
+      logger: silentLogger(),
+    });
     proc = p;
     expect(p.state).toBe('starting');
     expect(p.startJob('{}\n')).toBe(false);

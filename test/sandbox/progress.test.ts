@@ -32,14 +32,25 @@ async function run(source: string, secrets: Record<string, string> = {}) {
 
 describe('context.progress', () => {
   it('reports reach onProgress in order, secrets redacted', async () => {
-    const { result, progress } = await run(`export async function execute(input, context) {
+    const { result, progress } = await run(
+      `export async function execute(input, context) {
       for (let i = 0; i < 5; i++) context.progress({ text: 'tok' + i });
       context.progress({ key: context.secrets.KEY, n: [1, 2] });
       context.progress('plain');
       return { ok: true };
-    }`, { KEY: 'very-secret-value' });
+    }`,
+      { KEY: 'very-secret-value' },
+    );
     expect(result.ok).toBe(true);
-    expect(progress).toEqual([{ text: 'tok0' }, { text: 'tok1' }, { text: 'tok2' }, { text: 'tok3' }, { text: 'tok4' }, { key: '[REDACTED]', n: [1, 2] }, 'plain']);
+    expect(progress).toEqual([
+      { text: 'tok0' },
+      { text: 'tok1' },
+      { text: 'tok2' },
+      { text: 'tok3' },
+      { text: 'tok4' },
+      { key: '[REDACTED]', n: [1, 2] },
+      'plain',
+    ]);
   });
 
   it('a report over 4096 characters or not JSON throws in the tool', async () => {
@@ -49,10 +60,12 @@ describe('context.progress', () => {
       try { context.progress({ n: 1n }); } catch (e) { errors.push(e.message); }
       return { errors };
     }`);
-    expect(result.ok && result.output).toEqual({ errors: [
-      'context.progress: 5011 characters of JSON, over the limit of 4096',
-      'context.progress: the value is not JSON-serialisable',
-    ] });
+    expect(result.ok && result.output).toEqual({
+      errors: [
+        'context.progress: 5011 characters of JSON, over the limit of 4096',
+        'context.progress: the value is not JSON-serialisable',
+      ],
+    });
     expect(progress).toEqual([]);
   });
 
@@ -78,7 +91,9 @@ describe("a tool's own error codes", () => {
     ['sandbox.crashed', 'tool.error'],
     ['EACCES', 'tool.error'],
   ])('code %s ends as %s, keeping the message', async (code, expected) => {
-    const { result } = await run(`export async function execute() { throw Object.assign(new Error('upstream said no'), { code: ${JSON.stringify(code)} }); }`);
+    const { result } = await run(
+      `export async function execute() { throw Object.assign(new Error('upstream said no'), { code: ${JSON.stringify(code)} }); }`,
+    );
     expect(codeOf(result)).toBe(expected);
     expect(result.ok ? '' : result.error.message).toContain('upstream said no');
   });

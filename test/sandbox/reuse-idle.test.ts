@@ -10,13 +10,19 @@ import { createSandbox, type Sandbox, type SandboxTool } from '../../src/sandbox
 import { captureLogger, job, testConfig, tool, useIsolatedSandboxes, waitFor } from './helpers.js';
 
 let sandbox: Sandbox | undefined;
-useIsolatedSandboxes(() => sandbox, () => void (sandbox = undefined));
+useIsolatedSandboxes(
+  () => sandbox,
+  () => void (sandbox = undefined),
+);
 
 const LEFTOVERS: Array<[string, string]> = [
   ['busy-interval', 'setInterval(() => { for (;;) {} }, 1);'],
   ['busy-timeout-chain', 'const f = () => { for (let i = 0; i < 200000; i++); setTimeout(f, 0); }; setTimeout(f, 0);'],
   ['microtask-then-spin', 'queueMicrotask(() => setTimeout(() => { for (;;) {} }, 0));'],
-  ['spinning-worker', 'new Worker("data:application/javascript," + encodeURIComponent("for (;;) {}"), { type: "module" });'],
+  [
+    'spinning-worker',
+    'new Worker("data:application/javascript," + encodeURIComponent("for (;;) {}"), { type: "module" });',
+  ],
   ['delayed-spin', 'setTimeout(() => { for (;;) {} }, 400);'],
 ];
 
@@ -32,24 +38,36 @@ const served = (result: Awaited<ReturnType<Sandbox['run']>>): Served => {
 };
 
 describe('parked reuse processes that keep running tool code', () => {
-  it.each(LEFTOVERS)('%s: retired long before poolIdleMs; the next call gets a fresh process', async (name, leftover) => {
-    const { logger, lines } = captureLogger();
-    sandbox = await createSandbox({ config: testConfig({ reuseTools: [name], poolIdleMs: 600_000 }), logger });
-    const t = reusable(name, leftover);
-    const first = served(await sandbox.run(job(t, { leave: true })));
-    expect(first.n).toBe(1);
-    await waitFor(() => !existsSync(`/proc/${first.pid}`), 30_000, `the busy parked process ${first.pid} to be retired`);
-    const retired = lines.filter((line) => line.includes('retired a parked reuse process that kept running after its call'));
-    expect(retired).toHaveLength(1);
-    expect(JSON.parse(retired[0] as string)).toMatchObject({ level: 'warn', pid: first.pid });
-    const second = served(await sandbox.run(job(t, {})));
-    expect(second.n).toBe(1);
-    expect(second.pid).not.toBe(first.pid);
-  });
+  it.each(LEFTOVERS)(
+    '%s: retired long before poolIdleMs; the next call gets a fresh process',
+    async (name, leftover) => {
+      const { logger, lines } = captureLogger();
+      sandbox = await createSandbox({ config: testConfig({ reuseTools: [name], poolIdleMs: 600_000 }), logger });
+      const t = reusable(name, leftover);
+      const first = served(await sandbox.run(job(t, { leave: true })));
+      expect(first.n).toBe(1);
+      await waitFor(
+        () => !existsSync(`/proc/${first.pid}`),
+        30_000,
+        `the busy parked process ${first.pid} to be retired`,
+      );
+      const retired = lines.filter((line) =>
+        line.includes('retired a parked reuse process that kept running after its call'),
+      );
+      expect(retired).toHaveLength(1);
+      expect(JSON.parse(retired[0] as string)).toMatchObject({ level: 'warn', pid: first.pid });
+      const second = served(await sandbox.run(job(t, {})));
+      expect(second.n).toBe(1);
+      expect(second.pid).not.toBe(first.pid);
+    },
+  );
 
   it('a quiet parked process stays parked across CPU checks while a busy one is retired', async () => {
     const { logger, lines } = captureLogger();
-    sandbox = await createSandbox({ config: testConfig({ reuseTools: ['quiet', 'busy'], poolIdleMs: 600_000, poolSize: 2 }), logger });
+    sandbox = await createSandbox({
+      config: testConfig({ reuseTools: ['quiet', 'busy'], poolIdleMs: 600_000, poolSize: 2 }),
+      logger,
+    });
     const quiet = reusable('quiet', '');
     const busy = reusable('busy', 'setInterval(() => { for (;;) {} }, 1);');
     const q1 = served(await sandbox.run(job(quiet, {})));

@@ -4,14 +4,34 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { createSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import { captureLogger, codeOf, job, ourDenoProcesses, testConfig, tool, useIsolatedSandboxes, waitFor } from './helpers.js';
+import {
+  captureLogger,
+  codeOf,
+  job,
+  ourDenoProcesses,
+  testConfig,
+  tool,
+  useIsolatedSandboxes,
+  waitFor,
+} from './helpers.js';
 
 const SECRET_A = 'tok-A-7f3c9e2b1d';
 const SECRET_B = 'tok-B-44aa19c0ee';
-const EXPECTED_ENV = ['DENO_DIR', 'DENO_EMIT_CACHE_MODE', 'DENO_NO_PACKAGE_JSON', 'DENO_NO_UPDATE_CHECK', 'DENO_TLS_CA_STORE', 'NO_COLOR', 'PATH'];
+const EXPECTED_ENV = [
+  'DENO_DIR',
+  'DENO_EMIT_CACHE_MODE',
+  'DENO_NO_PACKAGE_JSON',
+  'DENO_NO_UPDATE_CHECK',
+  'DENO_TLS_CA_STORE',
+  'NO_COLOR',
+  'PATH',
+];
 
 let sandbox: Sandbox | undefined;
-useIsolatedSandboxes(() => sandbox, () => void (sandbox = undefined));
+useIsolatedSandboxes(
+  () => sandbox,
+  () => void (sandbox = undefined),
+);
 
 /** The environment of a live process; undefined when it exited meanwhile (pool processes come and go). */
 function environOf(pid: number): Record<string, string> | undefined {
@@ -55,7 +75,9 @@ describe('secrets', () => {
 
     // while A's secret is held by a running call, no other process (or its own env/cmdline) shows it
     const controller = new AbortController();
-    const holding = sandbox.run(job(tool('slow-secret'), {}, { secrets: { TOKEN: SECRET_A }, signal: controller.signal }));
+    const holding = sandbox.run(
+      job(tool('slow-secret'), {}, { secrets: { TOKEN: SECRET_A }, signal: controller.signal }),
+    );
     await waitFor(() => sandbox?.stats().busy === 1, 30_000, 'the secret-holding call to start');
     const parallel = await sandbox.run(job(tool('secrets'), {}, { secrets: { TOKEN: SECRET_B } }));
     expect(JSON.stringify(parallel)).not.toContain(SECRET_A);
@@ -79,7 +101,9 @@ describe('secrets', () => {
   it('a thrown error carrying a secret is redacted in message and stack', async () => {
     sandbox = await createSandbox({ config: testConfig(), logger: captureLogger().logger });
     const source = 'export async function execute(_i, c) { throw new Error("bad token " + c.secrets.TOKEN) }';
-    const result = await sandbox.run(job({ ...tool('echo'), name: 'leaky', source }, {}, { secrets: { TOKEN: SECRET_A } }));
+    const result = await sandbox.run(
+      job({ ...tool('echo'), name: 'leaky', source }, {}, { secrets: { TOKEN: SECRET_A } }),
+    );
     expect(result).toMatchObject({ ok: false, error: { code: 'tool.error', message: 'bad token [REDACTED]' } });
     expect(JSON.stringify(result)).not.toContain(SECRET_A);
   });
@@ -91,7 +115,16 @@ describe('logs', () => {
     const result = await sandbox.run(job(tool('logs'), { lines: 3 }));
     expect(result).toMatchObject({ ok: true, output: 'ok', logsTruncated: false });
     expect([...result.logs].sort()).toEqual(
-      ['green plain', 'to stderr bell', 'ctx { a: 1 }', 'info evil', 'bulk 0', 'bulk 1', 'bulk 2', 'raw stderr without newline'].sort(),
+      [
+        'green plain',
+        'to stderr bell',
+        'ctx { a: 1 }',
+        'info evil',
+        'bulk 0',
+        'bulk 1',
+        'bulk 2',
+        'raw stderr without newline',
+      ].sort(),
     );
     expect(result.logs.filter((line) => line.startsWith('bulk'))).toEqual(['bulk 0', 'bulk 1', 'bulk 2']);
   });

@@ -8,7 +8,15 @@ import { createStreamReader, type StreamEvents } from '../../src/sandbox/stream-
 const NONCE = '0123456789abcdef0123456789abcdef';
 
 function reader(options: { maxFrameBytes?: number; maxLogLineBytes?: number; hello?: boolean } = {}) {
-  const seen = { hello: [] as string[], badHello: [] as string[], frames: [] as unknown[], tooLarge: [] as string[], bad: [] as string[], logs: [] as Array<[string, boolean]>, output: 0 };
+  const seen = {
+    hello: [] as string[],
+    badHello: [] as string[],
+    frames: [] as unknown[],
+    tooLarge: [] as string[],
+    bad: [] as string[],
+    logs: [] as Array<[string, boolean]>,
+    output: 0,
+  };
   let nonce = '';
   const events: StreamEvents = {
     hello: (n) => {
@@ -41,7 +49,10 @@ describe('createStreamReader', () => {
     r.end();
     expect(seen.hello).toEqual([NONCE]);
     expect(seen.frames).toEqual([['R', 7, '{"a":"é"}', Buffer.byteLength('{"a":"é"}')]]);
-    expect(seen.logs).toEqual([['hello log', false], ['partial', false]]);
+    expect(seen.logs).toEqual([
+      ['hello log', false],
+      ['partial', false],
+    ]);
     expect(seen.output).toBe('hello log\n'.length + 1 + 'partial'.length);
   });
 
@@ -89,14 +100,19 @@ describe('createStreamReader', () => {
     r.push(Buffer.from('early\n'));
     setNonce(NONCE);
     r.push(Buffer.from(`late\n\n${NONCE}S3 \n`));
-    expect(seen.logs).toEqual([['early', false], ['late', false]]);
+    expect(seen.logs).toEqual([
+      ['early', false],
+      ['late', false],
+    ]);
     expect(seen.frames).toEqual([['S', 3, '', 0]]);
   });
 });
 
 describe('sanitising', () => {
   it('strips ANSI/OSC escapes, control and bidi characters', () => {
-    expect(stripControl('\x1b[1;31mred\x1b[0m \x1b]0;title\x07ok\x07\x00\r \u202eevil\u2066 tab\there')).toBe('red ok evil tab\there');
+    expect(stripControl('\x1b[1;31mred\x1b[0m \x1b]0;title\x07ok\x07\x00\r \u202eevil\u2066 tab\there')).toBe(
+      'red ok evil tab\there',
+    );
     expect(stripControl('a\nb\x1bc', true)).toBe('a\nbc');
     expect(stripControl('a\nb')).toBe('ab');
   });
@@ -109,14 +125,18 @@ describe('sanitising', () => {
       '    at listOnTimeout (ext:core/02_timers.js:307:17)',
       '    at async Promise.all (index 0)',
     ].join('\n');
-    expect(cleanToolText(stack, [], 10_000, true)).toBe('Error: boom\n    at execute (tool.ts:4:9)\n    at async Promise.all (index 0)');
-    expect(cleanToolText('Requires read access\n    at data:application/typescript;base64,QUJD:1:15', [], 10_000, false)).toBe(
-      'Requires read access at tool.ts:1:15',
+    expect(cleanToolText(stack, [], 10_000, true)).toBe(
+      'Error: boom\n    at execute (tool.ts:4:9)\n    at async Promise.all (index 0)',
     );
+    expect(
+      cleanToolText('Requires read access\n    at data:application/typescript;base64,QUJD:1:15', [], 10_000, false),
+    ).toBe('Requires read access at tool.ts:1:15');
   });
 
   it('redacts secrets of 4+ characters and cuts on UTF-8 boundaries', () => {
-    expect(redactSecrets('key=abcd1234 and abcd1234, short=xyz', ['abcd1234', 'xyz'])).toBe('key=[REDACTED] and [REDACTED], short=xyz');
+    expect(redactSecrets('key=abcd1234 and abcd1234, short=xyz', ['abcd1234', 'xyz'])).toBe(
+      'key=[REDACTED] and [REDACTED], short=xyz',
+    );
     expect(cutUtf8('aé€', 4)).toBe('aé');
     expect(cutUtf8('aé€', 3)).toBe('aé');
     expect(cutUtf8('aé€', 2)).toBe('a');

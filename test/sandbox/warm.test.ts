@@ -11,7 +11,10 @@ import { createToolCompiler } from '../../src/sandbox/transpile.js';
 import { captureLogger, codeOf, job, testConfig, tool, useIsolatedSandboxes } from './helpers.js';
 
 let sandbox: Sandbox | undefined;
-useIsolatedSandboxes(() => sandbox, () => void (sandbox = undefined));
+useIsolatedSandboxes(
+  () => sandbox,
+  () => void (sandbox = undefined),
+);
 
 type Counter = { calls: number; pid: number };
 function outputOf<T>(result: ExecutionResult): T {
@@ -82,11 +85,15 @@ describe('warm isolation (default)', () => {
 
   it('an error, of the tool or of the call, retires the process', async () => {
     sandbox = await createSandbox({ config: testConfig(), logger: captureLogger().logger });
-    const source = 'export async function execute(i) { if (i.fail) throw new Error("failed on purpose"); if (i.bad) return undefined; return { pid: Deno.pid }; }';
+    const source =
+      'export async function execute(i) { if (i.fail) throw new Error("failed on purpose"); if (i.bad) return undefined; return { pid: Deno.pid }; }';
     const t = { ...tool('echo'), name: 'sometimes-fails', source };
     const first = outputOf<{ pid: number }>(await sandbox.run(job(t, {}))).pid;
     expect(outputOf<{ pid: number }>(await sandbox.run(job(t, {}))).pid).toBe(first);
-    expect(await sandbox.run(job(t, { fail: true }))).toMatchObject({ ok: false, error: { code: 'tool.error', message: 'failed on purpose' } });
+    expect(await sandbox.run(job(t, { fail: true }))).toMatchObject({
+      ok: false,
+      error: { code: 'tool.error', message: 'failed on purpose' },
+    });
     const second = outputOf<{ pid: number }>(await sandbox.run(job(t, {}))).pid;
     expect(second).not.toBe(first);
     expect(codeOf(await sandbox.run(job(t, { bad: true })))).toBe('output.invalid');
@@ -135,7 +142,14 @@ describe('warm isolation (default)', () => {
     const first = outputOf<Seen>(await sandbox.run(job(t, { leave: 'from caller A' })));
     const second = outputOf<Seen>(await sandbox.run(job(t, { wait: true })));
     expect(second.pid).toBe(first.pid);
-    expect(first.seen).toEqual({ moduleState: 1, globalProperty: null, prototypePatch: 'undefined', patchedBuiltin: false, timerFired: null, localStorage: 'undefined' });
+    expect(first.seen).toEqual({
+      moduleState: 1,
+      globalProperty: null,
+      prototypePatch: 'undefined',
+      patchedBuiltin: false,
+      timerFired: null,
+      localStorage: 'undefined',
+    });
     // module state is fresh; globals, patched prototypes and built-ins, and a timer's effects carry over
     expect(second.seen).toEqual({
       moduleState: 1,
@@ -158,7 +172,7 @@ describe('warm isolation (default)', () => {
   });
 });
 
-describe('a caller\'s demand for process isolation (job.isolation)', () => {
+describe("a caller's demand for process isolation (job.isolation)", () => {
   const STASH = `export async function execute(input) {
     const g = globalThis;
     const seen = g.__stash ?? null;
@@ -167,9 +181,12 @@ describe('a caller\'s demand for process isolation (job.isolation)', () => {
   }`;
   type Stash = { pid: number; seen: string | null };
 
-  it('a demanding call gets a fresh process that sees no earlier caller\'s globals, whatever the tool and config say; warm callers still see the carry-over', async () => {
+  it("a demanding call gets a fresh process that sees no earlier caller's globals, whatever the tool and config say; warm callers still see the carry-over", async () => {
     // --reuse-tools keeps this tool warm even under process isolation: the caller's demand still wins.
-    sandbox = await createSandbox({ config: testConfig({ poolSize: 1, poolMax: 4, isolation: 'process', reuseTools: ['stash'] }), logger: captureLogger().logger });
+    sandbox = await createSandbox({
+      config: testConfig({ poolSize: 1, poolMax: 4, isolation: 'process', reuseTools: ['stash'] }),
+      logger: captureLogger().logger,
+    });
     const t = { ...tool('echo'), name: 'stash', source: STASH };
     const a = outputOf<Stash>(await sandbox.run(job(t, { put: 'caller A secret' })));
     const b = outputOf<Stash>(await sandbox.run(job(t, {})));
@@ -212,12 +229,16 @@ describe('code caching', () => {
     expect(jsLine).toBe(2);
     expect(first.mapPosition?.(jsLine, 3)).toEqual({ line: 3, column: 3 });
     const broken = compiler.compile('export async function execute( {');
-    expect(broken).toEqual({ lang: 'ts', source64: Buffer.from('export async function execute( {').toString('base64') });
+    expect(broken).toEqual({
+      lang: 'ts',
+      source64: Buffer.from('export async function execute( {').toString('base64'),
+    });
   });
 
   it('a self-contained tool also gets a module factory (no esbuild helper reads a global); importing, top-level await and import.meta keep the import per call', async () => {
     const compiler = await createToolCompiler();
-    const source = 'let calls = 0;\nexport const VERSION = 1;\nexport async function execute(i: { n: number }) {\n  calls++;\n  return { n: i.n, calls };\n}\n';
+    const source =
+      'let calls = 0;\nexport const VERSION = 1;\nexport async function execute(i: { n: number }) {\n  calls++;\n  return { n: i.n, calls };\n}\n';
     const factory = compiler.compile(source).factory;
     expect(factory?.id).toMatch(/^[0-9a-f]{32}$/);
     const code = Buffer.from(factory?.code64 ?? '', 'base64').toString('utf8');
@@ -264,7 +285,10 @@ describe('code caching', () => {
   it('without a transpiler every tool is sent as TypeScript', async () => {
     const compiler = await createToolCompiler(null);
     expect(compiler.transpiles).toBe(false);
-    expect(compiler.compile('export const x: number = 1;')).toEqual({ lang: 'ts', source64: Buffer.from('export const x: number = 1;').toString('base64') });
+    expect(compiler.compile('export const x: number = 1;')).toEqual({
+      lang: 'ts',
+      source64: Buffer.from('export const x: number = 1;').toString('base64'),
+    });
   });
 
   it('a TypeScript error stack points at the tool line after transpiling, in a warm process', async () => {
@@ -283,7 +307,9 @@ describe('code caching', () => {
     for (let i = 0; i < 2; i++) {
       const result = await sandbox.run(job(t, { reason: `call ${i}` }));
       expect(result).toMatchObject({ ok: false, error: { code: 'tool.error', message: `typed boom: call ${i}` } });
-      expect(result.ok ? '' : result.error.details?.stack).toBe(`Error: typed boom: call ${i}\n    at execute (tool.ts:7:9)`);
+      expect(result.ok ? '' : result.error.details?.stack).toBe(
+        `Error: typed boom: call ${i}\n    at execute (tool.ts:7:9)`,
+      );
     }
   });
 });

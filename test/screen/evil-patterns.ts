@@ -15,7 +15,11 @@ export const EVIL: ReadonlyArray<readonly [string, string, boolean]> = [
   ['^(\\d*)*$', '1'.repeat(40) + 'x', false],
   ['(a?a)+b', 'a'.repeat(40), false],
   ['^(([a-z])+.)+[A-Z]([a-z])+$', 'aaaaaaaaaaaaaaaaaaaaaaaaaaaa!', false],
-  ['^([a-zA-Z0-9])(([\\-.]|[_]+)?([a-zA-Z0-9]+))*(@){1}[a-z0-9]+[.]{1}(([a-z]{2,3})|([a-z]{2,3}[.]{1}[a-z]{2,3}))$', 'a'.repeat(40) + '!', false],
+  [
+    '^([a-zA-Z0-9])(([\\-.]|[_]+)?([a-zA-Z0-9]+))*(@){1}[a-z0-9]+[.]{1}(([a-z]{2,3})|([a-z]{2,3}[.]{1}[a-z]{2,3}))$',
+    'a'.repeat(40) + '!',
+    false,
+  ],
   ['^(\\s*a\\s*)*$', ' a '.repeat(20) + '!', false],
   ['^(.*?,){11}P', '1,'.repeat(30), false],
   ['(\\w+\\s?)*$', 'word '.repeat(12) + '!', true],

@@ -1,7 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { checkNetHost } from '../../src/screen/index.js';
 
-const blocked = (raw: string) => ({ ok: false, code: 'permission.net-blocked', message: `Blocked domain: ${raw}. Private/local networks not allowed.` });
+const blocked = (raw: string) => ({
+  ok: false,
+  code: 'permission.net-blocked',
+  message: `Blocked domain: ${raw}. Private/local networks not allowed.`,
+});
 const ipLiteral = (raw: string) => ({
   ok: false,
   code: 'permission.net-blocked',
@@ -33,27 +37,75 @@ describe('checkNetHost: accepted and normalised', () => {
 
 describe('checkNetHost: IP literals in every spelling', () => {
   it.each([
-    '127.0.0.1', '127.1', '2130706433', '0x7f.0.0.1', '0x7f000001', '0177.0.0.1', '127.0.0.1.', '10.0.0.8',
-    '172.16.5.4', '172.31.255.255', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '0', '224.0.0.1',
-    '::1', '[::1]', '[::1]:8080', '::', '[::]', '::ffff:127.0.0.1', '[::ffff:127.0.0.1]', '[::ffff:7f00:1]', '[fe80::1]',
-    '[fd00::1]', '[64:ff9b::10.0.0.1]', '[2001:db8::1]', '127.0.0.1:80',
+    '127.0.0.1',
+    '127.1',
+    '2130706433',
+    '0x7f.0.0.1',
+    '0x7f000001',
+    '0177.0.0.1',
+    '127.0.0.1.',
+    '10.0.0.8',
+    '172.16.5.4',
+    '172.31.255.255',
+    '192.168.1.1',
+    '169.254.169.254',
+    '100.64.0.1',
+    '0.0.0.0',
+    '0',
+    '224.0.0.1',
+    '::1',
+    '[::1]',
+    '[::1]:8080',
+    '::',
+    '[::]',
+    '::ffff:127.0.0.1',
+    '[::ffff:127.0.0.1]',
+    '[::ffff:7f00:1]',
+    '[fe80::1]',
+    '[fd00::1]',
+    '[64:ff9b::10.0.0.1]',
+    '[2001:db8::1]',
+    '127.0.0.1:80',
   ])('private %s -> Blocked domain (RCRT parity)', (raw) => {
     expect(checkNetHost(raw)).toEqual(blocked(raw));
   });
 
-  it.each(['8.8.8.8', '8.8.8.8:443', '134744072', '0x8.0x8.0x8.0x8', '2606:4700:4700::1111', '[2606:4700:4700::1111]:443', '1.2.3.4.5', '256.1.1.1'])(
-    'public or unusable %s -> IP literal error',
-    (raw) => {
-      expect(checkNetHost(raw)).toEqual(ipLiteral(raw));
-    },
-  );
+  it.each([
+    '8.8.8.8',
+    '8.8.8.8:443',
+    '134744072',
+    '0x8.0x8.0x8.0x8',
+    '2606:4700:4700::1111',
+    '[2606:4700:4700::1111]:443',
+    '1.2.3.4.5',
+    '256.1.1.1',
+  ])('public or unusable %s -> IP literal error', (raw) => {
+    expect(checkNetHost(raw)).toEqual(ipLiteral(raw));
+  });
 });
 
 describe('checkNetHost: private and special-use names', () => {
   it.each([
-    'localhost', 'LOCALHOST', 'localhost:3000', 'app.localhost', '*.localhost', 'printer.local', 'metadata.google.internal',
-    'router.home.arpa', 'nas.lan', 'db.corp', 'x.home', 'x.intranet', 'box.localdomain', '1.0.0.127.in-addr.arpa',
-    'example.test', 'x.invalid', 'x.example', 'abc.onion', 'myserver', 'host.unknowntld',
+    'localhost',
+    'LOCALHOST',
+    'localhost:3000',
+    'app.localhost',
+    '*.localhost',
+    'printer.local',
+    'metadata.google.internal',
+    'router.home.arpa',
+    'nas.lan',
+    'db.corp',
+    'x.home',
+    'x.intranet',
+    'box.localdomain',
+    '1.0.0.127.in-addr.arpa',
+    'example.test',
+    'x.invalid',
+    'x.example',
+    'abc.onion',
+    'myserver',
+    'host.unknowntld',
   ])('%s -> Blocked domain', (raw) => {
     expect(checkNetHost(raw)).toEqual(blocked(raw));
   });
@@ -65,7 +117,10 @@ describe('checkNetHost: malformed entries', () => {
     [null, 'Network domain must be a string, got null'],
     [{ host: 'x.com' }, 'Network domain must be a string, got {"host":"x.com"}'],
     ['', 'Network domain must not be empty'],
-    ['https://api.example.com', 'Network domain must be a bare host name without scheme or path: "https://api.example.com"'],
+    [
+      'https://api.example.com',
+      'Network domain must be a bare host name without scheme or path: "https://api.example.com"',
+    ],
     ['api.example.com/v1', 'Network domain must be a bare host name without scheme or path: "api.example.com/v1"'],
     ['user@api.example.com', 'Network domain must be a bare host name without scheme or path: "user@api.example.com"'],
     ['api.example.com?x', 'Network domain must be a bare host name without scheme or path: "api.example.com?x"'],
@@ -83,9 +138,18 @@ describe('checkNetHost: malformed entries', () => {
     ['*example.com', 'Wildcards are only allowed as a leading "*." in network domains: "*example.com"'],
     ['*.*.example.com', 'Wildcards are only allowed as a leading "*." in network domains: "*.*.example.com"'],
     ['*', 'Wildcards are only allowed as a leading "*." in network domains: "*"'],
-    ['a_b.example.com', 'Invalid host name in network domain: "a_b.example.com" (labels are letters, digits and inner hyphens)'],
-    ['-a.example.com', 'Invalid host name in network domain: "-a.example.com" (labels are letters, digits and inner hyphens)'],
-    ['a-.example.com', 'Invalid host name in network domain: "a-.example.com" (labels are letters, digits and inner hyphens)'],
+    [
+      'a_b.example.com',
+      'Invalid host name in network domain: "a_b.example.com" (labels are letters, digits and inner hyphens)',
+    ],
+    [
+      '-a.example.com',
+      'Invalid host name in network domain: "-a.example.com" (labels are letters, digits and inner hyphens)',
+    ],
+    [
+      'a-.example.com',
+      'Invalid host name in network domain: "a-.example.com" (labels are letters, digits and inner hyphens)',
+    ],
     ['com', 'Network domain is a public suffix: "com"; name a registrable domain such as "example.com"'],
     ['co.uk', 'Network domain is a public suffix: "co.uk"; name a registrable domain such as "example.co.uk"'],
     ['*.com', 'Network domain is a public suffix: "*.com"; name a registrable domain such as "example.com"'],

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { defaultConfig } from '../../src/config/index.js';
-import { createSchemaValidator, IssueCode, screenSource, validateToolDefinition, type Issue } from '../../src/screen/index.js';
+import {
+  createSchemaValidator,
+  IssueCode,
+  screenSource,
+  validateToolDefinition,
+  type Issue,
+} from '../../src/screen/index.js';
 
 // Hostile input must always come back as findings, never as an exception. These tests feed
 // deterministic pseudo-random mutations (fixed seed, so a failure reproduces) through the API.
@@ -21,11 +27,54 @@ export async function execute(input: In): Promise<{ n: number }> {
   return { n: [1, 2].map((x) => x * 2).length + Deno.pid + (await fetch(\`https://x.example.com/\${input.q}\`)).status };
 }
 `;
-const TOKENS = ['(', ')', '{', '}', '[', ']', '<', '>', '=>', '`', '"', "'", '/', '*', ';', ',', '.', '?.', '...', 'as', 'async', 'await', 'import', 'export', 'eval', 'globalThis', '\\u0065', '\n', ' ', '@', '#', 'class', 'enum', 'function*'];
+const TOKENS = [
+  '(',
+  ')',
+  '{',
+  '}',
+  '[',
+  ']',
+  '<',
+  '>',
+  '=>',
+  '`',
+  '"',
+  "'",
+  '/',
+  '*',
+  ';',
+  ',',
+  '.',
+  '?.',
+  '...',
+  'as',
+  'async',
+  'await',
+  'import',
+  'export',
+  'eval',
+  'globalThis',
+  '\\u0065',
+  '\n',
+  ' ',
+  '@',
+  '#',
+  'class',
+  'enum',
+  'function*',
+];
 
 function wellFormed(issue: Issue): boolean {
-  const positioned = issue.line === undefined || (Number.isInteger(issue.line) && issue.line >= 1 && Number.isInteger(issue.column) && (issue.column ?? 0) >= 1);
-  return CODES.has(issue.code) && typeof issue.message === 'string' && issue.message.length > 0 && issue.path === '/code/source' && positioned;
+  const positioned =
+    issue.line === undefined ||
+    (Number.isInteger(issue.line) && issue.line >= 1 && Number.isInteger(issue.column) && (issue.column ?? 0) >= 1);
+  return (
+    CODES.has(issue.code) &&
+    typeof issue.message === 'string' &&
+    issue.message.length > 0 &&
+    issue.path === '/code/source' &&
+    positioned
+  );
 }
 
 describe('robustness', () => {
@@ -53,15 +102,52 @@ describe('robustness', () => {
     const config = defaultConfig();
     const validator = createSchemaValidator();
     const values: unknown[] = [
-      undefined, null, true, 0, -1, 1.5, '', 'x', [], [1], {}, { type: 'nope' }, { $ref: '#/x' }, { __proto__: { a: 1 } },
-      { type: 'string', pattern: '(' }, ['localhost'], { net: true }, { timeout_ms: 'x' }, [{ input: 1 }], 'export async function execute() {}',
+      undefined,
+      null,
+      true,
+      0,
+      -1,
+      1.5,
+      '',
+      'x',
+      [],
+      [1],
+      {},
+      { type: 'nope' },
+      { $ref: '#/x' },
+      { __proto__: { a: 1 } },
+      { type: 'string', pattern: '(' },
+      ['localhost'],
+      { net: true },
+      { timeout_ms: 'x' },
+      [{ input: 1 }],
+      'export async function execute() {}',
     ];
-    const keys = ['name', 'description', 'version', 'code', 'input_schema', 'output_schema', 'permissions', 'limits', 'required_secrets', 'examples'];
+    const keys = [
+      'name',
+      'description',
+      'version',
+      'code',
+      'input_schema',
+      'output_schema',
+      'permissions',
+      'limits',
+      'required_secrets',
+      'examples',
+    ];
     for (let round = 0; round < 300; round++) {
       const context: Record<string, unknown> = {};
       for (const key of keys) if (random() < 0.8) context[key] = values[Math.floor(random() * values.length)];
-      if (random() < 0.5) context.code = { source: values[Math.floor(random() * values.length)], language: values[Math.floor(random() * values.length)] };
-      const result = validateToolDefinition(context, { origin: random() < 0.5 ? 'agent' : 'bootstrap', config, validator });
+      if (random() < 0.5)
+        context.code = {
+          source: values[Math.floor(random() * values.length)],
+          language: values[Math.floor(random() * values.length)],
+        };
+      const result = validateToolDefinition(context, {
+        origin: random() < 0.5 ? 'agent' : 'bootstrap',
+        config,
+        validator,
+      });
       expect(result.ok).toBe(result.errors.length === 0);
       for (const issue of [...result.errors, ...result.warnings]) {
         expect(CODES.has(issue.code), JSON.stringify(issue)).toBe(true);

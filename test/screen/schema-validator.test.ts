@@ -23,11 +23,17 @@ describe('createSchemaValidator', () => {
   const validator = createSchemaValidator();
 
   it('accepts valid data', () => {
-    expect(validator.validate(ITEMS, { items: [{ name: 'a', count: 1 }], mode: 'fast', email: 'a@example.com' })).toEqual({ valid: true, errors: [] });
+    expect(
+      validator.validate(ITEMS, { items: [{ name: 'a', count: 1 }], mode: 'fast', email: 'a@example.com' }),
+    ).toEqual({ valid: true, errors: [] });
   });
 
   it('reports every error with a JSON pointer to the offending value', () => {
-    const result = validator.validate(ITEMS, { items: [{ count: -1, extra: true }, { name: 7 }], mode: 'medium', email: 'nope' });
+    const result = validator.validate(ITEMS, {
+      items: [{ count: -1, extra: true }, { name: 7 }],
+      mode: 'medium',
+      email: 'nope',
+    });
     expect(result.valid).toBe(false);
     expect(result.errors).toEqual([
       { path: '/items/0/name', message: "must have required property 'name'" },
@@ -40,7 +46,10 @@ describe('createSchemaValidator', () => {
   });
 
   it('reports a root error at path ""', () => {
-    expect(validator.validate(ITEMS, 'text')).toEqual({ valid: false, errors: [{ path: '', message: 'must be object' }] });
+    expect(validator.validate(ITEMS, 'text')).toEqual({
+      valid: false,
+      errors: [{ path: '', message: 'must be object' }],
+    });
   });
 
   it('escapes property names in paths (RFC 6901)', () => {
@@ -49,23 +58,50 @@ describe('createSchemaValidator', () => {
   });
 
   it('picks the dialect from $schema: draft-07 by default, 2019-09 and 2020-12 on request', () => {
-    const tuple2020 = { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'array', prefixItems: [{ type: 'string' }], items: false };
+    const tuple2020 = {
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      type: 'array',
+      prefixItems: [{ type: 'string' }],
+      items: false,
+    };
     expect(validator.validate(tuple2020, ['a']).valid).toBe(true);
-    expect(validator.validate(tuple2020, ['a', 'b']).errors).toEqual([{ path: '', message: 'must NOT have more than 1 items' }]);
-    const draft7 = { $schema: 'http://json-schema.org/draft-07/schema#', type: 'array', items: [{ type: 'string' }], additionalItems: false };
-    expect(validator.validate(draft7, ['a', 'b']).errors).toEqual([{ path: '', message: 'must NOT have more than 1 items' }]);
-    const draft2019 = { $schema: 'https://json-schema.org/draft/2019-09/schema', type: 'object', unevaluatedProperties: false, properties: { a: {} } };
-    expect(validator.validate(draft2019, { a: 1, b: 2 }).errors).toEqual([{ path: '/b', message: 'must NOT have unevaluated properties' }]);
+    expect(validator.validate(tuple2020, ['a', 'b']).errors).toEqual([
+      { path: '', message: 'must NOT have more than 1 items' },
+    ]);
+    const draft7 = {
+      $schema: 'http://json-schema.org/draft-07/schema#',
+      type: 'array',
+      items: [{ type: 'string' }],
+      additionalItems: false,
+    };
+    expect(validator.validate(draft7, ['a', 'b']).errors).toEqual([
+      { path: '', message: 'must NOT have more than 1 items' },
+    ]);
+    const draft2019 = {
+      $schema: 'https://json-schema.org/draft/2019-09/schema',
+      type: 'object',
+      unevaluatedProperties: false,
+      properties: { a: {} },
+    };
+    expect(validator.validate(draft2019, { a: 1, b: 2 }).errors).toEqual([
+      { path: '/b', message: 'must NOT have unevaluated properties' },
+    ]);
     expect(schemaDialect({})).toBe('draft-07');
     expect(schemaDialect({ $schema: 'http://json-schema.org/draft-04/schema#' })).toEqual({
       error: 'Unsupported $schema "http://json-schema.org/draft-04/schema#"; use draft-07, 2019-09 or 2020-12',
     });
   });
 
-  it('check() returns ajv\'s reason for a schema that does not compile; validate() turns it into an error', () => {
-    expect(validator.check({ type: 'strnig' })).toMatch(/^schema is invalid: data\/type must be equal to one of the allowed values/);
-    expect(validator.check({ $ref: '#/definitions/missing' })).toMatch(/can't resolve reference #\/definitions\/missing/);
-    expect(validator.check({ type: 'string', pattern: '(' })).toBe('pattern "(" is not a valid regular expression: Invalid regular expression: /(/u: Unterminated group');
+  it("check() returns ajv's reason for a schema that does not compile; validate() turns it into an error", () => {
+    expect(validator.check({ type: 'strnig' })).toMatch(
+      /^schema is invalid: data\/type must be equal to one of the allowed values/,
+    );
+    expect(validator.check({ $ref: '#/definitions/missing' })).toMatch(
+      /can't resolve reference #\/definitions\/missing/,
+    );
+    expect(validator.check({ type: 'string', pattern: '(' })).toBe(
+      'pattern "(" is not a valid regular expression: Invalid regular expression: /(/u: Unterminated group',
+    );
     expect(validator.check([] as unknown as object)).toBe('a schema must be an object, got []');
     expect(validator.validate({ type: 'strnig' }, 1)).toEqual({
       valid: false,
@@ -74,7 +110,9 @@ describe('createSchemaValidator', () => {
   });
 
   it('caches by canonical JSON: key order does not matter, and equal schemas share one compiled function', () => {
-    expect(canonicalJson({ b: 1, a: { d: [1, { y: 2, x: 1 }], c: undefined } })).toBe('{"a":{"d":[1,{"x":1,"y":2}]},"b":1}');
+    expect(canonicalJson({ b: 1, a: { d: [1, { y: 2, x: 1 }], c: undefined } })).toBe(
+      '{"a":{"d":[1,{"x":1,"y":2}]},"b":1}',
+    );
     const small = createSchemaValidator({ maxCached: 2 });
     const a = { type: 'object', properties: { x: { type: 'number' } } };
     const b = { properties: { x: { type: 'number' } }, type: 'object' };

@@ -70,12 +70,24 @@ describe('tools-runner store (real child process)', () => {
   });
 
   it.each([
-    ['a malformed secrets key', (dir: string) => ['--data-dir', dir, '--secrets-key', 'short'], /^tools-runner store: secretsKey must be 64 hex characters or the base64 of 32 bytes/],
-    ['an unwritable data dir', (dir: string) => {
-      writeFileSync(join(dir, 'file'), 'x');
-      return ['--data-dir', join(dir, 'file', 'sub')];
-    }, /^tools-runner store: cannot create data directory ".*\/file\/sub": ENOTDIR$/],
-    ['a non-loopback host without auth', (dir: string) => ['--data-dir', dir, '--host', '0.0.0.0'], /^tools-runner store: refusing to serve the store on non-loopback host "0\.0\.0\.0" without authSecret/],
+    [
+      'a malformed secrets key',
+      (dir: string) => ['--data-dir', dir, '--secrets-key', 'short'],
+      /^tools-runner store: secretsKey must be 64 hex characters or the base64 of 32 bytes/,
+    ],
+    [
+      'an unwritable data dir',
+      (dir: string) => {
+        writeFileSync(join(dir, 'file'), 'x');
+        return ['--data-dir', join(dir, 'file', 'sub')];
+      },
+      /^tools-runner store: cannot create data directory ".*\/file\/sub": ENOTDIR$/,
+    ],
+    [
+      'a non-loopback host without auth',
+      (dir: string) => ['--data-dir', dir, '--host', '0.0.0.0'],
+      /^tools-runner store: refusing to serve the store on non-loopback host "0\.0\.0\.0" without authSecret/,
+    ],
   ])('fails with one clear stderr line and a non-zero exit on %s', async (_name, args, message) => {
     const run = runCli(['store', '--port', '0', ...args(tempDir())]);
     const code = await run.exited;

@@ -12,24 +12,57 @@ describeBackends('store: /events/stream', () => {
     const store = await startStore();
     const sse = await openSse(store.url, { query: ALL });
     expect(sse.status).toBe(200);
-    const { body: { id } } = await call(store.url, 'POST', '/breadcrumbs', { body: crumb({ context: { a: 1 }, tags: ['x'], schema_name: 's.v1' }) });
+    const {
+      body: { id },
+    } = await call(store.url, 'POST', '/breadcrumbs', {
+      body: crumb({ context: { a: 1 }, tags: ['x'], schema_name: 's.v1' }),
+    });
     await call(store.url, 'PATCH', `/breadcrumbs/${id}`, { body: { context: { a: 2 } } });
     await call(store.url, 'DELETE', `/breadcrumbs/${id}`);
     const [created, updated, deleted] = await sse.waitForEvents(3);
-    const full = { breadcrumb_id: id, owner_id: '00000000-0000-0000-0000-000000000001', tags: ['x'], schema_name: 's.v1', updated_at: expect.any(String) };
+    const full = {
+      breadcrumb_id: id,
+      owner_id: '00000000-0000-0000-0000-000000000001',
+      tags: ['x'],
+      schema_name: 's.v1',
+      updated_at: expect.any(String),
+    };
     expect(created).toEqual({ id: '1', data: { type: 'breadcrumb.updated', ...full, version: 1, context: { a: 1 } } });
     expect(updated).toEqual({ id: '2', data: { type: 'breadcrumb.updated', ...full, version: 2, context: { a: 2 } } });
-    expect(deleted).toEqual({ id: '3', data: { type: 'breadcrumb.deleted', breadcrumb_id: id, owner_id: full.owner_id, version: 2, tags: ['x'], schema_name: 's.v1', deleted_at: expect.any(String) } });
+    expect(deleted).toEqual({
+      id: '3',
+      data: {
+        type: 'breadcrumb.deleted',
+        breadcrumb_id: id,
+        owner_id: full.owner_id,
+        version: 2,
+        tags: ['x'],
+        schema_name: 's.v1',
+        deleted_at: expect.any(String),
+      },
+    });
   });
 
   it('delivers every event exactly once, in commit order, to several streams under concurrent writes', async () => {
     const store = await startStore();
-    const streams = await Promise.all([openSse(store.url, { query: ALL }), openSse(store.url, { query: ALL }), openSse(store.url, { query: ALL })]);
+    const streams = await Promise.all([
+      openSse(store.url, { query: ALL }),
+      openSse(store.url, { query: ALL }),
+      openSse(store.url, { query: ALL }),
+    ]);
     const created: string[] = [];
     for (let batch = 0; batch < 5; batch++) {
-      const replies = await Promise.all(Array.from({ length: 20 }, (_, i) => call(store.url, 'POST', '/breadcrumbs', { body: crumb({ context: { batch, i } }) })));
+      const replies = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          call(store.url, 'POST', '/breadcrumbs', { body: crumb({ context: { batch, i } }) }),
+        ),
+      );
       created.push(...replies.map((reply) => reply.body.id as string));
-      await Promise.all(created.slice(-20).map((id) => call(store.url, 'PATCH', `/breadcrumbs/${id}`, { body: { context: { patched: true } } })));
+      await Promise.all(
+        created
+          .slice(-20)
+          .map((id) => call(store.url, 'PATCH', `/breadcrumbs/${id}`, { body: { context: { patched: true } } })),
+      );
     }
     const total = 200;
     for (const sse of streams) {
@@ -53,7 +86,11 @@ describeBackends('store: /events/stream', () => {
     await first.waitForEvents(5);
     first.close();
     // 600 more writes (more than two replay pages) while disconnected, then keep writing while reconnecting.
-    await Promise.all(Array.from({ length: 600 }, (_, i) => call(store.url, 'POST', '/breadcrumbs', { body: crumb({ context: { offline: i } }) })));
+    await Promise.all(
+      Array.from({ length: 600 }, (_, i) =>
+        call(store.url, 'POST', '/breadcrumbs', { body: crumb({ context: { offline: i } }) }),
+      ),
+    );
     let writing = true;
     const writer = (async () => {
       let n = 0;
@@ -80,7 +117,9 @@ describeBackends('store: /events/stream', () => {
     for (let i = 0; i < 300; i++) await call(store.url, 'POST', '/breadcrumbs', { body: crumb({ context: { i } }) });
     const old = await openSse(store.url, { query: ALL, headers: { 'Last-Event-ID': '3' } });
     const frames = await old.waitForEvents(2);
-    expect(frames[0]).toEqual({ data: { type: 'stream.gap', last_event_id: '3', oldest_event_id: expect.any(Number), latest_event_id: 300 } });
+    expect(frames[0]).toEqual({
+      data: { type: 'stream.gap', last_event_id: '3', oldest_event_id: expect.any(Number), latest_event_id: 300 },
+    });
     const oldest = frames[0]!.data.oldest_event_id as number;
     expect(oldest).toBeGreaterThan(4);
     expect(oldest).toBeLessThanOrEqual(201);
@@ -122,7 +161,11 @@ describeBackends('store: /events/stream', () => {
   it('emits breadcrumb.deleted with reason expired when the sweep prunes an expired breadcrumb', async () => {
     const store = await startStore({ pruneIntervalMs: 50 });
     const sse = await openSse(store.url, { query: ALL });
-    const { body: { id } } = await call(store.url, 'POST', '/breadcrumbs', { body: crumb({ ttl: new Date(Date.now() + 150).toISOString() }) });
+    const {
+      body: { id },
+    } = await call(store.url, 'POST', '/breadcrumbs', {
+      body: crumb({ ttl: new Date(Date.now() + 150).toISOString() }),
+    });
     const [, expired] = await sse.waitForEvents(2);
     expect(expired!.data).toMatchObject({ type: 'breadcrumb.deleted', breadcrumb_id: id, reason: 'expired' });
     expect((await call(store.url, 'GET', `/breadcrumbs/${id}`)).status).toBe(404);
@@ -138,7 +181,8 @@ describeBackends('store: /events/stream', () => {
     let stop = false;
     void warned.then(() => (stop = true));
     const big = 'z'.repeat(100 * 1024);
-    for (let i = 0; i < 1000 && !stop; i++) await call(store.url, 'POST', '/breadcrumbs', { body: crumb({ context: { i, big } }) });
+    for (let i = 0; i < 1000 && !stop; i++)
+      await call(store.url, 'POST', '/breadcrumbs', { body: crumb({ context: { i, big } }) });
     const line = await warned;
     expect(line).toMatchObject({ level: 'warn', capBytes: 256 * 1024 });
     expect(line.bufferedBytes as number).toBeGreaterThan(256 * 1024);

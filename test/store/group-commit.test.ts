@@ -5,7 +5,12 @@ import { describe, expect, it } from 'vitest';
 import type { LocalRequest } from '../../src/store/index.js';
 import { crumb, startStore } from './helpers.js';
 
-const req = (body: unknown, headers: Record<string, string> = {}): LocalRequest => ({ query: new URLSearchParams(), headers, body, token: undefined });
+const req = (body: unknown, headers: Record<string, string> = {}): LocalRequest => ({
+  query: new URLSearchParams(),
+  headers,
+  body,
+  token: undefined,
+});
 
 describe('store: group commit', () => {
   it.each([true, false])('writes issued together (group commit %s) succeed or fail one by one', async (group) => {
@@ -14,7 +19,10 @@ describe('store: group commit', () => {
     const seededId = (seeded as { value: { id: string } }).value.id;
     const before = store.writeStats();
     const frames: string[] = [];
-    const sub = await store.local.stream(new URLSearchParams('x_ext=ids,deleted'), undefined, undefined, { frame: (data) => frames.push(data), end: () => {} });
+    const sub = await store.local.stream(new URLSearchParams('x_ext=ids,deleted'), undefined, undefined, {
+      frame: (data) => frames.push(data),
+      end: () => {},
+    });
     const replies = await Promise.all([
       ...Array.from({ length: 10 }, (_, i) => store.local.call('POST', '/breadcrumbs', req(crumb({ context: { i } })))),
       store.local.call('POST', '/breadcrumbs', req(crumb({ context: { i: 'k1' } }), { 'Idempotency-Key': 'same' })),
@@ -30,7 +38,9 @@ describe('store: group commit', () => {
     expect(after.transactions - before.transactions).toBe(group ? 1 : 15);
     // Every answered write is there, and its event was published before its caller was answered.
     expect(frames).toHaveLength(12);
-    const seqs = frames.map((f) => JSON.parse(f) as { context: { i?: unknown; v?: unknown } }).map((e) => e.context.i ?? `v${String(e.context.v)}`);
+    const seqs = frames
+      .map((f) => JSON.parse(f) as { context: { i?: unknown; v?: unknown } })
+      .map((e) => e.context.i ?? `v${String(e.context.v)}`);
     expect(seqs).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 'k1', 'v2']);
     sub.close();
   });

@@ -28,7 +28,11 @@ export function tempDir(prefix = 'store-test-'): string {
 }
 
 /** A logger that keeps its lines, with a way to wait for a message. */
-export function captureLogger(): { logger: Logger; lines: Array<Record<string, unknown>>; waitFor(msg: string): Promise<Record<string, unknown>> } {
+export function captureLogger(): {
+  logger: Logger;
+  lines: Array<Record<string, unknown>>;
+  waitFor(msg: string): Promise<Record<string, unknown>>;
+} {
   const lines: Array<Record<string, unknown>> = [];
   const waiters: Array<{ msg: string; resolve: (line: Record<string, unknown>) => void }> = [];
   const logger = createLogger({
@@ -85,7 +89,8 @@ export function describeBackends(name: string, fn: (backend: Backend) => void): 
       fn(each);
     });
   }
-  if (PG_UNAVAILABLE !== undefined) describe.skip(`${name} [postgres] skipped: ${PG_UNAVAILABLE}`, () => it('needs PostgreSQL', () => {}));
+  if (PG_UNAVAILABLE !== undefined)
+    describe.skip(`${name} [postgres] skipped: ${PG_UNAVAILABLE}`, () => it('needs PostgreSQL', () => {}));
 }
 
 /** A fresh PostgreSQL database URL in this file's cluster. */
@@ -95,9 +100,12 @@ export async function pgDatabase(): Promise<string> {
 
 /** Starts a store (in memory unless `dataDir` is given; on PostgreSQL inside a postgres `describeBackends` block) and closes it after the test. */
 export async function startStore(overrides: Partial<StoreOptions> = {}): Promise<Store> {
-  const pg = backend === 'postgres' && overrides.dataDir === undefined && overrides.db === undefined
-    ? { db: await pgDatabase(), secretsKey: PG_TEST_SECRETS_KEY }
-    : overrides.db !== undefined ? { secretsKey: PG_TEST_SECRETS_KEY } : {};
+  const pg =
+    backend === 'postgres' && overrides.dataDir === undefined && overrides.db === undefined
+      ? { db: await pgDatabase(), secretsKey: PG_TEST_SECRETS_KEY }
+      : overrides.db !== undefined
+        ? { secretsKey: PG_TEST_SECRETS_KEY }
+        : {};
   const store = await createStore({
     host: '127.0.0.1',
     port: 0,
@@ -123,9 +131,18 @@ export interface Reply {
 }
 
 /** One raw HTTP call (fetch); parses JSON bodies. */
-export async function call(base: string, method: string, path: string, options: { body?: unknown; raw?: string; headers?: Record<string, string> } = {}): Promise<Reply> {
+export async function call(
+  base: string,
+  method: string,
+  path: string,
+  options: { body?: unknown; raw?: string; headers?: Record<string, string> } = {},
+): Promise<Reply> {
   const body = options.raw ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
-  const response = await fetch(base + path, { method, body, headers: { 'Content-Type': 'application/json', ...options.headers } });
+  const response = await fetch(base + path, {
+    method,
+    body,
+    headers: { 'Content-Type': 'application/json', ...options.headers },
+  });
   const text = await response.text();
   let parsed: unknown = text;
   try {
@@ -158,7 +175,10 @@ export interface SseConnection {
 }
 
 /** Opens `GET /events/stream` and resolves once headers arrived. */
-export function openSse(base: string, options: { headers?: Record<string, string>; query?: string } = {}): Promise<SseConnection> {
+export function openSse(
+  base: string,
+  options: { headers?: Record<string, string>; query?: string } = {},
+): Promise<SseConnection> {
   return new Promise((resolve, reject) => {
     const frames: SseFrame[] = [];
     const waiters: Array<{ count: number; resolve: (frames: SseFrame[]) => void }> = [];
@@ -190,7 +210,10 @@ export function openSse(base: string, options: { headers?: Record<string, string
         status: res.statusCode ?? 0,
         frames,
         events,
-        waitForEvents: (count) => (events().length >= count ? Promise.resolve(events()) : new Promise((r) => waiters.push({ count, resolve: r }))),
+        waitForEvents: (count) =>
+          events().length >= count
+            ? Promise.resolve(events())
+            : new Promise((r) => waiters.push({ count, resolve: r })),
         ended,
         close: () => req.destroy(),
       };

@@ -29,9 +29,16 @@ describe('lease routes: who may call', () => {
   });
 
   it('need the lease key: missing or wrong is 403, even for a token with every role', async () => {
-    const store = await startStore({ leaseKey: KEY, authSecret: 'auth-secret-for-tests-0123456789', adminKey: 'admin-key-for-tests' });
+    const store = await startStore({
+      leaseKey: KEY,
+      authSecret: 'auth-secret-for-tests-0123456789',
+      adminKey: 'admin-key-for-tests',
+    });
     expect((await call(store.url, 'GET', '/health')).body.x_leases).toBe(true);
-    const minted = await call(store.url, 'POST', '/auth/token', { body: { owner_id: 'o', agent_id: 'hostile' }, headers: { 'X-Admin-Key': 'admin-key-for-tests' } });
+    const minted = await call(store.url, 'POST', '/auth/token', {
+      body: { owner_id: 'o', agent_id: 'hostile' },
+      headers: { 'X-Admin-Key': 'admin-key-for-tests' },
+    });
     const auth = { Authorization: `Bearer ${minted.body.token as string}` };
     const none = await lease(store.url, 'acquire', base, auth);
     expect([none.status, none.body.error]).toEqual([403, 'lease routes require the X-Lease-Key header']);
@@ -44,7 +51,11 @@ describe('lease routes: who may call', () => {
   });
 
   it.each([
-    ['scope missing', { ...base, scope: undefined }, 'scope must be a non-empty string of at most 512 characters, got undefined'],
+    [
+      'scope missing',
+      { ...base, scope: undefined },
+      'scope must be a non-empty string of at most 512 characters, got undefined',
+    ],
     ['ttl_ms zero', { ...base, ttl_ms: 0 }, 'ttl_ms must be an integer from 1 to 86400000, got 0'],
     ['token a number', { ...base, token: 7 }, 'token must be a non-empty string of at most 512 characters, got 7'],
   ])('reject a bad body (%s) naming the value', async (_name, body, message) => {
@@ -56,23 +67,39 @@ describe('lease routes: who may call', () => {
   it('names an unknown operation', async () => {
     const store = await startStore({ leaseKey: KEY });
     const reply = await lease(store.url, 'steal', base);
-    expect([reply.status, reply.body.error]).toEqual([404, 'no lease operation "steal" (known: acquire, renew, release, finish, expired, list)']);
+    expect([reply.status, reply.body.error]).toEqual([
+      404,
+      'no lease operation "steal" (known: acquire, renew, release, finish, expired, list)',
+    ]);
   });
 });
 
 describe('lease routes: compare-and-set', () => {
   it('one holder per attempt; busy until free; a takeover is attempt 2 with a new token', async () => {
     const store = await startStore({ leaseKey: KEY });
-    expect((await lease(store.url, 'acquire', base)).body).toMatchObject({ acquired: true, attempt: 1, takeover: false });
+    expect((await lease(store.url, 'acquire', base)).body).toMatchObject({
+      acquired: true,
+      attempt: 1,
+      takeover: false,
+    });
     // The same token again (a retried call): the same lease.
     expect((await lease(store.url, 'acquire', base)).body).toMatchObject({ acquired: true, attempt: 1 });
     const other = { ...base, holder: 'b', token: 'tok-b' };
-    expect((await lease(store.url, 'acquire', other)).body).toMatchObject({ acquired: false, state: 'held', holder: 'a', attempt: 1 });
+    expect((await lease(store.url, 'acquire', other)).body).toMatchObject({
+      acquired: false,
+      state: 'held',
+      holder: 'a',
+      attempt: 1,
+    });
     // Only the holder's token renews or releases.
     expect((await lease(store.url, 'renew', { ...other, ttl_ms: 60_000 })).body).toEqual({ ok: false, state: 'taken' });
     expect((await lease(store.url, 'release', other)).body).toEqual({ ok: false });
     expect((await lease(store.url, 'release', base)).body).toEqual({ ok: true });
-    expect((await lease(store.url, 'acquire', other)).body).toMatchObject({ acquired: true, attempt: 2, takeover: true });
+    expect((await lease(store.url, 'acquire', other)).body).toMatchObject({
+      acquired: true,
+      attempt: 2,
+      takeover: true,
+    });
     // The old holder can no longer touch it.
     expect((await lease(store.url, 'renew', base)).body).toEqual({ ok: false, state: 'taken' });
   });
@@ -80,7 +107,10 @@ describe('lease routes: compare-and-set', () => {
   it('a lease past its expiry is free: listed as expired, taken over once', async () => {
     const store = await startStore({ leaseKey: KEY });
     await lease(store.url, 'acquire', { ...base, ttl_ms: 1 });
-    await waitUntil(async () => (await lease(store.url, 'expired', { scope: 'ws' })).body.leases.length === 1, 'the lease to expire');
+    await waitUntil(
+      async () => (await lease(store.url, 'expired', { scope: 'ws' })).body.leases.length === 1,
+      'the lease to expire',
+    );
     const [b, c] = await Promise.all([
       lease(store.url, 'acquire', { ...base, holder: 'b', token: 'tok-b' }),
       lease(store.url, 'acquire', { ...base, holder: 'c', token: 'tok-c' }),
@@ -96,8 +126,13 @@ describe('lease routes: compare-and-set', () => {
     await lease(store.url, 'acquire', base);
     await lease(store.url, 'renew', base);
     expect((await lease(store.url, 'finish', { scope: 'ws', name: 'r1' })).body).toEqual({ ok: true });
-    expect((await lease(store.url, 'acquire', { ...base, token: 'tok-new' })).body).toMatchObject({ acquired: false, state: 'done' });
-    expect((await lease(store.url, 'list', { scope: 'ws' })).body.leases).toEqual([expect.objectContaining({ name: 'r1', state: 'done', label: 'rid-1' })]);
+    expect((await lease(store.url, 'acquire', { ...base, token: 'tok-new' })).body).toMatchObject({
+      acquired: false,
+      state: 'done',
+    });
+    expect((await lease(store.url, 'list', { scope: 'ws' })).body.leases).toEqual([
+      expect.objectContaining({ name: 'r1', state: 'done', label: 'rid-1' }),
+    ]);
     expect((await call(store.url, 'GET', '/breadcrumbs')).body.length).toBe(before);
     // No event either: replayed from the start, the stream holds the two creates and nothing between.
     await call(store.url, 'POST', '/breadcrumbs', { body: crumb({ context: { marker: 'after the leases' } }) });

@@ -5,25 +5,42 @@ describe('store: persistence in <dataDir>/store.db', () => {
   it('keeps breadcrumbs, versions, history, tags, idempotency keys and the event log across a restart', async () => {
     const dir = tempDir();
     const first = await startStore({ dataDir: dir });
-    const { body: { id } } = await call(first.url, 'POST', '/breadcrumbs', { body: crumb({ context: { v: 1 }, tags: ['keep'] }), headers: { 'Idempotency-Key': 'once' } });
+    const {
+      body: { id },
+    } = await call(first.url, 'POST', '/breadcrumbs', {
+      body: crumb({ context: { v: 1 }, tags: ['keep'] }),
+      headers: { 'Idempotency-Key': 'once' },
+    });
     await call(first.url, 'PATCH', `/breadcrumbs/${id}`, { body: { context: { v: 2 } } });
     const before = (await call(first.url, 'GET', `/breadcrumbs/${id}/full`)).body;
     await first.close();
 
     const second = await startStore({ dataDir: dir });
     expect((await call(second.url, 'GET', `/breadcrumbs/${id}/full`)).body).toEqual(before);
-    expect((await call(second.url, 'GET', '/breadcrumbs?tag=keep')).body.map((b: { id: string }) => b.id)).toEqual([id]);
-    expect((await call(second.url, 'GET', `/breadcrumbs/${id}/history`)).body.map((h: { version: number }) => h.version)).toEqual([2, 1]);
-    expect((await call(second.url, 'POST', '/breadcrumbs', { body: crumb(), headers: { 'Idempotency-Key': 'once' } })).body).toMatchObject({ code: 'conflict', id });
+    expect((await call(second.url, 'GET', '/breadcrumbs?tag=keep')).body.map((b: { id: string }) => b.id)).toEqual([
+      id,
+    ]);
+    expect(
+      (await call(second.url, 'GET', `/breadcrumbs/${id}/history`)).body.map((h: { version: number }) => h.version),
+    ).toEqual([2, 1]);
+    expect(
+      (await call(second.url, 'POST', '/breadcrumbs', { body: crumb(), headers: { 'Idempotency-Key': 'once' } })).body,
+    ).toMatchObject({ code: 'conflict', id });
 
     // Event ids continue after the restart, and a client can resume from before it.
     const resumed = await openSse(second.url, { query: '?x_ext=ids', headers: { 'Last-Event-ID': '1' } });
     await call(second.url, 'PATCH', `/breadcrumbs/${id}`, { body: { context: { v: 3 } } });
     const events = await resumed.waitForEvents(2);
-    expect(events.map((e) => [e.id, e.data.version])).toEqual([['2', 2], ['3', 3]]);
+    expect(events.map((e) => [e.id, e.data.version])).toEqual([
+      ['2', 2],
+      ['3', 3],
+    ]);
     // updated_at never goes backwards across a restart: the newest write lists first.
     const other = await call(second.url, 'POST', '/breadcrumbs', { body: crumb({ tags: ['keep'] }) });
-    expect((await call(second.url, 'GET', '/breadcrumbs?tag=keep')).body.map((b: { id: string }) => b.id)).toEqual([other.body.id, id]);
+    expect((await call(second.url, 'GET', '/breadcrumbs?tag=keep')).body.map((b: { id: string }) => b.id)).toEqual([
+      other.body.id,
+      id,
+    ]);
   });
 
   it('keeps ":memory:" data only for the life of the store', async () => {

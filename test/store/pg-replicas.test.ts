@@ -24,7 +24,15 @@ async function query<T extends pg.QueryResultRow>(url: string, sql: string, para
   }
 }
 
-const eventsOf = (conn: SseConnection) => conn.events().map((frame) => ({ id: Number(frame.id), type: frame.data.type as string, bc: frame.data.breadcrumb_id as string, version: frame.data.version as number }));
+const eventsOf = (conn: SseConnection) =>
+  conn
+    .events()
+    .map((frame) => ({
+      id: Number(frame.id),
+      type: frame.data.type as string,
+      bc: frame.data.breadcrumb_id as string,
+      version: frame.data.version as number,
+    }));
 
 describe.skipIf(PG_UNAVAILABLE !== undefined)('store on PostgreSQL: several replicas on one database', () => {
   it('three replicas starting together on a fresh database apply each migration exactly once', async () => {
@@ -38,10 +46,16 @@ describe.skipIf(PG_UNAVAILABLE !== undefined)('store on PostgreSQL: several repl
     const { stores } = await replicas(3);
     const streams = await Promise.all(stores.map((store) => openSse(store.url, { query: '?x_ext=ids,deleted' })));
     // Three breadcrumbs, each updated through all three replicas concurrently (If-Match-free PATCHes).
-    const ids = await Promise.all(stores.map(async (store) => (await call(store.url, 'POST', '/breadcrumbs', { body: crumb() })).body.id as string));
+    const ids = await Promise.all(
+      stores.map(async (store) => (await call(store.url, 'POST', '/breadcrumbs', { body: crumb() })).body.id as string),
+    );
     const writes: Array<Promise<unknown>> = [];
     for (let round = 0; round < 10; round++) {
-      ids.forEach((id, i) => writes.push(call((stores[(i + round) % 3] as Store).url, 'PATCH', `/breadcrumbs/${id}`, { body: { context: { round } } })));
+      ids.forEach((id, i) =>
+        writes.push(
+          call((stores[(i + round) % 3] as Store).url, 'PATCH', `/breadcrumbs/${id}`, { body: { context: { round } } }),
+        ),
+      );
     }
     await Promise.all(writes);
     await call((stores[1] as Store).url, 'DELETE', `/breadcrumbs/${ids[0] as string}`);
@@ -53,7 +67,10 @@ describe.skipIf(PG_UNAVAILABLE !== undefined)('store on PostgreSQL: several repl
       const seqs = events.map((e) => e.id);
       expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
       // Per breadcrumb: versions 1..11 in order, then (for the first) its deletion.
-      for (const id of ids) expect(events.filter((e) => e.bc === id && e.type === 'breadcrumb.updated').map((e) => e.version)).toEqual(Array.from({ length: 11 }, (_, k) => k + 1));
+      for (const id of ids)
+        expect(events.filter((e) => e.bc === id && e.type === 'breadcrumb.updated').map((e) => e.version)).toEqual(
+          Array.from({ length: 11 }, (_, k) => k + 1),
+        );
     }
     expect(seen[0]?.at(-1)).toMatchObject({ type: 'breadcrumb.deleted', bc: ids[0] });
   });
@@ -65,7 +82,10 @@ describe.skipIf(PG_UNAVAILABLE !== undefined)('store on PostgreSQL: several repl
     for (let n = 0; n < 6; n++) await call(a.url, 'POST', '/breadcrumbs', { body: crumb({ context: { n } }) });
     const seen = await first.waitForEvents(6);
     first.close();
-    const resumed = await openSse(b.url, { query: '?x_ext=ids,gap', headers: { 'Last-Event-ID': String(seen[2]?.id) } });
+    const resumed = await openSse(b.url, {
+      query: '?x_ext=ids,gap',
+      headers: { 'Last-Event-ID': String(seen[2]?.id) },
+    });
     await call(b.url, 'POST', '/breadcrumbs', { body: crumb({ context: { n: 6 } }) });
     const rest = await resumed.waitForEvents(4);
     expect(rest.map((frame) => frame.data.type)).not.toContain('stream.gap');
@@ -74,34 +94,67 @@ describe.skipIf(PG_UNAVAILABLE !== undefined)('store on PostgreSQL: several repl
 
   it('Idempotency-Key and If-Match hold across replicas: one winner each', async () => {
     const { stores } = await replicas(3);
-    const creates = await Promise.all(Array.from({ length: 21 }, (_, i) =>
-      call((stores[i % 3] as Store).url, 'POST', '/breadcrumbs', { body: crumb(), headers: { 'Idempotency-Key': 'same-key' } })));
+    const creates = await Promise.all(
+      Array.from({ length: 21 }, (_, i) =>
+        call((stores[i % 3] as Store).url, 'POST', '/breadcrumbs', {
+          body: crumb(),
+          headers: { 'Idempotency-Key': 'same-key' },
+        }),
+      ),
+    );
     const won = creates.filter((reply) => reply.status === 201);
     expect(won).toHaveLength(1);
     const winner = won[0]?.body.id as string;
-    expect(creates.filter((reply) => reply.status === 409).map((reply) => reply.body.id)).toEqual(Array(20).fill(winner));
-    const patches = await Promise.all(Array.from({ length: 21 }, (_, i) =>
-      call((stores[i % 3] as Store).url, 'PATCH', `/breadcrumbs/${winner}`, { body: { context: { i } }, headers: { 'If-Match': '1' } })));
+    expect(creates.filter((reply) => reply.status === 409).map((reply) => reply.body.id)).toEqual(
+      Array(20).fill(winner),
+    );
+    const patches = await Promise.all(
+      Array.from({ length: 21 }, (_, i) =>
+        call((stores[i % 3] as Store).url, 'PATCH', `/breadcrumbs/${winner}`, {
+          body: { context: { i } },
+          headers: { 'If-Match': '1' },
+        }),
+      ),
+    );
     expect(patches.filter((reply) => reply.status === 200)).toHaveLength(1);
-    expect(patches.filter((reply) => reply.status === 412).map((reply) => reply.body.version)).toEqual(Array(20).fill(2));
+    expect(patches.filter((reply) => reply.status === 412).map((reply) => reply.body.version)).toEqual(
+      Array(20).fill(2),
+    );
   });
 
   it('secrets written through one replica decrypt on another; a replica with another secrets key refuses to start', async () => {
     const { url, stores } = await replicas(2);
-    const created = await call((stores[0] as Store).url, 'POST', '/secrets', { body: { name: 'K', scope_type: 'global', value: 'v4lue' } });
-    expect((await call((stores[1] as Store).url, 'POST', `/secrets/${created.body.id as string}/decrypt`, { body: {} })).body).toEqual({ value: 'v4lue' });
+    const created = await call((stores[0] as Store).url, 'POST', '/secrets', {
+      body: { name: 'K', scope_type: 'global', value: 'v4lue' },
+    });
+    expect(
+      (await call((stores[1] as Store).url, 'POST', `/secrets/${created.body.id as string}/decrypt`, { body: {} }))
+        .body,
+    ).toEqual({ value: 'v4lue' });
     const stored = await query<{ ciphertext: Buffer }>(url, 'SELECT ciphertext FROM secrets');
     expect(stored[0]?.ciphertext.includes(Buffer.from('v4lue'))).toBe(false);
-    await expect(startStore({ db: url, secretsKey: 'cd'.repeat(32) })).rejects.toMatchObject({ code: 'config.invalid', message: expect.stringContaining('every replica must use the same --secrets-key') });
-    await expect(startStore({ db: url, secretsKey: undefined })).rejects.toMatchObject({ code: 'config.invalid', message: expect.stringContaining('needs --secrets-key') });
+    await expect(startStore({ db: url, secretsKey: 'cd'.repeat(32) })).rejects.toMatchObject({
+      code: 'config.invalid',
+      message: expect.stringContaining('every replica must use the same --secrets-key'),
+    });
+    await expect(startStore({ db: url, secretsKey: undefined })).rejects.toMatchObject({
+      code: 'config.invalid',
+      message: expect.stringContaining('needs --secrets-key'),
+    });
   });
 
   it('refuses a database migrated by a newer version, and a db that is not a postgres URL', async () => {
     const { url, stores } = await replicas(1);
     await (stores[0] as Store).close();
     await query(url, "INSERT INTO schema_migrations (version, name) VALUES (999, 'from the future')");
-    await expect(startStore({ db: url })).rejects.toMatchObject({ code: 'config.invalid', message: expect.stringContaining('schema migration 999, newer than this store knows') });
-    await expect(startStore({ db: 'mysql://u:secret@h/db', secretsKey: PG_TEST_SECRETS_KEY })).rejects.toMatchObject({ code: 'config.invalid', message: 'db must be a postgres:// or postgresql:// URL, got "h/db"' });
+    await expect(startStore({ db: url })).rejects.toMatchObject({
+      code: 'config.invalid',
+      message: expect.stringContaining('schema migration 999, newer than this store knows'),
+    });
+    await expect(startStore({ db: 'mysql://u:secret@h/db', secretsKey: PG_TEST_SECRETS_KEY })).rejects.toMatchObject({
+      code: 'config.invalid',
+      message: 'db must be a postgres:// or postgresql:// URL, got "h/db"',
+    });
   });
 
   it('after a PostgreSQL restart the replicas write again and their open streams receive the new events', async () => {
@@ -111,10 +164,14 @@ describe.skipIf(PG_UNAVAILABLE !== undefined)('store on PostgreSQL: several repl
     await Promise.all(streams.map((conn) => conn.waitForEvents(1)));
     await (await sharedPgCluster()).restart();
     // Pooled connections died with the server: a write may fail until the pool has reconnected.
-    let reply = await call((stores[1] as Store).url, 'POST', '/breadcrumbs', { body: crumb({ context: { n: 'after' } }) });
+    let reply = await call((stores[1] as Store).url, 'POST', '/breadcrumbs', {
+      body: crumb({ context: { n: 'after' } }),
+    });
     for (let attempt = 0; reply.status !== 201 && attempt < 50; attempt++) {
       await new Promise((resolve) => setTimeout(resolve, 200));
-      reply = await call((stores[1] as Store).url, 'POST', '/breadcrumbs', { body: crumb({ context: { n: 'after' } }) });
+      reply = await call((stores[1] as Store).url, 'POST', '/breadcrumbs', {
+        body: crumb({ context: { n: 'after' } }),
+      });
     }
     expect(reply.status).toBe(201);
     for (const conn of streams) {

@@ -17,15 +17,29 @@ async function create(store: Store, body: Record<string, unknown>): Promise<stri
   if (reply.status !== 201) throw new Error(`create failed: ${JSON.stringify(reply.body)}`);
   return reply.body.id as string;
 }
-const exists = async (store: Store, id: string): Promise<boolean> => (await call(store.url, 'GET', `/breadcrumbs/${id}`)).status === 200;
-const updatedMs = async (store: Store, id: string): Promise<number> => Date.parse((await call(store.url, 'GET', `/breadcrumbs/${id}/full`)).body.updated_at as string);
-const lease = (store: Store, op: string, body: Record<string, unknown>) => call(store.url, 'POST', `/x/leases/${op}`, { body: { scope: WS, ...body }, headers: { 'X-Lease-Key': KEY } });
+const exists = async (store: Store, id: string): Promise<boolean> =>
+  (await call(store.url, 'GET', `/breadcrumbs/${id}`)).status === 200;
+const updatedMs = async (store: Store, id: string): Promise<number> =>
+  Date.parse((await call(store.url, 'GET', `/breadcrumbs/${id}/full`)).body.updated_at as string);
+const lease = (store: Store, op: string, body: Record<string, unknown>) =>
+  call(store.url, 'POST', `/x/leases/${op}`, { body: { scope: WS, ...body }, headers: { 'X-Lease-Key': KEY } });
 
 /** One runner call: request, lease, answer, lease done (or left held with `finish: false`). */
 async function runnerCall(store: Store, i: number, finish = true): Promise<{ request: string; answer: string }> {
-  const request = await create(store, { schema_name: 'tool.request.v1', context: { tool: 'echo', input: { i, pad: 'x'.repeat(400) } } });
+  const request = await create(store, {
+    schema_name: 'tool.request.v1',
+    context: { tool: 'echo', input: { i, pad: 'x'.repeat(400) } },
+  });
   await lease(store, 'acquire', { name: request, holder: 'r', token: `t${i}`, ttl_ms: 3_600_000, label: `rid-${i}` });
-  const answer = await create(store, { schema_name: 'tool.response.v1', context: { request_id: `rid-${i}`, status: 'success', output: { i, pad: 'y'.repeat(400) }, metadata: { request_breadcrumb_id: request } } });
+  const answer = await create(store, {
+    schema_name: 'tool.response.v1',
+    context: {
+      request_id: `rid-${i}`,
+      status: 'success',
+      output: { i, pad: 'y'.repeat(400) },
+      metadata: { request_breadcrumb_id: request },
+    },
+  });
   if (finish) await lease(store, 'finish', { name: request });
   return { request, answer };
 }
@@ -60,7 +74,11 @@ describe('store: retention', () => {
     const past = new Date(Date.now() - 1000).toISOString();
     const pending = await create(store, { schema_name: 'tool.approval.request.v1', context: { expires_at: far } });
     const decided = await create(store, { schema_name: 'tool.approval.request.v1', context: { expires_at: far } });
-    const decision = await create(store, { schema_name: 'tool.approval.response.v1', tags: [WS, `approval:${decided}`], context: { decision: 'approve' } });
+    const decision = await create(store, {
+      schema_name: 'tool.approval.response.v1',
+      tags: [WS, `approval:${decided}`],
+      context: { decision: 'approve' },
+    });
     const progress = await create(store, { schema_name: 'tool.progress.v1', context: { text: 'half way' } });
     const liveClaim = await create(store, { schema_name: 'tool.claim.v1', context: { expires_at: far } });
     const deadClaim = await create(store, { schema_name: 'tool.claim.v1', context: { expires_at: past } });
@@ -86,7 +104,13 @@ describe('store: retention', () => {
   });
 
   it('a steady workload stays within a bound: the freed pages are given back and reused', async () => {
-    const store = await startStore({ dataDir: tempDir(), leaseKey: KEY, retentionMs: R, auditRetentionMs: A, pruneIntervalMs: 3_600_000 });
+    const store = await startStore({
+      dataDir: tempDir(),
+      leaseKey: KEY,
+      retentionMs: R,
+      auditRetentionMs: A,
+      pruneIntervalMs: 3_600_000,
+    });
     const wave = async (from: number): Promise<void> => {
       for (let i = from; i < from + 150; i++) await runnerCall(store, i);
     };

@@ -15,7 +15,9 @@ import pg from 'pg';
 function binDir(): string | undefined {
   const base = '/usr/lib/postgresql';
   if (!existsSync(base)) return undefined;
-  const majors = readdirSync(base).filter((name) => /^\d+$/.test(name)).sort((a, b) => Number(b) - Number(a));
+  const majors = readdirSync(base)
+    .filter((name) => /^\d+$/.test(name))
+    .sort((a, b) => Number(b) - Number(a));
   for (const major of majors) {
     const dir = join(base, major, 'bin');
     if (existsSync(join(dir, 'initdb')) && existsSync(join(dir, 'pg_ctl'))) return dir;
@@ -26,13 +28,15 @@ function binDir(): string | undefined {
 const BIN = binDir();
 
 /** Why PostgreSQL tests cannot run here, or undefined when they can. In CI a missing server is an error, not a skip. */
-export const PG_UNAVAILABLE: string | undefined = BIN === undefined
-  ? 'PostgreSQL server binaries not found under /usr/lib/postgresql/*/bin (apt-get install postgresql)'
-  : process.getuid?.() === 0 && spawnSync('id', ['-u', 'postgres']).status !== 0
-    ? 'running as root and there is no "postgres" system user to run the test cluster as (initdb refuses root)'
-    : undefined;
+export const PG_UNAVAILABLE: string | undefined =
+  BIN === undefined
+    ? 'PostgreSQL server binaries not found under /usr/lib/postgresql/*/bin (apt-get install postgresql)'
+    : process.getuid?.() === 0 && spawnSync('id', ['-u', 'postgres']).status !== 0
+      ? 'running as root and there is no "postgres" system user to run the test cluster as (initdb refuses root)'
+      : undefined;
 
-if (PG_UNAVAILABLE !== undefined && process.env.CI) throw new Error(`PostgreSQL tests cannot run in CI: ${PG_UNAVAILABLE}`);
+if (PG_UNAVAILABLE !== undefined && process.env.CI)
+  throw new Error(`PostgreSQL tests cannot run in CI: ${PG_UNAVAILABLE}`);
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -73,14 +77,18 @@ export async function startPgCluster(): Promise<PgCluster> {
     const command = root ? 'runuser' : join(BIN, tool);
     const argv = root ? ['-u', 'postgres', '--', join(BIN, tool), ...args] : args;
     const result = spawnSync(command, argv, { cwd: dir, encoding: 'utf8', timeout: 120_000 });
-    if (result.status !== 0) throw new Error(`${tool} ${args.join(' ')} failed (${result.status ?? result.signal}): ${result.stderr || result.stdout}`);
+    if (result.status !== 0)
+      throw new Error(
+        `${tool} ${args.join(' ')} failed (${result.status ?? result.signal}): ${result.stderr || result.stdout}`,
+      );
   };
   run('initdb', ['-D', data, '-U', ROLE, '-A', 'trust', '--no-sync', '-E', 'UTF8', '--locale', 'C']);
   const port = await freePort();
   // fsync off: a test cluster needs no durability against an OS crash (a killed server keeps every
   // commit: the kernel has the WAL); synchronous_commit stays on, so restart() loses no commit.
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=200`;
-  const start = (): void => run('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-o', options, '-w', '-t', '60', 'start']);
+  const start = (): void =>
+    run('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-o', options, '-w', '-t', '60', 'start']);
   start();
   const admin = `postgres://${ROLE}@127.0.0.1:${port}/postgres`;
   let next = 0;

@@ -43,7 +43,12 @@ afterAll(async () => {
 });
 
 const capture = (input: Record<string, unknown>, t: ToolDefinition = tool, s: Sandbox = sandbox) =>
-  s.run({ tool: sandboxToolOf(t), input: { devtools: chromium.devtools, ...input }, secrets: {}, request: { id: 'r-cap', workspace: 'workspace:tools' } });
+  s.run({
+    tool: sandboxToolOf(t),
+    input: { devtools: chromium.devtools, ...input },
+    secrets: {},
+    request: { id: 'r-cap', workspace: 'workspace:tools' },
+  });
 
 describe('browser-capture (shipped tool) with a real headless Chromium', () => {
   it('returns title, text, links and a PNG screenshot', async () => {
@@ -51,9 +56,16 @@ describe('browser-capture (shipped tool) with a real headless Chromium', () => {
     expect(result.ok ? '' : result.error).toBe('');
     const out = (result.ok ? result.output : {}) as Record<string, any>;
     expect(out).toMatchObject({
-      status: 'loaded', title: 'Capture test page', url: `http://page.example:${pagePort}/`, description: 'a page for tests',
-      text_truncated: false, links_total: 3,
-      links: [{ text: 'Next page', href: `http://page.example:${pagePort}/next` }, { text: 'Elsewhere', href: 'https://example.org/x' }],
+      status: 'loaded',
+      title: 'Capture test page',
+      url: `http://page.example:${pagePort}/`,
+      description: 'a page for tests',
+      text_truncated: false,
+      links_total: 3,
+      links: [
+        { text: 'Next page', href: `http://page.example:${pagePort}/next` },
+        { text: 'Elsewhere', href: 'https://example.org/x' },
+      ],
     });
     expect(out.text).toContain('Hello capture');
     expect(out.text).toContain('Second paragraph.');
@@ -65,7 +77,11 @@ describe('browser-capture (shipped tool) with a real headless Chromium', () => {
   });
 
   it('omits a screenshot over the cap, saying why', async () => {
-    const result = await capture({ url: `http://page.example:${pagePort}/`, max_screenshot_bytes: 1000, max_text_chars: 5 });
+    const result = await capture({
+      url: `http://page.example:${pagePort}/`,
+      max_screenshot_bytes: 1000,
+      max_text_chars: 5,
+    });
     const out = (result.ok ? result.output : {}) as Record<string, any>;
     expect(out.screenshot).toBeUndefined();
     expect(out.screenshot_omitted).toMatch(/^the PNG is \d+ bytes, over max_screenshot_bytes 1000/);
@@ -88,7 +104,9 @@ describe('browser-capture (shipped tool) with a real headless Chromium', () => {
       const plain = await shippedTool('browser-capture.json', testConfig());
       const result = await capture({ url: `http://page.example:${pagePort}/` }, plain, ungranted);
       expect(codeOf(result)).toBe('permission.denied');
-      expect(result.ok ? '' : result.error.message).toContain(`--allow-private-hosts 'browser-capture=${chromium.devtools}'`);
+      expect(result.ok ? '' : result.error.message).toContain(
+        `--allow-private-hosts 'browser-capture=${chromium.devtools}'`,
+      );
     } finally {
       await ungranted.close();
     }

@@ -31,11 +31,32 @@ beforeAll(async () => {
     ids[key] = (await client.createBreadcrumb(body)).id;
   };
   // created one after the other: the listing's newest-first order is the reverse of this one
-  await add('old', { title: 'Old note', schema_name: 'note.v1', tags: ['notes'], context: { text: 'The launch moved to March.' } });
-  await add('plan', { title: 'Release plan', schema_name: 'note.v1', tags: ['notes'], context: { text: 'Ship the release on Friday.' } });
+  await add('old', {
+    title: 'Old note',
+    schema_name: 'note.v1',
+    tags: ['notes'],
+    context: { text: 'The launch moved to March.' },
+  });
+  await add('plan', {
+    title: 'Release plan',
+    schema_name: 'note.v1',
+    tags: ['notes'],
+    context: { text: 'Ship the release on Friday.' },
+  });
   await add('big', { title: 'Big log', schema_name: 'log.v1', tags: ['logs'], context: { text: 'x'.repeat(3000) } });
-  await add('secret', { title: 'Keys', schema_name: 'note.v1', tags: ['notes'], sensitivity: 'Secret', context: { text: 'sk-live-1' } });
-  await add('pinned', { title: 'User profile', schema_name: 'profile.v1', tags: ['user'], context: { name: 'Ada', lang: 'en' } });
+  await add('secret', {
+    title: 'Keys',
+    schema_name: 'note.v1',
+    tags: ['notes'],
+    sensitivity: 'Secret',
+    context: { text: 'sk-live-1' },
+  });
+  await add('pinned', {
+    title: 'User profile',
+    schema_name: 'profile.v1',
+    tags: ['user'],
+    context: { name: 'Ada', lang: 'en' },
+  });
 });
 
 afterAll(async () => {
@@ -56,7 +77,9 @@ const build = (input: Record<string, unknown>) =>
 describe('context-builder (shipped tool) with a real store', () => {
   it('orders ids, search, tags, schemas; each breadcrumb once; Secret ones never read', async () => {
     const result = await build({ ids: [ids.pinned], query: 'release', tags: ['notes'], schema_names: ['note.v1'] });
-    const out = result.ok ? (result.output as { items: Array<{ id: string; source: string }>; context: string; truncated: boolean }) : undefined;
+    const out = result.ok
+      ? (result.output as { items: Array<{ id: string; source: string }>; context: string; truncated: boolean })
+      : undefined;
     expect(result.ok ? '' : result.error).toBe('');
     expect(out?.items.map((i) => [i.id, i.source])).toEqual([
       [ids.pinned, `id:${ids.pinned}`],

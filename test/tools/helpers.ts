@@ -21,10 +21,21 @@ export async function shippedTool(file: string, config: Config): Promise<ToolDef
 }
 
 /** Runs every example of `tool` with `override` merged into each input (e.g. a local base_url). */
-export function runExamplesAgainst(tool: ToolDefinition, sandbox: Sandbox, override: Record<string, unknown>, secrets: Record<string, string> = {}): Promise<ExampleReport[]> {
+export function runExamplesAgainst(
+  tool: ToolDefinition,
+  sandbox: Sandbox,
+  override: Record<string, unknown>,
+  secrets: Record<string, string> = {},
+): Promise<ExampleReport[]> {
   const redirected: ToolDefinition = {
     ...tool,
     examples: tool.examples.map((example) => ({ ...example, input: { ...(example.input as object), ...override } })),
   };
-  return runExamples(redirected, { sandbox, validator, workspace: 'workspace:tools', secrets, skipWithoutSecrets: false });
+  return runExamples(redirected, {
+    sandbox,
+    validator,
+    workspace: 'workspace:tools',
+    secrets,
+    skipWithoutSecrets: false,
+  });
 }

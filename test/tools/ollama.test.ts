@@ -43,20 +43,40 @@ const call = (input: Record<string, unknown>, progress?: unknown[], t: ToolDefin
 describe('ollama (shipped tool) against a local Ollama-compatible server', () => {
   it('passes every example of the shipped file with base_url redirected', async () => {
     const reports = await runExamplesAgainst(tool, sandbox, { base_url: fake.baseUrl });
-    expect(reports.map((r) => [r.description, r.ok, r.error ?? ''])).toEqual(tool.examples.map((e) => [e.description, true, '']));
+    expect(reports.map((r) => [r.description, r.ok, r.error ?? ''])).toEqual(
+      tool.examples.map((e) => [e.description, true, '']),
+    );
   });
 
   it('streams chat as NDJSON: tokens as progress, counts from the done line', async () => {
     const progress: unknown[] = [];
-    const result = await call({ model: 'llama3.2:1b', system: 'be brief', messages: [{ role: 'user', content: 'red green' }], temperature: 0.1, max_tokens: 9 }, progress);
+    const result = await call(
+      {
+        model: 'llama3.2:1b',
+        system: 'be brief',
+        messages: [{ role: 'user', content: 'red green' }],
+        temperature: 0.1,
+        max_tokens: 9,
+      },
+      progress,
+    );
     expect(result.ok ? result.output : result.error).toEqual({
-      content: 'Echo: red green', model: 'llama3.2:1b', finish_reason: 'stop',
-      usage: { prompt_tokens: 26, completion_tokens: 3, total_tokens: 29 }, cost_estimate: 0, total_duration_ms: 5192,
+      content: 'Echo: red green',
+      model: 'llama3.2:1b',
+      finish_reason: 'stop',
+      usage: { prompt_tokens: 26, completion_tokens: 3, total_tokens: 29 },
+      cost_estimate: 0,
+      total_duration_ms: 5192,
     });
     expect(progress).toEqual([{ text: 'Echo: ' }, { text: 'red ' }, { text: 'green' }]);
     expect(fake.requests.at(-1)?.body).toEqual({
-      model: 'llama3.2:1b', stream: true, options: { temperature: 0.1, num_predict: 9 },
-      messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'red green' }],
+      model: 'llama3.2:1b',
+      stream: true,
+      options: { temperature: 0.1, num_predict: 9 },
+      messages: [
+        { role: 'system', content: 'be brief' },
+        { role: 'user', content: 'red green' },
+      ],
     });
   });
 
@@ -70,7 +90,10 @@ describe('ollama (shipped tool) against a local Ollama-compatible server', () =>
 
   it('lists the local models', async () => {
     const result = await call({ action: 'models' });
-    expect(result.ok && result.output).toMatchObject({ models_count: 2, models: [{ name: 'llama3.2:1b', family: 'llama', parameter_size: '1.2B' }, { name: 'qwen2.5:0.5b' }] });
+    expect(result.ok && result.output).toMatchObject({
+      models_count: 2,
+      models: [{ name: 'llama3.2:1b', family: 'llama', parameter_size: '1.2B' }, { name: 'qwen2.5:0.5b' }],
+    });
   });
 
   it('accepts upstream ollama_local input (ollama_host, top_p, default model llama3.1:8b)', async () => {
@@ -84,14 +107,21 @@ describe('ollama (shipped tool) against a local Ollama-compatible server', () =>
     expect(fake.requests.at(-1)?.body).toMatchObject({ model: 'llama3.1:8b', options: { top_p: 0.5 } });
   });
 
-  it('a model that is not pulled is not_found with Ollama\'s message', async () => {
+  it("a model that is not pulled is not_found with Ollama's message", async () => {
     const result = await call({ model: 'nope:7b', messages: [{ role: 'user', content: 'x' }] });
     expect(codeOf(result)).toBe('not_found');
-    expect(result.ok ? '' : result.error.message).toContain('answered 404: model "nope:7b" not found, try pulling it first');
+    expect(result.ok ? '' : result.error.message).toContain(
+      'answered 404: model "nope:7b" not found, try pulling it first',
+    );
   });
 
   it('the default base_url (localhost:11434) is refused when the operator granted another host:port', async () => {
-    const result = await sandbox.run({ tool: sandboxToolOf(tool), input: { action: 'models' }, secrets: {}, request: { id: 'r', workspace: 'workspace:tools' } });
+    const result = await sandbox.run({
+      tool: sandboxToolOf(tool),
+      input: { action: 'models' },
+      secrets: {},
+      request: { id: 'r', workspace: 'workspace:tools' },
+    });
     expect(codeOf(result)).toBe('permission.denied');
     expect(result.ok ? '' : result.error.message).toContain("--allow-private-hosts 'ollama=localhost:11434'");
   });

@@ -44,12 +44,17 @@ const call = (input: Record<string, unknown>, options: { key?: string; progress?
 describe('openrouter (shipped tool) against a local OpenAI-compatible server', () => {
   it('passes every example of the shipped file with base_url redirected', async () => {
     const reports = await runExamplesAgainst(tool, sandbox, { base_url: fake.baseUrl }, { LLM_API_KEY: KEY });
-    expect(reports.map((r) => [r.description, r.ok, r.error ?? ''])).toEqual(tool.examples.map((e) => [e.description, true, '']));
+    expect(reports.map((r) => [r.description, r.ok, r.error ?? ''])).toEqual(
+      tool.examples.map((e) => [e.description, true, '']),
+    );
   });
 
   it('streams: every token is reported as progress before the result, which holds the whole reply', async () => {
     const progress: unknown[] = [];
-    const result = await call({ messages: [{ role: 'user', content: 'one two three' }], model: 'openai/gpt-4o-mini' }, { progress });
+    const result = await call(
+      { messages: [{ role: 'user', content: 'one two three' }], model: 'openai/gpt-4o-mini' },
+      { progress },
+    );
     expect(result.ok ? result.output : result.error).toEqual({
       content: 'Echo: one two three',
       model: 'openai/gpt-4o-mini',
@@ -59,29 +64,67 @@ describe('openrouter (shipped tool) against a local OpenAI-compatible server', (
     expect(progress).toEqual([{ text: 'Echo: ' }, { text: 'one ' }, { text: 'two ' }, { text: 'three' }]);
     const sent = fake.requests.at(-1);
     expect(sent?.authorization).toBe(`Bearer ${KEY}`);
-    expect(sent?.body).toMatchObject({ model: 'openai/gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'one two three' }] });
+    expect(sent?.body).toMatchObject({
+      model: 'openai/gpt-4o-mini',
+      stream: true,
+      messages: [{ role: 'user', content: 'one two three' }],
+    });
   });
 
   it('stream: false asks for one JSON answer and reports no progress', async () => {
     const progress: unknown[] = [];
-    const result = await call({ messages: [{ role: 'user', content: 'hi' }], stream: false, temperature: 0.2, max_tokens: 5, venice_parameters: { include_venice_system_prompt: false } }, { progress });
+    const result = await call(
+      {
+        messages: [{ role: 'user', content: 'hi' }],
+        stream: false,
+        temperature: 0.2,
+        max_tokens: 5,
+        venice_parameters: { include_venice_system_prompt: false },
+      },
+      { progress },
+    );
     expect(result.ok && result.output).toMatchObject({ content: 'Echo: hi', finish_reason: 'stop' });
     expect(progress).toEqual([]);
     expect(fake.requests.at(-1)?.body).toEqual({
-      model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], stream: false, temperature: 0.2, max_tokens: 5,
+      model: 'openai/gpt-4o-mini',
+      messages: [{ role: 'user', content: 'hi' }],
+      stream: false,
+      temperature: 0.2,
+      max_tokens: 5,
       venice_parameters: { include_venice_system_prompt: false },
     });
   });
 
   it('lists models (action models)', async () => {
     const result = await call({ action: 'models' });
-    expect(result.ok && result.output).toMatchObject({ models_count: 2, models: [{ id: 'openai/gpt-4o-mini', context_length: 128000 }, { id: 'meta-llama/llama-3.1-8b-instruct' }] });
+    expect(result.ok && result.output).toMatchObject({
+      models_count: 2,
+      models: [{ id: 'openai/gpt-4o-mini', context_length: 128000 }, { id: 'meta-llama/llama-3.1-8b-instruct' }],
+    });
   });
 
   it.each([
-    ['a wrong key (401)', { model: 'openai/gpt-4o-mini' }, 'sk-wrong', 'permission.denied', 'answered 401: Incorrect API key provided / invalid_request_error / invalid_api_key (check the LLM_API_KEY secret'],
-    ['a rate limit (429)', { model: 'rate-limited' }, KEY, 'rate.exceeded', 'answered 429: Rate limit exceeded: free-models-per-min / rate_limit_error / 429 (retry after 7 s)'],
-    ['a server error (500)', { model: 'server-error' }, KEY, 'dependency.unavailable', 'answered 500: Internal Server Error / server_error / internal_error'],
+    [
+      'a wrong key (401)',
+      { model: 'openai/gpt-4o-mini' },
+      'sk-wrong',
+      'permission.denied',
+      'answered 401: Incorrect API key provided / invalid_request_error / invalid_api_key (check the LLM_API_KEY secret',
+    ],
+    [
+      'a rate limit (429)',
+      { model: 'rate-limited' },
+      KEY,
+      'rate.exceeded',
+      'answered 429: Rate limit exceeded: free-models-per-min / rate_limit_error / 429 (retry after 7 s)',
+    ],
+    [
+      'a server error (500)',
+      { model: 'server-error' },
+      KEY,
+      'dependency.unavailable',
+      'answered 500: Internal Server Error / server_error / internal_error',
+    ],
   ])('maps %s to its code, keeping the provider message', async (_what, input, key, code, message) => {
     const result = await call({ messages: [{ role: 'user', content: 'x' }], ...input }, { key });
     expect(codeOf(result)).toBe(code);
@@ -90,7 +133,10 @@ describe('openrouter (shipped tool) against a local OpenAI-compatible server', (
   });
 
   it('a base_url on a private port the operator did not grant is refused by the sandbox', async () => {
-    const result = await call({ messages: [{ role: 'user', content: 'x' }], base_url: `http://127.0.0.1:${fake.port + 1}/v1` });
+    const result = await call({
+      messages: [{ role: 'user', content: 'x' }],
+      base_url: `http://127.0.0.1:${fake.port + 1}/v1`,
+    });
     expect(codeOf(result)).toBe('permission.denied');
   });
 });

@@ -22,7 +22,12 @@ function fakeClock(): Clock {
   return { now: () => t, advance: (ms) => void (t += ms) };
 }
 
-async function setup(): Promise<{ c: StoreClient; clock: Clock; replica(holder: string): ClaimManager; requestId(): Promise<string> }> {
+async function setup(): Promise<{
+  c: StoreClient;
+  clock: Clock;
+  replica(holder: string): ClaimManager;
+  requestId(): Promise<string>;
+}> {
   const store = await startStore();
   const c = createStoreClient({ baseUrl: store.url, logger: silentLogger() });
   onCleanup(() => c.close());
@@ -30,13 +35,38 @@ async function setup(): Promise<{ c: StoreClient; clock: Clock; replica(holder: 
   return {
     c,
     clock,
-    replica: (holder) => createClaimManager({ client: c, workspace: WS, holder, ttlMs: TTL, keys, logger: silentLogger(), now: clock.now }),
-    requestId: async () => (await c.createBreadcrumb({ title: 'r', schema_name: SCHEMA.ToolRequest, tags: [TAG.Request, WS], context: { tool: 't', input: {} } })).id,
+    replica: (holder) =>
+      createClaimManager({
+        client: c,
+        workspace: WS,
+        holder,
+        ttlMs: TTL,
+        keys,
+        logger: silentLogger(),
+        now: clock.now,
+      }),
+    requestId: async () =>
+      (
+        await c.createBreadcrumb({
+          title: 'r',
+          schema_name: SCHEMA.ToolRequest,
+          tags: [TAG.Request, WS],
+          context: { tool: 't', input: {} },
+        })
+      ).id,
   };
 }
 
 async function writeAnswer(c: StoreClient, id: string): Promise<void> {
-  await c.createBreadcrumb({ title: 'Response: t', schema_name: SCHEMA.ToolResponse, tags: [WS, TAG.Response, keys.answerTag(id)], context: {} }, { idempotencyKey: keys.responseKey(id) });
+  await c.createBreadcrumb(
+    {
+      title: 'Response: t',
+      schema_name: SCHEMA.ToolResponse,
+      tags: [WS, TAG.Response, keys.answerTag(id)],
+      context: {},
+    },
+    { idempotencyKey: keys.responseKey(id) },
+  );
 }
 
 describe('claims', () => {
@@ -105,7 +135,12 @@ describe('claims', () => {
   it('a tag-only forged answer is not an answer', async () => {
     const { c, replica, requestId } = await setup();
     const id = await requestId();
-    await c.createBreadcrumb({ title: 'Response: t', schema_name: SCHEMA.ToolResponse, tags: [WS, TAG.Response, TAG.request(id), `request:${id}`], context: {} });
+    await c.createBreadcrumb({
+      title: 'Response: t',
+      schema_name: SCHEMA.ToolResponse,
+      tags: [WS, TAG.Response, TAG.request(id), `request:${id}`],
+      context: {},
+    });
     const a = replica('A');
     expect(await a.hasResponse(id)).toBe(false);
     expect((await a.acquire({ breadcrumbId: id, rid: id })).kind).toBe('acquired');
@@ -117,8 +152,30 @@ describe('claims', () => {
     const held = await replica('A').acquire({ breadcrumbId: id, rid: 'r' });
     if (held.kind !== 'acquired') throw new Error('not acquired');
     const far = new Date(clock.now() + 1e9).toISOString();
-    for (const mac of [undefined, 'forged', keys.claimMac({ requestBreadcrumbId: id, attempt: 1, holder: 'A', expiresAt: new Date(0).toISOString(), released: false })]) {
-      await c.createBreadcrumb({ title: 'Claim', schema_name: SCHEMA.ToolClaim, tags: [WS, TAG.Claim, keys.claimTag(id)], context: { request_id: 'r', request_breadcrumb_id: id, attempt: 7, holder: 'mallory', expires_at: far, ...(mac ? { mac } : {}) } });
+    for (const mac of [
+      undefined,
+      'forged',
+      keys.claimMac({
+        requestBreadcrumbId: id,
+        attempt: 1,
+        holder: 'A',
+        expiresAt: new Date(0).toISOString(),
+        released: false,
+      }),
+    ]) {
+      await c.createBreadcrumb({
+        title: 'Claim',
+        schema_name: SCHEMA.ToolClaim,
+        tags: [WS, TAG.Claim, keys.claimTag(id)],
+        context: {
+          request_id: 'r',
+          request_breadcrumb_id: id,
+          attempt: 7,
+          holder: 'mallory',
+          expires_at: far,
+          ...(mac ? { mac } : {}),
+        },
+      });
     }
     expect(await replica('B').acquire({ breadcrumbId: id, rid: 'r' })).toMatchObject({ kind: 'busy', holder: 'A' });
     clock.advance(TTL + 1);
@@ -133,9 +190,20 @@ describe('claims', () => {
     const held = await replica('A').acquire({ breadcrumbId: id, rid: 'r' });
     if (held.kind !== 'acquired') throw new Error('not acquired');
     const [record] = await c.listBreadcrumbs({ schema_name: SCHEMA.ToolClaim, tag: keys.claimTag(id), limit: 10 });
-    await c.updateBreadcrumb(record!.id, { context: { request_id: 'r', request_breadcrumb_id: id, attempt: 1, holder: 'mallory', expires_at: new Date(0).toISOString() } });
+    await c.updateBreadcrumb(record!.id, {
+      context: {
+        request_id: 'r',
+        request_breadcrumb_id: id,
+        attempt: 1,
+        holder: 'mallory',
+        expires_at: new Date(0).toISOString(),
+      },
+    });
     const b = replica('B');
-    expect(await b.acquire({ breadcrumbId: id, rid: 'r' })).toMatchObject({ kind: 'busy', holder: expect.stringMatching(/unknown/) });
+    expect(await b.acquire({ breadcrumbId: id, rid: 'r' })).toMatchObject({
+      kind: 'busy',
+      holder: expect.stringMatching(/unknown/),
+    });
     clock.advance(TTL / 2);
     expect((await b.acquire({ breadcrumbId: id, rid: 'r' })).kind).toBe('busy');
     // The holder renews: its lease record is valid again.
@@ -146,7 +214,8 @@ describe('claims', () => {
     expect(await held.claim.renew()).toBe(true);
     expect(await b.acquire({ breadcrumbId: id, rid: 'r' })).toMatchObject({ kind: 'busy', holder: 'A' });
     // Deleted and the holder is gone: one lease after it was first seen missing, attempt 2.
-    for (const item of await c.listBreadcrumbs({ schema_name: SCHEMA.ToolClaim, tag: keys.claimTag(id), limit: 10 })) await c.deleteBreadcrumb(item.id);
+    for (const item of await c.listBreadcrumbs({ schema_name: SCHEMA.ToolClaim, tag: keys.claimTag(id), limit: 10 }))
+      await c.deleteBreadcrumb(item.id);
     clock.advance(TTL + 1);
     expect((await b.acquire({ breadcrumbId: id, rid: 'r' })).kind).toBe('busy');
     clock.advance(TTL + 1);

@@ -13,33 +13,59 @@ const WS = 'workspace:tools';
 const KEY = 'lease-key-for-tests-0123';
 const keys = createRequestKeys(Buffer.alloc(32, 7));
 
-async function setup(): Promise<{ c: StoreClient; replica(holder: string, ttlMs?: number): ClaimManager; requestId(): Promise<string> }> {
+async function setup(): Promise<{
+  c: StoreClient;
+  replica(holder: string, ttlMs?: number): ClaimManager;
+  requestId(): Promise<string>;
+}> {
   const store = await startStore({ leaseKey: KEY });
   const c = createStoreClient({ baseUrl: store.url, logger: silentLogger() });
   onCleanup(() => c.close());
   return {
     c,
-    replica: (holder, ttlMs = 60_000) => createLeaseClaimManager({ client: c, workspace: WS, holder, ttlMs, keys, leaseKey: KEY, logger: silentLogger() }),
-    requestId: async () => (await c.createBreadcrumb({ title: 'r', schema_name: SCHEMA.ToolRequest, tags: [TAG.Request, WS], context: { tool: 't', input: {} } })).id,
+    replica: (holder, ttlMs = 60_000) =>
+      createLeaseClaimManager({ client: c, workspace: WS, holder, ttlMs, keys, leaseKey: KEY, logger: silentLogger() }),
+    requestId: async () =>
+      (
+        await c.createBreadcrumb({
+          title: 'r',
+          schema_name: SCHEMA.ToolRequest,
+          tags: [TAG.Request, WS],
+          context: { tool: 't', input: {} },
+        })
+      ).id,
   };
 }
 
 async function writeAnswer(c: StoreClient, id: string): Promise<void> {
-  await c.createBreadcrumb({ title: 'Response: t', schema_name: SCHEMA.ToolResponse, tags: [WS, TAG.Response, keys.answerTag(id)], context: {} }, { idempotencyKey: keys.responseKey(id) });
+  await c.createBreadcrumb(
+    {
+      title: 'Response: t',
+      schema_name: SCHEMA.ToolResponse,
+      tags: [WS, TAG.Response, keys.answerTag(id)],
+      context: {},
+    },
+    { idempotencyKey: keys.responseKey(id) },
+  );
 }
 
 describe('lease claims', () => {
   it('the store advertises leases, and a wrong key fails the start naming the fix', async () => {
     const { c } = await setup();
     expect(await storeOffersLeases(c)).toBe(true);
-    await expect(checkLeaseKey(c, WS, 'another-key-entirely')).rejects.toThrow(/refused this runner's lease key .* --lease-key/);
+    await expect(checkLeaseKey(c, WS, 'another-key-entirely')).rejects.toThrow(
+      /refused this runner's lease key .* --lease-key/,
+    );
     await checkLeaseKey(c, WS, KEY);
   });
 
   it('gives attempt 1 to one replica; the other is busy; no claim breadcrumb is written', async () => {
     const { c, replica, requestId } = await setup();
     const id = await requestId();
-    const [a, b] = await Promise.all([replica('a').acquire({ breadcrumbId: id, rid: 'r1' }), replica('b').acquire({ breadcrumbId: id, rid: 'r1' })]);
+    const [a, b] = await Promise.all([
+      replica('a').acquire({ breadcrumbId: id, rid: 'r1' }),
+      replica('b').acquire({ breadcrumbId: id, rid: 'r1' }),
+    ]);
     const kinds = [a.kind, b.kind].sort();
     expect(kinds).toEqual(['acquired', 'busy']);
     expect(await c.listBreadcrumbs({ schema_name: SCHEMA.ToolClaim })).toEqual([]);

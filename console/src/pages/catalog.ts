@@ -4,10 +4,26 @@
 import { api } from '../api.js';
 import { badge, h, mount, pct } from '../dom.js';
 
-interface Issue { code: string; path: string; message: string; line?: number; column?: number }
+interface Issue {
+  code: string;
+  path: string;
+  message: string;
+  line?: number;
+  column?: number;
+}
 interface Row {
-  name: string; state: string; kind: string; version: string | null; description: string; source: string;
-  agent?: string; breadcrumbId?: string; errors: Issue[]; deprecatedAt?: string; calls: number; errorRate: number | null;
+  name: string;
+  state: string;
+  kind: string;
+  version: string | null;
+  description: string;
+  source: string;
+  agent?: string;
+  breadcrumbId?: string;
+  errors: Issue[];
+  deprecatedAt?: string;
+  calls: number;
+  errorRate: number | null;
 }
 
 /** `12:5 screen.eval — message` (or the JSON path when the issue is not in the source). */
@@ -21,9 +37,22 @@ function toolLink(row: Row): string {
 }
 
 function rowEl(row: Row): HTMLTableRowElement {
-  const state = h('td', null, badge(row.state), row.deprecatedAt ? h('small', { class: 'muted' }, ` since ${row.deprecatedAt.slice(0, 10)}`) : null,
-    row.errors.length > 0 ? h('ul', { class: 'issues' }, row.errors.map((e) => h('li', null, issueText(e)))) : null);
-  return h('tr', { 'data-tool': row.name, 'data-state': row.state },
+  const state = h(
+    'td',
+    null,
+    badge(row.state),
+    row.deprecatedAt ? h('small', { class: 'muted' }, ` since ${row.deprecatedAt.slice(0, 10)}`) : null,
+    row.errors.length > 0
+      ? h(
+          'ul',
+          { class: 'issues' },
+          row.errors.map((e) => h('li', null, issueText(e))),
+        )
+      : null,
+  );
+  return h(
+    'tr',
+    { 'data-tool': row.name, 'data-state': row.state },
     h('td', null, h('a', { href: toolLink(row) }, row.name), h('div', { class: 'muted desc' }, row.description)),
     state,
     h('td', null, row.version ?? '–'),
@@ -47,9 +76,18 @@ const page = async (root: HTMLElement): Promise<void> => {
   const pending = prefetched ?? api<CatalogDoc>('/catalog');
   prefetched = undefined;
   const data = await pending;
-  const filter = h('input', { type: 'search', placeholder: 'Filter by name, state, source…', class: 'filter', 'aria-label': 'filter' });
+  const filter = h('input', {
+    type: 'search',
+    placeholder: 'Filter by name, state, source…',
+    class: 'filter',
+    'aria-label': 'filter',
+  });
   const tbody = h('tbody');
-  const rows = data.tools.map((row) => ({ row, el: rowEl(row), key: `${row.name} ${row.state} ${row.source} ${row.agent ?? ''}`.toLowerCase() }));
+  const rows = data.tools.map((row) => ({
+    row,
+    el: rowEl(row),
+    key: `${row.name} ${row.state} ${row.source} ${row.agent ?? ''}`.toLowerCase(),
+  }));
   const fragment = document.createDocumentFragment();
   for (const r of rows) fragment.appendChild(r.el);
   tbody.appendChild(fragment);
@@ -58,15 +96,32 @@ const page = async (root: HTMLElement): Promise<void> => {
     for (const r of rows) r.el.hidden = q !== '' && !r.key.includes(q);
   });
   const c = data.counts;
-  mount(root,
-    h('div', { class: 'bar' },
+  mount(
+    root,
+    h(
+      'div',
+      { class: 'bar' },
       h('h1', null, 'Catalog'),
-      h('span', { class: 'muted' }, `${data.workspace} · ${c['total']} tools · ${c['runnable']} runnable · ${c['deprecated']} deprecated · ${c['rejected']} rejected`),
+      h(
+        'span',
+        { class: 'muted' },
+        `${data.workspace} · ${c['total']} tools · ${c['runnable']} runnable · ${c['deprecated']} deprecated · ${c['rejected']} rejected`,
+      ),
       h('a', { class: 'button', href: '#/editor' }, 'New tool'),
     ),
     filter,
-    h('table', { class: 'grid catalog' },
-      h('thead', null, h('tr', null, ['Tool', 'State', 'Version', 'Source', 'Kind', 'Calls', 'Errors'].map((t) => h('th', null, t)))),
+    h(
+      'table',
+      { class: 'grid catalog' },
+      h(
+        'thead',
+        null,
+        h(
+          'tr',
+          null,
+          ['Tool', 'State', 'Version', 'Source', 'Kind', 'Calls', 'Errors'].map((t) => h('th', null, t)),
+        ),
+      ),
       tbody,
     ),
   );

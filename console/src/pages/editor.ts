@@ -9,12 +9,25 @@ import { bracketMatching, defaultHighlightStyle, indentOnInput, syntaxHighlighti
 import { forceLinting, linter, lintGutter, type Diagnostic } from '@codemirror/lint';
 import { MergeView } from '@codemirror/merge';
 import { EditorState, type Text } from '@codemirror/state';
-import { drawSelection, EditorView, highlightActiveLine, highlightActiveLineGutter, keymap, lineNumbers } from '@codemirror/view';
+import {
+  drawSelection,
+  EditorView,
+  highlightActiveLine,
+  highlightActiveLineGutter,
+  keymap,
+  lineNumbers,
+} from '@codemirror/view';
 import { api, poll } from '../api.js';
 import { badge, h, json, mount, ms } from '../dom.js';
 import { issueText } from './catalog.js';
 
-interface Issue { code: string; path: string; message: string; line?: number; column?: number }
+interface Issue {
+  code: string;
+  path: string;
+  message: string;
+  line?: number;
+  column?: number;
+}
 
 const TEMPLATE_SOURCE = `// Returns the text upper-cased.
 export async function execute(input: { text: string }) {
@@ -27,8 +40,17 @@ const TEMPLATE_DEFINITION = {
   description: 'Upper-cases a text.',
   version: '1.0.0',
   code: { language: 'typescript' },
-  input_schema: { type: 'object', properties: { text: { type: 'string', description: 'The text to upper-case' } }, required: ['text'], additionalProperties: false },
-  output_schema: { type: 'object', properties: { text: { type: 'string', description: 'The upper-cased text' } }, required: ['text'] },
+  input_schema: {
+    type: 'object',
+    properties: { text: { type: 'string', description: 'The text to upper-case' } },
+    required: ['text'],
+    additionalProperties: false,
+  },
+  output_schema: {
+    type: 'object',
+    properties: { text: { type: 'string', description: 'The upper-cased text' } },
+    required: ['text'],
+  },
   permissions: { net: false },
   limits: { timeout_ms: 5000, memory_mb: 64 },
   examples: [{ description: 'upper-cases', input: { text: 'hi' }, output: { text: 'HI' }, match: 'exact' }],
@@ -64,16 +86,27 @@ const page = async (root: HTMLElement, args: string[]): Promise<() => void> => {
     source = String(def['code']?.source ?? '');
     for (const field of RUNNER_FIELDS) delete def[field];
     definition = { ...def, code: { language: def['code']?.language ?? 'typescript' } };
-    const live = doc.tool.state === 'runnable' || doc.tool.state === 'deprecated' ? doc : await api<any>(`/tools/${encodeURIComponent(name)}`).catch(() => undefined);
+    const live =
+      doc.tool.state === 'runnable' || doc.tool.state === 'deprecated'
+        ? doc
+        : await api<any>(`/tools/${encodeURIComponent(name)}`).catch(() => undefined);
     if (live && (live.tool.state === 'runnable' || live.tool.state === 'deprecated') && live.tool.version) {
-      current = { version: live.tool.version, source: String(live.definition?.code?.source ?? ''), definition: live.definition ?? {} };
+      current = {
+        version: live.tool.version,
+        source: String(live.definition?.code?.source ?? ''),
+        definition: live.definition ?? {},
+      };
       definition['version'] = bumpPatch(live.tool.version) ?? definition['version'];
     }
   }
 
   const diagnosticsEl = h('ul', { class: 'issues diagnostics', 'aria-live': 'polite' });
   const statusEl = h('span', { class: 'muted' });
-  const defArea = h('textarea', { class: 'definition', spellcheck: false, name: 'definition', 'aria-label': 'definition' }, JSON.stringify(definition, null, 2));
+  const defArea = h(
+    'textarea',
+    { class: 'definition', spellcheck: false, name: 'definition', 'aria-label': 'definition' },
+    JSON.stringify(definition, null, 2),
+  );
   const resultsEl = h('div', { class: 'results' });
   const diffEl = h('div', { class: 'diff' });
 
@@ -85,9 +118,13 @@ const page = async (root: HTMLElement, args: string[]): Promise<() => void> => {
     } catch (error) {
       throw new Error(`the definition is not JSON: ${(error as Error).message}`);
     }
-    if (typeof def !== 'object' || def === null || Array.isArray(def)) throw new Error('the definition must be a JSON object');
+    if (typeof def !== 'object' || def === null || Array.isArray(def))
+      throw new Error('the definition must be a JSON object');
     const d = def as Record<string, any>;
-    return { ...d, code: { ...(typeof d['code'] === 'object' && d['code'] ? d['code'] : {}), source: view.state.doc.toString() } };
+    return {
+      ...d,
+      code: { ...(typeof d['code'] === 'object' && d['code'] ? d['code'] : {}), source: view.state.doc.toString() },
+    };
   };
 
   let lastOk = false;
@@ -104,24 +141,41 @@ const page = async (root: HTMLElement, args: string[]): Promise<() => void> => {
       }
       const result = await api<{ ok: boolean; errors: Issue[]; warnings: Issue[] }>('/screen', { tool_spec: body });
       lastOk = result.ok;
-      statusEl.textContent = result.ok ? `no problems${result.warnings.length ? ` · ${result.warnings.length} warning(s)` : ''}` : `${result.errors.length} problem(s)`;
+      statusEl.textContent = result.ok
+        ? `no problems${result.warnings.length ? ` · ${result.warnings.length} warning(s)` : ''}`
+        : `${result.errors.length} problem(s)`;
       statusEl.className = result.ok ? 'ok' : 'error';
-      const all = [...result.errors.map((i) => ({ i, severity: 'error' as const })), ...result.warnings.map((i) => ({ i, severity: 'warning' as const }))];
-      mount(diagnosticsEl, all.map(({ i, severity }) => {
-        const li = h('li', { class: severity, 'data-code': i.code, 'data-line': i.line === undefined ? '' : String(i.line) }, issueText(i));
-        if (i.line !== undefined) {
-          li.addEventListener('click', () => {
-            const r = issueRange(view.state.doc, i.line as number, i.column ?? 1);
-            view.dispatch({ selection: { anchor: r.from, head: r.to }, scrollIntoView: true });
-            view.focus();
-          });
-        }
-        return li;
-      }));
+      const all = [
+        ...result.errors.map((i) => ({ i, severity: 'error' as const })),
+        ...result.warnings.map((i) => ({ i, severity: 'warning' as const })),
+      ];
+      mount(
+        diagnosticsEl,
+        all.map(({ i, severity }) => {
+          const li = h(
+            'li',
+            { class: severity, 'data-code': i.code, 'data-line': i.line === undefined ? '' : String(i.line) },
+            issueText(i),
+          );
+          if (i.line !== undefined) {
+            li.addEventListener('click', () => {
+              const r = issueRange(view.state.doc, i.line as number, i.column ?? 1);
+              view.dispatch({ selection: { anchor: r.from, head: r.to }, scrollIntoView: true });
+              view.focus();
+            });
+          }
+          return li;
+        }),
+      );
       const doc = view.state.doc;
       return all
         .filter(({ i }) => i.line !== undefined && (i.path === '/code/source' || i.path === ''))
-        .map(({ i, severity }) => ({ ...issueRange(doc, i.line as number, i.column ?? 1), severity, source: i.code, message: `${i.code}: ${i.message}` }));
+        .map(({ i, severity }) => ({
+          ...issueRange(doc, i.line as number, i.column ?? 1),
+          severity,
+          source: i.code,
+          message: `${i.code}: ${i.message}`,
+        }));
     },
     { delay: 250 },
   );
@@ -132,11 +186,22 @@ const page = async (root: HTMLElement, args: string[]): Promise<() => void> => {
     state: EditorState.create({
       doc: source,
       extensions: [
-        lineNumbers(), highlightActiveLineGutter(), history(), drawSelection(), indentOnInput(), bracketMatching(), highlightActiveLine(),
+        lineNumbers(),
+        highlightActiveLineGutter(),
+        history(),
+        drawSelection(),
+        indentOnInput(),
+        bracketMatching(),
+        highlightActiveLine(),
         syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
         keymap.of([...defaultKeymap, ...historyKeymap, indentWithTab]),
-        javascript({ typescript: true }), lint, lintGutter(),
-        EditorView.theme({ '&': { height: '100%' }, '.cm-scroller': { fontFamily: 'ui-monospace, SFMono-Regular, Menlo, monospace' } }),
+        javascript({ typescript: true }),
+        lint,
+        lintGutter(),
+        EditorView.theme({
+          '&': { height: '100%' },
+          '.cm-scroller': { fontFamily: 'ui-monospace, SFMono-Regular, Menlo, monospace' },
+        }),
       ],
     }),
   });
@@ -152,14 +217,37 @@ const page = async (root: HTMLElement, args: string[]): Promise<() => void> => {
     mount(resultsEl, h('p', { class: 'muted' }, 'Running the examples in the sandbox…'));
     try {
       const r = await api<any>('/examples', { tool_spec: spec(view) }, { allow: [422] });
-      if (r.errors.length > 0) mount(resultsEl, h('h3', null, 'Not valid'), h('ul', { class: 'issues' }, r.errors.map((i: Issue) => h('li', null, issueText(i)))));
+      if (r.errors.length > 0)
+        mount(
+          resultsEl,
+          h('h3', null, 'Not valid'),
+          h(
+            'ul',
+            { class: 'issues' },
+            r.errors.map((i: Issue) => h('li', null, issueText(i))),
+          ),
+        );
       else {
-        mount(resultsEl, h('h3', null, 'Examples ', badge(r.ok ? 'passed' : 'failed', r.ok ? 'success' : 'error')),
-          r.examples.map((e: any) => h('div', { class: 'example', 'data-ok': String(e.ok) },
-            h('div', { class: 'bar' }, badge(e.ok ? 'passed' : 'failed', e.ok ? 'success' : 'error'), h('strong', null, e.description), h('span', { class: 'muted' }, ms(e.durationMs))),
-            e.error ? h('div', { class: 'error' }, `${e.error.code}: ${e.error.message}`) : null,
-            e.output !== undefined ? json(e.output) : null,
-            e.logs?.length ? json(e.logs, 'json logs') : null)));
+        mount(
+          resultsEl,
+          h('h3', null, 'Examples ', badge(r.ok ? 'passed' : 'failed', r.ok ? 'success' : 'error')),
+          r.examples.map((e: any) =>
+            h(
+              'div',
+              { class: 'example', 'data-ok': String(e.ok) },
+              h(
+                'div',
+                { class: 'bar' },
+                badge(e.ok ? 'passed' : 'failed', e.ok ? 'success' : 'error'),
+                h('strong', null, e.description),
+                h('span', { class: 'muted' }, ms(e.durationMs)),
+              ),
+              e.error ? h('div', { class: 'error' }, `${e.error.code}: ${e.error.message}`) : null,
+              e.output !== undefined ? json(e.output) : null,
+              e.logs?.length ? json(e.logs, 'json logs') : null,
+            ),
+          ),
+        );
       }
     } catch (error) {
       mount(resultsEl, h('div', { class: 'error' }, (error as Error).message));
@@ -174,9 +262,15 @@ const page = async (root: HTMLElement, args: string[]): Promise<() => void> => {
     for (const m of merges) m.destroy();
     merges = [];
     if (!current) return;
-    const readOnly = [EditorState.readOnly.of(true), EditorView.editable.of(false), lineNumbers(), javascript({ typescript: true }), syntaxHighlighting(defaultHighlightStyle)];
+    const readOnly = [
+      EditorState.readOnly.of(true),
+      EditorView.editable.of(false),
+      lineNumbers(),
+      javascript({ typescript: true }),
+      syntaxHighlighting(defaultHighlightStyle),
+    ];
     const strip = (d: Record<string, any>): string => {
-      const copy: Record<string, any> = { ...d, code: { ...(d["code"] ?? {}) } };
+      const copy: Record<string, any> = { ...d, code: { ...(d['code'] ?? {}) } };
       delete copy.code.source;
       for (const field of RUNNER_FIELDS) delete copy[field];
       return JSON.stringify(copy, null, 2);
@@ -190,29 +284,99 @@ const page = async (root: HTMLElement, args: string[]): Promise<() => void> => {
     }
     const sourceBox = h('div', { class: 'merge' });
     const defBox = h('div', { class: 'merge' });
-    mount(diffEl, h('h3', null, `Source: v${current.version} (left) → edited (right)`), sourceBox, h('h3', null, 'Definition'), defBox);
-    merges.push(new MergeView({ a: { doc: current.source, extensions: readOnly }, b: { doc: view.state.doc.toString(), extensions: readOnly }, parent: sourceBox }));
-    merges.push(new MergeView({ a: { doc: strip(current.definition), extensions: readOnly }, b: { doc: strip(edited), extensions: readOnly }, parent: defBox }));
+    mount(
+      diffEl,
+      h('h3', null, `Source: v${current.version} (left) → edited (right)`),
+      sourceBox,
+      h('h3', null, 'Definition'),
+      defBox,
+    );
+    merges.push(
+      new MergeView({
+        a: { doc: current.source, extensions: readOnly },
+        b: { doc: view.state.doc.toString(), extensions: readOnly },
+        parent: sourceBox,
+      }),
+    );
+    merges.push(
+      new MergeView({
+        a: { doc: strip(current.definition), extensions: readOnly },
+        b: { doc: strip(edited), extensions: readOnly },
+        parent: defBox,
+      }),
+    );
   });
 
-  const submitButton = h('button', { type: 'button', class: 'primary' }, current ? `Update (replaces v${current.version})` : 'Create');
+  const submitButton = h(
+    'button',
+    { type: 'button', class: 'primary' },
+    current ? `Update (replaces v${current.version})` : 'Create',
+  );
   submitButton.addEventListener('click', async () => {
     submitButton.disabled = true;
     mount(resultsEl, h('p', { class: 'muted' }, 'Submitting tool.create.request.v1…'));
     try {
-      const { rid } = await api<{ rid: string }>('/create', { tool_spec: spec(view), ...(current ? { replaces_version: current.version } : {}) });
-      mount(resultsEl, h('p', { class: 'muted' }, `create request ${rid} written; the runner validates it and runs its examples…`));
+      const { rid } = await api<{ rid: string }>('/create', {
+        tool_spec: spec(view),
+        ...(current ? { replaces_version: current.version } : {}),
+      });
+      mount(
+        resultsEl,
+        h('p', { class: 'muted' }, `create request ${rid} written; the runner validates it and runs its examples…`),
+      );
       const answer = await poll(async () => {
         const r = await api<any>(`/create/${encodeURIComponent(rid)}`);
         return r.status === 'answered' ? r.response : undefined;
       }, 120_000);
-      mount(resultsEl, h('div', { class: 'create-response', 'data-status': answer.status },
-        h('h3', null, 'Create response ', badge(answer.status, answer.status === 'rejected' ? 'error' : 'success')),
-        answer.tool ? h('p', null, h('a', { href: `#/tool/${encodeURIComponent(answer.tool.name)}` }, `${answer.tool.name} v${answer.tool.version}`), h('span', { class: 'muted' }, ` (${answer.tool.id})`)) : null,
-        answer.errors?.length ? h('ul', { class: 'issues' }, answer.errors.map((i: Issue) => h('li', { class: 'error' }, issueText(i)))) : null,
-        answer.warnings?.length ? h('ul', { class: 'issues' }, answer.warnings.map((i: Issue) => h('li', { class: 'warning' }, issueText(i)))) : null,
-        answer.examples?.length ? h('ul', null, answer.examples.map((e: any) => h('li', null, badge(e.ok ? 'passed' : 'failed', e.ok ? 'success' : 'error'), ` ${e.description} ${ms(e.duration_ms)}`, e.error ? h('span', { class: 'error' }, ` ${e.error}`) : null))) : null,
-      ));
+      mount(
+        resultsEl,
+        h(
+          'div',
+          { class: 'create-response', 'data-status': answer.status },
+          h('h3', null, 'Create response ', badge(answer.status, answer.status === 'rejected' ? 'error' : 'success')),
+          answer.tool
+            ? h(
+                'p',
+                null,
+                h(
+                  'a',
+                  { href: `#/tool/${encodeURIComponent(answer.tool.name)}` },
+                  `${answer.tool.name} v${answer.tool.version}`,
+                ),
+                h('span', { class: 'muted' }, ` (${answer.tool.id})`),
+              )
+            : null,
+          answer.errors?.length
+            ? h(
+                'ul',
+                { class: 'issues' },
+                answer.errors.map((i: Issue) => h('li', { class: 'error' }, issueText(i))),
+              )
+            : null,
+          answer.warnings?.length
+            ? h(
+                'ul',
+                { class: 'issues' },
+                answer.warnings.map((i: Issue) => h('li', { class: 'warning' }, issueText(i))),
+              )
+            : null,
+          answer.examples?.length
+            ? h(
+                'ul',
+                null,
+                answer.examples.map((e: any) =>
+                  h(
+                    'li',
+                    null,
+                    badge(e.ok ? 'passed' : 'failed', e.ok ? 'success' : 'error'),
+                    ` ${e.description} ${ms(e.duration_ms)}`,
+                    e.error ? h('span', { class: 'error' }, ` ${e.error}`) : null,
+                  ),
+                ),
+              )
+            : null,
+        ),
+      );
       if (answer.status !== 'rejected' && answer.tool) {
         current = { version: answer.tool.version, source: view.state.doc.toString(), definition: spec(view) };
         submitButton.textContent = `Update (replaces v${current.version})`;
@@ -225,12 +389,37 @@ const page = async (root: HTMLElement, args: string[]): Promise<() => void> => {
     }
   });
 
-  mount(root,
-    h('div', { class: 'bar' }, h('h1', null, name ? `Edit ${name}` : 'New tool'), statusEl, h('span', { class: 'spacer' }), runButton, diffButton, submitButton),
-    current ? h('p', { class: 'muted' }, `Current version ${current.version}; the definition's version was bumped for the update.`) : null,
-    h('div', { class: 'editor-layout' },
+  mount(
+    root,
+    h(
+      'div',
+      { class: 'bar' },
+      h('h1', null, name ? `Edit ${name}` : 'New tool'),
+      statusEl,
+      h('span', { class: 'spacer' }),
+      runButton,
+      diffButton,
+      submitButton,
+    ),
+    current
+      ? h(
+          'p',
+          { class: 'muted' },
+          `Current version ${current.version}; the definition's version was bumped for the update.`,
+        )
+      : null,
+    h(
+      'div',
+      { class: 'editor-layout' },
       h('section', { class: 'card source' }, h('h2', null, 'Source (TypeScript)'), editorEl),
-      h('section', { class: 'card' }, h('h2', null, 'Diagnostics'), diagnosticsEl, h('h2', null, 'Definition (JSON, without code.source)'), defArea),
+      h(
+        'section',
+        { class: 'card' },
+        h('h2', null, 'Diagnostics'),
+        diagnosticsEl,
+        h('h2', null, 'Definition (JSON, without code.source)'),
+        defArea,
+      ),
     ),
     h('section', { class: 'card' }, resultsEl),
     h('section', null, diffEl),

@@ -5,8 +5,29 @@
 import { api } from '../api.js';
 import { badge, clock, h, mount, ms } from '../dom.js';
 
-interface LiveMessage { type: string; ts: string; rid: string; tool: string; agentId?: string; status?: string; code?: string; durationMs?: number; kind?: string; outcome?: string }
-interface Exec { rid: string; tool: string; agentId: string; status: string; code: string; durationMs: number | null; startedAt: string | null; finishedAt: string | null; finishedMs: number | null }
+interface LiveMessage {
+  type: string;
+  ts: string;
+  rid: string;
+  tool: string;
+  agentId?: string;
+  status?: string;
+  code?: string;
+  durationMs?: number;
+  kind?: string;
+  outcome?: string;
+}
+interface Exec {
+  rid: string;
+  tool: string;
+  agentId: string;
+  status: string;
+  code: string;
+  durationMs: number | null;
+  startedAt: string | null;
+  finishedAt: string | null;
+  finishedMs: number | null;
+}
 
 const KEEP = 5000;
 const SHOWN = 200;
@@ -21,7 +42,11 @@ const page = async (root: HTMLElement): Promise<() => void> => {
 
   const toolFilter = h('input', { type: 'search', placeholder: 'tool', name: 'tool', 'aria-label': 'tool filter' });
   const agentFilter = h('input', { type: 'search', placeholder: 'agent', name: 'agent', 'aria-label': 'agent filter' });
-  const statusFilter = h('select', { name: 'status', 'aria-label': 'status filter' }, ['all', 'running', 'success', 'error'].map((s) => h('option', { value: s }, s)));
+  const statusFilter = h(
+    'select',
+    { name: 'status', 'aria-label': 'status filter' },
+    ['all', 'running', 'success', 'error'].map((s) => h('option', { value: s }, s)),
+  );
   const connEl = h('span', { class: 'muted' }, 'connecting…');
   const countEl = h('span', { id: 'live-count' }, '0');
   const tbody = h('tbody');
@@ -46,9 +71,19 @@ const page = async (root: HTMLElement): Promise<() => void> => {
     for (let i = list.length - 1; i >= 0 && rows.length < SHOWN; i--) {
       const e = list[i] as Exec;
       if (!matches(e)) continue;
-      rows.push(h('tr', { 'data-rid': e.rid, 'data-tool': e.tool, 'data-status': e.status },
-        h('td', null, clock(e.finishedAt ?? e.startedAt)), h('td', null, e.tool), h('td', null, e.agentId), h('td', null, badge(e.status)), h('td', null, e.code),
-        h('td', { class: 'num' }, ms(e.durationMs)), h('td', null, h('a', { href: `#/inspect/${encodeURIComponent(e.rid)}` }, e.rid.slice(0, 13)))));
+      rows.push(
+        h(
+          'tr',
+          { 'data-rid': e.rid, 'data-tool': e.tool, 'data-status': e.status },
+          h('td', null, clock(e.finishedAt ?? e.startedAt)),
+          h('td', null, e.tool),
+          h('td', null, e.agentId),
+          h('td', null, badge(e.status)),
+          h('td', null, e.code),
+          h('td', { class: 'num' }, ms(e.durationMs)),
+          h('td', null, h('a', { href: `#/inspect/${encodeURIComponent(e.rid)}` }, e.rid.slice(0, 13))),
+        ),
+      );
     }
     tbody.replaceChildren(...rows);
   };
@@ -65,7 +100,17 @@ const page = async (root: HTMLElement): Promise<() => void> => {
     received += 1;
     let e = execs.get(m.rid);
     if (!e) {
-      e = { rid: m.rid, tool: m.tool, agentId: m.agentId ?? '', status: 'running', code: '', durationMs: null, startedAt: null, finishedAt: null, finishedMs: null };
+      e = {
+        rid: m.rid,
+        tool: m.tool,
+        agentId: m.agentId ?? '',
+        status: 'running',
+        code: '',
+        durationMs: null,
+        startedAt: null,
+        finishedAt: null,
+        finishedMs: null,
+      };
       execs.set(m.rid, e);
       if (execs.size > KEEP) execs.delete(execs.keys().next().value as string);
     }
@@ -134,15 +179,33 @@ const page = async (root: HTMLElement): Promise<() => void> => {
     return [xs, ok, bad];
   };
 
-  mount(root,
+  mount(
+    root,
     h('div', { class: 'bar' }, h('h1', null, 'Live'), connEl, h('span', { class: 'muted' }, 'events: '), countEl),
     h('div', { class: 'bar filters' }, toolFilter, agentFilter, statusFilter),
     gauges,
     h('div', { class: 'cols' }, histEl, tputEl),
-    h('table', { class: 'grid live' }, h('thead', null, h('tr', null, ['Time', 'Tool', 'Agent', 'Status', 'Code', 'Latency', 'Request'].map((t) => h('th', null, t)))), tbody),
+    h(
+      'table',
+      { class: 'grid live' },
+      h(
+        'thead',
+        null,
+        h(
+          'tr',
+          null,
+          ['Time', 'Tool', 'Agent', 'Status', 'Code', 'Latency', 'Request'].map((t) => h('th', null, t)),
+        ),
+      ),
+      tbody,
+    ),
   );
   const hist = charts.histogram(histEl, 'Latency histogram', EDGES, histCounts());
-  const tput = charts.timeChart(tputEl, { title: 'Throughput (finished per second)', series: ['success', 'error'], unit: 'calls/s', bars: true }, throughput());
+  const tput = charts.timeChart(
+    tputEl,
+    { title: 'Throughput (finished per second)', series: ['success', 'error'], unit: 'calls/s', bars: true },
+    throughput(),
+  );
 
   const tick = async (): Promise<void> => {
     hist.update([EDGES.map((_, i) => i), histCounts()]);
@@ -151,9 +214,14 @@ const page = async (root: HTMLElement): Promise<() => void> => {
     if (!health) return;
     const q = health.queue ?? {};
     const p = health.pool ?? {};
-    mount(gauges,
-      h('span', null, `queue depth ${q.queued ?? '?'}`), h("span", null, `running ${q.running ?? "?"} · capacity ${q.capacity ?? "?"}`), h('span', null, `backlog ${q.backlog ?? '?'}`),
-      h('span', null, `pool warm ${p.warm ?? '?'} · busy ${p.busy ?? '?'}`), h('span', null, `runner ${health.status ?? '?'}`));
+    mount(
+      gauges,
+      h('span', null, `queue depth ${q.queued ?? '?'}`),
+      h('span', null, `running ${q.running ?? '?'} · capacity ${q.capacity ?? '?'}`),
+      h('span', null, `backlog ${q.backlog ?? '?'}`),
+      h('span', null, `pool warm ${p.warm ?? '?'} · busy ${p.busy ?? '?'}`),
+      h('span', null, `runner ${health.status ?? '?'}`),
+    );
   };
   void tick();
   const timer = setInterval(() => void tick(), 1000);

@@ -7,7 +7,14 @@
 
 import { isConflict } from '../../breadcrumbs/index.js';
 import { APPROVAL_TAG_PREFIX, SCHEMA } from '../../breadcrumbs/messages.js';
-import { decisionMac, OPERATOR, operatorIdentity, operatorNameProblem, readApprovalRequest, readDecision } from '../../request/policies/approval-records.js';
+import {
+  decisionMac,
+  OPERATOR,
+  operatorIdentity,
+  operatorNameProblem,
+  readApprovalRequest,
+  readDecision,
+} from '../../request/policies/approval-records.js';
 import { EXIT, type CommandContext } from '../command.js';
 import { safeField } from '../sanitize.js';
 import { cliStoreClient, exitForStoreProblem } from '../store-client.js';
@@ -19,7 +26,9 @@ export async function decide(ctx: CommandContext, decision: 'approve' | 'deny'):
   const command = decision;
   const [id, extra] = positionals;
   if (id === undefined || id === '' || extra !== undefined) {
-    err(`usage: tools-runner ${command} <approval id> [--reason TEXT] [--as NAME]${extra !== undefined ? ` (unexpected argument ${JSON.stringify(extra)})` : ''}; tools-runner approvals lists the ids`);
+    err(
+      `usage: tools-runner ${command} <approval id> [--reason TEXT] [--as NAME]${extra !== undefined ? ` (unexpected argument ${JSON.stringify(extra)})` : ''}; tools-runner approvals lists the ids`,
+    );
     return EXIT.Usage;
   }
   const decidedBy = config.as;
@@ -43,33 +52,71 @@ export async function decide(ctx: CommandContext, decision: 'approve' | 'deny'):
     }
     const read = await readApprovalRequest(client, keys, id);
     const name = JSON.stringify(safeField(id));
-    if (read.kind === 'not-found') return fail(`no approval request ${name} (tools-runner approvals lists the waiting ones)`);
+    if (read.kind === 'not-found')
+      return fail(`no approval request ${name} (tools-runner approvals lists the waiting ones)`);
     if (read.kind === 'not-approval') return fail(`${name} is not an approval request of this runner: ${read.why}`);
     const c = read.context;
     const label = `"${safeField(c.tool)}"@${safeField(c.version)}`;
-    if (!c.approvers.includes(OPERATOR)) return fail(`approval ${name} for ${label} may be decided only by ${safeField(c.approvers.join(', '))}, not by the operator`);
+    if (!c.approvers.includes(OPERATOR))
+      return fail(
+        `approval ${name} for ${label} may be decided only by ${safeField(c.approvers.join(', '))}, not by the operator`,
+      );
     if (decision === 'approve' && c.separation_of_duties === true && who === c.requested_by) {
-      return fail(`approval ${name} for ${label} was requested by ${safeField(who)}; separation of duties: the requester may not approve it (another approver must)`);
+      return fail(
+        `approval ${name} for ${label} was requested by ${safeField(who)}; separation of duties: the requester may not approve it (another approver must)`,
+      );
     }
-    const found = await readDecision({ client, keys, approval: { id: read.id, context: c }, storeAuthenticates: storeAuthCheck(client) });
+    const found = await readDecision({
+      client,
+      keys,
+      approval: { id: read.id, context: c },
+      storeAuthenticates: storeAuthCheck(client),
+    });
     if (found.decision) {
       const d = found.decision;
       const by = (d.approvers ?? [d.approver]).map(safeField).join(', ');
-      return fail(`approval ${name} for ${label} was already decided: ${d.decision === 'approve' ? 'approved' : 'denied'} by ${by}${d.reason !== undefined ? ` (${safeField(d.reason)})` : ''}`);
+      return fail(
+        `approval ${name} for ${label} was already decided: ${d.decision === 'approve' ? 'approved' : 'denied'} by ${by}${d.reason !== undefined ? ` (${safeField(d.reason)})` : ''}`,
+      );
     }
-    if (found.approvedBy.includes(who)) return fail(`approval ${name} for ${label} was already approved by ${safeField(who)}; it needs ${found.needed} distinct approvers (so far: ${found.approvedBy.map(safeField).join(', ')})`);
+    if (found.approvedBy.includes(who))
+      return fail(
+        `approval ${name} for ${label} was already approved by ${safeField(who)}; it needs ${found.needed} distinct approvers (so far: ${found.approvedBy.map(safeField).join(', ')})`,
+      );
     const decidedAt = new Date().toISOString();
-    if (!(Date.parse(c.expires_at) > Date.parse(decidedAt))) return fail(`approval ${name} for ${label} expired at ${safeField(c.expires_at)}; the request is answered approval.required (timeout counts as deny)`);
-    if (await isAnswered(client, keys, c.request_breadcrumb_id)) return fail(`approval ${name} for ${label} is settled: request ${JSON.stringify(safeField(c.rid))} was already answered`);
+    if (!(Date.parse(c.expires_at) > Date.parse(decidedAt)))
+      return fail(
+        `approval ${name} for ${label} expired at ${safeField(c.expires_at)}; the request is answered approval.required (timeout counts as deny)`,
+      );
+    if (await isAnswered(client, keys, c.request_breadcrumb_id))
+      return fail(
+        `approval ${name} for ${label} is settled: request ${JSON.stringify(safeField(c.rid))} was already answered`,
+      );
     const reason = config.reason;
-    const mac = decisionMac(keys, { approvalId: read.id, decision, inputHash: c.input_hash, reason, decidedAt, decidedBy });
+    const mac = decisionMac(keys, {
+      approvalId: read.id,
+      decision,
+      inputHash: c.input_hash,
+      reason,
+      decidedAt,
+      decidedBy,
+    });
     try {
       await client.createBreadcrumb(
         {
           title: `Approval ${decision}: ${c.tool}@${c.version}`,
           schema_name: SCHEMA.ToolApprovalResponse,
           tags: [config.workspace, `${APPROVAL_TAG_PREFIX}${read.id}`],
-          context: { decision, input_hash: c.input_hash, ...(reason !== undefined ? { reason } : {}), approver: OPERATOR, approval_id: read.id, decided_at: decidedAt, ...(decidedBy !== undefined ? { decided_by: decidedBy } : {}), mac },
+          context: {
+            decision,
+            input_hash: c.input_hash,
+            ...(reason !== undefined ? { reason } : {}),
+            approver: OPERATOR,
+            approval_id: read.id,
+            decided_at: decidedAt,
+            ...(decidedBy !== undefined ? { decided_by: decidedBy } : {}),
+            mac,
+          },
         },
         { idempotencyKey: keys.approvalDecisionKey(read.id, decidedBy) },
       );
@@ -78,8 +125,13 @@ export async function decide(ctx: CommandContext, decision: 'approve' | 'deny'):
       throw error;
     }
     const as = decidedBy !== undefined ? ` as ${safeField(who)}` : '';
-    const more = decision === 'approve' && found.needed > found.approvedBy.length + 1 ? `; ${found.approvedBy.length + 1} of ${found.needed} distinct approvals` : '';
-    out(`${decision === 'approve' ? 'approved' : 'denied'} ${safeField(read.id)}${as}: ${label} requested by ${safeField(c.requested_by)} (request ${safeField(c.rid)})${more}`);
+    const more =
+      decision === 'approve' && found.needed > found.approvedBy.length + 1
+        ? `; ${found.approvedBy.length + 1} of ${found.needed} distinct approvals`
+        : '';
+    out(
+      `${decision === 'approve' ? 'approved' : 'denied'} ${safeField(read.id)}${as}: ${label} requested by ${safeField(c.requested_by)} (request ${safeField(c.rid)})${more}`,
+    );
     return EXIT.Ok;
   } catch (error) {
     return exitForStoreProblem(error, { config, err }, command);

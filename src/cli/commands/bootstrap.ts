@@ -19,7 +19,9 @@ import { cliStoreClient, exitForStoreProblem } from '../store-client.js';
 /** Runs `tools-runner bootstrap`. */
 export async function run({ config, positionals, logger, out, err, signal }: CommandContext): Promise<number> {
   if (positionals.length > 1) {
-    err(`tools-runner bootstrap: unexpected argument ${JSON.stringify(positionals[1])} (usage: tools-runner bootstrap [dir])`);
+    err(
+      `tools-runner bootstrap: unexpected argument ${JSON.stringify(positionals[1])} (usage: tools-runner bootstrap [dir])`,
+    );
     return EXIT.Usage;
   }
   const dir = positionals[0] ?? config.bootstrapDir;
@@ -34,13 +36,25 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
   // Signed with the runner's key (the same --runner-secret, or the runner's <data-dir>/runner.key).
   let runnerKey: RunnerKey;
   try {
-    runnerKey = resolveRunnerKey({ runnerSecret: config.runnerSecret, dataDir: config.dataDir, logger, storeUrl: config.storeUrl });
+    runnerKey = resolveRunnerKey({
+      runnerSecret: config.runnerSecret,
+      dataDir: config.dataDir,
+      logger,
+      storeUrl: config.storeUrl,
+    });
   } catch (error) {
     err(`tools-runner bootstrap: ${(error as Error).message}`);
     return EXIT.Usage;
   }
   const client = cliStoreClient(config, logger, config.agentId, ['curator', 'emitter', 'subscriber']);
-  const env = config.skipExamples ? undefined : createExampleEnv({ config, logger: logger.child({ component: 'examples' }), validator, ...secretsLoader(config, logger) });
+  const env = config.skipExamples
+    ? undefined
+    : createExampleEnv({
+        config,
+        logger: logger.child({ component: 'examples' }),
+        validator,
+        ...secretsLoader(config, logger),
+      });
   try {
     await client.token();
     const tools = files.flatMap((file) => {
@@ -62,17 +76,40 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
     });
     out(renderBootstrapTable(rows));
     // Written is not loaded: confirm the running service lists each tool at its file's version.
-    const versions = new Map(files.flatMap((f) => (f.ok && f.breadcrumb.schema_name === SCHEMA.ToolCode ? [[f.path, String(f.breadcrumb.context['version'] ?? '')] as const] : [])));
-    const written: WrittenTool[] = rows.flatMap((row) => (row.action !== 'rejected' && row.name && row.id && versions.has(row.file) ? [{ name: row.name, id: row.id, version: versions.get(row.file) as string }] : []));
+    const versions = new Map(
+      files.flatMap((f) =>
+        f.ok && f.breadcrumb.schema_name === SCHEMA.ToolCode
+          ? [[f.path, String(f.breadcrumb.context['version'] ?? '')] as const]
+          : [],
+      ),
+    );
+    const written: WrittenTool[] = rows.flatMap((row) =>
+      row.action !== 'rejected' && row.name && row.id && versions.has(row.file)
+        ? [{ name: row.name, id: row.id, version: versions.get(row.file) as string }]
+        : [],
+    );
     let notLoaded = 0;
     if (config.bootstrapWaitMs > 0 && written.length > 0) {
-      const failed = await confirmLoaded({ client, keys: requestKeysOf(runnerKey), workspace: config.workspace, tools: written, waitMs: config.bootstrapWaitMs, signal });
+      const failed = await confirmLoaded({
+        client,
+        keys: requestKeysOf(runnerKey),
+        workspace: config.workspace,
+        tools: written,
+        waitMs: config.bootstrapWaitMs,
+        signal,
+      });
       for (const f of failed) out(`not loaded ${f.name}@${f.version} — ${f.reason}`);
-      out(failed.length === 0 ? `the running service lists all ${written.length} tool(s) at their new version` : `${failed.length} of ${written.length} tool(s) not loaded by the running service`);
+      out(
+        failed.length === 0
+          ? `the running service lists all ${written.length} tool(s) at their new version`
+          : `${failed.length} of ${written.length} tool(s) not loaded by the running service`,
+      );
       notLoaded = failed.length;
     }
     if (resolve(dir) !== resolve(config.bootstrapDir) && rows.some((row) => row.action !== 'rejected')) {
-      out(`note: ${dir} is not this runner's --bootstrap-dir (${config.bootstrapDir}): these tools are operator tools (stamped with the runner key) and run under the operator's policy, but the runner does not apply them again at its next start, and they do not hold their names against later edits the way its own directory's files do.`);
+      out(
+        `note: ${dir} is not this runner's --bootstrap-dir (${config.bootstrapDir}): these tools are operator tools (stamped with the runner key) and run under the operator's policy, but the runner does not apply them again at its next start, and they do not hold their names against later edits the way its own directory's files do.`,
+      );
     }
     return notLoaded > 0 || rows.some((row) => row.action === 'rejected') ? EXIT.Failed : EXIT.Ok;
   } catch (error) {

@@ -29,7 +29,9 @@ const STREAM_AFTER_MS = 1_000;
 export async function run({ config, positionals, logger, out, err, signal }: CommandContext): Promise<number> {
   const [tool, raw, extra] = positionals;
   if (!tool || extra !== undefined) {
-    err(`usage: tools-runner call <tool> [json | -]${extra !== undefined ? ` (unexpected argument ${JSON.stringify(extra)}; quote the JSON input)` : ''}`);
+    err(
+      `usage: tools-runner call <tool> [json | -]${extra !== undefined ? ` (unexpected argument ${JSON.stringify(extra)}; quote the JSON input)` : ''}`,
+    );
     return EXIT.Usage;
   }
   let input: unknown;
@@ -43,7 +45,12 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
   // carrying its progress tag is shown (anyone can write records tagged request:<rid>).
   let keys;
   try {
-    keys = resolveRequestKeys({ runnerSecret: config.runnerSecret, dataDir: config.dataDir, logger, storeUrl: config.storeUrl });
+    keys = resolveRequestKeys({
+      runnerSecret: config.runnerSecret,
+      dataDir: config.dataDir,
+      logger,
+      storeUrl: config.storeUrl,
+    });
   } catch (error) {
     err(`tools-runner call: ${(error as Error).message}`);
     return EXIT.Usage;
@@ -53,7 +60,12 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
   const stop = new AbortController();
   let response: Response | undefined;
   let written: WrittenRequest | undefined;
-  const call = { tool, input, requestedBy: 'tools-runner-cli', ...(config.callIsolation ? { context: { isolation: config.callIsolation } } : {}) };
+  const call = {
+    tool,
+    input,
+    requestedBy: 'tools-runner-cli',
+    ...(config.callIsolation ? { context: { isolation: config.callIsolation } } : {}),
+  };
 
   // --call-progress: the runner's tool.progress.v1 reports of this request, printed to stderr.
   let midLine = false; // a text report ended without a newline
@@ -113,7 +125,9 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
       const status = (error as { status?: unknown }).status;
       if (status === 413) {
         const bytes = Buffer.byteLength(JSON.stringify(call));
-        err(`tools-runner call: the store refused the request with HTTP 413 (payload too large): the request is ${bytes} bytes, over the store's body limit. Send a smaller input, or raise the limit with --max-body-bytes (TOOLS_RUNNER_MAX_BODY_BYTES) on the process that runs the store.`);
+        err(
+          `tools-runner call: the store refused the request with HTTP 413 (payload too large): the request is ${bytes} bytes, over the store's body limit. Send a smaller input, or raise the limit with --max-body-bytes (TOOLS_RUNNER_MAX_BODY_BYTES) on the process that runs the store.`,
+        );
         return EXIT.Failed;
       }
       throw error;
@@ -135,7 +149,9 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
   if (midLine) process.stderr.write('\n');
   if (!response) {
     if (signal.aborted) return EXIT.Interrupted;
-    err(`tools-runner call: no response for request ${written?.rid} within ${config.callTimeoutMs} ms (is a runner serving ${config.workspace}? --call-timeout-ms to wait longer)`);
+    err(
+      `tools-runner call: no response for request ${written?.rid} within ${config.callTimeoutMs} ms (is a runner serving ${config.workspace}? --call-timeout-ms to wait longer)`,
+    );
     return EXIT.Timeout;
   }
   out(safeJson(response, 2));

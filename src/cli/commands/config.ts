@@ -12,7 +12,9 @@ export async function run({ config, positionals, out, err }: CommandContext): Pr
     return EXIT.Ok;
   }
   if (positionals.length > 0) {
-    err(`tools-runner config: unexpected argument ${JSON.stringify(positionals[0])} (usage: tools-runner config [markdown])`);
+    err(
+      `tools-runner config: unexpected argument ${JSON.stringify(positionals[0])} (usage: tools-runner config [markdown])`,
+    );
     return EXIT.Usage;
   }
   const shown: Record<string, unknown> = {};

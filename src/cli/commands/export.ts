@@ -16,7 +16,6 @@ import { createSchemaValidator, validateToolDefinition } from '../../screen/inde
 import { EXIT, type CommandContext } from '../command.js';
 import { cliStoreClient, exitForStoreProblem } from '../store-client.js';
 
-
 /** The catalog from the bootstrap directory and the manifests; problems are reported on `err`. */
 async function catalogFromFiles({ config, logger, err }: CommandContext): Promise<CatalogTool[] | undefined> {
   const entries = new Map<string, CatalogTool>();
@@ -25,10 +24,14 @@ async function catalogFromFiles({ config, logger, err }: CommandContext): Promis
   const validator = createSchemaValidator();
   if (existsSync(config.bootstrapDir)) {
     for (const file of await loadToolFiles(config.bootstrapDir, config.workspace)) {
-      const check = file.ok ? validateToolDefinition(file.breadcrumb.context, { origin: 'bootstrap', config, validator }) : undefined;
+      const check = file.ok
+        ? validateToolDefinition(file.breadcrumb.context, { origin: 'bootstrap', config, validator })
+        : undefined;
       if (!check?.ok) {
         problems++;
-        err(`tools-runner export: skipped ${file.path}: ${file.ok ? (check && !check.ok ? check.errors[0]?.message : '') : file.error}`);
+        err(
+          `tools-runner export: skipped ${file.path}: ${file.ok ? (check && !check.ok ? check.errors[0]?.message : '') : file.error}`,
+        );
         continue;
       }
       const t = check.tool;
@@ -44,11 +47,18 @@ async function catalogFromFiles({ config, logger, err }: CommandContext): Promis
       });
     }
   } else if (config.manifests.length === 0) {
-    err(`tools-runner export: --from-files: the bootstrap directory ${config.bootstrapDir} does not exist and no --manifests are given`);
+    err(
+      `tools-runner export: --from-files: the bootstrap directory ${config.bootstrapDir} does not exist and no --manifests are given`,
+    );
     return undefined;
   }
   if (config.manifests.length > 0) {
-    const loaded = await loadHostTools({ paths: config.manifests, grantedCapabilities: config.grantedCapabilities, logger, validator });
+    const loaded = await loadHostTools({
+      paths: config.manifests,
+      grantedCapabilities: config.grantedCapabilities,
+      logger,
+      validator,
+    });
     for (const error of loaded.errors) err(`tools-runner export: manifest ${error.path} rejected: ${error.message}`);
     problems += loaded.errors.length;
     for (const tool of loaded.tools) {
@@ -80,19 +90,31 @@ async function catalogFromStore({ config, logger, err }: CommandContext): Promis
     await client.token();
     let keys;
     try {
-      keys = resolveRequestKeys({ runnerSecret: config.runnerSecret, dataDir: config.dataDir, logger, storeUrl: config.storeUrl });
+      keys = resolveRequestKeys({
+        runnerSecret: config.runnerSecret,
+        dataDir: config.dataDir,
+        logger,
+        storeUrl: config.storeUrl,
+      });
     } catch (error) {
       err(`tools-runner export: ${(error as Error).message}; or export offline with --from-files`);
       return EXIT.Usage;
     }
     const read = await readCatalog(client, config.workspace, keys);
     if (!read.catalog) {
-      err(`tools-runner export: no catalog to export: ${missingCatalogReason(read, config.workspace)}; or export offline with --from-files`);
+      err(
+        `tools-runner export: no catalog to export: ${missingCatalogReason(read, config.workspace)}; or export offline with --from-files`,
+      );
       return EXIT.Failed;
     }
     return read.catalog.tools;
   } catch (error) {
-    return exitForStoreProblem(error, { config, err }, 'export', 'To export without a store: tools-runner export --from-files.');
+    return exitForStoreProblem(
+      error,
+      { config, err },
+      'export',
+      'To export without a store: tools-runner export --from-files.',
+    );
   } finally {
     client.close();
   }
@@ -101,20 +123,27 @@ async function catalogFromStore({ config, logger, err }: CommandContext): Promis
 /** Runs `tools-runner export`. */
 export async function run(ctx: CommandContext): Promise<number> {
   if (ctx.positionals.length > 0) {
-    ctx.err(`tools-runner export: unexpected argument ${JSON.stringify(ctx.positionals[0])} (usage: tools-runner export [--format openai|mcp|rap|typescript|aruntime] [--from-files])`);
+    ctx.err(
+      `tools-runner export: unexpected argument ${JSON.stringify(ctx.positionals[0])} (usage: tools-runner export [--format openai|mcp|rap|typescript|aruntime] [--from-files])`,
+    );
     return EXIT.Usage;
   }
   // A RAP toolset names the endpoint that serves it: the RAP listener's /invoke, which must be known.
   const rapBase = configuredRapBase(ctx.config);
   if (ctx.config.format === 'rap' && rapBase === undefined) {
-    ctx.err('tools-runner export: --format rap needs the address RAP runtimes reach the tool server at: pass --rap-public-url (or the service\'s fixed --rap-port)');
+    ctx.err(
+      "tools-runner export: --format rap needs the address RAP runtimes reach the tool server at: pass --rap-public-url (or the service's fixed --rap-port)",
+    );
     return EXIT.Usage;
   }
   const tools = ctx.config.fromFiles ? await catalogFromFiles(ctx) : await catalogFromStore(ctx);
   if (tools === undefined) return EXIT.Failed;
   if (typeof tools === 'number') return tools;
   const { config } = ctx;
-  const rendered = renderExport(config.format, tools, { workspace: config.workspace, rapEndpoint: rapInvokeUrl(rapBase ?? '') });
+  const rendered = renderExport(config.format, tools, {
+    workspace: config.workspace,
+    rapEndpoint: rapInvokeUrl(rapBase ?? ''),
+  });
   ctx.out(rendered.text);
   for (const omission of rendered.omitted) ctx.err(`tools-runner export: not exported: ${omission.reason}`);
   return rendered.omitted.length > 0 ? EXIT.Failed : EXIT.Ok;

@@ -10,7 +10,9 @@ import { EXIT, type CommandContext } from '../command.js';
 /** Runs `tools-runner store` until SIGTERM/SIGINT. */
 export async function run({ config, positionals, logger, out, err, signal }: CommandContext): Promise<number> {
   if (positionals.length > 0) {
-    err(`tools-runner store: unexpected argument ${JSON.stringify(positionals[0])} (usage: tools-runner store [--host H] [--port P] [--data-dir D])`);
+    err(
+      `tools-runner store: unexpected argument ${JSON.stringify(positionals[0])} (usage: tools-runner store [--host H] [--port P] [--data-dir D])`,
+    );
     return EXIT.Usage;
   }
   let store;
@@ -41,7 +43,8 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
     return EXIT.Failed;
   }
   out(`store listening on ${store.url}`);
-  if (!signal.aborted) await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+  if (!signal.aborted)
+    await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
   await store.close();
   return EXIT.Ok;
 }

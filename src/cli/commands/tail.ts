@@ -24,12 +24,25 @@ export function renderLiveMessage(text: string): string {
   } catch {
     return safeField(text);
   }
-  const what = m['type'] === 'execution:started' ? 'start ' : m['type'] === 'execution:progress' ? 'progress' : m['type'] === 'execution:finished' ? 'finish' : m['type'] === 'execution:ended' ? 'end   ' : safeField(m['type']);
+  const what =
+    m['type'] === 'execution:started'
+      ? 'start '
+      : m['type'] === 'execution:progress'
+        ? 'progress'
+        : m['type'] === 'execution:finished'
+          ? 'finish'
+          : m['type'] === 'execution:ended'
+            ? 'end   '
+            : safeField(m['type']);
   const duration = Number(m['durationMs']);
-  const detail = m['type'] === 'execution:finished'
-    ? ` ${safeField(m['status'])}${m['code'] ? ` ${safeField(m['code'])}` : ''} ${Number.isFinite(duration) ? duration.toFixed(1) : '?'}ms`
-    : m['type'] === 'execution:ended' ? ` ${safeField(m['outcome'])} (no answer from this run)`
-    : m['type'] === 'execution:progress' ? ` #${safeField(m['seq'])} ${progressText(m['value'])}` : '';
+  const detail =
+    m['type'] === 'execution:finished'
+      ? ` ${safeField(m['status'])}${m['code'] ? ` ${safeField(m['code'])}` : ''} ${Number.isFinite(duration) ? duration.toFixed(1) : '?'}ms`
+      : m['type'] === 'execution:ended'
+        ? ` ${safeField(m['outcome'])} (no answer from this run)`
+        : m['type'] === 'execution:progress'
+          ? ` #${safeField(m['seq'])} ${progressText(m['value'])}`
+          : '';
   // A RAP tool's displayScript line ("PR #42 on acme/widgets"), escaped like every agent-chosen field.
   const display = m['display'] !== undefined ? ` — ${safeField(m['display'])}` : '';
   return `${safeField(m['ts'])} ${what} ${safeField(m['tool'])}${detail} rid=${safeField(m['rid'])}${display}`;
@@ -38,14 +51,19 @@ export function renderLiveMessage(text: string): string {
 /** Runs `tools-runner tail` until SIGINT/SIGTERM or the feed closes. */
 export async function run({ config, positionals, logger, out, err, signal }: CommandContext): Promise<number> {
   if (positionals.length > 1 || (positionals[0] !== undefined && positionals[0] !== 'json')) {
-    err(`tools-runner tail: unexpected argument ${JSON.stringify(positionals.find((p) => p !== 'json'))} (usage: tools-runner tail [json])`);
+    err(
+      `tools-runner tail: unexpected argument ${JSON.stringify(positionals.find((p) => p !== 'json'))} (usage: tools-runner tail [json])`,
+    );
     return EXIT.Usage;
   }
   const host = config.adminHost.includes(':') ? `[${config.adminHost}]` : config.adminHost;
   const url = `ws://${host}:${config.adminPort}/live`;
   const raw = positionals[0] === 'json';
   return new Promise<number>((resolve) => {
-    const ws = new WebSocket(url, config.adminToken !== undefined ? { headers: { authorization: `Bearer ${config.adminToken}` } } : {});
+    const ws = new WebSocket(
+      url,
+      config.adminToken !== undefined ? { headers: { authorization: `Bearer ${config.adminToken}` } } : {},
+    );
     const onAbort = (): void => ws.close();
     signal.addEventListener('abort', onAbort, { once: true });
     // Progress, not data: a log line (shown with --log-level debug), so stdout carries only the feed.
@@ -54,7 +72,11 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
       const text = data.toString();
       out(raw ? safeField(text) : renderLiveMessage(text));
     });
-    ws.on('error', (error) => err(`tools-runner tail: ${url}: ${error.message} (is "tools-runner start" running with --admin-port ${config.adminPort}?)`));
+    ws.on('error', (error) =>
+      err(
+        `tools-runner tail: ${url}: ${error.message} (is "tools-runner start" running with --admin-port ${config.adminPort}?)`,
+      ),
+    );
     ws.on('close', () => {
       signal.removeEventListener('abort', onAbort);
       resolve(signal.aborted ? EXIT.Ok : EXIT.Failed);

@@ -35,12 +35,31 @@ export async function run({ config, positionals, logger, out, err }: CommandCont
     const fileWarnings = (file.warnings ?? []).map((w) => `warning: ${w}`);
     if (!check.ok) {
       const fix = fixLine(check.errors);
-      return { file, error: [...fileWarnings, ...check.errors.map((e) => `${e.code} ${e.path}${e.line ? ` ${e.line}:${e.column}` : ''}: ${e.message}`)], ...(fix ? { fix } : {}) };
+      return {
+        file,
+        error: [
+          ...fileWarnings,
+          ...check.errors.map((e) => `${e.code} ${e.path}${e.line ? ` ${e.line}:${e.column}` : ''}: ${e.message}`),
+        ],
+        ...(fix ? { fix } : {}),
+      };
     }
-    return { file, tool: check.tool, warnings: [...fileWarnings, ...check.warnings.map((w) => `warning ${w.path}: ${w.message}`)] };
+    return {
+      file,
+      tool: check.tool,
+      warnings: [...fileWarnings, ...check.warnings.map((w) => `warning ${w.path}: ${w.message}`)],
+    };
   });
-  const network = await checkNetwork(checked.flatMap((c) => (c.tool ? [c.tool] : [])), config.networkProbe);
-  const env = createExampleEnv({ config, logger: logger.child({ component: 'test' }), validator, ...secretsLoader(config, logger) });
+  const network = await checkNetwork(
+    checked.flatMap((c) => (c.tool ? [c.tool] : [])),
+    config.networkProbe,
+  );
+  const env = createExampleEnv({
+    config,
+    logger: logger.child({ component: 'test' }),
+    validator,
+    ...secretsLoader(config, logger),
+  });
   const count = { tools: 0, failedTools: 0, examples: 0, failedExamples: 0, skipped: 0 };
   try {
     for (const { file, error, fix, tool, warnings = [] } of checked) {
@@ -63,13 +82,18 @@ export async function run({ config, positionals, logger, out, err }: CommandCont
       for (const w of warnings) out(`    ${w}`);
       reports.forEach((r, i) => {
         if (r.skipped) out(`    - example ${i + 1}: ${r.description} skipped (${r.skipped})`);
-        else out(`    ${r.ok ? '✓' : '✗'} example ${i + 1}: ${r.description} (${r.duration_ms} ms)${r.error ? `\n        ${r.error}` : ''}`);
+        else
+          out(
+            `    ${r.ok ? '✓' : '✗'} example ${i + 1}: ${r.description} (${r.duration_ms} ms)${r.error ? `\n        ${r.error}` : ''}`,
+          );
       });
     }
   } finally {
     await env.close();
   }
   const { tools, failedTools, examples, failedExamples, skipped } = count;
-  out(`${tools} tool(s), ${examples} example(s): ${tools - failedTools} tool(s) passed, ${failedTools} failed; ${examples - failedExamples - skipped} example(s) passed, ${failedExamples} failed, ${skipped} skipped`);
+  out(
+    `${tools} tool(s), ${examples} example(s): ${tools - failedTools} tool(s) passed, ${failedTools} failed; ${examples - failedExamples - skipped} example(s) passed, ${failedExamples} failed, ${skipped} skipped`,
+  );
   return failedTools === 0 ? EXIT.Ok : EXIT.Failed;
 }

@@ -47,13 +47,19 @@ export interface ApprovalNeed {
 }
 
 /** Whether `call` needs an approval before it runs (undefined: it does not). */
-export function approvalNeed(call: Pick<Call, 'contract' | 'route'>, confirmExternalActions: boolean): ApprovalNeed | undefined {
+export function approvalNeed(
+  call: Pick<Call, 'contract' | 'route'>,
+  confirmExternalActions: boolean,
+): ApprovalNeed | undefined {
   const approval = call.contract.approval;
-  const approvers = approval?.approvers && approval.approvers.length > 0 ? [...new Set(approval.approvers)] : [OPERATOR];
+  const approvers =
+    approval?.approvers && approval.approvers.length > 0 ? [...new Set(approval.approvers)] : [OPERATOR];
   const timeout = {
     ...(approval?.timeout_ms !== undefined ? { timeoutMs: approval.timeout_ms } : {}),
     ...(approval?.separation_of_duties === true ? { separationOfDuties: true as const } : {}),
-    ...(approval?.min_approvers !== undefined && approval.min_approvers > 1 ? { minApprovers: approval.min_approvers } : {}),
+    ...(approval?.min_approvers !== undefined && approval.min_approvers > 1
+      ? { minApprovers: approval.min_approvers }
+      : {}),
   };
   // A host tool with requires_confirmation (its mapped contract says approval `always`): the
   // operator's --confirm-external-actions decides — on, it waits for an approval; off, it runs
@@ -61,13 +67,19 @@ export function approvalNeed(call: Pick<Call, 'contract' | 'route'>, confirmExte
   // An approval the manifest states beyond that (approvers, a timeout) still applies with the flag off.
   if (call.route.kind === 'host' && call.route.tool.requiresConfirmation) {
     if (confirmExternalActions) return { policy: 'confirm-external-actions', approvers, ...timeout };
-    const onlyMapped = approval?.when === 'always' && approval.approvers === undefined && approval.timeout_ms === undefined && approval.separation_of_duties === undefined && approval.min_approvers === undefined;
+    const onlyMapped =
+      approval?.when === 'always' &&
+      approval.approvers === undefined &&
+      approval.timeout_ms === undefined &&
+      approval.separation_of_duties === undefined &&
+      approval.min_approvers === undefined;
     if (!approval || onlyMapped) return undefined;
   }
   if (approval && approval.when !== 'never') {
     // A side-effect list with an unknown side effect fails closed: the call needs approval.
     const side = call.contract.side_effect;
-    if (approval.when === 'always' || side === undefined || approval.when.side_effects.includes(side)) return { policy: 'contract', approvers, ...timeout };
+    if (approval.when === 'always' || side === undefined || approval.when.side_effects.includes(side))
+      return { policy: 'contract', approvers, ...timeout };
   }
   return undefined;
 }
@@ -80,7 +92,8 @@ export function inputPreview(input: unknown, redactor: Redactor, maxChars = PREV
     if (Array.isArray(value)) return value.map(mask);
     if (typeof value === 'object' && value !== null) {
       const out: Record<string, unknown> = {};
-      for (const [key, child] of Object.entries(value)) out[key] = SECRET_KEY.test(key) && child !== null ? REDACTED : mask(child);
+      for (const [key, child] of Object.entries(value))
+        out[key] = SECRET_KEY.test(key) && child !== null ? REDACTED : mask(child);
       return out;
     }
     return value;
@@ -129,7 +142,12 @@ export type ApprovalRead =
   | { kind: 'not-approval'; id: string; why: string };
 
 /** Reads breadcrumb `id` as one of this runner's approval requests (MAC checked). */
-export async function readApprovalRequest(client: StoreClient, keys: RequestKeys, id: string, signal?: AbortSignal): Promise<ApprovalRead> {
+export async function readApprovalRequest(
+  client: StoreClient,
+  keys: RequestKeys,
+  id: string,
+  signal?: AbortSignal,
+): Promise<ApprovalRead> {
   let full;
   try {
     full = await client.getBreadcrumbFull(id, signal ? { signal } : undefined);
@@ -137,10 +155,20 @@ export async function readApprovalRequest(client: StoreClient, keys: RequestKeys
     if (isNotFound(error)) return { kind: 'not-found', id };
     throw error;
   }
-  if (full.schema_name !== SCHEMA.ToolApprovalRequest) return { kind: 'not-approval', id, why: `it is a ${full.schema_name ?? 'breadcrumb without schema'}, not a ${SCHEMA.ToolApprovalRequest}` };
+  if (full.schema_name !== SCHEMA.ToolApprovalRequest)
+    return {
+      kind: 'not-approval',
+      id,
+      why: `it is a ${full.schema_name ?? 'breadcrumb without schema'}, not a ${SCHEMA.ToolApprovalRequest}`,
+    };
   const parsed = ToolApprovalRequestContext.safeParse(full.context);
   if (!parsed.success) return { kind: 'not-approval', id, why: 'its context is not an approval request' };
-  if (!sameText(approvalRequestMac(keys, parsed.data), parsed.data.mac)) return { kind: 'not-approval', id, why: 'it does not carry this runner\'s seal (written or altered by someone else, or another runner secret)' };
+  if (!sameText(approvalRequestMac(keys, parsed.data), parsed.data.mac))
+    return {
+      kind: 'not-approval',
+      id,
+      why: "it does not carry this runner's seal (written or altered by someone else, or another runner secret)",
+    };
   return { kind: 'ok', id, context: parsed.data, ...(full.created_at ? { createdAt: full.created_at } : {}) };
 }
 
@@ -159,7 +187,17 @@ export interface DecisionFields {
 export function decisionMac(keys: RequestKeys, f: DecisionFields): string {
   // `decided_by` is covered only when present, so decisions sealed before it existed still verify.
   const named = f.decidedBy !== undefined ? { decided_by: f.decidedBy } : {};
-  return keys.approvalMac('decision', canonicalJson({ approval_id: f.approvalId, decision: f.decision, input_hash: f.inputHash, reason: f.reason ?? null, decided_at: f.decidedAt, ...named }));
+  return keys.approvalMac(
+    'decision',
+    canonicalJson({
+      approval_id: f.approvalId,
+      decision: f.decision,
+      input_hash: f.inputHash,
+      reason: f.reason ?? null,
+      decided_at: f.decidedAt,
+      ...named,
+    }),
+  );
 }
 
 /** The identity of an operator decision: `operator`, or `operator:<name>` when decided with `--as <name>`. */
@@ -169,7 +207,9 @@ export function operatorIdentity(decidedBy: string | undefined): string {
 
 /** Why `name` cannot be an operator's `--as` name, or undefined when it can. */
 export function operatorNameProblem(name: string): string | undefined {
-  return /^[A-Za-z0-9._@-]{1,64}$/.test(name) ? undefined : `--as must be 1-64 characters of A-Z a-z 0-9 . _ @ -, got ${JSON.stringify(name.slice(0, 80))}`;
+  return /^[A-Za-z0-9._@-]{1,64}$/.test(name)
+    ? undefined
+    : `--as must be 1-64 characters of A-Z a-z 0-9 . _ @ -, got ${JSON.stringify(name.slice(0, 80))}`;
 }
 
 /** One decision that counts. */
@@ -221,7 +261,10 @@ export async function readDecision(options: {
   const { approvers, input_hash: inputHash, requested_by: requester } = approval.context;
   const expiresMs = Date.parse(approval.context.expires_at);
   const agents = approvers.filter((a) => a !== OPERATOR);
-  const items = await client.listAll({ schema_name: SCHEMA.ToolApprovalResponse, tag: `${APPROVAL_TAG_PREFIX}${approval.id}`, include_context: true }, opts);
+  const items = await client.listAll(
+    { schema_name: SCHEMA.ToolApprovalResponse, tag: `${APPROVAL_TAG_PREFIX}${approval.id}`, include_context: true },
+    opts,
+  );
   const valid: Decision[] = [];
   const ignored: Ignored[] = [];
   let agentReads = 0;
@@ -233,28 +276,57 @@ export async function readDecision(options: {
     }
     const r = parsed.data;
     if (r.input_hash !== inputHash) {
-      ignored.push({ responseId: item.id, why: `for other arguments: input_hash ${JSON.stringify(r.input_hash)}, the call's is ${inputHash}` });
+      ignored.push({
+        responseId: item.id,
+        why: `for other arguments: input_hash ${JSON.stringify(r.input_hash)}, the call's is ${inputHash}`,
+      });
       continue;
     }
     const reason = r.reason !== undefined ? { reason: r.reason } : {};
     if (r.approver === OPERATOR || r.mac !== undefined) {
-      const fields = { approvalId: r.approval_id ?? '', decision: r.decision, inputHash: r.input_hash, reason: r.reason, decidedAt: r.decided_at ?? '', decidedBy: r.decided_by };
-      if (r.approval_id !== approval.id || !sameText(decisionMac(keys, fields), r.mac)) ignored.push({ responseId: item.id, why: 'claims to be the operator\'s but lacks a valid runner seal' });
-      else if (!approvers.includes(OPERATOR)) ignored.push({ responseId: item.id, why: `the operator is not an approver (approvers: ${approvers.join(', ')})` });
-      else if (!(Date.parse(fields.decidedAt) <= expiresMs)) ignored.push({ responseId: item.id, why: `decided at ${fields.decidedAt}, after the approval expired (${approval.context.expires_at})` });
-      else valid.push({ decision: r.decision, approver: operatorIdentity(r.decided_by), ...reason, responseId: item.id });
+      const fields = {
+        approvalId: r.approval_id ?? '',
+        decision: r.decision,
+        inputHash: r.input_hash,
+        reason: r.reason,
+        decidedAt: r.decided_at ?? '',
+        decidedBy: r.decided_by,
+      };
+      if (r.approval_id !== approval.id || !sameText(decisionMac(keys, fields), r.mac))
+        ignored.push({ responseId: item.id, why: "claims to be the operator's but lacks a valid runner seal" });
+      else if (!approvers.includes(OPERATOR))
+        ignored.push({
+          responseId: item.id,
+          why: `the operator is not an approver (approvers: ${approvers.join(', ')})`,
+        });
+      else if (!(Date.parse(fields.decidedAt) <= expiresMs))
+        ignored.push({
+          responseId: item.id,
+          why: `decided at ${fields.decidedAt}, after the approval expired (${approval.context.expires_at})`,
+        });
+      else
+        valid.push({ decision: r.decision, approver: operatorIdentity(r.decided_by), ...reason, responseId: item.id });
       continue;
     }
     if (agents.length === 0) {
-      ignored.push({ responseId: item.id, why: 'not from an approver: only the operator may decide (tools-runner approve|deny)' });
+      ignored.push({
+        responseId: item.id,
+        why: 'not from an approver: only the operator may decide (tools-runner approve|deny)',
+      });
       continue;
     }
     if (!(await options.storeAuthenticates())) {
-      ignored.push({ responseId: item.id, why: 'the store does not authenticate writers (auth off), so agent decisions do not count' });
+      ignored.push({
+        responseId: item.id,
+        why: 'the store does not authenticate writers (auth off), so agent decisions do not count',
+      });
       continue;
     }
     if (++agentReads > MAX_AGENT_RESPONSES) {
-      ignored.push({ responseId: item.id, why: `more than ${MAX_AGENT_RESPONSES} agent responses; the rest are not read` });
+      ignored.push({
+        responseId: item.id,
+        why: `more than ${MAX_AGENT_RESPONSES} agent responses; the rest are not read`,
+      });
       continue;
     }
     let full;
@@ -265,27 +337,44 @@ export async function readDecision(options: {
       throw error;
     }
     const writer = full.created_by ?? undefined;
-    if (writer === undefined || !agents.includes(writer)) ignored.push({ responseId: item.id, why: `written by ${writer === undefined ? 'an unknown writer' : JSON.stringify(writer)}, not an approver (approvers: ${approvers.join(', ')})` });
-    else if (full.updated_by !== writer) ignored.push({ responseId: item.id, why: `edited by ${JSON.stringify(full.updated_by ?? 'an unknown writer')} after ${JSON.stringify(writer)} wrote it` });
-    else if (!(Date.parse(full.created_at ?? '') <= expiresMs)) ignored.push({ responseId: item.id, why: `written at ${full.created_at ?? '(unknown)'}, after the approval expired (${approval.context.expires_at})` });
+    if (writer === undefined || !agents.includes(writer))
+      ignored.push({
+        responseId: item.id,
+        why: `written by ${writer === undefined ? 'an unknown writer' : JSON.stringify(writer)}, not an approver (approvers: ${approvers.join(', ')})`,
+      });
+    else if (full.updated_by !== writer)
+      ignored.push({
+        responseId: item.id,
+        why: `edited by ${JSON.stringify(full.updated_by ?? 'an unknown writer')} after ${JSON.stringify(writer)} wrote it`,
+      });
+    else if (!(Date.parse(full.created_at ?? '') <= expiresMs))
+      ignored.push({
+        responseId: item.id,
+        why: `written at ${full.created_at ?? '(unknown)'}, after the approval expired (${approval.context.expires_at})`,
+      });
     else valid.push({ decision: r.decision, approver: writer, ...reason, responseId: item.id });
   }
   const counted: Decision[] = [];
   for (const d of valid) {
     // Separation of duties: whoever asked for the call may not approve it (a denial only stops their own call).
     if (approval.context.separation_of_duties === true && d.decision === 'approve' && d.approver === requester) {
-      ignored.push({ responseId: d.responseId, why: `separation of duties: ${JSON.stringify(d.approver)} requested this call and may not approve it` });
+      ignored.push({
+        responseId: d.responseId,
+        why: `separation of duties: ${JSON.stringify(d.approver)} requested this call and may not approve it`,
+      });
       continue;
     }
     counted.push(d);
   }
   const needed = approval.context.min_approvers ?? 1;
   const approvedBy: string[] = [];
-  for (const d of counted) if (d.decision === 'approve' && !approvedBy.includes(d.approver)) approvedBy.push(d.approver);
+  for (const d of counted)
+    if (d.decision === 'approve' && !approvedBy.includes(d.approver)) approvedBy.push(d.approver);
   approvedBy.sort();
   const denial = counted.find((d) => d.decision === 'deny');
   const first = counted.find((d) => d.decision === 'approve');
-  const approved = first && approvedBy.length >= needed ? { ...first, ...(needed > 1 ? { approvers: approvedBy } : {}) } : undefined;
+  const approved =
+    first && approvedBy.length >= needed ? { ...first, ...(needed > 1 ? { approvers: approvedBy } : {}) } : undefined;
   const decision = denial ?? approved;
   return { ...(decision ? { decision } : {}), valid: counted, approvedBy, needed, ignored };
 }

@@ -15,15 +15,33 @@
 // approval was requested, or whose approval record was deleted or altered, is answered
 // `approval.required` (fail closed), never run on the old approval.
 
-import { createStoreAuthProbe, isConflict, conflictId, type StoreAuthProbe, type StoreClient } from '../../breadcrumbs/index.js';
-import { APPROVAL_TAG_PREFIX, SCHEMA, TAG, type ToolApprovalRequestContext as ApprovalContext } from '../../breadcrumbs/messages.js';
+import {
+  createStoreAuthProbe,
+  isConflict,
+  conflictId,
+  type StoreAuthProbe,
+  type StoreClient,
+} from '../../breadcrumbs/index.js';
+import {
+  APPROVAL_TAG_PREFIX,
+  SCHEMA,
+  TAG,
+  type ToolApprovalRequestContext as ApprovalContext,
+} from '../../breadcrumbs/messages.js';
 import type { RequestKeys } from '../../breadcrumbs/request-keys.js';
 import { ErrorCode } from '../../errors.js';
 import { CONFIRMATION_REFUSED, createRedactor } from '../../host-tools/index.js';
 import type { Logger } from '../../logger.js';
 import { errorResult } from '../../result.js';
 import type { Call, Gate, Policy } from '../policy.js';
-import { approvalNeed, inputPreview, readApprovalRequest, readDecision, sealApprovalRequest, type ApprovalNeed } from './approval-records.js';
+import {
+  approvalNeed,
+  inputPreview,
+  readApprovalRequest,
+  readDecision,
+  sealApprovalRequest,
+  type ApprovalNeed,
+} from './approval-records.js';
 
 export interface ApprovalPolicyOptions {
   client: StoreClient;
@@ -60,10 +78,17 @@ export function approvalPolicy(options: ApprovalPolicyOptions): Policy {
     }
   };
 
-  const refuse = (call: Call, message: string, details: Record<string, unknown>): Gate => ({ kind: 'answer', result: errorResult(ErrorCode.ApprovalRequired, message, { tool: call.route.tool.name, ...details }) });
+  const refuse = (call: Call, message: string, details: Record<string, unknown>): Gate => ({
+    kind: 'answer',
+    result: errorResult(ErrorCode.ApprovalRequired, message, { tool: call.route.tool.name, ...details }),
+  });
 
   /** The request's approval record: created now, or found again by its key. */
-  const ensureRecord = async (call: Call, need: ApprovalNeed, signal: AbortSignal): Promise<{ id: string; context: ApprovalContext; created: boolean } | Gate> => {
+  const ensureRecord = async (
+    call: Call,
+    need: ApprovalNeed,
+    signal: AbortSignal,
+  ): Promise<{ id: string; context: ApprovalContext; created: boolean } | Gate> => {
     const { identity } = call;
     const redactor = createRedactor(options.secretValues?.() ?? [], options.redactPatterns ?? []);
     const context = sealApprovalRequest(keys, {
@@ -82,19 +107,38 @@ export function approvalPolicy(options: ApprovalPolicyOptions): Policy {
     });
     try {
       const { id } = await client.createBreadcrumb(
-        { title: `Approval: ${call.route.tool.name}@${call.version}`, schema_name: SCHEMA.ToolApprovalRequest, tags: [workspace, TAG.Approval], context },
+        {
+          title: `Approval: ${call.route.tool.name}@${call.version}`,
+          schema_name: SCHEMA.ToolApprovalRequest,
+          tags: [workspace, TAG.Approval],
+          context,
+        },
         { idempotencyKey: keys.approvalKey(identity.breadcrumbId), signal },
       );
       return { id, context, created: true };
     } catch (error) {
       if (!isConflict(error)) throw error;
       const existing = conflictId(error);
-      if (existing === undefined) return refuse(call, `the approval request of request ${JSON.stringify(identity.rid)} cannot be read back (the store did not name it); counts as denied`, {});
+      if (existing === undefined)
+        return refuse(
+          call,
+          `the approval request of request ${JSON.stringify(identity.rid)} cannot be read back (the store did not name it); counts as denied`,
+          {},
+        );
       const read = await readApprovalRequest(client, keys, existing, signal);
-      if (read.kind === 'not-found') return refuse(call, `approval request ${existing} of request ${JSON.stringify(identity.rid)} was deleted; a deleted approval request counts as denied`, { approval_id: existing });
+      if (read.kind === 'not-found')
+        return refuse(
+          call,
+          `approval request ${existing} of request ${JSON.stringify(identity.rid)} was deleted; a deleted approval request counts as denied`,
+          { approval_id: existing },
+        );
       if (read.kind !== 'ok' || read.context.request_breadcrumb_id !== identity.breadcrumbId) {
         const why = read.kind === 'ok' ? 'it belongs to another request' : read.why;
-        return refuse(call, `approval request ${existing} of request ${JSON.stringify(identity.rid)} is not valid (${why}); counts as denied`, { approval_id: existing });
+        return refuse(
+          call,
+          `approval request ${existing} of request ${JSON.stringify(identity.rid)} is not valid (${why}); counts as denied`,
+          { approval_id: existing },
+        );
       }
       return { id: existing, context: read.context, created: false };
     }
@@ -110,17 +154,32 @@ export function approvalPolicy(options: ApprovalPolicyOptions): Policy {
       const record = await ensureRecord(call, need, signal);
       if ('kind' in record) return record;
       const { id, context } = record;
-      if (record.created) log.info('approval requested', { approvalId: id, approvers: context.approvers, expiresAt: context.expires_at, policy: context.policy });
+      if (record.created)
+        log.info('approval requested', {
+          approvalId: id,
+          approvers: context.approvers,
+          expiresAt: context.expires_at,
+          policy: context.policy,
+        });
       const label = `"${tool}"@${context.version}`;
       // Bound to the call: changed arguments, tool or version need a new request (and approval).
       if (context.input_hash !== call.inputHash) {
-        return refuse(call, `the input of request ${JSON.stringify(call.identity.rid)} changed after approval ${id} was requested (approval for ${context.input_hash}, input now ${call.inputHash}); send a new request`, { approval_id: id });
+        return refuse(
+          call,
+          `the input of request ${JSON.stringify(call.identity.rid)} changed after approval ${id} was requested (approval for ${context.input_hash}, input now ${call.inputHash}); send a new request`,
+          { approval_id: id },
+        );
       }
       if (context.tool !== tool || context.version !== call.version) {
-        return refuse(call, `approval ${id} was requested for "${context.tool}"@${context.version}, but the call is now for "${tool}"@${call.version}; send a new request`, { approval_id: id });
+        return refuse(
+          call,
+          `approval ${id} was requested for "${context.tool}"@${context.version}, but the call is now for "${tool}"@${call.version}; send a new request`,
+          { approval_id: id },
+        );
       }
       const found = await readDecision({ client, keys, approval: { id, context }, storeAuthenticates, signal });
-      for (const ignored of found.ignored) log.warn('approval response ignored', { approvalId: id, responseId: ignored.responseId, why: ignored.why });
+      for (const ignored of found.ignored)
+        log.warn('approval response ignored', { approvalId: id, responseId: ignored.responseId, why: ignored.why });
       const decision = found.decision;
       if (decision?.decision === 'approve') {
         const approvedBy = decision.approvers ?? [decision.approver];
@@ -142,11 +201,20 @@ export function approvalPolicy(options: ApprovalPolicyOptions): Policy {
       const expiresMs = Date.parse(context.expires_at);
       if (!(now() < expiresMs)) {
         log.info('approval timed out', { approvalId: id, expiresAt: context.expires_at });
-        const partial = found.approvedBy.length > 0 ? ` (${found.approvedBy.length} of ${found.needed} required approvals: ${found.approvedBy.join(', ')})` : '';
+        const partial =
+          found.approvedBy.length > 0
+            ? ` (${found.approvedBy.length} of ${found.needed} required approvals: ${found.approvedBy.join(', ')})`
+            : '';
         const timedOut = `approval ${id} for ${label} timed out at ${context.expires_at} with no decision from ${context.approvers.join(', ')}${partial}; timeout counts as deny`;
         // agentcli/Runloop callers know the confirmation refusal by its text: it comes first.
-        const message = context.policy === 'confirm-external-actions' ? `${CONFIRMATION_REFUSED} (${timedOut})` : timedOut;
-        return refuse(call, message, { approval_id: id, decision: 'timeout', expires_at: context.expires_at, ...(found.approvedBy.length > 0 ? { approved_by: found.approvedBy } : {}) });
+        const message =
+          context.policy === 'confirm-external-actions' ? `${CONFIRMATION_REFUSED} (${timedOut})` : timedOut;
+        return refuse(call, message, {
+          approval_id: id,
+          decision: 'timeout',
+          expires_at: context.expires_at,
+          ...(found.approvedBy.length > 0 ? { approved_by: found.approvedBy } : {}),
+        });
       }
       return {
         kind: 'park',

@@ -18,8 +18,26 @@ import { effectsOf } from './effects.js';
 
 /** The fields of every audit line, in order (a host tool's transport facts follow them). */
 export const CALL_AUDIT_FIELDS: ReadonlyArray<keyof CallAuditRecord> = Object.freeze([
-  'ts', 'tool', 'version', 'kind', 'agent', 'agent_verified', 'agent_label', 'rid', 'request_id', 'input_hash', 'side_effect', 'approval_id',
-  'effects', 'effects_count', 'status', 'outcome', 'ms', 'total_ms', 'attempts', 'replica',
+  'ts',
+  'tool',
+  'version',
+  'kind',
+  'agent',
+  'agent_verified',
+  'agent_label',
+  'rid',
+  'request_id',
+  'input_hash',
+  'side_effect',
+  'approval_id',
+  'effects',
+  'effects_count',
+  'status',
+  'outcome',
+  'ms',
+  'total_ms',
+  'attempts',
+  'replica',
 ] as const);
 
 /** What the audit policy needs. */

@@ -47,7 +47,10 @@ export function cannotHaveEffects(route: Route | undefined): boolean {
 }
 
 /** The result `result` becomes under the taxonomy (unchanged when no rule applies). */
-export function classify(call: Pick<Call, 'contract' | 'metadata'> & { route?: Route }, result: ExecutionResult): ExecutionResult {
+export function classify(
+  call: Pick<Call, 'contract' | 'metadata'> & { route?: Route },
+  result: ExecutionResult,
+): ExecutionResult {
   const { effects, count } = effectsOf(result);
   if (result.ok) {
     if (count > 0) {
@@ -61,14 +64,24 @@ export function classify(call: Pick<Call, 'contract' | 'metadata'> & { route?: R
   const listed = count > 0 ? { effects, effects_count: count } : {};
   const details = { ...cause.details, ...listed, cause_code: cause.code };
   if (cause.code === ErrorCode.Timeout) {
-    const error = count > 0
-      ? failure(ErrorCode.TimeoutUnknownCommit, `${cause.message}; it had ${plural(count)} (${summary(effects, count)}), so its action may have committed: check before retrying`, details)
-      : failure(ErrorCode.TimeoutBeforeSubmit, `${cause.message}; it had no effect yet, so nothing was submitted and it is safe to retry`, details);
+    const error =
+      count > 0
+        ? failure(
+            ErrorCode.TimeoutUnknownCommit,
+            `${cause.message}; it had ${plural(count)} (${summary(effects, count)}), so its action may have committed: check before retrying`,
+            details,
+          )
+        : failure(
+            ErrorCode.TimeoutBeforeSubmit,
+            `${cause.message}; it had no effect yet, so nothing was submitted and it is safe to retry`,
+            details,
+          );
     return { ...result, error };
   }
   // A host program or a remote RAP tool that was started and then reported its own error has told us
   // what happened better than "it was started" can: its error stands (a timeout above cannot tell).
-  if (count === 0 || effects.every((effect) => STARTED_ONLY.has(effect.kind))) return count === 0 ? result : { ...result, error: { ...cause, details: { ...cause.details, ...listed } } };
+  if (count === 0 || effects.every((effect) => STARTED_ONLY.has(effect.kind)))
+    return count === 0 ? result : { ...result, error: { ...cause, details: { ...cause.details, ...listed } } };
   // the message stays the tool's own (a caller may match on it); the code and details say the rest
   return { ...result, error: failure(ErrorCode.PartialEffect, cause.message, details) };
 }

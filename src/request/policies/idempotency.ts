@@ -29,8 +29,22 @@
 // rid and breadcrumb id, never edited (store version 1); of several, the earliest created.
 
 import { setTimeout as sleep } from 'node:timers/promises';
-import { conflictId, isConflict, isNotFound, sameText, StoreError, type IdempotencyBinding, type RequestKeys, type StoreClient } from '../../breadcrumbs/index.js';
-import { SCHEMA, ToolIdempotencyContext, ToolResponseContext, type BreadcrumbFull } from '../../breadcrumbs/messages.js';
+import {
+  conflictId,
+  isConflict,
+  isNotFound,
+  sameText,
+  StoreError,
+  type IdempotencyBinding,
+  type RequestKeys,
+  type StoreClient,
+} from '../../breadcrumbs/index.js';
+import {
+  SCHEMA,
+  ToolIdempotencyContext,
+  ToolResponseContext,
+  type BreadcrumbFull,
+} from '../../breadcrumbs/messages.js';
 import { ErrorCode } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import { errorResult, type ExecutionResult } from '../../result.js';
@@ -47,14 +61,27 @@ export interface IdempotencyOptions {
 }
 
 /** The record as found: valid, or why it cannot be trusted. */
-type Found = { kind: 'record'; id: string; record: ToolIdempotencyContext } | { kind: 'tampered'; id: string } | { kind: 'deleted'; id: string } | { kind: 'none' };
+type Found =
+  | { kind: 'record'; id: string; record: ToolIdempotencyContext }
+  | { kind: 'tampered'; id: string }
+  | { kind: 'deleted'; id: string }
+  | { kind: 'none' };
 
 /** Store create attempts of a reservation through transient store trouble. */
 const RESERVE_TRIES = 5;
 
 /** The fields a record's MAC covers, in a fixed order (JSON-encoded: no two field lists collide). */
 function macInput(r: Omit<ToolIdempotencyContext, 'mac'>): string {
-  return JSON.stringify([r.agent_id, r.tool, r.idempotency_key, r.version, r.input_hash, r.request_id, r.request_breadcrumb_id, r.created_at]);
+  return JSON.stringify([
+    r.agent_id,
+    r.tool,
+    r.idempotency_key,
+    r.version,
+    r.input_hash,
+    r.request_id,
+    r.request_breadcrumb_id,
+    r.created_at,
+  ]);
 }
 
 /** The binding of a call that carries a key. */
@@ -69,7 +96,11 @@ export function idempotencyMac(keys: RequestKeys, record: Omit<ToolIdempotencyCo
 }
 
 /** Whether `context` is a record of `binding` the runner wrote (fields intact, MAC valid). */
-export function verifyIdempotencyRecord(keys: RequestKeys, binding: IdempotencyBinding, context: unknown): ToolIdempotencyContext | undefined {
+export function verifyIdempotencyRecord(
+  keys: RequestKeys,
+  binding: IdempotencyBinding,
+  context: unknown,
+): ToolIdempotencyContext | undefined {
   const parsed = ToolIdempotencyContext.safeParse(context);
   if (!parsed.success) return undefined;
   const r = parsed.data;
@@ -83,12 +114,18 @@ export function idempotencyPolicies(options: IdempotencyOptions): { check: Polic
   const now = options.now ?? Date.now;
   const recheckMs = options.recheckMs ?? 30_000;
   const quote = (b: IdempotencyBinding) => `idempotency key ${JSON.stringify(b.key)}`;
-  const refuse = (message: string, details: Record<string, unknown>): Gate => ({ kind: 'answer', result: errorResult(ErrorCode.Conflict, message, details) });
+  const refuse = (message: string, details: Record<string, unknown>): Gate => ({
+    kind: 'answer',
+    result: errorResult(ErrorCode.Conflict, message, details),
+  });
 
   /** The binding's valid record found by its tag (junk with the tag but no valid MAC is ignored). */
   const findByTag = async (binding: IdempotencyBinding, signal: AbortSignal): Promise<Found> => {
     // Every page: junk under the tag must not push the real record out of sight.
-    const items = await client.listAll({ schema_name: SCHEMA.ToolIdempotency, tag: keys.idempotencyTag(binding), include_context: true, limit: 100 }, { signal });
+    const items = await client.listAll(
+      { schema_name: SCHEMA.ToolIdempotency, tag: keys.idempotencyTag(binding), include_context: true, limit: 100 },
+      { signal },
+    );
     for (const item of items) {
       const record = verifyIdempotencyRecord(keys, binding, item.context);
       if (record) return { kind: 'record', id: item.id, record };
@@ -97,7 +134,11 @@ export function idempotencyPolicies(options: IdempotencyOptions): { check: Polic
   };
 
   /** The record a reservation's 409 points at (the embedded store names it; upstream: by tag). */
-  const findConflicting = async (binding: IdempotencyBinding, error: StoreError, signal: AbortSignal): Promise<Found> => {
+  const findConflicting = async (
+    binding: IdempotencyBinding,
+    error: StoreError,
+    signal: AbortSignal,
+  ): Promise<Found> => {
     const id = conflictId(error);
     if (id === undefined) {
       const found = await findByTag(binding, signal);
@@ -110,13 +151,20 @@ export function idempotencyPolicies(options: IdempotencyOptions): { check: Polic
       if (isNotFound(lookup)) return { kind: 'deleted', id };
       throw lookup;
     }
-    const record = full.schema_name === SCHEMA.ToolIdempotency ? verifyIdempotencyRecord(keys, binding, full.context) : undefined;
+    const record =
+      full.schema_name === SCHEMA.ToolIdempotency ? verifyIdempotencyRecord(keys, binding, full.context) : undefined;
     return record ? { kind: 'record', id, record } : { kind: 'tampered', id };
   };
 
   /** The runner's answer to the first request, when it has one. */
-  const answerOf = async (first: ToolIdempotencyContext, signal: AbortSignal): Promise<ToolResponseContext | undefined> => {
-    const items = await client.listAll({ schema_name: SCHEMA.ToolResponse, tag: keys.answerTag(first.request_breadcrumb_id), limit: 100 }, { signal });
+  const answerOf = async (
+    first: ToolIdempotencyContext,
+    signal: AbortSignal,
+  ): Promise<ToolResponseContext | undefined> => {
+    const items = await client.listAll(
+      { schema_name: SCHEMA.ToolResponse, tag: keys.answerTag(first.request_breadcrumb_id), limit: 100 },
+      { signal },
+    );
     const candidates: Array<{ created: number; order: number; context: ToolResponseContext }> = [];
     for (const [order, item] of items.entries()) {
       if (item.version !== 1) continue;
@@ -130,7 +178,11 @@ export function idempotencyPolicies(options: IdempotencyOptions): { check: Polic
       const parsed = ToolResponseContext.safeParse(full.context);
       if (!parsed.success || full.version !== 1 || full.schema_name !== SCHEMA.ToolResponse) continue;
       const context = parsed.data;
-      if (context.request_id !== first.request_id || context.metadata['request_breadcrumb_id'] !== first.request_breadcrumb_id) continue;
+      if (
+        context.request_id !== first.request_id ||
+        context.metadata['request_breadcrumb_id'] !== first.request_breadcrumb_id
+      )
+        continue;
       if (context.status === 'error' && !context.error) continue;
       candidates.push({ created: Date.parse(full.created_at ?? full.updated_at), order, context });
     }
@@ -160,15 +212,27 @@ export function idempotencyPolicies(options: IdempotencyOptions): { check: Polic
   };
 
   /** Decides a call whose binding already has a valid record of ANOTHER request. */
-  const decideOther = async (call: Call, binding: IdempotencyBinding, first: ToolIdempotencyContext, signal: AbortSignal): Promise<Gate> => {
+  const decideOther = async (
+    call: Call,
+    binding: IdempotencyBinding,
+    first: ToolIdempotencyContext,
+    signal: AbortSignal,
+  ): Promise<Gate> => {
     const differs: string[] = [];
     if (first.version !== call.version) differs.push(`version ${first.version} (this request: ${call.version})`);
-    if (first.input_hash !== call.inputHash) differs.push(`input hash ${first.input_hash} (this request: ${call.inputHash})`);
+    if (first.input_hash !== call.inputHash)
+      differs.push(`input hash ${first.input_hash} (this request: ${call.inputHash})`);
     if (differs.length > 0) {
-      return refuse(`${quote(binding)} of tool "${binding.tool}" was first used by request "${first.request_id}" with a different payload: ${differs.join(' and ')}; send a new key for a different call`, {
-        first_request_id: first.request_id,
-        differs: [...(first.version !== call.version ? ['version'] : []), ...(first.input_hash !== call.inputHash ? ['input_hash'] : [])],
-      });
+      return refuse(
+        `${quote(binding)} of tool "${binding.tool}" was first used by request "${first.request_id}" with a different payload: ${differs.join(' and ')}; send a new key for a different call`,
+        {
+          first_request_id: first.request_id,
+          differs: [
+            ...(first.version !== call.version ? ['version'] : []),
+            ...(first.input_hash !== call.inputHash ? ['input_hash'] : []),
+          ],
+        },
+      );
     }
     const answer = await answerOf(first, signal);
     if (answer) return replay(call, first, answer);
@@ -180,9 +244,12 @@ export function idempotencyPolicies(options: IdempotencyOptions): { check: Polic
       // An answer written in the meantime wins.
       const late = await answerOf(first, signal);
       if (late) return replay(call, first, late);
-      return refuse(`${quote(binding)} was taken by request "${first.request_id}", which was withdrawn without an answer after it started to run; its effects are unknown, so this request does not run (send a new key)`, {
-        first_request_id: first.request_id,
-      });
+      return refuse(
+        `${quote(binding)} was taken by request "${first.request_id}", which was withdrawn without an answer after it started to run; its effects are unknown, so this request does not run (send a new key)`,
+        {
+          first_request_id: first.request_id,
+        },
+      );
     }
     return {
       kind: 'park',
@@ -195,8 +262,14 @@ export function idempotencyPolicies(options: IdempotencyOptions): { check: Polic
   /** The answer for a record that cannot be trusted. */
   const untrusted = (binding: IdempotencyBinding, found: Extract<Found, { kind: 'tampered' | 'deleted' }>): Gate => {
     logger.warn('idempotency record not trusted', { kind: found.kind, record: found.id, tool: binding.tool });
-    const what = found.kind === 'tampered' ? `was edited or forged (breadcrumb ${found.id}: its MAC does not verify)` : `was deleted (breadcrumb ${found.id}; the store keeps the key)`;
-    return refuse(`the record of ${quote(binding)} for tool "${binding.tool}" ${what}; this request does not run and no result is replayed (send a new key)`, { record: found.id, tampering: found.kind });
+    const what =
+      found.kind === 'tampered'
+        ? `was edited or forged (breadcrumb ${found.id}: its MAC does not verify)`
+        : `was deleted (breadcrumb ${found.id}; the store keeps the key)`;
+    return refuse(
+      `the record of ${quote(binding)} for tool "${binding.tool}" ${what}; this request does not run and no result is replayed (send a new key)`,
+      { record: found.id, tampering: found.kind },
+    );
   };
 
   const check: Policy = {
@@ -207,9 +280,12 @@ export function idempotencyPolicies(options: IdempotencyOptions): { check: Polic
       const found = await findByTag(binding, signal);
       if (found.kind !== 'record') return { kind: 'run' };
       if (found.record.request_breadcrumb_id === call.identity.breadcrumbId) {
-        return refuse(`an earlier attempt of request "${call.identity.rid}" reserved ${quote(binding)} and ended without an answer (runner restart or drain while it ran); its effects are unknown, so it does not run again`, {
-          first_request_id: call.identity.rid,
-        });
+        return refuse(
+          `an earlier attempt of request "${call.identity.rid}" reserved ${quote(binding)} and ended without an answer (runner restart or drain while it ran); its effects are unknown, so it does not run again`,
+          {
+            first_request_id: call.identity.rid,
+          },
+        );
       }
       return decideOther(call, binding, found.record, signal);
     },
@@ -231,7 +307,12 @@ export function idempotencyPolicies(options: IdempotencyOptions): { check: Polic
         created_at: new Date(now()).toISOString(),
       };
       const context: ToolIdempotencyContext = { ...fields, mac: idempotencyMac(keys, fields) };
-      const body = { title: `Idempotency: ${binding.tool}`, schema_name: SCHEMA.ToolIdempotency, tags: [workspace, keys.idempotencyTag(binding)], context };
+      const body = {
+        title: `Idempotency: ${binding.tool}`,
+        schema_name: SCHEMA.ToolIdempotency,
+        tags: [workspace, keys.idempotencyTag(binding)],
+        context,
+      };
       for (let tries = 1; ; tries++) {
         try {
           await client.createBreadcrumb(body, { idempotencyKey: keys.idempotencyKey(binding), signal });
@@ -245,7 +326,8 @@ export function idempotencyPolicies(options: IdempotencyOptions): { check: Polic
             if (found.record.request_breadcrumb_id === call.identity.breadcrumbId) return { kind: 'run' };
             return decideOther(call, binding, found.record, signal);
           }
-          if (!(error instanceof StoreError) || !error.retryable || signal.aborted || tries >= RESERVE_TRIES) throw error;
+          if (!(error instanceof StoreError) || !error.retryable || signal.aborted || tries >= RESERVE_TRIES)
+            throw error;
           logger.warn('idempotency record write failed, retrying', { tries, error });
           await sleep(100 * 2 ** tries, undefined, { signal });
         }

@@ -19,7 +19,10 @@ import { parseRateOverrides, rateLimitPolicy } from './rate-limit.js';
 export interface PolicyDeps {
   client: StoreClient;
   keys: RequestKeys;
-  config: Pick<Config, 'workspace' | 'confirmExternalActions' | 'approvalTimeoutMs' | 'redact' | 'rateLimits' | 'auditDir' | 'runnerSecret'>;
+  config: Pick<
+    Config,
+    'workspace' | 'confirmExternalActions' | 'approvalTimeoutMs' | 'redact' | 'rateLimits' | 'auditDir' | 'runnerSecret'
+  >;
   logger: Logger;
   replica: string;
   /** Whether the store authenticates writers (the same probe the request handler asks). */
@@ -31,7 +34,12 @@ export interface PolicyDeps {
 /** The policy chain of one runner (config.invalid when `--rate-limits` is malformed). */
 export function createPolicies(deps: PolicyDeps): Policy[] {
   const { client, keys, config, logger } = deps;
-  const idempotency = idempotencyPolicies({ client, keys, workspace: config.workspace, logger: logger.child({ component: 'idempotency' }) });
+  const idempotency = idempotencyPolicies({
+    client,
+    keys,
+    workspace: config.workspace,
+    logger: logger.child({ component: 'idempotency' }),
+  });
   return [
     idempotency.check,
     approvalPolicy({
@@ -48,6 +56,11 @@ export function createPolicies(deps: PolicyDeps): Policy[] {
     rateLimitPolicy({ overrides: parseRateOverrides(config.rateLimits) }),
     idempotency.reserve,
     effectsPolicy(),
-    auditPolicy({ auditDir: config.auditDir, redact: config.redact, replica: deps.replica, logger: logger.child({ component: 'audit' }) }),
+    auditPolicy({
+      auditDir: config.auditDir,
+      redact: config.redact,
+      replica: deps.replica,
+      logger: logger.child({ component: 'audit' }),
+    }),
   ];
 }

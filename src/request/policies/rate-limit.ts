@@ -17,7 +17,9 @@ export function parseRateOverrides(value: Record<string, unknown>): Map<string, 
   for (const [tool, limits] of Object.entries(value)) {
     const parsed = RateLimits.safeParse(limits);
     if (!parsed.success) {
-      const problems = parsed.error.issues.map((issue) => `${['rateLimits', tool, ...issue.path.map(String)].join('.')}: ${issue.message}`).join('; ');
+      const problems = parsed.error.issues
+        .map((issue) => `${['rateLimits', tool, ...issue.path.map(String)].join('.')}: ${issue.message}`)
+        .join('; ');
       throw new RunnerError(ErrorCode.ConfigInvalid, `invalid --rate-limits: ${problems}`);
     }
     out.set(tool, parsed.data);
@@ -25,10 +27,16 @@ export function parseRateOverrides(value: Record<string, unknown>): Map<string, 
   return out;
 }
 
-const spec = (limit: { limit: number; window_ms: number; burst?: number | undefined }): RateLimitSpec => ({ limit: limit.limit, windowMs: limit.window_ms, ...(limit.burst !== undefined ? { burst: limit.burst } : {}) });
+const spec = (limit: { limit: number; window_ms: number; burst?: number | undefined }): RateLimitSpec => ({
+  limit: limit.limit,
+  windowMs: limit.window_ms,
+  ...(limit.burst !== undefined ? { burst: limit.burst } : {}),
+});
 
 /** Creates the policy; `limiter` defaults to an in-memory one (tests pass one with a fake clock). */
-export function rateLimitPolicy(options: { overrides?: ReadonlyMap<string, Limits>; limiter?: RateLimiter } = {}): Policy {
+export function rateLimitPolicy(
+  options: { overrides?: ReadonlyMap<string, Limits>; limiter?: RateLimiter } = {},
+): Policy {
   const limiter = options.limiter ?? createRateLimiter();
   const overrides = options.overrides ?? new Map<string, Limits>();
   return {
@@ -39,17 +47,26 @@ export function rateLimitPolicy(options: { overrides?: ReadonlyMap<string, Limit
       if (!limits) return { kind: 'run' };
       const agent = call.identity.agentId ?? '(anonymous)';
       const checks: Array<{ key: string; spec: RateLimitSpec; scope: string }> = [];
-      if (limits.per_agent) checks.push({ key: `agent\u0000${name}\u0000${agent}`, spec: spec(limits.per_agent), scope: `agent ${JSON.stringify(agent)}` });
+      if (limits.per_agent)
+        checks.push({
+          key: `agent\u0000${name}\u0000${agent}`,
+          spec: spec(limits.per_agent),
+          scope: `agent ${JSON.stringify(agent)}`,
+        });
       if (limits.per_tool) checks.push({ key: `tool\u0000${name}`, spec: spec(limits.per_tool), scope: 'all callers' });
       for (const check of checks) {
         const decision = limiter.peek(check.key, check.spec);
         if (!decision.ok) {
           return {
             kind: 'answer',
-            result: errorResult(ErrorCode.RateExceeded, `rate limit of "${name}" for ${check.scope} reached (${check.spec.limit} per ${check.spec.windowMs} ms); retry in ${decision.retryAfterMs} ms`, {
-              retry_after_ms: decision.retryAfterMs,
-              scope: check.scope === 'all callers' ? 'tool' : 'agent',
-            }),
+            result: errorResult(
+              ErrorCode.RateExceeded,
+              `rate limit of "${name}" for ${check.scope} reached (${check.spec.limit} per ${check.spec.windowMs} ms); retry in ${decision.retryAfterMs} ms`,
+              {
+                retry_after_ms: decision.retryAfterMs,
+                scope: check.scope === 'all callers' ? 'tool' : 'agent',
+              },
+            ),
           };
         }
       }

@@ -135,7 +135,9 @@ export function redactUrl(url: string): string {
 const INT8 = 20;
 const types = {
   getTypeParser: ((oid: number, format?: string) =>
-    oid === INT8 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+    oid === INT8
+      ? (value: string) => Number(value)
+      : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
 };
 
 // How long a request waits for a pooled connection (a burst queues behind the serialised appends)
@@ -144,11 +146,19 @@ const ACQUIRE_TIMEOUT_MS = 60_000;
 
 /** Opens a pool on `url` (`max` connections); connection errors of idle clients are logged, not thrown. */
 export function openPool(url: string, max: number, logger: Logger): pg.Pool {
-  const pool = new pg.Pool({ connectionString: url, max, types, connectionTimeoutMillis: ACQUIRE_TIMEOUT_MS, idleTimeoutMillis: 30_000 });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max,
+    types,
+    connectionTimeoutMillis: ACQUIRE_TIMEOUT_MS,
+    idleTimeoutMillis: 30_000,
+  });
   pool.on('error', (error) => logger.warn('an idle PostgreSQL connection failed', { error: error.message }));
   // A connection lost while checked out fails its query (the caller sees that) and also emits
   // 'error' on the client, which must not become an uncaught exception.
-  pool.on('connect', (client) => client.on('error', (error) => logger.debug('a PostgreSQL connection failed', { error: error.message })));
+  pool.on('connect', (client) =>
+    client.on('error', (error) => logger.debug('a PostgreSQL connection failed', { error: error.message })),
+  );
   return pool;
 }
 
@@ -163,8 +173,14 @@ export async function migrate(pool: pg.Pool, logger: Logger): Promise<number> {
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
     try {
-      await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())');
-      const applied = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((row) => row.version));
+      await client.query(
+        'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
+      );
+      const applied = new Set(
+        (await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map(
+          (row) => row.version,
+        ),
+      );
       const known = new Set(MIGRATIONS.map((m) => m.version));
       const unknown = [...applied].filter((version) => !known.has(version));
       if (unknown.length > 0) {
@@ -178,7 +194,10 @@ export async function migrate(pool: pg.Pool, logger: Logger): Promise<number> {
         await client.query('BEGIN');
         try {
           await client.query(migration.sql);
-          await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [migration.version, migration.name]);
+          await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
+            migration.version,
+            migration.name,
+          ]);
           await client.query('COMMIT');
         } catch (error) {
           await client.query('ROLLBACK');
@@ -225,6 +244,13 @@ export function isUniqueViolation(error: unknown): boolean {
 export function isUnavailable(error: unknown): boolean {
   const e = error as { code?: string; message?: string } | null;
   if (!e) return false;
-  if (typeof e.code === 'string' && (/^08/.test(e.code) || ['57P01', '57P02', '57P03', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(e.code))) return true;
-  return typeof e.message === 'string' && /Connection terminated|timeout exceeded when trying to connect/.test(e.message);
+  if (
+    typeof e.code === 'string' &&
+    (/^08/.test(e.code) ||
+      ['57P01', '57P02', '57P03', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(e.code))
+  )
+    return true;
+  return (
+    typeof e.message === 'string' && /Connection terminated|timeout exceeded when trying to connect/.test(e.message)
+  );
 }

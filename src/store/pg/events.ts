@@ -39,7 +39,14 @@ interface EventRow {
 const TYPE_PREFIX = /^\{"type":"([^"]+)"/;
 
 function fromRow(row: EventRow): StoredEvent {
-  return { seq: row.seq, type: TYPE_PREFIX.exec(row.data)?.[1] ?? '', ownerId: row.owner_id, schemaName: row.schema_name, tags: JSON.parse(row.tags) as string[], data: row.data };
+  return {
+    seq: row.seq,
+    type: TYPE_PREFIX.exec(row.data)?.[1] ?? '',
+    ownerId: row.owner_id,
+    schemaName: row.schema_name,
+    tags: JSON.parse(row.tags) as string[],
+    data: row.data,
+  };
 }
 
 /** The event log of one replica. */
@@ -67,10 +74,17 @@ export interface PgEventLog extends EventFeed {
 }
 
 /** Starts the log: reads the latest seq, LISTENs (reconnecting with backoff) and polls every `pollMs`. */
-export async function createPgEventLog(options: { pool: pg.Pool; url: string; retention: number; logger: Logger; pollMs?: number }): Promise<PgEventLog> {
+export async function createPgEventLog(options: {
+  pool: pg.Pool;
+  url: string;
+  retention: number;
+  logger: Logger;
+  pollMs?: number;
+}): Promise<PgEventLog> {
   const { pool, url, retention, logger } = options;
   const listeners = new Set<EventListener>();
-  let latest = (await pool.query<{ seq: number }>('SELECT last_seq AS seq FROM event_clock WHERE id = 1')).rows[0]?.seq ?? 0;
+  let latest =
+    (await pool.query<{ seq: number }>('SELECT last_seq AS seq FROM event_clock WHERE id = 1')).rows[0]?.seq ?? 0;
   let closed = false;
   let pumping: Promise<void> | undefined;
   let again = false;
@@ -102,7 +116,12 @@ export async function createPgEventLog(options: { pool: pg.Pool; url: string; re
     do {
       again = false;
       for (;;) {
-        const rows = (await pool.query<EventRow>('SELECT seq, owner_id, schema_name, tags, data FROM events WHERE seq > $1 ORDER BY seq LIMIT $2', [latest, PUMP_PAGE])).rows;
+        const rows = (
+          await pool.query<EventRow>(
+            'SELECT seq, owner_id, schema_name, tags, data FROM events WHERE seq > $1 ORDER BY seq LIMIT $2',
+            [latest, PUMP_PAGE],
+          )
+        ).rows;
         for (const row of rows) if (row.seq > latest) publish(fromRow(row));
         if (waiters.length > 0) settle();
         if (rows.length < PUMP_PAGE || closed) break;
@@ -118,7 +137,11 @@ export async function createPgEventLog(options: { pool: pg.Pool; url: string; re
       return;
     }
     pumping = drain()
-      .catch((error: Error) => logger.warn('reading new events from PostgreSQL failed; retrying on the next notification or poll', { error: error.message }))
+      .catch((error: Error) =>
+        logger.warn('reading new events from PostgreSQL failed; retrying on the next notification or poll', {
+          error: error.message,
+        }),
+      )
       .finally(() => {
         pumping = undefined;
         if (again) kick();
@@ -154,9 +177,13 @@ export async function createPgEventLog(options: { pool: pg.Pool; url: string; re
   // resumes from its real end, so new events are not mistaken for ones already sent.
   let reconnecting = false;
   const rewound = async (): Promise<void> => {
-    const newest = (await pool.query<{ seq: number }>('SELECT last_seq AS seq FROM event_clock WHERE id = 1')).rows[0]?.seq ?? 0;
+    const newest =
+      (await pool.query<{ seq: number }>('SELECT last_seq AS seq FROM event_clock WHERE id = 1')).rows[0]?.seq ?? 0;
     if (newest < latest) {
-      logger.warn('the event log is behind what this replica published (database restored or failed over with data loss): resuming from its end; streams may miss the lost events', { published: latest, databaseLatest: newest });
+      logger.warn(
+        'the event log is behind what this replica published (database restored or failed over with data loss): resuming from its end; streams may miss the lost events',
+        { published: latest, databaseLatest: newest },
+      );
       latest = newest;
     }
   };
@@ -182,23 +209,35 @@ export async function createPgEventLog(options: { pool: pg.Pool; url: string; re
 
   return {
     async lock(client, nowMs) {
-      const row = (await client.query<{ last_ms: number }>(
-        `UPDATE event_clock SET last_ms = GREATEST(last_ms, $1) WHERE id = 1 RETURNING last_ms, pg_notify('${EVENT_CHANNEL}', '')`, [nowMs],
-      )).rows[0];
+      const row = (
+        await client.query<{ last_ms: number }>(
+          `UPDATE event_clock SET last_ms = GREATEST(last_ms, $1) WHERE id = 1 RETURNING last_ms, pg_notify('${EVENT_CHANNEL}', '')`,
+          [nowMs],
+        )
+      ).rows[0];
       const ms = row?.last_ms ?? nowMs;
       return { ms, iso: new Date(ms).toISOString() };
     },
     async append(client, input) {
       const tags = JSON.stringify(input.tags);
       const data = JSON.stringify(input);
-      const seq = (await client.query<{ seq: number }>(
-        `WITH s AS (UPDATE event_clock SET last_seq = last_seq + 1 WHERE id = 1 RETURNING last_seq)
+      const seq = (
+        await client.query<{ seq: number }>(
+          `WITH s AS (UPDATE event_clock SET last_seq = last_seq + 1 WHERE id = 1 RETURNING last_seq)
          INSERT INTO events (seq, owner_id, schema_name, tags, data) SELECT last_seq, $1, $2, $3, $4 FROM s RETURNING seq`,
-        [input.owner_id, input.schema_name, tags, data],
-      )).rows[0]?.seq as number;
+          [input.owner_id, input.schema_name, tags, data],
+        )
+      ).rows[0]?.seq as number;
       // Pruned inside the write, as on SQLite: the table never shrinks under a reader between two writes.
       if (seq % PRUNE_EVERY === 0) await client.query('DELETE FROM events WHERE seq <= $1', [seq - retention]);
-      return { seq, type: String(input.type), ownerId: input.owner_id, schemaName: input.schema_name, tags: input.tags, data };
+      return {
+        seq,
+        type: String(input.type),
+        ownerId: input.owner_id,
+        schemaName: input.schema_name,
+        tags: input.tags,
+        data,
+      };
     },
     kick,
     published(seq) {
@@ -223,10 +262,20 @@ export async function createPgEventLog(options: { pool: pg.Pool; url: string; re
     prune,
     async readAfter(afterSeq, limit, maxBytes) {
       if (maxBytes === undefined) {
-        return (await pool.query<EventRow>('SELECT seq, owner_id, schema_name, tags, data FROM events WHERE seq > $1 ORDER BY seq LIMIT $2', [afterSeq, limit])).rows.map(fromRow);
+        return (
+          await pool.query<EventRow>(
+            'SELECT seq, owner_id, schema_name, tags, data FROM events WHERE seq > $1 ORDER BY seq LIMIT $2',
+            [afterSeq, limit],
+          )
+        ).rows.map(fromRow);
       }
       // Sizes first (no payloads), so a page of huge events never loads more than maxBytes of them.
-      const sizes = (await pool.query<{ seq: number; n: number }>('SELECT seq, octet_length(data) AS n FROM events WHERE seq > $1 ORDER BY seq LIMIT $2', [afterSeq, limit])).rows;
+      const sizes = (
+        await pool.query<{ seq: number; n: number }>(
+          'SELECT seq, octet_length(data) AS n FROM events WHERE seq > $1 ORDER BY seq LIMIT $2',
+          [afterSeq, limit],
+        )
+      ).rows;
       let last: number | undefined;
       let total = 0;
       for (const row of sizes) {
@@ -235,13 +284,22 @@ export async function createPgEventLog(options: { pool: pg.Pool; url: string; re
         last = row.seq;
       }
       if (last === undefined) return [];
-      return (await pool.query<EventRow>('SELECT seq, owner_id, schema_name, tags, data FROM events WHERE seq > $1 AND seq <= $2 ORDER BY seq', [afterSeq, last])).rows.map(fromRow);
+      return (
+        await pool.query<EventRow>(
+          'SELECT seq, owner_id, schema_name, tags, data FROM events WHERE seq > $1 AND seq <= $2 ORDER BY seq',
+          [afterSeq, last],
+        )
+      ).rows.map(fromRow);
     },
     latestSeq: () => latest,
     async bounds() {
       // The table's latest, not only the published one: a client resuming here with an id it got
       // from another replica is ahead of this replica's pump, not past the end of the log.
-      const row = (await pool.query<{ oldest: number | null; newest: number | null }>('SELECT min(seq) AS oldest, max(seq) AS newest FROM events')).rows[0];
+      const row = (
+        await pool.query<{ oldest: number | null; newest: number | null }>(
+          'SELECT min(seq) AS oldest, max(seq) AS newest FROM events',
+        )
+      ).rows[0];
       return { oldest: row?.oldest ?? undefined, latest: Math.max(latest, row?.newest ?? 0) };
     },
     subscribe(listener) {

@@ -66,6 +66,10 @@ export async function openPgBackend(options: {
     await log?.close();
     await pool.end().catch(() => {});
     if (error instanceof RunnerError) throw error;
-    throw new RunnerError(ErrorCode.ConfigInvalid, `cannot use database "${redactUrl(url)}": ${(error as Error).message || String(error)}`, { cause: error });
+    throw new RunnerError(
+      ErrorCode.ConfigInvalid,
+      `cannot use database "${redactUrl(url)}": ${(error as Error).message || String(error)}`,
+      { cause: error },
+    );
   }
 }

@@ -26,13 +26,24 @@ function parseJson(text: string | null): unknown {
 export function tsQuery(text: string): string | undefined {
   const words = text.match(/[\p{L}\p{N}]+/gu);
   if (!words) return undefined;
-  return [...new Set(words.map((w) => w.toLowerCase()))].slice(0, MAX_TERMS).map((w) => `'${w}':*`).join(' | ');
+  return [...new Set(words.map((w) => w.toLowerCase()))]
+    .slice(0, MAX_TERMS)
+    .map((w) => `'${w}':*`)
+    .join(' | ');
 }
 
 /** Reads and search over `pool`. */
-export function createPgReads(pool: pg.Pool, options: { embedder: Embedder | undefined; logger: Logger }): ReadsPort & SearchPort {
+export function createPgReads(
+  pool: pg.Pool,
+  options: { embedder: Embedder | undefined; logger: Logger },
+): ReadsPort & SearchPort {
   const visibleRow = async (id: string, actor: Actor): Promise<BreadcrumbRow | undefined> => {
-    const row = (await pool.query<BreadcrumbRow>('SELECT * FROM breadcrumbs WHERE id = $1 AND (expires_ms IS NULL OR expires_ms > $2)', [id, Date.now()])).rows[0];
+    const row = (
+      await pool.query<BreadcrumbRow>(
+        'SELECT * FROM breadcrumbs WHERE id = $1 AND (expires_ms IS NULL OR expires_ms > $2)',
+        [id, Date.now()],
+      )
+    ).rows[0];
     return !row || (actor.scoped && row.owner_id !== actor.ownerId) ? undefined : row;
   };
   const mustSee = async (id: string, actor: Actor): Promise<BreadcrumbRow> => {
@@ -42,12 +53,21 @@ export function createPgReads(pool: pg.Pool, options: { embedder: Embedder | und
   };
 
   // WHERE clause and parameters shared by listings and search ($1 is `now`).
-  const filters = (tag: string | undefined, schemaName: string | undefined, actor: Actor, tagJoined: boolean): { where: string[]; params: unknown[] } => {
+  const filters = (
+    tag: string | undefined,
+    schemaName: string | undefined,
+    actor: Actor,
+    tagJoined: boolean,
+  ): { where: string[]; params: unknown[] } => {
     const params: unknown[] = [Date.now()];
     const where = ['(b.expires_ms IS NULL OR b.expires_ms > $1)'];
     if (tag !== undefined) {
       params.push(tag);
-      where.push(tagJoined ? `t.tag = $${params.length}` : `EXISTS (SELECT 1 FROM breadcrumb_tags t WHERE t.tag = $${params.length} AND t.write_seq = b.write_seq)`);
+      where.push(
+        tagJoined
+          ? `t.tag = $${params.length}`
+          : `EXISTS (SELECT 1 FROM breadcrumb_tags t WHERE t.tag = $${params.length} AND t.write_seq = b.write_seq)`,
+      );
     }
     if (schemaName !== undefined) {
       params.push(schemaName);
@@ -100,7 +120,12 @@ export function createPgReads(pool: pg.Pool, options: { embedder: Embedder | und
   };
 
   const itemAt = async (writeSeq: number, includeContext: boolean): Promise<Record<string, unknown> | undefined> => {
-    const row = (await pool.query<ListRow>(`SELECT ${listColumns(includeContext)} FROM breadcrumbs b WHERE b.write_seq = $1 AND (b.expires_ms IS NULL OR b.expires_ms > $2)`, [writeSeq, Date.now()])).rows[0];
+    const row = (
+      await pool.query<ListRow>(
+        `SELECT ${listColumns(includeContext)} FROM breadcrumbs b WHERE b.write_seq = $1 AND (b.expires_ms IS NULL OR b.expires_ms > $2)`,
+        [writeSeq, Date.now()],
+      )
+    ).rows[0];
     return row ? toItem(row) : undefined;
   };
 
@@ -133,7 +158,10 @@ export function createPgReads(pool: pg.Pool, options: { embedder: Embedder | und
       WHERE ${where.join(' AND ')} ORDER BY b.write_seq DESC`;
     const scored = (await pool.query<{ seq: number; vec: Buffer | null }>(sql, params)).rows.map((row) => ({
       seq: row.seq,
-      score: row.vec && row.vec.byteLength === qvec.length * 4 ? cosine(qvec, decodeVector(row.vec)) : Number.NEGATIVE_INFINITY,
+      score:
+        row.vec && row.vec.byteLength === qvec.length * 4
+          ? cosine(qvec, decodeVector(row.vec))
+          : Number.NEGATIVE_INFINITY,
     }));
     scored.sort((a, b) => b.score - a.score || 0);
     return scored.slice(0, query.nn).map((entry) => entry.seq);
@@ -146,7 +174,10 @@ export function createPgReads(pool: pg.Pool, options: { embedder: Embedder | und
       try {
         return await byVector(await options.embedder.embed(query.q, AbortSignal.timeout(30_000)), query, actor);
       } catch (error) {
-        options.logger.warn('embedding the search text failed; ranking it with full-text search', { embedder: options.embedder.describe, error: coerceError(error).message });
+        options.logger.warn('embedding the search text failed; ranking it with full-text search', {
+          embedder: options.embedder.describe,
+          error: coerceError(error).message,
+        });
       }
     }
     return byText(query.q, query, actor);
@@ -156,31 +187,66 @@ export function createPgReads(pool: pg.Pool, options: { embedder: Embedder | und
     async contextView(id, actor) {
       const row = await mustSee(id, actor);
       return {
-        id: row.id, title: row.title, description: row.description, semantic_version: row.semantic_version,
-        context: parseJson(row.context), tags: parseJson(row.tags), schema_name: row.schema_name,
-        llm_hints: parseJson(row.llm_hints), version: row.version, updated_at: row.updated_at,
+        id: row.id,
+        title: row.title,
+        description: row.description,
+        semantic_version: row.semantic_version,
+        context: parseJson(row.context),
+        tags: parseJson(row.tags),
+        schema_name: row.schema_name,
+        llm_hints: parseJson(row.llm_hints),
+        version: row.version,
+        updated_at: row.updated_at,
       };
     },
     async full(id, actor) {
       const row = await mustSee(id, actor);
-      const hit = (await pool.query<{ vec: Buffer }>('SELECT vec FROM breadcrumb_embeddings WHERE breadcrumb_id = $1', [id])).rows[0];
+      const hit = (
+        await pool.query<{ vec: Buffer }>('SELECT vec FROM breadcrumb_embeddings WHERE breadcrumb_id = $1', [id])
+      ).rows[0];
       return {
-        id: row.id, owner_id: row.owner_id, title: row.title, description: row.description, semantic_version: row.semantic_version,
-        context: parseJson(row.context), tags: parseJson(row.tags), schema_name: row.schema_name, llm_hints: parseJson(row.llm_hints),
-        visibility: row.visibility, sensitivity: row.sensitivity, version: row.version, checksum: row.checksum, ttl: row.ttl,
-        ttl_type: row.ttl === null ? null : 'datetime', ttl_config: null, read_count: 0, ttl_source: row.ttl === null ? null : 'explicit',
-        created_at: row.created_at, updated_at: row.updated_at, created_by: row.created_by, updated_by: row.updated_by,
-        size_bytes: row.size_bytes, embedding: hit ? Array.from(decodeVector(hit.vec)) : null,
+        id: row.id,
+        owner_id: row.owner_id,
+        title: row.title,
+        description: row.description,
+        semantic_version: row.semantic_version,
+        context: parseJson(row.context),
+        tags: parseJson(row.tags),
+        schema_name: row.schema_name,
+        llm_hints: parseJson(row.llm_hints),
+        visibility: row.visibility,
+        sensitivity: row.sensitivity,
+        version: row.version,
+        checksum: row.checksum,
+        ttl: row.ttl,
+        ttl_type: row.ttl === null ? null : 'datetime',
+        ttl_config: null,
+        read_count: 0,
+        ttl_source: row.ttl === null ? null : 'explicit',
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+        created_by: row.created_by,
+        updated_by: row.updated_by,
+        size_bytes: row.size_bytes,
+        embedding: hit ? Array.from(decodeVector(hit.vec)) : null,
       };
     },
     list,
     async history(id, actor) {
       const current = await visibleRow(id, actor);
       if (!current) return [];
-      const rows = (await pool.query<{ version: number; context: string; updated_at: string; updated_by: string | null }>(
-        'SELECT version, context, updated_at, updated_by FROM breadcrumb_history WHERE breadcrumb_id = $1 ORDER BY version DESC', [id],
-      )).rows;
-      return [current, ...rows].map((row) => ({ version: row.version, context: parseJson(row.context), updated_at: row.updated_at, updated_by: row.updated_by }));
+      const rows = (
+        await pool.query<{ version: number; context: string; updated_at: string; updated_by: string | null }>(
+          'SELECT version, context, updated_at, updated_by FROM breadcrumb_history WHERE breadcrumb_id = $1 ORDER BY version DESC',
+          [id],
+        )
+      ).rows;
+      return [current, ...rows].map((row) => ({
+        version: row.version,
+        context: parseJson(row.context),
+        updated_at: row.updated_at,
+        updated_by: row.updated_by,
+      }));
     },
     search: async (query, actor) => cursorOver(await ranked(query, actor), query.includeContext),
   };

@@ -22,10 +22,16 @@ interface SecretRow extends SecretInfo {
 /** Records the key's fingerprint on first use; throws config.invalid when the database was set up with another key. */
 export async function checkSecretsKey(pool: pg.Pool, key: Buffer): Promise<void> {
   const fingerprint = createHmac('sha256', key).update('tools-runner secrets key check').digest('hex');
-  await pool.query("INSERT INTO meta (key, value) VALUES ('secrets_key_check', $1) ON CONFLICT (key) DO NOTHING", [fingerprint]);
-  const stored = (await pool.query<{ value: string }>("SELECT value FROM meta WHERE key = 'secrets_key_check'")).rows[0]?.value;
+  await pool.query("INSERT INTO meta (key, value) VALUES ('secrets_key_check', $1) ON CONFLICT (key) DO NOTHING", [
+    fingerprint,
+  ]);
+  const stored = (await pool.query<{ value: string }>("SELECT value FROM meta WHERE key = 'secrets_key_check'")).rows[0]
+    ?.value;
   if (stored !== fingerprint) {
-    throw new RunnerError(ErrorCode.ConfigInvalid, 'secretsKey differs from the key this database\'s secrets are encrypted with: every replica must use the same --secrets-key');
+    throw new RunnerError(
+      ErrorCode.ConfigInvalid,
+      "secretsKey differs from the key this database's secrets are encrypted with: every replica must use the same --secrets-key",
+    );
   }
 }
 
@@ -44,7 +50,13 @@ export function createPgSecrets(pool: pg.Pool, key: Buffer): SecretsPort {
     return row;
   };
   const audit = (client: pg.PoolClient, row: SecretRow, actor: Actor, reason: string | null) =>
-    client.query('INSERT INTO secret_audit (secret_id, owner_id, actor, reason, at) VALUES ($1, $2, $3, $4, $5)', [row.id, row.owner_id, actor.agentId, reason, new Date().toISOString()]);
+    client.query('INSERT INTO secret_audit (secret_id, owner_id, actor, reason, at) VALUES ($1, $2, $3, $4, $5)', [
+      row.id,
+      row.owner_id,
+      actor.agentId,
+      reason,
+      new Date().toISOString(),
+    ]);
 
   return {
     async create(body, actor) {
@@ -62,21 +74,39 @@ export function createPgSecrets(pool: pg.Pool, key: Buffer): SecretsPort {
         await pool.query(
           `INSERT INTO secrets (id, owner_id, name, scope_type, scope_id, scope_key, iv, ciphertext, auth_tag, created_at, created_by)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-          [id, actor.ownerId, name, scopeType, scopeId, scopeId ?? '', iv, ciphertext, tag, new Date().toISOString(), actor.agentId],
+          [
+            id,
+            actor.ownerId,
+            name,
+            scopeType,
+            scopeId,
+            scopeId ?? '',
+            iv,
+            ciphertext,
+            tag,
+            new Date().toISOString(),
+            actor.agentId,
+          ],
         );
       } catch (error) {
         if (!isUniqueViolation(error)) throw error;
-        throw new HttpError(409, 'conflict', `a secret named ${JSON.stringify(name)} already exists in scope ${scopeType}${scopeId === null ? '' : ':' + scopeId}; change its value with PUT /secrets/<id>`);
+        throw new HttpError(
+          409,
+          'conflict',
+          `a secret named ${JSON.stringify(name)} already exists in scope ${scopeType}${scopeId === null ? '' : ':' + scopeId}; change its value with PUT /secrets/<id>`,
+        );
       }
       return { id, value };
     },
     async list(scopeType, scopeId, actor) {
-      return (await pool.query<SecretInfo>(
-        `SELECT id, name, scope_type, scope_id, created_at FROM secrets
+      return (
+        await pool.query<SecretInfo>(
+          `SELECT id, name, scope_type, scope_id, created_at FROM secrets
          WHERE ($1::text IS NULL OR owner_id = $1) AND ($2::text IS NULL OR scope_type = $2) AND ($3::text IS NULL OR scope_key = $3)
          ORDER BY created_at COLLATE "C", name COLLATE "C"`,
-        [actor.scoped ? actor.ownerId : null, scopeType ?? null, scopeId ?? null],
-      )).rows;
+          [actor.scoped ? actor.ownerId : null, scopeType ?? null, scopeId ?? null],
+        )
+      ).rows;
     },
     async decrypt(id, reason, actor) {
       const row = await transaction(pool, async (client) => {
@@ -90,7 +120,11 @@ export function createPgSecrets(pool: pg.Pool, key: Buffer): SecretsPort {
         decipher.setAuthTag(row.auth_tag);
         return Buffer.concat([decipher.update(row.ciphertext), decipher.final()]).toString('utf8');
       } catch {
-        throw new HttpError(500, 'decrypt_failed', `secret "${id}" cannot be decrypted with the configured secrets key (was the key changed?)`);
+        throw new HttpError(
+          500,
+          'decrypt_failed',
+          `secret "${id}" cannot be decrypted with the configured secrets key (was the key changed?)`,
+        );
       }
     },
     async remove(id, actor) {
@@ -101,7 +135,12 @@ export function createPgSecrets(pool: pg.Pool, key: Buffer): SecretsPort {
       await transaction(pool, async (client) => {
         const row = await visible(client, id, actor);
         const { iv, ciphertext, tag } = encrypt(value, row.name, row.scope_type, row.scope_id);
-        await client.query('UPDATE secrets SET iv = $1, ciphertext = $2, auth_tag = $3 WHERE id = $4', [iv, ciphertext, tag, row.id]);
+        await client.query('UPDATE secrets SET iv = $1, ciphertext = $2, auth_tag = $3 WHERE id = $4', [
+          iv,
+          ciphertext,
+          tag,
+          row.id,
+        ]);
         await audit(client, row, actor, 'value updated');
       });
     },

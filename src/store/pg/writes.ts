@@ -21,14 +21,18 @@ import { transaction } from './db.js';
 import type { PgEventLog } from './events.js';
 
 function contextDigest(contextJson: string): { checksum: string; size: number } {
-  return { checksum: 'sha256:' + createHash('sha256').update(contextJson).digest('hex'), size: Buffer.byteLength(contextJson) };
+  return {
+    checksum: 'sha256:' + createHash('sha256').update(contextJson).digest('hex'),
+    size: Buffer.byteLength(contextJson),
+  };
 }
 
 function uniqueTags(tags: string[]): string[] {
   return tags.length < 2 ? tags : [...new Set(tags)];
 }
 
-const COLUMNS = 'write_seq, id, owner_id, title, description, semantic_version, context, tags, schema_name, llm_hints, visibility, sensitivity, version, checksum, size_bytes, ttl, expires_ms, created_at, updated_at, updated_ms, created_by, updated_by';
+const COLUMNS =
+  'write_seq, id, owner_id, title, description, semantic_version, context, tags, schema_name, llm_hints, visibility, sensitivity, version, checksum, size_bytes, ttl, expires_ms, created_at, updated_at, updated_ms, created_by, updated_by';
 const SELECT_VISIBLE_FOR_UPDATE = `SELECT ${COLUMNS} FROM breadcrumbs WHERE id = $1 AND (expires_ms IS NULL OR expires_ms > $2) FOR UPDATE`;
 const EXPIRED = 500;
 
@@ -36,16 +40,27 @@ const EXPIRED = 500;
 export function createPgWrites(pool: pg.Pool, log: PgEventLog): WritesPort {
   const visibleForUpdate = async (client: pg.PoolClient, id: string, actor: Actor): Promise<BreadcrumbRow> => {
     const row = (await client.query<BreadcrumbRow>(SELECT_VISIBLE_FOR_UPDATE, [id, Date.now()])).rows[0];
-    if (!row || (actor.scoped && row.owner_id !== actor.ownerId)) throw httpErrors.notFound(`breadcrumb "${id}" not found`);
+    if (!row || (actor.scoped && row.owner_id !== actor.ownerId))
+      throw httpErrors.notFound(`breadcrumb "${id}" not found`);
     return row;
   };
 
   // Deletes the (locked) row and its satellites in one statement; returns its event (after lock()).
-  const removeRow = async (client: pg.PoolClient, row: BreadcrumbRow, reason: string | undefined): Promise<StoredEvent> => {
+  const removeRow = async (
+    client: pg.PoolClient,
+    row: BreadcrumbRow,
+    reason: string | undefined,
+  ): Promise<StoredEvent> => {
     const tags = JSON.parse(row.tags) as string[];
     const event = await log.append(client, {
-      type: 'breadcrumb.deleted', breadcrumb_id: row.id, owner_id: row.owner_id, version: row.version,
-      tags, schema_name: row.schema_name, deleted_at: new Date().toISOString(), ...(reason ? { reason } : {}),
+      type: 'breadcrumb.deleted',
+      breadcrumb_id: row.id,
+      owner_id: row.owner_id,
+      version: row.version,
+      tags,
+      schema_name: row.schema_name,
+      deleted_at: new Date().toISOString(),
+      ...(reason ? { reason } : {}),
     });
     await client.query(
       `WITH t AS (DELETE FROM breadcrumb_tags WHERE write_seq = $2), h AS (DELETE FROM breadcrumb_history WHERE breadcrumb_id = $1),
@@ -56,9 +71,19 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog): WritesPort {
   };
 
   const conflict = async (key: string, actor: Actor): Promise<never> => {
-    const existing = (await pool.query<{ breadcrumb_id: string; owner_id: string }>('SELECT breadcrumb_id, owner_id FROM idempotency_keys WHERE key = $1', [key])).rows[0];
+    const existing = (
+      await pool.query<{ breadcrumb_id: string; owner_id: string }>(
+        'SELECT breadcrumb_id, owner_id FROM idempotency_keys WHERE key = $1',
+        [key],
+      )
+    ).rows[0];
     const sameOwner = existing?.owner_id === actor.ownerId;
-    throw new HttpError(409, 'conflict', `duplicate idempotency key: Idempotency-Key ${JSON.stringify(key)} was already used`, sameOwner && existing ? { id: existing.breadcrumb_id } : undefined);
+    throw new HttpError(
+      409,
+      'conflict',
+      `duplicate idempotency key: Idempotency-Key ${JSON.stringify(key)} was already used`,
+      sameOwner && existing ? { id: existing.breadcrumb_id } : undefined,
+    );
   };
 
   return {
@@ -70,7 +95,10 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog): WritesPort {
       let seq = 0;
       await transaction(pool, async (client) => {
         if (key !== undefined) {
-          const claimed = await client.query('INSERT INTO idempotency_keys (key, breadcrumb_id, owner_id, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (key) DO NOTHING', [key, id, actor.ownerId, new Date().toISOString()]);
+          const claimed = await client.query(
+            'INSERT INTO idempotency_keys (key, breadcrumb_id, owner_id, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (key) DO NOTHING',
+            [key, id, actor.ownerId, new Date().toISOString()],
+          );
           if (claimed.rowCount === 0) {
             duplicate = true;
             return;
@@ -78,20 +106,47 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog): WritesPort {
         }
         const now = await log.lock(client, Date.now());
         const event = await log.append(client, {
-          type: 'breadcrumb.updated', breadcrumb_id: id, owner_id: actor.ownerId, version: 1,
-          tags: fields.tags, schema_name: fields.schema_name, updated_at: now.iso, context: fields.context,
+          type: 'breadcrumb.updated',
+          breadcrumb_id: id,
+          owner_id: actor.ownerId,
+          version: 1,
+          tags: fields.tags,
+          schema_name: fields.schema_name,
+          updated_at: now.iso,
+          context: fields.context,
         });
         await client.query(
           `WITH b AS (INSERT INTO breadcrumbs (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 1, $13, $14, $15, $16, $17, $17, $18, $19, $19))
            INSERT INTO breadcrumb_tags (tag, write_seq) SELECT unnest($20::text[]), $1`,
           [
-            event.seq, id, actor.ownerId, fields.title, fields.description, fields.semantic_version, context, JSON.stringify(fields.tags), fields.schema_name,
-            fields.llm_hints === null ? null : JSON.stringify(fields.llm_hints), fields.visibility, fields.sensitivity, digest.checksum, digest.size,
-            fields.ttl, fields.expiresMs, now.iso, now.ms, actor.agentId, uniqueTags(fields.tags),
+            event.seq,
+            id,
+            actor.ownerId,
+            fields.title,
+            fields.description,
+            fields.semantic_version,
+            context,
+            JSON.stringify(fields.tags),
+            fields.schema_name,
+            fields.llm_hints === null ? null : JSON.stringify(fields.llm_hints),
+            fields.visibility,
+            fields.sensitivity,
+            digest.checksum,
+            digest.size,
+            fields.ttl,
+            fields.expiresMs,
+            now.iso,
+            now.ms,
+            actor.agentId,
+            uniqueTags(fields.tags),
           ],
         );
         if (fields.embedding) {
-          await client.query('INSERT INTO breadcrumb_embeddings (breadcrumb_id, dim, vec) VALUES ($1, $2, $3)', [id, fields.embedding.length, encodeVector(fields.embedding)]);
+          await client.query('INSERT INTO breadcrumb_embeddings (breadcrumb_id, dim, vec) VALUES ($1, $2, $3)', [
+            id,
+            fields.embedding.length,
+            encodeVector(fields.embedding),
+          ]);
         }
         seq = event.seq;
       });
@@ -104,7 +159,12 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog): WritesPort {
       const { version, seq } = await transaction(pool, async (client) => {
         const row = await visibleForUpdate(client, id, actor);
         if (ifMatch !== undefined && row.version !== ifMatch) {
-          throw new HttpError(412, 'version_mismatch', `version_mismatch: breadcrumb "${id}" is at version ${row.version}, not ${ifMatch}`, { version: row.version });
+          throw new HttpError(
+            412,
+            'version_mismatch',
+            `version_mismatch: breadcrumb "${id}" is at version ${row.version}, not ${ifMatch}`,
+            { version: row.version },
+          );
         }
         const now = await log.lock(client, Date.now());
         const next = row.version + 1;
@@ -113,10 +173,17 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog): WritesPort {
         const digest = contextDigest(context);
         const schemaName = patch.schema_name !== undefined ? patch.schema_name : row.schema_name;
         const event = await log.append(client, {
-          type: 'breadcrumb.updated', breadcrumb_id: id, owner_id: row.owner_id, version: next, tags, schema_name: schemaName,
-          updated_at: now.iso, context: patch.context ?? (JSON.parse(row.context) as Record<string, unknown>),
+          type: 'breadcrumb.updated',
+          breadcrumb_id: id,
+          owner_id: row.owner_id,
+          version: next,
+          tags,
+          schema_name: schemaName,
+          updated_at: now.iso,
+          context: patch.context ?? (JSON.parse(row.context) as Record<string, unknown>),
         });
-        const pick = <K extends keyof BreadcrumbRow>(key: K, value: BreadcrumbRow[K] | undefined): BreadcrumbRow[K] => (value !== undefined ? value : row[key]);
+        const pick = <K extends keyof BreadcrumbRow>(key: K, value: BreadcrumbRow[K] | undefined): BreadcrumbRow[K] =>
+          value !== undefined ? value : row[key];
         await client.query(
           `WITH u AS (UPDATE breadcrumbs SET write_seq = $1, title = $2, description = $3, semantic_version = $4, context = $5, tags = $6,
               schema_name = $7, llm_hints = $8, visibility = $9, sensitivity = $10, version = $11, checksum = $12, size_bytes = $13, ttl = $14,
@@ -125,15 +192,39 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog): WritesPort {
             h AS (INSERT INTO breadcrumb_history (breadcrumb_id, version, context, updated_at, updated_by) VALUES ($20, $21, $22, $23, $24))
            INSERT INTO breadcrumb_tags (tag, write_seq) SELECT unnest($25::text[]), $1`,
           [
-            event.seq, pick('title', patch.title), pick('description', patch.description), pick('semantic_version', patch.semantic_version), context,
-            JSON.stringify(tags), schemaName,
-            patch.llm_hints !== undefined ? (patch.llm_hints === null ? null : JSON.stringify(patch.llm_hints)) : row.llm_hints,
-            pick('visibility', patch.visibility), pick('sensitivity', patch.sensitivity), next, digest.checksum, digest.size, pick('ttl', patch.ttl),
-            pick('expires_ms', patch.expiresMs), now.iso, now.ms, actor.agentId, row.write_seq,
-            id, row.version, row.context, row.updated_at, row.updated_by, uniqueTags(tags),
+            event.seq,
+            pick('title', patch.title),
+            pick('description', patch.description),
+            pick('semantic_version', patch.semantic_version),
+            context,
+            JSON.stringify(tags),
+            schemaName,
+            patch.llm_hints !== undefined
+              ? patch.llm_hints === null
+                ? null
+                : JSON.stringify(patch.llm_hints)
+              : row.llm_hints,
+            pick('visibility', patch.visibility),
+            pick('sensitivity', patch.sensitivity),
+            next,
+            digest.checksum,
+            digest.size,
+            pick('ttl', patch.ttl),
+            pick('expires_ms', patch.expiresMs),
+            now.iso,
+            now.ms,
+            actor.agentId,
+            row.write_seq,
+            id,
+            row.version,
+            row.context,
+            row.updated_at,
+            row.updated_by,
+            uniqueTags(tags),
           ],
         );
-        if (patch.embedding === null) await client.query('DELETE FROM breadcrumb_embeddings WHERE breadcrumb_id = $1', [id]);
+        if (patch.embedding === null)
+          await client.query('DELETE FROM breadcrumb_embeddings WHERE breadcrumb_id = $1', [id]);
         else if (patch.embedding) {
           await client.query(
             'INSERT INTO breadcrumb_embeddings (breadcrumb_id, dim, vec) VALUES ($1, $2, $3) ON CONFLICT (breadcrumb_id) DO UPDATE SET dim = excluded.dim, vec = excluded.vec',
@@ -160,10 +251,12 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog): WritesPort {
       let total = 0;
       for (;;) {
         const removed: { count: number; last: number } = await transaction(pool, async (client) => {
-          const rows = (await client.query<BreadcrumbRow>(
-            `SELECT ${COLUMNS} FROM breadcrumbs WHERE expires_ms IS NOT NULL AND expires_ms <= $1 ORDER BY expires_ms LIMIT ${EXPIRED} FOR UPDATE SKIP LOCKED`,
-            [Date.now()],
-          )).rows;
+          const rows = (
+            await client.query<BreadcrumbRow>(
+              `SELECT ${COLUMNS} FROM breadcrumbs WHERE expires_ms IS NOT NULL AND expires_ms <= $1 ORDER BY expires_ms LIMIT ${EXPIRED} FOR UPDATE SKIP LOCKED`,
+              [Date.now()],
+            )
+          ).rows;
           if (rows.length === 0) return { count: 0, last: 0 };
           await log.lock(client, Date.now());
           let last = 0;
