@@ -14,11 +14,12 @@ export default tseslint.config(
   {
     files: ['**/*.ts'],
     rules: {
-      // Files are 50-250 lines, split above 400 (CONTRIBUTING "Code").
-      'max-lines': ['error', { max: 400 }],
-      // A factory's closure is its module's body. 200 is what every function meets today but four
-      // (reported: request/2-intake.ts, sandbox/pool.ts); the aim is 150.
-      'max-lines-per-function': ['error', { max: 200, skipBlankLines: true, skipComments: true, IIFEs: true }],
+      // Files are 50-250 lines, split above 400 lines of code (CONTRIBUTING "Code"; blank lines and
+      // comments do not count: a module's opening comment is documentation, not size).
+      'max-lines': ['error', { max: 400, skipBlankLines: true, skipComments: true }],
+      // A factory's closure is its module's body. 250 is what every function meets today; the aim
+      // is 150 (CONTRIBUTING "Code" lists the factories still above it).
+      'max-lines-per-function': ['error', { max: 250, skipBlankLines: true, skipComments: true, IIFEs: true }],
       // `_name` marks a parameter or binding kept for its position; `{ drop, ...rest }` omits a field.
       '@typescript-eslint/no-unused-vars': [
         'error',
@@ -58,6 +59,8 @@ export default tseslint.config(
     files: ['test/**/*.ts'],
     rules: {
       'max-lines-per-function': 'off',
+      // A test file holds one feature's scenarios with their fixtures: up to 600 lines of code.
+      'max-lines': ['error', { max: 600, skipBlankLines: true, skipComments: true }],
       '@typescript-eslint/no-explicit-any': 'off',
       'no-regex-spaces': 'off',
     },

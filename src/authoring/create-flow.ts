@@ -45,7 +45,7 @@ import type { Logger } from '../logger.js';
 import { createRequestRid } from '../request/events.js';
 import type { CreateExecutor, CreateRequestRecord } from '../request/execute.js';
 import type { Sandbox } from '../sandbox/index.js';
-import { SEMVER, validateToolDefinition, type SchemaValidator } from '../screen/index.js';
+import { validateToolDefinition, type SchemaValidator } from '../screen/index.js';
 import type { SecretResolver } from '../tool-context/secrets.js';
 import { createToolApi } from '../tool-context/tool-api.js';
 import { runExamples } from './examples.js';

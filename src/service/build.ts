@@ -6,7 +6,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import {
   createRequestClient,
   createRequestKeys,
-  createStoreAuthProbe,
   createStoreClient,
   type RequestKeys,
   type StoreClient,

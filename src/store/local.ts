@@ -4,7 +4,7 @@
 // event stream as an in-process subscription (sse.ts `subscribe`). Request bodies arrive already
 // copied by the client; replies are objects built fresh per call from SQLite rows.
 
-import type { LocalEndpoint, LocalReply, LocalRequest, LocalStreamSink } from '../local-transport.js';
+import type { LocalEndpoint, LocalReply, LocalRequest } from '../local-transport.js';
 import type { Need, Principal, StoreAuth } from './auth.js';
 import type { ItemCursor } from './backend.js';
 import { HttpError } from './http-util.js';

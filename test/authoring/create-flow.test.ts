@@ -42,7 +42,7 @@ function countingValidator(): { validator: SchemaValidator; checked: unknown[] }
   };
 }
 
-async function rig(maxSeen?: number) {
+async function rig() {
   const store = await startStore();
   const c: StoreClient = createStoreClient({ baseUrl: store.url, logger: silentLogger() });
   onCleanup(() => c.close());

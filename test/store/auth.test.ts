@@ -1,5 +1,5 @@
 import { SignJWT, decodeJwt } from 'jose';
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { createStore } from '../../src/store/index.js';
 import { silentLogger } from '../../src/logger.js';
 import { call, crumb, openSse, startStore, describeBackends } from './helpers.js';

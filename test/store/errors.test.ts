@@ -1,5 +1,5 @@
 import http from 'node:http';
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { cases } from './error-cases.js';
 import { call, crumb, startStore, describeBackends } from './helpers.js';
 

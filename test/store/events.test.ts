@@ -1,5 +1,5 @@
 import http from 'node:http';
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { call, captureLogger, crumb, openSse, startStore, type SseFrame, describeBackends } from './helpers.js';
 
 // These tests cover our stream extensions, so every stream opts in to all of them.

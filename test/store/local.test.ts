@@ -1,7 +1,7 @@
 // The in-process endpoint (Store.local) answers the store client's routes exactly as HTTP does:
 // the bad-input cases of errors.test.ts with the same status, code and message, plus auth, 503
 // while closing, and the event subscription's filters.
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import type { LocalReply, LocalRequest } from '../../src/store/index.js';
 import { cases } from './error-cases.js';
 import { call, crumb, startStore, describeBackends } from './helpers.js';

@@ -25,14 +25,12 @@ async function query<T extends pg.QueryResultRow>(url: string, sql: string, para
 }
 
 const eventsOf = (conn: SseConnection) =>
-  conn
-    .events()
-    .map((frame) => ({
-      id: Number(frame.id),
-      type: frame.data.type as string,
-      bc: frame.data.breadcrumb_id as string,
-      version: frame.data.version as number,
-    }));
+  conn.events().map((frame) => ({
+    id: Number(frame.id),
+    type: frame.data.type as string,
+    bc: frame.data.breadcrumb_id as string,
+    version: frame.data.version as number,
+  }));
 
 describe.skipIf(PG_UNAVAILABLE !== undefined)('store on PostgreSQL: several replicas on one database', () => {
   it('three replicas starting together on a fresh database apply each migration exactly once', async () => {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { call, captureLogger, startStore, tempDir, describeBackends } from './helpers.js';
 
 const VALUE = 'PLAINTEXT-secret-value-7f3a9c';
