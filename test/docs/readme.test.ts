@@ -33,6 +33,7 @@ const SKIPPED = {
   'approvals-cli': 'needs a call waiting for approval; test/e2e/approvals.test.ts runs these commands against a real runner',
   'upstream-flags': "runs the examples of the operator's whole bootstrap directory; test/e2e/upstream-tools.test.ts runs this command on upstream-shaped fixtures",
   'allow-private-hosts': 'starts a service with a flag; test/mcp/progress.test.ts runs a runner with this flag',
+  'bench-issue-24': 'a benchmark of several minutes, not a test',
   'shipped-tools-real': 'needs the real services (OpenRouter key, Ollama, a browser with internet)',
 };
 
