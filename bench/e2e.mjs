@@ -249,7 +249,7 @@ async function pending10k() {
   const rids = [];
   for (let i = 0; i < PENDING_N; i++) {
     const rid = `pending-${i}`;
-    await client.createBreadcrumb({ title: `Request: ${tool}`, schema_name: 'tool.request.v1', tags: ['tool:request', 'workspace:tools'], context: { tool, input, requestId: rid } });
+    await client.createBreadcrumb({ title: 'Request: echo', schema_name: 'tool.request.v1', tags: ['tool:request', 'workspace:tools'], context: { tool: 'echo', input: { message: 'hi' }, requestId: rid } });
     rids.push(rid);
   }
   const runner = start(['start', '--store-url', url, '--admin-port', '-1', '--bootstrap-dir', join(root, 'bootstrap-breadcrumbs'), ...EXTRA]);
