@@ -48,6 +48,8 @@ export interface PoolOptions {
   maxReuseCalls: number;
   /** How much CPU a parked reuse process may use (default IDLE_CPU_RULE). */
   idleCpu?: IdleCpuRule;
+  /** Least cost of a spawn waitForReuse assumes (tests: a high floor makes waiting certain); default 0. */
+  minSpawnCostMs?: number;
 }
 
 /** Counters of the pool (spawned, evicted and retired count since creation). */
@@ -417,7 +419,8 @@ export function createPool(options: PoolOptions): Pool {
       const busy = busyCalls.get(reuseKey) ?? 0;
       const waiting = reuseWaiters.get(reuseKey)?.length ?? 0;
       const avg = runAvgMs.get(reuseKey);
-      if (closed || busy <= waiting || avg === undefined || avg > spawnAvgMs) return undefined;
+      const spawnCostMs = Math.max(spawnAvgMs, options.minSpawnCostMs ?? 0);
+      if (closed || busy <= waiting || avg === undefined || avg > spawnCostMs) return undefined;
       waitedForBusy++;
       return new Promise<SandboxProcess | undefined>((resolve) => {
         let waiters = reuseWaiters.get(reuseKey);
@@ -433,7 +436,7 @@ export function createPool(options: PoolOptions): Pool {
           const at = queue.indexOf(done);
           if (at !== -1) queue.splice(at, 1);
           done(undefined);
-        }, Math.ceil(spawnAvgMs + avg));
+        }, Math.ceil(spawnCostMs + avg));
         queue.push(done);
       });
     },

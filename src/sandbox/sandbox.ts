@@ -43,6 +43,8 @@ export interface CreateSandboxOptions {
   guard?: MemoryGuard;
   /** Tool compiler override (tests, bench): e.g. one without a transpiler. */
   compiler?: ToolCompiler;
+  /** Least spawn cost the pool assumes when it weighs waiting for a busy process (tests). */
+  minSpawnCostMs?: number;
 }
 
 function clamp(value: number, fallback: number, min: number, max: number): number {
@@ -92,6 +94,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
   const activity = createActivityMonitor();
   const pool = createPool({
     maxReuseCalls: config.warmMaxCalls,
+    ...(options.minSpawnCostMs !== undefined ? { minSpawnCostMs: options.minSpawnCostMs } : {}),
     poolSize: config.poolSize,
     poolMax: capacity.poolMax,
     poolIdleMs: config.poolIdleMs,
@@ -190,7 +193,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
     if (!usable(proc)) return crashed(`no live Deno sandbox process for tool ${JSON.stringify(tool.name)}`, startedAt, { reason: 'spawn_failed' });
     split.gotAt = performance.now();
     const slot = cpuSlotOf(job.signal);
-    const untrack = slot && proc.pid !== undefined ? activity.track(proc.pid, slot) : undefined;
+    const tracked = slot && proc.pid !== undefined ? activity.track(proc.pid, slot) : undefined;
     if (reuse) pool.callStarted(reuseKey);
     // warm mode: the tool's module factory, imported once per process, called once per call
     const factory = reuse ? compiled.factory : undefined;
@@ -210,10 +213,11 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
         maxOutputBytes: config.maxOutputBytes,
         maxLogBytes: config.maxLogBytes,
         startedAt,
+        ...(tracked ? { onWaiting: tracked.waiting } : {}),
       },
       guard,
     );
-    untrack?.();
+    tracked?.stop();
     if (factory && outcome.reusable) factoryLoaded.set(proc, factory.id);
     if (reuse) pool.callEnded(reuseKey, performance.now() - split.gotAt, outcome.reusable);
     if (outcome.reusable) pool.park(proc, reuseKey);
