@@ -88,11 +88,12 @@ export interface Pool {
   callEnded(reuseKey: string, runMs: number, reusable: boolean): void;
   /**
    * Warm mode, no idle process of `reuseKey`: a promise of the next one a call of that version parks,
-   * when waiting for it is cheaper than spawning (its calls run shorter than a spawn on average, and
-   * a busy process is free for this waiter); undefined when not. Resolves undefined when the wait
+   * when waiting for it is cheaper than spawning (no ready spare of `specKey` that the pool has room to
+   * refill, its calls run shorter than a spawn on average, and a busy process is free for this
+   * waiter); undefined when not. Resolves undefined when the wait
    * ends without a process (then the caller takes a fresh one).
    */
-  waitForReuse(reuseKey: string): Promise<SandboxProcess | undefined> | undefined;
+  waitForReuse(reuseKey: string, specKey: string): Promise<SandboxProcess | undefined> | undefined;
   stats(): PoolStats;
   /** Every live process (for shutdown). */
   live(): SandboxProcess[];
@@ -413,9 +414,14 @@ export function createPool(options: PoolOptions): Pool {
       if (!reusable) reuseWaiters.get(reuseKey)?.shift()?.(undefined);
       if (reuseWaiters.get(reuseKey)?.length === 0) reuseWaiters.delete(reuseKey);
     },
-    waitForReuse(reuseKey) {
-      // Wait for a busy process of this version when that is cheaper than starting one: every
-      // waiter has a busy process ahead of it that will finish, on average, sooner than a spawn.
+    waitForReuse(reuseKey, specKey) {
+      // A ready spare of the permission set costs no wait, and its refill no eviction while the pool
+      // has room: take it. Otherwise wait for a busy process of this version when that is cheaper
+      // than starting one: every waiter has a busy process ahead of it that will finish, on average,
+      // sooner than a spawn.
+      const spare = warm.get(specKey)?.some((proc) => proc.state === 'ready') ?? false;
+      // (room counts busy processes too: they come back to be parked)
+      if (spare && all.size < poolMax) return undefined;
       const busy = busyCalls.get(reuseKey) ?? 0;
       const waiting = reuseWaiters.get(reuseKey)?.length ?? 0;
       const avg = runAvgMs.get(reuseKey);

@@ -173,7 +173,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
     let proc = reuse ? pool.acquireReuse(reuseKey) : undefined;
     // every process of this version busy: wait for one when that is cheaper than a spawn (pool.ts)
     if (reuse && !usable(proc)) {
-      const next = pool.waitForReuse(reuseKey);
+      const next = pool.waitForReuse(reuseKey, spec.key);
       if (next) proc = await next;
     }
     // a process can die between being handed out and receiving its job (rare): then take another once
