@@ -23,6 +23,8 @@ import type { SandboxProcess } from './process.js';
 /** How often the CPU time of parked reuse processes is read. */
 export const CPU_CHECK_MS = 100;
 const BACKOFF_MIN_MS = 250;
+/** A parked process unused this long is fair game for a call that would otherwise wait (waitForReuse). */
+const STALE_PARKED_MS = 1000;
 const BACKOFF_MAX_MS = 30_000;
 
 /** A permission set: processes with the same key are interchangeable. */
@@ -213,6 +215,19 @@ export function createPool(options: PoolOptions): Pool {
   const checkParkedCpu = (): void => {
     const now = performance.now();
     for (const proc of [...parkedCpu.keys()]) retireIfBusy(proc, now, false);
+  };
+
+  // Whether a process of another tool version has been parked, unused, for over STALE_PARKED_MS.
+  const staleParked = (reuseKey: string): boolean => {
+    const now = performance.now();
+    for (const [key, entries] of idle) {
+      if (key === reuseKey) continue;
+      for (const proc of entries) {
+        const since = parkedCpu.get(proc)?.since;
+        if (since !== undefined && now - since > STALE_PARKED_MS) return true;
+      }
+    }
+    return false;
   };
 
   // The process parked longest ago under another tool version's key gives up its room (true if one did).
@@ -420,8 +435,9 @@ export function createPool(options: PoolOptions): Pool {
       // than starting one: every waiter has a busy process ahead of it that will finish, on average,
       // sooner than a spawn.
       const spare = warm.get(specKey)?.some((proc) => proc.state === 'ready') ?? false;
-      // (room counts busy processes too: they come back to be parked)
-      if (spare && all.size < poolMax) return undefined;
+      // (room counts busy processes too: they come back to be parked; a process of another version
+      // parked for over STALE_PARKED_MS is room too: evicting what nobody uses is no thrashing)
+      if (spare && (all.size < poolMax || staleParked(reuseKey))) return undefined;
       const busy = busyCalls.get(reuseKey) ?? 0;
       const waiting = reuseWaiters.get(reuseKey)?.length ?? 0;
       const avg = runAvgMs.get(reuseKey);
