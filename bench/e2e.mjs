@@ -9,6 +9,7 @@
 //     spaced_p50/p99_ms     calls 50 ms apart (--spaced, default 200): request written -> response event
 //     runner_cpu_ms_per_call  utime+stime of the runner process and its spawner helper (never the
 //                           Deno processes), before/after the c16 run, divided by its calls
+//     runner_cpu_ms_per_spawn (process mode) its CPU per call minus warm mode's: one spawn's cost
 //     stage_p50_ms          per-stage p50 of metadata.timings over the c16 run
 //   pending_10k: 10,000 requests written while the runner is stopped (separate store), then a warm
 //                runner starts; its RSS (Node process only) is sampled for 20 s
@@ -248,7 +249,7 @@ async function pending10k() {
   const rids = [];
   for (let i = 0; i < PENDING_N; i++) {
     const rid = `pending-${i}`;
-    await client.createBreadcrumb({ title: `Request: ${tool}`, schema_name: 'tool.request.v1', tags: ['tool:request', 'workspace:tools'], context: { tool, input, requestId: rid } });
+    await client.createBreadcrumb({ title: 'Request: echo', schema_name: 'tool.request.v1', tags: ['tool:request', 'workspace:tools'], context: { tool: 'echo', input: { message: 'hi' }, requestId: rid } });
     rids.push(rid);
   }
   const runner = start(['start', '--store-url', url, '--admin-port', '-1', '--bootstrap-dir', join(root, 'bootstrap-breadcrumbs'), ...EXTRA]);
@@ -355,6 +356,8 @@ async function main() {
   const modes = {};
   if (SCENARIOS.includes('modes')) for (const mode of MODES) modes[mode] = await measureMode(mode);
   if (modes.process) modes.process.share_of_bare_boot = round(modes.process.calls_per_sec_c16 / bare.per_sec, 3);
+  // every process-mode call consumes one spawn: what it costs the runner beyond a warm call
+  if (modes.process && modes.warm) modes.process.runner_cpu_ms_per_spawn = round(modes.process.runner_cpu_ms_per_call - modes.warm.runner_cpu_ms_per_call, 3);
   const mixedFigures = SCENARIOS.includes('mixed') ? await mixed() : null;
   const timerFigures = SCENARIOS.includes('timers') ? await timers() : null;
   const pending = PENDING_N > 0 && SCENARIOS.includes('pending') ? await pending10k() : null;

@@ -4,7 +4,8 @@
 //   host -> harness (stdin):  {"t":"job",...} and {"t":"api",...} replies, JSON per line
 //   harness -> host (stdout): "TRH1 <nonce>" once at start, then "\n<nonce><T><seq> <json>\n" frames,
 //                             T = R (result value), E (error), A (context.api request),
-//                             N (a network use, written BEFORE the connection is attempted)
+//                             N (a network use, written BEFORE the connection is attempted),
+//                             W (the call waits on the event loop: a hint for lending its CPU slot)
 //   harness -> host (stderr): "\n<nonce>S<seq> \n" right before an R/E frame, so the host knows that
 //                             every stderr line the tool wrote during the call has arrived
 // The nonce is random per process and lives only in this module's closure; anything else on stdout or
@@ -65,6 +66,8 @@ const preventDefault = uncurry(Event.prototype.preventDefault) as (e: Event) => 
 const rejectionReason = getter(PromiseRejectionEvent.prototype, 'reason') as (e: Event) => unknown;
 const errorEventError = getter(ErrorEvent.prototype, 'error') as (e: Event) => unknown;
 const exit = Deno.exit;
+const setTimer = setTimeout;
+const clearTimer = clearTimeout;
 const NotCapable = Deno.errors.NotCapable;
 const PermissionDenied = Deno.errors.PermissionDenied;
 const inspect = Deno.inspect;
@@ -672,12 +675,20 @@ async function runJob(job: Job): Promise<void> {
     sendError(job.seq, new ErrorCtor('the tool does not export a function named "execute"'));
     return finish(job);
   }
+  // A W frame says the call waits on the event loop (a timer, the network, a context.api reply, a
+  // nested call): its promise did not settle within the microtasks of the call, so a macrotask ran
+  // first. A call that only computes never sends one. The host lends the call's CPU slot only after
+  // this hint AND the kernel showing the process asleep (src/sandbox/activity.ts).
+  const hint = setTimer(() => {
+    if (current === job) frame('W', job.seq, '{}');
+  }, 0);
   try {
     const value = await (execute as (i: unknown, c: unknown) => unknown)(job.input, makeContext(job));
     if (current === job) sendResult(job, value);
   } catch (err) {
     if (current === job) sendError(job.seq, err);
   }
+  clearTimer(hint);
   finish(job);
 }
 

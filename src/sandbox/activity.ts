@@ -1,7 +1,11 @@
 // Whether the process running a call computes or waits: how a call lends its CPU slot (queue/cpu-slot.ts)
 // while it sleeps on a timer, the network or a nested call.
 //
-// The host asks the kernel, not the process: /proc/<pid>/schedstat holds, in nanoseconds, the time the
+// Two signals must agree. The harness hints (a W frame) when the call's promise did not settle within
+// its microtasks, i.e. the call waits on the event loop; a call that only computes never hints, and
+// neither does one that finished while the runner has not read its result yet (its process sleeps,
+// but on us). And the kernel must show the process asleep:
+// /proc/<pid>/schedstat holds, in nanoseconds, the time the
 // process's main thread (where Deno runs JavaScript) spent on a CPU and the time it spent runnable but
 // waiting for one. Over a window, what is neither was spent asleep. A call whose process was asleep for
 // more than 90% of the last window, and asleep at that moment (state S in /proc/<pid>/stat), waits: its
@@ -39,6 +43,8 @@ export function readDemandNs(pid: number): number | undefined {
 interface Tracked {
   pid: number;
   slot: CpuSlot;
+  /** The harness said the call waits on its event loop (W frame). */
+  hinted: boolean;
   lent: boolean;
   lastNs: number | undefined;
   lastAt: number;
@@ -46,8 +52,11 @@ interface Tracked {
 
 /** Watches the processes of running calls and lends their CPU slots while they wait. */
 export interface ActivityMonitor {
-  /** Starts watching the call running on `pid`; the returned function stops it (and ends a loan). */
-  track(pid: number, slot: CpuSlot): () => void;
+  /**
+   * Starts watching the call running on `pid`. `waiting()`: the harness said the call waits on its
+   * event loop (only such a call can lend its slot); `stop()` ends the watch (and a loan).
+   */
+  track(pid: number, slot: CpuSlot): { waiting(): void; stop(): void };
   /** Calls whose slot is lent now (for tests and stats). */
   lent(): number;
   close(): void;
@@ -77,7 +86,7 @@ export function createActivityMonitor(read: (pid: number) => number | undefined 
   const tick = (): void => {
     const now = performance.now();
     for (const t of tracked) {
-      if (!t.lent && !t.slot.contended()) {
+      if (!t.lent && (!t.hinted || !t.slot.contended())) {
         t.lastNs = undefined; // a stale baseline would judge a window nobody asked about
         continue;
       }
@@ -112,16 +121,21 @@ export function createActivityMonitor(read: (pid: number) => number | undefined 
 
   return {
     track(pid, slot) {
-      const t: Tracked = { pid, slot, lent: false, lastNs: undefined, lastAt: 0 };
+      const t: Tracked = { pid, slot, hinted: false, lent: false, lastNs: undefined, lastAt: 0 };
       tracked.add(t);
       ensure();
-      return () => {
-        if (!tracked.delete(t)) return;
-        if (t.lent) {
-          lentCount--;
-          t.lent = false;
-        }
-        if (tracked.size === 0) stop();
+      return {
+        waiting: () => {
+          t.hinted = true;
+        },
+        stop: () => {
+          if (!tracked.delete(t)) return;
+          if (t.lent) {
+            lentCount--;
+            t.lent = false;
+          }
+          if (tracked.size === 0) stop();
+        },
       };
     },
     lent: () => lentCount,

@@ -96,6 +96,8 @@ export async function createMemoryGuard(options: { logger: Logger; location?: Cg
       return cgroup;
     },
     watch(target) {
+      // in cgroup mode the kernel enforces the limit: sample only for a call's heap-OOM evidence
+      if (mode === 'cgroup' && target.sampled === undefined) return;
       watched.add(target);
       timer ??= setInterval(sample, SAMPLE_INTERVAL_MS);
     },

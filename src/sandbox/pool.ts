@@ -23,6 +23,8 @@ import type { SandboxProcess } from './process.js';
 /** How often the CPU time of parked reuse processes is read. */
 export const CPU_CHECK_MS = 100;
 const BACKOFF_MIN_MS = 250;
+/** A parked process unused this long is fair game for a call that would otherwise wait (waitForReuse). */
+const STALE_PARKED_MS = 1000;
 const BACKOFF_MAX_MS = 30_000;
 
 /** A permission set: processes with the same key are interchangeable. */
@@ -48,6 +50,8 @@ export interface PoolOptions {
   maxReuseCalls: number;
   /** How much CPU a parked reuse process may use (default IDLE_CPU_RULE). */
   idleCpu?: IdleCpuRule;
+  /** Least cost of a spawn waitForReuse assumes (tests: a high floor makes waiting certain); default 0. */
+  minSpawnCostMs?: number;
 }
 
 /** Counters of the pool (spawned, evicted and retired count since creation). */
@@ -86,11 +90,12 @@ export interface Pool {
   callEnded(reuseKey: string, runMs: number, reusable: boolean): void;
   /**
    * Warm mode, no idle process of `reuseKey`: a promise of the next one a call of that version parks,
-   * when waiting for it is cheaper than spawning (its calls run shorter than a spawn on average, and
-   * a busy process is free for this waiter); undefined when not. Resolves undefined when the wait
+   * when waiting for it is cheaper than spawning (no ready spare of `specKey` that the pool has room to
+   * refill, its calls run shorter than a spawn on average, and a busy process is free for this
+   * waiter); undefined when not. Resolves undefined when the wait
    * ends without a process (then the caller takes a fresh one).
    */
-  waitForReuse(reuseKey: string): Promise<SandboxProcess | undefined> | undefined;
+  waitForReuse(reuseKey: string, specKey: string): Promise<SandboxProcess | undefined> | undefined;
   stats(): PoolStats;
   /** Every live process (for shutdown). */
   live(): SandboxProcess[];
@@ -210,6 +215,19 @@ export function createPool(options: PoolOptions): Pool {
   const checkParkedCpu = (): void => {
     const now = performance.now();
     for (const proc of [...parkedCpu.keys()]) retireIfBusy(proc, now, false);
+  };
+
+  // Whether a process of another tool version has been parked, unused, for over STALE_PARKED_MS.
+  const staleParked = (reuseKey: string): boolean => {
+    const now = performance.now();
+    for (const [key, entries] of idle) {
+      if (key === reuseKey) continue;
+      for (const proc of entries) {
+        const since = parkedCpu.get(proc)?.since;
+        if (since !== undefined && now - since > STALE_PARKED_MS) return true;
+      }
+    }
+    return false;
   };
 
   // The process parked longest ago under another tool version's key gives up its room (true if one did).
@@ -411,13 +429,20 @@ export function createPool(options: PoolOptions): Pool {
       if (!reusable) reuseWaiters.get(reuseKey)?.shift()?.(undefined);
       if (reuseWaiters.get(reuseKey)?.length === 0) reuseWaiters.delete(reuseKey);
     },
-    waitForReuse(reuseKey) {
-      // Wait for a busy process of this version when that is cheaper than starting one: every
-      // waiter has a busy process ahead of it that will finish, on average, sooner than a spawn.
+    waitForReuse(reuseKey, specKey) {
+      // A ready spare of the permission set costs no wait, and its refill no eviction while the pool
+      // has room: take it. Otherwise wait for a busy process of this version when that is cheaper
+      // than starting one: every waiter has a busy process ahead of it that will finish, on average,
+      // sooner than a spawn.
+      const spare = warm.get(specKey)?.some((proc) => proc.state === 'ready') ?? false;
+      // (room counts busy processes too: they come back to be parked; a process of another version
+      // parked for over STALE_PARKED_MS is room too: evicting what nobody uses is no thrashing)
+      if (spare && (all.size < poolMax || staleParked(reuseKey))) return undefined;
       const busy = busyCalls.get(reuseKey) ?? 0;
       const waiting = reuseWaiters.get(reuseKey)?.length ?? 0;
       const avg = runAvgMs.get(reuseKey);
-      if (closed || busy <= waiting || avg === undefined || avg > spawnAvgMs) return undefined;
+      const spawnCostMs = Math.max(spawnAvgMs, options.minSpawnCostMs ?? 0);
+      if (closed || busy <= waiting || avg === undefined || avg > spawnCostMs) return undefined;
       waitedForBusy++;
       return new Promise<SandboxProcess | undefined>((resolve) => {
         let waiters = reuseWaiters.get(reuseKey);
@@ -433,7 +458,7 @@ export function createPool(options: PoolOptions): Pool {
           const at = queue.indexOf(done);
           if (at !== -1) queue.splice(at, 1);
           done(undefined);
-        }, Math.ceil(spawnAvgMs + avg));
+        }, Math.ceil(spawnCostMs + avg));
         queue.push(done);
       });
     },

@@ -36,6 +36,8 @@ export interface JobSettings {
   maxLogBytes: number;
   /** performance.now() when run() was called (durations include waiting for a process). */
   startedAt: number;
+  /** The harness said the call waits on its event loop (a W frame): a hint for lending its CPU slot. */
+  onWaiting?: () => void;
 }
 
 /** Longest wait for the stderr sync marker after a result frame (it is written just before it). */
@@ -166,6 +168,10 @@ export function runJob(proc: SandboxProcess, job: SandboxJob, settings: JobSetti
           const effect = netEffect(payload);
           if (!effect) return malformed('effect');
           effects.add(effect.kind, effect.target);
+          return;
+        }
+        if (type === 'W') {
+          settings.onWaiting?.();
           return;
         }
         if (type === 'P') {

@@ -43,6 +43,8 @@ export interface CreateSandboxOptions {
   guard?: MemoryGuard;
   /** Tool compiler override (tests, bench): e.g. one without a transpiler. */
   compiler?: ToolCompiler;
+  /** Least spawn cost the pool assumes when it weighs waiting for a busy process (tests). */
+  minSpawnCostMs?: number;
 }
 
 function clamp(value: number, fallback: number, min: number, max: number): number {
@@ -92,6 +94,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
   const activity = createActivityMonitor();
   const pool = createPool({
     maxReuseCalls: config.warmMaxCalls,
+    ...(options.minSpawnCostMs !== undefined ? { minSpawnCostMs: options.minSpawnCostMs } : {}),
     poolSize: config.poolSize,
     poolMax: capacity.poolMax,
     poolIdleMs: config.poolIdleMs,
@@ -170,7 +173,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
     let proc = reuse ? pool.acquireReuse(reuseKey) : undefined;
     // every process of this version busy: wait for one when that is cheaper than a spawn (pool.ts)
     if (reuse && !usable(proc)) {
-      const next = pool.waitForReuse(reuseKey);
+      const next = pool.waitForReuse(reuseKey, spec.key);
       if (next) proc = await next;
     }
     // a process can die between being handed out and receiving its job (rare): then take another once
@@ -190,7 +193,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
     if (!usable(proc)) return crashed(`no live Deno sandbox process for tool ${JSON.stringify(tool.name)}`, startedAt, { reason: 'spawn_failed' });
     split.gotAt = performance.now();
     const slot = cpuSlotOf(job.signal);
-    const untrack = slot && proc.pid !== undefined ? activity.track(proc.pid, slot) : undefined;
+    const tracked = slot && proc.pid !== undefined ? activity.track(proc.pid, slot) : undefined;
     if (reuse) pool.callStarted(reuseKey);
     // warm mode: the tool's module factory, imported once per process, called once per call
     const factory = reuse ? compiled.factory : undefined;
@@ -210,10 +213,11 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
         maxOutputBytes: config.maxOutputBytes,
         maxLogBytes: config.maxLogBytes,
         startedAt,
+        ...(tracked ? { onWaiting: tracked.waiting } : {}),
       },
       guard,
     );
-    untrack?.();
+    tracked?.stop();
     if (factory && outcome.reusable) factoryLoaded.set(proc, factory.id);
     if (reuse) pool.callEnded(reuseKey, performance.now() - split.gotAt, outcome.reusable);
     if (outcome.reusable) pool.park(proc, reuseKey);
@@ -304,12 +308,29 @@ async function prepareHarness(): Promise<{ path: string; importMapPath: string; 
   return { path, importMapPath, remove };
 }
 
+// Digests of tool sources, by source text (a Map lookup hashes the string once per string object; a
+// sha256 of the source on every call cost more): at most 512, the oldest dropped.
+const sourceDigests = new Map<string, string>();
+function sourceDigest(source: string): string {
+  let digest = sourceDigests.get(source);
+  if (digest === undefined) {
+    digest = createHash('sha256').update(source).digest('hex');
+    sourceDigests.set(source, digest);
+    if (sourceDigests.size > 512) sourceDigests.delete(sourceDigests.keys().next().value as string);
+  }
+  return digest;
+}
+
 /** The key of the warm processes that may serve a call: tool version, source, permissions, limits, secrets. */
 function warmKey(tool: SandboxJob['tool'], specKey: string, timeoutMs: number, secrets: Record<string, string>): string {
-  const digest = createHash('sha256');
-  digest.update(tool.source).update('\0');
-  for (const name of Object.keys(secrets).sort()) digest.update(JSON.stringify([name, secrets[name]]));
-  return `${tool.name}@${tool.version}#${digest.digest('hex').slice(0, 32)}|${specKey}|${timeoutMs}|${tool.api}|cpu:${tool.cpuPercent ?? 100}`;
+  const names = Object.keys(secrets);
+  let digest = sourceDigest(tool.source);
+  if (names.length > 0) {
+    const hash = createHash('sha256').update(digest).update('\0');
+    for (const name of names.sort()) hash.update(JSON.stringify([name, secrets[name]]));
+    digest = hash.digest('hex');
+  }
+  return `${tool.name}@${tool.version}#${digest.slice(0, 32)}|${specKey}|${timeoutMs}|${tool.api}|cpu:${tool.cpuPercent ?? 100}`;
 }
 
 function usable(proc: SandboxProcess | undefined): proc is SandboxProcess {

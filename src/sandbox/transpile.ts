@@ -176,11 +176,14 @@ export async function createToolCompiler(transform?: Transform | null): Promise<
   return {
     transpiles: transformSync !== undefined,
     compile(source) {
-      const digest = createHash('sha256').update(source).digest('base64');
+      // keyed by the source text itself: no digest of the source on every call
+      const digest = source;
       const hit = cache.get(digest);
       if (hit) {
-        cache.delete(digest);
-        cache.set(digest, hit);
+        if (cache.size > 1) {
+          cache.delete(digest);
+          cache.set(digest, hit);
+        }
         return hit;
       }
       let compiled: CompiledTool;
