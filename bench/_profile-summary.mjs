@@ -20,7 +20,9 @@ if (!target) {
 }
 if (statSync(target).isDirectory()) {
   // the largest profile of the directory: the runner (the spawner child writes a small one)
-  const files = readdirSync(target).filter((f) => f.endsWith('.cpuprofile')).map((f) => join(target, f));
+  const files = readdirSync(target)
+    .filter((f) => f.endsWith('.cpuprofile'))
+    .map((f) => join(target, f));
   files.sort((a, b) => statSync(b).size - statSync(a).size);
   target = files[0];
 }
@@ -86,7 +88,8 @@ const perCall = (us) => (CALLS ? ` ${(us / 1000 / CALLS).toFixed(3).padStart(7)}
 const pctOf = (us) => `${((100 * us) / total).toFixed(1).padStart(5)}%`;
 const print = (title, map) => {
   console.log(`\n== ${title}`);
-  for (const [k, us] of [...map].sort((a, b) => b[1] - a[1]).slice(0, TOP)) console.log(`${ms(us)} ms ${pctOf(us)}${perCall(us)}  ${k}`);
+  for (const [k, us] of [...map].sort((a, b) => b[1] - a[1]).slice(0, TOP))
+    console.log(`${ms(us)} ms ${pctOf(us)}${perCall(us)}  ${k}`);
 };
 const busy = total - (byFn.get('(idle)') ?? 0);
 console.log(`profile ${target}: ${ms(total)} ms sampled, ${ms(busy)} ms not idle${perCall(busy)}`);

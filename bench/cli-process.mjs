@@ -11,7 +11,16 @@ const BENCH_RUNNER_SECRET = 'bench-runner-secret-0123456789';
 
 /** Spawns the CLI; `procs` (optional) tracks it until it exits; `nodeArgs` go before the script (e.g. --cpu-prof). */
 export function startCli(args, procs, nodeArgs = []) {
-  const proc = spawn(process.execPath, [...nodeArgs, cli, ...args], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env: { PATH: process.env.PATH, HOME: process.env.HOME, TOOLS_RUNNER_LOG_LEVEL: 'error', TOOLS_RUNNER_RUNNER_SECRET: BENCH_RUNNER_SECRET } });
+  const proc = spawn(process.execPath, [...nodeArgs, cli, ...args], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      TOOLS_RUNNER_LOG_LEVEL: 'error',
+      TOOLS_RUNNER_RUNNER_SECRET: BENCH_RUNNER_SECRET,
+    },
+  });
   if (procs) {
     procs.add(proc);
     proc.on('exit', () => procs.delete(proc));
@@ -26,8 +35,15 @@ export function startCli(args, procs, nodeArgs = []) {
       const line = buf.slice(0, i);
       buf = buf.slice(i + 1);
       lines.push(line);
-      for (const w of [...waiters]) if (w.re.test(line)) { waiters.splice(waiters.indexOf(w), 1); w.resolve(line); }
+      for (const w of [...waiters])
+        if (w.re.test(line)) {
+          waiters.splice(waiters.indexOf(w), 1);
+          w.resolve(line);
+        }
     }
   });
-  return { proc, line: (re) => lines.find((l) => re.test(l)) ?? new Promise((resolve) => waiters.push({ re, resolve })) };
+  return {
+    proc,
+    line: (re) => lines.find((l) => re.test(l)) ?? new Promise((resolve) => waiters.push({ re, resolve })),
+  };
 }

@@ -38,11 +38,15 @@ const quantile = (values, q) => {
 };
 const round = (n) => Math.round(n * 10) / 10;
 
-const service = spawn(process.execPath, [cli, 'start', '--port', '0', '--admin-port', '-1', '--data-dir', join(dir, 'data'), '--log-level', 'error'], {
-  cwd: root,
-  env,
-  stdio: ['ignore', 'pipe', 'inherit'],
-});
+const service = spawn(
+  process.execPath,
+  [cli, 'start', '--port', '0', '--admin-port', '-1', '--data-dir', join(dir, 'data'), '--log-level', 'error'],
+  {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  },
+);
 try {
   const url = await new Promise((resolve, reject) => {
     let buf = '';
@@ -58,7 +62,8 @@ try {
   const times = [];
   for (let i = 0; i < WARMUP + CALLS; i++) {
     const run = await timed([cli, ...call]);
-    if (run.code !== 0 || !run.stdout.includes('"status": "success"')) throw new Error(`call failed (exit ${run.code}): ${run.stdout}${run.stderr}`);
+    if (run.code !== 0 || !run.stdout.includes('"status": "success"'))
+      throw new Error(`call failed (exit ${run.code}): ${run.stdout}${run.stderr}`);
     if (run.stderr !== '') throw new Error(`call wrote to stderr: ${run.stderr}`);
     if (i >= WARMUP) times.push(run.ms);
   }
@@ -68,16 +73,21 @@ try {
     config.push((await timed([cli, 'config'])).ms);
     bare.push((await timed(['-e', '0'])).ms);
   }
-  console.log(JSON.stringify({
-    call_p50_ms: round(quantile(times, 0.5)),
-    call_max_ms: round(Math.max(...times)),
-    call_min_ms: round(Math.min(...times)),
-    calls: times.length,
-    config_p50_ms: round(quantile(config, 0.5)),
-    node_baseline_p50_ms: round(quantile(bare, 0.5)),
-    node: process.version,
-    command: `node dist/cli/main.js ${call.slice(0, 3).map((a) => (a.includes('{') ? `'${a}'` : a)).join(' ')} --store-url URL`,
-  }));
+  console.log(
+    JSON.stringify({
+      call_p50_ms: round(quantile(times, 0.5)),
+      call_max_ms: round(Math.max(...times)),
+      call_min_ms: round(Math.min(...times)),
+      calls: times.length,
+      config_p50_ms: round(quantile(config, 0.5)),
+      node_baseline_p50_ms: round(quantile(bare, 0.5)),
+      node: process.version,
+      command: `node dist/cli/main.js ${call
+        .slice(0, 3)
+        .map((a) => (a.includes('{') ? `'${a}'` : a))
+        .join(' ')} --store-url URL`,
+    }),
+  );
 } finally {
   service.kill('SIGTERM');
   await new Promise((resolve) => (service.exitCode !== null ? resolve() : service.on('exit', resolve)));

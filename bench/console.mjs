@@ -33,14 +33,19 @@ const pct = (xs, q) => {
   return Math.round(s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)] * 10) / 10;
 };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const UPPER = 'export async function execute(input: { text: string }) {\n  return { text: input.text.toUpperCase() };\n}\n';
+const UPPER =
+  'export async function execute(input: { text: string }) {\n  return { text: input.text.toUpperCase() };\n}\n';
 const tool = (name, source) => ({
   name,
   description: `bench tool ${name}: upper-cases a text`,
   version: '1.0.0',
   code: { language: 'typescript', source },
   input_schema: { type: 'object', properties: { text: { type: 'string', description: 'a text' } }, required: ['text'] },
-  output_schema: { type: 'object', properties: { text: { type: 'string', description: 'the result' } }, required: ['text'] },
+  output_schema: {
+    type: 'object',
+    properties: { text: { type: 'string', description: 'the result' } },
+    required: ['text'],
+  },
   permissions: { net: false },
   examples: [{ description: 'shouts', input: { text: 'hi' }, output: { text: 'HI' }, match: 'exact' }],
 });
@@ -49,11 +54,28 @@ const dir = mkdtempSync(join(tmpdir(), 'bench-console-'));
 // The real-execution part calls 19 tools; --reuse opts them into process reuse (docs/sandbox.md "Sandbox").
 const REUSE = process.argv.includes('--reuse');
 const reuseTools = REUSE ? Array.from({ length: 19 }, (_, i) => `bench-${String(i).padStart(4, '0')}`) : [];
-const config = defaultConfig({ port: 0, dataDir: dir, adminPort: 0, bootstrap: false, poolSize: 2, concurrency: 8, toolConcurrency: 8, logLevel: 'silent', reuseTools });
+const config = defaultConfig({
+  port: 0,
+  dataDir: dir,
+  adminPort: 0,
+  bootstrap: false,
+  poolSize: 2,
+  concurrency: 8,
+  toolConcurrency: 8,
+  logLevel: 'silent',
+  reuseTools,
+});
 const service = await startService({ config, logger: silentLogger(), extensions: serviceExtensions(config) });
 const admin = service.adminUrl;
-const client = createStoreClient({ baseUrl: service.storeUrl, logger: silentLogger(), auth: { mint: { owner_id: '00000000-0000-0000-0000-000000000001', agent_id: 'bench' } } });
-const browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+const client = createStoreClient({
+  baseUrl: service.storeUrl,
+  logger: silentLogger(),
+  auth: { mint: { owner_id: '00000000-0000-0000-0000-000000000001', agent_id: 'bench' } },
+});
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+  args: ['--no-sandbox', '--disable-dev-shm-usage'],
+});
 const out = { catalog_tools: TOOLS };
 let synthetic;
 
@@ -65,7 +87,12 @@ try {
         const n = i + k;
         const name = `bench-${String(n).padStart(4, '0')}`;
         const source = n % 20 === 19 ? 'export async function execute(input) { return eval(input.text); }\n' : UPPER;
-        return client.createBreadcrumb({ title: name, schema_name: 'tool.code.v1', tags: ['tool', `tool:${name}`, WS], context: tool(name, source) });
+        return client.createBreadcrumb({
+          title: name,
+          schema_name: 'tool.code.v1',
+          tags: ['tool', `tool:${name}`, WS],
+          context: tool(name, source),
+        });
       }),
     );
   }
@@ -113,10 +140,29 @@ try {
 
   // Live, synthetic feed through a real admin server (its /live and the built page).
   const assets = loadAssets(defaultAssetsDir());
-  const metrics = createMetrics({ queue: () => ({ queued: 0, running: 0, backlog: 0, capacity: 1 }), pool: () => ({ warm: 0, busy: 0 }), catalog: () => ({ active: 0, rejected: 0 }), isKnownTool: () => true });
+  const metrics = createMetrics({
+    queue: () => ({ queued: 0, running: 0, backlog: 0, capacity: 1 }),
+    pool: () => ({ warm: 0, busy: 0 }),
+    catalog: () => ({ active: 0, rejected: 0 }),
+    isKnownTool: () => true,
+  });
   synthetic = await startAdminServer({
-    host: '127.0.0.1', port: 0, logger: silentLogger(), metrics, health: () => ({ ok: true }),
-    console: { handle: async (req, res, path) => (path === '/api/health' ? (sendJson(res, 200, { status: 'ok', queue: { queued: 0, running: 0, backlog: 0, capacity: 1 }, pool: { warm: 0, busy: 0 } }), true) : assets.serve(res, path, false)) },
+    host: '127.0.0.1',
+    port: 0,
+    logger: silentLogger(),
+    metrics,
+    health: () => ({ ok: true }),
+    console: {
+      handle: async (req, res, path) =>
+        path === '/api/health'
+          ? (sendJson(res, 200, {
+              status: 'ok',
+              queue: { queued: 0, running: 0, backlog: 0, capacity: 1 },
+              pool: { warm: 0, busy: 0 },
+            }),
+            true)
+          : assets.serve(res, path, false),
+    },
   });
   for (const rate of [100, 1000]) {
     const page = await browser.newPage();
@@ -124,8 +170,15 @@ try {
     await page.waitForSelector('body[data-live="connected"]');
     await page.evaluate(() => {
       window.__bench = { longest: 0, gaps: 0, last: performance.now() };
-      new PerformanceObserver((list) => { for (const e of list.getEntries()) window.__bench.longest = Math.max(window.__bench.longest, e.duration); }).observe({ type: 'longtask', buffered: false });
-      const tick = () => { const now = performance.now(); window.__bench.gaps = Math.max(window.__bench.gaps, now - window.__bench.last); window.__bench.last = now; requestAnimationFrame(tick); };
+      new PerformanceObserver((list) => {
+        for (const e of list.getEntries()) window.__bench.longest = Math.max(window.__bench.longest, e.duration);
+      }).observe({ type: 'longtask', buffered: false });
+      const tick = () => {
+        const now = performance.now();
+        window.__bench.gaps = Math.max(window.__bench.gaps, now - window.__bench.last);
+        window.__bench.last = now;
+        requestAnimationFrame(tick);
+      };
       requestAnimationFrame(tick);
     });
     const seconds = rate === 100 ? LIVE_SECONDS : Math.max(3, Math.round(LIVE_SECONDS / 2));
@@ -139,15 +192,41 @@ try {
         const tool = `bench-${String(sent % 50).padStart(4, '0')}`;
         const ts = new Date().toISOString();
         synthetic.broadcast({ type: 'execution:started', ts, rid, tool, agentId: `agent-${sent % 7}` });
-        synthetic.broadcast({ type: 'execution:finished', ts, rid, tool, agentId: `agent-${sent % 7}`, kind: 'code', status: sent % 13 === 0 ? 'error' : 'success', ...(sent % 13 === 0 ? { code: 'tool.error' } : {}), durationMs: 2 + (sent % 40) });
+        synthetic.broadcast({
+          type: 'execution:finished',
+          ts,
+          rid,
+          tool,
+          agentId: `agent-${sent % 7}`,
+          kind: 'code',
+          status: sent % 13 === 0 ? 'error' : 'success',
+          ...(sent % 13 === 0 ? { code: 'tool.error' } : {}),
+          durationMs: 2 + (sent % 40),
+        });
       }
       await sleep(5);
     }
     const sentAt = performance.now();
-    await page.waitForFunction((n) => document.getElementById('live-count')?.textContent === String(n), total * 2, { timeout: 30_000 }).catch(() => undefined);
+    await page
+      .waitForFunction((n) => document.getElementById('live-count')?.textContent === String(n), total * 2, {
+        timeout: 30_000,
+      })
+      .catch(() => undefined);
     const caughtUpMs = performance.now() - sentAt;
-    const stats = await page.evaluate(() => ({ received: Number(document.getElementById('live-count')?.textContent), rows: document.querySelectorAll('table.live tbody tr').length, ...window.__bench }));
-    out[`live_synthetic_${rate}_per_s`] = { messages_sent: total * 2, messages_shown: stats.received, all_shown: stats.received === total * 2, behind_after_last_ms: Math.round(caughtUpMs), longest_task_ms: Math.round(stats.longest), longest_frame_gap_ms: Math.round(stats.gaps), rows: stats.rows };
+    const stats = await page.evaluate(() => ({
+      received: Number(document.getElementById('live-count')?.textContent),
+      rows: document.querySelectorAll('table.live tbody tr').length,
+      ...window.__bench,
+    }));
+    out[`live_synthetic_${rate}_per_s`] = {
+      messages_sent: total * 2,
+      messages_shown: stats.received,
+      all_shown: stats.received === total * 2,
+      behind_after_last_ms: Math.round(caughtUpMs),
+      longest_task_ms: Math.round(stats.longest),
+      longest_frame_gap_ms: Math.round(stats.gaps),
+      rows: stats.rows,
+    };
     await page.close();
   }
 
@@ -163,16 +242,39 @@ try {
     const due = Math.min(N, Math.floor(((performance.now() - t0) / 1000) * 100));
     const batch = [];
     for (; written < due; written++) {
-      batch.push(client.createBreadcrumb({ title: 'bench', schema_name: 'tool.request.v1', tags: ['tool:request', WS, 'agent:bench'], context: { tool: `bench-${String(written % 19).padStart(4, '0')}`, input: { text: `n${written}` }, requestId: `real-${written}` } }));
+      batch.push(
+        client.createBreadcrumb({
+          title: 'bench',
+          schema_name: 'tool.request.v1',
+          tags: ['tool:request', WS, 'agent:bench'],
+          context: {
+            tool: `bench-${String(written % 19).padStart(4, '0')}`,
+            input: { text: `n${written}` },
+            requestId: `real-${written}`,
+          },
+        }),
+      );
     }
     await Promise.all(batch);
     await sleep(10);
   }
   const writtenMs = performance.now() - t0;
-  await page.waitForFunction((n) => document.getElementById('live-count')?.textContent === String(n), N * 2, { timeout: 120_000 }).catch(() => undefined);
+  await page
+    .waitForFunction((n) => document.getElementById('live-count')?.textContent === String(n), N * 2, {
+      timeout: 120_000,
+    })
+    .catch(() => undefined);
   const doneMs = performance.now() - t0;
   const shown = Number(await page.evaluate(() => document.getElementById('live-count')?.textContent));
-  out.live_real = { reuse: REUSE, requests: N, offered_per_s: Math.round((N / writtenMs) * 1000), executions_per_s: Math.round((shown / 2 / doneMs) * 1000), messages_shown: shown, all_shown: shown === N * 2, seconds_to_last: Math.round(doneMs / 100) / 10 };
+  out.live_real = {
+    reuse: REUSE,
+    requests: N,
+    offered_per_s: Math.round((N / writtenMs) * 1000),
+    executions_per_s: Math.round((shown / 2 / doneMs) * 1000),
+    messages_shown: shown,
+    all_shown: shown === N * 2,
+    seconds_to_last: Math.round(doneMs / 100) / 10,
+  };
   await page.close();
 } finally {
   await browser.close();

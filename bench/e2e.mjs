@@ -42,15 +42,21 @@ const BOOT_N = arg('boot-n', 200);
 const PENDING_N = arg('pending-n', 10_000);
 const GIVE_UP_MS = arg('give-up-ms', 60_000);
 const WARMUP = arg('warmup', 30);
-const MODES = (process.argv.find((a) => a.startsWith('--modes='))?.slice('--modes='.length) ?? 'warm,process').split(',');
+const MODES = (process.argv.find((a) => a.startsWith('--modes='))?.slice('--modes='.length) ?? 'warm,process').split(
+  ',',
+);
 const SEPARATE_STORE = process.argv.includes('--separate-store');
-const SCENARIOS = (process.argv.find((a) => a.startsWith('--scenarios='))?.slice('--scenarios='.length) ?? 'modes,mixed,timers,pending').split(',');
+const SCENARIOS = (
+  process.argv.find((a) => a.startsWith('--scenarios='))?.slice('--scenarios='.length) ?? 'modes,mixed,timers,pending'
+).split(',');
 const MIXED_CALLS = arg('mixed-calls', 600);
 const TIMER_MS = arg('timer-ms', 3000);
 // Extra runner flags, e.g. --runner=--pool-size=4
 const EXTRA = process.argv.filter((a) => a.startsWith('--runner=')).map((a) => a.slice('--runner='.length));
 // Extra Node flags for the runner process, e.g. --runner-node=--cpu-prof --runner-node=--cpu-prof-dir=/tmp/prof
-const RUNNER_NODE = process.argv.filter((a) => a.startsWith('--runner-node=')).map((a) => a.slice('--runner-node='.length));
+const RUNNER_NODE = process.argv
+  .filter((a) => a.startsWith('--runner-node='))
+  .map((a) => a.slice('--runner-node='.length));
 // every stage the answer carries (metadata.timings: all but respond)
 const STAGES = ['queued', 'claim', 'route', 'validate', 'policy', 'secrets', 'sandbox_wait', 'sandbox_run'];
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -109,16 +115,22 @@ async function bareBoot() {
   const parallel = availableParallelism() * 2;
   const once = () =>
     new Promise((resolve, reject) => {
-      const child = spawn(deno, ['run', '-q', 'empty.js'], { cwd, stdio: 'ignore', env: { PATH: process.env.PATH, HOME: process.env.HOME, DENO_DIR: join(cwd, '.deno') } });
+      const child = spawn(deno, ['run', '-q', 'empty.js'], {
+        cwd,
+        stdio: 'ignore',
+        env: { PATH: process.env.PATH, HOME: process.env.HOME, DENO_DIR: join(cwd, '.deno') },
+      });
       child.on('error', reject);
       child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`deno exited ${code}`))));
     });
   for (let i = 0; i < parallel; i++) await once(); // warm the page cache and DENO_DIR
   let next = 0;
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: parallel }, async () => {
-    while (next++ < BOOT_N) await once();
-  }));
+  await Promise.all(
+    Array.from({ length: parallel }, async () => {
+      while (next++ < BOOT_N) await once();
+    }),
+  );
   const seconds = (performance.now() - t0) / 1000;
   return { processes: BOOT_N, parallel, seconds: round(seconds, 3), per_sec: round(BOOT_N / seconds, 1) };
 }
@@ -132,7 +144,10 @@ async function connect(url) {
   let connected;
   const ready = new Promise((r) => (connected = r));
   openEventStream({
-    client, logger, signal: controller.signal, onConnected: () => connected(),
+    client,
+    logger,
+    signal: controller.signal,
+    onConnected: () => connected(),
     onEvent(event) {
       if (event.schema_name !== 'tool.response.v1') return;
       const tag = event.tags?.find((t) => t.startsWith('request:'));
@@ -150,18 +165,38 @@ async function connect(url) {
       timer = setTimeout(() => resolve(undefined), GIVE_UP_MS);
     });
     const t0 = performance.now();
-    await client.createBreadcrumb({ title: `Request: ${tool}`, schema_name: 'tool.request.v1', tags: ['tool:request', 'workspace:tools'], context: { tool, input, requestId: rid } });
+    await client.createBreadcrumb({
+      title: `Request: ${tool}`,
+      schema_name: 'tool.request.v1',
+      tags: ['tool:request', 'workspace:tools'],
+      context: { tool, input, requestId: rid },
+    });
     const context = await done;
     const ms = performance.now() - t0;
     clearTimeout(timer);
     waiting.delete(rid);
     return { ms, context, rid };
   };
-  return { client, call, close: () => { controller.abort(); client.close(); } };
+  return {
+    client,
+    call,
+    close: () => {
+      controller.abort();
+      client.close();
+    },
+  };
 }
 
 async function startRunner(mode) {
-  const base = ['--admin-port', '-1', '--bootstrap-dir', join(root, 'bootstrap-breadcrumbs'), '--isolation', mode, ...EXTRA];
+  const base = [
+    '--admin-port',
+    '-1',
+    '--bootstrap-dir',
+    join(root, 'bootstrap-breadcrumbs'),
+    '--isolation',
+    mode,
+    ...EXTRA,
+  ];
   if (!SEPARATE_STORE) {
     const runner = start(['start', '--port', '0', '--data-dir', join(dir, `store-${mode}`), ...base], RUNNER_NODE);
     const url = (await runner.line(/^store listening on /)).replace('store listening on ', '');
@@ -172,7 +207,15 @@ async function startRunner(mode) {
   const url = (await store.line(/^store listening on /)).replace('store listening on ', '');
   const runner = start(['start', '--store-url', url, ...base], RUNNER_NODE);
   await runner.line(/^runner ready$/);
-  return { runner, url, store, stop: async () => { await stopProc(runner); await stopProc(store); } };
+  return {
+    runner,
+    url,
+    store,
+    stop: async () => {
+      await stopProc(runner);
+      await stopProc(store);
+    },
+  };
 }
 
 async function stopProc(cli) {
@@ -189,7 +232,12 @@ async function measureMode(mode) {
   try {
     log(`${mode}: warm-up`);
     for (let i = 0; i < WARMUP; i++) await c.call();
-    if (WARMUP > 0) await Promise.all(Array.from({ length: CONCURRENCY }, async () => { for (let i = 0; i < 5; i++) await c.call(); }));
+    if (WARMUP > 0)
+      await Promise.all(
+        Array.from({ length: CONCURRENCY }, async () => {
+          for (let i = 0; i < 5; i++) await c.call();
+        }),
+      );
 
     log(`${mode}: ${SPACED_N} calls ${SPACING_MS} ms apart`);
     const spaced = [];
@@ -204,9 +252,11 @@ async function measureMode(mode) {
     const results = [];
     let next = 0;
     const t0 = performance.now();
-    await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-      while (next++ < CALLS) results.push(await c.call());
-    }));
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        while (next++ < CALLS) results.push(await c.call());
+      }),
+    );
     const seconds = (performance.now() - t0) / 1000;
     const cpuAfter = runnerCpuMs(pid);
     const lat = results.map((r) => r.ms);
@@ -224,7 +274,14 @@ async function measureMode(mode) {
       c16_p99_ms: pct(lat, 99),
       max_latency_ms_c16: round(Math.max(...lat), 1),
       slowest_call_timings: slowest?.context?.metadata?.timings ?? null,
-      slowest_call: slowest ? { rid: slowest.rid, ms: round(slowest.ms, 1), total_ms: slowest.context?.metadata?.total_ms ?? null, attempt: slowest.context?.metadata?.attempt ?? null } : null,
+      slowest_call: slowest
+        ? {
+            rid: slowest.rid,
+            ms: round(slowest.ms, 1),
+            total_ms: slowest.context?.metadata?.total_ms ?? null,
+            attempt: slowest.context?.metadata?.attempt ?? null,
+          }
+        : null,
       gave_up: gaveUp.length,
       spaced_p50_ms: pct(spaced, 50),
       spaced_p99_ms: pct(spaced, 99),
@@ -249,10 +306,24 @@ async function pending10k() {
   const rids = [];
   for (let i = 0; i < PENDING_N; i++) {
     const rid = `pending-${i}`;
-    await client.createBreadcrumb({ title: 'Request: echo', schema_name: 'tool.request.v1', tags: ['tool:request', 'workspace:tools'], context: { tool: 'echo', input: { message: 'hi' }, requestId: rid } });
+    await client.createBreadcrumb({
+      title: 'Request: echo',
+      schema_name: 'tool.request.v1',
+      tags: ['tool:request', 'workspace:tools'],
+      context: { tool: 'echo', input: { message: 'hi' }, requestId: rid },
+    });
     rids.push(rid);
   }
-  const runner = start(['start', '--store-url', url, '--admin-port', '-1', '--bootstrap-dir', join(root, 'bootstrap-breadcrumbs'), ...EXTRA]);
+  const runner = start([
+    'start',
+    '--store-url',
+    url,
+    '--admin-port',
+    '-1',
+    '--bootstrap-dir',
+    join(root, 'bootstrap-breadcrumbs'),
+    ...EXTRA,
+  ]);
   await runner.line(/^runner ready$/);
   let rssMax = 0;
   const sampleUntil = performance.now() + 20_000;
@@ -265,7 +336,11 @@ async function pending10k() {
   c.close();
   await stopProc(runner);
   await stopProc(store);
-  return { written: PENDING_N, rss_mb_max: Math.round(rssMax), answered_within_20s: rids.filter((rid) => answered.has(rid)).length };
+  return {
+    written: PENDING_N,
+    rss_mb_max: Math.round(rssMax),
+    answered_within_20s: rids.filter((rid) => answered.has(rid)).length,
+  };
 }
 
 // The shipped self-contained tools of the mixed workload, each with an input from its own examples.
@@ -274,7 +349,19 @@ const MIXED_TOOLS = [
   ['slugify', { text: 'Héllo, Wörld! Ça va?' }],
   ['random', { min: 1, max: 6, count: 5 }],
   ['calculator', { expression: '2 + 3 * 4' }],
-  ['json-transform', { data: { items: [{ name: 'pen', price: 2 }, { name: 'lamp', price: 30 }, { name: 'mug', price: 8 }] }, operations: [{ op: 'get', path: 'items' }] }],
+  [
+    'json-transform',
+    {
+      data: {
+        items: [
+          { name: 'pen', price: 2 },
+          { name: 'lamp', price: 30 },
+          { name: 'mug', price: 8 },
+        ],
+      },
+      operations: [{ op: 'get', path: 'items' }],
+    },
+  ],
 ];
 
 /** N calls at c16 of `pick(i)` ([tool, input]); calls/s, latencies and stage p50/p90. */
@@ -282,18 +369,33 @@ async function burst(c, n, pick) {
   const results = [];
   let next = 0;
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-    while (next < n) {
-      const [tool, input] = pick(next++);
-      results.push(await c.call(tool, input));
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < n) {
+        const [tool, input] = pick(next++);
+        results.push(await c.call(tool, input));
+      }
+    }),
+  );
   const seconds = (performance.now() - t0) / 1000;
-  const stage = (name, p) => pct(results.map((r) => r.context?.metadata?.timings?.[name]).filter((v) => typeof v === 'number'), p);
+  const stage = (name, p) =>
+    pct(
+      results.map((r) => r.context?.metadata?.timings?.[name]).filter((v) => typeof v === 'number'),
+      p,
+    );
   const failed = results.filter((r) => r.context?.status !== 'success').length;
   return {
-    calls_per_sec: round(n / seconds, 1), calls: n, failed, p50_ms: pct(results.map((r) => r.ms), 50), max_ms: round(Math.max(...results.map((r) => r.ms)), 1),
-    sandbox_wait_p50_ms: stage('sandbox_wait', 50), sandbox_wait_p90_ms: stage('sandbox_wait', 90), sandbox_run_p50_ms: stage('sandbox_run', 50),
+    calls_per_sec: round(n / seconds, 1),
+    calls: n,
+    failed,
+    p50_ms: pct(
+      results.map((r) => r.ms),
+      50,
+    ),
+    max_ms: round(Math.max(...results.map((r) => r.ms)), 1),
+    sandbox_wait_p50_ms: stage('sandbox_wait', 50),
+    sandbox_wait_p90_ms: stage('sandbox_wait', 90),
+    sandbox_run_p50_ms: stage('sandbox_run', 50),
   };
 }
 
@@ -313,7 +415,13 @@ async function mixed() {
     const rotation = await burst(c, MIXED_CALLS * 2, (i) => MIXED_TOOLS[i % MIXED_TOOLS.length]);
     rotation.runner_cpu_ms_per_call = round((runnerCpuMs(runner.proc.pid) - cpuBefore) / (MIXED_CALLS * 2), 3);
     const slowest = Math.min(...Object.values(single).map((r) => r.calls_per_sec));
-    return { single, rotation, slowest_single_calls_per_sec: slowest, rotation_share_of_slowest: round(rotation.calls_per_sec / slowest, 3), rss_mb_after: Math.round(rssMb(runner.proc.pid)) };
+    return {
+      single,
+      rotation,
+      slowest_single_calls_per_sec: slowest,
+      rotation_share_of_slowest: round(rotation.calls_per_sec / slowest, 3),
+      rss_mb_after: Math.round(rssMb(runner.proc.pid)),
+    };
   } finally {
     c.close();
     await stop();
@@ -340,9 +448,12 @@ async function timers() {
     const manyMs = performance.now() - t1;
     return {
       timer_ms: TIMER_MS,
-      echo_behind_8_timers_ms: round(echo.ms, 1), echo_status: echo.context?.status ?? null,
-      eight_timers_all_done_ms: round(eightMs, 0), eight_failed: eightDone.filter((r) => r.context?.status !== 'success').length,
-      thirty_two_timers_all_done_ms: round(manyMs, 0), thirty_two_failed: many.filter((r) => r.context?.status !== 'success').length,
+      echo_behind_8_timers_ms: round(echo.ms, 1),
+      echo_status: echo.context?.status ?? null,
+      eight_timers_all_done_ms: round(eightMs, 0),
+      eight_failed: eightDone.filter((r) => r.context?.status !== 'success').length,
+      thirty_two_timers_all_done_ms: round(manyMs, 0),
+      thirty_two_failed: many.filter((r) => r.context?.status !== 'success').length,
     };
   } finally {
     c.close();
@@ -357,22 +468,34 @@ async function main() {
   if (SCENARIOS.includes('modes')) for (const mode of MODES) modes[mode] = await measureMode(mode);
   if (modes.process) modes.process.share_of_bare_boot = round(modes.process.calls_per_sec_c16 / bare.per_sec, 3);
   // every process-mode call consumes one spawn: what it costs the runner beyond a warm call
-  if (modes.process && modes.warm) modes.process.runner_cpu_ms_per_spawn = round(modes.process.runner_cpu_ms_per_call - modes.warm.runner_cpu_ms_per_call, 3);
+  if (modes.process && modes.warm)
+    modes.process.runner_cpu_ms_per_spawn = round(
+      modes.process.runner_cpu_ms_per_call - modes.warm.runner_cpu_ms_per_call,
+      3,
+    );
   const mixedFigures = SCENARIOS.includes('mixed') ? await mixed() : null;
   const timerFigures = SCENARIOS.includes('timers') ? await timers() : null;
   const pending = PENDING_N > 0 && SCENARIOS.includes('pending') ? await pending10k() : null;
-  console.log(JSON.stringify({
-    tool: 'echo',
-    cores: availableParallelism(),
-    layout: SEPARATE_STORE ? 'tools-runner store + start --store-url' : 'start with its embedded store',
-    runner_flags: EXTRA,
-    bare_boot: bare,
-    modes,
-    mixed: mixedFigures,
-    timers: timerFigures,
-    pending_10k: pending,
-    targets: { warm: 'calls/s >= 600, spaced p50 <= 2 ms, cpu/call <= 1.5 ms', process: 'calls/s >= 0.8 x bare boot, spaced p50 <= 5 ms, cpu/call <= 3 ms', all: 'max latency c16 <= 1000 ms, rss 10k pending < 300 MB', mixed: 'rotation >= 0.8 x slowest single tool, sandbox_wait p90 <= 5 ms', timers: 'echo behind 8 timers <= 100 ms, 32 timers done <= 4 s' },
-  }));
+  console.log(
+    JSON.stringify({
+      tool: 'echo',
+      cores: availableParallelism(),
+      layout: SEPARATE_STORE ? 'tools-runner store + start --store-url' : 'start with its embedded store',
+      runner_flags: EXTRA,
+      bare_boot: bare,
+      modes,
+      mixed: mixedFigures,
+      timers: timerFigures,
+      pending_10k: pending,
+      targets: {
+        warm: 'calls/s >= 600, spaced p50 <= 2 ms, cpu/call <= 1.5 ms',
+        process: 'calls/s >= 0.8 x bare boot, spaced p50 <= 5 ms, cpu/call <= 3 ms',
+        all: 'max latency c16 <= 1000 ms, rss 10k pending < 300 MB',
+        mixed: 'rotation >= 0.8 x slowest single tool, sandbox_wait p90 <= 5 ms',
+        timers: 'echo behind 8 timers <= 100 ms, 32 timers done <= 4 s',
+      },
+    }),
+  );
 }
 
 try {

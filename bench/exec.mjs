@@ -42,7 +42,14 @@ try {
   const pick = (q) => durations[Math.min(durations.length - 1, Math.floor(q * durations.length))];
   const total = durations.reduce((sum, ms) => sum + ms, 0);
   const round = (x) => Math.round(x * 100) / 100;
-  console.log(JSON.stringify({ p50_ms: round(pick(0.5)), p99_ms: round(pick(0.99)), calls: CALLS, calls_per_sec: round((CALLS / total) * 1000) }));
+  console.log(
+    JSON.stringify({
+      p50_ms: round(pick(0.5)),
+      p99_ms: round(pick(0.99)),
+      calls: CALLS,
+      calls_per_sec: round((CALLS / total) * 1000),
+    }),
+  );
 } finally {
   await rm(dir, { recursive: true, force: true });
 }

@@ -28,19 +28,59 @@ const pct = (xs, p) => {
 };
 
 const store = await createStore({
-  host: '127.0.0.1', port: 0, dataDir: join(dir, 'store'), maxBodyBytes: 1024 * 1024, authSecret: undefined, adminKey: undefined,
-  secretsKey: undefined, pingIntervalMs: 5000, eventRetention: 10_000, logger,
+  host: '127.0.0.1',
+  port: 0,
+  dataDir: join(dir, 'store'),
+  maxBodyBytes: 1024 * 1024,
+  authSecret: undefined,
+  adminKey: undefined,
+  secretsKey: undefined,
+  pingIntervalMs: 5000,
+  eventRetention: 10_000,
+  logger,
 });
 const client = createStoreClient({ baseUrl: store.url, logger, local: store.local });
 const { config } = loadConfig({ env: {}, argv: ['--audit-dir', join(dir, 'audit')] });
-const policies = createPolicies({ client, keys: createRequestKeys(Buffer.alloc(32, 7)), config, logger, replica: 'bench' });
+const policies = createPolicies({
+  client,
+  keys: createRequestKeys(Buffer.alloc(32, 7)),
+  config,
+  logger,
+  replica: 'bench',
+});
 
 const tool = (name, contract) => ({
-  kind: 'code', breadcrumbId: `b-${name}`, breadcrumbVersion: 1, owner: 'agent:bench', version: '1.0.0',
-  tool: { name, description: name, version: '1.0.0', language: 'javascript', source: '', inputSchema: {}, outputSchema: {}, net: [], api: false, extraPermissions: [], timeoutMs: 1000, memoryMb: 64, requiredSecrets: [], examples: [], contract },
+  kind: 'code',
+  breadcrumbId: `b-${name}`,
+  breadcrumbVersion: 1,
+  owner: 'agent:bench',
+  version: '1.0.0',
+  tool: {
+    name,
+    description: name,
+    version: '1.0.0',
+    language: 'javascript',
+    source: '',
+    inputSchema: {},
+    outputSchema: {},
+    net: [],
+    api: false,
+    extraPermissions: [],
+    timeoutMs: 1000,
+    memoryMb: 64,
+    requiredSecrets: [],
+    examples: [],
+    contract,
+  },
 });
 const routes = {
-  'read-only': tool('reader', { side_effect: 'read-only', rate_limits: { per_tool: { limit: 1_000_000_000, window_ms: 1000 }, per_agent: { limit: 1_000_000_000, window_ms: 1000 } } }),
+  'read-only': tool('reader', {
+    side_effect: 'read-only',
+    rate_limits: {
+      per_tool: { limit: 1_000_000_000, window_ms: 1000 },
+      per_agent: { limit: 1_000_000_000, window_ms: 1000 },
+    },
+  }),
   write: tool('writer', { side_effect: 'reversible-write' }),
   'no-policy': tool('plain', {}),
 };
@@ -50,7 +90,12 @@ const signal = new AbortController().signal;
 
 let seq = 0;
 async function once(kind) {
-  const identity = { breadcrumbId: `req-${seq}`, rid: `rid-${seq++}`, tool: routes[kind].tool.name, agentId: 'agent-7' };
+  const identity = {
+    breadcrumbId: `req-${seq}`,
+    rid: `rid-${seq++}`,
+    tool: routes[kind].tool.name,
+    agentId: 'agent-7',
+  };
   const chain = kind === 'no-policy' ? [] : policies;
   const t0 = performance.now();
   const call = callOf({ identity, route: routes[kind], input });
@@ -65,14 +110,22 @@ const samples = { 'read-only': [], write: [], 'no-policy': [] };
 for (let i = 0; i < 2000; i++) for (const kind of Object.keys(samples)) await once(kind); // warm-up
 for (let i = 0; i < CALLS; i++) for (const kind of Object.keys(samples)) samples[kind].push(await once(kind));
 
-const figures = Object.fromEntries(Object.entries(samples).map(([kind, xs]) => [kind, { p50_ms: pct(xs, 50), p99_ms: pct(xs, 99) }]));
-console.log(JSON.stringify({
-  calls_per_kind: CALLS,
-  ...figures,
-  added_p50_ms_read_only: Math.round((figures['read-only'].p50_ms - figures['no-policy'].p50_ms) * 10_000) / 10_000,
-  added_p50_ms_write: Math.round((figures.write.p50_ms - figures['no-policy'].p50_ms) * 10_000) / 10_000,
-  target_p50_ms: 0.2,
-}, null, 2));
+const figures = Object.fromEntries(
+  Object.entries(samples).map(([kind, xs]) => [kind, { p50_ms: pct(xs, 50), p99_ms: pct(xs, 99) }]),
+);
+console.log(
+  JSON.stringify(
+    {
+      calls_per_kind: CALLS,
+      ...figures,
+      added_p50_ms_read_only: Math.round((figures['read-only'].p50_ms - figures['no-policy'].p50_ms) * 10_000) / 10_000,
+      added_p50_ms_write: Math.round((figures.write.p50_ms - figures['no-policy'].p50_ms) * 10_000) / 10_000,
+      target_p50_ms: 0.2,
+    },
+    null,
+    2,
+  ),
+);
 client.close();
 await store.close();
 rmSync(dir, { recursive: true, force: true });

@@ -17,7 +17,11 @@ import * as sandboxModule from '../dist/sandbox/index.js';
 const { createSandbox } = sandboxModule;
 
 const args = new Set(process.argv.slice(2));
-const modes = args.has('--spawn-per-call') ? ['spawn_per_call'] : args.has('--pooled') ? ['pooled'] : ['pooled', 'spawn_per_call'];
+const modes = args.has('--spawn-per-call')
+  ? ['spawn_per_call']
+  : args.has('--pooled')
+    ? ['pooled']
+    : ['pooled', 'spawn_per_call'];
 const N_LATENCY = Number(process.env.BENCH_N ?? 200);
 const N_COLD = 40;
 const N_THROUGHPUT = Number(process.env.BENCH_N_THROUGHPUT ?? 400);
@@ -55,7 +59,12 @@ const typedTool = {
     '}',
   ].join('\n'),
 };
-const job = (i, t = tool) => ({ tool: t, input: { i, text: 'hello' }, secrets: {}, request: { id: `bench-${i}`, workspace: 'workspace:tools' } });
+const job = (i, t = tool) => ({
+  tool: t,
+  input: { i, text: 'hello' },
+  secrets: {},
+  request: { id: `bench-${i}`, workspace: 'workspace:tools' },
+});
 
 const log = (...parts) => process.stderr.write(parts.join(' ') + '\n');
 const round = (n) => Math.round(n * 100) / 100;
@@ -116,7 +125,13 @@ function idleRssMb() {
 
 async function pooled() {
   const reuseTool = { ...tool, name: 'echo-reuse' };
-  const config = defaultConfig({ poolSize: POOL_SIZE, poolMax: 16, isolation: 'process', reuseTools: ['echo-reuse', 'echo-typed'], logLevel: 'silent' });
+  const config = defaultConfig({
+    poolSize: POOL_SIZE,
+    poolMax: 16,
+    isolation: 'process',
+    reuseTools: ['echo-reuse', 'echo-typed'],
+    logLevel: 'silent',
+  });
   const sandbox = await createSandbox({ config, logger: silentLogger() });
   try {
     await until(() => sandbox.stats().warm === POOL_SIZE);
@@ -144,13 +159,26 @@ async function pooled() {
     log('warm typed: c4', typedCallsPerSecond, 'calls/s');
     let denoTranspile = {};
     if (sandboxModule.createToolCompiler) {
-      const plain = await createSandbox({ config, logger: silentLogger(), compiler: await sandboxModule.createToolCompiler(null) });
+      const plain = await createSandbox({
+        config,
+        logger: silentLogger(),
+        compiler: await sandboxModule.createToolCompiler(null),
+      });
       try {
         const viaDeno = [];
         for (let i = 0; i < N_LATENCY; i++) viaDeno.push(await timed(plain, i, typedTool));
         const viaDenoPerSecond = await throughput(plain, N_THROUGHPUT * 4, typedTool);
-        log('warm typed, Deno transpiles per call: c1 p50', pct(viaDeno.slice(1), 50), 'ms; c4', viaDenoPerSecond, 'calls/s');
-        denoTranspile = { warm_ts_deno_transpile_latency_c1_p50_ms: pct(viaDeno.slice(1), 50), warm_ts_deno_transpile_calls_per_s_c4: viaDenoPerSecond };
+        log(
+          'warm typed, Deno transpiles per call: c1 p50',
+          pct(viaDeno.slice(1), 50),
+          'ms; c4',
+          viaDenoPerSecond,
+          'calls/s',
+        );
+        denoTranspile = {
+          warm_ts_deno_transpile_latency_c1_p50_ms: pct(viaDeno.slice(1), 50),
+          warm_ts_deno_transpile_calls_per_s_c4: viaDenoPerSecond,
+        };
       } finally {
         await plain.close();
       }

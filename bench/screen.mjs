@@ -70,17 +70,27 @@ export async function execute(input: { query: string; limit?: number }): Promise
 
 const source = buildSource();
 const properties = Object.fromEntries(
-  Array.from({ length: 12 }, (_, i) => [`field${i}`, { type: i % 2 ? 'string' : 'integer', description: `Field ${i}` }]),
+  Array.from({ length: 12 }, (_, i) => [
+    `field${i}`,
+    { type: i % 2 ? 'string' : 'integer', description: `Field ${i}` },
+  ]),
 );
 const inputSchema = {
   type: 'object',
-  properties: { query: { type: 'string', description: 'Query', minLength: 1, maxLength: 200 }, limit: { type: 'integer', minimum: 1, maximum: 100, description: 'Max' }, ...properties },
+  properties: {
+    query: { type: 'string', description: 'Query', minLength: 1, maxLength: 200 },
+    limit: { type: 'integer', minimum: 1, maximum: 100, description: 'Max' },
+    ...properties,
+  },
   required: ['query'],
   additionalProperties: false,
 };
 const outputSchema = {
   type: 'object',
-  properties: { items: { type: 'array', items: { type: 'string' }, description: 'Items' }, total: { type: 'integer', description: 'Total' } },
+  properties: {
+    items: { type: 'array', items: { type: 'string' }, description: 'Items' },
+    total: { type: 'integer', description: 'Total' },
+  },
   required: ['items', 'total'],
 };
 const context = {
@@ -134,7 +144,11 @@ console.error(`# screening ${Buffer.byteLength(source)} bytes, ${ITERATIONS} ite
 const [screen, rest, total] = timeInterleaved([
   () => screenSource(source, { permissions: grants, maxSourceBytes: config.maxSourceBytes }),
   () => {
-    validatePermissions(context.permissions, { origin: 'agent', maxNetDomains: config.maxNetDomains, bootstrapAllow: config.bootstrapAllow });
+    validatePermissions(context.permissions, {
+      origin: 'agent',
+      maxNetDomains: config.maxNetDomains,
+      bootstrapAllow: config.bootstrapAllow,
+    });
     validateSchemas(context, { validator });
   },
   () => validateToolDefinition(context, { origin: 'agent', config, validator }),

@@ -20,11 +20,30 @@ const procs = new Set();
 const metrics = async (url) => {
   const text = await (await fetch(`${url}/metrics`)).text();
   const value = (name) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
-  return { writes: value('tools_runner_store_writes_total'), tx: value('tools_runner_store_write_transactions_total'), leases: value('tools_runner_store_lease_writes_total') };
+  return {
+    writes: value('tools_runner_store_writes_total'),
+    tx: value('tools_runner_store_write_transactions_total'),
+    leases: value('tools_runner_store_lease_writes_total'),
+  };
 };
 
 async function measure(claims, group) {
-  const runner = startCli(['start', '--port', '0', '--data-dir', join(dir, `${claims}-${group}`), '--admin-port', '-1', '--bootstrap-dir', join(root, 'bootstrap-breadcrumbs'), `--claims=${claims}`, `--group-commit=${group}`], procs);
+  const runner = startCli(
+    [
+      'start',
+      '--port',
+      '0',
+      '--data-dir',
+      join(dir, `${claims}-${group}`),
+      '--admin-port',
+      '-1',
+      '--bootstrap-dir',
+      join(root, 'bootstrap-breadcrumbs'),
+      `--claims=${claims}`,
+      `--group-commit=${group}`,
+    ],
+    procs,
+  );
   const url = (await runner.line(/^store listening on /)).replace('store listening on ', '');
   await runner.line(/^runner ready$/);
   const logger = silentLogger();
@@ -34,7 +53,10 @@ async function measure(claims, group) {
   let connected;
   const ready = new Promise((r) => (connected = r));
   openEventStream({
-    client, logger, signal: controller.signal, onConnected: () => connected(),
+    client,
+    logger,
+    signal: controller.signal,
+    onConnected: () => connected(),
     onEvent(event) {
       if (event.schema_name !== 'tool.response.v1') return;
       const tag = event.tags?.find((t) => t.startsWith('request:'));
@@ -46,15 +68,22 @@ async function measure(claims, group) {
   const call = async () => {
     const rid = `calls-${claims}-${group}-${seq++}`;
     const done = new Promise((resolve) => waiting.set(rid, resolve));
-    await client.createBreadcrumb({ title: 'Request: echo', schema_name: 'tool.request.v1', tags: ['tool:request', 'workspace:tools'], context: { tool: 'echo', input: { message: 'hi' }, requestId: rid } });
+    await client.createBreadcrumb({
+      title: 'Request: echo',
+      schema_name: 'tool.request.v1',
+      tags: ['tool:request', 'workspace:tools'],
+      context: { tool: 'echo', input: { message: 'hi' }, requestId: rid },
+    });
     await done;
   };
   for (let i = 0; i < 20; i++) await call();
   const before = await metrics(url);
   let next = 0;
-  await Promise.all(Array.from({ length: 16 }, async () => {
-    while (next++ < CALLS) await call();
-  }));
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (next++ < CALLS) await call();
+    }),
+  );
   const after = await metrics(url);
   controller.abort();
   client.close();
@@ -62,11 +91,25 @@ async function measure(claims, group) {
   runner.proc.kill('SIGTERM');
   await exited;
   const per = (key) => +((after[key] - before[key]) / CALLS).toFixed(2);
-  return { claims, group_commit: group, calls: CALLS, breadcrumb_writes_per_call: per('writes'), write_tx_per_call: per('tx'), lease_tx_per_call: per('leases'), total_tx_per_call: +(per('tx') + per('leases')).toFixed(2) };
+  return {
+    claims,
+    group_commit: group,
+    calls: CALLS,
+    breadcrumb_writes_per_call: per('writes'),
+    write_tx_per_call: per('tx'),
+    lease_tx_per_call: per('leases'),
+    total_tx_per_call: +(per('tx') + per('leases')).toFixed(2),
+  };
 }
 
 try {
-  for (const [claims, group] of [['breadcrumb', false], ['breadcrumb', true], ['lease', false], ['lease', true]]) console.log(JSON.stringify(await measure(claims, group)));
+  for (const [claims, group] of [
+    ['breadcrumb', false],
+    ['breadcrumb', true],
+    ['lease', false],
+    ['lease', true],
+  ])
+    console.log(JSON.stringify(await measure(claims, group)));
 } finally {
   for (const proc of procs) proc.kill('SIGKILL');
   rmSync(dir, { recursive: true, force: true });

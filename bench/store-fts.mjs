@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 
 const Database = createRequire(import.meta.url)('better-sqlite3');
-const arg = (name, fallback) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback);
+const arg = (name, fallback) =>
+  Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback);
 const n = arg('n', 20000);
 const rounds = arg('rounds', 2);
 
@@ -42,7 +43,14 @@ function run(name) {
   const index = VARIANTS[name].insert(db);
   const batch = db.transaction((from) => {
     for (let seq = from; seq < from + 16; seq++) {
-      const context = JSON.stringify({ tool: 'echo', requestId: `rid-${seq}`, input: { text: `hello world number ${seq} with some words to index`, pad: 'lorem ipsum dolor sit amet '.repeat(16) } });
+      const context = JSON.stringify({
+        tool: 'echo',
+        requestId: `rid-${seq}`,
+        input: {
+          text: `hello world number ${seq} with some words to index`,
+          pad: 'lorem ipsum dolor sit amet '.repeat(16),
+        },
+      });
       row.run(seq, `Request: echo ${seq}`, null, context);
       index(seq, `Request: echo ${seq}`, null, context);
     }
@@ -58,5 +66,6 @@ function run(name) {
 }
 
 for (let r = 0; r < rounds; r++) {
-  for (const name of r % 2 === 0 ? ['copy', 'external'] : ['external', 'copy']) console.log(JSON.stringify({ round: r + 1, ...run(name) }));
+  for (const name of r % 2 === 0 ? ['copy', 'external'] : ['external', 'copy'])
+    console.log(JSON.stringify({ round: r + 1, ...run(name) }));
 }

@@ -16,7 +16,8 @@ import { silentLogger } from '../dist/logger.js';
 import { createStore } from '../dist/store/index.js';
 import { createStoreClient, openEventStream } from '../dist/breadcrumbs/index.js';
 
-const arg = (name, fallback) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback);
+const arg = (name, fallback) =>
+  Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback);
 const n = arg('n', 3000);
 const concurrency = arg('c', 16);
 const rounds = arg('rounds', 2);
@@ -27,8 +28,21 @@ const dirBytes = (dir) => readdirSync(dir).reduce((sum, name) => sum + statSync(
 async function round(groupCommit) {
   const dir = mkdtempSync(join(tmpdir(), 'bench-gc-'));
   const config = defaultConfig({ port: 0, dataDir: dir });
-  const { host, port, dataDir, maxBodyBytes, authSecret, adminKey, secretsKey, pingIntervalMs, eventRetention } = config;
-  const store = await createStore({ host, port, dataDir, maxBodyBytes, authSecret, adminKey, secretsKey, pingIntervalMs, eventRetention, groupCommit, logger });
+  const { host, port, dataDir, maxBodyBytes, authSecret, adminKey, secretsKey, pingIntervalMs, eventRetention } =
+    config;
+  const store = await createStore({
+    host,
+    port,
+    dataDir,
+    maxBodyBytes,
+    authSecret,
+    adminKey,
+    secretsKey,
+    pingIntervalMs,
+    eventRetention,
+    groupCommit,
+    logger,
+  });
   const client = createStoreClient({ baseUrl: store.url, logger });
   const controller = new AbortController();
   let events = 0;
@@ -36,21 +50,44 @@ async function round(groupCommit) {
   for (let i = 0; i < 2; i++) {
     let connected;
     const ready = new Promise((resolve) => (connected = resolve));
-    streams.push(openEventStream({ client, logger, signal: controller.signal, onConnected: () => connected(), onEvent: () => void events++ }));
+    streams.push(
+      openEventStream({
+        client,
+        logger,
+        signal: controller.signal,
+        onConnected: () => connected(),
+        onEvent: () => void events++,
+      }),
+    );
     await ready;
   }
   const call = async (i) => {
-    const { id } = await client.createBreadcrumb({ title: `request ${i}`, schema_name: 'tool.request.v1', tags: ['workspace:bench', 'tool:request'], context: { tool: 'echo', input: { i, text: 'hello world' } } });
-    await client.createBreadcrumb({ title: `answer ${i}`, schema_name: 'tool.response.v1', tags: ['workspace:bench', `answer:${id}`], context: { ok: true, output: { i, text: 'hello world' } } }, { idempotencyKey: `answer-${id}` });
+    const { id } = await client.createBreadcrumb({
+      title: `request ${i}`,
+      schema_name: 'tool.request.v1',
+      tags: ['workspace:bench', 'tool:request'],
+      context: { tool: 'echo', input: { i, text: 'hello world' } },
+    });
+    await client.createBreadcrumb(
+      {
+        title: `answer ${i}`,
+        schema_name: 'tool.response.v1',
+        tags: ['workspace:bench', `answer:${id}`],
+        context: { ok: true, output: { i, text: 'hello world' } },
+      },
+      { idempotencyKey: `answer-${id}` },
+    );
     await client.updateBreadcrumb(id, { context: { tool: 'echo', input: { i }, done: true } });
   };
   const before = store.writeStats();
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < n) await call(next++);
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < n) await call(next++);
+    }),
+  );
   const elapsed = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
   const after = store.writeStats();
@@ -74,5 +111,6 @@ async function round(groupCommit) {
 }
 
 for (let r = 0; r < rounds; r++) {
-  for (const mode of r % 2 === 0 ? [false, true] : [true, false]) console.log(JSON.stringify({ round: r + 1, ...(await round(mode)) }));
+  for (const mode of r % 2 === 0 ? [false, true] : [true, false])
+    console.log(JSON.stringify({ round: r + 1, ...(await round(mode)) }));
 }

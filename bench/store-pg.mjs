@@ -18,7 +18,16 @@ import { createStore } from '../dist/store/index.js';
 const n = Number(process.argv.find((a) => a.startsWith('--n='))?.slice(4) ?? 3000);
 const concurrency = Number(process.argv.find((a) => a.startsWith('--c='))?.slice(4) ?? 16);
 const KEY = 'ab'.repeat(32);
-const base = { host: '127.0.0.1', port: 0, maxBodyBytes: 1024 * 1024, authSecret: undefined, adminKey: undefined, pingIntervalMs: 5000, eventRetention: 100_000, logger: silentLogger() };
+const base = {
+  host: '127.0.0.1',
+  port: 0,
+  maxBodyBytes: 1024 * 1024,
+  authSecret: undefined,
+  adminKey: undefined,
+  pingIntervalMs: 5000,
+  eventRetention: 100_000,
+  logger: silentLogger(),
+};
 
 async function freePort() {
   return new Promise((resolve) => {
@@ -30,20 +39,37 @@ async function freePort() {
 }
 
 async function throwawayCluster() {
-  const major = readdirSync('/usr/lib/postgresql').filter((d) => /^\d+$/.test(d)).sort((a, b) => b - a)[0];
+  const major = readdirSync('/usr/lib/postgresql')
+    .filter((d) => /^\d+$/.test(d))
+    .sort((a, b) => b - a)[0];
   const bin = `/usr/lib/postgresql/${major}/bin`;
-  if (!existsSync(join(bin, 'initdb'))) throw new Error('no PostgreSQL server binaries (apt-get install postgresql), or set BENCH_PG_URL');
+  if (!existsSync(join(bin, 'initdb')))
+    throw new Error('no PostgreSQL server binaries (apt-get install postgresql), or set BENCH_PG_URL');
   const root = process.getuid() === 0;
   const dir = mkdtempSync(join(tmpdir(), 'bench-pg-'));
-  if (root) chownSync(dir, Number(execFileSync('id', ['-u', 'postgres'])), Number(execFileSync('id', ['-g', 'postgres'])));
+  if (root)
+    chownSync(dir, Number(execFileSync('id', ['-u', 'postgres'])), Number(execFileSync('id', ['-g', 'postgres'])));
   const run = (tool, args) => {
-    const r = spawnSync(root ? 'runuser' : join(bin, tool), root ? ['-u', 'postgres', '--', join(bin, tool), ...args] : args, { cwd: dir, encoding: 'utf8' });
+    const r = spawnSync(
+      root ? 'runuser' : join(bin, tool),
+      root ? ['-u', 'postgres', '--', join(bin, tool), ...args] : args,
+      { cwd: dir, encoding: 'utf8' },
+    );
     if (r.status !== 0) throw new Error(`${tool}: ${r.stderr}`);
   };
   run('initdb', ['-D', join(dir, 'data'), '-U', 'bench', '-A', 'trust', '-E', 'UTF8', '--locale', 'C']);
   const port = await freePort();
   // Durable commits (the server's defaults), as in production.
-  run('pg_ctl', ['-D', join(dir, 'data'), '-l', join(dir, 'log'), '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1`, '-w', 'start']);
+  run('pg_ctl', [
+    '-D',
+    join(dir, 'data'),
+    '-l',
+    join(dir, 'log'),
+    '-o',
+    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1`,
+    '-w',
+    'start',
+  ]);
   return {
     url: (db) => `postgres://bench@127.0.0.1:${port}/${db}`,
     stop: () => {
@@ -69,7 +95,8 @@ async function measure(setup, urls) {
       const i = next++;
       if (i >= n) return;
       const response = await fetch(`${urls[i % urls.length]}/breadcrumbs`, {
-        method: 'POST', headers: { 'Content-Type': 'application/json' },
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
         body: JSON.stringify({ title: 'bench', context: { i, text: 'x'.repeat(200) }, tags: ['bench', `b:${i % 50}`] }),
       });
       if (response.status !== 201) throw new Error(`create answered ${response.status}: ${await response.text()}`);
@@ -83,10 +110,16 @@ async function measure(setup, urls) {
   const cpu = process.cpuUsage(cpu0);
   // Round trips of one create without an Idempotency-Key: BEGIN, lock+clock+NOTIFY, event insert,
   // row+tags insert, COMMIT; plus the pump's read of new events, shared by every write it catches.
-  console.log(JSON.stringify({
-    setup, writes: n, concurrency, writes_per_sec: Math.round(n / seconds), cpu_ms_per_write: Number(((cpu.user + cpu.system) / 1000 / n).toFixed(3)),
-    db_round_trips_per_write: setup === 'sqlite' ? 0 : '5 + pump reads (shared)',
-  }));
+  console.log(
+    JSON.stringify({
+      setup,
+      writes: n,
+      concurrency,
+      writes_per_sec: Math.round(n / seconds),
+      cpu_ms_per_write: Number(((cpu.user + cpu.system) / 1000 / n).toFixed(3)),
+      db_round_trips_per_write: setup === 'sqlite' ? 0 : '5 + pump reads (shared)',
+    }),
+  );
 }
 
 const sqliteDir = mkdtempSync(join(tmpdir(), 'bench-sqlite-'));
@@ -97,12 +130,22 @@ rmSync(sqliteDir, { recursive: true, force: true });
 
 const cluster = process.env.BENCH_PG_URL ? undefined : await throwawayCluster();
 try {
-  const one = await createStore({ ...base, dataDir: ':memory:', db: await database(cluster, 'bench_one'), secretsKey: KEY });
+  const one = await createStore({
+    ...base,
+    dataDir: ':memory:',
+    db: await database(cluster, 'bench_one'),
+    secretsKey: KEY,
+  });
   await measure('postgres x1', [one.url]);
   await one.close();
   const db = await database(cluster, 'bench_three');
-  const three = await Promise.all([0, 1, 2].map(() => createStore({ ...base, dataDir: ':memory:', db, secretsKey: KEY })));
-  await measure('postgres x3', three.map((s) => s.url));
+  const three = await Promise.all(
+    [0, 1, 2].map(() => createStore({ ...base, dataDir: ':memory:', db, secretsKey: KEY })),
+  );
+  await measure(
+    'postgres x3',
+    three.map((s) => s.url),
+  );
   await Promise.all(three.map((s) => s.close()));
 } finally {
   cluster?.stop();

@@ -31,14 +31,25 @@ const pct = (xs, p) => {
 
 async function storeCalls() {
   const store = await createStore({
-    host: '127.0.0.1', port: 0, dataDir: join(dir, 'direct'), maxBodyBytes: 1024 * 1024, authSecret: undefined, adminKey: undefined,
-    secretsKey: undefined, pingIntervalMs: 5000, eventRetention: 10_000, logger,
+    host: '127.0.0.1',
+    port: 0,
+    dataDir: join(dir, 'direct'),
+    maxBodyBytes: 1024 * 1024,
+    authSecret: undefined,
+    adminKey: undefined,
+    secretsKey: undefined,
+    pingIntervalMs: 5000,
+    eventRetention: 10_000,
+    logger,
   });
   const clients = {
     http: createStoreClient({ baseUrl: store.url, logger }),
     'in-process': createStoreClient({ baseUrl: store.url, logger, local: store.local }),
   };
-  const times = { http: { create: [], patch: [], get: [], list: [], all: [] }, 'in-process': { create: [], patch: [], get: [], list: [], all: [] } };
+  const times = {
+    http: { create: [], patch: [], get: [], list: [], all: [] },
+    'in-process': { create: [], patch: [], get: [], list: [], all: [] },
+  };
   const timed = async (bucket, fn) => {
     const t0 = performance.now();
     const value = await fn();
@@ -51,8 +62,20 @@ async function storeCalls() {
       const t = times[name];
       const keep = i >= 100; // the first 100 rounds warm up
       const sink = keep ? t : { create: [], patch: [], get: [], list: [] };
-      const { id } = await timed(sink.create, () => client.createBreadcrumb({ title: 'r', schema_name: 'tool.response.v1', tags: [`request:${name}-${i}`], context: { ok: true, output: { message: 'hi' } } }, { idempotencyKey: `${name}-${i}` }));
-      await timed(sink.patch, () => client.updateBreadcrumb(id, { context: { ok: true, output: { message: 'again' } } }, { ifMatch: 1 }));
+      const { id } = await timed(sink.create, () =>
+        client.createBreadcrumb(
+          {
+            title: 'r',
+            schema_name: 'tool.response.v1',
+            tags: [`request:${name}-${i}`],
+            context: { ok: true, output: { message: 'hi' } },
+          },
+          { idempotencyKey: `${name}-${i}` },
+        ),
+      );
+      await timed(sink.patch, () =>
+        client.updateBreadcrumb(id, { context: { ok: true, output: { message: 'again' } } }, { ifMatch: 1 }),
+      );
       await timed(sink.get, () => client.getBreadcrumbFull(id));
       await timed(sink.list, () => client.listBreadcrumbs({ tag: `request:${name}-${i}`, limit: 1 }));
     }
@@ -62,7 +85,14 @@ async function storeCalls() {
   const out = {};
   for (const [name, t] of Object.entries(times)) {
     const all = [...t.create, ...t.patch, ...t.get, ...t.list];
-    out[name] = { p50_ms: pct(all, 50), p99_ms: pct(all, 99), create_p50_ms: pct(t.create, 50), patch_if_match_p50_ms: pct(t.patch, 50), get_full_p50_ms: pct(t.get, 50), list_by_tag_p50_ms: pct(t.list, 50) };
+    out[name] = {
+      p50_ms: pct(all, 50),
+      p99_ms: pct(all, 99),
+      create_p50_ms: pct(t.create, 50),
+      patch_if_match_p50_ms: pct(t.patch, 50),
+      get_full_p50_ms: pct(t.get, 50),
+      list_by_tag_p50_ms: pct(t.list, 50),
+    };
   }
   return out;
 }
@@ -71,7 +101,19 @@ const start = (args) => startCli(args);
 
 // A runner with its embedded store over `transport`, and a driver measuring one call at a time.
 async function e2eRunner(transport) {
-  const runner = start(['start', '--port', '0', '--data-dir', join(dir, `e2e-${transport}`), '--admin-port', '-1', '--bootstrap-dir', join(root, 'bootstrap-breadcrumbs'), '--store-transport', transport]);
+  const runner = start([
+    'start',
+    '--port',
+    '0',
+    '--data-dir',
+    join(dir, `e2e-${transport}`),
+    '--admin-port',
+    '-1',
+    '--bootstrap-dir',
+    join(root, 'bootstrap-breadcrumbs'),
+    '--store-transport',
+    transport,
+  ]);
   const url = (await runner.line(/^store listening on /)).replace('store listening on ', '');
   await runner.line(/^runner ready$/);
   const client = createStoreClient({ baseUrl: url, logger });
@@ -80,7 +122,10 @@ async function e2eRunner(transport) {
   let connected;
   const ready = new Promise((r) => (connected = r));
   openEventStream({
-    client, logger, signal: controller.signal, onConnected: () => connected(),
+    client,
+    logger,
+    signal: controller.signal,
+    onConnected: () => connected(),
     onEvent(event) {
       if (event.schema_name !== 'tool.response.v1') return;
       const tag = event.tags?.find((t) => t.startsWith('request:'));
@@ -94,7 +139,12 @@ async function e2eRunner(transport) {
       const t0 = performance.now();
       const rid = `bench-${transport}-${seq++}`;
       const done = new Promise((r) => waiting.set(rid, r));
-      await client.createBreadcrumb({ title: 'Request: echo', schema_name: 'tool.request.v1', tags: ['tool:request', 'workspace:tools'], context: { tool: 'echo', input: { message: 'hi' }, requestId: rid } });
+      await client.createBreadcrumb({
+        title: 'Request: echo',
+        schema_name: 'tool.request.v1',
+        tags: ['tool:request', 'workspace:tools'],
+        context: { tool: 'echo', input: { message: 'hi' }, requestId: rid },
+      });
       await done;
       waiting.delete(rid);
       return performance.now() - t0;
@@ -116,7 +166,9 @@ async function e2e() {
     const lat = { http: [], 'in-process': [] };
     for (let i = 0; i < 20; i++) for (const r of Object.values(runners)) await r.once();
     for (let i = 0; i < E2E_N; i++) for (const [name, r] of Object.entries(runners)) lat[name].push(await r.once());
-    return Object.fromEntries(Object.entries(lat).map(([name, xs]) => [name, { p50_ms: pct(xs, 50), p99_ms: pct(xs, 99) }]));
+    return Object.fromEntries(
+      Object.entries(lat).map(([name, xs]) => [name, { p50_ms: pct(xs, 50), p99_ms: pct(xs, 99) }]),
+    );
   } finally {
     for (const r of Object.values(runners)) await r.stop();
   }

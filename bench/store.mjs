@@ -26,7 +26,9 @@ let connected;
 const ready = new Promise((resolve) => (connected = resolve));
 let waitFor = null;
 const stream = openEventStream({
-  client, logger, signal: controller.signal,
+  client,
+  logger,
+  signal: controller.signal,
   onConnected: () => connected(),
   onEvent(event) {
     const now = performance.now();
@@ -42,7 +44,12 @@ const stream = openEventStream({
 await ready;
 
 const createLatency = [];
-const body = (i) => ({ title: `bench ${i}`, context: { i, tool: 'echo', input: { text: 'hello world' } }, tags: ['workspace:tools', 'tool:request'], schema_name: 'tool.request.v1' });
+const body = (i) => ({
+  title: `bench ${i}`,
+  context: { i, tool: 'echo', input: { text: 'hello world' } },
+  tags: ['workspace:tools', 'tool:request'],
+  schema_name: 'tool.request.v1',
+});
 process.stderr.write(`warming up (${warmup})\n`);
 let startedMs = 0;
 for (let i = 0; i < warmup + n; i++) {
@@ -73,13 +80,15 @@ function pick(c) {
   const { host, port, dataDir, maxBodyBytes, authSecret, adminKey, secretsKey, pingIntervalMs, eventRetention } = c;
   return { host, port, dataDir, maxBodyBytes, authSecret, adminKey, secretsKey, pingIntervalMs, eventRetention };
 }
-console.log(JSON.stringify({
-  creates_per_sec: Math.round((n / elapsedMs) * 1000),
-  create_p50_ms: round(pct(createLatency, 50)),
-  create_p99_ms: round(pct(createLatency, 99)),
-  create_to_event_p50_ms: round(pct(eventLatency, 50)),
-  create_to_event_p99_ms: round(pct(eventLatency, 99)),
-  events_received: eventLatency.length,
-  wal_bytes_at_end: walBytes,
-  n,
-}));
+console.log(
+  JSON.stringify({
+    creates_per_sec: Math.round((n / elapsedMs) * 1000),
+    create_p50_ms: round(pct(createLatency, 50)),
+    create_p99_ms: round(pct(createLatency, 99)),
+    create_to_event_p50_ms: round(pct(eventLatency, 50)),
+    create_to_event_p99_ms: round(pct(eventLatency, 99)),
+    events_received: eventLatency.length,
+    wal_bytes_at_end: walBytes,
+    n,
+  }),
+);

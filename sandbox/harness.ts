@@ -34,8 +34,11 @@
 // is refused in a process that has network access (the host passes `net` as the harness's argument).
 
 type AnyFn = (...args: never[]) => unknown;
-const uncurry = Function.prototype.bind.bind(Function.prototype.call) as <F extends AnyFn>(fn: F) => (self: unknown, ...args: Parameters<F>) => ReturnType<F>;
-const getter = (proto: object, name: PropertyKey) => uncurry(Object.getOwnPropertyDescriptor(proto, name)!.get as () => unknown);
+const uncurry = Function.prototype.bind.bind(Function.prototype.call) as <F extends AnyFn>(
+  fn: F,
+) => (self: unknown, ...args: Parameters<F>) => ReturnType<F>;
+const getter = (proto: object, name: PropertyKey) =>
+  uncurry(Object.getOwnPropertyDescriptor(proto, name)!.get as () => unknown);
 
 const P = Promise;
 const U8 = Uint8Array;
@@ -60,7 +63,11 @@ const u8Set = uncurry(U8.prototype.set) as (a: Uint8Array, src: Uint8Array, at: 
 const strSlice = uncurry(String.prototype.slice) as (s: string, from: number, to: number) => string;
 const strIndexOf = uncurry(String.prototype.indexOf) as (s: string, search: string) => number;
 const charCodeAt = uncurry(String.prototype.charCodeAt) as (s: string, i: number) => number;
-const promiseThen = uncurry(P.prototype.then) as (p: Promise<unknown>, ok: (v: unknown) => void, fail: (e: unknown) => void) => unknown;
+const promiseThen = uncurry(P.prototype.then) as (
+  p: Promise<unknown>,
+  ok: (v: unknown) => void,
+  fail: (e: unknown) => void,
+) => unknown;
 const hasInstance = uncurry(Function.prototype[Symbol.hasInstance]) as (ctor: unknown, value: unknown) => boolean;
 const preventDefault = uncurry(Event.prototype.preventDefault) as (e: Event) => void;
 const rejectionReason = getter(PromiseRejectionEvent.prototype, 'reason') as (e: Event) => unknown;
@@ -79,9 +86,14 @@ const PERMISSION_TEXTS = ['Requires ', '--no-npm is specified', '--no-remote is 
 
 // Native string <-> UTF-8 of Deno's (frozen) core when present; else the code below / TextDecoder.
 const internalKey = (Deno as unknown as { internal?: symbol }).internal;
-const internal = internalKey === undefined ? undefined : (Deno as unknown as Record<symbol, { core?: { encode?: unknown; decode?: unknown } } | undefined>)[internalKey];
-const coreEncode = typeof internal?.core?.encode === 'function' ? (internal.core.encode as (s: string) => Uint8Array) : undefined;
-const coreDecode = typeof internal?.core?.decode === 'function' ? (internal.core.decode as (b: Uint8Array) => string) : undefined;
+const internal =
+  internalKey === undefined
+    ? undefined
+    : (Deno as unknown as Record<symbol, { core?: { encode?: unknown; decode?: unknown } } | undefined>)[internalKey];
+const coreEncode =
+  typeof internal?.core?.encode === 'function' ? (internal.core.encode as (s: string) => Uint8Array) : undefined;
+const coreDecode =
+  typeof internal?.core?.decode === 'function' ? (internal.core.decode as (b: Uint8Array) => string) : undefined;
 const textDecoder = new TextDecoder();
 const textDecode = uncurry(TextDecoder.prototype.decode) as (d: TextDecoder, b: Uint8Array) => string;
 
@@ -150,8 +162,15 @@ for (let i = 0; i < 16; i++) {
 }
 
 interface Job {
-  t: 'job'; seq: number; source64: string; lang: 'js' | 'ts'; input: unknown; secrets: Record<string, string>;
-  request: { id: string; workspace: string; agentId?: string }; maxResultBytes: number; reuse: boolean;
+  t: 'job';
+  seq: number;
+  source64: string;
+  lang: 'js' | 'ts';
+  input: unknown;
+  secrets: Record<string, string>;
+  request: { id: string; workspace: string; agentId?: string };
+  maxResultBytes: number;
+  reuse: boolean;
   /** Warm mode: the tool as a module factory (imported once per process, `code64` only the first time). */
   factory?: { id: string; code64?: string };
 }
@@ -165,13 +184,26 @@ class ApiError extends ErrorCtor {
   code: string;
   constructor(code: string, message: string) {
     super(message);
-    defineProperty(this, 'name', { __proto__: null, value: 'ApiError', writable: true, configurable: true } as PropertyDescriptor);
-    defineProperty(this, 'code', { __proto__: null, value: code, writable: true, enumerable: true, configurable: true } as PropertyDescriptor);
+    defineProperty(this, 'name', {
+      __proto__: null,
+      value: 'ApiError',
+      writable: true,
+      configurable: true,
+    } as PropertyDescriptor);
+    defineProperty(this, 'code', {
+      __proto__: null,
+      value: code,
+      writable: true,
+      enumerable: true,
+      configurable: true,
+    } as PropertyDescriptor);
   }
 }
 
 function own(record: unknown, key: string): unknown {
-  return record !== null && typeof record === 'object' && hasOwn(record, key) ? (record as Record<string, unknown>)[key] : undefined;
+  return record !== null && typeof record === 'object' && hasOwn(record, key)
+    ? (record as Record<string, unknown>)[key]
+    : undefined;
 }
 
 function writeAll(write: (b: Uint8Array) => number, bytes: Uint8Array): void {
@@ -210,7 +242,8 @@ function isPermission(err: unknown, message: string): boolean {
   for (let i = 0; i < PERMISSION_TEXTS.length; i++) {
     const needle = PERMISSION_TEXTS[i] as string;
     const at = strIndexOf(message, needle);
-    if (at !== -1 && (needle !== 'Requires ' || strIndexOf(strSlice(message, at, at + 40), ' access to') !== -1)) return true;
+    if (at !== -1 && (needle !== 'Requires ' || strIndexOf(strSlice(message, at, at + 40), ' access to') !== -1))
+      return true;
   }
   return false;
 }
@@ -226,7 +259,8 @@ function sendError(seq: number, err: unknown, kind?: 'output'): void {
       message = text(e.message, '');
       stack = text(e.stack, '');
       const cause = e.cause as { message?: unknown } | undefined;
-      if (cause !== null && typeof cause === 'object' && typeof cause.message === 'string') message += ': ' + cause.message;
+      if (cause !== null && typeof cause === 'object' && typeof cause.message === 'string')
+        message += ': ' + cause.message;
     } else {
       message = 'non-error value thrown: ' + text(err, '?');
     }
@@ -242,7 +276,11 @@ function sendError(seq: number, err: unknown, kind?: 'output'): void {
     code = undefined;
   }
   const json = stringify({
-    __proto__: null, kind: resolved, name: strSlice(name, 0, 200), message: strSlice(message, 0, 8192), stack: strSlice(stack, 0, 16384),
+    __proto__: null,
+    kind: resolved,
+    name: strSlice(name, 0, 200),
+    message: strSlice(message, 0, 8192),
+    stack: strSlice(stack, 0, 16384),
     code: typeof code === 'string' ? strSlice(code, 0, 64) : undefined,
   });
   frame('E', seq, json);
@@ -255,9 +293,14 @@ function finish(job: Job): void {
 
 function sendResult(job: Job, value: unknown): void {
   const max = job.maxResultBytes;
-  if (value === undefined) return sendError(job.seq, new ErrorCtor('execute() returned undefined; a tool must return a JSON value'), 'output');
+  if (value === undefined)
+    return sendError(job.seq, new ErrorCtor('execute() returned undefined; a tool must return a JSON value'), 'output');
   if (typeof value === 'string' && value.length > max) {
-    return sendError(job.seq, new ErrorCtor(`result is ${value.length} characters, over the limit of ${max} bytes`), 'output');
+    return sendError(
+      job.seq,
+      new ErrorCtor(`result is ${value.length} characters, over the limit of ${max} bytes`),
+      'output',
+    );
   }
   let json: unknown;
   try {
@@ -271,9 +314,15 @@ function sendResult(job: Job, value: unknown): void {
     }
     return sendError(job.seq, new ErrorCtor(`result is not JSON-serialisable: ${why}`), 'output');
   }
-  if (typeof json !== 'string') return sendError(job.seq, new ErrorCtor(`result of type ${typeof value} is not JSON`), 'output');
+  if (typeof json !== 'string')
+    return sendError(job.seq, new ErrorCtor(`result of type ${typeof value} is not JSON`), 'output');
   const bytes = json.length > max ? json.length : taLength(utf8(json));
-  if (bytes > max) return sendError(job.seq, new ErrorCtor(`result is ${bytes} bytes of JSON, over the limit of ${max} bytes`), 'output');
+  if (bytes > max)
+    return sendError(
+      job.seq,
+      new ErrorCtor(`result is ${bytes} bytes of JSON, over the limit of ${max} bytes`),
+      'output',
+    );
   frame('R', job.seq, json);
 }
 
@@ -288,12 +337,20 @@ function apiCall(job: Job, op: string, args: unknown[]): Promise<unknown> {
   try {
     json = stringify({ __proto__: null, id, op, args });
   } catch (err) {
-    return rejected(new ApiError('input.invalid', `context.api.${op} arguments are not JSON: ${text((err as Error)?.message, '?')}`));
+    return rejected(
+      new ApiError('input.invalid', `context.api.${op} arguments are not JSON: ${text((err as Error)?.message, '?')}`),
+    );
   }
-  if (typeof json !== 'string') return rejected(new ApiError('input.invalid', `context.api.${op} arguments are not JSON`));
+  if (typeof json !== 'string')
+    return rejected(new ApiError('input.invalid', `context.api.${op} arguments are not JSON`));
   const bytes = json.length > job.maxResultBytes ? json.length : taLength(utf8(json));
   if (bytes > job.maxResultBytes) {
-    return rejected(new ApiError('input.invalid', `context.api.${op} arguments are ${bytes} bytes, over the limit of ${job.maxResultBytes}`));
+    return rejected(
+      new ApiError(
+        'input.invalid',
+        `context.api.${op} arguments are ${bytes} bytes, over the limit of ${job.maxResultBytes}`,
+      ),
+    );
   }
   return new P((resolve, reject) => {
     const waiter: Waiter = createObject(null);
@@ -330,12 +387,18 @@ function progress(job: Job, value: unknown): void {
     throw new TypeError('context.progress: the value is not JSON-serialisable');
   }
   if (typeof json !== 'string') throw new TypeError('context.progress: the value is not JSON');
-  if (json.length > PROGRESS_MAX_CHARS) throw new RangeError(`context.progress: ${json.length} characters of JSON, over the limit of ${PROGRESS_MAX_CHARS}`);
+  if (json.length > PROGRESS_MAX_CHARS)
+    throw new RangeError(
+      `context.progress: ${json.length} characters of JSON, over the limit of ${PROGRESS_MAX_CHARS}`,
+    );
   frame('P', job.seq, json);
 }
 
 function makeContext(job: Job): unknown {
-  const call = (op: string) => (...args: unknown[]) => apiCall(job, op, args);
+  const call =
+    (op: string) =>
+    (...args: unknown[]) =>
+      apiCall(job, op, args);
   return freeze({
     secrets: freeze({ ...job.secrets }),
     request: freeze({ ...job.request }),
@@ -347,12 +410,14 @@ function makeContext(job: Job): unknown {
     }),
     // Nested calls: the host writes a tool.request.v1 for the named tool and relays its answer
     // (src/tool-context/tool-calls.ts); refused there unless the tool has a `permissions.tools` grant.
-    tools: freeze({ call: (name: unknown, input?: unknown, options?: unknown) => apiCall(job, 'callTool', [name, input ?? {}, options ?? {}]) }),
+    tools: freeze({
+      call: (name: unknown, input?: unknown, options?: unknown) =>
+        apiCall(job, 'callTool', [name, input ?? {}, options ?? {}]),
+    }),
     log,
     progress: (value: unknown) => progress(job, value),
   });
 }
-
 
 // ---- network effects (see the header) ----
 const netAccess = Deno.args[0] === 'net';
@@ -390,14 +455,23 @@ else {
       return RequestCtor;
     },
     set(value: unknown) {
-      defineProperty(globalThis, 'Request', { __proto__: null, value, writable: true, configurable: true, enumerable: false } as PropertyDescriptor);
+      defineProperty(globalThis, 'Request', {
+        __proto__: null,
+        value,
+        writable: true,
+        configurable: true,
+        enumerable: false,
+      } as PropertyDescriptor);
     },
     configurable: true,
     enumerable: getOwnDescriptor(globalThis, 'Request')!.enumerable,
   } as PropertyDescriptor);
 }
 const permissions = Deno.permissions;
-const querySync = uncurry(Deno.permissions.querySync) as (self: Deno.Permissions, d: Deno.PermissionDescriptor) => Deno.PermissionStatus;
+const querySync = uncurry(Deno.permissions.querySync) as (
+  self: Deno.Permissions,
+  d: Deno.PermissionDescriptor,
+) => Deno.PermissionStatus;
 const permState = getter(Deno.PermissionStatus.prototype, 'state') as (s: Deno.PermissionStatus) => string;
 const DEFAULT_PORTS: Record<string, string> = createObject(null);
 DEFAULT_PORTS['http:'] = '80';
@@ -514,17 +588,34 @@ const CONSTANT_STATICS = ['CONNECTING', 'OPEN', 'CLOSING', 'CLOSED'];
 function adopt(Wrapper: object, Orig: { prototype: unknown; name: string }): void {
   const proto = Orig.prototype as object;
   defineProperty(Wrapper, 'prototype', { __proto__: null, value: proto, writable: false } as PropertyDescriptor);
-  defineProperty(proto, 'constructor', { __proto__: null, value: Wrapper, writable: true, configurable: true, enumerable: false } as PropertyDescriptor);
+  defineProperty(proto, 'constructor', {
+    __proto__: null,
+    value: Wrapper,
+    writable: true,
+    configurable: true,
+    enumerable: false,
+  } as PropertyDescriptor);
   defineProperty(Wrapper, 'name', { __proto__: null, value: Orig.name, configurable: true } as PropertyDescriptor);
   setProto(Wrapper, getProto(Orig));
   for (let i = 0; i < 4; i++) {
     const key = CONSTANT_STATICS[i]!;
-    if (hasOwn(Orig, key)) defineProperty(Wrapper, key, { __proto__: null, value: (Orig as unknown as Record<string, unknown>)[key], enumerable: true } as PropertyDescriptor);
+    if (hasOwn(Orig, key))
+      defineProperty(Wrapper, key, {
+        __proto__: null,
+        value: (Orig as unknown as Record<string, unknown>)[key],
+        enumerable: true,
+      } as PropertyDescriptor);
   }
 }
 
 function replaceGlobal(owner: object, name: string, value: unknown): void {
-  defineProperty(owner, name, { __proto__: null, value, writable: true, configurable: true, enumerable: false } as PropertyDescriptor);
+  defineProperty(owner, name, {
+    __proto__: null,
+    value,
+    writable: true,
+    configurable: true,
+    enumerable: false,
+  } as PropertyDescriptor);
 }
 
 replaceGlobal(globalThis, 'fetch', wrappedFetch);
@@ -612,7 +703,13 @@ else {
         return get(globalThis);
       },
       set(value: unknown) {
-        defineProperty(globalThis, name, { __proto__: null, value, writable: true, configurable: true, enumerable } as PropertyDescriptor);
+        defineProperty(globalThis, name, {
+          __proto__: null,
+          value,
+          writable: true,
+          configurable: true,
+          enumerable,
+        } as PropertyDescriptor);
       },
       configurable: true,
       enumerable,
@@ -632,7 +729,11 @@ async function loadTool(job: Job): Promise<unknown> {
   if (factory === undefined || factory === null) {
     // A fragment unique per call makes a new module instance: module-level state of one call is
     // never seen by the next call a warm process serves (the module map is keyed by the full URL).
-    const url = (job.lang === 'js' ? 'data:application/javascript;base64,' : 'data:application/typescript;base64,') + job.source64 + '#' + job.seq;
+    const url =
+      (job.lang === 'js' ? 'data:application/javascript;base64,' : 'data:application/typescript;base64,') +
+      job.source64 +
+      '#' +
+      job.seq;
     const mod = (await import(url)) as { execute?: unknown };
     return mod.execute;
   }
@@ -640,7 +741,8 @@ async function loadTool(job: Job): Promise<unknown> {
   if (typeof id !== 'string' || id === '') throw new ErrorCtor('malformed job: factory without an id');
   if (factoryId !== id) {
     const code64 = own(factory, 'code64');
-    if (typeof code64 !== 'string') throw new ErrorCtor('the tool module factory ' + id + ' was never sent to this process');
+    if (typeof code64 !== 'string')
+      throw new ErrorCtor('the tool module factory ' + id + ' was never sent to this process');
     // (#0: never a call's sequence number; the host maps data: URLs with a numeric fragment to tool.ts)
     const mod = (await import('data:application/javascript;base64,' + code64 + '#0')) as Record<string, unknown>;
     factoryFn = own(mod, 'default');
@@ -712,7 +814,10 @@ function onFrame(line: string): void {
     if (waiter === undefined) return;
     delete waiters[id];
     if (own(msg, 'ok') === true) waiter.resolve(own(msg, 'value'));
-    else waiter.reject(new ApiError(text(own(msg, 'code'), 'internal'), text(own(msg, 'message'), 'context.api call failed')));
+    else
+      waiter.reject(
+        new ApiError(text(own(msg, 'code'), 'internal'), text(own(msg, 'message'), 'context.api call failed')),
+      );
   }
 }
 

@@ -207,7 +207,13 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
     return 'accepted';
   };
 
-  const stats = (): JobQueueStats => ({ queued, running: live, computing, backlog: entries.size, capacity: options.backlog });
+  const stats = (): JobQueueStats => ({
+    queued,
+    running: live,
+    computing,
+    backlog: entries.size,
+    capacity: options.backlog,
+  });
 
   const waitForRoom = (): Promise<void> =>
     closed || entries.size < lowWater || entries.size === 0

@@ -78,7 +78,10 @@ export function isAsleep(pid: number): boolean {
 }
 
 /** Creates the monitor; `read` and `asleep` read /proc (tests may substitute them). */
-export function createActivityMonitor(read: (pid: number) => number | undefined = readDemandNs, asleep: (pid: number) => boolean = isAsleep): ActivityMonitor {
+export function createActivityMonitor(
+  read: (pid: number) => number | undefined = readDemandNs,
+  asleep: (pid: number) => boolean = isAsleep,
+): ActivityMonitor {
   const tracked = new Set<Tracked>();
   let timer: NodeJS.Timeout | undefined;
   let lentCount = 0;

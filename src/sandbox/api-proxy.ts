@@ -42,7 +42,13 @@ const WRITE_OPS = new Set(['createBreadcrumb', 'updateBreadcrumb']);
 const CALL_OP = 'callTool';
 const TOOL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /** Codes that say a write was refused before the store changed (every other failure may have committed). */
-const NOT_WRITTEN = new Set<string>([ErrorCode.InputInvalid, ErrorCode.PermissionDenied, ErrorCode.NotFound, ErrorCode.Conflict, ErrorCode.RateExceeded]);
+const NOT_WRITTEN = new Set<string>([
+  ErrorCode.InputInvalid,
+  ErrorCode.PermissionDenied,
+  ErrorCode.NotFound,
+  ErrorCode.Conflict,
+  ErrorCode.RateExceeded,
+]);
 const ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
 const PARAM_KEY = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 
@@ -84,22 +90,36 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 
 function checkId(op: string, value: unknown): string {
   if (typeof value !== 'string' || !ID.test(value)) {
-    throw new Refusal(ErrorCode.InputInvalid, `context.api.${op}: invalid breadcrumb id ${JSON.stringify(value)?.slice(0, 140)}`);
+    throw new Refusal(
+      ErrorCode.InputInvalid,
+      `context.api.${op}: invalid breadcrumb id ${JSON.stringify(value)?.slice(0, 140)}`,
+    );
   }
   return value;
 }
 
 function checkObject(op: string, what: string, value: unknown): Record<string, unknown> {
-  if (!isPlainObject(value)) throw new Refusal(ErrorCode.InputInvalid, `context.api.${op}: ${what} must be an object, got ${JSON.stringify(value)?.slice(0, 140)}`);
+  if (!isPlainObject(value))
+    throw new Refusal(
+      ErrorCode.InputInvalid,
+      `context.api.${op}: ${what} must be an object, got ${JSON.stringify(value)?.slice(0, 140)}`,
+    );
   return value;
 }
 
 function checkParams(value: unknown): Record<string, unknown> {
   const params = checkObject('searchBreadcrumbs', 'params', value ?? {});
   for (const [key, v] of Object.entries(params)) {
-    if (!PARAM_KEY.test(key)) throw new Refusal(ErrorCode.InputInvalid, `context.api.searchBreadcrumbs: invalid parameter name ${JSON.stringify(key.slice(0, 70))}`);
+    if (!PARAM_KEY.test(key))
+      throw new Refusal(
+        ErrorCode.InputInvalid,
+        `context.api.searchBreadcrumbs: invalid parameter name ${JSON.stringify(key.slice(0, 70))}`,
+      );
     if (!['string', 'number', 'boolean'].includes(typeof v)) {
-      throw new Refusal(ErrorCode.InputInvalid, `context.api.searchBreadcrumbs: parameter "${key}" must be a string, number or boolean`);
+      throw new Refusal(
+        ErrorCode.InputInvalid,
+        `context.api.searchBreadcrumbs: parameter "${key}" must be a string, number or boolean`,
+      );
     }
   }
   return params;
@@ -110,18 +130,31 @@ function checkGrant(tool: SandboxTool, op: string): void {
     throw new Refusal(ErrorCode.PermissionDenied, `context.api.${op} denied: tool "${tool.name}" has no api grant`);
   }
   if (WRITE_OPS.has(op) && tool.api !== 'write') {
-    throw new Refusal(ErrorCode.PermissionDenied, `context.api.${op} denied: tool "${tool.name}" has the "read" api grant; ${op} needs "write"`);
+    throw new Refusal(
+      ErrorCode.PermissionDenied,
+      `context.api.${op} denied: tool "${tool.name}" has the "read" api grant; ${op} needs "write"`,
+    );
   }
 }
 
 function checkToolsGrant(tool: SandboxTool, target: unknown): string {
   if (typeof target !== 'string' || !TOOL_NAME.test(target)) {
-    throw new Refusal(ErrorCode.InputInvalid, `context.tools.call: the tool name must match ${TOOL_NAME.source}, got ${JSON.stringify(target)?.slice(0, 140)}`);
+    throw new Refusal(
+      ErrorCode.InputInvalid,
+      `context.tools.call: the tool name must match ${TOOL_NAME.source}, got ${JSON.stringify(target)?.slice(0, 140)}`,
+    );
   }
   const grant = tool.tools;
-  if (grant === undefined) throw new Refusal(ErrorCode.PermissionDenied, `context.tools.call("${target}") denied: tool "${tool.name}" has no permissions.tools grant`);
+  if (grant === undefined)
+    throw new Refusal(
+      ErrorCode.PermissionDenied,
+      `context.tools.call("${target}") denied: tool "${tool.name}" has no permissions.tools grant`,
+    );
   if (grant !== true && !grant.includes(target)) {
-    throw new Refusal(ErrorCode.PermissionDenied, `context.tools.call("${target}") denied: tool "${tool.name}" may call only ${JSON.stringify(grant)} (permissions.tools)`);
+    throw new Refusal(
+      ErrorCode.PermissionDenied,
+      `context.tools.call("${target}") denied: tool "${tool.name}" may call only ${JSON.stringify(grant)} (permissions.tools)`,
+    );
   }
   return target;
 }
@@ -130,8 +163,16 @@ function checkCallOptions(value: unknown): { version?: string; idempotencyKey?: 
   const options = checkObject('callTool', 'options', value);
   const out: { version?: string; idempotencyKey?: string } = {};
   for (const [key, v] of Object.entries(options)) {
-    if (key !== 'version' && key !== 'idempotencyKey') throw new Refusal(ErrorCode.InputInvalid, `context.tools.call: unknown option ${JSON.stringify(key.slice(0, 70))} (version and idempotencyKey are known)`);
-    if (typeof v !== 'string' || v === '' || v.length > 200) throw new Refusal(ErrorCode.InputInvalid, `context.tools.call: option ${key} must be a non-empty string of at most 200 characters, got ${JSON.stringify(v)?.slice(0, 140)}`);
+    if (key !== 'version' && key !== 'idempotencyKey')
+      throw new Refusal(
+        ErrorCode.InputInvalid,
+        `context.tools.call: unknown option ${JSON.stringify(key.slice(0, 70))} (version and idempotencyKey are known)`,
+      );
+    if (typeof v !== 'string' || v === '' || v.length > 200)
+      throw new Refusal(
+        ErrorCode.InputInvalid,
+        `context.tools.call: option ${key} must be a non-empty string of at most 200 characters, got ${JSON.stringify(v)?.slice(0, 140)}`,
+      );
     out[key] = v;
   }
   return out;
@@ -149,7 +190,10 @@ async function perform(api: SandboxApi, op: string, args: unknown[]): Promise<un
       const id = checkId(op, args[0]);
       const version = args[1];
       if (version !== undefined && version !== null && !(Number.isSafeInteger(version) && (version as number) >= 1)) {
-        throw new Refusal(ErrorCode.InputInvalid, `context.api.updateBreadcrumb: version must be a positive integer, got ${JSON.stringify(version)}`);
+        throw new Refusal(
+          ErrorCode.InputInvalid,
+          `context.api.updateBreadcrumb: version must be a positive integer, got ${JSON.stringify(version)}`,
+        );
       }
       return api.updateBreadcrumb(id, (version ?? undefined) as number | undefined, checkObject(op, 'patch', args[2]));
     }
@@ -160,7 +204,14 @@ async function perform(api: SandboxApi, op: string, args: unknown[]): Promise<un
  * Creates the per-job proxy for `tool`, backed by `api` (absent: granted calls fail as dependency.unavailable).
  * Every write it performs is recorded in `effects` when it begins (kept unless it was refused before the store changed).
  */
-export function createApiProxy(options: { tool: SandboxTool; api: SandboxApi | undefined; tools?: SandboxToolCaller; maxCalls?: number; budgets?: Partial<ApiBudgets>; effects?: EffectLog }): ApiProxy {
+export function createApiProxy(options: {
+  tool: SandboxTool;
+  api: SandboxApi | undefined;
+  tools?: SandboxToolCaller;
+  maxCalls?: number;
+  budgets?: Partial<ApiBudgets>;
+  effects?: EffectLog;
+}): ApiProxy {
   const { tool, api, effects } = options;
   const budgets: ApiBudgets = {
     maxCalls: options.maxCalls ?? MAX_API_CALLS,
@@ -199,7 +250,8 @@ export function createApiProxy(options: { tool: SandboxTool; api: SandboxApi | u
       frames++;
       requestBytes += bytes;
       if (frames > budgets.maxFrames) return `more than ${budgets.maxFrames} context.api requests in one execution`;
-      if (requestBytes > budgets.maxRequestBytes) return `more than ${budgets.maxRequestBytes} bytes of context.api requests in one execution`;
+      if (requestBytes > budgets.maxRequestBytes)
+        return `more than ${budgets.maxRequestBytes} bytes of context.api requests in one execution`;
       return undefined;
     },
     replyLine(reply) {
@@ -207,13 +259,20 @@ export function createApiProxy(options: { tool: SandboxTool; api: SandboxApi | u
       try {
         line = JSON.stringify({ t: 'api', ...reply });
       } catch (err) {
-        line = JSON.stringify({ t: 'api', id: reply.id, ok: false, code: ErrorCode.Internal, message: `context.api reply is not JSON: ${(err as Error).message}` });
+        line = JSON.stringify({
+          t: 'api',
+          id: reply.id,
+          ok: false,
+          code: ErrorCode.Internal,
+          message: `context.api reply is not JSON: ${(err as Error).message}`,
+        });
       }
       const bytes = Buffer.byteLength(line) + 1;
       if (bytes > budgets.maxReplyBytes || replyBytes + bytes > budgets.maxTotalReplyBytes) {
-        const message = bytes > budgets.maxReplyBytes
-          ? `context.api reply of ${bytes} bytes is over the limit of ${budgets.maxReplyBytes} bytes per reply`
-          : `context.api replies exceeded ${budgets.maxTotalReplyBytes} bytes in one execution`;
+        const message =
+          bytes > budgets.maxReplyBytes
+            ? `context.api reply of ${bytes} bytes is over the limit of ${budgets.maxReplyBytes} bytes per reply`
+            : `context.api replies exceeded ${budgets.maxTotalReplyBytes} bytes in one execution`;
         line = JSON.stringify({ t: 'api', id: reply.id, ok: false, code: ErrorCode.RateExceeded, message });
       }
       replyBytes += Buffer.byteLength(line) + 1;
@@ -226,7 +285,13 @@ export function createApiProxy(options: { tool: SandboxTool; api: SandboxApi | u
       } catch {
         return undefined;
       }
-      if (!isPlainObject(frame) || !Number.isSafeInteger(frame.id) || typeof frame.op !== 'string' || !Array.isArray(frame.args)) return undefined;
+      if (
+        !isPlainObject(frame) ||
+        !Number.isSafeInteger(frame.id) ||
+        typeof frame.op !== 'string' ||
+        !Array.isArray(frame.args)
+      )
+        return undefined;
       const id = frame.id as number;
       const op = frame.op;
       const args = frame.args as unknown[];
@@ -237,24 +302,42 @@ export function createApiProxy(options: { tool: SandboxTool; api: SandboxApi | u
             const target = checkToolsGrant(tool, args[0]);
             const callOptions = checkCallOptions(args[2] ?? {});
             calls++;
-            if (calls > maxCalls) throw new Refusal(ErrorCode.RateExceeded, `context.api: more than ${maxCalls} calls in one execution`);
-            if (!options.tools) throw new Refusal(ErrorCode.DependencyUnavailable, `context.tools.call("${target}"): nested calls are not available to this call`);
+            if (calls > maxCalls)
+              throw new Refusal(ErrorCode.RateExceeded, `context.api: more than ${maxCalls} calls in one execution`);
+            if (!options.tools)
+              throw new Refusal(
+                ErrorCode.DependencyUnavailable,
+                `context.tools.call("${target}"): nested calls are not available to this call`,
+              );
             // A nested call waits for another tool's answer: it holds no in-flight slot of the store
             // calls, and its effects are the nested request's own (listed in that request's answer).
             const value = await options.tools.call(target, args[1], callOptions);
             return { id, ok: true, value: value === undefined ? null : value };
           }
-          if (!READ_OPS.has(op) && !WRITE_OPS.has(op)) throw new Refusal(ErrorCode.InputInvalid, `context.api has no method ${JSON.stringify(op.slice(0, 60))}`);
-          if (args.length > 3) throw new Refusal(ErrorCode.InputInvalid, `context.api.${op}: too many arguments (${args.length})`);
+          if (!READ_OPS.has(op) && !WRITE_OPS.has(op))
+            throw new Refusal(ErrorCode.InputInvalid, `context.api has no method ${JSON.stringify(op.slice(0, 60))}`);
+          if (args.length > 3)
+            throw new Refusal(ErrorCode.InputInvalid, `context.api.${op}: too many arguments (${args.length})`);
           checkGrant(tool, op);
           calls++;
-          if (calls > maxCalls) throw new Refusal(ErrorCode.RateExceeded, `context.api: more than ${maxCalls} calls in one execution`);
-          if (!api) throw new Refusal(ErrorCode.DependencyUnavailable, `context.api.${op}: the breadcrumb API is not available to this call`);
+          if (calls > maxCalls)
+            throw new Refusal(ErrorCode.RateExceeded, `context.api: more than ${maxCalls} calls in one execution`);
+          if (!api)
+            throw new Refusal(
+              ErrorCode.DependencyUnavailable,
+              `context.api.${op}: the breadcrumb API is not available to this call`,
+            );
           await slot();
           try {
-            entry = WRITE_OPS.has(op) ? effects?.add(op === 'createBreadcrumb' ? 'store.create' : 'store.update', op === 'createBreadcrumb' ? '(new record)' : String(args[0])) : undefined;
+            entry = WRITE_OPS.has(op)
+              ? effects?.add(
+                  op === 'createBreadcrumb' ? 'store.create' : 'store.update',
+                  op === 'createBreadcrumb' ? '(new record)' : String(args[0]),
+                )
+              : undefined;
             const value = await perform(api, op, args);
-            if (entry && op === 'createBreadcrumb' && isPlainObject(value) && typeof value.id === 'string') effects?.settle(entry, value.id);
+            if (entry && op === 'createBreadcrumb' && isPlainObject(value) && typeof value.id === 'string')
+              effects?.settle(entry, value.id);
             return { id, ok: true, value: value === undefined ? null : value };
           } finally {
             release();
@@ -266,7 +349,12 @@ export function createApiProxy(options: { tool: SandboxTool; api: SandboxApi | u
           }
           const coerced = coerceError(err);
           if (entry && NOT_WRITTEN.has(coerced.code)) effects?.drop(entry);
-          return { id, ok: false, code: coerced.code, message: op === CALL_OP ? coerced.message : `context.api.${op} failed: ${coerced.message}` };
+          return {
+            id,
+            ok: false,
+            code: coerced.code,
+            message: op === CALL_OP ? coerced.message : `context.api.${op} failed: ${coerced.message}`,
+          };
         }
       };
       return run();

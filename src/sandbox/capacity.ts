@@ -36,7 +36,10 @@ export interface Capacity {
 }
 
 /** Resolves the auto (0) settings for this machine. */
-export function resolveCapacity(settings: CapacitySettings, machine: Machine = { totalBytes: totalmem(), cores: availableParallelism() }): Capacity {
+export function resolveCapacity(
+  settings: CapacitySettings,
+  machine: Machine = { totalBytes: totalmem(), cores: availableParallelism() },
+): Capacity {
   const perProcess = (Math.max(16, settings.defaultMemoryMb) + RUNTIME_MB) * 1024 * 1024;
   const processes = Math.max(4, Math.min(MAX_PROCESSES, Math.floor((machine.totalBytes * MEMORY_SHARE) / perProcess)));
   const cpuConcurrency = settings.cpuConcurrency > 0 ? settings.cpuConcurrency : Math.max(2, machine.cores * 2);

@@ -51,22 +51,33 @@ export async function locateOwnCgroup(procRoot = '/proc'): Promise<CgroupLocatio
 }
 
 function words(text: string | undefined): string[] {
-  return (text ?? '').split(/\s+/).map((w) => w.replace(/^\+/, '')).filter((w) => w !== '');
+  return (text ?? '')
+    .split(/\s+/)
+    .map((w) => w.replace(/^\+/, ''))
+    .filter((w) => w !== '');
 }
 
 /** Checks (and if needed enables) memory limits for children of the given cgroup; never throws. */
-export async function probeCgroup(location: CgroupLocation | undefined, logger: Logger, pid = process.pid): Promise<CgroupProbe> {
+export async function probeCgroup(
+  location: CgroupLocation | undefined,
+  logger: Logger,
+  pid = process.pid,
+): Promise<CgroupProbe> {
   if (!location) return { reason: 'no cgroup v2 hierarchy (cgroup v1 only?)' };
   const dir = join(location.mount, location.path);
   const controllers = words(await readText(join(dir, 'cgroup.controllers')));
   if (!controllers.includes('memory')) {
-    return { reason: `the cgroup v2 memory controller is not available in ${dir} (controllers: ${controllers.join(' ') || 'none'})` };
+    return {
+      reason: `the cgroup v2 memory controller is not available in ${dir} (controllers: ${controllers.join(' ') || 'none'})`,
+    };
   }
   try {
     if (!words(await readText(join(dir, 'cgroup.subtree_control'))).includes('memory')) {
       const members = words(await readText(join(dir, 'cgroup.procs')));
       if (members.some((member) => member !== String(pid))) {
-        return { reason: `${dir} holds other processes, so its children cannot get memory limits (delegate a cgroup to the service)` };
+        return {
+          reason: `${dir} holds other processes, so its children cannot get memory limits (delegate a cgroup to the service)`,
+        };
       }
       if (members.length > 0) {
         await mkdir(join(dir, 'supervisor'), { recursive: true });
@@ -116,11 +127,18 @@ function errnoOf(err: unknown): string {
  * `memory.max` must be written; the optional settings (swap, group OOM kill) and the removal are
  * best effort, and each failure is logged as a warning with the path and errno.
  */
-export async function createProcessCgroup(base: string, name: string, limitBytes: number, logger: Logger): Promise<ProcessCgroup> {
+export async function createProcessCgroup(
+  base: string,
+  name: string,
+  limitBytes: number,
+  logger: Logger,
+): Promise<ProcessCgroup> {
   const dir = join(base, name);
   const optional = async (file: string, value: string): Promise<void> => {
     const path = join(dir, file);
-    await writeFile(path, value).catch((err: unknown) => logger.warn('cgroup setting not written', { path, errno: errnoOf(err) }));
+    await writeFile(path, value).catch((err: unknown) =>
+      logger.warn('cgroup setting not written', { path, errno: errnoOf(err) }),
+    );
   };
   await mkdir(dir, { recursive: true });
   await writeFile(join(dir, 'memory.max'), String(limitBytes));
@@ -155,7 +173,9 @@ export async function createProcessCgroup(base: string, name: string, limitBytes
           // EBUSY while the kernel finishes reaping the killed process. ENOTEMPTY only happens outside
           // cgroupfs (a plain directory tree, e.g. in tests), where the files are ordinary files.
           if (last === 'ENOTEMPTY') {
-            await rm(dir, { recursive: true, force: true }).catch((rmErr: unknown) => logger.warn('cgroup not removed', { path: dir, errno: errnoOf(rmErr) }));
+            await rm(dir, { recursive: true, force: true }).catch((rmErr: unknown) =>
+              logger.warn('cgroup not removed', { path: dir, errno: errnoOf(rmErr) }),
+            );
             return;
           }
           await new Promise((resolve) => setTimeout(resolve, REMOVE_RETRY_MS));

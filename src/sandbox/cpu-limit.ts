@@ -65,7 +65,10 @@ export async function startCpuLimit(options: {
     return lastCpu;
   };
 
-  if (options.cgroup?.setCpuMax && (await options.cgroup.setCpuMax(Math.max(1000, Math.round(share * CPU_MAX_PERIOD_US)), CPU_MAX_PERIOD_US))) {
+  if (
+    options.cgroup?.setCpuMax &&
+    (await options.cgroup.setCpuMax(Math.max(1000, Math.round(share * CPU_MAX_PERIOD_US)), CPU_MAX_PERIOD_US))
+  ) {
     return {
       mode: 'cgroup',
       stats: () => ({ cpuMs: used(), wallMs: now() - startedAt, stoppedMs: 0 }),
@@ -95,7 +98,11 @@ export async function startCpuLimit(options: {
   timer.unref();
   return {
     mode: 'duty-cycle',
-    stats: () => ({ cpuMs: used(), wallMs: now() - startedAt, stoppedMs: stoppedMs + (stopped ? now() - stoppedAt : 0) }),
+    stats: () => ({
+      cpuMs: used(),
+      wallMs: now() - startedAt,
+      stoppedMs: stoppedMs + (stopped ? now() - stoppedAt : 0),
+    }),
     async end() {
       if (ended) return;
       ended = true;

@@ -71,7 +71,8 @@ export async function resolveDeno(denoPath?: string): Promise<{ path: string; ve
       }
     }
     if (path === undefined) {
-      const tried = candidates.length > 0 ? candidates.join(', ') : `the "deno" and "${platformPackage()}" npm packages`;
+      const tried =
+        candidates.length > 0 ? candidates.join(', ') : `the "deno" and "${platformPackage()}" npm packages`;
       throw new RunnerError(ErrorCode.ConfigInvalid, `Deno not found at ${tried}`);
     }
   }
@@ -84,15 +85,23 @@ export async function resolveDeno(denoPath?: string): Promise<{ path: string; ve
     });
     stdout = run.stdout;
   } catch (err) {
-    throw new RunnerError(ErrorCode.ConfigInvalid, `Deno at ${path} failed to run: ${coerceError(err).message}`, { cause: err });
+    throw new RunnerError(ErrorCode.ConfigInvalid, `Deno at ${path} failed to run: ${coerceError(err).message}`, {
+      cause: err,
+    });
   }
   const match = /^deno (\d+\.\d+\.\d+)/m.exec(stdout);
   if (!match?.[1]) {
-    throw new RunnerError(ErrorCode.ConfigInvalid, `Deno at ${path} did not report a version (output ${JSON.stringify(stdout.slice(0, 200))})`);
+    throw new RunnerError(
+      ErrorCode.ConfigInvalid,
+      `Deno at ${path} did not report a version (output ${JSON.stringify(stdout.slice(0, 200))})`,
+    );
   }
   const version = match[1];
   if (compareVersions(version, REQUIRED_DENO_VERSION) < 0) {
-    throw new RunnerError(ErrorCode.ConfigInvalid, `Deno ${version} is older than the required ${REQUIRED_DENO_VERSION}`);
+    throw new RunnerError(
+      ErrorCode.ConfigInvalid,
+      `Deno ${version} is older than the required ${REQUIRED_DENO_VERSION}`,
+    );
   }
   return { path, version };
 }

@@ -9,7 +9,15 @@ export { validateNetHosts, DENY_NET } from './net-policy.js';
 /** Code caching: tool TypeScript transpiled once per version (createSandbox's `compiler` option). */
 export { createToolCompiler, type ToolCompiler } from './transpile.js';
 /** Public types. */
-export type { Sandbox, SandboxApi, SandboxJob, SandboxStats, SandboxTool, SandboxToolCaller, MemoryEnforcement } from './types.js';
+export type {
+  Sandbox,
+  SandboxApi,
+  SandboxJob,
+  SandboxStats,
+  SandboxTool,
+  SandboxToolCaller,
+  MemoryEnforcement,
+} from './types.js';
 export { sandboxToolOf } from './tool-spec.js';
 /** Calls, CPU slots and pool size from the machine's memory and cores (the `0 = auto` settings). */
 export { resolveCapacity, type Capacity } from './capacity.js';

@@ -43,7 +43,9 @@ export function createDirectLauncher(): Launcher {
           if (child.pid === undefined) reject(error);
         });
         if (child.pid === undefined) return;
-        const ended = new Promise<{ code: number | null; signal: string | null }>((done) => child.once('close', (code, signal) => done({ code, signal })));
+        const ended = new Promise<{ code: number | null; signal: string | null }>((done) =>
+          child.once('close', (code, signal) => done({ code, signal })),
+        );
         resolve({ pid: child.pid, stdin: child.stdin, stdout: child.stdout, stderr: child.stderr, ended });
       });
     },
@@ -117,7 +119,8 @@ export function createSpawnerLauncher(options: { nodePath?: string } = {}): Laun
   const pending = new Map<number, Pending>();
 
   // The helper must not keep the service alive when idle, but must while it owes us answers.
-  const channel = (): { ref(): void; unref(): void } | undefined => (helper as unknown as { channel?: { ref(): void; unref(): void } } | undefined)?.channel;
+  const channel = (): { ref(): void; unref(): void } | undefined =>
+    (helper as unknown as { channel?: { ref(): void; unref(): void } } | undefined)?.channel;
   const updateRef = (): void => {
     if (pending.size > 0) channel()?.ref();
     else channel()?.unref();
@@ -141,7 +144,13 @@ export function createSpawnerLauncher(options: { nodePath?: string } = {}): Laun
   };
 
   const onMessage = (message: unknown, handle: unknown): void => {
-    const m = message as { id: number; pid?: number; fd?: 'stdin' | 'stdout' | 'stderr'; exit?: { code: number | null; signal: string | null }; error?: string };
+    const m = message as {
+      id: number;
+      pid?: number;
+      fd?: 'stdin' | 'stdout' | 'stderr';
+      exit?: { code: number | null; signal: string | null };
+      error?: string;
+    };
     if (typeof m !== 'object' || m === null || typeof m.id !== 'number') return;
     const entry = pending.get(m.id);
     if (!entry) return;
@@ -166,7 +175,9 @@ export function createSpawnerLauncher(options: { nodePath?: string } = {}): Laun
     if (m.exit) {
       const status = m.exit;
       // The exit can be reported before our end of the pipes has read everything: wait for both.
-      const drained = [entry.stdout, entry.stderr].map((s) => (s && !s.readableEnded ? new Promise<void>((r) => s.once('close', () => r())) : Promise.resolve()));
+      const drained = [entry.stdout, entry.stderr].map((s) =>
+        s && !s.readableEnded ? new Promise<void>((r) => s.once('close', () => r())) : Promise.resolve(),
+      );
       void Promise.all(drained).then(() => {
         pending.delete(m.id);
         updateRef();
@@ -175,10 +186,19 @@ export function createSpawnerLauncher(options: { nodePath?: string } = {}): Laun
     }
     // (A pipe arriving empty means Node closed it because the child already exited; the exit
     // report follows and completes the hand-over below. LAUNCH_TIMEOUT_MS covers anything else.)
-    if (!entry.started && entry.pid !== undefined && entry.stdin && entry.stdout && entry.stderr && (entry.seen === 3 || m.exit)) {
+    if (
+      !entry.started &&
+      entry.pid !== undefined &&
+      entry.stdin &&
+      entry.stdout &&
+      entry.stderr &&
+      (entry.seen === 3 || m.exit)
+    ) {
       entry.started = true;
       clearTimeout(entry.timer);
-      const ended = new Promise<{ code: number | null; signal: string | null; error?: Error }>((resolve) => (entry.exit = resolve));
+      const ended = new Promise<{ code: number | null; signal: string | null; error?: Error }>(
+        (resolve) => (entry.exit = resolve),
+      );
       entry.resolve({ pid: entry.pid, stdin: entry.stdin, stdout: entry.stdout, stderr: entry.stderr, ended });
     }
   };
@@ -211,7 +231,8 @@ export function createSpawnerLauncher(options: { nodePath?: string } = {}): Laun
         const id = ++nextId;
         const entry: Pending = { resolve, reject, started: false };
         entry.timer = setTimeout(() => {
-          if (!entry.started && pending.get(id) === entry) abandon(id, entry, `the sandbox spawner did not start the process within ${LAUNCH_TIMEOUT_MS} ms`);
+          if (!entry.started && pending.get(id) === entry)
+            abandon(id, entry, `the sandbox spawner did not start the process within ${LAUNCH_TIMEOUT_MS} ms`);
         }, LAUNCH_TIMEOUT_MS);
         entry.timer.unref();
         pending.set(id, entry);

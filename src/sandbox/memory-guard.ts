@@ -9,7 +9,13 @@
 
 import { readFileSync } from 'node:fs';
 import type { Logger } from '../logger.js';
-import { createProcessCgroup, locateOwnCgroup, probeCgroup, type CgroupLocation, type ProcessCgroup } from './cgroup.js';
+import {
+  createProcessCgroup,
+  locateOwnCgroup,
+  probeCgroup,
+  type CgroupLocation,
+  type ProcessCgroup,
+} from './cgroup.js';
 import type { MemoryEnforcement } from './types.js';
 
 /** Allowance for the Deno runtime itself (idle RSS is ~32 MB) on top of a tool's memoryMb heap. */
@@ -54,7 +60,10 @@ export function readRssBytes(pid: number): number | undefined {
 }
 
 /** Detects the enforcement mode (logging it once) and creates the guard. */
-export async function createMemoryGuard(options: { logger: Logger; location?: CgroupLocation | null }): Promise<MemoryGuard> {
+export async function createMemoryGuard(options: {
+  logger: Logger;
+  location?: CgroupLocation | null;
+}): Promise<MemoryGuard> {
   const location = options.location === undefined ? await locateOwnCgroup() : (options.location ?? undefined);
   const probe = await probeCgroup(location, options.logger);
   const mode: MemoryEnforcement = probe.base ? 'cgroup' : 'rss-sampling';
@@ -86,7 +95,12 @@ export async function createMemoryGuard(options: { logger: Logger; location?: Cg
     limitBytes: (memoryMb) => (memoryMb + RUNTIME_OVERHEAD_MB) * MIB,
     async confine(pid, name, memoryMb) {
       if (!probe.base) return undefined;
-      const cgroup = await createProcessCgroup(probe.base, name, (memoryMb + RUNTIME_OVERHEAD_MB) * MIB, options.logger);
+      const cgroup = await createProcessCgroup(
+        probe.base,
+        name,
+        (memoryMb + RUNTIME_OVERHEAD_MB) * MIB,
+        options.logger,
+      );
       try {
         await cgroup.add(pid);
       } catch (err) {

@@ -71,34 +71,63 @@ export function killFailure(ctx: OutcomeContext, reason: KillReason, detail: str
   const tool = JSON.stringify(ctx.tool);
   switch (reason) {
     case 'timeout':
-      return failure(ErrorCode.Timeout, `tool ${tool} timed out after ${ctx.timeoutMs} ms and was killed`, { timeoutMs: ctx.timeoutMs });
+      return failure(ErrorCode.Timeout, `tool ${tool} timed out after ${ctx.timeoutMs} ms and was killed`, {
+        timeoutMs: ctx.timeoutMs,
+      });
     case 'memory_limit': {
       // rounded up to 0.1 MB, so that an RSS just over the limit never reads as equal to it
       const rssMb = detail ? Math.ceil((Number(detail) / MIB) * 10) / 10 : undefined;
-      return failure(ErrorCode.MemoryLimit, `tool ${tool} exceeded its memory limit (${ctx.memoryMb} MB heap, ${Math.round(ctx.limitBytes / MIB)} MB total) and was killed`, {
-        memoryMb: ctx.memoryMb,
-        limitMb: Math.round(ctx.limitBytes / MIB),
-        ...(rssMb !== undefined && Number.isFinite(rssMb) ? { rssMb } : {}),
-      });
+      return failure(
+        ErrorCode.MemoryLimit,
+        `tool ${tool} exceeded its memory limit (${ctx.memoryMb} MB heap, ${Math.round(ctx.limitBytes / MIB)} MB total) and was killed`,
+        {
+          memoryMb: ctx.memoryMb,
+          limitMb: Math.round(ctx.limitBytes / MIB),
+          ...(rssMb !== undefined && Number.isFinite(rssMb) ? { rssMb } : {}),
+        },
+      );
     }
     case 'api_limit':
-      return failure(ErrorCode.OutputLimit, `tool ${tool} sent ${detail ?? 'too many context.api requests'} and was killed`, { reason: 'api_limit' });
+      return failure(
+        ErrorCode.OutputLimit,
+        `tool ${tool} sent ${detail ?? 'too many context.api requests'} and was killed`,
+        { reason: 'api_limit' },
+      );
     case 'output_limit':
-      return failure(ErrorCode.OutputLimit, `tool ${tool} wrote more than ${ctx.maxOutputBytes} bytes to stdout/stderr and was killed`, {
-        maxOutputBytes: ctx.maxOutputBytes,
-      });
+      return failure(
+        ErrorCode.OutputLimit,
+        `tool ${tool} wrote more than ${ctx.maxOutputBytes} bytes to stdout/stderr and was killed`,
+        {
+          maxOutputBytes: ctx.maxOutputBytes,
+        },
+      );
     case 'frame_too_large':
       return detail === 'R'
-        ? failure(ErrorCode.OutputInvalid, `tool ${tool} returned a result over the limit of ${ctx.maxResultBytes} bytes`, { maxResultBytes: ctx.maxResultBytes })
-        : failure(ErrorCode.OutputInvalid, `tool ${tool} produced a harness frame over the size limit (type ${JSON.stringify(detail)})`);
+        ? failure(
+            ErrorCode.OutputInvalid,
+            `tool ${tool} returned a result over the limit of ${ctx.maxResultBytes} bytes`,
+            { maxResultBytes: ctx.maxResultBytes },
+          )
+        : failure(
+            ErrorCode.OutputInvalid,
+            `tool ${tool} produced a harness frame over the size limit (type ${JSON.stringify(detail)})`,
+          );
     case 'bad_frame':
       return failure(ErrorCode.OutputInvalid, `tool ${tool} produced a malformed harness frame`);
     case 'aborted':
-      return failure(ErrorCode.SandboxCrashed, `the call of tool ${tool} was aborted by the runner`, { reason: 'aborted' });
+      return failure(ErrorCode.SandboxCrashed, `the call of tool ${tool} was aborted by the runner`, {
+        reason: 'aborted',
+      });
     case 'closed':
-      return failure(ErrorCode.SandboxCrashed, `the sandbox was closed while tool ${tool} was running`, { reason: 'closed' });
+      return failure(ErrorCode.SandboxCrashed, `the sandbox was closed while tool ${tool} was running`, {
+        reason: 'closed',
+      });
     default:
-      return failure(ErrorCode.SandboxCrashed, `the sandbox process of tool ${tool} was killed (${reason}${detail ? `: ${detail}` : ''})`, { reason });
+      return failure(
+        ErrorCode.SandboxCrashed,
+        `the sandbox process of tool ${tool} was killed (${reason}${detail ? `: ${detail}` : ''})`,
+        { reason },
+      );
   }
 }
 
@@ -107,12 +136,19 @@ export function exitFailure(ctx: OutcomeContext, info: ExitInfo, memory?: Memory
   const tool = JSON.stringify(ctx.tool);
   const details = { exitCode: info.exitCode, signal: info.signal };
   if (info.oomKilled || (info.signal === 'SIGTRAP' && heapFilled(memory, ctx.memoryMb))) {
-    return failure(ErrorCode.MemoryLimit, `tool ${tool} ran out of memory (${ctx.memoryMb} MB) and was killed`, { memoryMb: ctx.memoryMb, ...details });
+    return failure(ErrorCode.MemoryLimit, `tool ${tool} ran out of memory (${ctx.memoryMb} MB) and was killed`, {
+      memoryMb: ctx.memoryMb,
+      ...details,
+    });
   }
   if (info.exitCode === 0) {
     return failure(ErrorCode.OutputInvalid, `tool ${tool} exited before returning a result (Deno.exit?)`, details);
   }
-  return failure(ErrorCode.SandboxCrashed, `the sandbox process of tool ${tool} died (exit code ${info.exitCode}, signal ${info.signal})`, details);
+  return failure(
+    ErrorCode.SandboxCrashed,
+    `the sandbox process of tool ${tool} died (exit code ${info.exitCode}, signal ${info.signal})`,
+    details,
+  );
 }
 
 /**
@@ -121,9 +157,15 @@ export function exitFailure(ctx: OutcomeContext, info: ExitInfo, memory?: Memory
  * (`permission.denied`), bad input the schema could not catch (`input.invalid`), a missing record
  * (`not_found`). Any other code stays `tool.error`.
  */
-const TOOL_CODES: ReadonlyMap<string, ErrorCode> = new Map([
-  ErrorCode.DependencyUnavailable, ErrorCode.RateExceeded, ErrorCode.PermissionDenied, ErrorCode.InputInvalid, ErrorCode.NotFound,
-].map((c) => [c, c]));
+const TOOL_CODES: ReadonlyMap<string, ErrorCode> = new Map(
+  [
+    ErrorCode.DependencyUnavailable,
+    ErrorCode.RateExceeded,
+    ErrorCode.PermissionDenied,
+    ErrorCode.InputInvalid,
+    ErrorCode.NotFound,
+  ].map((c) => [c, c]),
+);
 
 /** The failure for an 'E' frame from the harness; undefined when the frame is malformed. */
 export function errorFrameFailure(ctx: OutcomeContext, payload: string): ExecutionFailure | undefined {
@@ -136,11 +178,14 @@ export function errorFrameFailure(ctx: OutcomeContext, payload: string): Executi
   if (typeof frame !== 'object' || frame === null) return undefined;
   const { kind, name, message, stack, code } = frame as Record<string, unknown>;
   if (typeof kind !== 'string' || typeof message !== 'string') return undefined;
-  const text = mapPositions(ctx, cleanToolText(message, ctx.secrets, MAX_MESSAGE_BYTES, false)) || 'tool error without a message';
+  const text =
+    mapPositions(ctx, cleanToolText(message, ctx.secrets, MAX_MESSAGE_BYTES, false)) || 'tool error without a message';
   if (kind === 'output') return failure(ErrorCode.OutputInvalid, `tool ${JSON.stringify(ctx.tool)}: ${text}`);
   const details: Record<string, unknown> = {
     name: typeof name === 'string' ? cleanToolText(name, ctx.secrets, 200, false) : 'Error',
-    ...(typeof stack === 'string' && stack !== '' ? { stack: mapPositions(ctx, cleanToolText(stack, ctx.secrets, MAX_STACK_BYTES, true)) } : {}),
+    ...(typeof stack === 'string' && stack !== ''
+      ? { stack: mapPositions(ctx, cleanToolText(stack, ctx.secrets, MAX_STACK_BYTES, true)) }
+      : {}),
   };
   if (kind === 'permission') return failure(ErrorCode.PermissionDenied, text, details);
   if (kind === 'tool') {

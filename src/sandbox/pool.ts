@@ -114,7 +114,10 @@ export function createPool(options: PoolOptions): Pool {
   const idleWatches = new Map<SandboxProcess, Watched>();
   const idleCpu = options.idleCpu ?? IDLE_CPU_RULE;
   // parked reuse processes: when parked, CPU ms at the first check after that, and when the grace ended
-  const parkedCpu = new Map<SandboxProcess, { since: number; atFirst: number | undefined; atGrace: number | undefined }>();
+  const parkedCpu = new Map<
+    SandboxProcess,
+    { since: number; atFirst: number | undefined; atGrace: number | undefined }
+  >();
   let cpuTimer: NodeJS.Timeout | undefined;
   let spawned = 0;
   let evicted = 0;
@@ -149,7 +152,11 @@ export function createPool(options: PoolOptions): Pool {
   };
   const count = (map: Map<string, SandboxProcess[]>): number => [...map.values()].reduce((n, e) => n + e.length, 0);
   // A killed process stays listed until its exit is fully handled; never hand one out.
-  const take = (entries: SandboxProcess[] | undefined, state: 'ready' | 'idle', from: 'head' | 'tail'): SandboxProcess | undefined => {
+  const take = (
+    entries: SandboxProcess[] | undefined,
+    state: 'ready' | 'idle',
+    from: 'head' | 'tail',
+  ): SandboxProcess | undefined => {
     while (entries && entries.length > 0) {
       const proc = from === 'head' ? entries.shift() : entries.pop();
       if (proc?.state === state) return proc;
@@ -256,9 +263,12 @@ export function createPool(options: PoolOptions): Pool {
     const proc = options.spawn(spec);
     spawned++;
     const from = performance.now();
-    proc.ready.then(() => {
-      spawnAvgMs += (performance.now() - from - spawnAvgMs) / 8;
-    }, () => undefined);
+    proc.ready.then(
+      () => {
+        spawnAvgMs += (performance.now() - from - spawnAvgMs) / 8;
+      },
+      () => undefined,
+    );
     all.add(proc);
     void proc.exited.then(() => {
       all.delete(proc);
@@ -396,13 +406,23 @@ export function createPool(options: PoolOptions): Pool {
       // A process that just served a call is worth more than an idle one of another version, or a
       // prewarmed one of a key used less recently than this process's own (makeRoom's rule).
       if (!room && parked.length < Math.max(1, poolSize)) room = evictParked(reuseKey) || makeRoom(proc.key);
-      if (closed || proc.jobsServed >= options.maxReuseCalls || parked.length >= Math.max(1, poolSize) || !room || !proc.park()) {
+      if (
+        closed ||
+        proc.jobsServed >= options.maxReuseCalls ||
+        parked.length >= Math.max(1, poolSize) ||
+        !room ||
+        !proc.park()
+      ) {
         if (!closed) retired++;
         proc.kill('retired');
         return;
       }
       parked.push(proc);
-      const watched: Watched = { pid: proc.pid ?? -1, limitBytes: proc.limitBytes, overLimit: () => proc.kill('memory_limit') };
+      const watched: Watched = {
+        pid: proc.pid ?? -1,
+        limitBytes: proc.limitBytes,
+        overLimit: () => proc.kill('memory_limit'),
+      };
       idleWatches.set(proc, watched);
       guard.watch(watched);
       retireAfterIdle(proc, idle);
@@ -454,11 +474,14 @@ export function createPool(options: PoolOptions): Pool {
           resolve(proc);
         };
         // never longer than a spawn plus the expected run: then the caller takes a fresh process
-        const timer = setTimeout(() => {
-          const at = queue.indexOf(done);
-          if (at !== -1) queue.splice(at, 1);
-          done(undefined);
-        }, Math.ceil(spawnCostMs + avg));
+        const timer = setTimeout(
+          () => {
+            const at = queue.indexOf(done);
+            if (at !== -1) queue.splice(at, 1);
+            done(undefined);
+          },
+          Math.ceil(spawnCostMs + avg),
+        );
         queue.push(done);
       });
     },

@@ -33,8 +33,19 @@ export const SPAWN_TIMEOUT_MS = 20_000;
 export type ProcessState = 'starting' | 'ready' | 'busy' | 'idle' | 'closing' | 'dead';
 /** Why the host killed a process; the first reason wins. */
 export type KillReason =
-  | 'timeout' | 'memory_limit' | 'output_limit' | 'frame_too_large' | 'bad_frame' | 'aborted'
-  | 'finished' | 'retired' | 'closed' | 'spawn_failed' | 'stray_output' | 'api_limit' | 'busy_idle';
+  | 'timeout'
+  | 'memory_limit'
+  | 'output_limit'
+  | 'frame_too_large'
+  | 'bad_frame'
+  | 'aborted'
+  | 'finished'
+  | 'retired'
+  | 'closed'
+  | 'spawn_failed'
+  | 'stray_output'
+  | 'api_limit'
+  | 'busy_idle';
 
 /** How a process ended. */
 export interface ExitInfo {
@@ -148,7 +159,8 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
         })
         .catch((err: Error) => proc.kill('spawn_failed', `cannot confine the process in a cgroup: ${err.message}`));
     },
-    badHello: (line) => proc.kill('spawn_failed', `the harness did not start (first line ${JSON.stringify(line.slice(0, 120))})`),
+    badHello: (line) =>
+      proc.kill('spawn_failed', `the harness did not start (first line ${JSON.stringify(line.slice(0, 120))})`),
     frame: (type, seq, payload, bytes) => {
       if (!listener) return proc.kill('stray_output', 'frame while no job was attached');
       // Every byte counts: the one result/error frame of a call is bounded by maxFrameBytes and
@@ -204,7 +216,8 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
       if (killReason === undefined) {
         killReason = reason;
         killDetail = detail;
-        if (proc.state === 'starting') failReady(new Error(`Deno sandbox process failed to start: ${detail ?? reason}`));
+        if (proc.state === 'starting')
+          failReady(new Error(`Deno sandbox process failed to start: ${detail ?? reason}`));
         listener?.killed(reason, detail);
       }
       signalGroup();
@@ -243,7 +256,11 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
         ...(options.harnessPath ? { harnessPath: options.harnessPath } : {}),
         ...(options.importMapPath ? { importMapPath: options.importMapPath } : {}),
       });
-      const common = { nonce: () => nonce, maxFrameBytes: limits.maxFrameBytes, maxLogLineBytes: limits.maxLogLineBytes };
+      const common = {
+        nonce: () => nonce,
+        maxFrameBytes: limits.maxFrameBytes,
+        maxLogLineBytes: limits.maxLogLineBytes,
+      };
       const stdout = createStreamReader({ ...common, expectHello: true, events: events(true) });
       const stderr = createStreamReader({ ...common, expectHello: false, events: events(false) });
       // node:child_process rather than execa on this hot path: execa's option handling cost ~1.5 ms of
@@ -273,8 +290,14 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
       launched.stderr.on('error', () => undefined);
       launched.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
       launched.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
-      const timer = setTimeout(() => proc.kill('spawn_failed', `no hello within ${SPAWN_TIMEOUT_MS} ms`), SPAWN_TIMEOUT_MS);
-      ready.then(() => clearTimeout(timer), () => clearTimeout(timer));
+      const timer = setTimeout(
+        () => proc.kill('spawn_failed', `no hello within ${SPAWN_TIMEOUT_MS} ms`),
+        SPAWN_TIMEOUT_MS,
+      );
+      ready.then(
+        () => clearTimeout(timer),
+        () => clearTimeout(timer),
+      );
       const result = await ended;
       clearTimeout(timer);
       stdout.end();
@@ -285,7 +308,11 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
       const info: ExitInfo = { exitCode: result.code, signal: result.signal, oomKilled, killReason };
       if (wasStarting) {
         const why = killDetail ?? result.error?.message;
-        failReady(new Error(`Deno sandbox process failed to start: ${why ?? `exit code ${info.exitCode}, signal ${info.signal}`}${startupErr ? ` (stderr: ${startupErr.trim().slice(0, 500)})` : ''}`));
+        failReady(
+          new Error(
+            `Deno sandbox process failed to start: ${why ?? `exit code ${info.exitCode}, signal ${info.signal}`}${startupErr ? ` (stderr: ${startupErr.trim().slice(0, 500)})` : ''}`,
+          ),
+        );
       }
       listener?.exited(info);
       return info;

@@ -51,7 +51,12 @@ export interface JobOutcome {
 }
 
 /** Sends `job` to `proc` and resolves with its outcome; never rejects. */
-export function runJob(proc: SandboxProcess, job: SandboxJob, settings: JobSettings, guard: MemoryGuard): Promise<JobOutcome> {
+export function runJob(
+  proc: SandboxProcess,
+  job: SandboxJob,
+  settings: JobSettings,
+  guard: MemoryGuard,
+): Promise<JobOutcome> {
   const secrets = Object.values(job.secrets);
   const logs = createLogCollector(settings.maxLogBytes, secrets);
   const ctx: OutcomeContext = {
@@ -103,14 +108,19 @@ export function runJob(proc: SandboxProcess, job: SandboxJob, settings: JobSetti
         ...(recorded.dropped > 0 ? { effectsDropped: recorded.dropped } : {}),
       };
       resolve({
-        result: 'error' in outcome ? { ok: false, error: outcome.error, ...base } : { ok: true, output: outcome.output, ...base },
+        result:
+          'error' in outcome
+            ? { ok: false, error: outcome.error, ...base }
+            : { ok: true, output: outcome.output, ...base },
         reusable: keep,
       });
     };
     const fail = (error: ExecutionFailure, reusable = false): void => finish({ error }, reusable);
     // (finish() kills the process: a malformed frame is never reusable)
     const malformed = (what: string): void =>
-      fail(failure(ErrorCode.OutputInvalid, `tool ${JSON.stringify(job.tool.name)} produced a malformed ${what} frame`));
+      fail(
+        failure(ErrorCode.OutputInvalid, `tool ${JSON.stringify(job.tool.name)} produced a malformed ${what} frame`),
+      );
 
     const onAbort = (): void => proc.kill('aborted');
     // the host's own record of the call's memory: evidence for a heap-OOM death (see outcome.ts)
@@ -132,7 +142,9 @@ export function runJob(proc: SandboxProcess, job: SandboxJob, settings: JobSetti
       // a complete result frame that only waits for its sync marker wins over a later kill or exit
       killed: (reason, detail) => (pendingEnding ? pendingEnding() : fail(killFailure(ctx, reason, detail))),
       exited: (info) =>
-        pendingEnding ? pendingEnding() : fail(info.killReason ? killFailure(ctx, info.killReason, undefined) : exitFailure(ctx, info, memory)),
+        pendingEnding
+          ? pendingEnding()
+          : fail(info.killReason ? killFailure(ctx, info.killReason, undefined) : exitFailure(ctx, info, memory)),
       frame: (type, seq, payload, bytes) => {
         if (done) return;
         if (seq !== settings.seq) return malformed(`out-of-sequence (${seq} instead of ${settings.seq})`);
@@ -226,7 +238,12 @@ export function runJob(proc: SandboxProcess, job: SandboxJob, settings: JobSetti
         reuse: settings.reuse,
       });
     } catch (err) {
-      return fail(failure(ErrorCode.InputInvalid, `input of tool ${JSON.stringify(job.tool.name)} is not JSON: ${(err as Error).message}`));
+      return fail(
+        failure(
+          ErrorCode.InputInvalid,
+          `input of tool ${JSON.stringify(job.tool.name)} is not JSON: ${(err as Error).message}`,
+        ),
+      );
     }
     if (!proc.startJob(frame + '\n')) {
       return fail(failure(ErrorCode.SandboxCrashed, `the sandbox process was ${proc.state} before the job was sent`));
@@ -251,6 +268,13 @@ function netEffect(payload: string): { kind: 'net.fetch' | 'net.connect'; target
   }
   if (typeof value !== 'object' || value === null) return undefined;
   const { kind, target } = value as { kind?: unknown; target?: unknown };
-  if (typeof kind !== 'string' || !NET_EFFECT_KINDS.has(kind) || typeof target !== 'string' || target === '' || target.length > 1024) return undefined;
+  if (
+    typeof kind !== 'string' ||
+    !NET_EFFECT_KINDS.has(kind) ||
+    typeof target !== 'string' ||
+    target === '' ||
+    target.length > 1024
+  )
+    return undefined;
   return { kind: kind as 'net.fetch' | 'net.connect', target };
 }

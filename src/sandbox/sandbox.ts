@@ -60,7 +60,13 @@ function crashed(message: string, startedAt: number, details?: Record<string, un
 }
 
 function errorResult(error: ExecutionFailure, startedAt: number): ExecutionResult {
-  return { ok: false, error, durationMs: Math.round((performance.now() - startedAt) * 1000) / 1000, logs: [], logsTruncated: false };
+  return {
+    ok: false,
+    error,
+    durationMs: Math.round((performance.now() - startedAt) * 1000) / 1000,
+    logs: [],
+    logsTruncated: false,
+  };
 }
 
 /** Resolves + checks the Deno binary and the harness, detects memory enforcement, pre-warms the default key. */
@@ -74,7 +80,13 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
   const guard = options.guard ?? (await createMemoryGuard({ logger }));
   const grants = await resolvePrivateGrants(config.allowPrivateHosts, logger);
   const capacity = resolveCapacity(config);
-  logger.info('sandbox ready', { deno: deno.path, version: deno.version, memoryEnforcement: guard.mode, poolSize: config.poolSize, poolMax: capacity.poolMax });
+  logger.info('sandbox ready', {
+    deno: deno.path,
+    version: deno.version,
+    memoryEnforcement: guard.mode,
+    poolSize: config.poolSize,
+    poolMax: capacity.poolMax,
+  });
   const limits = {
     maxOutputBytes: config.maxOutputBytes,
     maxFrameBytes: config.maxResultBytes + FRAME_SLACK_BYTES,
@@ -87,7 +99,8 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
   let closed = false;
   const compiler = options.compiler ?? (await createToolCompiler());
   const harness = await prepareHarness();
-  if (!compiler.transpiles) logger.warn('esbuild is not installed: tools are sent as TypeScript and Deno transpiles them on every call');
+  if (!compiler.transpiles)
+    logger.warn('esbuild is not installed: tools are sent as TypeScript and Deno transpiles them on every call');
   // warm processes that imported a tool's module factory: later calls send only its id
   const factoryLoaded = new WeakMap<SandboxProcess, string>();
   // a call whose process sleeps lends its CPU slot (queue/cpu-slot.ts, activity.ts)
@@ -101,7 +114,21 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
     guard,
     logger,
     spawn: (spec) =>
-      spawnSandboxProcess({ id: ++nextId, key: spec.key, denoPath: deno.path, net: spec.net, ...(spec.deny ? { deny: spec.deny } : {}), extra: spec.extra, memoryMb: spec.memoryMb, limits, guard, launcher, logger, harnessPath: harness.path, importMapPath: harness.importMapPath }),
+      spawnSandboxProcess({
+        id: ++nextId,
+        key: spec.key,
+        denoPath: deno.path,
+        net: spec.net,
+        ...(spec.deny ? { deny: spec.deny } : {}),
+        extra: spec.extra,
+        memoryMb: spec.memoryMb,
+        limits,
+        guard,
+        launcher,
+        logger,
+        harnessPath: harness.path,
+        importMapPath: harness.importMapPath,
+      }),
   });
   // Last resort when the service exits without close(): detached groups are not killed by Node.
   const killAll = (): void => {
@@ -109,18 +136,34 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
   };
   process.on('exit', killAll);
 
-  const specFor = (net: readonly string[], memoryMb: number, extra: readonly string[] = [], privateNet: readonly string[] = []): PoolKeySpec => {
+  const specFor = (
+    net: readonly string[],
+    memoryMb: number,
+    extra: readonly string[] = [],
+    privateNet: readonly string[] = [],
+  ): PoolKeySpec => {
     const granted = privateNet.map((entry) => grants.get(entry) ?? { entry, addresses: [] });
     const allow = [...net, ...privateNet];
-    return { key: `${memoryMb}|${allow.join(',')}|${extra.join(',')}`, net: allow, deny: denyNetFor(net, granted), extra, memoryMb };
+    return {
+      key: `${memoryMb}|${allow.join(',')}|${extra.join(',')}`,
+      net: allow,
+      deny: denyNetFor(net, granted),
+      extra,
+      memoryMb,
+    };
   };
   /** The private hosts of a tool, re-checked against the operator's grants for its name (defence in depth). */
   const privateNetOf = (tool: SandboxJob['tool']): string[] => {
     const wanted = [...new Set(tool.privateNet ?? [])].sort();
-    const allowed = Object.hasOwn(config.allowPrivateHosts, tool.name) ? config.allowPrivateHosts[tool.name] ?? [] : [];
+    const allowed = Object.hasOwn(config.allowPrivateHosts, tool.name)
+      ? (config.allowPrivateHosts[tool.name] ?? [])
+      : [];
     const refused = wanted.filter((entry) => !allowed.includes(entry));
     if (refused.length > 0) {
-      throw new RunnerError(ErrorCode.PermissionDenied, `tool ${JSON.stringify(tool.name)} asks for private host(s) the operator did not grant it (--allow-private-hosts): ${refused.join(', ')}`);
+      throw new RunnerError(
+        ErrorCode.PermissionDenied,
+        `tool ${JSON.stringify(tool.name)} asks for private host(s) the operator did not grant it (--allow-private-hosts): ${refused.join(', ')}`,
+      );
     }
     return wanted;
   };
@@ -141,8 +184,14 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
 
   const runCall = async (job: SandboxJob, startedAt: number, split: { gotAt?: number }): Promise<ExecutionResult> => {
     const { tool } = job;
-    if (closed) return crashed(`the sandbox is closed; tool ${JSON.stringify(tool.name)} was not run`, startedAt, { reason: 'closed' });
-    if (job.signal?.aborted) return crashed(`the call of tool ${JSON.stringify(tool.name)} was aborted by the runner`, startedAt, { reason: 'aborted' });
+    if (closed)
+      return crashed(`the sandbox is closed; tool ${JSON.stringify(tool.name)} was not run`, startedAt, {
+        reason: 'closed',
+      });
+    if (job.signal?.aborted)
+      return crashed(`the call of tool ${JSON.stringify(tool.name)} was aborted by the runner`, startedAt, {
+        reason: 'aborted',
+      });
     for (const value of Object.values(job.secrets)) logger.redact(value);
     let net: string[];
     let privateNet: string[];
@@ -154,18 +203,32 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
       return errorResult(failure(coerced.code, coerced.message), startedAt);
     }
     // validation bounds agent tools by maxTimeoutMs and the operator's files by bootstrapMaxTimeoutMs
-    const timeoutMs = clamp(tool.timeoutMs, config.defaultTimeoutMs, 1, Math.max(config.maxTimeoutMs, config.bootstrapMaxTimeoutMs));
+    const timeoutMs = clamp(
+      tool.timeoutMs,
+      config.defaultTimeoutMs,
+      1,
+      Math.max(config.maxTimeoutMs, config.bootstrapMaxTimeoutMs),
+    );
     const memoryMb = clamp(tool.memoryMb, config.defaultMemoryMb, MIN_MEMORY_MB, config.maxMemoryMb);
     // Extra permissions: only the known ones, and only what the operator allows (defence in depth:
     // validation already refused anything else for agent-created tools).
     const extra = [...new Set(tool.extraPermissions ?? [])].sort();
     const refused = extra.filter((name) => !EXTRA_PERMISSIONS.has(name) || !config.bootstrapAllow.includes(name));
     if (refused.length > 0) {
-      return errorResult(failure(ErrorCode.PermissionDenied, `tool ${JSON.stringify(tool.name)} asks for permission(s) the operator does not allow: ${refused.join(', ')}`), startedAt);
+      return errorResult(
+        failure(
+          ErrorCode.PermissionDenied,
+          `tool ${JSON.stringify(tool.name)} asks for permission(s) the operator does not allow: ${refused.join(', ')}`,
+        ),
+        startedAt,
+      );
     }
     const spec = specFor(net, memoryMb, extra, privateNet);
     // The caller's demand (job.isolation) and the tool's own both beat the operator's warm settings.
-    const reuse = job.isolation !== 'process' && tool.isolation !== 'process' && (config.isolation === 'warm' || config.reuseTools.includes(tool.name));
+    const reuse =
+      job.isolation !== 'process' &&
+      tool.isolation !== 'process' &&
+      (config.isolation === 'warm' || config.reuseTools.includes(tool.name));
     const compiled = compiler.compile(tool.source);
     // A warm process serves exactly one tool version with one permission set, limits and secrets.
     const reuseKey = reuse ? warmKey(tool, spec.key, timeoutMs, job.secrets) : '';
@@ -183,14 +246,26 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
         proc = await raceAbort(pending, job.signal);
       } catch (err) {
         if (err === ABORTED) {
-          pending.then((p) => pool.giveBack(p), () => undefined);
-          return crashed(`the call of tool ${JSON.stringify(tool.name)} was aborted by the runner`, startedAt, { reason: 'aborted' });
+          pending.then(
+            (p) => pool.giveBack(p),
+            () => undefined,
+          );
+          return crashed(`the call of tool ${JSON.stringify(tool.name)} was aborted by the runner`, startedAt, {
+            reason: 'aborted',
+          });
         }
         logger.error('sandbox process unavailable', { tool: tool.name, error: coerceError(err) });
-        return crashed(`could not start a Deno sandbox process for tool ${JSON.stringify(tool.name)}: ${coerceError(err).message}`, startedAt, { reason: 'spawn_failed' });
+        return crashed(
+          `could not start a Deno sandbox process for tool ${JSON.stringify(tool.name)}: ${coerceError(err).message}`,
+          startedAt,
+          { reason: 'spawn_failed' },
+        );
       }
     }
-    if (!usable(proc)) return crashed(`no live Deno sandbox process for tool ${JSON.stringify(tool.name)}`, startedAt, { reason: 'spawn_failed' });
+    if (!usable(proc))
+      return crashed(`no live Deno sandbox process for tool ${JSON.stringify(tool.name)}`, startedAt, {
+        reason: 'spawn_failed',
+      });
     split.gotAt = performance.now();
     const slot = cpuSlotOf(job.signal);
     const tracked = slot && proc.pid !== undefined ? activity.track(proc.pid, slot) : undefined;
@@ -205,7 +280,14 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
         seq: ++nextSeq,
         source64: compiled.source64,
         lang: compiled.lang,
-        ...(factory ? { factory: factoryLoaded.get(proc) === factory.id ? { id: factory.id } : { id: factory.id, code64: factory.code64 } } : {}),
+        ...(factory
+          ? {
+              factory:
+                factoryLoaded.get(proc) === factory.id
+                  ? { id: factory.id }
+                  : { id: factory.id, code64: factory.code64 },
+            }
+          : {}),
         ...(mapPosition ? { mapPosition } : {}),
         timeoutMs,
         reuse,
@@ -248,7 +330,12 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
         }
         const extra = [...new Set(tool.extraPermissions ?? [])].sort();
         if (extra.some((name) => !EXTRA_PERMISSIONS.has(name) || !config.bootstrapAllow.includes(name))) continue;
-        const spec = specFor(net, clamp(tool.memoryMb, config.defaultMemoryMb, MIN_MEMORY_MB, config.maxMemoryMb), extra, privateNet);
+        const spec = specFor(
+          net,
+          clamp(tool.memoryMb, config.defaultMemoryMb, MIN_MEMORY_MB, config.maxMemoryMb),
+          extra,
+          privateNet,
+        );
         if (keys.has(spec.key)) continue;
         keys.add(spec.key);
         pool.prewarm(spec, 1);
@@ -274,7 +361,10 @@ const ABORTED = Symbol('aborted');
  * out of the private-range deny list (denyNetFor). A name that does not resolve keeps no address, so
  * every private address stays denied for it (logged).
  */
-async function resolvePrivateGrants(grants: Readonly<Record<string, readonly string[]>>, logger: Logger): Promise<Map<string, PrivateGrant>> {
+async function resolvePrivateGrants(
+  grants: Readonly<Record<string, readonly string[]>>,
+  logger: Logger,
+): Promise<Map<string, PrivateGrant>> {
   const out = new Map<string, PrivateGrant>();
   for (const entry of new Set(Object.values(grants).flat())) {
     const host = entry.slice(0, entry.lastIndexOf(':')).replace(/^\[(.*)\]$/, '$1');
@@ -286,7 +376,8 @@ async function resolvePrivateGrants(grants: Readonly<Record<string, readonly str
       out.set(entry, { entry, addresses: [] });
     }
   }
-  if (out.size > 0) logger.info('private hosts granted', { grants: Object.fromEntries([...out].map(([k, v]) => [k, v.addresses])) });
+  if (out.size > 0)
+    logger.info('private hosts granted', { grants: Object.fromEntries([...out].map(([k, v]) => [k, v.addresses])) });
   return out;
 }
 
@@ -322,7 +413,12 @@ function sourceDigest(source: string): string {
 }
 
 /** The key of the warm processes that may serve a call: tool version, source, permissions, limits, secrets. */
-function warmKey(tool: SandboxJob['tool'], specKey: string, timeoutMs: number, secrets: Record<string, string>): string {
+function warmKey(
+  tool: SandboxJob['tool'],
+  specKey: string,
+  timeoutMs: number,
+  secrets: Record<string, string>,
+): string {
   const names = Object.keys(secrets);
   let digest = sourceDigest(tool.source);
   if (names.length > 0) {

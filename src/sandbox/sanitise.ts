@@ -13,7 +13,11 @@ export const stripControl = stripUnsafe;
 
 /** Replaces every secret value (of at least 4 characters; longest first) with [REDACTED]. */
 export function redactSecrets(text: string, secrets: readonly string[]): string {
-  return redactLiterals(text, longestFirst(secrets.filter((secret) => secret.length >= MIN_SECRET_LENGTH)), '[REDACTED]');
+  return redactLiterals(
+    text,
+    longestFirst(secrets.filter((secret) => secret.length >= MIN_SECRET_LENGTH)),
+    '[REDACTED]',
+  );
 }
 
 /** Cuts `text` to at most `maxBytes` UTF-8 bytes without splitting a character. */

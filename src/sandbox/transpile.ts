@@ -34,7 +34,15 @@ const FACTORY_PREFIX = 'export default function (module, exports, __export, __to
 /** Where esbuild's CommonJS output leaves its helpers for the tool's own code, and how it exports. */
 const FACTORY_EXPORTS = 'var tool_exports = {};\n__export(tool_exports, {';
 const FACTORY_EXPORTED = '\nmodule.exports = __toCommonJS(tool_exports);\n';
-const ESBUILD_HELPERS: ReadonlySet<string> = new Set(['__defProp', '__getOwnPropDesc', '__getOwnPropNames', '__hasOwnProp', '__export', '__copyProps', '__toCommonJS']);
+const ESBUILD_HELPERS: ReadonlySet<string> = new Set([
+  '__defProp',
+  '__getOwnPropDesc',
+  '__getOwnPropNames',
+  '__hasOwnProp',
+  '__export',
+  '__copyProps',
+  '__toCommonJS',
+]);
 
 /** Transpiles and caches tool sources by content digest. */
 export interface ToolCompiler {
@@ -44,7 +52,10 @@ export interface ToolCompiler {
   readonly transpiles: boolean;
 }
 
-type Transform = (code: string, options: Record<string, unknown>) => { code: string; map?: string; warnings?: unknown[] };
+type Transform = (
+  code: string,
+  options: Record<string, unknown>,
+) => { code: string; map?: string; warnings?: unknown[] };
 
 /** Most distinct tool versions kept; the least recently used is dropped beyond it. */
 export const COMPILE_CACHE_SIZE = 512;
@@ -129,7 +140,8 @@ function toolFactory(transformSync: Transform, source: string): ToolFactory | un
   } catch {
     return undefined;
   }
-  if ((out.warnings?.length ?? 0) > 0 || out.code.includes('require(') || typeof out.map !== 'string' || out.map === '') return undefined;
+  if ((out.warnings?.length ?? 0) > 0 || out.code.includes('require(') || typeof out.map !== 'string' || out.map === '')
+    return undefined;
   // esbuild's helpers read globals (Object.defineProperty, Function.prototype.call, descriptor literals)
   // that an earlier call of the same tool may have patched: they are blanked out (line numbers kept)
   // and the harness passes its own `__export` and `__toCommonJS`, built from primitives it captured.
@@ -151,7 +163,10 @@ function toolFactory(transformSync: Transform, source: string): ToolFactory | un
 /** Loads esbuild when installed; `undefined` otherwise. */
 async function loadTransform(): Promise<Transform | undefined> {
   try {
-    const esbuild = (await import('esbuild')) as unknown as { transformSync?: Transform; default?: { transformSync?: Transform } };
+    const esbuild = (await import('esbuild')) as unknown as {
+      transformSync?: Transform;
+      default?: { transformSync?: Transform };
+    };
     return esbuild.transformSync ?? esbuild.default?.transformSync;
   } catch {
     return undefined;
@@ -172,7 +187,10 @@ export async function transpileHarness(source: string): Promise<string | undefin
 export async function createToolCompiler(transform?: Transform | null): Promise<ToolCompiler> {
   const transformSync = transform === null ? undefined : (transform ?? (await loadTransform()));
   const cache = new Map<string, CompiledTool>();
-  const asTypeScript = (source: string): CompiledTool => ({ source64: Buffer.from(source, 'utf8').toString('base64'), lang: 'ts' });
+  const asTypeScript = (source: string): CompiledTool => ({
+    source64: Buffer.from(source, 'utf8').toString('base64'),
+    lang: 'ts',
+  });
   return {
     transpiles: transformSync !== undefined,
     compile(source) {
@@ -204,7 +222,12 @@ export async function createToolCompiler(transform?: Transform | null): Promise<
           const factory = toolFactory(transformSync, source);
           compiled =
             typeof out.map === 'string' && out.map !== ''
-              ? { source64: Buffer.from(out.code, 'utf8').toString('base64'), lang: 'js', mapPosition: positionMapper(out.map), ...(factory ? { factory } : {}) }
+              ? {
+                  source64: Buffer.from(out.code, 'utf8').toString('base64'),
+                  lang: 'js',
+                  mapPosition: positionMapper(out.map),
+                  ...(factory ? { factory } : {}),
+                }
               : asTypeScript(source);
         } catch {
           compiled = asTypeScript(source);

@@ -126,15 +126,13 @@ describe('logger formats', () => {
   it('text lines read as time, level, message and key=value pairs; secrets are still redacted', () => {
     const { lines, log } = capture('text');
     log.redact('s3cr3t-value');
-    log
-      .child({ component: 'store' })
-      .info('store listening', {
-        url: 'http://127.0.0.1:8081',
-        count: 3,
-        ok: true,
-        note: 'two words',
-        token: 's3cr3t-value',
-      });
+    log.child({ component: 'store' }).info('store listening', {
+      url: 'http://127.0.0.1:8081',
+      count: 3,
+      ok: true,
+      note: 'two words',
+      token: 's3cr3t-value',
+    });
     expect(lines[0]).toMatch(
       /^\d\d:\d\d:\d\d\.\d{3} INFO  store listening component=store url=http:\/\/127\.0\.0\.1:8081 count=3 ok=true note="two words" token=\[REDACTED\]\n$/,
     );

@@ -20,9 +20,7 @@ async function spec(tools: unknown[] = [lookup], name = 'lookups'): Promise<Spec
   return server;
 }
 
-async function health(
-  adminUrl: string | undefined,
-): Promise<{
+async function health(adminUrl: string | undefined): Promise<{
   rap: { runtime: { servers: Array<{ error?: string; tools: string[] }>; clashes: string[]; exposed: string[] } };
 }> {
   const res = await fetch(`${adminUrl}/health`);

@@ -33,7 +33,11 @@ describe('pool scheduling', () => {
   it('a call waits for the busy process of its tool version instead of evicting and spawning when calls are short', async () => {
     // (a spawn assumed to cost at least 60 s: whatever the load, these calls run shorter)
     // (poolMax 2: one spare and one parked process fill the pool, so taking the spare would evict)
-    sandbox = await createSandbox({ config: testConfig({ poolSize: 1, poolMax: 2 }), logger: captureLogger().logger, minSpawnCostMs: 60_000 });
+    sandbox = await createSandbox({
+      config: testConfig({ poolSize: 1, poolMax: 2 }),
+      logger: captureLogger().logger,
+      minSpawnCostMs: 60_000,
+    });
     const s = sandbox;
     const counter = tool('counter');
     // a few calls one after the other: the pool learns that this version's calls are short
