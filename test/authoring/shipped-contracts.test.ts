@@ -3,7 +3,9 @@
 // breadcrumb-search are read-only and idempotent; breadcrumb-create writes; http-request talks to
 // other hosts (it can POST/PUT/DELETE), so it stays served as destructive, as do the LLM tools (each
 // call sends the conversation to a provider and may cost money); context-builder and browser-capture
-// only read. http-request's hosts name no package registry.
+// only read; the scheduler writes schedule ticks (reversible). The workflow declares no side effect: its
+// effect is its steps', each checked under its own contract on its nested request, and an unknown side
+// effect is served as destructive. http-request's hosts name no package registry.
 
 import { describe, expect, it } from 'vitest';
 import { fileURLToPath } from 'node:url';
@@ -13,7 +15,7 @@ import { sideEffectPolicy } from '../../src/contract/contract.js';
 import { createSchemaValidator, validateToolDefinition, type ToolDefinition } from '../../src/screen/index.js';
 
 const DIR = fileURLToPath(new URL('../../bootstrap-breadcrumbs/', import.meta.url));
-const EXPECTED: Record<string, { side: string; readOnly: boolean; destructive: boolean }> = {
+const EXPECTED: Record<string, { side: string | undefined; readOnly: boolean; destructive: boolean }> = {
   calculator: { side: 'read-only', readOnly: true, destructive: false },
   echo: { side: 'read-only', readOnly: true, destructive: false },
   random: { side: 'read-only', readOnly: true, destructive: false },
@@ -27,6 +29,8 @@ const EXPECTED: Record<string, { side: string; readOnly: boolean; destructive: b
   'browser-capture': { side: 'read-only', readOnly: true, destructive: false },
   openrouter: { side: 'external-communication', readOnly: false, destructive: true },
   ollama: { side: 'external-communication', readOnly: false, destructive: true },
+  scheduler: { side: 'reversible-write', readOnly: false, destructive: false },
+  workflow: { side: undefined, readOnly: false, destructive: true },
 };
 
 describe('shipped tools', () => {

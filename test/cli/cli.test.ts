@@ -164,8 +164,10 @@ describe('client commands without a store', () => {
       'ollama',
       'openrouter',
       'random',
+      'scheduler',
       'slugify',
       'timer',
+      'workflow',
     ]);
   });
 });

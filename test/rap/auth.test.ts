@@ -154,7 +154,8 @@ describe('RAP tool server with --rap-tokens', () => {
   });
 
   it('cancel and close_thread by a third party do nothing and answer exactly like an unknown id', async () => {
-    const r = await runner({ concurrency: 1 });
+    const r = await runner({ concurrency: 1, claims: 'breadcrumb' });
+    // breadcrumb claims: the test watches the claim record to know the first call is running
     const receiver = await startReceiver();
     const running = call(`${receiver.url}/cb`, { operation: 'sleeper', arguments: {}, group_id: 'g1' });
     expect((await post(r, '/invoke', running, as(ALICE))).status).toBe(200);

@@ -294,7 +294,8 @@ describe('RAP tool server', () => {
   });
 
   it('cancel withdraws a request no replica claimed; a running one finishes, is recorded, and sends nothing', async () => {
-    const r = await runnerWithTools({ concurrency: 1 });
+    const r = await runnerWithTools({ concurrency: 1, claims: 'breadcrumb' });
+    // breadcrumb claims: the test watches the claim record to know the first call is running
     const receiver = await startReceiver();
     const running = base(`${receiver.url}/cb`, { operation: 'sleeper', arguments: {}, group_id: 'g1' });
     expect((await invoke(r.rapUrl, running)).status).toBe(200);
@@ -402,7 +403,8 @@ describe('RAP tool server against forgery', () => {
   });
 
   it('a withdrawn id cannot be reused: 409, and nothing runs', async () => {
-    const r = await runnerWithTools({ concurrency: 1 });
+    const r = await runnerWithTools({ concurrency: 1, claims: 'breadcrumb' });
+    // breadcrumb claims: the test watches the claim record to know the first call is running
     const receiver = await startReceiver();
     const blocker = base(`${receiver.url}/cb`, { operation: 'sleeper', arguments: {} });
     expect((await invoke(r.rapUrl, blocker)).status).toBe(200);
