@@ -148,6 +148,62 @@ export interface Catalog {
   rejected(): RejectedTool[];
 }
 
+type FullRecord = Awaited<ReturnType<StoreClient['getBreadcrumbFull']>>;
+
+/**
+ * Decides whether a tool.code.v1 record runs: the operator's pinned publication, a name reserved by the
+ * operator (bootstrap or host tool), an untrusted record, or a definition that validates (then `tool`
+ * and `owner` are set); otherwise `errors` say why not.
+ */
+function judgeRecord(
+  record: CodeRecord,
+  full: FullRecord,
+  trust: Trust,
+  pinned: OperatorTool | undefined,
+  hostNamed: (name: string) => boolean,
+  validate: CatalogOptions['validate'],
+): void {
+  const context = full.context;
+  const name = record.name;
+  if (pinned) {
+    if (
+      trust.kind === 'stamped' &&
+      trust.owner === OPERATOR &&
+      definitionDigest(context) === definitionDigest(pinned.context)
+    ) {
+      record.publication = true;
+    } else {
+      record.errors = [
+        issue(
+          'trust.reserved',
+          '/name',
+          `the name "${name}" is reserved by the operator's bootstrap file; the runner runs only that file's definition, not this record`,
+        ),
+      ];
+    }
+  } else if (name !== undefined && hostNamed(name)) {
+    record.errors = [
+      issue(
+        'trust.reserved',
+        '/name',
+        `the name "${name}" is reserved by a host tool of the operator's manifests; no tool.code.v1 of that name runs`,
+      ),
+    ];
+  } else if (trust.kind === 'untrusted') {
+    record.errors = [issue('trust.untrusted', '/deployment', trust.reason)];
+  } else {
+    const origin: Origin = trust.kind === 'stamped' && trust.owner === OPERATOR ? 'bootstrap' : 'agent';
+    // upstream's shape: the record's own description / semantic_version stand in for missing context fields
+    const outcome = validate(definitionOf(context, full), origin);
+    if (outcome.ok && outcome.tool) {
+      record.tool = outcome.tool;
+      record.owner = trust.owner;
+    } else {
+      record.errors = outcome.errors;
+    }
+  }
+}
+
 /** Creates the catalog. */
 export function createCatalog(options: CatalogOptions): Catalog {
   const { client, workspace, logger, stamper } = options;
@@ -218,43 +274,7 @@ export function createCatalog(options: CatalogOptions): Catalog {
     };
     const trust = stamper.assess(full, workspace);
     const pinned = name !== undefined ? options.operatorTools().get(name) : undefined;
-    if (pinned) {
-      if (
-        trust.kind === 'stamped' &&
-        trust.owner === OPERATOR &&
-        definitionDigest(context) === definitionDigest(pinned.context)
-      ) {
-        record.publication = true;
-      } else {
-        record.errors = [
-          issue(
-            'trust.reserved',
-            '/name',
-            `the name "${name}" is reserved by the operator's bootstrap file; the runner runs only that file's definition, not this record`,
-          ),
-        ];
-      }
-    } else if (name !== undefined && isHostName(name)) {
-      record.errors = [
-        issue(
-          'trust.reserved',
-          '/name',
-          `the name "${name}" is reserved by a host tool of the operator's manifests; no tool.code.v1 of that name runs`,
-        ),
-      ];
-    } else if (trust.kind === 'untrusted') {
-      record.errors = [issue('trust.untrusted', '/deployment', trust.reason)];
-    } else {
-      const origin: Origin = trust.kind === 'stamped' && trust.owner === OPERATOR ? 'bootstrap' : 'agent';
-      // upstream's shape: the record's own description / semantic_version stand in for missing context fields
-      const outcome = options.validate(definitionOf(context, full), origin);
-      if (outcome.ok && outcome.tool) {
-        record.tool = outcome.tool;
-        record.owner = trust.owner;
-      } else {
-        record.errors = outcome.errors;
-      }
-    }
+    judgeRecord(record, full, trust, pinned, isHostName, options.validate);
     if (name !== undefined && !full.tags.includes(TAG.tool(name))) {
       const tag = full.tags.find((t) => t.startsWith('tool:') && !t.startsWith('tool:request'));
       logger.warn('tool tag does not match its name; it runs as context.name', { id, name, tag, tags: full.tags });
