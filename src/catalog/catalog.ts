@@ -32,11 +32,12 @@ import { SCHEMA, TAG, type CatalogEntry } from '../breadcrumbs/messages.js';
 import type { Logger } from '../logger.js';
 import type { HostTool } from '../host-tools/index.js';
 import { ErrorCode } from '../errors.js';
-import { definitionOf, type Issue, type Origin, type ToolDefinition } from '../screen/index.js';
+import type { Issue, Origin, ToolDefinition } from '../screen/index.js';
 import { definitionDigest, OPERATOR, type Stamper, type Trust } from './deployment.js';
 import { codeEntry, hostEntry, hostVersion } from './entries.js';
 import { exportCollision, operatorExports as exportHolders, type ExportHolders } from './exported-names.js';
-import { issue, selectVersions, versionOf, type CodeRecord, type Owners } from './selection.js';
+import { judgeRecord } from './judge-record.js';
+import { selectVersions, versionOf, type CodeRecord, type Owners } from './selection.js';
 import {
   badSpecMessage,
   chooseVersion,
@@ -146,62 +147,6 @@ export interface Catalog {
   entries(): CatalogEntry[];
   /** Records that are present but not runnable, with why (the most telling reason first per name). */
   rejected(): RejectedTool[];
-}
-
-type FullRecord = Awaited<ReturnType<StoreClient['getBreadcrumbFull']>>;
-
-/**
- * Decides whether a tool.code.v1 record runs: the operator's pinned publication, a name reserved by the
- * operator (bootstrap or host tool), an untrusted record, or a definition that validates (then `tool`
- * and `owner` are set); otherwise `errors` say why not.
- */
-function judgeRecord(
-  record: CodeRecord,
-  full: FullRecord,
-  trust: Trust,
-  pinned: OperatorTool | undefined,
-  hostNamed: (name: string) => boolean,
-  validate: CatalogOptions['validate'],
-): void {
-  const context = full.context;
-  const name = record.name;
-  if (pinned) {
-    if (
-      trust.kind === 'stamped' &&
-      trust.owner === OPERATOR &&
-      definitionDigest(context) === definitionDigest(pinned.context)
-    ) {
-      record.publication = true;
-    } else {
-      record.errors = [
-        issue(
-          'trust.reserved',
-          '/name',
-          `the name "${name}" is reserved by the operator's bootstrap file; the runner runs only that file's definition, not this record`,
-        ),
-      ];
-    }
-  } else if (name !== undefined && hostNamed(name)) {
-    record.errors = [
-      issue(
-        'trust.reserved',
-        '/name',
-        `the name "${name}" is reserved by a host tool of the operator's manifests; no tool.code.v1 of that name runs`,
-      ),
-    ];
-  } else if (trust.kind === 'untrusted') {
-    record.errors = [issue('trust.untrusted', '/deployment', trust.reason)];
-  } else {
-    const origin: Origin = trust.kind === 'stamped' && trust.owner === OPERATOR ? 'bootstrap' : 'agent';
-    // upstream's shape: the record's own description / semantic_version stand in for missing context fields
-    const outcome = validate(definitionOf(context, full), origin);
-    if (outcome.ok && outcome.tool) {
-      record.tool = outcome.tool;
-      record.owner = trust.owner;
-    } else {
-      record.errors = outcome.errors;
-    }
-  }
 }
 
 /** Creates the catalog. */
