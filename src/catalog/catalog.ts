@@ -32,11 +32,12 @@ import { SCHEMA, TAG, type CatalogEntry } from '../breadcrumbs/messages.js';
 import type { Logger } from '../logger.js';
 import type { HostTool } from '../host-tools/index.js';
 import { ErrorCode } from '../errors.js';
-import { definitionOf, type Issue, type Origin, type ToolDefinition } from '../screen/index.js';
+import type { Issue, Origin, ToolDefinition } from '../screen/index.js';
 import { definitionDigest, OPERATOR, type Stamper, type Trust } from './deployment.js';
 import { codeEntry, hostEntry, hostVersion } from './entries.js';
 import { exportCollision, operatorExports as exportHolders, type ExportHolders } from './exported-names.js';
-import { issue, selectVersions, versionOf, type CodeRecord, type Owners } from './selection.js';
+import { judgeRecord } from './judge-record.js';
+import { selectVersions, versionOf, type CodeRecord, type Owners } from './selection.js';
 import {
   badSpecMessage,
   chooseVersion,
@@ -218,43 +219,7 @@ export function createCatalog(options: CatalogOptions): Catalog {
     };
     const trust = stamper.assess(full, workspace);
     const pinned = name !== undefined ? options.operatorTools().get(name) : undefined;
-    if (pinned) {
-      if (
-        trust.kind === 'stamped' &&
-        trust.owner === OPERATOR &&
-        definitionDigest(context) === definitionDigest(pinned.context)
-      ) {
-        record.publication = true;
-      } else {
-        record.errors = [
-          issue(
-            'trust.reserved',
-            '/name',
-            `the name "${name}" is reserved by the operator's bootstrap file; the runner runs only that file's definition, not this record`,
-          ),
-        ];
-      }
-    } else if (name !== undefined && isHostName(name)) {
-      record.errors = [
-        issue(
-          'trust.reserved',
-          '/name',
-          `the name "${name}" is reserved by a host tool of the operator's manifests; no tool.code.v1 of that name runs`,
-        ),
-      ];
-    } else if (trust.kind === 'untrusted') {
-      record.errors = [issue('trust.untrusted', '/deployment', trust.reason)];
-    } else {
-      const origin: Origin = trust.kind === 'stamped' && trust.owner === OPERATOR ? 'bootstrap' : 'agent';
-      // upstream's shape: the record's own description / semantic_version stand in for missing context fields
-      const outcome = options.validate(definitionOf(context, full), origin);
-      if (outcome.ok && outcome.tool) {
-        record.tool = outcome.tool;
-        record.owner = trust.owner;
-      } else {
-        record.errors = outcome.errors;
-      }
-    }
+    judgeRecord(record, full, trust, pinned, isHostName, options.validate);
     if (name !== undefined && !full.tags.includes(TAG.tool(name))) {
       const tag = full.tags.find((t) => t.startsWith('tool:') && !t.startsWith('tool:request'));
       logger.warn('tool tag does not match its name; it runs as context.name', { id, name, tag, tags: full.tags });

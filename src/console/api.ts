@@ -8,7 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestKeys, StoreClient } from '../breadcrumbs/index.js';
 import { createRequestClient, isNotFound } from '../breadcrumbs/index.js';
 import { SCHEMA, TAG } from '../breadcrumbs/messages.js';
-import type { Catalog } from '../catalog/catalog.js';
+import type { Catalog, Route } from '../catalog/catalog.js';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../logger.js';
 import type { Sandbox } from '../sandbox/index.js';
@@ -85,6 +85,67 @@ function specOf(body: Record<string, unknown>): Record<string, unknown> {
   return spec as Record<string, unknown>;
 }
 
+/** The definition a code tool runs with, as a tool_spec (when its record is not in the index). */
+function codeDefinition(t: ToolDefinition): Record<string, unknown> {
+  return {
+    name: t.name,
+    description: t.description,
+    version: t.version,
+    code: { language: t.language, source: t.source },
+    input_schema: t.inputSchema,
+    output_schema: t.outputSchema,
+    permissions: { net: t.extraPermissions.includes('net') ? true : t.net.length > 0 ? t.net : false, api: t.api },
+    limits: { timeout_ms: t.timeoutMs, memory_mb: t.memoryMb },
+    required_secrets: t.requiredSecrets,
+    examples: t.examples,
+  };
+}
+
+/** What a host tool's page shows of its manifest. */
+function hostDefinition(host: Extract<Route, { kind: 'host' }>['tool']): Record<string, unknown> {
+  return {
+    name: host.name,
+    description: host.description,
+    input_schema: host.inputSchema,
+    output_schema: host.resultSchema,
+    transport: host.transport.kind,
+    format: host.format,
+    manifest: host.manifestPath,
+    capabilities: host.capabilities,
+    requires_confirmation: host.requiresConfirmation,
+  };
+}
+
+/** Writes a tool.create.request.v1 for a console create body (tool_spec, replaces_version). */
+async function writeCreateRequest(
+  client: StoreClient,
+  workspace: string,
+  body: Record<string, unknown>,
+): Promise<{ rid: string; id: string; spec: Record<string, unknown> }> {
+  const spec = specOf(body);
+  const replaces = body['replaces_version'];
+  if (replaces !== undefined && (typeof replaces !== 'string' || replaces === '')) {
+    throw new HttpError(
+      400,
+      'bad_request',
+      `replaces_version must be a non-empty string, got ${JSON.stringify(replaces)}`,
+    );
+  }
+  const rid = randomUUID();
+  const { id } = await client.createBreadcrumb({
+    title: `Create tool: ${typeof spec['name'] === 'string' ? spec['name'].slice(0, 64) : '?'}`,
+    schema_name: SCHEMA.ToolCreateRequest,
+    tags: [workspace, TAG.agent(CONSOLE_AGENT)],
+    context: {
+      request_id: rid,
+      agent_id: CONSOLE_AGENT,
+      tool_spec: spec,
+      ...(replaces !== undefined ? { replaces_version: replaces } : {}),
+    },
+  });
+  return { rid, id, spec };
+}
+
 /** Builds the console API. */
 export function createConsoleApi(options: ConsoleOptions): ConsoleApi {
   const { config, client, keys, catalog, sandbox, validator, logger } = options;
@@ -144,34 +205,8 @@ export function createConsoleApi(options: ConsoleOptions): ConsoleApi {
       definition = record?.context ?? null;
       if (definition) warnings = validate(definition).warnings;
     }
-    if (!definition && route?.kind === 'code') {
-      const t = route.tool;
-      definition = {
-        name: t.name,
-        description: t.description,
-        version: t.version,
-        code: { language: t.language, source: t.source },
-        input_schema: t.inputSchema,
-        output_schema: t.outputSchema,
-        permissions: { net: t.extraPermissions.includes('net') ? true : t.net.length > 0 ? t.net : false, api: t.api },
-        limits: { timeout_ms: t.timeoutMs, memory_mb: t.memoryMb },
-        required_secrets: t.requiredSecrets,
-        examples: t.examples,
-      };
-    } else if (route?.kind === 'host') {
-      const host = route.tool;
-      definition = {
-        name: host.name,
-        description: host.description,
-        input_schema: host.inputSchema,
-        output_schema: host.resultSchema,
-        transport: host.transport.kind,
-        format: host.format,
-        manifest: host.manifestPath,
-        capabilities: host.capabilities,
-        requires_confirmation: host.requiresConfirmation,
-      };
-    }
+    if (!definition && route?.kind === 'code') definition = codeDefinition(route.tool);
+    else if (route?.kind === 'host') definition = hostDefinition(route.tool);
     return { tool: row, others: rows.filter((r) => r !== row), definition, warnings, stats: stats.tool(name) };
   };
 
@@ -263,28 +298,7 @@ export function createConsoleApi(options: ConsoleOptions): ConsoleApi {
         });
       }
       case 'POST /create': {
-        const body = await readJsonObject(req, res, maxBody);
-        const spec = specOf(body);
-        const replaces = body['replaces_version'];
-        if (replaces !== undefined && (typeof replaces !== 'string' || replaces === '')) {
-          throw new HttpError(
-            400,
-            'bad_request',
-            `replaces_version must be a non-empty string, got ${JSON.stringify(replaces)}`,
-          );
-        }
-        const rid = randomUUID();
-        const { id } = await client.createBreadcrumb({
-          title: `Create tool: ${typeof spec['name'] === 'string' ? spec['name'].slice(0, 64) : '?'}`,
-          schema_name: SCHEMA.ToolCreateRequest,
-          tags: [workspace, TAG.agent(CONSOLE_AGENT)],
-          context: {
-            request_id: rid,
-            agent_id: CONSOLE_AGENT,
-            tool_spec: spec,
-            ...(replaces !== undefined ? { replaces_version: replaces } : {}),
-          },
-        });
+        const { rid, id, spec } = await writeCreateRequest(client, workspace, await readJsonObject(req, res, maxBody));
         creates.set(rid, id);
         logger.info('console create request written', { rid, tool: spec['name'] });
         return sendJson(res, 202, { rid, request_breadcrumb_id: id });

@@ -122,6 +122,91 @@ export function resultText(response: ToolResponseContext): string {
   return JSON.stringify(response.output ?? null);
 }
 
+/** The fields of a RAP invocation body, each checked (400 naming the offending field). */
+interface Invocation {
+  operation: string;
+  args: Record<string, unknown>;
+  id: string;
+  callId: string | undefined;
+  groupId: string;
+  userId: string | undefined;
+  callbackUrl: string;
+}
+
+function parseInvocation(body: unknown, allowedCallbackHosts: readonly string[]): Invocation {
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw bad(`invocation must be a JSON object, got ${Array.isArray(body) ? 'an array' : quoteValue(body)}`);
+  const b = body as Record<string, unknown>;
+  if (typeof b['operation'] !== 'string' || b['operation'] === '')
+    throw bad(`operation must be a non-empty string, got ${quoteValue(b['operation'])}`);
+  const operation = b['operation'];
+  const rawArgs = b['arguments'];
+  if (rawArgs !== undefined && rawArgs !== null && (typeof rawArgs !== 'object' || Array.isArray(rawArgs)))
+    throw bad(`arguments must be a JSON object, got ${quoteValue(rawArgs)}`);
+  const args = (rawArgs ?? {}) as Record<string, unknown>;
+  const id = idField(b, 'id', true) as string;
+  const callId = idField(b, 'call_id', false);
+  const groupId = idField(b, 'group_id', true) as string;
+  const userId = idField(b, 'user_id', false);
+  const ancestors = b['thread_ancestors'];
+  if (
+    ancestors !== undefined &&
+    ancestors !== null &&
+    !(Array.isArray(ancestors) && ancestors.every((a) => typeof a === 'string'))
+  ) {
+    throw bad(`thread_ancestors must be an array of strings, got ${quoteValue(ancestors)}`);
+  }
+  const callbackUrl = checkCallbackUrl(b['callback_url'], allowedCallbackHosts).href;
+  return { operation, args, id, callId, groupId, userId, callbackUrl };
+}
+
+/** The request an earlier invoke with this id recorded; 409 when it was a different invocation. */
+async function existingRequest(
+  client: StoreClient,
+  conflict: unknown,
+  id: string,
+  tool: string,
+  args: Record<string, unknown>,
+): Promise<string> {
+  const existingId = conflictId(conflict);
+  let full;
+  try {
+    full = existingId === undefined ? undefined : await client.getBreadcrumbFull(existingId);
+  } catch (error) {
+    if (!isNotFound(error))
+      throw new HttpError(
+        503,
+        'dependency.unavailable',
+        `the invocation could not be recorded (the runner's store failed: ${coerceError(error).message}); retry it`,
+      );
+  }
+  if (existingId === undefined)
+    throw new HttpError(
+      503,
+      'dependency.unavailable',
+      `the store reported id ${quoteValue(id)} as taken without naming the record; retry it`,
+    );
+  if (!full)
+    throw new HttpError(
+      409,
+      'conflict',
+      `id ${quoteValue(id)} was used by an earlier invocation whose request was withdrawn; use a new id`,
+    );
+  const context = full.context;
+  const same =
+    full.schema_name === SCHEMA.ToolRequest &&
+    (context['rap'] as { id?: unknown } | undefined)?.id === id &&
+    context['tool'] === tool &&
+    canonicalJson(context['input']) === canonicalJson(args);
+  if (!same)
+    throw new HttpError(
+      409,
+      'conflict',
+      `id ${quoteValue(id)} was already used for a different invocation; a retry must repeat the operation and arguments exactly`,
+    );
+  return full.id;
+}
+
 /** Creates the tool server. */
 export function createRapToolServer(options: ToolServerOptions): RapToolServer {
   const { client, keys, workspace, logger } = options;
@@ -202,29 +287,10 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
   };
 
   const invoke = async (body: unknown, principal: RapPrincipal): Promise<{ accepted: true; id: string }> => {
-    if (typeof body !== 'object' || body === null || Array.isArray(body))
-      throw bad(`invocation must be a JSON object, got ${Array.isArray(body) ? 'an array' : quoteValue(body)}`);
-    const b = body as Record<string, unknown>;
-    if (typeof b['operation'] !== 'string' || b['operation'] === '')
-      throw bad(`operation must be a non-empty string, got ${quoteValue(b['operation'])}`);
-    const operation = b['operation'];
-    const rawArgs = b['arguments'];
-    if (rawArgs !== undefined && rawArgs !== null && (typeof rawArgs !== 'object' || Array.isArray(rawArgs)))
-      throw bad(`arguments must be a JSON object, got ${quoteValue(rawArgs)}`);
-    const args = (rawArgs ?? {}) as Record<string, unknown>;
-    const id = idField(b, 'id', true) as string;
-    const callId = idField(b, 'call_id', false);
-    const groupId = idField(b, 'group_id', true) as string;
-    const userId = idField(b, 'user_id', false);
-    const ancestors = b['thread_ancestors'];
-    if (
-      ancestors !== undefined &&
-      ancestors !== null &&
-      !(Array.isArray(ancestors) && ancestors.every((a) => typeof a === 'string'))
-    ) {
-      throw bad(`thread_ancestors must be an array of strings, got ${quoteValue(ancestors)}`);
-    }
-    const callbackUrl = checkCallbackUrl(b['callback_url'], options.allowedCallbackHosts).href;
+    const { operation, args, id, callId, groupId, userId, callbackUrl } = parseInvocation(
+      body,
+      options.allowedCallbackHosts,
+    );
     const tool = served().reverse.get(operation);
     if (tool === undefined)
       throw new HttpError(
@@ -268,7 +334,7 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
           `the invocation could not be recorded (the runner's store failed: ${coerceError(error).message}); retry it`,
         );
       }
-      breadcrumbId = await existingRequest(error, id, tool, args);
+      breadcrumbId = await existingRequest(client, error, id, tool, args);
     }
     watch({
       owner: principal.caller,
@@ -282,52 +348,6 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
     });
     logger.info('rap invocation accepted', { rid, tool, breadcrumbId, caller });
     return { accepted: true, id };
-  };
-
-  /** The request an earlier invoke with this id recorded; 409 when it was a different invocation. */
-  const existingRequest = async (
-    conflict: unknown,
-    id: string,
-    tool: string,
-    args: Record<string, unknown>,
-  ): Promise<string> => {
-    const existingId = conflictId(conflict);
-    let full;
-    try {
-      full = existingId === undefined ? undefined : await client.getBreadcrumbFull(existingId);
-    } catch (error) {
-      if (!isNotFound(error))
-        throw new HttpError(
-          503,
-          'dependency.unavailable',
-          `the invocation could not be recorded (the runner's store failed: ${coerceError(error).message}); retry it`,
-        );
-    }
-    if (existingId === undefined)
-      throw new HttpError(
-        503,
-        'dependency.unavailable',
-        `the store reported id ${quoteValue(id)} as taken without naming the record; retry it`,
-      );
-    if (!full)
-      throw new HttpError(
-        409,
-        'conflict',
-        `id ${quoteValue(id)} was used by an earlier invocation whose request was withdrawn; use a new id`,
-      );
-    const context = full.context;
-    const same =
-      full.schema_name === SCHEMA.ToolRequest &&
-      (context['rap'] as { id?: unknown } | undefined)?.id === id &&
-      context['tool'] === tool &&
-      canonicalJson(context['input']) === canonicalJson(args);
-    if (!same)
-      throw new HttpError(
-        409,
-        'conflict',
-        `id ${quoteValue(id)} was already used for a different invocation; a retry must repeat the operation and arguments exactly`,
-      );
-    return full.id;
   };
 
   const withdraw = async (calls: ServedCall[]): Promise<{ withdrawn: number; running: number }> => {

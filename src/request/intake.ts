@@ -93,6 +93,121 @@ const slimOf = (request: PendingRequest): PendingRequest => ({
   tool: request.tool,
 });
 
+/** Lists newest-first pages until an item is older than `since`. */
+async function listSince(
+  client: StoreClient,
+  workspace: string,
+  pageSize: number,
+  schema: string,
+  includeContext: boolean,
+  since: number | undefined,
+) {
+  const out = [];
+  for (let offset = 0; ; offset += pageSize) {
+    const page = await client.listBreadcrumbs({
+      schema_name: schema,
+      tag: workspace,
+      include_context: includeContext,
+      limit: pageSize,
+      offset,
+    });
+    let older = false;
+    for (const item of page) {
+      if (since !== undefined && Date.parse(item.updated_at) < since) older = true;
+      else out.push(item);
+    }
+    if (older || page.length < pageSize) return out;
+  }
+}
+
+/**
+ * The requests (tool and create) of the workspace updated since `since` (all when undefined), and the
+ * answers among the responses of that window: answer tags, and the rids a legacy `request:<rid>` tag names.
+ */
+async function listRecent(client: StoreClient, workspace: string, pageSize: number, since: number | undefined) {
+  const list = (schema: string, includeContext: boolean) =>
+    listSince(client, workspace, pageSize, schema, includeContext, since);
+  const requests = [
+    ...(await list(SCHEMA.ToolRequest, true)).map((item) => ({
+      item,
+      schema: SCHEMA.ToolRequest as string,
+    })),
+    ...(await list(SCHEMA.ToolCreateRequest, true)).map((item) => ({
+      item,
+      schema: SCHEMA.ToolCreateRequest as string,
+    })),
+  ];
+  const responses = [...(await list(SCHEMA.ToolResponse, false)), ...(await list(SCHEMA.ToolCreateResponse, false))];
+  const answered = new Set<string>();
+  const legacyAnswered = new Set<string>();
+  for (const response of responses) {
+    for (const tag of response.tags) {
+      if (tag.startsWith(ANSWER_TAG_PREFIX)) answered.add(tag);
+      const rid = ridOfRequestTag(tag);
+      if (rid !== undefined) legacyAnswered.add(rid);
+    }
+  }
+  return { requests, answered, legacyAnswered };
+}
+
+/**
+ * Parked requests (a policy is waiting for something) and wake token -> the requests it wakes. A parked
+ * request goes to `wakeUp` when its time comes or a token it waits on is woken; `unpark` drops it.
+ */
+function createParking(wakeUp: (request: PendingRequest) => void) {
+  const parked = new Map<string, { request: PendingRequest; tokens: readonly string[]; timer: NodeJS.Timeout }>();
+  const sleepers = new Map<string, Set<string>>();
+
+  const unpark = (breadcrumbId: string): PendingRequest | undefined => {
+    const entry = parked.get(breadcrumbId);
+    if (!entry) return undefined;
+    parked.delete(breadcrumbId);
+    clearTimeout(entry.timer);
+    for (const token of entry.tokens) {
+      const ids = sleepers.get(token);
+      ids?.delete(breadcrumbId);
+      if (ids?.size === 0) sleepers.delete(token);
+    }
+    return entry.request;
+  };
+
+  /** Parks a slim request; true when the oldest parked request was dropped to make room. */
+  const park = (slim: PendingRequest, outcome: Parked): boolean => {
+    unpark(slim.breadcrumbId);
+    let dropped = false;
+    if (parked.size >= MAX_PARKED) {
+      const oldest = parked.keys().next().value;
+      if (oldest !== undefined) unpark(oldest);
+      dropped = true;
+    }
+    const delayMs = Math.max(0, Math.min(MAX_PARK_MS, outcome.until - Date.now()));
+    const timer = setTimeout(() => {
+      const again = unpark(slim.breadcrumbId);
+      if (again) wakeUp(again);
+    }, delayMs);
+    timer.unref();
+    const tokens = [...new Set(outcome.wakeOn)];
+    parked.set(slim.breadcrumbId, { request: slim, tokens, timer });
+    for (const token of tokens) {
+      const ids = sleepers.get(token) ?? new Set<string>();
+      ids.add(slim.breadcrumbId);
+      sleepers.set(token, ids);
+    }
+    return dropped;
+  };
+
+  const wake = (tokens: readonly string[]): void => {
+    for (const token of tokens) {
+      for (const id of [...(sleepers.get(token) ?? [])]) {
+        const request = unpark(id);
+        if (request) wakeUp(request);
+      }
+    }
+  };
+
+  return { parked, sleepers, unpark, park, wake };
+}
+
 /** Creates the intake. */
 export function createIntake(options: IntakeOptions): Intake {
   const { client, claims, queue, workspace, keys, logger } = options;
@@ -105,9 +220,7 @@ export function createIntake(options: IntakeOptions): Intake {
   /** Request breadcrumb id -> failed jobs in a row (for the retry backoff). */
   const failures = new Map<string, number>();
   const pending: PendingRequest[] = [];
-  /** Parked requests (a policy is waiting for something), and wake token -> the requests it wakes. */
-  const parked = new Map<string, { request: PendingRequest; tokens: readonly string[]; timer: NodeJS.Timeout }>();
-  const sleepers = new Map<string, Set<string>>();
+  const { parked, sleepers, unpark, wake, park: parkSlim } = createParking((request) => enqueue(request));
   const pendingIds = new Set<string>();
   let feeding = false;
   let stopped = false;
@@ -142,50 +255,9 @@ export function createIntake(options: IntakeOptions): Intake {
     if (typeof outcome === 'object') park(request, outcome);
   };
 
-  const unpark = (breadcrumbId: string): PendingRequest | undefined => {
-    const entry = parked.get(breadcrumbId);
-    if (!entry) return undefined;
-    parked.delete(breadcrumbId);
-    clearTimeout(entry.timer);
-    for (const token of entry.tokens) {
-      const ids = sleepers.get(token);
-      ids?.delete(breadcrumbId);
-      if (ids?.size === 0) sleepers.delete(token);
-    }
-    return entry.request;
-  };
-
   const park = (request: PendingRequest, outcome: Parked): void => {
     if (stopped) return;
-    const slim = slimOf(request);
-    unpark(slim.breadcrumbId);
-    if (parked.size >= MAX_PARKED) {
-      const oldest = parked.keys().next().value;
-      if (oldest !== undefined) unpark(oldest);
-      needFullScan = true;
-    }
-    const delayMs = Math.max(0, Math.min(MAX_PARK_MS, outcome.until - Date.now()));
-    const timer = setTimeout(() => {
-      const again = unpark(slim.breadcrumbId);
-      if (again) enqueue(again);
-    }, delayMs);
-    timer.unref();
-    const tokens = [...new Set(outcome.wakeOn)];
-    parked.set(slim.breadcrumbId, { request: slim, tokens, timer });
-    for (const token of tokens) {
-      const ids = sleepers.get(token) ?? new Set<string>();
-      ids.add(slim.breadcrumbId);
-      sleepers.set(token, ids);
-    }
-  };
-
-  const wake = (tokens: readonly string[]): void => {
-    for (const token of tokens) {
-      for (const id of [...(sleepers.get(token) ?? [])]) {
-        const request = unpark(id);
-        if (request) enqueue(request);
-      }
-    }
+    if (parkSlim(slimOf(request), outcome)) needFullScan = true;
   };
 
   // A failed job (store trouble) is retried for that request alone, with backoff: one bad request
@@ -269,54 +341,12 @@ export function createIntake(options: IntakeOptions): Intake {
     if (result !== 'unknown') logger.info('request withdrawn', { requestBreadcrumbId: breadcrumbId, job: result });
   };
 
-  /** Lists newest-first pages until an item is older than `since`. */
-  const listSince = async (schema: string, includeContext: boolean, since: number | undefined) => {
-    const out = [];
-    for (let offset = 0; ; offset += pageSize) {
-      const page = await client.listBreadcrumbs({
-        schema_name: schema,
-        tag: workspace,
-        include_context: includeContext,
-        limit: pageSize,
-        offset,
-      });
-      let older = false;
-      for (const item of page) {
-        if (since !== undefined && Date.parse(item.updated_at) < since) older = true;
-        else out.push(item);
-      }
-      if (older || page.length < pageSize) return out;
-    }
-  };
-
   const scanOnce = async (full: boolean): Promise<void> => {
     const startedAt = Date.now();
     const since = full || needFullScan ? undefined : watermark;
     const wasFull = since === undefined;
     needFullScan = false;
-    const requests = [
-      ...(await listSince(SCHEMA.ToolRequest, true, since)).map((item) => ({
-        item,
-        schema: SCHEMA.ToolRequest as string,
-      })),
-      ...(await listSince(SCHEMA.ToolCreateRequest, true, since)).map((item) => ({
-        item,
-        schema: SCHEMA.ToolCreateRequest as string,
-      })),
-    ];
-    const responses = [
-      ...(await listSince(SCHEMA.ToolResponse, false, since)),
-      ...(await listSince(SCHEMA.ToolCreateResponse, false, since)),
-    ];
-    const answered = new Set<string>();
-    const legacyAnswered = new Set<string>();
-    for (const response of responses) {
-      for (const tag of response.tags) {
-        if (tag.startsWith(ANSWER_TAG_PREFIX)) answered.add(tag);
-        const rid = ridOfRequestTag(tag);
-        if (rid !== undefined) legacyAnswered.add(rid);
-      }
-    }
+    const { requests, answered, legacyAnswered } = await listRecent(client, workspace, pageSize, since);
     let found = 0;
     // oldest first (each listing is newest first)
     for (const { item, schema } of requests.reverse()) {

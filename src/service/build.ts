@@ -98,6 +98,31 @@ async function selectClaims(
   return createLeaseClaimManager({ ...options, leaseKey });
 }
 
+/** The host tools of the configured manifests (--manifest), published to the store; none without manifests. */
+async function loadConfiguredHostTools(
+  config: Config,
+  client: StoreClient,
+  log: Logger,
+  validator: SchemaValidator,
+): Promise<HostTool[]> {
+  if (config.manifests.length === 0) return [];
+  const loaded = await loadHostTools({
+    paths: config.manifests,
+    grantedCapabilities: config.grantedCapabilities,
+    logger: log.child({ component: 'legacy' }),
+    validator,
+  });
+  for (const error of loaded.errors) log.error('manifest rejected', { path: error.path, error: error.message });
+  for (const denied of loaded.denied) log.warn('host tool denied', { ...denied });
+  const published = await publishHostTools(client, loaded.tools, config.workspace, log.child({ component: 'legacy' }));
+  log.info('host tools loaded', {
+    tools: loaded.tools.map((t) => t.name),
+    denied: loaded.denied.length,
+    published: published.filter((p) => p.action !== 'unchanged').length,
+  });
+  return loaded.tools;
+}
+
 /** Builds and wires every part (store, client, sandbox, catalog, request path, RAP, console); nothing runs requests yet. */
 export async function buildService(
   options: ServiceOptions,
@@ -163,24 +188,7 @@ export async function buildService(
   const sandbox = await createSandbox({ config, logger: log.child({ component: 'sandbox' }) });
   onStop('sandbox', () => sandbox.close());
 
-  let hostTools: HostTool[] = [];
-  if (config.manifests.length > 0) {
-    const loaded = await loadHostTools({
-      paths: config.manifests,
-      grantedCapabilities: config.grantedCapabilities,
-      logger: log.child({ component: 'legacy' }),
-      validator,
-    });
-    for (const error of loaded.errors) log.error('manifest rejected', { path: error.path, error: error.message });
-    for (const denied of loaded.denied) log.warn('host tool denied', { ...denied });
-    hostTools = loaded.tools;
-    const published = await publishHostTools(client, hostTools, config.workspace, log.child({ component: 'legacy' }));
-    log.info('host tools loaded', {
-      tools: hostTools.map((t) => t.name),
-      denied: loaded.denied.length,
-      published: published.filter((p) => p.action !== 'unchanged').length,
-    });
-  }
+  const hostTools = await loadConfiguredHostTools(config, client, log, validator);
 
   const fileSecrets = config.secretsFile ? await loadSecretsFile(config.secretsFile, logger) : undefined;
   const secrets = createSecretResolver({

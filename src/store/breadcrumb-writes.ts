@@ -11,6 +11,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Db } from './db.js';
 import type { EventLog, StoredEvent } from './event-log.js';
+import { createGroupCommit, type WriteStats } from './group-commit.js';
 import { HttpError, httpErrors } from './http-util.js';
 import type { CreateFields, PatchFields } from './validate.js';
 
@@ -61,29 +62,12 @@ export interface BreadcrumbWrites {
   stats(): WriteStats;
 }
 
-/** Counters of the write path. */
-export interface WriteStats {
-  transactions: number;
-  writes: number;
-  busyMs: number;
-}
+export type { WriteStats } from './group-commit.js';
 
 /** Options of the write path. */
 export interface WriteOptions {
   /** Commit writes that arrive together in one transaction (default true; false: one transaction per write). */
   groupCommit?: boolean;
-}
-
-interface Job {
-  /** The write, run inside the shared transaction (its own savepoint). */
-  run(): unknown;
-  /** After the commit: publishes the event; returns the caller's value. */
-  after(value: unknown): unknown;
-  resolve(value: unknown): void;
-  reject(error: unknown): void;
-  value?: unknown;
-  error?: unknown;
-  failed: boolean;
 }
 
 function contextDigest(contextJson: string): { checksum: string; size: number } {
@@ -108,6 +92,42 @@ export type AfterWrite = (id: string, version: number, text: string) => void;
 /** Encodes an embedding as the stored blob (little-endian float32). */
 export function encodeVector(values: number[]): Buffer {
   return Buffer.from(Float32Array.from(values).buffer);
+}
+
+/** The row of a new breadcrumb (version 1), written at `now` by `actor` with the event `seq`. */
+function newRow(
+  id: string,
+  fields: CreateFields,
+  actor: Actor,
+  context: string,
+  now: { ms: number; iso: string },
+  seq: number,
+): BreadcrumbRow {
+  const digest = contextDigest(context);
+  return {
+    id,
+    owner_id: actor.ownerId,
+    title: fields.title,
+    description: fields.description,
+    semantic_version: fields.semantic_version,
+    context,
+    tags: JSON.stringify(fields.tags),
+    schema_name: fields.schema_name,
+    llm_hints: fields.llm_hints === null ? null : JSON.stringify(fields.llm_hints),
+    visibility: fields.visibility,
+    sensitivity: fields.sensitivity,
+    version: 1,
+    checksum: digest.checksum,
+    size_bytes: digest.size,
+    ttl: fields.ttl,
+    expires_ms: fields.expiresMs,
+    created_at: now.iso,
+    updated_at: now.iso,
+    updated_ms: now.ms,
+    created_by: actor.agentId,
+    updated_by: actor.agentId,
+    write_seq: seq,
+  };
 }
 
 /** Builds the write side over `db`, appending to and publishing through `log`. */
@@ -203,7 +223,6 @@ export function createBreadcrumbWrites(
     const now = tick();
     const id = randomUUID();
     const context = JSON.stringify(fields.context);
-    const digest = contextDigest(context);
     const event = log.append({
       type: 'breadcrumb.updated',
       breadcrumb_id: id,
@@ -214,30 +233,7 @@ export function createBreadcrumbWrites(
       updated_at: now.iso,
       context: fields.context,
     });
-    insert.run({
-      id,
-      owner_id: actor.ownerId,
-      title: fields.title,
-      description: fields.description,
-      semantic_version: fields.semantic_version,
-      context,
-      tags: JSON.stringify(fields.tags),
-      schema_name: fields.schema_name,
-      llm_hints: fields.llm_hints === null ? null : JSON.stringify(fields.llm_hints),
-      visibility: fields.visibility,
-      sensitivity: fields.sensitivity,
-      version: 1,
-      checksum: digest.checksum,
-      size_bytes: digest.size,
-      ttl: fields.ttl,
-      expires_ms: fields.expiresMs,
-      created_at: now.iso,
-      updated_at: now.iso,
-      updated_ms: now.ms,
-      created_by: actor.agentId,
-      updated_by: actor.agentId,
-      write_seq: event.seq,
-    });
+    insert.run(newRow(id, fields, actor, context, now, event.seq));
     for (const tag of uniqueTags(fields.tags)) insertTag.run(tag, event.seq);
     insertFts.run(event.seq, fields.title, fields.description, context);
     if (fields.embedding) upsertVector.run(id, fields.embedding.length, encodeVector(fields.embedding));
@@ -334,78 +330,7 @@ export function createBreadcrumbWrites(
     return events;
   });
 
-  const counters: WriteStats = { transactions: 0, writes: 0, busyMs: 0 };
-  const group = options.groupCommit ?? true;
-  let queue: Job[] = [];
-  let scheduled = false;
-  // Every job in its own savepoint (a nested better-sqlite3 transaction), all in one transaction.
-  const batchTx = db.transaction((jobs: Job[]) => {
-    for (const job of jobs) {
-      try {
-        job.value = job.run();
-      } catch (error) {
-        job.failed = true;
-        job.error = error;
-      }
-    }
-  });
-  const flush = (): void => {
-    scheduled = false;
-    const jobs = queue;
-    queue = [];
-    const from = performance.now();
-    try {
-      batchTx(jobs);
-    } catch (error) {
-      // The commit itself failed: no write of the batch happened.
-      for (const job of jobs) {
-        job.failed = true;
-        job.error = error;
-      }
-    }
-    counters.transactions++;
-    counters.writes += jobs.length;
-    counters.busyMs += performance.now() - from;
-    for (const job of jobs) {
-      if (job.failed) {
-        job.reject(job.error);
-        continue;
-      }
-      try {
-        job.resolve(job.after(job.value));
-      } catch (error) {
-        job.reject(error);
-      }
-    }
-  };
-  const submit = <T, R>(run: () => T, after: (value: T) => R): Promise<R> => {
-    if (!group) {
-      const from = performance.now();
-      try {
-        const value = run();
-        return Promise.resolve(after(value));
-      } catch (error) {
-        return Promise.reject(error);
-      } finally {
-        counters.transactions++;
-        counters.writes++;
-        counters.busyMs += performance.now() - from;
-      }
-    }
-    return new Promise<R>((resolve, reject) => {
-      queue.push({
-        run,
-        after: after as (value: unknown) => unknown,
-        resolve: resolve as (value: unknown) => void,
-        reject,
-        failed: false,
-      });
-      if (!scheduled) {
-        scheduled = true;
-        setImmediate(flush);
-      }
-    });
-  };
+  const { submit, counters } = createGroupCommit(db, options.groupCommit ?? true);
 
   return {
     create(fields, actor, idempotencyKey) {

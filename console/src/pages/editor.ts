@@ -8,7 +8,7 @@ import { javascript } from '@codemirror/lang-javascript';
 import { bracketMatching, defaultHighlightStyle, indentOnInput, syntaxHighlighting } from '@codemirror/language';
 import { forceLinting, linter, lintGutter, type Diagnostic } from '@codemirror/lint';
 import { MergeView } from '@codemirror/merge';
-import { EditorState, type Text } from '@codemirror/state';
+import { EditorState, type Extension, type Text } from '@codemirror/state';
 import {
   drawSelection,
   EditorView,
@@ -18,16 +18,9 @@ import {
   lineNumbers,
 } from '@codemirror/view';
 import { api, poll } from '../api.js';
-import { badge, h, json, mount, ms } from '../dom.js';
+import { h, mount } from '../dom.js';
 import { issueText } from './catalog.js';
-
-interface Issue {
-  code: string;
-  path: string;
-  message: string;
-  line?: number;
-  column?: number;
-}
+import { createResponseView, exampleRunsView, type Issue } from './editor-results.js';
 
 const TEMPLATE_SOURCE = `// Returns the text upper-cased.
 export async function execute(input: { text: string }) {
@@ -72,6 +65,42 @@ export function issueRange(doc: Text, line: number, column: number): { from: num
   const word = /^[\w$.]+/.exec(rest)?.[0].length ?? 1;
   const to = Math.min(l.to, from + Math.max(1, word));
   return to > from ? { from, to } : { from: Math.max(l.from, from - 1), to: Math.max(from, l.from + 1) };
+}
+
+/** The TypeScript editor (CodeMirror) over `source`, with the runner's diagnostics from `lint`. */
+function codeView(parent: HTMLElement, source: string, lint: Extension): EditorView {
+  return new EditorView({
+    parent,
+    state: EditorState.create({
+      doc: source,
+      extensions: [
+        lineNumbers(),
+        highlightActiveLineGutter(),
+        history(),
+        drawSelection(),
+        indentOnInput(),
+        bracketMatching(),
+        highlightActiveLine(),
+        syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
+        keymap.of([...defaultKeymap, ...historyKeymap, indentWithTab]),
+        javascript({ typescript: true }),
+        lint,
+        lintGutter(),
+        EditorView.theme({
+          '&': { height: '100%' },
+          '.cm-scroller': { fontFamily: 'ui-monospace, SFMono-Regular, Menlo, monospace' },
+        }),
+      ],
+    }),
+  });
+}
+
+/** A definition as the diff shows it: without code.source and the fields the runner adds. */
+function stripDefinition(d: Record<string, any>): string {
+  const copy: Record<string, any> = { ...d, code: { ...(d['code'] ?? {}) } };
+  delete copy.code.source;
+  for (const field of RUNNER_FIELDS) delete copy[field];
+  return JSON.stringify(copy, null, 2);
 }
 
 const page = async (root: HTMLElement, args: string[]): Promise<() => void> => {
@@ -181,30 +210,7 @@ const page = async (root: HTMLElement, args: string[]): Promise<() => void> => {
   );
 
   const editorEl = h('div', { class: 'code-editor' });
-  const view = new EditorView({
-    parent: editorEl,
-    state: EditorState.create({
-      doc: source,
-      extensions: [
-        lineNumbers(),
-        highlightActiveLineGutter(),
-        history(),
-        drawSelection(),
-        indentOnInput(),
-        bracketMatching(),
-        highlightActiveLine(),
-        syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
-        keymap.of([...defaultKeymap, ...historyKeymap, indentWithTab]),
-        javascript({ typescript: true }),
-        lint,
-        lintGutter(),
-        EditorView.theme({
-          '&': { height: '100%' },
-          '.cm-scroller': { fontFamily: 'ui-monospace, SFMono-Regular, Menlo, monospace' },
-        }),
-      ],
-    }),
-  });
+  const view = codeView(editorEl, source, lint);
   let defTimer: ReturnType<typeof setTimeout> | undefined;
   defArea.addEventListener('input', () => {
     clearTimeout(defTimer);
@@ -217,38 +223,7 @@ const page = async (root: HTMLElement, args: string[]): Promise<() => void> => {
     mount(resultsEl, h('p', { class: 'muted' }, 'Running the examples in the sandbox…'));
     try {
       const r = await api<any>('/examples', { tool_spec: spec(view) }, { allow: [422] });
-      if (r.errors.length > 0)
-        mount(
-          resultsEl,
-          h('h3', null, 'Not valid'),
-          h(
-            'ul',
-            { class: 'issues' },
-            r.errors.map((i: Issue) => h('li', null, issueText(i))),
-          ),
-        );
-      else {
-        mount(
-          resultsEl,
-          h('h3', null, 'Examples ', badge(r.ok ? 'passed' : 'failed', r.ok ? 'success' : 'error')),
-          r.examples.map((e: any) =>
-            h(
-              'div',
-              { class: 'example', 'data-ok': String(e.ok) },
-              h(
-                'div',
-                { class: 'bar' },
-                badge(e.ok ? 'passed' : 'failed', e.ok ? 'success' : 'error'),
-                h('strong', null, e.description),
-                h('span', { class: 'muted' }, ms(e.durationMs)),
-              ),
-              e.error ? h('div', { class: 'error' }, `${e.error.code}: ${e.error.message}`) : null,
-              e.output !== undefined ? json(e.output) : null,
-              e.logs?.length ? json(e.logs, 'json logs') : null,
-            ),
-          ),
-        );
-      }
+      mount(resultsEl, exampleRunsView(r));
     } catch (error) {
       mount(resultsEl, h('div', { class: 'error' }, (error as Error).message));
     } finally {
@@ -269,12 +244,6 @@ const page = async (root: HTMLElement, args: string[]): Promise<() => void> => {
       javascript({ typescript: true }),
       syntaxHighlighting(defaultHighlightStyle),
     ];
-    const strip = (d: Record<string, any>): string => {
-      const copy: Record<string, any> = { ...d, code: { ...(d['code'] ?? {}) } };
-      delete copy.code.source;
-      for (const field of RUNNER_FIELDS) delete copy[field];
-      return JSON.stringify(copy, null, 2);
-    };
     let edited: Record<string, any>;
     try {
       edited = spec(view);
@@ -300,8 +269,8 @@ const page = async (root: HTMLElement, args: string[]): Promise<() => void> => {
     );
     merges.push(
       new MergeView({
-        a: { doc: strip(current.definition), extensions: readOnly },
-        b: { doc: strip(edited), extensions: readOnly },
+        a: { doc: stripDefinition(current.definition), extensions: readOnly },
+        b: { doc: stripDefinition(edited), extensions: readOnly },
         parent: defBox,
       }),
     );
@@ -328,55 +297,7 @@ const page = async (root: HTMLElement, args: string[]): Promise<() => void> => {
         const r = await api<any>(`/create/${encodeURIComponent(rid)}`);
         return r.status === 'answered' ? r.response : undefined;
       }, 120_000);
-      mount(
-        resultsEl,
-        h(
-          'div',
-          { class: 'create-response', 'data-status': answer.status },
-          h('h3', null, 'Create response ', badge(answer.status, answer.status === 'rejected' ? 'error' : 'success')),
-          answer.tool
-            ? h(
-                'p',
-                null,
-                h(
-                  'a',
-                  { href: `#/tool/${encodeURIComponent(answer.tool.name)}` },
-                  `${answer.tool.name} v${answer.tool.version}`,
-                ),
-                h('span', { class: 'muted' }, ` (${answer.tool.id})`),
-              )
-            : null,
-          answer.errors?.length
-            ? h(
-                'ul',
-                { class: 'issues' },
-                answer.errors.map((i: Issue) => h('li', { class: 'error' }, issueText(i))),
-              )
-            : null,
-          answer.warnings?.length
-            ? h(
-                'ul',
-                { class: 'issues' },
-                answer.warnings.map((i: Issue) => h('li', { class: 'warning' }, issueText(i))),
-              )
-            : null,
-          answer.examples?.length
-            ? h(
-                'ul',
-                null,
-                answer.examples.map((e: any) =>
-                  h(
-                    'li',
-                    null,
-                    badge(e.ok ? 'passed' : 'failed', e.ok ? 'success' : 'error'),
-                    ` ${e.description} ${ms(e.duration_ms)}`,
-                    e.error ? h('span', { class: 'error' }, ` ${e.error}`) : null,
-                  ),
-                ),
-              )
-            : null,
-        ),
-      );
+      mount(resultsEl, createResponseView(answer));
       if (answer.status !== 'rejected' && answer.tool) {
         current = { version: answer.tool.version, source: view.state.doc.toString(), definition: spec(view) };
         submitButton.textContent = `Update (replaces v${current.version})`;
