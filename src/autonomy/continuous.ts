@@ -18,6 +18,7 @@ import type { ExtensionContext } from '../extension.js';
 import { createClaimManager, type HeldClaim } from '../request/claims.js';
 import { sandboxToolOf } from '../sandbox/index.js';
 import { createToolApi } from '../tool-context/tool-api.js';
+import { backoffMs } from '../backoff.js';
 
 type State = 'STANDBY' | 'RUNNING' | 'BACKOFF' | 'STOPPED';
 
@@ -112,7 +113,7 @@ export function createContinuousRuns(options: { context: ExtensionContext }): Co
       },
       Math.max(250, Math.floor(leaseMs / 3)),
     );
-    let backoff = MIN_BACKOFF_MS;
+    let restarts = 0;
     const signal = AbortSignal.any([stop, lost.signal]);
     try {
       while (!signal.aborted) {
@@ -163,10 +164,11 @@ export function createContinuousRuns(options: { context: ExtensionContext }): Co
           ...(result.ok ? {} : { error: result.error.message }),
         });
         if (signal.aborted) break;
-        if (Date.now() - startedAt > MAX_BACKOFF_MS || lifetime.aborted) backoff = MIN_BACKOFF_MS;
+        if (Date.now() - startedAt > MAX_BACKOFF_MS || lifetime.aborted) restarts = 0;
         status.state = 'BACKOFF';
-        await sleep(backoff, undefined, { signal }).catch(() => undefined);
-        backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
+        await sleep(backoffMs({ initialMs: MIN_BACKOFF_MS, maxMs: MAX_BACKOFF_MS }, restarts++), undefined, {
+          signal,
+        }).catch(() => undefined);
       }
     } finally {
       clearInterval(renewal);

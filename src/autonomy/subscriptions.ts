@@ -18,6 +18,7 @@ import type { Logger } from '../logger.js';
 import type { Subscription } from '../screen/autonomy.js';
 import { depthOfTags } from '../tool-context/origin.js';
 import { writeOwnRequest } from './triggers.js';
+import { BoundedSet } from '../bounded.js';
 
 /** What the console and /metrics show of one subscription. */
 export interface SubscriptionStatus {
@@ -102,7 +103,7 @@ export function createSubscriptions(options: SubscriptionsOptions) {
         },
         sub,
         since,
-        handled: new Set(),
+        handled: new BoundedSet<string>(MAX_HANDLED, 'handled triggers'),
         window: { start: Date.now(), count: 0 },
       });
     }
@@ -113,7 +114,6 @@ export function createSubscriptions(options: SubscriptionsOptions) {
 
   const remember = (entry: Live, triggerId: string): void => {
     entry.handled.add(triggerId);
-    if (entry.handled.size > MAX_HANDLED) entry.handled.delete(entry.handled.values().next().value as string);
   };
 
   /** Writes the request of one trigger unless handled, refused for depth, or over the rate. */

@@ -24,6 +24,7 @@ import { isConflict, isNotFound } from '../breadcrumbs/index.js';
 import { SCHEMA, TAG, ToolClaimContext, type ToolClaimContext as ClaimContext } from '../breadcrumbs/messages.js';
 import type { RequestKeys } from '../breadcrumbs/request-keys.js';
 import type { Logger } from '../logger.js';
+import { BoundedMap } from '../bounded.js';
 
 export interface ClaimManagerOptions {
   client: StoreClient;
@@ -87,22 +88,14 @@ const MAX_ATTEMPT_PROBES = 8;
 /** Most remembered suspect keys / started claims (oldest forgotten first). */
 const MEMORY = 10_000;
 
-function remember<K, V>(map: Map<K, V>, key: K, value: V): void {
-  map.set(key, value);
-  if (map.size > MEMORY) {
-    const oldest = map.keys().next();
-    if (!oldest.done) map.delete(oldest.value);
-  }
-}
-
 /** Creates the claim manager of one replica. */
 export function createClaimManager(options: ClaimManagerOptions): ClaimManager {
   const { client, workspace, holder, ttlMs, keys, logger } = options;
   const now = options.now ?? Date.now;
   /** `<id>:<attempt>` keys taken with no valid record -> when we first saw that. */
-  const suspects = new Map<string, number>();
+  const suspects = new BoundedMap<string, number>(MEMORY);
   /** Claims this replica acquired (`<id>:<attempt>`): never adopted again. */
-  const started = new Map<string, true>();
+  const started = new BoundedMap<string, true>(MEMORY);
 
   const macFields = (c: ClaimContext) => ({
     requestBreadcrumbId: c.request_breadcrumb_id ?? '',
@@ -214,7 +207,7 @@ export function createClaimManager(options: ClaimManagerOptions): ClaimManager {
   };
 
   const acquired = (claim: HeldClaim): AcquireResult => {
-    remember(started, `${claim.breadcrumbId}:${claim.attempt}`, true);
+    started.set(`${claim.breadcrumbId}:${claim.attempt}`, true);
     return { kind: 'acquired', claim };
   };
 
@@ -267,7 +260,7 @@ export function createClaimManager(options: ClaimManagerOptions): ClaimManager {
       if (await hasResponse(id)) return { kind: 'answered' };
       const key = `${id}:${attempt}`;
       const firstSeen = suspects.get(key) ?? now();
-      if (!suspects.has(key)) remember(suspects, key, firstSeen);
+      if (!suspects.has(key)) suspects.set(key, firstSeen);
       if (now() - firstSeen < ttlMs)
         return { kind: 'busy', holder: '(unknown: claim record missing or altered)', expiresAt: firstSeen + ttlMs };
       suspects.delete(key);

@@ -21,6 +21,7 @@ import type { JobQueue } from '../queue/job-queue.js';
 import { pendingRequestOf, type PendingRequest } from './events.js';
 import type { ClaimManager } from './claims.js';
 import type { Cutover } from './cutover.js';
+import { backoffMs } from '../backoff.js';
 
 /** How a request's job ended, from intake's point of view (`withdrawn`: the request was deleted; no answer). */
 export type RequestOutcome = 'answered' | 'withdrawn' | 'busy' | 'released' | 'failed' | Parked;
@@ -270,7 +271,7 @@ export function createIntake(options: IntakeOptions): Intake {
       return;
     }
     failures.set(request.breadcrumbId, count);
-    const delayMs = Math.min(MAX_RETRY_DELAY_MS, 500 * 2 ** Math.min(count, 10));
+    const delayMs = backoffMs({ initialMs: 500, maxMs: MAX_RETRY_DELAY_MS }, count);
     setTimeout(() => {
       if (!stopped && failures.has(request.breadcrumbId)) enqueue(slimOf(request));
     }, delayMs).unref();

@@ -23,6 +23,7 @@ import type { RequestKeys } from '../breadcrumbs/request-keys.js';
 import { ErrorCode } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { failure, type ExecutionResult } from '../result.js';
+import { backoffMs } from '../backoff.js';
 
 export interface ResponderOptions {
   client: StoreClient;
@@ -151,15 +152,14 @@ export function createResponder(options: ResponderOptions): Responder {
     answerTag: string,
     signal: AbortSignal | undefined,
   ): Promise<WriteOutcome> => {
-    let delay = retry.initialMs;
     for (let tries = 1; ; tries++) {
       try {
         return await attempt(keyOf, body, answerTag, signal);
       } catch (error) {
         if (!(error instanceof StoreError) || !error.retryable || signal?.aborted) throw error;
+        const delay = backoffMs(retry, tries - 1);
         logger.warn('answer write failed, retrying', { tries, delayMs: delay, error });
         await sleep(delay, undefined, signal ? { signal } : {});
-        delay = Math.min(retry.maxMs, delay * 2);
       }
     }
   };

@@ -19,6 +19,7 @@ import type { Logger } from '../logger.js';
 import { IDLE_CPU_RULE, busyWhileParked, readCpuMs, type IdleCpuRule } from './cpu.js';
 import type { MemoryGuard, Watched } from './memory-guard.js';
 import type { SandboxProcess } from './process.js';
+import { backoffMs } from '../backoff.js';
 
 /** How often the CPU time of parked reuse processes is read. */
 export const CPU_CHECK_MS = 100;
@@ -282,7 +283,7 @@ export function createPool(options: PoolOptions): Pool {
 
   const onSpawnFailure = (key: string, err: Error): void => {
     failures++;
-    const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** (failures - 1));
+    const delay = backoffMs({ initialMs: BACKOFF_MIN_MS, maxMs: BACKOFF_MAX_MS }, failures - 1);
     backoffUntil = Date.now() + delay;
     logger.warn('sandbox spawn failed', { key, failures, retryInMs: delay, error: err });
     if (!retryTimer && !closed) {

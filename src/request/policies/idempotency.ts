@@ -49,6 +49,7 @@ import { ErrorCode } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import { errorResult, type ExecutionResult } from '../../result.js';
 import type { Call, Gate, Policy } from '../policy.js';
+import { backoffMs } from '../../backoff.js';
 
 export interface IdempotencyOptions {
   client: StoreClient;
@@ -329,7 +330,7 @@ export function idempotencyPolicies(options: IdempotencyOptions): { check: Polic
           if (!(error instanceof StoreError) || !error.retryable || signal.aborted || tries >= RESERVE_TRIES)
             throw error;
           logger.warn('idempotency record write failed, retrying', { tries, error });
-          await sleep(100 * 2 ** tries, undefined, { signal });
+          await sleep(backoffMs({ initialMs: 100, maxMs: 5_000 }, tries), undefined, { signal });
         }
       }
     },
