@@ -1,4 +1,4 @@
-// Step 5b of a request's life, between the input check (5-check.ts) and the run (6-execute.ts): the
+// A step of a request's life, between the input check (check.ts) and the run (execute.ts): the
 // tool's contract decides whether, when and how often the call runs.
 //
 // A policy is a small object with up to three hooks, run in the order of the list the service
