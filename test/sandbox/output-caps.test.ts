@@ -104,12 +104,25 @@ describe('context.api floods', () => {
     let running = 0;
     let peak = 0;
     const order: string[] = [];
+    // Calls are held until 8 are in flight (or every call was made), so the peak depends on the
+    // harness's limit and not on how fast this host answers (on a loaded machine each call could
+    // otherwise be answered before the next frame arrives). A call still held after 5 s is let go,
+    // so a harness that never sends 8 at once fails the peak check instead of hanging.
+    const held: Array<() => void> = [];
+    const release = (): void => {
+      for (const resolve of held.splice(0)) resolve();
+    };
     const api: SandboxApi = {
       async getBreadcrumb(id) {
         running++;
         peak = Math.max(peak, running);
         order.push(id);
-        await new Promise((resolve) => setImmediate(resolve));
+        await new Promise<void>((resolve) => {
+          held.push(resolve);
+          // at 8, wait a moment before letting go: a harness that allowed a 9th would show it here
+          if (running === 8 || order.length === 40) setTimeout(release, 50);
+          else setTimeout(release, 5_000).unref();
+        });
         running--;
         return { id };
       },
