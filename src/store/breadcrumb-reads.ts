@@ -88,6 +88,38 @@ function listSql(filter: ListFilter, scoped: boolean, keyset: boolean): string {
   return `SELECT ${listColumns(filter.includeContext)} FROM ${from} WHERE ${where.join(' AND ')} ORDER BY ${seq} DESC LIMIT @limit OFFSET @offset`;
 }
 
+/** The full view of a breadcrumb (`GET /breadcrumbs/:id/full`), the same on every backend. */
+export function fullView(row: BreadcrumbRow, embedding: number[] | null): Record<string, unknown> {
+  return {
+    id: row.id,
+    owner_id: row.owner_id,
+    title: row.title,
+    description: row.description,
+    semantic_version: row.semantic_version,
+    context: parseJson(row.context),
+    tags: parseJson(row.tags),
+    schema_name: row.schema_name,
+    llm_hints: parseJson(row.llm_hints),
+    visibility: row.visibility,
+    sensitivity: row.sensitivity,
+    version: row.version,
+    checksum: row.checksum,
+    ttl: row.ttl,
+    // Upstream's TTL fields: this store knows one kind of TTL, an explicit expiry time; it counts no
+    // reads (no usage-based TTL), so read_count is 0.
+    ttl_type: row.ttl === null ? null : 'datetime',
+    ttl_config: null,
+    read_count: 0,
+    ttl_source: row.ttl === null ? null : 'explicit',
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    created_by: row.created_by,
+    updated_by: row.updated_by,
+    size_bytes: row.size_bytes,
+    embedding,
+  };
+}
+
 /** Builds the read side over `db`. */
 export function createBreadcrumbReads(db: Db): BreadcrumbReads {
   const selectRow = db.prepare('SELECT * FROM breadcrumbs WHERE id = ? AND (expires_ms IS NULL OR expires_ms > ?)');
@@ -230,35 +262,7 @@ export function createBreadcrumbReads(db: Db): BreadcrumbReads {
       };
     },
     full(id, actor) {
-      const row = mustSee(id, actor);
-      return {
-        id: row.id,
-        owner_id: row.owner_id,
-        title: row.title,
-        description: row.description,
-        semantic_version: row.semantic_version,
-        context: parseJson(row.context),
-        tags: parseJson(row.tags),
-        schema_name: row.schema_name,
-        llm_hints: parseJson(row.llm_hints),
-        visibility: row.visibility,
-        sensitivity: row.sensitivity,
-        version: row.version,
-        checksum: row.checksum,
-        ttl: row.ttl,
-        // Upstream's TTL fields: this store knows one kind of TTL, an explicit expiry time; it counts no
-        // reads (no usage-based TTL), so read_count is 0.
-        ttl_type: row.ttl === null ? null : 'datetime',
-        ttl_config: null,
-        read_count: 0,
-        ttl_source: row.ttl === null ? null : 'explicit',
-        created_at: row.created_at,
-        updated_at: row.updated_at,
-        created_by: row.created_by,
-        updated_by: row.updated_by,
-        size_bytes: row.size_bytes,
-        embedding: storedEmbedding(id),
-      };
+      return fullView(mustSee(id, actor), storedEmbedding(id));
     },
     list(filter, actor) {
       return snapshotCursor(filter, actor) ?? keysetCursor(filter, actor);

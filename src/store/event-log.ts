@@ -54,7 +54,8 @@ export function sseFrame(data: string, seq?: number): string {
 
 const PRUNE_EVERY = 128;
 
-interface EventRow {
+/** A row of the event table (the same columns on SQLite and PostgreSQL). */
+export interface EventRow {
   seq: number;
   owner_id: string | null;
   schema_name: string | null;
@@ -64,7 +65,8 @@ interface EventRow {
 
 const TYPE_PREFIX = /^\{"type":"([^"]+)"/;
 
-function fromRow(row: EventRow): StoredEvent {
+/** The stored event of a row; its type is read from the front of its JSON. */
+export function fromRow(row: EventRow): StoredEvent {
   return {
     seq: row.seq,
     type: TYPE_PREFIX.exec(row.data)?.[1] ?? '',

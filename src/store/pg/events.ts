@@ -17,7 +17,14 @@
 
 import type pg from 'pg';
 import type { Logger } from '../../logger.js';
-import { sseFrame, type EventInput, type EventListener, type StoredEvent } from '../event-log.js';
+import {
+  fromRow,
+  sseFrame,
+  type EventInput,
+  type EventListener,
+  type EventRow,
+  type StoredEvent,
+} from '../event-log.js';
 import type { EventFeed } from '../sse.js';
 import { openClient } from './db.js';
 
@@ -27,27 +34,6 @@ export const EVENT_CHANNEL = 'tools_runner_events';
 const PUMP_PAGE = 500;
 const PUBLISH_WAIT_MS = 5000;
 const PRUNE_EVERY = 128;
-
-interface EventRow {
-  seq: number;
-  owner_id: string | null;
-  schema_name: string | null;
-  tags: string;
-  data: string;
-}
-
-const TYPE_PREFIX = /^\{"type":"([^"]+)"/;
-
-function fromRow(row: EventRow): StoredEvent {
-  return {
-    seq: row.seq,
-    type: TYPE_PREFIX.exec(row.data)?.[1] ?? '',
-    ownerId: row.owner_id,
-    schemaName: row.schema_name,
-    tags: JSON.parse(row.tags) as string[],
-    data: row.data,
-  };
-}
 
 /** The event log of one replica. */
 export interface PgEventLog extends EventFeed {

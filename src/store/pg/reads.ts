@@ -9,7 +9,7 @@ import type pg from 'pg';
 import { coerceError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import type { ItemCursor, ReadsPort, SearchPort } from '../backend.js';
-import { listColumns, toItem, type ListFilter, type ListRow } from '../breadcrumb-reads.js';
+import { fullView, listColumns, toItem, type ListFilter, type ListRow } from '../breadcrumb-reads.js';
 import type { Actor, BreadcrumbRow } from '../breadcrumb-writes.js';
 import { cosine, decodeVector, type Embedder } from '../embeddings.js';
 import { httpErrors } from '../http-util.js';
@@ -204,32 +204,7 @@ export function createPgReads(
       const hit = (
         await pool.query<{ vec: Buffer }>('SELECT vec FROM breadcrumb_embeddings WHERE breadcrumb_id = $1', [id])
       ).rows[0];
-      return {
-        id: row.id,
-        owner_id: row.owner_id,
-        title: row.title,
-        description: row.description,
-        semantic_version: row.semantic_version,
-        context: parseJson(row.context),
-        tags: parseJson(row.tags),
-        schema_name: row.schema_name,
-        llm_hints: parseJson(row.llm_hints),
-        visibility: row.visibility,
-        sensitivity: row.sensitivity,
-        version: row.version,
-        checksum: row.checksum,
-        ttl: row.ttl,
-        ttl_type: row.ttl === null ? null : 'datetime',
-        ttl_config: null,
-        read_count: 0,
-        ttl_source: row.ttl === null ? null : 'explicit',
-        created_at: row.created_at,
-        updated_at: row.updated_at,
-        created_by: row.created_by,
-        updated_by: row.updated_by,
-        size_bytes: row.size_bytes,
-        embedding: hit ? Array.from(decodeVector(hit.vec)) : null,
-      };
+      return fullView(row, hit ? Array.from(decodeVector(hit.vec)) : null);
     },
     list,
     async history(id, actor) {
