@@ -6,6 +6,7 @@
 import type { Actor } from './breadcrumb-writes.js';
 import type { BreadcrumbWrites } from './breadcrumb-writes.js';
 import type { ListFilter } from './breadcrumb-reads.js';
+import type { Leases } from './leases.js';
 import type { Registry } from './registry.js';
 import type { SearchQuery } from './search.js';
 import type { SecretsRepo } from './secrets.js';
@@ -42,3 +43,5 @@ export interface SearchPort {
 export type WritesPort = Awaitable<Omit<BreadcrumbWrites, 'removeRows' | 'stats'>>;
 export type SecretsPort = Awaitable<SecretsRepo>;
 export type RegistryPort = Awaitable<Registry>;
+/** The lease table (leases.ts on SQLite, pg/leases.ts on PostgreSQL). */
+export type LeasesPort = Awaitable<Leases>;

@@ -1,7 +1,9 @@
 // Leases: the store's claim primitive for this project's runner (docs/store.md "Leases").
 //
-// A lease is one row of `leases`, keyed (scope, name), changed only by compare-and-set in one
-// SQLite statement — no breadcrumb, no history, no event, no FTS row. Its states:
+// A lease is one row of `leases`, keyed (scope, name), changed only by compare-and-set — no
+// breadcrumb, no history, no event, no FTS row. This file is the SQLite table (one transaction per
+// operation, the store's clock); pg/leases.ts is the same table on PostgreSQL (one statement per
+// operation, the database's clock). Its states:
 //   held      a holder (identified by the secret `token` it chose) owns it until `expires_ms`;
 //             renewing moves `expires_ms` forward, and only the current token may renew or release;
 //   released  given back without an outcome (drain, park): free at once, as is a held lease past
@@ -68,7 +70,7 @@ export interface Leases {
   /** Deletes leases that are not live (released, done, or past expiry at `at`) whose subject breadcrumb (`name`) is gone; returns how many. */
   pruneOrphans(limit: number, at?: number): number;
   count(): number;
-  /** Lease writes (acquire, renew, release, finish) since the store started: one SQLite transaction each. */
+  /** Lease writes (acquire, renew, release, finish) since the store started: one transaction each. */
   writes(): number;
 }
 
@@ -107,7 +109,11 @@ function limit(body: Record<string, unknown>): number {
   return value;
 }
 
-interface Row {
+/** The validators of a lease body, shared with the PostgreSQL lease table (pg/leases.ts). */
+export const leaseBody = { text, ttl, limit };
+
+/** A row of the lease table, on either backend. */
+export interface LeaseRow {
   scope: string;
   name: string;
   attempt: number;
@@ -139,6 +145,16 @@ export function createLeaseGate(leaseKey: string | undefined): {
   };
 }
 
+/** A row as the routes answer it (never its token). */
+export const leaseView = (row: LeaseRow): LeaseView => ({
+  name: row.name,
+  attempt: row.attempt,
+  holder: row.holder,
+  state: row.state,
+  label: row.label,
+  expires_ms: row.expires_ms,
+});
+
 /** Builds the lease operations over `db` (the table exists: db.ts creates it). */
 export function createLeases(db: Db, now: () => number = Date.now): Leases {
   const select = db.prepare('SELECT * FROM leases WHERE scope = ? AND name = ?');
@@ -169,15 +185,6 @@ export function createLeases(db: Db, now: () => number = Date.now): Leases {
   const remove = db.prepare('DELETE FROM leases WHERE scope = ? AND name = ?');
   const countStmt = db.prepare('SELECT COUNT(*) FROM leases').pluck();
 
-  const view = (row: Row): LeaseView => ({
-    name: row.name,
-    attempt: row.attempt,
-    holder: row.holder,
-    state: row.state,
-    label: row.label,
-    expires_ms: row.expires_ms,
-  });
-
   const acquireTx = db.transaction((body: Record<string, unknown>): AcquireReply => {
     const scope = text(body, 'scope');
     const name = text(body, 'name');
@@ -193,7 +200,7 @@ export function createLeases(db: Db, now: () => number = Date.now): Leases {
     args.expires = args.now + ttl(body);
     if (insert.run(args).changes === 1)
       return { acquired: true, attempt: 1, expires_ms: args.expires, takeover: false };
-    const row = select.get(scope, name) as Row;
+    const row = select.get(scope, name) as LeaseRow;
     if (row.state === 'done')
       return { acquired: false, state: 'done', holder: row.holder, attempt: row.attempt, expires_ms: row.expires_ms };
     // The same token again (a retried call whose reply was lost): the same lease, while it is live.
@@ -219,7 +226,7 @@ export function createLeases(db: Db, now: () => number = Date.now): Leases {
       const changed =
         renew.run({ scope, name, token: text(body, 'token'), now: at, expires: at + ttl(body) }).changes === 1;
       if (changed) return { ok: true, state: 'held' };
-      const row = select.get(scope, name) as Row | undefined;
+      const row = select.get(scope, name) as LeaseRow | undefined;
       return { ok: false, state: row === undefined ? 'missing' : row.state === 'held' ? 'taken' : row.state };
     },
     release(body) {
@@ -241,8 +248,10 @@ export function createLeases(db: Db, now: () => number = Date.now): Leases {
           : finishMine.run({ scope, name, token, now: now() }).changes;
       return { ok: changes === 1 };
     },
-    expired: (body) => ({ leases: (expired.all(text(body, 'scope'), now(), limit(body)) as Row[]).map(view) }),
-    list: (body) => ({ leases: (listAll.all(text(body, 'scope'), limit(body)) as Row[]).map(view) }),
+    expired: (body) => ({
+      leases: (expired.all(text(body, 'scope'), now(), limit(body)) as LeaseRow[]).map(leaseView),
+    }),
+    list: (body) => ({ leases: (listAll.all(text(body, 'scope'), limit(body)) as LeaseRow[]).map(leaseView) }),
     pruneOrphans(limit, at = now()) {
       const rows = orphanKeys.all(at, limit) as Array<{ scope: string; name: string }>;
       db.transaction(() => {
@@ -252,23 +261,5 @@ export function createLeases(db: Db, now: () => number = Date.now): Leases {
     },
     count: () => countStmt.get() as number,
     writes: () => writes,
-  };
-}
-
-/** The lease operations of a store without a lease table (PostgreSQL, for now): every one answers 404. */
-export function noLeases(): Leases {
-  const refuse = (): never => {
-    throw new HttpError(404, 'route_not_found', 'leases are not available on this store backend');
-  };
-  return {
-    acquire: refuse,
-    renew: refuse,
-    release: refuse,
-    finish: refuse,
-    expired: refuse,
-    list: refuse,
-    pruneOrphans: () => 0,
-    count: () => 0,
-    writes: () => 0,
   };
 }

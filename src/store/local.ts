@@ -6,10 +6,10 @@
 
 import type { LocalEndpoint, LocalReply, LocalRequest } from '../local-transport.js';
 import type { Need, Principal, StoreAuth } from './auth.js';
-import type { ItemCursor } from './backend.js';
+import type { ItemCursor, LeasesPort } from './backend.js';
 import { HttpError } from './http-util.js';
 import { checkIdempotencyKey, type StoreOperations } from './operations.js';
-import { LEASE_OPS, type LeaseOp, type Leases } from './leases.js';
+import { LEASE_OPS, type LeaseOp } from './leases.js';
 import type { SseHub } from './sse.js';
 import { parseIfMatch } from './validate.js';
 
@@ -63,7 +63,7 @@ export function createLocalEndpoint(deps: {
   ops: StoreOperations;
   sse: SseHub;
   running(): boolean;
-  leases: Leases;
+  leases: LeasesPort;
   leaseGate(header: string | undefined): void;
 }): LocalEndpoint {
   const { auth, ops, sse, leases } = deps;

@@ -11,8 +11,8 @@ import { parseIfMatch } from './validate.js';
 import { createRegistryRoutes } from './registry-routes.js';
 import type { SseHub } from './sse.js';
 import { sendJsonArray } from './stream-json.js';
-import { LEASE_OPS, type LeaseOp, type Leases } from './leases.js';
-import type { RegistryPort, WritesPort } from './backend.js';
+import { LEASE_OPS, type LeaseOp } from './leases.js';
+import type { LeasesPort, RegistryPort, WritesPort } from './backend.js';
 
 /** What a handler gets. */
 export interface RouteContext {
@@ -44,7 +44,7 @@ export interface RouteDeps {
   writes: WritesPort;
   registry: RegistryPort;
   sse: SseHub;
-  leases: Leases;
+  leases: LeasesPort;
   /** Throws unless the `X-Lease-Key` header carries the store's lease key. */
   leaseGate(header: string | string[] | undefined): void;
   /** The Prometheus text of `GET /metrics`. */
@@ -217,7 +217,7 @@ export function createRoutes(deps: RouteDeps): Route[] {
                 `no lease operation ${JSON.stringify(op)} (known: ${LEASE_OPS.join(', ')})`,
               );
             leaseGate(req.headers['x-lease-key']);
-            sendJson(res, 200, leases[op as LeaseOp](await body()));
+            sendJson(res, 200, await leases[op as LeaseOp](await body()));
           },
         },
       },

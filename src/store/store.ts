@@ -17,7 +17,7 @@ import { createBreadcrumbReads } from './breadcrumb-reads.js';
 import { createBreadcrumbWrites, type BreadcrumbWrites, type WriteStats } from './breadcrumb-writes.js';
 import { startCheckpointer } from './checkpointer.js';
 import { openDatabase, type Db } from './db.js';
-import type { ReadsPort, RegistryPort, SearchPort, SecretsPort, WritesPort } from './backend.js';
+import type { LeasesPort, ReadsPort, RegistryPort, SearchPort, SecretsPort, WritesPort } from './backend.js';
 import { isPostgresUrl, isUnavailable, openPgBackend, type PgBackend } from './pg/index.js';
 import { createEmbeddingQueue, embedderFromConfig, type Embedder, type EmbeddingQueue } from './embeddings.js';
 import { createEventLog } from './event-log.js';
@@ -25,7 +25,7 @@ import { createRegistry } from './registry.js';
 import { createBreadcrumbSearch } from './search.js';
 import type { BreadcrumbReads } from './breadcrumb-reads.js';
 import { HttpError, isLoopbackHost, sendError } from './http-util.js';
-import { createLeaseGate, createLeases, noLeases } from './leases.js';
+import { createLeaseGate, createLeases, type Leases } from './leases.js';
 import { createRetention, type Retention } from './retention.js';
 import { createLocalEndpoint, type LocalEndpoint } from './local.js';
 import { createStoreOperations } from './operations.js';
@@ -85,6 +85,8 @@ export interface Store {
 
 const CLOSE_GRACE_MS = 2000;
 const CHECKPOINT_INTERVAL_MS = 200;
+/** Most orphaned leases one PostgreSQL expiry sweep removes (the rest wait for the next sweep). */
+const ORPHAN_LEASES_PER_SWEEP = 5000;
 
 /** Starts the store; resolves once it accepts connections. Throws RunnerError(config.invalid) on startup problems. */
 export async function createStore(options: StoreOptions): Promise<Store> {
@@ -144,6 +146,8 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     let registry: RegistryPort;
     let secrets: SecretsPort;
     let search: SearchPort;
+    let leases: LeasesPort;
+    let sqliteLeases: Leases | undefined;
     if (db === undefined) {
       pg = await openPgBackend({
         url: pgUrl as string,
@@ -153,7 +157,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
         embedder,
         logger,
       });
-      ({ log, writes, reads: readsPort, registry, secrets, search } = pg);
+      ({ log, writes, reads: readsPort, registry, secrets, search, leases } = pg);
       if (embedder)
         logger.warn(
           'the embedder computes no stored vectors on a PostgreSQL store yet: it embeds search text only (vectors given on write are kept)',
@@ -176,6 +180,8 @@ export async function createStore(options: StoreOptions): Promise<Store> {
       secrets = createSecretsRepo(db, key);
       search = createBreadcrumbSearch({ db, reads, embedder, logger });
       log = sqliteLog;
+      sqliteLeases = createLeases(db);
+      leases = sqliteLeases;
     }
     await registry.ensureTenant(DEFAULT_OWNER_ID, 'Default Tenant');
     sse = createSseHub({
@@ -198,9 +204,8 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     }
     if (embedder) logger.info('search embeds text with the configured embedder', { embedder: embedder.describe });
     const hub = sse;
-    // Leases (the runner's claims without breadcrumbs) live in the SQLite store only, for now; a
-    // PostgreSQL store answers the lease routes 404, so runners use breadcrumb claims there.
-    const gate = createLeaseGate(db === undefined ? undefined : options.leaseKey);
+    // Leases (the runner's claims without breadcrumbs): a table of either backend, behind the lease key.
+    const gate = createLeaseGate(options.leaseKey);
     const ops = createStoreOperations({
       auth,
       writes,
@@ -212,13 +217,13 @@ export async function createStore(options: StoreOptions): Promise<Store> {
       streams: () => hub.count(),
       leases: gate.enabled,
     });
-    const leases = db === undefined ? noLeases() : createLeases(db);
     const leaseGate = (header: string | string[] | undefined): void => gate.check(header);
     // Retention and the store's /metrics cover the SQLite store; on PostgreSQL they are not built yet.
     let metrics = (): string => '';
-    if (db !== undefined && writer !== undefined) {
+    if (db !== undefined && writer !== undefined && sqliteLeases !== undefined) {
       const sqliteWrites = writer;
-      const kept = createRetention(db, sqliteWrites, leases, {
+      const tableOfLeases = sqliteLeases;
+      const kept = createRetention(db, sqliteWrites, tableOfLeases, {
         retentionMs: options.retentionMs ?? 0,
         auditRetentionMs: options.auditRetentionMs ?? 0,
       });
@@ -230,12 +235,24 @@ export async function createStore(options: StoreOptions): Promise<Store> {
         Math.max(1000, Math.floor((options.retentionMs || Number.MAX_SAFE_INTEGER) / 4)),
       );
       stopRetention = startRetention(kept, retentionEvery, logger);
-      metrics = () => storeMetrics(sqliteWrites, kept, leases);
+      metrics = () => storeMetrics(sqliteWrites, kept, tableOfLeases);
     }
     const routes = createRoutes({ auth, ops, writes, sse, registry, leases, leaseGate, metrics });
     local = (url) =>
       createLocalEndpoint({ url, auth, ops, sse: hub, running: () => state === 'RUNNING', leases, leaseGate });
-    stopPrune = startPruning(() => writes.pruneExpired(), options.pruneIntervalMs ?? 30_000, logger);
+    // SQLite's retention sweep removes orphaned leases; PostgreSQL has no retention sweep, so its
+    // expiry sweep does (on every replica at once: the delete skips rows another replica holds).
+    const pgLeases = pg?.leases;
+    const prune =
+      pgLeases === undefined
+        ? () => writes.pruneExpired()
+        : async () => {
+            const removed = await writes.pruneExpired();
+            const orphans = await pgLeases.pruneOrphans(ORPHAN_LEASES_PER_SWEEP);
+            if (orphans > 0) logger.info('orphaned leases removed', { leases: orphans });
+            return removed;
+          };
+    stopPrune = startPruning(prune, options.pruneIntervalMs ?? 30_000, logger);
     const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
       if (state !== 'RUNNING') {
         res.shouldKeepAlive = false;

@@ -1,9 +1,13 @@
 // The store's lease routes (/x/leases/*): who may call them (the lease key on top of a writer's
 // token; agents with every role but no key are refused), compare-and-set semantics (one holder per
 // attempt, takeover only once free, token-only renew and release, done is final), validation that
-// names the bad value, and that a lease writes no breadcrumb and no event.
+// names the bad value, that a lease writes no breadcrumb and no event, and that leases of removed
+// requests are swept — on SQLite and on PostgreSQL alike. On PostgreSQL, several store replicas on
+// one database racing for the same leases: exactly one winner per attempt.
 import { describe, expect, it } from 'vitest';
-import { call, crumb, startStore } from './helpers.js';
+import type { Store } from '../../src/store/index.js';
+import { PG_UNAVAILABLE } from '../support/pg-cluster.js';
+import { call, crumb, describeBackends, pgDatabase, startStore } from './helpers.js';
 
 const KEY = 'lease-key-for-tests-0123';
 const headers = { 'X-Lease-Key': KEY };
@@ -19,7 +23,7 @@ async function waitUntil(check: () => Promise<boolean>, what: string): Promise<v
   }
 }
 
-describe('lease routes: who may call', () => {
+describeBackends('lease routes: who may call', () => {
   it('are off (404) without a lease key, and /health does not advertise them', async () => {
     const store = await startStore();
     expect((await call(store.url, 'GET', '/health')).body.x_leases).toBeUndefined();
@@ -74,7 +78,7 @@ describe('lease routes: who may call', () => {
   });
 });
 
-describe('lease routes: compare-and-set', () => {
+describeBackends('lease routes: compare-and-set', () => {
   it('one holder per attempt; busy until free; a takeover is attempt 2 with a new token', async () => {
     const store = await startStore({ leaseKey: KEY });
     expect((await lease(store.url, 'acquire', base)).body).toMatchObject({
@@ -106,14 +110,16 @@ describe('lease routes: compare-and-set', () => {
 
   it('a lease past its expiry is free: listed as expired, taken over once', async () => {
     const store = await startStore({ leaseKey: KEY });
-    await lease(store.url, 'acquire', { ...base, ttl_ms: 1 });
+    // Named after an existing breadcrumb (as the runner names its leases): the orphan sweep leaves it alone.
+    const name = (await call(store.url, 'POST', '/breadcrumbs', { body: crumb() })).body.id as string;
+    await lease(store.url, 'acquire', { ...base, name, ttl_ms: 1 });
     await waitUntil(
       async () => (await lease(store.url, 'expired', { scope: 'ws' })).body.leases.length === 1,
       'the lease to expire',
     );
     const [b, c] = await Promise.all([
-      lease(store.url, 'acquire', { ...base, holder: 'b', token: 'tok-b' }),
-      lease(store.url, 'acquire', { ...base, holder: 'c', token: 'tok-c' }),
+      lease(store.url, 'acquire', { ...base, name, holder: 'b', token: 'tok-b' }),
+      lease(store.url, 'acquire', { ...base, name, holder: 'c', token: 'tok-c' }),
     ]);
     expect([b.body.acquired, c.body.acquired].filter(Boolean)).toHaveLength(1);
     expect((await lease(store.url, 'expired', { scope: 'ws' })).body.leases).toEqual([]);
@@ -150,4 +156,84 @@ describe('lease routes: compare-and-set', () => {
     sub.close();
     expect(frames).toHaveLength(2);
   });
+});
+
+describeBackends('lease routes: orphans', () => {
+  it('the store sweeps a lease once it is not live and its request is gone; live leases and those of existing requests stay', async () => {
+    const store = await startStore({ leaseKey: KEY, pruneIntervalMs: 50 });
+    const kept = (await call(store.url, 'POST', '/breadcrumbs', { body: crumb() })).body.id as string;
+    const gone = (await call(store.url, 'POST', '/breadcrumbs', { body: crumb() })).body.id as string;
+    const doneGone = (await call(store.url, 'POST', '/breadcrumbs', { body: crumb() })).body.id as string;
+    await lease(store.url, 'acquire', { ...base, name: kept });
+    await lease(store.url, 'finish', { scope: 'ws', name: kept });
+    await lease(store.url, 'acquire', { ...base, name: gone });
+    await lease(store.url, 'release', { ...base, name: gone });
+    await lease(store.url, 'acquire', { ...base, name: doneGone });
+    await lease(store.url, 'finish', { scope: 'ws', name: doneGone });
+    // Held and live, with no request at all: not touched until it expires.
+    await lease(store.url, 'acquire', { ...base, name: 'no-such-request' });
+    for (const id of [gone, doneGone]) expect((await call(store.url, 'DELETE', `/breadcrumbs/${id}`)).status).toBe(200);
+    const names = async (): Promise<string[]> =>
+      ((await lease(store.url, 'list', { scope: 'ws' })).body.leases as Array<{ name: string }>).map((l) => l.name);
+    await waitUntil(async () => (await names()).length === 2, 'the two orphaned leases to be swept');
+    expect((await names()).sort()).toEqual([kept, 'no-such-request'].sort());
+  });
+});
+
+// Acquires `name` through every store at once, `perStore` contenders each (distinct holders and tokens).
+async function race(stores: Store[], perStore: number, name: string, tag: string) {
+  const contenders = stores.flatMap((store, s) =>
+    Array.from({ length: perStore }, (_, k) => ({ store, holder: `${tag}-s${s}-c${k}` })),
+  );
+  const replies = await Promise.all(
+    contenders.map(async ({ store, holder }) => ({
+      holder,
+      body: (await lease(store.url, 'acquire', { ...base, name, holder, token: `tok-${holder}` })).body,
+    })),
+  );
+  return replies.filter((reply) => reply.body.acquired === true);
+}
+
+describe.skipIf(PG_UNAVAILABLE !== undefined)('lease routes on PostgreSQL: three store replicas, one database', () => {
+  it('replicas racing for the same lease: exactly one winner per round, for a new lease, a released one and an expired one', async () => {
+    const db = await pgDatabase();
+    const stores = await Promise.all([0, 1, 2].map(() => startStore({ db, leaseKey: KEY })));
+    const ROUNDS = 30;
+    for (let round = 0; round < ROUNDS; round++) {
+      const name = `race-${round}`;
+      const first = await race(stores, 2, name, `r${round}a`);
+      expect(first, `round ${round}: new lease`).toHaveLength(1);
+      expect(first[0]?.body).toMatchObject({ acquired: true, attempt: 1, takeover: false });
+      const winner = first[0]?.holder as string;
+      const store = stores[round % 3] as Store;
+      const released = await lease(store.url, 'release', { ...base, name, token: `tok-${winner}` });
+      expect(released.body).toEqual({ ok: true });
+      const second = await race(stores, 2, name, `r${round}b`);
+      expect(second, `round ${round}: released lease`).toHaveLength(1);
+      expect(second[0]?.body).toMatchObject({ acquired: true, attempt: 2, takeover: true });
+    }
+    // Expired (not released) leases: one short lease per name, then every replica races for each. Each
+    // is named after a breadcrumb, as the runner's are, so the orphan sweep never removes one early.
+    const names: string[] = [];
+    for (let round = 0; round < ROUNDS; round++)
+      names.push((await call((stores[round % 3] as Store).url, 'POST', '/breadcrumbs', { body: crumb() })).body.id);
+    for (const name of names) await lease((stores[0] as Store).url, 'acquire', { ...base, name, ttl_ms: 1 });
+    await waitUntil(
+      async () => (await lease((stores[1] as Store).url, 'expired', { scope: 'ws' })).body.leases.length === ROUNDS,
+      'the short leases to expire',
+    );
+    for (const name of names) {
+      const winners = await race(stores, 2, name, name);
+      expect(winners, `${name}: expired lease`).toHaveLength(1);
+      expect(winners[0]?.body).toMatchObject({ acquired: true, attempt: 2, takeover: true });
+    }
+    // Every replica reads the same table: the winners are the holders of record.
+    const listed = (await lease((stores[2] as Store).url, 'list', { scope: 'ws' })).body.leases as Array<{
+      name: string;
+      attempt: number;
+      state: string;
+    }>;
+    expect(listed).toHaveLength(2 * ROUNDS);
+    expect(listed.every((l) => l.attempt === 2 && l.state === 'held')).toBe(true);
+  }, 120_000);
 });

@@ -15,6 +15,7 @@
 import pg from 'pg';
 import { ErrorCode, RunnerError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
+import { PG_LEASES_SQL } from './leases.js';
 
 /** Session advisory lock taken while migrating (an arbitrary constant of this project). */
 export const MIGRATION_LOCK = 7_305_250_001;
@@ -113,6 +114,7 @@ CREATE TABLE acls (
 CREATE TABLE selectors (id text PRIMARY KEY, owner_id text NOT NULL, agent_id text NOT NULL, selector text NOT NULL, created_at text NOT NULL);
 `,
   },
+  { version: 2, name: 'leases (the runner claims)', sql: PG_LEASES_SQL },
 ];
 
 /** Whether `url` names a PostgreSQL database (`postgres://` or `postgresql://`). */

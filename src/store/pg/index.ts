@@ -5,11 +5,12 @@
 import type pg from 'pg';
 import { ErrorCode, RunnerError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
-import type { ReadsPort, RegistryPort, SearchPort, SecretsPort, WritesPort } from '../backend.js';
+import type { LeasesPort, ReadsPort, RegistryPort, SearchPort, SecretsPort, WritesPort } from '../backend.js';
 import type { Embedder } from '../embeddings.js';
 import type { EventFeed } from '../sse.js';
 import { migrate, openPool, redactUrl } from './db.js';
 import { createPgEventLog, type PgEventLog } from './events.js';
+import { createPgLeases } from './leases.js';
 import { createPgReads } from './reads.js';
 import { createPgRegistry } from './registry.js';
 import { checkSecretsKey, createPgSecrets } from './secrets.js';
@@ -25,6 +26,7 @@ export interface PgBackend {
   search: SearchPort;
   secrets: SecretsPort;
   registry: RegistryPort;
+  leases: LeasesPort;
   /** Schema version after migrating. */
   schemaVersion: number;
   close(): Promise<void>;
@@ -56,6 +58,7 @@ export async function openPgBackend(options: {
       search: reads,
       secrets: createPgSecrets(pool, options.secretsKey),
       registry: createPgRegistry(pool),
+      leases: createPgLeases(pool),
       schemaVersion,
       async close() {
         await events.close();
