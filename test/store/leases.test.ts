@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Store } from '../../src/store/index.js';
 import { PG_UNAVAILABLE } from '../support/pg-cluster.js';
-import { call, crumb, describeBackends, pgDatabase, startStore } from './helpers.js';
+import { call, captureLogger, crumb, describeBackends, pgDatabase, startStore } from './helpers.js';
 
 const KEY = 'lease-key-for-tests-0123';
 const headers = { 'X-Lease-Key': KEY };
@@ -235,5 +235,45 @@ describe.skipIf(PG_UNAVAILABLE !== undefined)('lease routes on PostgreSQL: three
     }>;
     expect(listed).toHaveLength(2 * ROUNDS);
     expect(listed.every((l) => l.attempt === 2 && l.state === 'held')).toBe(true);
+  }, 120_000);
+
+  it('replicas sweeping orphaned leases at once remove each, never one a replica has just taken over, and log no failure', async () => {
+    const db = await pgDatabase();
+    const logs = [captureLogger(), captureLogger(), captureLogger()];
+    // Every replica sweeps every 20 ms: their sweeps overlap each other and the acquires below.
+    const stores = await Promise.all(
+      logs.map(({ logger }) => startStore({ db, leaseKey: KEY, pruneIntervalMs: 20, logger })),
+    );
+    const COUNT = 150;
+    const names = Array.from({ length: COUNT }, (_, n) => `orphan-${n}`);
+    // Released leases of requests that do not exist: orphans from the start.
+    for (const [n, name] of names.entries()) {
+      const store = stores[n % 3] as Store;
+      await lease(store.url, 'acquire', { ...base, name, token: `old-${n}` });
+      await lease(store.url, 'release', { ...base, name, token: `old-${n}` });
+    }
+    // Half of them are taken again while the sweeps run: whoever wins (a takeover, or a fresh insert
+    // after a sweep removed the row) holds a live lease that no sweep may remove.
+    const taken = await Promise.all(
+      names
+        .filter((_, n) => n % 2 === 0)
+        .map(async (name, n) => {
+          const token = `new-${name}`;
+          const reply = await lease((stores[n % 3] as Store).url, 'acquire', { ...base, name, token });
+          expect(reply.body).toMatchObject({ acquired: true });
+          return { name, token };
+        }),
+    );
+    await waitUntil(
+      async () => (await lease((stores[0] as Store).url, 'list', { scope: 'ws' })).body.leases.length === taken.length,
+      'the untaken orphans to be swept',
+    );
+    // Each taken lease is still its taker's: no sweep removed or changed it.
+    for (const [n, { name, token }] of taken.entries()) {
+      const renewed = await lease((stores[n % 3] as Store).url, 'renew', { ...base, name, token });
+      expect(renewed.body, name).toEqual({ ok: true, state: 'held' });
+    }
+    const failures = logs.flatMap(({ lines }) => lines.filter((line) => line.level === 'error'));
+    expect(failures).toEqual([]);
   }, 120_000);
 });
