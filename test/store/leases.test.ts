@@ -4,6 +4,7 @@
 // names the bad value, that a lease writes no breadcrumb and no event, and that leases of removed
 // requests are swept — on SQLite and on PostgreSQL alike. On PostgreSQL, several store replicas on
 // one database racing for the same leases: exactly one winner per attempt.
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import type { Store } from '../../src/store/index.js';
 import { PG_UNAVAILABLE } from '../support/pg-cluster.js';
@@ -246,12 +247,16 @@ describe.skipIf(PG_UNAVAILABLE !== undefined)('lease routes on PostgreSQL: three
     );
     const COUNT = 150;
     const names = Array.from({ length: COUNT }, (_, n) => `orphan-${n}`);
-    // Released leases of requests that do not exist: orphans from the start.
-    for (const [n, name] of names.entries()) {
-      const store = stores[n % 3] as Store;
-      await lease(store.url, 'acquire', { ...base, name, token: `old-${n}` });
-      await lease(store.url, 'release', { ...base, name, token: `old-${n}` });
-    }
+    // Released leases of requests that do not exist, all at once (one INSERT, so the sweeps find
+    // them together with the acquires below): orphans from the start.
+    const client = new pg.Client({ connectionString: db });
+    await client.connect();
+    await client.query(
+      `INSERT INTO leases (scope, name, attempt, holder, token, state, label, expires_ms, updated_ms)
+       SELECT 'ws', n, 1, 'old', 'old-' || n, 'released', '', 0, 0 FROM unnest($1::text[]) AS n`,
+      [names],
+    );
+    await client.end();
     // Half of them are taken again while the sweeps run: whoever wins (a takeover, or a fresh insert
     // after a sweep removed the row) holds a live lease that no sweep may remove.
     const taken = await Promise.all(
