@@ -15,7 +15,6 @@
 import pg from 'pg';
 import { ErrorCode, RunnerError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
-import { PG_LEASES_SQL } from './leases.js';
 
 /** Session advisory lock taken while migrating (an arbitrary constant of this project). */
 export const MIGRATION_LOCK = 7_305_250_001;
@@ -114,7 +113,26 @@ CREATE TABLE acls (
 CREATE TABLE selectors (id text PRIMARY KEY, owner_id text NOT NULL, agent_id text NOT NULL, selector text NOT NULL, created_at text NOT NULL);
 `,
   },
-  { version: 2, name: 'leases (the runner claims)', sql: PG_LEASES_SQL },
+  {
+    version: 2,
+    name: 'leases (the runner claims; leases.ts)',
+    sql: `
+CREATE TABLE leases (
+  scope text NOT NULL,
+  name text NOT NULL,
+  attempt integer NOT NULL,
+  holder text NOT NULL,
+  token text NOT NULL,
+  state text NOT NULL CHECK (state IN ('held', 'released', 'done')),
+  label text NOT NULL,
+  expires_ms bigint NOT NULL,
+  updated_ms bigint NOT NULL,
+  PRIMARY KEY (scope, name)
+);
+CREATE INDEX leases_free ON leases (scope, expires_ms) WHERE state <> 'done';
+CREATE INDEX leases_name ON leases (name);
+`,
+  },
 ];
 
 /** Whether `url` names a PostgreSQL database (`postgres://` or `postgresql://`). */

@@ -25,24 +25,6 @@ const { text, ttl, limit } = leaseBody;
 /** The database's clock in epoch milliseconds, one value per statement. */
 const NOW_MS = 'floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint';
 
-/** Migration SQL of the lease table (pg/db.ts, version 2): the columns and indexes of the SQLite one. */
-export const PG_LEASES_SQL = `
-CREATE TABLE leases (
-  scope text NOT NULL,
-  name text NOT NULL,
-  attempt integer NOT NULL,
-  holder text NOT NULL,
-  token text NOT NULL,
-  state text NOT NULL CHECK (state IN ('held', 'released', 'done')),
-  label text NOT NULL,
-  expires_ms bigint NOT NULL,
-  updated_ms bigint NOT NULL,
-  PRIMARY KEY (scope, name)
-);
-CREATE INDEX leases_free ON leases (scope, expires_ms) WHERE state <> 'done';
-CREATE INDEX leases_name ON leases (name);
-`;
-
 const ACQUIRE = `INSERT INTO leases AS l (scope, name, attempt, holder, token, state, label, expires_ms, updated_ms)
   VALUES ($1, $2, 1, $3, $4, 'held', $5, ${NOW_MS} + $6, ${NOW_MS})
   ON CONFLICT (scope, name) DO UPDATE SET attempt = l.attempt + 1, holder = EXCLUDED.holder, token = EXCLUDED.token,
@@ -70,7 +52,7 @@ const PRUNE_ORPHANS = `DELETE FROM leases WHERE (scope, name) IN (
 // another replica just changed this lease; a handful in a row does not happen in practice).
 const ACQUIRE_TRIES = 8;
 
-/** Builds the lease operations over `pool` (the table exists: migration 2 of pg/db.ts). */
+/** Builds the lease operations over `pool` (the table exists: migration 2 of db.ts). */
 export function createPgLeases(pool: pg.Pool): LeasesPort {
   const acquire = async (body: Record<string, unknown>): Promise<AcquireReply> => {
     const scope = text(body, 'scope');
