@@ -1,5 +1,5 @@
 // The store's PostgreSQL backend (`--db postgres://…`): one pool, migrations applied at start,
-// the shared event log with its LISTEN pump, and the repositories, all behind the storage seam
+// the shared event log with its LISTEN pump, the repositories and the lease table, all behind the storage seam
 // of ../backend.ts. Several replicas may run on one database at once (see docs/deployment.md).
 
 import type pg from 'pg';
