@@ -55,6 +55,7 @@ const NAMES = ['A', 'B', 'C'];
 const log = (msg) => process.stderr.write(`[pg-failover] ${msg}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const errors = [];
+const failedStarts = [];
 
 const freePort = () =>
   new Promise((resolve) => {
@@ -277,16 +278,32 @@ try {
       // In the background: writes go on to A and B while C boots; C takes writes once it is ready.
       const c = replicas[2];
       const at = performance.now();
-      restarting = startReplica(c).then(() => {
-        events.restart_killed = {
-          before_request: i,
-          replica: c.name,
-          at_ms: Math.round(at - t0),
-          ready_after_ms: Math.round(performance.now() - at),
-        };
-        streams.push(streamClient('C2', () => c, '0'));
-        log(`restarted ${c.name} (asked before request ${i})`);
-      });
+      // Like an orchestrator's restart policy: a start that fails (the database restarting while
+      // C boots: `start` exits 1) is tried again a second later, up to 5 times.
+      const boot = async () => {
+        for (let attempt = 1; ; attempt++) {
+          try {
+            return await startReplica(c);
+          } catch (error) {
+            failedStarts.push(`${c.name} start attempt ${attempt}: ${error.message}`);
+            if (attempt >= 5) throw error;
+            await sleep(1000);
+          }
+        }
+      };
+      restarting = boot().then(
+        () => {
+          events.restart_killed = {
+            before_request: i,
+            replica: c.name,
+            at_ms: Math.round(at - t0),
+            ready_after_ms: Math.round(performance.now() - at),
+          };
+          streams.push(streamClient('C2', () => c, '0'));
+          log(`restarted ${c.name} (asked before request ${i})`);
+        },
+        (error) => failedStarts.push(`${c.name} not restarted: ${error.message}`),
+      );
     }
     if (i === PG_RESTART_AT) {
       const started = performance.now();
@@ -413,6 +430,7 @@ try {
         write_seconds: Math.round(writeSeconds * 10) / 10,
         all_answered_after_ms: answeredMs,
         total_ms: Math.round(performance.now() - t0),
+        failed_starts: failedStarts,
         errors: { count: errors.length, sample: errors.slice(0, 8) },
       },
       null,
