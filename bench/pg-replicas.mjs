@@ -14,7 +14,9 @@
 //   client_cpu_ms_per_call              this process (callers, their streams), per call
 //   db_statements_per_call              pg_stat_statements calls of the database (BEGIN/COMMIT
 //                                       included: every statement is one round trip), per call
-//   db_commits_per_call, db_rollbacks_per_call   pg_stat_database deltas, per call
+//   db_transactions_per_call, db_rollbacks_per_call   pg_stat_database xact_commit/xact_rollback
+//                                       deltas (a statement outside BEGIN is a transaction too), per call
+//   db_top_statements_per_call          the 12 most called statements (pg_stat_statements), per call
 // On a machine shared with other work the figures are noisy: compare the two setups within a run.
 //
 //   npm run build && nice -n 5 node bench/pg-replicas.mjs --claims=breadcrumb
@@ -141,6 +143,17 @@ async function connect(url) {
   return { client, call, close: () => (controller.abort(), client.close()) };
 }
 
+/** The database's statements since the last reset, most called first: [{ calls, query }]. */
+async function topStatements(admin, name) {
+  return (
+    await admin.query(
+      `SELECT calls, regexp_replace(query, '\\s+', ' ', 'g') AS query FROM pg_stat_statements
+        WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1) ORDER BY calls DESC LIMIT 12`,
+      [name],
+    )
+  ).rows.map((row) => ({ calls: Number(row.calls), query: row.query.slice(0, 90) }));
+}
+
 async function dbCounters(admin, name) {
   const stats = (
     await admin.query(
@@ -198,6 +211,7 @@ async function measure(cluster, admin, replicas) {
       client: process.cpuUsage(),
       db: await dbCounters(admin, name),
     };
+    await admin.query('SELECT pg_stat_statements_reset()');
     const results = [];
     let next = 0;
     const t0 = performance.now();
@@ -212,6 +226,7 @@ async function measure(cluster, admin, replicas) {
       pg: treeCpuMs(pgPid).total,
       client: process.cpuUsage(before.client),
       db: await dbCounters(admin, name),
+      top: await topStatements(admin, name),
     };
     const perCall = (x) => round(x / CALLS);
     const runnerMs = after.runners.map((a, i) => a.node - before.runners[i].node);
@@ -238,10 +253,12 @@ async function measure(cluster, admin, replicas) {
       sandbox_cpu_ms_per_call: perCall(sum(sandboxMs)),
       pg_cpu_ms_per_call: perCall(after.pg - before.pg),
       client_cpu_ms_per_call: perCall((after.client.user + after.client.system) / 1000),
-      // The two reads of the counters themselves are in the deltas (3 statements, 2 commits): negligible.
-      db_statements_per_call: perCall(after.db.statements - before.db.statements),
-      db_commits_per_call: perCall(after.db.commits - before.db.commits),
+      // Since the reset at the start of the window; the reads of the counters themselves are in
+      // these figures (a few statements and transactions in all): negligible.
+      db_statements_per_call: perCall(after.db.statements),
+      db_transactions_per_call: perCall(after.db.commits - before.db.commits),
       db_rollbacks_per_call: perCall(after.db.rollbacks - before.db.rollbacks),
+      db_top_statements_per_call: after.top.map((t) => ({ per_call: round(t.calls / CALLS, 2), query: t.query })),
     };
   } finally {
     for (const c of conns) c.close();
