@@ -2,7 +2,7 @@
 // a throwaway cluster (test/support/pg-cluster-core.mjs), three replicas (each its own HTTP port and
 // data dir; one shared database), one SSE client per replica on `/events/stream` (tool.response.v1,
 // with ids). N requests (--n, default 1000) are written round robin through the replicas' store APIs
-// at --rate per second; before request --kill-at (300) replica C is SIGKILLed, before request
+// at --rate per second (at most --window, default 32, written and unanswered); before request --kill-at (300) replica C is SIGKILLed, before request
 // --restart-killed-at (450; 0 = never) it starts again on the same port and data dir, and before
 // request --pg-restart-at (600) PostgreSQL stops (immediate: a crash as clients see it) and starts
 // again on the same port and data dir. The tool records each execution through `context.api`
@@ -18,7 +18,7 @@
 // upper bound of what C held); every stream client saw every answer. Prints one JSON object.
 //
 //   npm run build && nice -n 5 node bench/pg-failover.mjs --claims=breadcrumb
-// Options: --n --rate --kill-at --restart-killed-at --pg-restart-at --claims=auto|lease|breadcrumb
+// Options: --n --rate --window --kill-at --restart-killed-at --pg-restart-at --claims=auto|lease|breadcrumb
 //          --claim-ttl-ms (10000) --timeout-s (300)
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -39,6 +39,7 @@ const RATE = num('rate', 50);
 const KILL_AT = num('kill-at', 300);
 const RESTART_KILLED_AT = num('restart-killed-at', 450);
 const PG_RESTART_AT = num('pg-restart-at', 600);
+const WINDOW = num('window', 32);
 const CLAIMS = text('claims', 'auto');
 const CLAIM_TTL_MS = num('claim-ttl-ms', 10_000);
 const TIMEOUT_MS = num('timeout-s', 300) * 1000;
@@ -261,6 +262,7 @@ try {
   };
   const events = {};
   let inFlightAtKill = new Set();
+  let inFlightAtPgRestart = new Set();
   let restarting = Promise.resolve();
   const writing = [];
   const tw = performance.now();
@@ -306,6 +308,8 @@ try {
       );
     }
     if (i === PG_RESTART_AT) {
+      const answered = answeredNow();
+      inFlightAtPgRestart = new Set(rids.slice(0, i).filter((rid) => !answered.has(rid)));
       const started = performance.now();
       await cluster.restart();
       events.pg_restart = {
@@ -315,6 +319,9 @@ try {
       };
       log(`PostgreSQL restarted before request ${i}`);
     }
+    // Flow control: at most WINDOW requests written and not yet answered, so "in flight at the
+    // kill" is the few C may really hold, not a backlog the replicas have not reached yet.
+    while (i - answeredNow().size >= WINDOW) await sleep(20);
     writing.push(write(i));
     const due = tw + ((i + 1) * 1000) / RATE;
     if (due > performance.now()) await sleep(due - performance.now());
@@ -407,6 +414,7 @@ try {
         claims: CLAIMS,
         requests: N,
         write_rate_per_sec: RATE,
+        window: WINDOW,
         claim_ttl_ms: CLAIM_TTL_MS,
         events,
         accepted_per_replica: Object.fromEntries(replicas.map((r) => [r.name, r.accepted])),
@@ -419,10 +427,14 @@ try {
           total: runs.length,
           never_ran_but_answered: neverRan.filter((rid) => answers.has(rid)).length,
           in_flight_at_kill: inFlightAtKill.size,
+          in_flight_at_pg_restart: inFlightAtPgRestart.size,
           duplicated: duplicates.map((rid) => ({
             rid,
             runs: runsOf.get(rid),
             in_flight_at_kill: inFlightAtKill.has(rid),
+            in_flight_at_pg_restart: inFlightAtPgRestart.has(rid),
+            run_at_ms: runTimes.get(rid)?.sort((a, b) => a - b),
+            answer_attempt: answers.get(rid)?.[0]?.metadata?.attempt,
           })),
           duplicated_beyond_the_kill: beyondKill.length,
         },

@@ -234,7 +234,16 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     }
     const routes = createRoutes({ auth, ops, writes, sse, registry, leases, leaseGate, metrics });
     local = (url) =>
-      createLocalEndpoint({ url, auth, ops, sse: hub, running: () => state === 'RUNNING', leases, leaseGate });
+      createLocalEndpoint({
+        url,
+        auth,
+        ops,
+        sse: hub,
+        running: () => state === 'RUNNING',
+        leases,
+        leaseGate,
+        unavailable: (error) => pg !== undefined && isUnavailable(error),
+      });
     stopPrune = startPruning(() => writes.pruneExpired(), options.pruneIntervalMs ?? 30_000, logger);
     const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
       if (state !== 'RUNNING') {
