@@ -69,6 +69,12 @@ export interface RunnerKeyOptions {
   dataDir: string;
   logger: Logger;
   storeUrl?: string | undefined;
+  /**
+   * The embedded store's shared database (`start --db`, password redacted): other replicas run on
+   * it too, so a key file of this data dir (one per replica) would give each replica its own claim
+   * keys and every replica would run every request. The secret must be given, as with `storeUrl`.
+   */
+  sharedDb?: string | undefined;
   /** Default 'client': never creates a key file. */
   role?: RunnerKeyRole;
 }
@@ -87,6 +93,7 @@ export function resolveRunnerKey(options: RunnerKeyOptions): RunnerKey {
     logger.redact(runnerSecret);
     return resolved(runnerSecretBytes(runnerSecret), 'runner-secret');
   }
+  if (service && options.sharedDb !== undefined) throw missingSharedSecret(options.sharedDb);
   if (dataDir === ':memory:') {
     if (options.storeUrl !== undefined) throw missingSecret(options.storeUrl);
     if (!service)
@@ -194,6 +201,13 @@ function missingSecret(storeUrl: string): RunnerError {
   return new RunnerError(
     ErrorCode.ConfigInvalid,
     `--store-url ${storeUrl} needs --runner-secret (or TOOLS_RUNNER_RUNNER_SECRET): every replica and \`tools-runner bootstrap\` derive their claim keys and deployment stamps from it, so set the same value (16+ characters, e.g. \`openssl rand -hex 32\`) everywhere`,
+  );
+}
+
+function missingSharedSecret(db: string): RunnerError {
+  return new RunnerError(
+    ErrorCode.ConfigInvalid,
+    `--db ${db} needs --runner-secret (or TOOLS_RUNNER_RUNNER_SECRET): replicas sharing a database share its requests, and they claim them with keys derived from the runner secret — a key file per --data-dir would differ between replicas and each would run every request. Set the same value (16+ characters, e.g. \`openssl rand -hex 32\`) on every replica`,
   );
 }
 

@@ -59,7 +59,7 @@ export const SERVICE_OPTIONS = {
   }),
   db: opt(optionalString, {
     group: 'store',
-    doc: 'Database of the store: unset keeps SQLite in `--data-dir`; a `postgres://user:pass@host:port/db` URL puts the store on PostgreSQL (several `store`/`start` replicas may share it; needs `--secrets-key`; docs/deployment.md).',
+    doc: 'Database of the store: unset keeps SQLite in `--data-dir`; a `postgres://user:pass@host:port/db` URL puts the store on PostgreSQL (several `store`/`start` replicas may share it; needs `--secrets-key`, and `start` needs `--runner-secret`; docs/deployment.md).',
     defaultText: 'SQLite in `--data-dir`',
     secret: true,
   }),
@@ -236,7 +236,7 @@ export const SERVICE_OPTIONS = {
       .optional(),
     {
       group: 'runner',
-      doc: 'Secret (16+ characters; `hex:<64 hex digits>` stands for those 32 bytes) every key of the runner derives from: Idempotency-Keys, claim MACs and answer tags (so no other writer can forge or squat them) and the stamps on the tools it deploys. Every replica of one store, and the client commands (`bootstrap`, `export`, `mcp --store-url`, `approvals`), must use the same value; required with `--store-url`. `<data-dir>/runner.key` holds the same text.',
+      doc: 'Secret (16+ characters; `hex:<64 hex digits>` stands for those 32 bytes) every key of the runner derives from: Idempotency-Keys, claim MACs and answer tags (so no other writer can forge or squat them) and the stamps on the tools it deploys. Every replica of one store, and the client commands (`bootstrap`, `export`, `mcp --store-url`, `approvals`), must use the same value; required with `--store-url` and with `start --db` (replicas share the database). `<data-dir>/runner.key` holds the same text.',
       defaultText: 'read from `<data-dir>/runner.key` (the service generates it with the embedded store)',
       secret: true,
     },

@@ -31,6 +31,7 @@ import { checkLeaseKey, createLeaseClaimManager, storeOffersLeases } from '../re
 import { createSandbox, resolveCapacity, type Sandbox } from '../sandbox/index.js';
 import { createSchemaValidator, validateToolDefinition, type SchemaValidator } from '../screen/index.js';
 import { createStore, type Store } from '../store/index.js';
+import { redactUrl } from '../store/pg/index.js';
 import type { AdminServer } from './admin-server.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { createSecretResolver, loadSecretsFile, type SecretResolver } from '../tool-context/secrets.js';
@@ -145,6 +146,7 @@ export async function buildService(
     dataDir: config.dataDir,
     logger: log,
     storeUrl: config.storeUrl,
+    sharedDb: !config.storeUrl && config.db ? redactUrl(config.db) : undefined,
     role: 'service',
   });
   log.info('runner keys derived', { source: runnerKey.source, ...(runnerKey.file ? { file: runnerKey.file } : {}) });

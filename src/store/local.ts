@@ -65,6 +65,8 @@ export function createLocalEndpoint(deps: {
   running(): boolean;
   leases: LeasesPort;
   leaseGate(header: string | undefined): void;
+  /** True for an error meaning "the database is unreachable right now" (PostgreSQL): answered 503 as over HTTP. */
+  unavailable?: (error: unknown) => boolean;
 }): LocalEndpoint {
   const { auth, ops, sse, leases } = deps;
   const id = '([^/]+)';
@@ -155,6 +157,13 @@ export function createLocalEndpoint(deps: {
   const failure = (error: unknown): LocalReply => {
     if (error instanceof HttpError)
       return { status: error.status, error: { error: error.message, code: error.code, ...error.extra } };
+    // As the HTTP server answers it (store.ts): a caller retrying store trouble (the runner's
+    // answer and claim writes) retries this too, instead of failing a job whose tool already ran.
+    if (deps.unavailable?.(error) === true)
+      return {
+        status: 503,
+        error: { error: "the store's database is unreachable; retry shortly", code: 'unavailable' },
+      };
     throw error;
   };
 

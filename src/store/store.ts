@@ -239,7 +239,16 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     }
     const routes = createRoutes({ auth, ops, writes, sse, registry, leases, leaseGate, metrics });
     local = (url) =>
-      createLocalEndpoint({ url, auth, ops, sse: hub, running: () => state === 'RUNNING', leases, leaseGate });
+      createLocalEndpoint({
+        url,
+        auth,
+        ops,
+        sse: hub,
+        running: () => state === 'RUNNING',
+        leases,
+        leaseGate,
+        unavailable: (error) => pg !== undefined && isUnavailable(error),
+      });
     // SQLite's retention sweep removes orphaned leases; PostgreSQL has no retention sweep, so its
     // expiry sweep does (on every replica at once: the delete skips rows another replica holds).
     const pgLeases = pg?.leases;

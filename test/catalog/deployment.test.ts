@@ -179,6 +179,33 @@ describe('runner key', () => {
     );
   });
 
+  it('a service on a shared database (start --db) needs --runner-secret: a key file per data dir would give each replica its own claim keys', () => {
+    const dir = join(tempDir(), 'data');
+    const sharedDb = 'postgres://tr:***@db.internal:5432/store';
+    expect(() =>
+      resolveRunnerKey({ runnerSecret: undefined, dataDir: dir, logger: log, role: 'service', sharedDb }),
+    ).toThrow(
+      /^--db postgres:\/\/tr:\*\*\*@db\.internal:5432\/store needs --runner-secret \(or TOOLS_RUNNER_RUNNER_SECRET\): replicas sharing a database/,
+    );
+    expect(existsSync(dir)).toBe(false);
+    // With the secret, every replica derives the same key whatever its data dir.
+    const a = resolveRunnerKey({
+      runnerSecret: 'shared-secret-0123456789',
+      dataDir: dir,
+      logger: log,
+      role: 'service',
+      sharedDb,
+    });
+    const b = resolveRunnerKey({
+      runnerSecret: 'shared-secret-0123456789',
+      dataDir: tempDir(),
+      logger: log,
+      role: 'service',
+      sharedDb,
+    });
+    expect(a.key.equals(b.key)).toBe(true);
+  });
+
   it('reads a key file of the old format (bare hex) as the same key; the service rewrites it in the new format', () => {
     const dir = tempDir();
     const hex = 'ab'.repeat(32);
