@@ -60,7 +60,8 @@ export interface Leases {
   acquire(body: Record<string, unknown>): AcquireReply;
   renew(body: Record<string, unknown>): { ok: boolean; state: string };
   release(body: Record<string, unknown>): { ok: boolean };
-  finish(body: Record<string, unknown>): { ok: boolean };
+  /** Committed with the next group of breadcrumb writes when the store groups its commits (see createLeases). */
+  finish(body: Record<string, unknown>): { ok: boolean } | Promise<{ ok: boolean }>;
   /** Leases of a scope that are free to take over (released, or held past expiry), oldest first. */
   expired(body: Record<string, unknown>): { leases: LeaseView[] };
   /** Every lease of a scope (operators, tests), most recently changed first. */
@@ -68,7 +69,7 @@ export interface Leases {
   /** Deletes leases that are not live (released, done, or past expiry at `at`) whose subject breadcrumb (`name`) is gone; returns how many. */
   pruneOrphans(limit: number, at?: number): number;
   count(): number;
-  /** Lease writes (acquire, renew, release, finish) since the store started: one SQLite transaction each. */
+  /** Lease writes (acquire, renew, release, finish) since the store started: one SQLite transaction each (finish: a savepoint of a grouped commit when deferred). */
   writes(): number;
 }
 
@@ -139,8 +140,14 @@ export function createLeaseGate(leaseKey: string | undefined): {
   };
 }
 
-/** Builds the lease operations over `db` (the table exists: db.ts creates it). */
-export function createLeases(db: Db, now: () => number = Date.now): Leases {
+/**
+ * Builds the lease operations over `db` (the table exists: db.ts creates it). With `defer` (the
+ * breadcrumb writes' group commit), `finish` joins the next shared transaction instead of paying a
+ * commit of its own: the runner finishes a lease after its answer is written and waits for nobody on
+ * it, so a call's two lease transactions become one and a savepoint. Acquire, renew and release stay
+ * synchronous, each its own transaction: a claim never waits for the end of an event-loop turn.
+ */
+export function createLeases(db: Db, now: () => number = Date.now, defer?: <T>(run: () => T) => Promise<T>): Leases {
   const select = db.prepare('SELECT * FROM leases WHERE scope = ? AND name = ?');
   const insert =
     db.prepare(`INSERT INTO leases (scope, name, attempt, holder, token, state, label, expires_ms, updated_ms)
@@ -231,15 +238,19 @@ export function createLeases(db: Db, now: () => number = Date.now): Leases {
       };
     },
     finish(body) {
-      writes++;
+      // The body is checked at once (a bad one is a 400 now, never a failed batch write).
       const scope = text(body, 'scope');
       const name = text(body, 'name');
       const token = text(body, 'token', true);
-      const changes =
-        token === ''
-          ? finishAny.run({ scope, name, now: now() }).changes
-          : finishMine.run({ scope, name, token, now: now() }).changes;
-      return { ok: changes === 1 };
+      const run = (): { ok: boolean } => {
+        writes++;
+        const changes =
+          token === ''
+            ? finishAny.run({ scope, name, now: now() }).changes
+            : finishMine.run({ scope, name, token, now: now() }).changes;
+        return { ok: changes === 1 };
+      };
+      return defer ? defer(run) : run();
     },
     expired: (body) => ({ leases: (expired.all(text(body, 'scope'), now(), limit(body)) as Row[]).map(view) }),
     list: (body) => ({ leases: (listAll.all(text(body, 'scope'), limit(body)) as Row[]).map(view) }),

@@ -217,7 +217,7 @@ export function createRoutes(deps: RouteDeps): Route[] {
                 `no lease operation ${JSON.stringify(op)} (known: ${LEASE_OPS.join(', ')})`,
               );
             leaseGate(req.headers['x-lease-key']);
-            sendJson(res, 200, leases[op as LeaseOp](await body()));
+            sendJson(res, 200, await leases[op as LeaseOp](await body()));
           },
         },
       },

@@ -212,7 +212,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
       streams: () => hub.count(),
       leases: gate.enabled,
     });
-    const leases = db === undefined ? noLeases() : createLeases(db);
+    const leases = db === undefined ? noLeases() : createLeases(db, Date.now, writer?.defer);
     const leaseGate = (header: string | string[] | undefined): void => gate.check(header);
     // Retention and the store's /metrics cover the SQLite store; on PostgreSQL they are not built yet.
     let metrics = (): string => '';
