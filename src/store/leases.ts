@@ -69,7 +69,7 @@ export interface Leases {
   /** Deletes leases that are not live (released, done, or past expiry at `at`) whose subject breadcrumb (`name`) is gone; returns how many. */
   pruneOrphans(limit: number, at?: number): number;
   count(): number;
-  /** Lease writes (acquire, renew, release, finish) since the store started: one SQLite transaction each (finish: a savepoint of a grouped commit when deferred). */
+  /** Lease writes that were a transaction of their own since the store started (a deferred finish counts with the breadcrumb writes). */
   writes(): number;
 }
 
@@ -243,14 +243,15 @@ export function createLeases(db: Db, now: () => number = Date.now, defer?: <T>(r
       const name = text(body, 'name');
       const token = text(body, 'token', true);
       const run = (): { ok: boolean } => {
-        writes++;
         const changes =
           token === ''
             ? finishAny.run({ scope, name, now: now() }).changes
             : finishMine.run({ scope, name, token, now: now() }).changes;
         return { ok: changes === 1 };
       };
-      return defer ? defer(run) : run();
+      if (defer) return defer(run); // counted with the breadcrumb writes of its shared transaction
+      writes++;
+      return run();
     },
     expired: (body) => ({ leases: (expired.all(text(body, 'scope'), now(), limit(body)) as Row[]).map(view) }),
     list: (body) => ({ leases: (listAll.all(text(body, 'scope'), limit(body)) as Row[]).map(view) }),
