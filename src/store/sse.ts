@@ -12,9 +12,8 @@
 // A resuming connection is REPLAYING (stored events after its cursor, a bounded page at a time,
 // continuing within the page after each 'drain' — never re-reading it) until it has caught up
 // with the latest committed seq; from that same tick on it is LIVE (each published event is
-// written directly; the frames of one batch of commits leave in one write). Both paths advance one
-// cursor and skip seq <= cursor, so the seam has no gap and no duplicate. A LIVE consumer whose
-// unsent buffer grows past the cap is disconnected.
+// written directly). Both paths advance one cursor and skip seq <= cursor, so the seam has no
+// gap and no duplicate. A LIVE consumer whose unsent buffer grows past the cap is disconnected.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../logger.js';
@@ -277,14 +276,6 @@ export function createSseHub(options: {
       });
       res.flushHeaders();
 
-      // Live frames published together (one group commit) leave in one write, on a microtask after the
-      // publishing code: one syscall and one wake-up of the client per batch instead of per event.
-      let batch: string[] = [];
-      const flushBatch = (): void => {
-        const frames = batch;
-        batch = [];
-        send(res, frames.length === 1 ? (frames[0] as string) : frames.join(''));
-      };
       const stop = subscribe(principal, query, lastHeader, {
         // Replayed frames are written as they come (bounded by highWater); live ones go through the cap.
         event: (event, frameWithId, plain) => {
@@ -296,11 +287,8 @@ export function createSseHub(options: {
               : withIds
                 ? sseFrame(event.data, event.seq)
                 : sseFrame(event.data);
-          if (frameWithId === undefined) {
-            res.write(frame);
-            return;
-          }
-          if (batch.push(frame) === 1) queueMicrotask(flushBatch);
+          if (frameWithId === undefined) res.write(frame);
+          else send(res, frame);
         },
         gap: (data) => send(res, sseFrame(data)),
         buffered: () => res.writableLength,
