@@ -49,6 +49,8 @@ export interface MemoryGuard {
 }
 
 const RSS_LINE = /^VmRSS:\s+(\d+) kB/m;
+/** Largest /proc/<pid>/status read (65,536 supplementary groups take ~450 KB). */
+const MAX_STATUS_BYTES = 4 * 1024 * 1024;
 
 /** Reads VmRSS of `pid` in bytes; undefined when the process is gone. */
 export function readRssBytes(pid: number): number | undefined {
@@ -74,14 +76,19 @@ export function openRssReader(pid: number): { read(): number | undefined; close(
   } catch {
     fd = undefined;
   }
-  const buffer = Buffer.alloc(4096);
+  let buffer = Buffer.alloc(4096);
   return {
     read() {
       if (fd === undefined) return undefined;
       try {
-        const n = readSync(fd, buffer, 0, buffer.length, 0);
-        const match = RSS_LINE.exec(buffer.toString('latin1', 0, n));
-        return match ? Number(match[1]) * 1024 : undefined;
+        for (;;) {
+          const n = readSync(fd, buffer, 0, buffer.length, 0);
+          const match = RSS_LINE.exec(buffer.toString('latin1', 0, n));
+          if (match) return Number(match[1]) * 1024;
+          // a long Groups line can push VmRSS past the buffer: read the whole file with a larger one
+          if (n < buffer.length || buffer.length >= MAX_STATUS_BYTES) return undefined;
+          buffer = Buffer.alloc(buffer.length * 4);
+        }
       } catch {
         return undefined; // the process is gone
       }
