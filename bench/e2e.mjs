@@ -11,6 +11,11 @@
 //                           Deno processes), before/after the c16 run, divided by its calls
 //     runner_cpu_ms_per_spawn (process mode) its CPU per call minus warm mode's: one spawn's cost
 //     stage_p50_ms          per-stage p50 of metadata.timings over the c16 run
+//     spaced_stage_p50_ms   the same for the spaced calls; spaced_outside_stages_p50_ms: a spaced call's
+//                           latency minus its stages (the bench's write, the request's commit and its
+//                           event to the runner, the answer's write and its event back to the bench)
+//     deno_cpu_ms_per_call, bench_client_cpu_ms_per_call: the CPU of the runner's Deno processes and of
+//                           this client over the c16 run, per call (with the runner's: the machine's cost)
 //   pending_10k: 10,000 requests written while the runner is stopped (separate store), then a warm
 //                runner starts; its RSS (Node process only) is sampled for 20 s
 //   mixed:       the shipped self-contained tools (echo, slugify, random, calculator, json-transform),
@@ -92,6 +97,29 @@ const childrenOf = (pid) => {
     if (text) out.push(...text.split(' ').map(Number));
   }
   return out;
+};
+/** CPU ms of the Deno processes below `pid` (children of its spawner helper) that are alive now. */
+const denoCpuMs = (pid) => {
+  let total = 0;
+  const walk = (at, depth) => {
+    let kids = [];
+    try {
+      kids = childrenOf(at);
+    } catch {
+      return; // exited meanwhile
+    }
+    for (const child of kids) {
+      try {
+        const s = statOf(child);
+        if (s.comm === 'deno') total += s.cpuMs;
+        else if (depth < 2) walk(child, depth + 1);
+      } catch {
+        // exited meanwhile
+      }
+    }
+  };
+  walk(pid, 0);
+  return total;
 };
 /** CPU ms of the runner and its Node children (the spawner helper); Deno processes never count. */
 const runnerCpuMs = (pid) => {
@@ -240,15 +268,18 @@ async function measureMode(mode) {
       );
 
     log(`${mode}: ${SPACED_N} calls ${SPACING_MS} ms apart`);
-    const spaced = [];
+    const spacedResults = [];
     for (let i = 0; i < SPACED_N; i++) {
       await sleep(SPACING_MS);
-      spaced.push((await c.call()).ms);
+      spacedResults.push(await c.call());
     }
+    const spaced = spacedResults.map((r) => r.ms);
 
     log(`${mode}: ${CALLS} calls at ${CONCURRENCY} concurrent`);
     const pid = runner.proc.pid;
     const cpuBefore = runnerCpuMs(pid);
+    const denoBefore = denoCpuMs(pid);
+    const benchBefore = process.cpuUsage();
     const results = [];
     let next = 0;
     const t0 = performance.now();
@@ -259,6 +290,8 @@ async function measureMode(mode) {
     );
     const seconds = (performance.now() - t0) / 1000;
     const cpuAfter = runnerCpuMs(pid);
+    const denoAfter = denoCpuMs(pid);
+    const benchUsage = process.cpuUsage(benchBefore);
     const lat = results.map((r) => r.ms);
     const gaveUp = results.filter((r) => r.context === undefined);
     const stageP50 = {};
@@ -266,6 +299,19 @@ async function measureMode(mode) {
       const values = results.map((r) => r.context?.metadata?.timings?.[stage]).filter((v) => typeof v === 'number');
       stageP50[stage] = pct(values, 50);
     }
+    // Where a spaced call's time went: the runner's stages (its answer's metadata) and the rest
+    // (the bench's write and the store's commit before the runner learns of the request, the
+    // answer's write and its event back to the bench).
+    const spacedStageP50 = {};
+    for (const stage of STAGES) {
+      const values = spacedResults
+        .map((r) => r.context?.metadata?.timings?.[stage])
+        .filter((v) => typeof v === 'number');
+      spacedStageP50[stage] = pct(values, 50);
+    }
+    const spacedOutside = spacedResults
+      .filter((r) => r.context?.metadata?.timings)
+      .map((r) => r.ms - Object.values(r.context.metadata.timings).reduce((a, b) => a + b, 0));
     const slowest = [...results].sort((a, b) => b.ms - a.ms)[0];
     return {
       calls_per_sec_c16: round(CALLS / seconds, 1),
@@ -286,7 +332,12 @@ async function measureMode(mode) {
       spaced_p50_ms: pct(spaced, 50),
       spaced_p99_ms: pct(spaced, 99),
       spaced_calls: SPACED_N,
+      spaced_stage_p50_ms: spacedStageP50,
+      spaced_outside_stages_p50_ms: pct(spacedOutside, 50),
       runner_cpu_ms_per_call: round((cpuAfter - cpuBefore) / CALLS, 3),
+      // every process of the c16 run: the runner (with its embedded store), its Deno processes, this bench client
+      deno_cpu_ms_per_call: round((denoAfter - denoBefore) / CALLS, 3),
+      bench_client_cpu_ms_per_call: round((benchUsage.user + benchUsage.system) / 1000 / CALLS, 3),
       stage_p50_ms: stageP50,
       rss_mb_after: Math.round(rssMb(pid)),
     };

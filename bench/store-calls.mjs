@@ -1,8 +1,9 @@
 // Store transactions per tool call, A/B in one run: `tools-runner start` (embedded store, echo tool,
 // warm isolation) with each claim kind and with group commit on and off; --calls calls by 16
 // concurrent callers (each writes a request and waits for its answer event). Reads the store's
-// /metrics before and after, and prints per call: breadcrumb writes, the SQLite transactions they
-// took, lease writes (one small transaction each), and the total.
+// /metrics before and after, and prints per call: writes of the group-commit path (breadcrumb writes,
+// and a lease's finish, which joins them when group commit is on), the SQLite transactions they took,
+// lease writes that were a transaction of their own, and the total.
 // Usage: node bench/store-calls.mjs [--calls=400]
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

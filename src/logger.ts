@@ -184,9 +184,36 @@ function newBudget(shared: Shared): Budget {
   return { left: MAX_LINE_CHARS, secrets: shared.secrets };
 }
 
-function build(shared: Shared, bindings: Record<string, unknown>): Logger {
+/** A copy of `value` when it is a plain object of primitive data fields only, else undefined (plainFields deals with it). */
+function primitiveCopy(value: unknown): Record<string, unknown> | undefined {
+  try {
+    // (a Proxy or a getter may throw anywhere here: then plainFields deals with it)
+    if (value === null || typeof value !== 'object' || Object.getPrototypeOf(value) !== Object.prototype)
+      return undefined;
+    const copy: Record<string, unknown> = {};
+    for (const key of Object.keys(value)) {
+      const descriptor = Object.getOwnPropertyDescriptor(value, key);
+      if (descriptor === undefined || !('value' in descriptor)) return undefined; // an accessor: not read here
+      const field: unknown = descriptor.value;
+      const type = typeof field;
+      if (field !== null && type !== 'string' && type !== 'number' && type !== 'boolean' && type !== 'undefined')
+        return undefined;
+      copy[key] = field;
+    }
+    return copy;
+  } catch {
+    return undefined;
+  }
+}
+
+// `bindings` may be a function: a child's fields are merged on its first emitted line (or its first
+// child), so a logger made per call costs nothing when its level drops every line (the hot path).
+function build(shared: Shared, lazyBindings: Record<string, unknown> | (() => Record<string, unknown>)): Logger {
+  let merged = typeof lazyBindings === 'function' ? undefined : lazyBindings;
+  const fields = (): Record<string, unknown> => (merged ??= (lazyBindings as () => Record<string, unknown>)());
   const emit = (level: Exclude<LogLevel, 'silent'>, msg: unknown, meta?: unknown): void => {
     if (LEVELS[level] < shared.min) return;
+    const bindings = fields();
     let line: string;
     try {
       const budget = newBudget(shared);
@@ -213,9 +240,16 @@ function build(shared: Shared, bindings: Record<string, unknown>): Logger {
     warn: (msg, meta) => emit('warn', msg, meta),
     error: (msg, meta) => emit('error', msg, meta),
     child: (more) => {
-      const merged: Record<string, unknown> = { ...bindings };
-      for (const [key, value] of Object.entries(plainFields(more, newBudget(shared)))) setField(merged, key, value);
-      return build(shared, merged);
+      // The fields as they are now (a later change to `more` is not seen), merged when first needed:
+      // primitive fields (the usual rid, tool, attempt) are copied as they are, anything else made plain now.
+      const copy = primitiveCopy(more);
+      const eager = copy === undefined ? plainFields(more, newBudget(shared)) : undefined;
+      return build(shared, () => {
+        const out: Record<string, unknown> = { ...fields() };
+        const plain = eager ?? plainFields(copy, newBudget(shared));
+        for (const [key, value] of Object.entries(plain)) setField(out, key, value);
+        return out;
+      });
     },
     redact: (value) => {
       if (typeof value !== 'string' || value.length < 4 || shared.secrets.includes(value)) return;

@@ -7,7 +7,7 @@
 // SAMPLE_INTERVAL_MS and the process group is SIGKILLed over the limit. An ArrayBuffer loop that
 // touches its pages grows at roughly 0.5-5 GB/s, so the overshoot stays in the tens of MB.
 
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import type { Logger } from '../logger.js';
 import {
   createProcessCgroup,
@@ -48,15 +48,56 @@ export interface MemoryGuard {
   close(): void;
 }
 
+const RSS_LINE = /^VmRSS:\s+(\d+) kB/m;
+/** Largest /proc/<pid>/status read (65,536 supplementary groups take ~450 KB). */
+const MAX_STATUS_BYTES = 4 * 1024 * 1024;
+
 /** Reads VmRSS of `pid` in bytes; undefined when the process is gone. */
 export function readRssBytes(pid: number): number | undefined {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'latin1');
-    const match = /^VmRSS:\s+(\d+) kB/m.exec(status);
+    const match = RSS_LINE.exec(status);
     return match ? Number(match[1]) * 1024 : undefined;
   } catch {
     return undefined;
   }
+}
+
+/**
+ * A reader of one process's VmRSS over a file descriptor kept open while the process is watched:
+ * each sample is one pread of /proc/<pid>/status (the kernel renders it afresh at offset 0) instead of
+ * open, fstat, read and close — the guard samples every running call every SAMPLE_INTERVAL_MS. The
+ * descriptor names the process it was opened for, so a reused pid is never read by mistake.
+ */
+export function openRssReader(pid: number): { read(): number | undefined; close(): void } {
+  let fd: number | undefined;
+  try {
+    fd = openSync(`/proc/${pid}/status`, 'r');
+  } catch {
+    fd = undefined;
+  }
+  let buffer = Buffer.alloc(4096);
+  return {
+    read() {
+      if (fd === undefined) return undefined;
+      try {
+        for (;;) {
+          const n = readSync(fd, buffer, 0, buffer.length, 0);
+          const match = RSS_LINE.exec(buffer.toString('latin1', 0, n));
+          if (match) return Number(match[1]) * 1024;
+          // a long Groups line can push VmRSS past the buffer: read the whole file with a larger one
+          if (n < buffer.length || buffer.length >= MAX_STATUS_BYTES) return undefined;
+          buffer = Buffer.alloc(buffer.length * 4);
+        }
+      } catch {
+        return undefined; // the process is gone
+      }
+    },
+    close() {
+      if (fd !== undefined) closeSync(fd);
+      fd = undefined;
+    },
+  };
 }
 
 /** Detects the enforcement mode (logging it once) and creates the guard. */
@@ -72,15 +113,22 @@ export async function createMemoryGuard(options: {
     ...(probe.base ? { cgroup: probe.base } : { reason: probe.reason, sampleIntervalMs: SAMPLE_INTERVAL_MS }),
     runtimeOverheadMb: RUNTIME_OVERHEAD_MB,
   });
-  const watched = new Set<Watched>();
+  const watched = new Map<Watched, ReturnType<typeof openRssReader> | undefined>();
   let timer: NodeJS.Timeout | undefined;
+  const forget = (target: Watched): void => {
+    watched.get(target)?.close();
+    watched.delete(target);
+  };
 
   const sample = (): void => {
-    for (const target of watched) {
-      const rss = readRssBytes(target.pid);
+    for (const [target, known] of watched) {
+      // opened at the first sample: a call that ends within one interval costs nothing
+      let reader = known;
+      if (reader === undefined) watched.set(target, (reader = openRssReader(target.pid)));
+      const rss = reader.read();
       if (rss !== undefined) target.sampled?.(rss);
       if (mode === 'rss-sampling' && rss !== undefined && rss > target.limitBytes) {
-        watched.delete(target);
+        forget(target);
         target.overLimit(rss);
       }
     }
@@ -112,14 +160,14 @@ export async function createMemoryGuard(options: {
     watch(target) {
       // in cgroup mode the kernel enforces the limit: sample only for a call's heap-OOM evidence
       if (mode === 'cgroup' && target.sampled === undefined) return;
-      watched.add(target);
+      if (!watched.has(target)) watched.set(target, undefined);
       timer ??= setInterval(sample, SAMPLE_INTERVAL_MS);
     },
     unwatch(target) {
-      watched.delete(target);
+      forget(target);
     },
     close() {
-      watched.clear();
+      for (const target of [...watched.keys()]) forget(target);
       if (timer) clearInterval(timer);
       timer = undefined;
     },

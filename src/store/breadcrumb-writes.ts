@@ -60,6 +60,11 @@ export interface BreadcrumbWrites {
   removeRows(seqs: number[], reason: string): number;
   /** Write transactions committed, writes in them, and the time spent inside them (bench/store-group-commit.mjs). */
   stats(): WriteStats;
+  /**
+   * Runs another table's small write `run` in the group commit (its own savepoint in the next shared
+   * transaction); resolves with its value once committed. For writes nobody waits on (a lease's finish).
+   */
+  defer<T>(run: () => T): Promise<T>;
 }
 
 export type { WriteStats } from './group-commit.js';
@@ -385,5 +390,6 @@ export function createBreadcrumbWrites(
       return events.length;
     },
     stats: () => ({ ...counters }),
+    defer: (run) => submit(run, (value) => value),
   };
 }

@@ -62,7 +62,8 @@ export interface Leases {
   acquire(body: Record<string, unknown>): AcquireReply;
   renew(body: Record<string, unknown>): { ok: boolean; state: string };
   release(body: Record<string, unknown>): { ok: boolean };
-  finish(body: Record<string, unknown>): { ok: boolean };
+  /** Committed with the next group of breadcrumb writes when the store groups its commits (see createLeases). */
+  finish(body: Record<string, unknown>): { ok: boolean } | Promise<{ ok: boolean }>;
   /** Leases of a scope that are free to take over (released, or held past expiry), oldest first. */
   expired(body: Record<string, unknown>): { leases: LeaseView[] };
   /** Every lease of a scope (operators, tests), most recently changed first. */
@@ -70,7 +71,7 @@ export interface Leases {
   /** Deletes leases that are not live (released, done, or past expiry at `at`) whose subject breadcrumb (`name`) is gone; returns how many. */
   pruneOrphans(limit: number, at?: number): number;
   count(): number;
-  /** Lease writes (acquire, renew, release, finish) since the store started: one transaction each. */
+  /** Lease writes that were a transaction of their own since the store started (a deferred finish counts with the breadcrumb writes). */
   writes(): number;
 }
 
@@ -155,8 +156,14 @@ export const leaseView = (row: LeaseRow): LeaseView => ({
   expires_ms: row.expires_ms,
 });
 
-/** Builds the lease operations over `db` (the table exists: db.ts creates it). */
-export function createLeases(db: Db, now: () => number = Date.now): Leases {
+/**
+ * Builds the lease operations over `db` (the table exists: db.ts creates it). With `defer` (the
+ * breadcrumb writes' group commit), `finish` joins the next shared transaction instead of paying a
+ * commit of its own: the runner finishes a lease after its answer is written and waits for nobody on
+ * it, so a call's two lease transactions become one and a savepoint. Acquire, renew and release stay
+ * synchronous, each its own transaction: a claim never waits for the end of an event-loop turn.
+ */
+export function createLeases(db: Db, now: () => number = Date.now, defer?: <T>(run: () => T) => Promise<T>): Leases {
   const select = db.prepare('SELECT * FROM leases WHERE scope = ? AND name = ?');
   const insert =
     db.prepare(`INSERT INTO leases (scope, name, attempt, holder, token, state, label, expires_ms, updated_ms)
@@ -238,15 +245,20 @@ export function createLeases(db: Db, now: () => number = Date.now): Leases {
       };
     },
     finish(body) {
-      writes++;
+      // The body is checked at once (a bad one is a 400 now, never a failed batch write).
       const scope = text(body, 'scope');
       const name = text(body, 'name');
       const token = text(body, 'token', true);
-      const changes =
-        token === ''
-          ? finishAny.run({ scope, name, now: now() }).changes
-          : finishMine.run({ scope, name, token, now: now() }).changes;
-      return { ok: changes === 1 };
+      const run = (): { ok: boolean } => {
+        const changes =
+          token === ''
+            ? finishAny.run({ scope, name, now: now() }).changes
+            : finishMine.run({ scope, name, token, now: now() }).changes;
+        return { ok: changes === 1 };
+      };
+      if (defer) return defer(run); // counted with the breadcrumb writes of its shared transaction
+      writes++;
+      return run();
     },
     expired: (body) => ({
       leases: (expired.all(text(body, 'scope'), now(), limit(body)) as LeaseRow[]).map(leaseView),

@@ -151,7 +151,7 @@ export function storeMetrics(writes: BreadcrumbWrites, retention: Retention, lea
   metric(
     'tools_runner_store_lease_writes_total',
     'counter',
-    'Lease writes (acquire, renew, release, finish), one small transaction each, no event.',
+    'Lease writes that were a small transaction of their own (acquire, renew, release; finish when the store does not group its commits), no event. A grouped finish counts in tools_runner_store_writes_total.',
     leases.writes(),
   );
   metric(

@@ -180,7 +180,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
       secrets = createSecretsRepo(db, key);
       search = createBreadcrumbSearch({ db, reads, embedder, logger });
       log = sqliteLog;
-      sqliteLeases = createLeases(db);
+      sqliteLeases = createLeases(db, Date.now, sqliteWrites.defer);
       leases = sqliteLeases;
     }
     await registry.ensureTenant(DEFAULT_OWNER_ID, 'Default Tenant');

@@ -3,13 +3,14 @@
 // exercised against a plain directory laid out like cgroupfs (the kernel's enforcement itself cannot
 // be shown here): detection, delegation, per-process cgroups with memory.max, and their removal.
 
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/logger.js';
 import { createProcessCgroup, locateOwnCgroup, probeCgroup, type CgroupLocation } from '../../src/sandbox/cgroup.js';
 import { createSandbox } from '../../src/sandbox/index.js';
-import { createMemoryGuard, readRssBytes, RUNTIME_OVERHEAD_MB } from '../../src/sandbox/memory-guard.js';
+import { createMemoryGuard, openRssReader, readRssBytes, RUNTIME_OVERHEAD_MB } from '../../src/sandbox/memory-guard.js';
 import {
   captureLogger,
   expectNoLeaks,
@@ -66,6 +67,26 @@ describe('on this machine', () => {
   it('reads VmRSS of a live process and nothing for a missing one', () => {
     expect(readRssBytes(process.pid)).toBeGreaterThan(10 * 1024 * 1024);
     expect(readRssBytes(2 ** 22 + 12345)).toBeUndefined();
+  });
+
+  it('reads VmRSS again and again through one kept descriptor, and nothing once the process is gone', async () => {
+    const own = openRssReader(process.pid);
+    const first = own.read();
+    expect(first).toBeGreaterThan(10 * 1024 * 1024);
+    const grown = Buffer.alloc(64 * 1024 * 1024, 1); // touched pages: RSS grows, and the reader sees it
+    expect(own.read()).toBeGreaterThan((first as number) + 32 * 1024 * 1024);
+    expect(grown[0]).toBe(1);
+    own.close();
+    expect(own.read()).toBeUndefined();
+    expect(openRssReader(2 ** 22 + 12345).read()).toBeUndefined();
+    const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    const reader = openRssReader(child.pid as number);
+    expect(reader.read()).toBeGreaterThan(0);
+    child.kill('SIGKILL');
+    await exited; // reaped: the descriptor's process is gone, whoever gets its pid next
+    expect(reader.read()).toBeUndefined();
+    reader.close();
   });
 });
 

@@ -1,6 +1,6 @@
 // Group commit: writes that arrive together share one SQLite transaction, each in its own
 // savepoint — a write that fails (409, 412, 404) fails alone, and no caller is answered before its
-// write committed; events still come out in commit order.
+// write committed; events still come out in commit order. A lease's finish joins the same commit.
 import { describe, expect, it } from 'vitest';
 import type { LocalRequest } from '../../src/store/index.js';
 import { crumb, startStore } from './helpers.js';
@@ -44,4 +44,35 @@ describe('store: group commit', () => {
     expect(seqs).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 'k1', 'v2']);
     sub.close();
   });
+
+  it.each([true, false])(
+    'a lease finish joins the group commit (group commit %s); a bad body is refused at once',
+    async (group) => {
+      const store = await startStore({ groupCommit: group, leaseKey: 'lease-key-for-tests-0123' });
+      const lease = (op: string, body: Record<string, unknown>) =>
+        store.local.call('POST', `/x/leases/${op}`, req(body, { 'X-Lease-Key': 'lease-key-for-tests-0123' }));
+      const held = { scope: 'ws', holder: 'a', token: 'tok-a', ttl_ms: 60_000 };
+      for (const name of ['r1', 'r2']) expect((await lease('acquire', { ...held, name })).status).toBe(200);
+      const before = store.writeStats();
+      const replies = await Promise.all([
+        store.local.call('POST', '/breadcrumbs', req(crumb({ context: { i: 'answer' } }))),
+        lease('finish', { scope: 'ws', name: 'r1', token: 'tok-a' }),
+        lease('finish', { scope: 'ws', name: 'r2', token: 'not-the-holder' }),
+        lease('finish', { scope: 'ws', name: '' }),
+      ]);
+      expect(replies.map((r) => r.status)).toEqual([201, 200, 200, 400]);
+      expect(replies.slice(1, 3).map((r) => (r as { value: unknown }).value)).toEqual([{ ok: true }, { ok: false }]);
+      expect(JSON.stringify((replies[3] as { error: unknown }).error)).toMatch(/name must be a non-empty string/);
+      const after = store.writeStats();
+      // the answer and both finishes: one transaction together, three one by one
+      expect(after.writes - before.writes).toBe(3);
+      expect(after.transactions - before.transactions).toBe(group ? 1 : 3);
+      // committed: the finished lease is done, the other still held
+      const again = await Promise.all(['r1', 'r2'].map((name) => lease('acquire', { ...held, name, token: 'tok-b' })));
+      expect(again.map((r) => (r as { value: { acquired: boolean; state?: string } }).value)).toEqual([
+        expect.objectContaining({ acquired: false, state: 'done' }),
+        expect.objectContaining({ acquired: false, state: 'held' }),
+      ]);
+    },
+  );
 });
