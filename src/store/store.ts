@@ -17,7 +17,15 @@ import { createBreadcrumbReads } from './breadcrumb-reads.js';
 import { createBreadcrumbWrites, type BreadcrumbWrites, type WriteStats } from './breadcrumb-writes.js';
 import { startCheckpointer } from './checkpointer.js';
 import { openDatabase, type Db } from './db.js';
-import type { LeasesPort, ReadsPort, RegistryPort, SearchPort, SecretsPort, WritesPort } from './backend.js';
+import type {
+  LeasesPort,
+  MaybePromise,
+  ReadsPort,
+  RegistryPort,
+  SearchPort,
+  SecretsPort,
+  WritesPort,
+} from './backend.js';
 import { isPostgresUrl, isUnavailable, openPgBackend, type PgBackend } from './pg/index.js';
 import { createEmbeddingQueue, embedderFromConfig, type Embedder, type EmbeddingQueue } from './embeddings.js';
 import { createEventLog } from './event-log.js';
@@ -89,6 +97,24 @@ const CHECKPOINT_INTERVAL_MS = 200;
 const ORPHAN_LEASES_PER_SWEEP = 5000;
 
 /** Starts the store; resolves once it accepts connections. Throws RunnerError(config.invalid) on startup problems. */
+/**
+ * The expiry sweep. SQLite's retention sweep removes orphaned leases; PostgreSQL has no retention
+ * sweep, so its expiry sweep does (on every replica at once: the delete skips rows another replica holds).
+ */
+function expirySweep(
+  writes: Pick<WritesPort, 'pruneExpired'>,
+  pgLeases: LeasesPort | undefined,
+  logger: Logger,
+): () => MaybePromise<number> {
+  if (pgLeases === undefined) return () => writes.pruneExpired();
+  return async () => {
+    const removed = await writes.pruneExpired();
+    const orphans = await pgLeases.pruneOrphans(ORPHAN_LEASES_PER_SWEEP);
+    if (orphans > 0) logger.info('orphaned leases removed', { leases: orphans });
+    return removed;
+  };
+}
+
 export async function createStore(options: StoreOptions): Promise<Store> {
   const { host, logger } = options;
   if (!isLoopbackHost(host) && options.authSecret === undefined) {
@@ -249,19 +275,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
         leaseGate,
         unavailable: (error) => pg !== undefined && isUnavailable(error),
       });
-    // SQLite's retention sweep removes orphaned leases; PostgreSQL has no retention sweep, so its
-    // expiry sweep does (on every replica at once: the delete skips rows another replica holds).
-    const pgLeases = pg?.leases;
-    const prune =
-      pgLeases === undefined
-        ? () => writes.pruneExpired()
-        : async () => {
-            const removed = await writes.pruneExpired();
-            const orphans = await pgLeases.pruneOrphans(ORPHAN_LEASES_PER_SWEEP);
-            if (orphans > 0) logger.info('orphaned leases removed', { leases: orphans });
-            return removed;
-          };
-    stopPrune = startPruning(prune, options.pruneIntervalMs ?? 30_000, logger);
+    stopPrune = startPruning(expirySweep(writes, pg?.leases, logger), options.pruneIntervalMs ?? 30_000, logger);
     const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
       if (state !== 'RUNNING') {
         res.shouldKeepAlive = false;
