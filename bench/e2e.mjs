@@ -9,6 +9,7 @@
 //     spaced_p50/p99_ms     calls 50 ms apart (--spaced, default 200): request written -> response event
 //     runner_cpu_ms_per_call  utime+stime of the runner process and its spawner helper (never the
 //                           Deno processes), before/after the c16 run, divided by its calls
+//     spawner_cpu_ms_per_call   the spawner helper's share of it
 //     runner_cpu_ms_per_spawn (process mode) its CPU per call minus warm mode's: one spawn's cost
 //     stage_p50_ms          per-stage p50 of metadata.timings over the c16 run
 //   pending_10k: 10,000 requests written while the runner is stopped (separate store), then a warm
@@ -19,7 +20,11 @@
 //                with the rotation's sandbox_wait p50/p90 (target p90 <= 5 ms)
 //   timers:      warm runner: 8 calls of `timer` (3 s) written, then one echo: its latency (target
 //                <= 100 ms); then 32 timers (3 s) at once: time until the last answer (target <= 4 s)
-// --scenarios=modes,mixed,timers,pending picks scenarios (default: all).
+//   soak:        warm runner, the mixed rotation at c16 for --soak-minutes (default 10), the runner's
+//                RSS sampled every 15 s: rss_mb at the start of the last 5 minutes (or the last half of a
+//                shorter soak) and at the end; last_5min_growth = end / that - 1 (target < 0.10)
+// --scenarios=modes,mixed,timers,pending,soak picks scenarios (default: all but soak).
+// Soak: node bench/e2e.mjs --scenarios=soak --soak-minutes=10 --boot-n=0
 // Quick run: node bench/e2e.mjs --calls=200 --spaced=40 --boot-n=40 --pending-n=0
 // Outlier hunt (fresh runner, no warm-up): --modes=process --calls=100 --spaced=0 --boot-n=0 --pending-n=0 --warmup=0
 import { spawn } from 'node:child_process';
@@ -50,6 +55,8 @@ const SCENARIOS = (
   process.argv.find((a) => a.startsWith('--scenarios='))?.slice('--scenarios='.length) ?? 'modes,mixed,timers,pending'
 ).split(',');
 const MIXED_CALLS = arg('mixed-calls', 600);
+const SOAK_MINUTES = arg('soak-minutes', 10);
+const SOAK_SAMPLE_MS = 15_000;
 const TIMER_MS = arg('timer-ms', 3000);
 // Extra runner flags, e.g. --runner=--pool-size=4
 const EXTRA = process.argv.filter((a) => a.startsWith('--runner=')).map((a) => a.slice('--runner='.length));
@@ -93,6 +100,8 @@ const childrenOf = (pid) => {
   }
   return out;
 };
+/** CPU ms of the runner's Node children (the spawner helper). */
+const helperCpuMs = (pid) => runnerCpuMs(pid) - statOf(pid).cpuMs;
 /** CPU ms of the runner and its Node children (the spawner helper); Deno processes never count. */
 const runnerCpuMs = (pid) => {
   let total = statOf(pid).cpuMs;
@@ -249,6 +258,7 @@ async function measureMode(mode) {
     log(`${mode}: ${CALLS} calls at ${CONCURRENCY} concurrent`);
     const pid = runner.proc.pid;
     const cpuBefore = runnerCpuMs(pid);
+    const helperBefore = helperCpuMs(pid);
     const results = [];
     let next = 0;
     const t0 = performance.now();
@@ -259,6 +269,7 @@ async function measureMode(mode) {
     );
     const seconds = (performance.now() - t0) / 1000;
     const cpuAfter = runnerCpuMs(pid);
+    const helperAfter = helperCpuMs(pid);
     const lat = results.map((r) => r.ms);
     const gaveUp = results.filter((r) => r.context === undefined);
     const stageP50 = {};
@@ -287,6 +298,8 @@ async function measureMode(mode) {
       spaced_p99_ms: pct(spaced, 99),
       spaced_calls: SPACED_N,
       runner_cpu_ms_per_call: round((cpuAfter - cpuBefore) / CALLS, 3),
+      // of which the spawner helper's (the rest is the service process's own)
+      spawner_cpu_ms_per_call: round((helperAfter - helperBefore) / CALLS, 3),
       stage_p50_ms: stageP50,
       rss_mb_after: Math.round(rssMb(pid)),
     };
@@ -461,6 +474,67 @@ async function timers() {
   }
 }
 
+/** The mixed rotation at c16 for SOAK_MINUTES; the runner's RSS every 15 s. */
+async function soak() {
+  log(`soak: starting a warm runner, rotation at c${CONCURRENCY} for ${SOAK_MINUTES} min`);
+  const { runner, url, stop } = await startRunner('warm');
+  const c = await connect(url);
+  try {
+    for (const [tool, input] of MIXED_TOOLS) for (let i = 0; i < 10; i++) await c.call(tool, input);
+    const pid = runner.proc.pid;
+    const durationMs = SOAK_MINUTES * 60_000;
+    // the window judged: the last 5 minutes, or the last half of a shorter soak
+    const windowMs = Math.min(5 * 60_000, durationMs / 2);
+    const samples = [{ s: 0, rss_mb: round(rssMb(pid), 1) }];
+    let calls = 0;
+    let failed = 0;
+    let next = 0;
+    const t0 = performance.now();
+    const end = t0 + durationMs;
+    const sampler = setInterval(() => {
+      const sample = { s: Math.round((performance.now() - t0) / 1000), rss_mb: round(rssMb(pid), 1), calls };
+      samples.push(sample);
+      log(`soak: ${sample.s} s, ${calls} calls, rss ${sample.rss_mb} MB`);
+    }, SOAK_SAMPLE_MS);
+    const cpuBefore = runnerCpuMs(pid);
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        while (performance.now() < end) {
+          const [tool, input] = MIXED_TOOLS[next++ % MIXED_TOOLS.length];
+          const r = await c.call(tool, input);
+          calls++;
+          if (r.context?.status !== 'success') failed++;
+        }
+      }),
+    );
+    clearInterval(sampler);
+    const seconds = (performance.now() - t0) / 1000;
+    const last = { s: Math.round(seconds), rss_mb: round(rssMb(pid), 1), calls };
+    samples.push(last);
+    // the sample nearest the start of the window
+    const windowStartS = (durationMs - windowMs) / 1000;
+    const atWindow = samples.reduce((best, x) =>
+      Math.abs(x.s - windowStartS) < Math.abs(best.s - windowStartS) ? x : best,
+    );
+    return {
+      minutes: SOAK_MINUTES,
+      calls,
+      failed,
+      calls_per_sec: round(calls / seconds, 1),
+      runner_cpu_ms_per_call: round((runnerCpuMs(pid) - cpuBefore) / calls, 3),
+      window_minutes: round(windowMs / 60_000, 2),
+      rss_mb_at_window_start: atWindow.rss_mb,
+      rss_mb_at_end: last.rss_mb,
+      rss_mb_max: Math.max(...samples.map((x) => x.rss_mb)),
+      last_window_growth: round(last.rss_mb / atWindow.rss_mb - 1, 3),
+      samples,
+    };
+  } finally {
+    c.close();
+    await stop();
+  }
+}
+
 async function main() {
   log(`bare boot: ${BOOT_N} deno processes`);
   const bare = BOOT_N > 0 ? await bareBoot() : { processes: 0, per_sec: NaN };
@@ -476,6 +550,7 @@ async function main() {
   const mixedFigures = SCENARIOS.includes('mixed') ? await mixed() : null;
   const timerFigures = SCENARIOS.includes('timers') ? await timers() : null;
   const pending = PENDING_N > 0 && SCENARIOS.includes('pending') ? await pending10k() : null;
+  const soakFigures = SCENARIOS.includes('soak') ? await soak() : null;
   console.log(
     JSON.stringify({
       tool: 'echo',
@@ -487,12 +562,14 @@ async function main() {
       mixed: mixedFigures,
       timers: timerFigures,
       pending_10k: pending,
+      soak: soakFigures,
       targets: {
         warm: 'calls/s >= 600, spaced p50 <= 2 ms, cpu/call <= 1.5 ms',
         process: 'calls/s >= 0.8 x bare boot, spaced p50 <= 5 ms, cpu/call <= 3 ms',
         all: 'max latency c16 <= 1000 ms, rss 10k pending < 300 MB',
         mixed: 'rotation >= 0.8 x slowest single tool, sandbox_wait p90 <= 5 ms',
         timers: 'echo behind 8 timers <= 100 ms, 32 timers done <= 4 s',
+        soak: 'runner RSS grows < 10 % over the last 5 minutes of a 10-minute rotation',
       },
     }),
   );

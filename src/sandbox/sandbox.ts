@@ -99,6 +99,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
         logger,
         harnessPath: harness.path,
         importMapPath: harness.importMapPath,
+        sharedCwd: harness.sharedCwd,
       }),
   });
   // Last resort when the service exits without close(): detached groups are not killed by Node.
