@@ -70,7 +70,13 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'bench-e2e-'));
 const procs = new Set();
 const log = (msg) => process.stderr.write(`[e2e] ${msg}\n`);
-const start = (args, nodeArgs) => startCli(args, procs, nodeArgs);
+// Extra environment of the runner process, e.g. --runner-env=MALLOC_ARENA_MAX=2
+const RUNNER_ENV = Object.fromEntries(
+  process.argv
+    .filter((a) => a.startsWith('--runner-env='))
+    .map((a) => a.slice('--runner-env='.length).split(/=(.*)/s).slice(0, 2)),
+);
+const start = (args, nodeArgs) => startCli(args, procs, nodeArgs, nodeArgs ? RUNNER_ENV : {});
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const round = (x, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
 
@@ -477,39 +483,53 @@ async function timers() {
 /** The mixed rotation at c16 for SOAK_MINUTES; the runner's RSS every 15 s. */
 async function soak() {
   log(`soak: starting a warm runner, rotation at c${CONCURRENCY} for ${SOAK_MINUTES} min`);
-  const { runner, url, stop } = await startRunner('warm');
+  const { runner, url, stop, store } = await startRunner('warm');
   const c = await connect(url);
   try {
     for (const [tool, input] of MIXED_TOOLS) for (let i = 0; i < 10; i++) await c.call(tool, input);
     const pid = runner.proc.pid;
+    // --separate-store: the store's RSS too (is a growth the runner's or the store's?)
+    const storeRss = () => (store ? { store_rss_mb: round(rssMb(store.proc.pid), 1) } : {});
     const durationMs = SOAK_MINUTES * 60_000;
     // the window judged: the last 5 minutes, or the last half of a shorter soak
     const windowMs = Math.min(5 * 60_000, durationMs / 2);
     const samples = [{ s: 0, rss_mb: round(rssMb(pid), 1) }];
     let calls = 0;
     let failed = 0;
+    const errors = [];
     let next = 0;
     const t0 = performance.now();
     const end = t0 + durationMs;
     const sampler = setInterval(() => {
-      const sample = { s: Math.round((performance.now() - t0) / 1000), rss_mb: round(rssMb(pid), 1), calls };
+      const sample = {
+        s: Math.round((performance.now() - t0) / 1000),
+        rss_mb: round(rssMb(pid), 1),
+        ...storeRss(),
+        calls,
+      };
       samples.push(sample);
-      log(`soak: ${sample.s} s, ${calls} calls, rss ${sample.rss_mb} MB`);
+      log(
+        `soak: ${sample.s} s, ${calls} calls, rss ${sample.rss_mb} MB${store ? `, store ${sample.store_rss_mb} MB` : ''}`,
+      );
     }, SOAK_SAMPLE_MS);
     const cpuBefore = runnerCpuMs(pid);
     await Promise.all(
       Array.from({ length: CONCURRENCY }, async () => {
         while (performance.now() < end) {
           const [tool, input] = MIXED_TOOLS[next++ % MIXED_TOOLS.length];
-          const r = await c.call(tool, input);
+          // a store that does not answer in time is counted, not fatal: the soak goes on
+          const r = await c.call(tool, input).catch((err) => {
+            errors.push(String(err?.message ?? err));
+            return undefined;
+          });
           calls++;
-          if (r.context?.status !== 'success') failed++;
+          if (r?.context?.status !== 'success') failed++;
         }
       }),
     );
     clearInterval(sampler);
     const seconds = (performance.now() - t0) / 1000;
-    const last = { s: Math.round(seconds), rss_mb: round(rssMb(pid), 1), calls };
+    const last = { s: Math.round(seconds), rss_mb: round(rssMb(pid), 1), ...storeRss(), calls };
     samples.push(last);
     // the sample nearest the start of the window
     const windowStartS = (durationMs - windowMs) / 1000;
@@ -520,6 +540,8 @@ async function soak() {
       minutes: SOAK_MINUTES,
       calls,
       failed,
+      errors: errors.length,
+      first_errors: [...new Set(errors)].slice(0, 3),
       calls_per_sec: round(calls / seconds, 1),
       runner_cpu_ms_per_call: round((runnerCpuMs(pid) - cpuBefore) / calls, 3),
       window_minutes: round(windowMs / 60_000, 2),
