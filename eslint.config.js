@@ -42,16 +42,6 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-floating-promises': 'error' },
   },
   {
-    // The warm pool's state machine (spares, parked processes, hand-over to waiting calls, CPU checks
-    // of parked processes) and the sandbox around it are still one closure each, reworked in issue 24;
-    // splitting them along those four seams is pending (CONTRIBUTING "Code"). Bounded here, not off.
-    files: ['src/sandbox/pool.ts', 'src/sandbox/sandbox.ts'],
-    rules: {
-      'max-lines': ['error', { max: 450, skipBlankLines: true, skipComments: true }],
-      'max-lines-per-function': ['error', { max: 400, skipBlankLines: true, skipComments: true, IIFEs: true }],
-    },
-  },
-  {
     // The Deno harness is one module on purpose: it imports nothing, so that tool code is the only
     // module Deno loads after it (sandbox/harness.ts, opening comment).
     files: ['sandbox/harness.ts'],

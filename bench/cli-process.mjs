@@ -9,8 +9,8 @@ const cli = join(root, 'dist', 'cli', 'main.js');
 /** Every process a bench starts shares one runner secret (required by a runner with --store-url). */
 const BENCH_RUNNER_SECRET = 'bench-runner-secret-0123456789';
 
-/** Spawns the CLI; `procs` (optional) tracks it until it exits; `nodeArgs` go before the script (e.g. --cpu-prof). */
-export function startCli(args, procs, nodeArgs = []) {
+/** Spawns the CLI; `procs` (optional) tracks it until it exits; `nodeArgs` go before the script (e.g. --cpu-prof); `extraEnv` adds variables. */
+export function startCli(args, procs, nodeArgs = [], extraEnv = {}) {
   const proc = spawn(process.execPath, [...nodeArgs, cli, ...args], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -19,6 +19,7 @@ export function startCli(args, procs, nodeArgs = []) {
       HOME: process.env.HOME,
       TOOLS_RUNNER_LOG_LEVEL: 'error',
       TOOLS_RUNNER_RUNNER_SECRET: BENCH_RUNNER_SECRET,
+      ...extraEnv,
     },
   });
   if (procs) {

@@ -9,6 +9,7 @@
 //     spaced_p50/p99_ms     calls 50 ms apart (--spaced, default 200): request written -> response event
 //     runner_cpu_ms_per_call  utime+stime of the runner process and its spawner helper (never the
 //                           Deno processes), before/after the c16 run, divided by its calls
+//     spawner_cpu_ms_per_call   the spawner helper's share of it
 //     runner_cpu_ms_per_spawn (process mode) its CPU per call minus warm mode's: one spawn's cost
 //     stage_p50_ms          per-stage p50 of metadata.timings over the c16 run
 //     spaced_stage_p50_ms   the same for the spaced calls; spaced_outside_stages_p50_ms: a spaced call's
@@ -24,7 +25,11 @@
 //                with the rotation's sandbox_wait p50/p90 (target p90 <= 5 ms)
 //   timers:      warm runner: 8 calls of `timer` (3 s) written, then one echo: its latency (target
 //                <= 100 ms); then 32 timers (3 s) at once: time until the last answer (target <= 4 s)
-// --scenarios=modes,mixed,timers,pending picks scenarios (default: all).
+//   soak:        warm runner, the mixed rotation at c16 for --soak-minutes (default 10), the runner's
+//                RSS sampled every 15 s: rss_mb at the start of the last 5 minutes (or the last half of a
+//                shorter soak) and at the end; last_5min_growth = end / that - 1 (target < 0.10)
+// --scenarios=modes,mixed,timers,pending,soak picks scenarios (default: all but soak).
+// Soak: node bench/e2e.mjs --scenarios=soak --soak-minutes=10 --boot-n=0
 // Quick run: node bench/e2e.mjs --calls=200 --spaced=40 --boot-n=40 --pending-n=0
 // Outlier hunt (fresh runner, no warm-up): --modes=process --calls=100 --spaced=0 --boot-n=0 --pending-n=0 --warmup=0
 import { spawn } from 'node:child_process';
@@ -55,6 +60,8 @@ const SCENARIOS = (
   process.argv.find((a) => a.startsWith('--scenarios='))?.slice('--scenarios='.length) ?? 'modes,mixed,timers,pending'
 ).split(',');
 const MIXED_CALLS = arg('mixed-calls', 600);
+const SOAK_MINUTES = arg('soak-minutes', 10);
+const SOAK_SAMPLE_MS = 15_000;
 const TIMER_MS = arg('timer-ms', 3000);
 // Extra runner flags, e.g. --runner=--pool-size=4
 const EXTRA = process.argv.filter((a) => a.startsWith('--runner=')).map((a) => a.slice('--runner='.length));
@@ -68,7 +75,13 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'bench-e2e-'));
 const procs = new Set();
 const log = (msg) => process.stderr.write(`[e2e] ${msg}\n`);
-const start = (args, nodeArgs) => startCli(args, procs, nodeArgs);
+// Extra environment of the runner process, e.g. --runner-env=MALLOC_ARENA_MAX=2
+const RUNNER_ENV = Object.fromEntries(
+  process.argv
+    .filter((a) => a.startsWith('--runner-env='))
+    .map((a) => a.slice('--runner-env='.length).split(/=(.*)/s).slice(0, 2)),
+);
+const start = (args, nodeArgs) => startCli(args, procs, nodeArgs, nodeArgs ? RUNNER_ENV : {});
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const round = (x, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
 
@@ -121,6 +134,8 @@ const denoCpuMs = (pid) => {
   walk(pid, 0);
   return total;
 };
+/** CPU ms of the runner's Node children (the spawner helper). */
+const helperCpuMs = (pid) => runnerCpuMs(pid) - statOf(pid).cpuMs;
 /** CPU ms of the runner and its Node children (the spawner helper); Deno processes never count. */
 const runnerCpuMs = (pid) => {
   let total = statOf(pid).cpuMs;
@@ -280,6 +295,7 @@ async function measureMode(mode) {
     const cpuBefore = runnerCpuMs(pid);
     const denoBefore = denoCpuMs(pid);
     const benchBefore = process.cpuUsage();
+    const helperBefore = helperCpuMs(pid);
     const results = [];
     let next = 0;
     const t0 = performance.now();
@@ -292,6 +308,7 @@ async function measureMode(mode) {
     const cpuAfter = runnerCpuMs(pid);
     const denoAfter = denoCpuMs(pid);
     const benchUsage = process.cpuUsage(benchBefore);
+    const helperAfter = helperCpuMs(pid);
     const lat = results.map((r) => r.ms);
     const gaveUp = results.filter((r) => r.context === undefined);
     const stageP50 = {};
@@ -338,6 +355,8 @@ async function measureMode(mode) {
       // every process of the c16 run: the runner (with its embedded store), its Deno processes, this bench client
       deno_cpu_ms_per_call: round((denoAfter - denoBefore) / CALLS, 3),
       bench_client_cpu_ms_per_call: round((benchUsage.user + benchUsage.system) / 1000 / CALLS, 3),
+      // of which the spawner helper's (the rest is the service process's own)
+      spawner_cpu_ms_per_call: round((helperAfter - helperBefore) / CALLS, 3),
       stage_p50_ms: stageP50,
       rss_mb_after: Math.round(rssMb(pid)),
     };
@@ -512,6 +531,83 @@ async function timers() {
   }
 }
 
+/** The mixed rotation at c16 for SOAK_MINUTES; the runner's RSS every 15 s. */
+async function soak() {
+  log(`soak: starting a warm runner, rotation at c${CONCURRENCY} for ${SOAK_MINUTES} min`);
+  const { runner, url, stop, store } = await startRunner('warm');
+  const c = await connect(url);
+  try {
+    for (const [tool, input] of MIXED_TOOLS) for (let i = 0; i < 10; i++) await c.call(tool, input);
+    const pid = runner.proc.pid;
+    // --separate-store: the store's RSS too (is a growth the runner's or the store's?)
+    const storeRss = () => (store ? { store_rss_mb: round(rssMb(store.proc.pid), 1) } : {});
+    const durationMs = SOAK_MINUTES * 60_000;
+    // the window judged: the last 5 minutes, or the last half of a shorter soak
+    const windowMs = Math.min(5 * 60_000, durationMs / 2);
+    const samples = [{ s: 0, rss_mb: round(rssMb(pid), 1) }];
+    let calls = 0;
+    let failed = 0;
+    const errors = [];
+    let next = 0;
+    const t0 = performance.now();
+    const end = t0 + durationMs;
+    const sampler = setInterval(() => {
+      const sample = {
+        s: Math.round((performance.now() - t0) / 1000),
+        rss_mb: round(rssMb(pid), 1),
+        ...storeRss(),
+        calls,
+      };
+      samples.push(sample);
+      log(
+        `soak: ${sample.s} s, ${calls} calls, rss ${sample.rss_mb} MB${store ? `, store ${sample.store_rss_mb} MB` : ''}`,
+      );
+    }, SOAK_SAMPLE_MS);
+    const cpuBefore = runnerCpuMs(pid);
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        while (performance.now() < end) {
+          const [tool, input] = MIXED_TOOLS[next++ % MIXED_TOOLS.length];
+          // a store that does not answer in time is counted, not fatal: the soak goes on
+          const r = await c.call(tool, input).catch((err) => {
+            errors.push(String(err?.message ?? err));
+            return undefined;
+          });
+          calls++;
+          if (r?.context?.status !== 'success') failed++;
+        }
+      }),
+    );
+    clearInterval(sampler);
+    const seconds = (performance.now() - t0) / 1000;
+    const last = { s: Math.round(seconds), rss_mb: round(rssMb(pid), 1), ...storeRss(), calls };
+    samples.push(last);
+    // the sample nearest the start of the window
+    const windowStartS = (durationMs - windowMs) / 1000;
+    const atWindow = samples.reduce((best, x) =>
+      Math.abs(x.s - windowStartS) < Math.abs(best.s - windowStartS) ? x : best,
+    );
+    return {
+      minutes: SOAK_MINUTES,
+      calls,
+      failed,
+      errors: errors.length,
+      first_errors: [...new Set(errors)].slice(0, 3),
+      calls_per_sec: round(calls / seconds, 1),
+      runner_cpu_ms_per_call: round((runnerCpuMs(pid) - cpuBefore) / calls, 3),
+      window_minutes: round(windowMs / 60_000, 2),
+      rss_mb_at_window_start: atWindow.rss_mb,
+      rss_mb_at_end: last.rss_mb,
+      rss_mb_max: Math.max(...samples.map((x) => x.rss_mb)),
+      last_window_growth: round(last.rss_mb / atWindow.rss_mb - 1, 3),
+      samples,
+    };
+  } finally {
+    c.close();
+    await stop();
+  }
+}
+
 async function main() {
   log(`bare boot: ${BOOT_N} deno processes`);
   const bare = BOOT_N > 0 ? await bareBoot() : { processes: 0, per_sec: NaN };
@@ -527,6 +623,7 @@ async function main() {
   const mixedFigures = SCENARIOS.includes('mixed') ? await mixed() : null;
   const timerFigures = SCENARIOS.includes('timers') ? await timers() : null;
   const pending = PENDING_N > 0 && SCENARIOS.includes('pending') ? await pending10k() : null;
+  const soakFigures = SCENARIOS.includes('soak') ? await soak() : null;
   console.log(
     JSON.stringify({
       tool: 'echo',
@@ -538,12 +635,14 @@ async function main() {
       mixed: mixedFigures,
       timers: timerFigures,
       pending_10k: pending,
+      soak: soakFigures,
       targets: {
         warm: 'calls/s >= 600, spaced p50 <= 2 ms, cpu/call <= 1.5 ms',
         process: 'calls/s >= 0.8 x bare boot, spaced p50 <= 5 ms, cpu/call <= 3 ms',
         all: 'max latency c16 <= 1000 ms, rss 10k pending < 300 MB',
         mixed: 'rotation >= 0.8 x slowest single tool, sandbox_wait p90 <= 5 ms',
         timers: 'echo behind 8 timers <= 100 ms, 32 timers done <= 4 s',
+        soak: 'runner RSS grows < 10 % over the last 5 minutes of a 10-minute rotation',
       },
     }),
   );

@@ -142,6 +142,8 @@ export interface DenoCommand {
   args: string[];
   env: Record<string, string>;
   cwd: string;
+  /** Niceness the launcher gives the process right after it started (best effort); absent: unchanged. */
+  niceness?: number;
 }
 
 /** Builds the command line, environment and cwd of one sandbox process. */

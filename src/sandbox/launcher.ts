@@ -13,6 +13,7 @@
 // every child it reported and fails their `ended`; the next launch starts a new spawner.
 
 import { spawn, type ChildProcess } from 'node:child_process';
+import { setPriority } from 'node:os';
 import { Readable, Writable } from 'node:stream';
 import { killGroup } from '../process-group.js';
 import type { DenoCommand } from './command.js';
@@ -33,6 +34,16 @@ export interface Launcher {
   close(): Promise<void>;
 }
 
+/** Best effort: a process keeps the default priority where lowering it is not permitted. */
+function renice(pid: number, niceness: number | undefined): void {
+  if (niceness === undefined) return;
+  try {
+    setPriority(pid, niceness);
+  } catch {
+    // not permitted here
+  }
+}
+
 /** Spawns directly from this process (blocks the event loop for the fork; used when asked to). */
 export function createDirectLauncher(): Launcher {
   return {
@@ -43,6 +54,7 @@ export function createDirectLauncher(): Launcher {
           if (child.pid === undefined) reject(error);
         });
         if (child.pid === undefined) return;
+        renice(child.pid, cmd.niceness);
         const ended = new Promise<{ code: number | null; signal: string | null }>((done) =>
           child.once('close', (code, signal) => done({ code, signal })),
         );
@@ -55,10 +67,12 @@ export function createDirectLauncher(): Launcher {
 
 // The spawner's whole program. Plain JS, no imports beyond node:child_process, run with `node -e`
 // (so its killAll repeats src/process-group.ts's killGroup: that program cannot import it).
-// Messages in: {id, file, args, env, cwd}. Out: {id, pid} | {id, fd, ...} with a pipe handle |
+// Messages in: {id, file, args, env, cwd, nice?} (nice: the niceness it gives the child at once, so
+// that the service's event loop makes no setpriority call per spawn). Out: {id, pid} | {id, fd, ...} with a pipe handle |
 // {id, exit:{code, signal}} | {id, error}.
 const SPAWNER_SOURCE = `
 const { spawn } = require('node:child_process');
+const { setPriority } = require('node:os');
 const live = new Map();
 const send = (msg, handle) => { if (process.connected) process.send(msg, handle, () => {}); };
 process.on('error', () => {});
@@ -75,6 +89,7 @@ process.on('message', (m) => {
   child.once('error', (e) => { if (child.pid === undefined) send({ id: m.id, error: String(e && e.message || e) }); });
   if (child.pid === undefined) return;
   live.set(child.pid, child);
+  if (typeof m.nice === 'number') { try { setPriority(child.pid, m.nice); } catch {} }
   // Node starts reading a child's pipes at once; the spawner must not (it would consume the
   // child's output, or see EOF and destroy the pipe before it is handed over). Stopping the
   // read before the event loop turns leaves every byte and the EOF in the kernel pipe.
@@ -238,7 +253,8 @@ export function createSpawnerLauncher(options: { nodePath?: string } = {}): Laun
         pending.set(id, entry);
         const h = ensureHelper();
         updateRef();
-        h.send({ id, file: cmd.file, args: cmd.args, env: cmd.env, cwd: cmd.cwd }, (error) => {
+        const message = { id, file: cmd.file, args: cmd.args, env: cmd.env, cwd: cmd.cwd, nice: cmd.niceness };
+        h.send(message, (error) => {
           if (error && pending.delete(id)) reject(error);
         });
       });

@@ -1,4 +1,4 @@
-// One Deno sandbox process: its empty temp cwd, spawn (own process group), harness hello, frame/log
+// One Deno sandbox process: its empty cwd (shared, or a temp dir of its own), spawn (own process group), harness hello, frame/log
 // routing, output cap, SIGKILL of the whole group, cleanup.
 //
 // States: 'starting' (spawned, waiting for the harness hello and, in cgroup mode, confinement) ->
@@ -8,7 +8,6 @@
 // A kill records the first reason and is final; every path ends in 'dead' and `exited` resolves only
 // after the temp dirs (and cgroup) are gone.
 
-import { setPriority } from 'node:os';
 import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -117,7 +116,15 @@ export interface SpawnOptions {
   harnessPath?: string;
   /** The import map file (command.ts); absent: the map inline. */
   importMapPath?: string;
+  /**
+   * A shared empty cwd (harness-file.ts), used when `extra` has no file permission (`read`, `write`,
+   * `run`); absent, or with one of those: an empty temp dir of the process's own, removed at its exit.
+   */
+  sharedCwd?: string;
 }
+
+/** Extra permissions that reach files: a process with one gets a cwd of its own. */
+const FILE_PERMISSIONS: ReadonlySet<string> = new Set(['read', 'write', 'run']);
 
 /** Spawns a sandbox process; never throws (failures reject `ready` and end in `exited`). */
 export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
@@ -240,7 +247,10 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
   let child: Launched | undefined;
   const run = async (): Promise<ExitInfo> => {
     // The owner's pid in the name lets a later service remove what a crashed one left (sweepTempDirs).
-    const root = await mkdtemp(join(tmpdir(), `${TEMP_PREFIX}${process.pid}-`));
+    const shared = options.sharedCwd !== undefined && !(options.extra ?? []).some((name) => FILE_PERMISSIONS.has(name));
+    const root = shared
+      ? (options.sharedCwd as string)
+      : await mkdtemp(join(tmpdir(), `${TEMP_PREFIX}${process.pid}-`));
     try {
       if (killReason !== undefined) {
         failReady(new Error(`Deno sandbox process failed to start: ${killDetail ?? killReason}`));
@@ -268,7 +278,9 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
       // spawner helper, not here (launcher.ts).
       let launched: Launched;
       try {
-        launched = await options.launcher.launch(cmd);
+        // Tool processes run below the service's priority: a busy tool (or the boot of a warm
+        // spare) cannot starve the runner that has to answer everyone else (the launcher renices).
+        launched = await options.launcher.launch({ ...cmd, niceness: SANDBOX_NICENESS });
       } catch (error) {
         state = 'dead';
         failReady(new Error(`Deno sandbox process failed to start: ${(error as Error).message}`));
@@ -277,13 +289,6 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
       child = launched;
       const ended = launched.ended;
       pid = launched.pid;
-      // Tool processes run below the service's priority: a busy tool (or the boot of a warm
-      // spare) cannot starve the runner that has to answer everyone else. Best effort.
-      try {
-        setPriority(pid, SANDBOX_NICENESS);
-      } catch {
-        // not permitted here: processes keep the default priority
-      }
       if (killReason !== undefined) signalGroup();
       launched.stdin.on('error', () => undefined);
       launched.stdout.on('error', () => undefined);
@@ -321,9 +326,10 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
       // the process may die while its cgroup is still being set up: wait for that, then remove it
       const group = cgroup ?? (await confining?.catch(() => undefined));
       await group?.remove();
-      await rm(root, { recursive: true, force: true }).catch((err: Error) =>
-        options.logger.warn('sandbox temp dir not removed', { dir: root, error: err }),
-      );
+      if (!shared)
+        await rm(root, { recursive: true, force: true }).catch((err: Error) =>
+          options.logger.warn('sandbox temp dir not removed', { dir: root, error: err }),
+        );
     }
   };
   (proc as { exited: Promise<ExitInfo> }).exited = run().catch((err: Error) => {

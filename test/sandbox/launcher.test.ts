@@ -5,7 +5,7 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createSpawnerLauncher, type Launcher } from '../../src/sandbox/launcher.js';
+import { createDirectLauncher, createSpawnerLauncher, type Launcher } from '../../src/sandbox/launcher.js';
 import { waitFor } from './helpers.js';
 
 let launcher: Launcher | undefined;
@@ -84,6 +84,23 @@ describe('spawner launcher', () => {
     expect(alive(spawnerPid)).toBe(true);
     p.stdin.end();
     expect((await p.ended).code).toBe(0);
+  });
+
+  it('gives the process the niceness of its recipe (both launchers), so the service makes no setpriority call per spawn', async () => {
+    const nice = (pid: number): number =>
+      Number(
+        readFileSync(`/proc/${pid}/stat`, 'utf8')
+          .replace(/^.*\) /, '')
+          .split(' ')[16],
+      );
+    const l = createSpawnerLauncher();
+    launcher = l;
+    for (const one of [l, createDirectLauncher()]) {
+      const p = await one.launch({ file: '/bin/cat', args: [], env, cwd: '/tmp', niceness: 17 });
+      expect(nice(p.pid)).toBe(17);
+      p.stdin.end();
+      expect((await p.ended).code).toBe(0);
+    }
   });
 
   it('rejects a program that cannot be started, with the reason', async () => {

@@ -1,0 +1,94 @@
+// CPU checks of parked reuse processes (pool.ts): a parked process must be idle. Tool code left
+// running after its call (a busy timer, a setTimeout chain, a spinning Worker) shows as CPU time,
+// read every CPU_CHECK_MS; a process over the idle allowance (cpu.ts) is reported busy at once, and
+// one is never handed out while busy.
+
+import type { Logger } from '../logger.js';
+import { busyWhileParked, readCpuMs, type IdleCpuRule } from './cpu.js';
+import type { SandboxProcess } from './process.js';
+
+/** How often the CPU time of parked reuse processes is read. */
+export const CPU_CHECK_MS = 100;
+
+/** The parked processes whose CPU time is watched. */
+export interface ParkedCpuChecks {
+  /** Starts watching a process parked now. */
+  add(proc: SandboxProcess): void;
+  /** Stops watching it (handed out, retired or gone). */
+  delete(proc: SandboxProcess): void;
+  /** When `proc` was parked (performance.now()), if it is watched. */
+  parkedSince(proc: SandboxProcess): number | undefined;
+  /**
+   * Whether `proc` used more CPU than an idle process may; then `onBusy` has been called. At hand-out
+   * (`atAcquire`) CPU since the first periodic look counts; a process not yet looked at is idle.
+   */
+  busy(proc: SandboxProcess, now: number, atAcquire: boolean): boolean;
+  close(): void;
+}
+
+/** `onBusy` retires a process found busy (it must also delete it from the checks). */
+export function createParkedCpuChecks(
+  rule: IdleCpuRule,
+  logger: Logger,
+  onBusy: (proc: SandboxProcess) => void,
+): ParkedCpuChecks {
+  // per parked process: when parked, CPU ms at the first check after that, and when the grace ended
+  const parked = new Map<SandboxProcess, { since: number; atFirst: number | undefined; atGrace: number | undefined }>();
+  let timer: NodeJS.Timeout | undefined;
+
+  // The periodic check (atAcquire false) records the CPU time at its first look after parking and
+  // after the grace, and judges from there. Nothing is read on the hot path of back-to-back reuse.
+  const busy = (proc: SandboxProcess, now: number, atAcquire: boolean): boolean => {
+    const entry = parked.get(proc);
+    if (!entry || proc.pid === undefined || (atAcquire && entry.atFirst === undefined)) return false;
+    const cpu = readCpuMs(proc.pid);
+    if (cpu === undefined) return false;
+    const parkedMs = now - entry.since;
+    let from: number;
+    if (atAcquire) from = entry.atFirst as number;
+    else if (entry.atFirst === undefined) {
+      entry.atFirst = cpu;
+      return false;
+    } else if (entry.atGrace === undefined) {
+      if (parkedMs >= rule.graceMs) entry.atGrace = cpu;
+      return false;
+    } else from = entry.atGrace;
+    if (!busyWhileParked(rule, cpu - from, atAcquire ? parkedMs + rule.graceMs : parkedMs)) return false;
+    logger.warn('retired a parked reuse process that kept running after its call', {
+      key: proc.key,
+      pid: proc.pid,
+      cpuMs: Math.round(cpu - from),
+      parkedMs: Math.round(parkedMs),
+    });
+    onBusy(proc);
+    return true;
+  };
+  const check = (): void => {
+    const now = performance.now();
+    for (const proc of [...parked.keys()]) busy(proc, now, false);
+  };
+  const stop = (): void => {
+    if (timer) clearInterval(timer);
+    timer = undefined;
+  };
+
+  return {
+    add(proc) {
+      parked.set(proc, { since: performance.now(), atFirst: undefined, atGrace: undefined });
+      if (!timer) {
+        timer = setInterval(check, CPU_CHECK_MS);
+        timer.unref();
+      }
+    },
+    delete(proc) {
+      parked.delete(proc);
+      if (parked.size === 0) stop();
+    },
+    parkedSince: (proc) => parked.get(proc)?.since,
+    busy,
+    close() {
+      parked.clear();
+      stop();
+    },
+  };
+}
