@@ -110,26 +110,30 @@ export function startPruning(prune: () => number | Promise<number>, intervalMs: 
   return () => clearInterval(timer);
 }
 
-/** Runs the retention sweep now and every `intervalMs`; returns the stop function. */
+/** Runs the retention sweep now and every `intervalMs` (never two at once); returns the stop function. */
 export function startRetention(retention: Retention, intervalMs: number, logger: Logger): () => void {
-  const run = (): void => {
+  let running = false;
+  const run = async (): Promise<void> => {
+    if (running) return;
+    running = true;
     try {
-      const swept = retention.sweep();
+      const swept = await retention.sweep();
       if (swept.removed > 0 || swept.leases > 0 || swept.keys > 0) logger.info('retention swept', { ...swept });
     } catch (error) {
       logger.error('retention sweep failed', { error: coerceError(error) });
+    } finally {
+      running = false;
     }
   };
-  run();
-  const timer = setInterval(run, intervalMs);
+  void run();
+  const timer = setInterval(() => void run(), intervalMs);
   timer.unref();
   return () => clearInterval(timer);
 }
 
 /** `GET /metrics` of the store: Prometheus text with the database size, writes and retention. */
-export function storeMetrics(writes: BreadcrumbWrites, retention: Retention, leases: Leases): string {
+export function storeMetrics(writes: BreadcrumbWrites | undefined, retention: Retention, leases: Leases): string {
   const sizes = retention.sizes();
-  const stats = writes.stats();
   const lines: string[] = [];
   const metric = (name: string, type: 'gauge' | 'counter', help: string, value: number): void => {
     lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${value}`);
@@ -137,7 +141,7 @@ export function storeMetrics(writes: BreadcrumbWrites, retention: Retention, lea
   metric(
     'tools_runner_store_db_bytes',
     'gauge',
-    'Size of the SQLite database file (pages in use and free).',
+    'Size of the database: the SQLite file (pages in use and free), or pg_database_size on PostgreSQL.',
     sizes.dbBytes,
   );
   metric(
@@ -160,6 +164,8 @@ export function storeMetrics(writes: BreadcrumbWrites, retention: Retention, lea
     'Records removed by retention since the store started.',
     retention.removedTotal(),
   );
+  if (!writes) return lines.join('\n') + '\n';
+  const stats = writes.stats();
   metric(
     'tools_runner_store_write_transactions_total',
     'counter',

@@ -19,14 +19,21 @@ import { startCheckpointer } from './checkpointer.js';
 import { openDatabase, type Db } from './db.js';
 import type { ReadsPort, RegistryPort, SearchPort, SecretsPort, WritesPort } from './backend.js';
 import { isPostgresUrl, isUnavailable, openPgBackend, type PgBackend } from './pg/index.js';
-import { createEmbeddingQueue, embedderFromConfig, type Embedder, type EmbeddingQueue } from './embeddings.js';
+import {
+  createEmbeddingQueue,
+  embedderFromConfig,
+  sqliteVectors,
+  type Embedder,
+  type EmbeddingQueue,
+} from './embeddings.js';
 import { createEventLog } from './event-log.js';
 import { createRegistry } from './registry.js';
 import { createBreadcrumbSearch } from './search.js';
 import type { BreadcrumbReads } from './breadcrumb-reads.js';
 import { HttpError, isLoopbackHost, sendError } from './http-util.js';
 import { createLeaseGate, createLeases, noLeases } from './leases.js';
-import { createRetention, type Retention } from './retention.js';
+import { createRetention, type Retention, type RetentionStorage } from './retention.js';
+import { sqliteRetentionStorage } from './retention-sqlite.js';
 import { createLocalEndpoint, type LocalEndpoint } from './local.js';
 import { createStoreOperations } from './operations.js';
 import { createRoutes } from './routes.js';
@@ -75,8 +82,8 @@ export interface Store {
   local: LocalEndpoint;
   /** Counters of the write path (transactions, writes, time inside them). */
   writeStats(): WriteStats;
-  /** The retention sweeper (runs every pruneIntervalMs) and the database's size; SQLite only (absent on PostgreSQL). */
-  retention?: Retention;
+  /** The retention sweeper (runs every pruneIntervalMs, or a quarter of the retention) and the database's size. */
+  retention: Retention;
   /** Resolves once no breadcrumb is waiting to be embedded (immediately without an embedder). */
   embeddingsIdle(): Promise<void>;
   /** Ends SSE streams, stops the server, closes the database. Idempotent. */
@@ -128,6 +135,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
   let reads: BreadcrumbReads | undefined;
   let writer: BreadcrumbWrites | undefined;
   let retention: Retention | undefined;
+  let retentionStorage: RetentionStorage | undefined;
   let stopRetention: () => void = () => {};
   let embeddings: EmbeddingQueue | undefined;
   let local: ((url: string) => LocalEndpoint) | undefined;
@@ -154,13 +162,11 @@ export async function createStore(options: StoreOptions): Promise<Store> {
         logger,
       });
       ({ log, writes, reads: readsPort, registry, secrets, search } = pg);
-      if (embedder)
-        logger.warn(
-          'the embedder computes no stored vectors on a PostgreSQL store yet: it embeds search text only (vectors given on write are kept)',
-        );
+      embeddings = pg.embeddings;
+      retentionStorage = pg.retention;
     } else {
       const sqliteLog = createEventLog(db, options.eventRetention);
-      embeddings = embedder ? createEmbeddingQueue(db, embedder, logger) : undefined;
+      embeddings = embedder ? createEmbeddingQueue(sqliteVectors(db), embedder, logger) : undefined;
       const queue = embeddings;
       const sqliteWrites = createBreadcrumbWrites(
         db,
@@ -214,24 +220,23 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     });
     const leases = db === undefined ? noLeases() : createLeases(db);
     const leaseGate = (header: string | string[] | undefined): void => gate.check(header);
-    // Retention and the store's /metrics cover the SQLite store; on PostgreSQL they are not built yet.
-    let metrics = (): string => '';
-    if (db !== undefined && writer !== undefined) {
-      const sqliteWrites = writer;
-      const kept = createRetention(db, sqliteWrites, leases, {
-        retentionMs: options.retentionMs ?? 0,
-        auditRetentionMs: options.auditRetentionMs ?? 0,
-      });
-      retention = kept;
-      // A short retention is swept more often (a quarter of it, at least every second), so records
-      // never outlive it by much more than that.
-      const retentionEvery = Math.min(
-        options.pruneIntervalMs ?? 30_000,
-        Math.max(1000, Math.floor((options.retentionMs || Number.MAX_SAFE_INTEGER) / 4)),
-      );
-      stopRetention = startRetention(kept, retentionEvery, logger);
-      metrics = () => storeMetrics(sqliteWrites, kept, leases);
-    }
+    const kept = createRetention(
+      retentionStorage ?? sqliteRetentionStorage(db as Db, writer as BreadcrumbWrites, leases),
+      { retentionMs: options.retentionMs ?? 0, auditRetentionMs: options.auditRetentionMs ?? 0 },
+    );
+    retention = kept;
+    // A short retention is swept more often (a quarter of it, at least every second), so records
+    // never outlive it by much more than that.
+    const retentionEvery = Math.min(
+      options.pruneIntervalMs ?? 30_000,
+      Math.max(1000, Math.floor((options.retentionMs || Number.MAX_SAFE_INTEGER) / 4)),
+    );
+    stopRetention = startRetention(kept, retentionEvery, logger);
+    const statsOfWrites = writer;
+    const metrics = async (): Promise<string> => {
+      await kept.measure();
+      return storeMetrics(statsOfWrites, kept, leases);
+    };
     const routes = createRoutes({ auth, ops, writes, sse, registry, leases, leaseGate, metrics });
     local = (url) =>
       createLocalEndpoint({ url, auth, ops, sse: hub, running: () => state === 'RUNNING', leases, leaseGate });
@@ -328,7 +333,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     port,
     local: endpoint,
     writeStats: () => statsOf.stats(),
-    ...(retention ? { retention } : {}),
+    retention: retention as Retention,
     embeddingsIdle: () => embeddings?.idle() ?? Promise.resolve(),
     close: () => (closing ??= close()),
   };
