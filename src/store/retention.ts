@@ -201,7 +201,9 @@ export function createRetention(storage: RetentionStorage, options: RetentionOpt
           const target = tagList(decision.tags)
             .find((tag) => tag.startsWith('approval:'))
             ?.slice('approval:'.length);
-          return target === undefined || (await storage.record(target)) === undefined ? [decision.write_seq] : undefined;
+          return target === undefined || (await storage.record(target)) === undefined
+            ? [decision.write_seq]
+            : undefined;
         },
         doomed,
       );
@@ -236,7 +238,9 @@ export function createRetention(storage: RetentionStorage, options: RetentionOpt
   let queue: Promise<unknown> = Promise.resolve();
   const once = async (now: number): Promise<SweepResult> => {
     if (!storage.exclusive) return pass(now);
-    return (await storage.exclusive(() => pass(now))) ?? { removed: 0, leases: 0, keys: 0, freedPages: 0, skipped: true };
+    return (
+      (await storage.exclusive(() => pass(now))) ?? { removed: 0, leases: 0, keys: 0, freedPages: 0, skipped: true }
+    );
   };
 
   return {

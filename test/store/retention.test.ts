@@ -66,7 +66,12 @@ async function storeWithDb(
     const db = new Database(join(dataDir, 'store.db'), { readonly: true });
     onCleanup(() => db.close());
     const count = async (sql: string, ...params: unknown[]): Promise<number> =>
-      Number(db.prepare(`SELECT count(*) FROM (${sql})`).pluck().get(...params));
+      Number(
+        db
+          .prepare(`SELECT count(*) FROM (${sql})`)
+          .pluck()
+          .get(...params),
+      );
     return { store, count };
   }
   const url = await pgDatabase();
@@ -179,7 +184,11 @@ describeBackends('store: retention', (backend) => {
     const calls = [];
     for (let i = 0; i < 40; i++) calls.push(await runnerCall(i % 2 === 0 ? first : second, i));
     const at = Date.now() + R + 1_000;
-    const results = await Promise.all([first.retention.sweep(at), second.retention.sweep(at), first.retention.sweep(at)]);
+    const results = await Promise.all([
+      first.retention.sweep(at),
+      second.retention.sweep(at),
+      first.retention.sweep(at),
+    ]);
     expect(results.reduce((sum, result) => sum + result.removed, 0)).toBe(80);
     for (const { request, answer } of calls) {
       expect(await exists(first, request)).toBe(false);

@@ -59,9 +59,8 @@ export function pgRetentionStorage(pool: pg.Pool, writes: PgWrites): RetentionSt
       const client = await pool.connect();
       let broken: Error | undefined;
       try {
-        const got = (
-          await client.query<{ got: boolean }>('SELECT pg_try_advisory_lock($1) AS got', [RETENTION_LOCK])
-        ).rows[0]?.got;
+        const got = (await client.query<{ got: boolean }>('SELECT pg_try_advisory_lock($1) AS got', [RETENTION_LOCK]))
+          .rows[0]?.got;
         if (!got) return undefined;
         try {
           return await sweep();

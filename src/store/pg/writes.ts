@@ -41,10 +41,11 @@ const EXPIRED = 500;
 const REMOVE_CHUNK = 200;
 
 /** The PostgreSQL write side: the port, and retention's removal by seq. */
-export type PgWrites = WritesPort & VectorStore & {
-  /** Removes the records still at these seqs (skipping rows another transaction holds) with their satellites and events. */
-  removeRows(seqs: number[], reason: string): Promise<number>;
-};
+export type PgWrites = WritesPort &
+  VectorStore & {
+    /** Removes the records still at these seqs (skipping rows another transaction holds) with their satellites and events. */
+    removeRows(seqs: number[], reason: string): Promise<number>;
+  };
 
 /** Builds the write side over `pool`, appending through `log`. */
 export function createPgWrites(pool: pg.Pool, log: PgEventLog, afterWrite?: AfterWrite): PgWrites {
@@ -79,12 +80,6 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog, afterWrite?: Afte
     );
     return event;
   };
-
-  const upsertVector = (client: pg.PoolClient | pg.Pool, id: string, vector: number[]): Promise<unknown> =>
-    client.query(
-      'INSERT INTO breadcrumb_embeddings (breadcrumb_id, dim, vec) VALUES ($1, $2, $3) ON CONFLICT (breadcrumb_id) DO UPDATE SET dim = excluded.dim, vec = excluded.vec',
-      [id, vector.length, encodeVector(vector)],
-    );
 
   const conflict = async (key: string, actor: Actor): Promise<never> => {
     const existing = (
@@ -264,59 +259,8 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog, afterWrite?: Afte
       await log.published(seq);
     },
 
-    async storeIfAt(id, version, vector) {
-      // Only while the record is still at the embedded version (a newer write re-queued it); the row
-      // lock orders this against a concurrent update or delete of the record.
-      await transaction(pool, async (client) => {
-        const at = (
-          await client.query<{ version: number }>('SELECT version FROM breadcrumbs WHERE id = $1 FOR SHARE', [id])
-        ).rows[0];
-        if (at?.version === version) await upsertVector(client, id, vector);
-      });
-    },
-
-    async removeRows(seqs, reason) {
-      let total = 0;
-      for (let i = 0; i < seqs.length; i += REMOVE_CHUNK) {
-        const chunk = seqs.slice(i, i + REMOVE_CHUNK);
-        const done: { count: number; last: number } = await transaction(pool, async (client) => {
-          const rows = (
-            await client.query<BreadcrumbRow>(
-              `SELECT ${COLUMNS} FROM breadcrumbs WHERE write_seq = ANY($1::bigint[]) ORDER BY write_seq FOR UPDATE SKIP LOCKED`,
-              [chunk],
-            )
-          ).rows;
-          if (rows.length === 0) return { count: 0, last: 0 };
-          const now = await log.lock(client, Date.now());
-          const events = await log.appendMany(
-            client,
-            rows.map((row) => ({
-              type: 'breadcrumb.deleted',
-              breadcrumb_id: row.id,
-              owner_id: row.owner_id,
-              version: row.version,
-              tags: JSON.parse(row.tags) as string[],
-              schema_name: row.schema_name,
-              deleted_at: now.iso,
-              reason,
-            })),
-          );
-          const ids = rows.map((row) => row.id);
-          const removed = rows.map((row) => row.write_seq);
-          await client.query(
-            `WITH t AS (DELETE FROM breadcrumb_tags WHERE write_seq = ANY($2::bigint[])),
-              h AS (DELETE FROM breadcrumb_history WHERE breadcrumb_id = ANY($1::text[])),
-              e AS (DELETE FROM breadcrumb_embeddings WHERE breadcrumb_id = ANY($1::text[]))
-             DELETE FROM breadcrumbs WHERE write_seq = ANY($2::bigint[])`,
-            [ids, removed],
-          );
-          return { count: rows.length, last: events[events.length - 1]?.seq ?? 0 };
-        });
-        if (done.count > 0) await log.published(done.last);
-        total += done.count;
-      }
-      return total;
-    },
+    storeIfAt: (id, version, vector) => storeVectorIfAt(pool, id, version, vector),
+    removeRows: (seqs, reason) => removeRowsAt(pool, log, seqs, reason),
 
     async pruneExpired() {
       let total = 0;
@@ -340,4 +284,65 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog, afterWrite?: Afte
       }
     },
   };
+}
+
+function upsertVector(client: pg.PoolClient, id: string, vector: number[]): Promise<unknown> {
+  return client.query(
+    'INSERT INTO breadcrumb_embeddings (breadcrumb_id, dim, vec) VALUES ($1, $2, $3) ON CONFLICT (breadcrumb_id) DO UPDATE SET dim = excluded.dim, vec = excluded.vec',
+    [id, vector.length, encodeVector(vector)],
+  );
+}
+
+/** Stores the embedder's vector only while the record is still at the embedded version (a newer write re-queued it or set its own). */
+async function storeVectorIfAt(pool: pg.Pool, id: string, version: number, vector: number[]): Promise<void> {
+  // The row lock orders this against a concurrent update or delete of the record.
+  await transaction(pool, async (client) => {
+    const at = (
+      await client.query<{ version: number }>('SELECT version FROM breadcrumbs WHERE id = $1 FOR SHARE', [id])
+    ).rows[0];
+    if (at?.version === version) await upsertVector(client, id, vector);
+  });
+}
+
+/** Retention's removal: the records still at these seqs, with their satellites and events, a chunk per transaction. */
+async function removeRowsAt(pool: pg.Pool, log: PgEventLog, seqs: number[], reason: string): Promise<number> {
+  let total = 0;
+  for (let i = 0; i < seqs.length; i += REMOVE_CHUNK) {
+    const chunk = seqs.slice(i, i + REMOVE_CHUNK);
+    const done: { count: number; last: number } = await transaction(pool, async (client) => {
+      // Rows another transaction holds (an update, another replica's sweep) are skipped, not waited for.
+      const rows = (
+        await client.query<BreadcrumbRow>(
+          `SELECT ${COLUMNS} FROM breadcrumbs WHERE write_seq = ANY($1::bigint[]) ORDER BY write_seq FOR UPDATE SKIP LOCKED`,
+          [chunk],
+        )
+      ).rows;
+      if (rows.length === 0) return { count: 0, last: 0 };
+      const now = await log.lock(client, Date.now());
+      const events = await log.appendMany(
+        client,
+        rows.map((row) => ({
+          type: 'breadcrumb.deleted',
+          breadcrumb_id: row.id,
+          owner_id: row.owner_id,
+          version: row.version,
+          tags: JSON.parse(row.tags) as string[],
+          schema_name: row.schema_name,
+          deleted_at: now.iso,
+          reason,
+        })),
+      );
+      await client.query(
+        `WITH t AS (DELETE FROM breadcrumb_tags WHERE write_seq = ANY($2::bigint[])),
+          h AS (DELETE FROM breadcrumb_history WHERE breadcrumb_id = ANY($1::text[])),
+          e AS (DELETE FROM breadcrumb_embeddings WHERE breadcrumb_id = ANY($1::text[]))
+         DELETE FROM breadcrumbs WHERE write_seq = ANY($2::bigint[])`,
+        [rows.map((row) => row.id), rows.map((row) => row.write_seq)],
+      );
+      return { count: rows.length, last: events[events.length - 1]?.seq ?? 0 };
+    });
+    if (done.count > 0) await log.published(done.last);
+    total += done.count;
+  }
+  return total;
 }
