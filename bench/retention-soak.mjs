@@ -7,6 +7,7 @@
 //      gone although it was answered less than --retention-ms ago (measured from before the request
 //      was written, so a late removal is never blamed on the store: updated_at >= that time).
 // Options: --minutes=10 --retention-ms=60000 --concurrency=16 [--db=postgres://…|--db=throwaway]
+//   [--event-retention=N] (the store's; default 100,000 events)
 //   --db=throwaway starts a PostgreSQL cluster in a temp dir (Debian's initdb/pg_ctl) for the run.
 // Prints one JSON object: samples, max/first/last sizes, calls total, violations.
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -32,6 +33,8 @@ const RETENTION_MS = Number(option('retention-ms', 60_000));
 const CONCURRENCY = Number(option('concurrency', 16));
 const SAMPLE_MS = Number(option('sample-ms', 30_000));
 const DB = option('db', '');
+// Events kept for resume (the store's --event-retention; its default 100,000 is a constant in the bound).
+const EVENT_RETENTION = option('event-retention', '');
 const SECRETS_KEY = 'cd'.repeat(32);
 const root = fileURLToPath(new URL('..', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'bench-soak-'));
@@ -186,6 +189,7 @@ async function main() {
     '--retention-ms',
     String(RETENTION_MS),
     ...(dbUrl ? ['--db', dbUrl, '--secrets-key', SECRETS_KEY] : []),
+    ...(EVENT_RETENTION ? ['--event-retention', EVENT_RETENTION] : []),
   ];
   const runner = startCli(args, procs);
   const url = (await runner.line(/^store listening on /)).replace('store listening on ', '');
@@ -284,6 +288,7 @@ async function main() {
       backend: dbUrl ? 'postgres' : 'sqlite',
       minutes: MINUTES,
       retention_ms: RETENTION_MS,
+      event_retention: EVENT_RETENTION ? Number(EVENT_RETENTION) : 'default (100000)',
       concurrency: CONCURRENCY,
       calls_total: calls,
       calls_per_sec: Math.round((calls / seconds) * 10) / 10,

@@ -99,8 +99,10 @@ export interface RetentionStorage {
 
 const PAGE = 200;
 const BATCH = 500;
-/** Most records one sweep removes (the rest wait for the next sweep; the event loop is not held long). */
+/** Most records one pass removes; a sweep runs passes until one finds fewer (the event loop gets a turn between passes). */
 const MAX_PER_SWEEP = 5000;
+/** Passes of one sweep at most (a backlog beyond 100,000 records waits for the next sweep). */
+const MAX_PASSES = 20;
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
@@ -171,7 +173,7 @@ export function createRetention(storage: RetentionStorage, options: RetentionOpt
     return [answer.write_seq, request.write_seq];
   };
 
-  const pass = async (now: number): Promise<SweepResult> => {
+  const pass = async (now: number): Promise<SweepResult & { full: boolean }> => {
     const doomed = new Set<number>();
     const R = options.retentionMs;
     const A = options.auditRetentionMs;
@@ -227,8 +229,23 @@ export function createRetention(storage: RetentionStorage, options: RetentionOpt
     const leases = await storage.pruneLeases(MAX_PER_SWEEP, now);
     const keys = R > 0 ? await storage.pruneKeys(new Date(now - 2 * R).toISOString(), MAX_PER_SWEEP) : 0;
     const freedPages = await storage.reclaim();
+    return { removed, leases, keys, freedPages, full: doomed.size >= MAX_PER_SWEEP };
+  };
+
+  // Passes until one finds less than a full batch: a sweep keeps up with any rate its interval sees.
+  const passes = async (now: number): Promise<SweepResult> => {
+    const sum: SweepResult = { removed: 0, leases: 0, keys: 0, freedPages: 0 };
+    for (let i = 0; i < MAX_PASSES; i++) {
+      const one = await pass(now);
+      sum.removed += one.removed;
+      sum.leases += one.leases;
+      sum.keys += one.keys;
+      sum.freedPages += one.freedPages;
+      if (!one.full) break;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
     last = await storage.sizes();
-    return { removed, leases, keys, freedPages };
+    return sum;
   };
 
   const measure = async (): Promise<DbSizes> => (last = await storage.sizes());
@@ -237,9 +254,9 @@ export function createRetention(storage: RetentionStorage, options: RetentionOpt
   // across replicas, `exclusive` lets one sweep at a time and the others skip.
   let queue: Promise<unknown> = Promise.resolve();
   const once = async (now: number): Promise<SweepResult> => {
-    if (!storage.exclusive) return pass(now);
+    if (!storage.exclusive) return passes(now);
     return (
-      (await storage.exclusive(() => pass(now))) ?? { removed: 0, leases: 0, keys: 0, freedPages: 0, skipped: true }
+      (await storage.exclusive(() => passes(now))) ?? { removed: 0, leases: 0, keys: 0, freedPages: 0, skipped: true }
     );
   };
 
