@@ -206,6 +206,7 @@ async function main() {
   const answered = []; // { request, answer, sentAt }
   let calls = 0;
   let gaveUp = 0;
+  const errors = [];
   let checks = 0;
   const violations = [];
   const t0 = performance.now();
@@ -254,7 +255,14 @@ async function main() {
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
       while (Date.now() < endAt) {
-        const result = await c.call();
+        let result;
+        try {
+          result = await c.call();
+        } catch (error) {
+          // A failed write (e.g. the client's 10 s timeout) is counted and reported, not fatal.
+          errors.push(String(error?.message ?? error));
+          continue;
+        }
         calls++;
         windowCalls++;
         if (result.answer === undefined) gaveUp++;
@@ -293,6 +301,8 @@ async function main() {
       calls_total: calls,
       calls_per_sec: Math.round((calls / seconds) * 10) / 10,
       gave_up: gaveUp,
+      write_errors: errors.length,
+      write_error_examples: errors.slice(0, 3),
       samples: samples.map((s) => ({ ...s, mb: mb(s.bytes) })),
       max_mb: mb(Math.max(...bytes)),
       first_mb: mb(bytes[0]),

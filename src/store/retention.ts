@@ -98,11 +98,16 @@ export interface RetentionStorage {
 }
 
 const PAGE = 200;
-const BATCH = 500;
-/** Most records one pass removes; a sweep runs passes until one finds fewer (the event loop gets a turn between passes). */
-const MAX_PER_SWEEP = 5000;
+const BATCH = 250;
+/** Most records one pass removes; a sweep runs passes until one finds fewer. */
+const MAX_PER_SWEEP = 2000;
 /** Passes of one sweep at most (a backlog beyond 100,000 records waits for the next sweep). */
-const MAX_PASSES = 20;
+const MAX_PASSES = 50;
+/**
+ * A turn of the event loop: taken after every page read and every batch removed, so a sweep on the
+ * synchronous SQLite side never holds the loop for more than one page or batch (requests keep flowing).
+ */
+const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
@@ -157,6 +162,7 @@ export function createRetention(storage: RetentionStorage, options: RetentionOpt
         for (const seq of (await judge(row)) ?? []) out.add(seq);
       }
       if (rows.length < PAGE) return;
+      await turn();
     }
   };
 
@@ -224,7 +230,10 @@ export function createRetention(storage: RetentionStorage, options: RetentionOpt
     }
     let removed = 0;
     const seqs = [...doomed];
-    for (let i = 0; i < seqs.length; i += BATCH) removed += await storage.remove(seqs.slice(i, i + BATCH), 'retention');
+    for (let i = 0; i < seqs.length; i += BATCH) {
+      removed += await storage.remove(seqs.slice(i, i + BATCH), 'retention');
+      await turn();
+    }
     total += removed;
     const leases = await storage.pruneLeases(MAX_PER_SWEEP, now);
     const keys = R > 0 ? await storage.pruneKeys(new Date(now - 2 * R).toISOString(), MAX_PER_SWEEP) : 0;
@@ -242,7 +251,7 @@ export function createRetention(storage: RetentionStorage, options: RetentionOpt
       sum.keys += one.keys;
       sum.freedPages += one.freedPages;
       if (!one.full) break;
-      await new Promise((resolve) => setImmediate(resolve));
+      await turn();
     }
     last = await storage.sizes();
     return sum;
