@@ -64,6 +64,7 @@ const SKIPPED = {
     "runs the examples of the operator's whole bootstrap directory; test/e2e/upstream-tools.test.ts runs this command on upstream-shaped fixtures",
   'allow-private-hosts': 'starts a service with a flag; test/mcp/progress.test.ts runs a runner with this flag',
   'bench-issue-24': 'a benchmark of several minutes, not a test',
+  'bench-retention-soak': 'a benchmark of several minutes, not a test',
   'shipped-tools-real': 'needs the real services (OpenRouter key, Ollama, a browser with internet)',
   'tools-call':
     'a line of tool code, not a runnable document; test/autonomy/nested-calls.test.ts runs tools that call tools',
