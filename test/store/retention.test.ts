@@ -197,6 +197,26 @@ describeBackends('store: retention', (backend) => {
     expect(first.retention.removedTotal() + (second === first ? 0 : second.retention.removedTotal())).toBe(80);
   });
 
+  it('a backlog larger than one pass (2,000 records) goes in one sweep', async () => {
+    const store = await startStore({ retentionMs: R, auditRetentionMs: A, pruneIntervalMs: 3_600_000 });
+    const CALLS = 1100;
+    for (let i = 0; i < CALLS; i += 50) {
+      await Promise.all(
+        Array.from({ length: 50 }, async (_, k) => {
+          const request = await create(store, { schema_name: 'tool.request.v1', context: { i: i + k } });
+          await create(store, {
+            schema_name: 'tool.response.v1',
+            context: { status: 'success', metadata: { request_breadcrumb_id: request } },
+          });
+        }),
+      );
+    }
+    const swept = await store.retention.sweep(Date.now() + R + 1_000);
+    expect(swept.removed).toBe(2 * CALLS);
+    const left = await call(store.url, 'GET', `/breadcrumbs?tag=${encodeURIComponent(WS)}`);
+    expect(left.body).toEqual([]);
+  });
+
   it('a steady workload stays within a bound: freed space is reused, and /metrics reports the size', async () => {
     const { store, url } = await storeWithDb(backend, {
       leaseKey: KEY,
