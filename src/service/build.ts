@@ -270,9 +270,7 @@ export async function buildService(
     catalog: () => ({ active: catalog.entries().length, rejected: catalog.rejected().length }),
     isKnownTool: (name) => catalog.resolve(name) !== undefined,
     droppedLogLines: () => logger.droppedLines(),
-    ...(store?.retention
-      ? { storeSizes: () => (store as Store).retention?.sizes() ?? { dbBytes: 0, walBytes: 0 } }
-      : {}),
+    ...(store ? { storeSizes: () => (store as Store).retention.sizes() } : {}),
   });
   rap = createRap({
     config,

@@ -89,7 +89,7 @@ export function createMetrics(sources: MetricsSources): Metrics {
     const sizes = sources.storeSizes;
     new Gauge({
       name: 'tools_runner_store_db_bytes',
-      help: "Size of the embedded store's SQLite database file, and of its write-ahead log.",
+      help: "Size of the embedded store's database (SQLite: the file and its write-ahead log; PostgreSQL: pg_database_size, as of the last sweep or store /metrics).",
       labelNames: ['file'] as const,
       registers: [registry],
       collect() {

@@ -5,11 +5,13 @@
 // Queue states per record: absent → QUEUED (latest title+context text kept, older text replaced)
 // → EMBEDDING (one at a time) → stored only if the record is still at the version that was
 // embedded (a newer write re-queues it). The queue is bounded; past the bound the oldest entry is
-// dropped with a warning (that record stays findable by FTS5 text search, not by vector).
+// dropped with a warning (that record stays findable by text search, not by vector). The same
+// queue serves both backends; a VectorStore keeps the vectors (SQLite blob, PostgreSQL bytea).
 
 import { spawn } from 'node:child_process';
 import { coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
+import type { MaybePromise } from './backend.js';
 import { encodeVector } from './breadcrumb-writes.js';
 import type { Db } from './db.js';
 import { MAX_EMBEDDING_DIM } from './validate.js';
@@ -131,12 +133,27 @@ export function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
   return na === 0 || nb === 0 ? 0 : dot / Math.sqrt(na * nb);
 }
 
-/** Builds the background queue that embeds records with `embedder` and stores their vectors in `db`. */
-export function createEmbeddingQueue(db: Db, embedder: Embedder, logger: Logger): EmbeddingQueue {
+/** Where the queue keeps vectors (SQLite: `sqliteVectors`; PostgreSQL: pg/writes.ts). */
+export interface VectorStore {
+  /** Stores `vector` as the record's embedding if the record `id` is still at `version`. */
+  storeIfAt(id: string, version: number, vector: number[]): MaybePromise<void>;
+}
+
+/** The vectors of the SQLite store `db`. */
+export function sqliteVectors(db: Db): VectorStore {
   const currentVersion = db.prepare('SELECT version FROM breadcrumbs WHERE id = ?').pluck();
   const upsert = db.prepare(
     'INSERT INTO breadcrumb_embeddings (breadcrumb_id, dim, vec) VALUES (?, ?, ?) ON CONFLICT (breadcrumb_id) DO UPDATE SET dim = excluded.dim, vec = excluded.vec',
   );
+  return {
+    storeIfAt(id, version, vector) {
+      if (currentVersion.get(id) === version) upsert.run(id, vector.length, encodeVector(vector));
+    },
+  };
+}
+
+/** Builds the background queue that embeds records with `embedder` and keeps their vectors in `vectors`. */
+export function createEmbeddingQueue(vectors: VectorStore, embedder: Embedder, logger: Logger): EmbeddingQueue {
   const queued = new Map<string, { version: number; text: string }>();
   const controller = new AbortController();
   let running: Promise<void> | undefined;
@@ -150,7 +167,7 @@ export function createEmbeddingQueue(db: Db, embedder: Embedder, logger: Logger)
       queued.delete(id);
       try {
         const vector = await embedder.embed(job.text, controller.signal);
-        if (currentVersion.get(id) === job.version) upsert.run(id, vector.length, encodeVector(vector));
+        await vectors.storeIfAt(id, job.version, vector);
       } catch (error) {
         if (!controller.signal.aborted)
           logger.warn('embedding failed; record stays findable by text only', {

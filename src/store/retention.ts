@@ -1,6 +1,8 @@
 // Retention: the store removes the runner's finished records once they are older than the
 // operator's retention, applies upstream's automatic TTL rules (rcrt-server's hygiene) to records
-// without a TTL, and gives the freed pages back to the file system (incremental vacuum).
+// without a TTL, and gives freed space back (SQLite: incremental vacuum; PostgreSQL: autovacuum,
+// docs/store.md). The rules live here, once for both backends; each backend answers the few
+// queries of `RetentionStorage` (retention-sqlite.ts, pg/retention.ts).
 //
 // What goes, and when (R = retentionMs, A = auditRetentionMs, both counted from a record's last write):
 //   answer (tool.response.v1) older than R   → deleted with its request — unless the request's lease
@@ -17,12 +19,16 @@
 //     breadcrumb is gone.
 // Never deleted: a request without an answer, a pending approval, a live lease or claim.
 // Each table is walked oldest write first and the walk stops at the first record younger than its
-// cutoff (write order is updated_at order, db.ts), so a sweep reads little more than it deletes.
+// cutoff (write order is updated_at order on both backends), so a sweep reads little more than it
+// deletes. Removal is by write_seq, the id of a record's latest version: a record written again
+// after it was judged keeps its new seq and is not removed, and a seq removed by another replica's
+// sweep meanwhile is simply gone (no error, not counted twice).
+// Removing a record removes its tags, history, search rows and vector with it and appends its
+// `breadcrumb.deleted` event (reason `retention`). Events themselves are kept by count
+// (--event-retention), not by age, on both backends: a stream resuming from a pruned event id gets
+// a `stream.gap` frame and rescans (sse.ts).
 
-import { statSync } from 'node:fs';
-import type { BreadcrumbWrites } from './breadcrumb-writes.js';
-import type { Db } from './db.js';
-import type { Leases } from './leases.js';
+import type { MaybePromise } from './backend.js';
 
 /** Retention settings (0: keep forever). */
 export interface RetentionOptions {
@@ -30,24 +36,35 @@ export interface RetentionOptions {
   auditRetentionMs: number;
 }
 
-/** What one sweep removed. */
+/** What one sweep removed (`skipped`: another replica was sweeping, this one did nothing). */
 export interface SweepResult {
   removed: number;
   leases: number;
   keys: number;
   freedPages: number;
+  skipped?: boolean;
+}
+
+/** The database's size: bytes in use and free (not yet given back), and the write-ahead log. */
+export interface DbSizes {
+  dbBytes: number;
+  freeBytes: number;
+  walBytes: number;
 }
 
 /** The retention sweeper and the database's size. */
 export interface Retention {
-  sweep(now?: number): SweepResult;
-  /** Bytes of the database file (pages in use and free), and of its WAL. */
-  sizes(): { dbBytes: number; freeBytes: number; walBytes: number };
+  sweep(now?: number): Promise<SweepResult>;
+  /** The latest measured size (SQLite: now; PostgreSQL: at the last sweep or `measure()`). */
+  sizes(): DbSizes;
+  /** Measures the size now. */
+  measure(): Promise<DbSizes>;
   /** Records removed by retention since the store started. */
   removedTotal(): number;
 }
 
-interface Row {
+/** A record as the rules judge it. */
+export interface RetentionRow {
   write_seq: number;
   id: string;
   owner_id: string;
@@ -57,10 +74,40 @@ interface Row {
   ttl: string | null;
 }
 
+/** What a backend answers for the rules (each call may answer now or through a promise). */
+export interface RetentionStorage {
+  /** Up to `limit` records of `schema` with write_seq > `afterSeq`, oldest write first. */
+  page(schema: string, afterSeq: number, limit: number): MaybePromise<RetentionRow[]>;
+  /** The current version's seq and owner of the record `id`. */
+  record(id: string): MaybePromise<{ write_seq: number; owner_id: string } | undefined>;
+  /** The state of the lease named `name` (`held`, `done`, …), undefined without one. */
+  leaseState(name: string): MaybePromise<string | undefined>;
+  /** Whether any record carries `tag`. */
+  tagged(tag: string): MaybePromise<boolean>;
+  /** Removes the records at these seqs with everything hanging off them and their events; returns how many went. */
+  remove(seqs: number[], reason: string): MaybePromise<number>;
+  /** Removes up to `limit` leases past their expiry whose request is gone. */
+  pruneLeases(limit: number, now: number): MaybePromise<number>;
+  /** Removes up to `limit` Idempotency-Keys created before `beforeIso` whose breadcrumb is gone. */
+  pruneKeys(beforeIso: string, limit: number): MaybePromise<number>;
+  /** Gives freed space back; returns the pages given back. */
+  reclaim(): MaybePromise<number>;
+  sizes(): MaybePromise<DbSizes>;
+  /** Runs `sweep` unless another replica is sweeping the same database (then resolves undefined). */
+  exclusive?<T>(sweep: () => Promise<T>): Promise<T | undefined>;
+}
+
 const PAGE = 200;
-const BATCH = 500;
-/** Most records one sweep removes (the rest wait for the next sweep; the event loop is not held long). */
-const MAX_PER_SWEEP = 5000;
+const BATCH = 250;
+/** Most records one pass removes; a sweep runs passes until one finds fewer. */
+const MAX_PER_SWEEP = 2000;
+/** Passes of one sweep at most (a backlog beyond 100,000 records waits for the next sweep). */
+const MAX_PASSES = 50;
+/**
+ * A turn of the event loop: taken after every page read and every batch removed, so a sweep on the
+ * synchronous SQLite side never holds the loop for more than one page or batch (requests keep flowing).
+ */
+const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
@@ -79,156 +126,164 @@ const UPSTREAM_RULES: Array<{ schema: string; tag?: string; ageMs: number }> = [
   { schema: 'tool.error.v1', tag: 'log:execution', ageMs: 30 * DAY },
 ];
 
-/** Builds the sweeper over `db`, deleting through `writes` (so each removal emits its event). */
-export function createRetention(
-  db: Db,
-  writes: BreadcrumbWrites,
-  leases: Leases,
-  options: RetentionOptions,
-): Retention {
-  const page = db.prepare(
-    'SELECT write_seq, id, owner_id, updated_ms, context, tags, ttl FROM breadcrumbs WHERE schema_name = ? AND write_seq > ? ORDER BY write_seq LIMIT ?',
-  );
-  const byId = db.prepare('SELECT write_seq, owner_id FROM breadcrumbs WHERE id = ?');
-  const leaseState = db.prepare('SELECT state FROM leases WHERE name = ?').pluck();
-  const hasTag = db.prepare('SELECT 1 FROM breadcrumb_tags WHERE tag = ? LIMIT 1').pluck();
-  const pruneKeys =
-    db.prepare(`DELETE FROM idempotency_keys WHERE key IN (SELECT k.key FROM idempotency_keys k WHERE k.created_at < ?
-    AND NOT EXISTS (SELECT 1 FROM breadcrumbs b WHERE b.id = k.breadcrumb_id) LIMIT ?)`);
-  const pageCount = db.prepare('PRAGMA page_count').pluck();
-  const freeCount = db.prepare('PRAGMA freelist_count').pluck();
-  const pageSize = db.pragma('page_size', { simple: true }) as number;
+function json(text: string): Record<string, unknown> {
+  try {
+    const value = JSON.parse(text) as unknown;
+    return value !== null && typeof value === 'object' ? (value as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
+function tagList(text: string): string[] {
+  try {
+    const value = JSON.parse(text) as unknown;
+    return Array.isArray(value) ? value.filter((tag): tag is string => typeof tag === 'string') : [];
+  } catch {
+    return [];
+  }
+}
+
+type Judge = (row: RetentionRow) => MaybePromise<number[] | undefined>;
+
+/** Builds the sweeper over a backend's `storage`. */
+export function createRetention(storage: RetentionStorage, options: RetentionOptions): Retention {
   let total = 0;
+  let last: DbSizes = { dbBytes: 0, freeBytes: 0, walBytes: 0 };
 
   // Walks `schema` oldest write first until a record is younger than `cutoff`; `judge` picks what goes.
-  const walk = (schema: string, cutoff: number, judge: (row: Row) => number[] | undefined, out: Set<number>): void => {
+  const walk = async (schema: string, cutoff: number, judge: Judge, out: Set<number>): Promise<void> => {
     let after = 0;
     for (;;) {
-      const rows = page.all(schema, after, PAGE) as Row[];
+      const rows = await storage.page(schema, after, PAGE);
       for (const row of rows) {
         if (row.updated_ms >= cutoff || out.size >= MAX_PER_SWEEP) return;
         after = row.write_seq;
-        for (const seq of judge(row) ?? []) out.add(seq);
+        for (const seq of (await judge(row)) ?? []) out.add(seq);
       }
       if (rows.length < PAGE) return;
-    }
-  };
-  const json = (text: string): Record<string, unknown> => {
-    try {
-      const value = JSON.parse(text) as unknown;
-      return value !== null && typeof value === 'object' ? (value as Record<string, unknown>) : {};
-    } catch {
-      return {};
+      await turn();
     }
   };
 
-  const sweep = (now = Date.now()): SweepResult => {
+  // An answer goes with its request, once the runner finished it (lease `done`, or no lease) and
+  // both belong to one owner; a forged answer naming another owner's request goes alone.
+  const answerJudge: Judge = async (answer) => {
+    const metadata = json(answer.context).metadata as Record<string, unknown> | undefined;
+    const requestId = typeof metadata?.request_breadcrumb_id === 'string' ? metadata.request_breadcrumb_id : undefined;
+    const request = requestId === undefined ? undefined : await storage.record(requestId);
+    if (!request || requestId === undefined) return [answer.write_seq];
+    const state = await storage.leaseState(requestId);
+    if (state !== undefined && state !== 'done') return undefined; // the runner has not finished it
+    if (request.owner_id !== answer.owner_id) return [answer.write_seq];
+    return [answer.write_seq, request.write_seq];
+  };
+
+  const pass = async (now: number): Promise<SweepResult & { full: boolean }> => {
     const doomed = new Set<number>();
     const R = options.retentionMs;
     const A = options.auditRetentionMs;
     const nowIso = new Date(now).toISOString();
+    const expired = (row: RetentionRow): boolean => {
+      const expires = json(row.context).expires_at;
+      return typeof expires === 'string' && expires < nowIso;
+    };
     if (R > 0) {
-      walk(
-        'tool.response.v1',
-        now - R,
-        (answer) => {
-          const metadata = json(answer.context).metadata as Record<string, unknown> | undefined;
-          const requestId =
-            typeof metadata?.request_breadcrumb_id === 'string' ? metadata.request_breadcrumb_id : undefined;
-          const request =
-            requestId === undefined
-              ? undefined
-              : (byId.get(requestId) as { write_seq: number; owner_id: string } | undefined);
-          if (!request) return [answer.write_seq];
-          const state = leaseState.get(requestId) as string | undefined;
-          if (state !== undefined && state !== 'done') return undefined; // the runner has not finished it
-          if (request.owner_id !== answer.owner_id) return [answer.write_seq];
-          return [answer.write_seq, request.write_seq];
-        },
-        doomed,
-      );
-      walk(
-        'tool.claim.v1',
-        now - R,
-        (claim) => {
-          const expires = json(claim.context).expires_at;
-          return typeof expires === 'string' && expires < nowIso ? [claim.write_seq] : undefined;
-        },
-        doomed,
-      );
-      walk('tool.progress.v1', now - R, (row) => [row.write_seq], doomed);
+      await walk('tool.response.v1', now - R, answerJudge, doomed);
+      await walk('tool.claim.v1', now - R, (claim) => (expired(claim) ? [claim.write_seq] : undefined), doomed);
+      await walk('tool.progress.v1', now - R, (row) => [row.write_seq], doomed);
     }
     if (A > 0) {
-      walk('tool.idempotency.v1', now - A, (row) => [row.write_seq], doomed);
-      walk(
+      await walk('tool.idempotency.v1', now - A, (row) => [row.write_seq], doomed);
+      await walk(
         'tool.approval.request.v1',
         now - A,
-        (approval) => {
-          const expires = json(approval.context).expires_at;
-          const decided = hasTag.get(`approval:${approval.id}`) !== undefined;
-          return decided || (typeof expires === 'string' && expires < nowIso) ? [approval.write_seq] : undefined;
-        },
+        async (approval) =>
+          (await storage.tagged(`approval:${approval.id}`)) || expired(approval) ? [approval.write_seq] : undefined,
         doomed,
       );
-      walk(
+      await walk(
         'tool.approval.response.v1',
         now - A,
-        (decision) => {
-          const tags = (() => {
-            try {
-              return JSON.parse(decision.tags) as string[];
-            } catch {
-              return [];
-            }
-          })();
-          const target = tags.find((tag) => tag.startsWith('approval:'))?.slice('approval:'.length);
-          return target === undefined || byId.get(target) === undefined ? [decision.write_seq] : undefined;
+        async (decision) => {
+          const target = tagList(decision.tags)
+            .find((tag) => tag.startsWith('approval:'))
+            ?.slice('approval:'.length);
+          return target === undefined || (await storage.record(target)) === undefined
+            ? [decision.write_seq]
+            : undefined;
         },
         doomed,
       );
     }
     for (const rule of UPSTREAM_RULES) {
-      walk(
+      await walk(
         rule.schema,
         now - rule.ageMs,
-        (row) => {
+        async (row) => {
           if (row.ttl !== null) return undefined; // an explicit TTL decides
-          if (rule.tag !== undefined && !(JSON.parse(row.tags) as string[]).includes(rule.tag)) return undefined;
-          const state = leaseState.get(row.id) as string | undefined;
-          return state === 'held' ? undefined : [row.write_seq];
+          if (rule.tag !== undefined && !tagList(row.tags).includes(rule.tag)) return undefined;
+          return (await storage.leaseState(row.id)) === 'held' ? undefined : [row.write_seq];
         },
         doomed,
       );
     }
     let removed = 0;
     const seqs = [...doomed];
-    for (let i = 0; i < seqs.length; i += BATCH) removed += writes.removeRows(seqs.slice(i, i + BATCH), 'retention');
+    for (let i = 0; i < seqs.length; i += BATCH) {
+      removed += await storage.remove(seqs.slice(i, i + BATCH), 'retention');
+      await turn();
+    }
     total += removed;
-    const leaseRows = leases.pruneOrphans(MAX_PER_SWEEP, now);
-    const keys = R > 0 ? pruneKeys.run(new Date(now - 2 * R).toISOString(), MAX_PER_SWEEP).changes : 0;
-    // Give freed pages back (auto_vacuum = INCREMENTAL, db.ts); a bounded number per sweep.
-    const free = freeCount.get() as number;
-    if (free > 0 && !db.memory) db.pragma(`incremental_vacuum(${Math.min(free, 4096)})`);
-    return { removed, leases: leaseRows, keys, freedPages: free > 0 ? Math.min(free, 4096) : 0 };
+    const leases = await storage.pruneLeases(MAX_PER_SWEEP, now);
+    const keys = R > 0 ? await storage.pruneKeys(new Date(now - 2 * R).toISOString(), MAX_PER_SWEEP) : 0;
+    const freedPages = await storage.reclaim();
+    return { removed, leases, keys, freedPages, full: doomed.size >= MAX_PER_SWEEP };
+  };
+
+  // Passes until one finds less than a full batch: a sweep keeps up with any rate its interval sees.
+  const passes = async (now: number): Promise<SweepResult> => {
+    const sum: SweepResult = { removed: 0, leases: 0, keys: 0, freedPages: 0 };
+    for (let i = 0; i < MAX_PASSES; i++) {
+      const one = await pass(now);
+      sum.removed += one.removed;
+      sum.leases += one.leases;
+      sum.keys += one.keys;
+      sum.freedPages += one.freedPages;
+      if (!one.full) break;
+      await turn();
+    }
+    last = await storage.sizes();
+    return sum;
+  };
+
+  const measure = async (): Promise<DbSizes> => (last = await storage.sizes());
+
+  // This store's sweeps run one after another (a sweep asked for while one runs waits for it);
+  // across replicas, `exclusive` lets one sweep at a time and the others skip.
+  let queue: Promise<unknown> = Promise.resolve();
+  const once = async (now: number): Promise<SweepResult> => {
+    if (!storage.exclusive) return passes(now);
+    return (
+      (await storage.exclusive(() => passes(now))) ?? { removed: 0, leases: 0, keys: 0, freedPages: 0, skipped: true }
+    );
   };
 
   return {
-    sweep,
-    sizes() {
-      let walBytes = 0;
-      if (!db.memory) {
-        try {
-          walBytes = statSync(`${db.name}-wal`).size;
-        } catch {
-          walBytes = 0;
-        }
-      }
-      return {
-        dbBytes: (pageCount.get() as number) * pageSize,
-        freeBytes: (freeCount.get() as number) * pageSize,
-        walBytes,
-      };
+    sweep(now = Date.now()) {
+      const next = queue.then(() => once(now));
+      queue = next.catch(() => {});
+      return next;
     },
+    sizes() {
+      const now = storage.sizes();
+      if (now instanceof Promise) {
+        now.then((value) => (last = value)).catch(() => {});
+        return last;
+      }
+      return (last = now);
+    },
+    measure,
     removedTotal: () => total,
   };
 }

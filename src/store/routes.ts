@@ -48,7 +48,7 @@ export interface RouteDeps {
   /** Throws unless the `X-Lease-Key` header carries the store's lease key. */
   leaseGate(header: string | string[] | undefined): void;
   /** The Prometheus text of `GET /metrics`. */
-  metrics(): string;
+  metrics(): string | Promise<string>;
 }
 
 function header(req: IncomingMessage, name: string): string | undefined {
@@ -227,8 +227,8 @@ export function createRoutes(deps: RouteDeps): Route[] {
       methods: {
         GET: {
           need: 'read',
-          handle: ({ res }) => {
-            const text = deps.metrics();
+          handle: async ({ res }) => {
+            const text = await deps.metrics();
             res.writeHead(200, {
               'Content-Type': 'text/plain; version=0.0.4; charset=utf-8',
               'Content-Length': Buffer.byteLength(text),

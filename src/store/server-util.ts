@@ -8,7 +8,6 @@ import type { Logger } from '../logger.js';
 import { ROLES, type Principal, type StoreAuth } from './auth.js';
 import { HttpError } from './http-util.js';
 import type { BreadcrumbWrites } from './breadcrumb-writes.js';
-import type { Leases } from './leases.js';
 import type { Retention } from './retention.js';
 import { bodyReader, type Route } from './routes.js';
 
@@ -110,26 +109,34 @@ export function startPruning(prune: () => number | Promise<number>, intervalMs: 
   return () => clearInterval(timer);
 }
 
-/** Runs the retention sweep now and every `intervalMs`; returns the stop function. */
+/** Runs the retention sweep now and every `intervalMs` (never two at once); returns the stop function. */
 export function startRetention(retention: Retention, intervalMs: number, logger: Logger): () => void {
-  const run = (): void => {
+  let running = false;
+  const run = async (): Promise<void> => {
+    if (running) return;
+    running = true;
     try {
-      const swept = retention.sweep();
+      const swept = await retention.sweep();
       if (swept.removed > 0 || swept.leases > 0 || swept.keys > 0) logger.info('retention swept', { ...swept });
     } catch (error) {
       logger.error('retention sweep failed', { error: coerceError(error) });
+    } finally {
+      running = false;
     }
   };
-  run();
-  const timer = setInterval(run, intervalMs);
+  void run();
+  const timer = setInterval(() => void run(), intervalMs);
   timer.unref();
   return () => clearInterval(timer);
 }
 
 /** `GET /metrics` of the store: Prometheus text with the database size, writes and retention. */
-export function storeMetrics(writes: BreadcrumbWrites, retention: Retention, leases: Leases): string {
+export function storeMetrics(
+  writes: BreadcrumbWrites | undefined,
+  retention: Retention,
+  leases: { count: number; writes: number },
+): string {
   const sizes = retention.sizes();
-  const stats = writes.stats();
   const lines: string[] = [];
   const metric = (name: string, type: 'gauge' | 'counter', help: string, value: number): void => {
     lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${value}`);
@@ -137,7 +144,7 @@ export function storeMetrics(writes: BreadcrumbWrites, retention: Retention, lea
   metric(
     'tools_runner_store_db_bytes',
     'gauge',
-    'Size of the SQLite database file (pages in use and free).',
+    'Size of the database: the SQLite file (pages in use and free), or pg_database_size on PostgreSQL.',
     sizes.dbBytes,
   );
   metric(
@@ -147,12 +154,12 @@ export function storeMetrics(writes: BreadcrumbWrites, retention: Retention, lea
     sizes.freeBytes,
   );
   metric('tools_runner_store_wal_bytes', 'gauge', 'Size of the write-ahead log.', sizes.walBytes);
-  metric('tools_runner_store_leases', 'gauge', 'Rows of the lease table.', leases.count());
+  metric('tools_runner_store_leases', 'gauge', 'Rows of the lease table.', leases.count);
   metric(
     'tools_runner_store_lease_writes_total',
     'counter',
     'Lease writes that were a small transaction of their own (acquire, renew, release; finish when the store does not group its commits), no event. A grouped finish counts in tools_runner_store_writes_total.',
-    leases.writes(),
+    leases.writes,
   );
   metric(
     'tools_runner_store_retention_removed_total',
@@ -160,6 +167,8 @@ export function storeMetrics(writes: BreadcrumbWrites, retention: Retention, lea
     'Records removed by retention since the store started.',
     retention.removedTotal(),
   );
+  if (!writes) return lines.join('\n') + '\n';
+  const stats = writes.stats();
   metric(
     'tools_runner_store_write_transactions_total',
     'counter',

@@ -17,24 +17,23 @@ import { createBreadcrumbReads } from './breadcrumb-reads.js';
 import { createBreadcrumbWrites, type BreadcrumbWrites, type WriteStats } from './breadcrumb-writes.js';
 import { startCheckpointer } from './checkpointer.js';
 import { openDatabase, type Db } from './db.js';
-import type {
-  LeasesPort,
-  MaybePromise,
-  ReadsPort,
-  RegistryPort,
-  SearchPort,
-  SecretsPort,
-  WritesPort,
-} from './backend.js';
+import type { LeasesPort, ReadsPort, RegistryPort, SearchPort, SecretsPort, WritesPort } from './backend.js';
 import { isPostgresUrl, isUnavailable, openPgBackend, type PgBackend } from './pg/index.js';
-import { createEmbeddingQueue, embedderFromConfig, type Embedder, type EmbeddingQueue } from './embeddings.js';
+import {
+  createEmbeddingQueue,
+  embedderFromConfig,
+  sqliteVectors,
+  type Embedder,
+  type EmbeddingQueue,
+} from './embeddings.js';
 import { createEventLog } from './event-log.js';
 import { createRegistry } from './registry.js';
 import { createBreadcrumbSearch } from './search.js';
 import type { BreadcrumbReads } from './breadcrumb-reads.js';
 import { HttpError, isLoopbackHost, sendError } from './http-util.js';
 import { createLeaseGate, createLeases, type Leases } from './leases.js';
-import { createRetention, type Retention } from './retention.js';
+import { createRetention, type Retention, type RetentionStorage } from './retention.js';
+import { sqliteRetentionStorage } from './retention-sqlite.js';
 import { createLocalEndpoint, type LocalEndpoint } from './local.js';
 import { createStoreOperations } from './operations.js';
 import { createRoutes } from './routes.js';
@@ -83,8 +82,8 @@ export interface Store {
   local: LocalEndpoint;
   /** Counters of the write path (transactions, writes, time inside them). */
   writeStats(): WriteStats;
-  /** The retention sweeper (runs every pruneIntervalMs) and the database's size; SQLite only (absent on PostgreSQL). */
-  retention?: Retention;
+  /** The retention sweeper (runs every pruneIntervalMs, or a quarter of the retention) and the database's size. */
+  retention: Retention;
   /** Resolves once no breadcrumb is waiting to be embedded (immediately without an embedder). */
   embeddingsIdle(): Promise<void>;
   /** Ends SSE streams, stops the server, closes the database. Idempotent. */
@@ -93,28 +92,8 @@ export interface Store {
 
 const CLOSE_GRACE_MS = 2000;
 const CHECKPOINT_INTERVAL_MS = 200;
-/** Most orphaned leases one PostgreSQL expiry sweep removes (the rest wait for the next sweep). */
-const ORPHAN_LEASES_PER_SWEEP = 5000;
 
 /** Starts the store; resolves once it accepts connections. Throws RunnerError(config.invalid) on startup problems. */
-/**
- * The expiry sweep. SQLite's retention sweep removes orphaned leases; PostgreSQL has no retention
- * sweep, so its expiry sweep does (on every replica at once: the delete skips rows another replica holds).
- */
-function expirySweep(
-  writes: Pick<WritesPort, 'pruneExpired'>,
-  pgLeases: LeasesPort | undefined,
-  logger: Logger,
-): () => MaybePromise<number> {
-  if (pgLeases === undefined) return () => writes.pruneExpired();
-  return async () => {
-    const removed = await writes.pruneExpired();
-    const orphans = await pgLeases.pruneOrphans(ORPHAN_LEASES_PER_SWEEP);
-    if (orphans > 0) logger.info('orphaned leases removed', { leases: orphans });
-    return removed;
-  };
-}
-
 export async function createStore(options: StoreOptions): Promise<Store> {
   const { host, logger } = options;
   if (!isLoopbackHost(host) && options.authSecret === undefined) {
@@ -156,6 +135,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
   let reads: BreadcrumbReads | undefined;
   let writer: BreadcrumbWrites | undefined;
   let retention: Retention | undefined;
+  let retentionStorage: RetentionStorage | undefined;
   let stopRetention: () => void = () => {};
   let embeddings: EmbeddingQueue | undefined;
   let local: ((url: string) => LocalEndpoint) | undefined;
@@ -184,13 +164,11 @@ export async function createStore(options: StoreOptions): Promise<Store> {
         logger,
       });
       ({ log, writes, reads: readsPort, registry, secrets, search, leases } = pg);
-      if (embedder)
-        logger.warn(
-          'the embedder computes no stored vectors on a PostgreSQL store yet: it embeds search text only (vectors given on write are kept)',
-        );
+      embeddings = pg.embeddings;
+      retentionStorage = pg.retention;
     } else {
       const sqliteLog = createEventLog(db, options.eventRetention);
-      embeddings = embedder ? createEmbeddingQueue(db, embedder, logger) : undefined;
+      embeddings = embedder ? createEmbeddingQueue(sqliteVectors(db), embedder, logger) : undefined;
       const queue = embeddings;
       const sqliteWrites = createBreadcrumbWrites(
         db,
@@ -244,25 +222,23 @@ export async function createStore(options: StoreOptions): Promise<Store> {
       leases: gate.enabled,
     });
     const leaseGate = (header: string | string[] | undefined): void => gate.check(header);
-    // Retention and the store's /metrics cover the SQLite store; on PostgreSQL they are not built yet.
-    let metrics = (): string => '';
-    if (db !== undefined && writer !== undefined && sqliteLeases !== undefined) {
-      const sqliteWrites = writer;
-      const tableOfLeases = sqliteLeases;
-      const kept = createRetention(db, sqliteWrites, tableOfLeases, {
-        retentionMs: options.retentionMs ?? 0,
-        auditRetentionMs: options.auditRetentionMs ?? 0,
-      });
-      retention = kept;
-      // A short retention is swept more often (a quarter of it, at least every second), so records
-      // never outlive it by much more than that.
-      const retentionEvery = Math.min(
-        options.pruneIntervalMs ?? 30_000,
-        Math.max(1000, Math.floor((options.retentionMs || Number.MAX_SAFE_INTEGER) / 4)),
-      );
-      stopRetention = startRetention(kept, retentionEvery, logger);
-      metrics = () => storeMetrics(sqliteWrites, kept, tableOfLeases);
-    }
+    const kept = createRetention(
+      retentionStorage ?? sqliteRetentionStorage(db as Db, writer as BreadcrumbWrites, sqliteLeases as Leases),
+      { retentionMs: options.retentionMs ?? 0, auditRetentionMs: options.auditRetentionMs ?? 0 },
+    );
+    retention = kept;
+    // A short retention is swept more often (a quarter of it, at least every second), so records
+    // never outlive it by much more than that.
+    const retentionEvery = Math.min(
+      options.pruneIntervalMs ?? 30_000,
+      Math.max(1000, Math.floor((options.retentionMs || Number.MAX_SAFE_INTEGER) / 4)),
+    );
+    stopRetention = startRetention(kept, retentionEvery, logger);
+    const statsOfWrites = writer;
+    const metrics = async (): Promise<string> => {
+      await kept.measure();
+      return storeMetrics(statsOfWrites, kept, { count: await leases.count(), writes: await leases.writes() });
+    };
     const routes = createRoutes({ auth, ops, writes, sse, registry, leases, leaseGate, metrics });
     local = (url) =>
       createLocalEndpoint({
@@ -275,7 +251,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
         leaseGate,
         unavailable: (error) => pg !== undefined && isUnavailable(error),
       });
-    stopPrune = startPruning(expirySweep(writes, pg?.leases, logger), options.pruneIntervalMs ?? 30_000, logger);
+    stopPrune = startPruning(() => writes.pruneExpired(), options.pruneIntervalMs ?? 30_000, logger);
     const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
       if (state !== 'RUNNING') {
         res.shouldKeepAlive = false;
@@ -368,7 +344,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     port,
     local: endpoint,
     writeStats: () => statsOf.stats(),
-    ...(retention ? { retention } : {}),
+    retention: retention as Retention,
     embeddingsIdle: () => embeddings?.idle() ?? Promise.resolve(),
     close: () => (closing ??= close()),
   };

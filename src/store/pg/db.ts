@@ -133,6 +133,21 @@ CREATE INDEX leases_free ON leases (scope, expires_ms) WHERE state <> 'done';
 CREATE INDEX leases_name ON leases (name);
 `,
   },
+  {
+    version: 3,
+    name: 'retention: Idempotency-Keys by age, autovacuum sooner on the tables it deletes from',
+    // Retention deletes a steady stream of rows: vacuum (and analyze) each table once 5% of it is
+    // dead instead of the default 20%, so the freed space is reused sooner (docs/store.md).
+    sql: `
+CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at);
+ALTER TABLE breadcrumbs SET (autovacuum_vacuum_scale_factor = 0.05, autovacuum_analyze_scale_factor = 0.05);
+ALTER TABLE breadcrumb_tags SET (autovacuum_vacuum_scale_factor = 0.05, autovacuum_analyze_scale_factor = 0.05);
+ALTER TABLE breadcrumb_history SET (autovacuum_vacuum_scale_factor = 0.05, autovacuum_analyze_scale_factor = 0.05);
+ALTER TABLE breadcrumb_embeddings SET (autovacuum_vacuum_scale_factor = 0.05);
+ALTER TABLE idempotency_keys SET (autovacuum_vacuum_scale_factor = 0.05);
+ALTER TABLE events SET (autovacuum_vacuum_scale_factor = 0.05, autovacuum_analyze_scale_factor = 0.05);
+`,
+  },
 ];
 
 /** Whether `url` names a PostgreSQL database (`postgres://` or `postgresql://`). */

@@ -45,6 +45,8 @@ export interface PgEventLog extends EventFeed {
   lock(client: pg.PoolClient, nowMs: number): Promise<{ ms: number; iso: string }>;
   /** Inside the same transaction, after `lock`: inserts the event with the next seq. */
   append(client: pg.PoolClient, input: EventInput): Promise<StoredEvent>;
+  /** Like `append` for several events at once (consecutive seqs, in the given order), one round trip. */
+  appendMany(client: pg.PoolClient, inputs: EventInput[]): Promise<StoredEvent[]>;
   /** After a local commit: publish what is new now. */
   kick(): void;
   /**
@@ -225,6 +227,7 @@ export async function createPgEventLog(options: {
         data,
       };
     },
+    appendMany: (client, inputs) => appendEvents(client, inputs, retention),
     kick,
     published(seq) {
       if (seq <= latest || closed) return Promise.resolve();
@@ -304,4 +307,32 @@ export async function createPgEventLog(options: {
       await client?.end().catch(() => {});
     },
   };
+}
+
+/** Appends `inputs` with consecutive seqs in one statement (inside a write transaction, after `lock`). */
+async function appendEvents(client: pg.PoolClient, inputs: EventInput[], retention: number): Promise<StoredEvent[]> {
+  if (inputs.length === 0) return [];
+  const datas = inputs.map((input) => JSON.stringify(input));
+  const tags = inputs.map((input) => JSON.stringify(input.tags));
+  const first = (
+    await client.query<{ first: number }>(
+      `WITH s AS (UPDATE event_clock SET last_seq = last_seq + $1 WHERE id = 1 RETURNING last_seq),
+       i AS (INSERT INTO events (seq, owner_id, schema_name, tags, data)
+         SELECT s.last_seq - $1 + u.n, u.owner_id, u.schema_name, u.tags, u.data
+         FROM s, unnest($2::text[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS u(owner_id, schema_name, tags, data, n))
+       SELECT last_seq - $1 + 1 AS first FROM s`,
+      [inputs.length, inputs.map((i) => i.owner_id), inputs.map((i) => i.schema_name), tags, datas],
+    )
+  ).rows[0]?.first as number;
+  const lastSeq = first + inputs.length - 1;
+  if (Math.floor(lastSeq / PRUNE_EVERY) > Math.floor((first - 1) / PRUNE_EVERY))
+    await client.query('DELETE FROM events WHERE seq <= $1', [lastSeq - retention]);
+  return inputs.map((input, index) => ({
+    seq: first + index,
+    type: String(input.type),
+    ownerId: input.owner_id,
+    schemaName: input.schema_name,
+    tags: input.tags,
+    data: datas[index] as string,
+  }));
 }

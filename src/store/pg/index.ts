@@ -6,13 +6,15 @@ import type pg from 'pg';
 import { ErrorCode, RunnerError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import type { LeasesPort, ReadsPort, RegistryPort, SearchPort, SecretsPort, WritesPort } from '../backend.js';
-import type { Embedder } from '../embeddings.js';
+import { createEmbeddingQueue, type Embedder, type EmbeddingQueue } from '../embeddings.js';
+import type { RetentionStorage } from '../retention.js';
 import type { EventFeed } from '../sse.js';
 import { migrate, openPool, redactUrl } from './db.js';
 import { createPgEventLog, type PgEventLog } from './events.js';
 import { createPgLeases } from './leases.js';
 import { createPgReads } from './reads.js';
 import { createPgRegistry } from './registry.js';
+import { pgRetentionStorage } from './retention.js';
 import { checkSecretsKey, createPgSecrets } from './secrets.js';
 import { createPgWrites } from './writes.js';
 
@@ -27,6 +29,10 @@ export interface PgBackend {
   secrets: SecretsPort;
   registry: RegistryPort;
   leases: LeasesPort;
+  /** Retention's queries on this database (../retention.ts applies the rules). */
+  retention: RetentionStorage;
+  /** The background embedding of written records (with an embedder). */
+  embeddings: EmbeddingQueue | undefined;
   /** Schema version after migrating. */
   schemaVersion: number;
   close(): Promise<void>;
@@ -50,17 +56,25 @@ export async function openPgBackend(options: {
     log = await createPgEventLog({ pool, url, retention: options.eventRetention, logger });
     const reads = createPgReads(pool, { embedder: options.embedder, logger });
     const events = log;
+    let embeddings: EmbeddingQueue | undefined;
+    const writes = createPgWrites(pool, events, (id, version, text) => embeddings?.schedule(id, version, text));
+    const leases = createPgLeases(pool);
+    if (options.embedder) embeddings = createEmbeddingQueue(writes, options.embedder, logger);
     logger.info('store database is PostgreSQL', { db: redactUrl(url), schemaVersion, poolSize: options.poolSize });
     return {
       log: events,
-      writes: createPgWrites(pool, events),
+      writes,
       reads,
       search: reads,
       secrets: createPgSecrets(pool, options.secretsKey),
       registry: createPgRegistry(pool),
-      leases: createPgLeases(pool),
+      leases,
+      retention: pgRetentionStorage(pool, writes, (limit) => leases.pruneOrphans(limit)),
+      embeddings,
       schemaVersion,
       async close() {
+        embeddings?.close();
+        await embeddings?.idle();
         await events.close();
         await pool.end();
       },

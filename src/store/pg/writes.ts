@@ -11,8 +11,9 @@
 
 import { createHash, randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import type { Actor, BreadcrumbRow } from '../breadcrumb-writes.js';
-import { encodeVector } from '../breadcrumb-writes.js';
+import type { Actor, AfterWrite, BreadcrumbRow } from '../breadcrumb-writes.js';
+import { embeddingText, encodeVector } from '../breadcrumb-writes.js';
+import type { VectorStore } from '../embeddings.js';
 import type { WritesPort } from '../backend.js';
 import type { StoredEvent } from '../event-log.js';
 import { HttpError, httpErrors } from '../http-util.js';
@@ -36,8 +37,18 @@ const COLUMNS =
 const SELECT_VISIBLE_FOR_UPDATE = `SELECT ${COLUMNS} FROM breadcrumbs WHERE id = $1 AND (expires_ms IS NULL OR expires_ms > $2) FOR UPDATE`;
 const EXPIRED = 500;
 
+/** Rows one retention transaction removes (it holds the append lock meanwhile). */
+const REMOVE_CHUNK = 200;
+
+/** The PostgreSQL write side: the port, and retention's removal by seq. */
+export type PgWrites = WritesPort &
+  VectorStore & {
+    /** Removes the records still at these seqs (skipping rows another transaction holds) with their satellites and events. */
+    removeRows(seqs: number[], reason: string): Promise<number>;
+  };
+
 /** Builds the write side over `pool`, appending through `log`. */
-export function createPgWrites(pool: pg.Pool, log: PgEventLog): WritesPort {
+export function createPgWrites(pool: pg.Pool, log: PgEventLog, afterWrite?: AfterWrite): PgWrites {
   const visibleForUpdate = async (client: pg.PoolClient, id: string, actor: Actor): Promise<BreadcrumbRow> => {
     const row = (await client.query<BreadcrumbRow>(SELECT_VISIBLE_FOR_UPDATE, [id, Date.now()])).rows[0];
     if (!row || (actor.scoped && row.owner_id !== actor.ownerId))
@@ -152,11 +163,12 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog): WritesPort {
       });
       if (duplicate) return conflict(key as string, actor);
       await log.published(seq);
+      if (!fields.embedding) afterWrite?.(id, 1, embeddingText(fields.title, context));
       return { id };
     },
 
     async update(id: string, patch: PatchFields, actor: Actor, ifMatch?: number) {
-      const { version, seq } = await transaction(pool, async (client) => {
+      const { version, seq, text } = await transaction(pool, async (client) => {
         const row = await visibleForUpdate(client, id, actor);
         if (ifMatch !== undefined && row.version !== ifMatch) {
           throw new HttpError(
@@ -223,17 +235,17 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog): WritesPort {
             uniqueTags(tags),
           ],
         );
+        // An explicit embedding wins; otherwise a changed title/context is re-embedded after the commit.
+        let text: string | undefined;
         if (patch.embedding === null)
           await client.query('DELETE FROM breadcrumb_embeddings WHERE breadcrumb_id = $1', [id]);
-        else if (patch.embedding) {
-          await client.query(
-            'INSERT INTO breadcrumb_embeddings (breadcrumb_id, dim, vec) VALUES ($1, $2, $3) ON CONFLICT (breadcrumb_id) DO UPDATE SET dim = excluded.dim, vec = excluded.vec',
-            [id, patch.embedding.length, encodeVector(patch.embedding)],
-          );
-        }
-        return { version: next, seq: event.seq };
+        else if (patch.embedding) await upsertVector(client, id, patch.embedding);
+        else if (patch.title !== undefined || patch.context !== undefined)
+          text = embeddingText(pick('title', patch.title), context);
+        return { version: next, seq: event.seq, text };
       });
       await log.published(seq);
+      if (text !== undefined) afterWrite?.(id, version, text);
       return { version };
     },
 
@@ -246,6 +258,9 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog): WritesPort {
       });
       await log.published(seq);
     },
+
+    storeIfAt: (id, version, vector) => storeVectorIfAt(pool, id, version, vector),
+    removeRows: (seqs, reason) => removeRowsAt(pool, log, seqs, reason),
 
     async pruneExpired() {
       let total = 0;
@@ -269,4 +284,65 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog): WritesPort {
       }
     },
   };
+}
+
+function upsertVector(client: pg.PoolClient, id: string, vector: number[]): Promise<unknown> {
+  return client.query(
+    'INSERT INTO breadcrumb_embeddings (breadcrumb_id, dim, vec) VALUES ($1, $2, $3) ON CONFLICT (breadcrumb_id) DO UPDATE SET dim = excluded.dim, vec = excluded.vec',
+    [id, vector.length, encodeVector(vector)],
+  );
+}
+
+/** Stores the embedder's vector only while the record is still at the embedded version (a newer write re-queued it or set its own). */
+async function storeVectorIfAt(pool: pg.Pool, id: string, version: number, vector: number[]): Promise<void> {
+  // The row lock orders this against a concurrent update or delete of the record.
+  await transaction(pool, async (client) => {
+    const at = (
+      await client.query<{ version: number }>('SELECT version FROM breadcrumbs WHERE id = $1 FOR SHARE', [id])
+    ).rows[0];
+    if (at?.version === version) await upsertVector(client, id, vector);
+  });
+}
+
+/** Retention's removal: the records still at these seqs, with their satellites and events, a chunk per transaction. */
+async function removeRowsAt(pool: pg.Pool, log: PgEventLog, seqs: number[], reason: string): Promise<number> {
+  let total = 0;
+  for (let i = 0; i < seqs.length; i += REMOVE_CHUNK) {
+    const chunk = seqs.slice(i, i + REMOVE_CHUNK);
+    const done: { count: number; last: number } = await transaction(pool, async (client) => {
+      // Rows another transaction holds (an update, another replica's sweep) are skipped, not waited for.
+      const rows = (
+        await client.query<BreadcrumbRow>(
+          `SELECT ${COLUMNS} FROM breadcrumbs WHERE write_seq = ANY($1::bigint[]) ORDER BY write_seq FOR UPDATE SKIP LOCKED`,
+          [chunk],
+        )
+      ).rows;
+      if (rows.length === 0) return { count: 0, last: 0 };
+      const now = await log.lock(client, Date.now());
+      const events = await log.appendMany(
+        client,
+        rows.map((row) => ({
+          type: 'breadcrumb.deleted',
+          breadcrumb_id: row.id,
+          owner_id: row.owner_id,
+          version: row.version,
+          tags: JSON.parse(row.tags) as string[],
+          schema_name: row.schema_name,
+          deleted_at: now.iso,
+          reason,
+        })),
+      );
+      await client.query(
+        `WITH t AS (DELETE FROM breadcrumb_tags WHERE write_seq = ANY($2::bigint[])),
+          h AS (DELETE FROM breadcrumb_history WHERE breadcrumb_id = ANY($1::text[])),
+          e AS (DELETE FROM breadcrumb_embeddings WHERE breadcrumb_id = ANY($1::text[]))
+         DELETE FROM breadcrumbs WHERE write_seq = ANY($2::bigint[])`,
+        [rows.map((row) => row.id), rows.map((row) => row.write_seq)],
+      );
+      return { count: rows.length, last: events[events.length - 1]?.seq ?? 0 };
+    });
+    if (done.count > 0) await log.published(done.last);
+    total += done.count;
+  }
+  return total;
 }
