@@ -227,6 +227,8 @@ export type CreateIssue = z.infer<typeof CreateIssue>;
 
 export const ToolCreateResponseContext = z.looseObject({
   request_id: z.string(),
+  /** The id of the `tool.create.request.v1` breadcrumb this answers. */
+  request_breadcrumb_id: z.string().optional(),
   status: z.enum(['created', 'updated', 'rejected']),
   tool: z.object({ id: z.string(), name: z.string(), version: z.string() }).optional(),
   errors: z.array(CreateIssue),

@@ -172,7 +172,8 @@ export function createResponder(options: ResponderOptions): Responder {
         title: answer.title,
         schema_name: SCHEMA.ToolCreateResponse,
         tags: [workspace, TAG.Response, TAG.request(answer.rid), answerTag, ...(answer.extraTags ?? [])],
-        context: answer.context,
+        // Names its request, as a tool answer's metadata does: retention removes the two together.
+        context: { ...answer.context, request_breadcrumb_id: answer.requestBreadcrumbId },
       },
       answerTag,
       signal,

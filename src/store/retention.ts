@@ -9,7 +9,9 @@
 //     is not `done` (the runner has not finished it) or the two belong to different owners (then
 //     only the answer goes: a forged answer never removes another owner's request);
 //   claim (tool.claim.v1) older than R and past its expires_at; progress (tool.progress.v1) older than R;
-//   idempotency records (tool.idempotency.v1) older than A;
+//   idempotency records (tool.idempotency.v1) older than A; a creation answer (tool.create.response.v1)
+//     older than A, with its creation request on the same terms as a tool answer (one written before
+//     answers named their request stays);
 //   approval requests older than A once decided or expired (a pending one stays), and decisions
 //     older than A whose approval request is gone;
 //   upstream's rules: health-check requests (tag `health:check`) 5 min, system.ping.v1 10 min,
@@ -144,6 +146,9 @@ function tagList(text: string): string[] {
   }
 }
 
+/** The answer to a `tool.create.request.v1`. */
+const CREATE_ANSWER = 'tool.create.response.v1';
+
 type Judge = (row: RetentionRow) => MaybePromise<number[] | undefined>;
 
 /** Builds the sweeper over a backend's `storage`. */
@@ -168,16 +173,24 @@ export function createRetention(storage: RetentionStorage, options: RetentionOpt
 
   // An answer goes with its request, once the runner finished it (lease `done`, or no lease) and
   // both belong to one owner; a forged answer naming another owner's request goes alone.
-  const answerJudge: Judge = async (answer) => {
-    const metadata = json(answer.context).metadata as Record<string, unknown> | undefined;
-    const requestId = typeof metadata?.request_breadcrumb_id === 'string' ? metadata.request_breadcrumb_id : undefined;
-    const request = requestId === undefined ? undefined : await storage.record(requestId);
-    if (!request || requestId === undefined) return [answer.write_seq];
-    const state = await storage.leaseState(requestId);
-    if (state !== undefined && state !== 'done') return undefined; // the runner has not finished it
-    if (request.owner_id !== answer.owner_id) return [answer.write_seq];
-    return [answer.write_seq, request.write_seq];
-  };
+  const answerJudge =
+    (create: boolean): Judge =>
+    async (answer) => {
+      const context = json(answer.context);
+      const metadata = context.metadata as Record<string, unknown> | undefined;
+      // A tool answer names its request in metadata, a creation answer in its context.
+      const named = create ? context.request_breadcrumb_id : metadata?.request_breadcrumb_id;
+      const requestId = typeof named === 'string' ? named : undefined;
+      // A creation answer written before it named its request: removing it alone would make its request
+      // look unanswered (and run again), so it stays.
+      if (requestId === undefined && create) return undefined;
+      const request = requestId === undefined ? undefined : await storage.record(requestId);
+      if (!request || requestId === undefined) return [answer.write_seq];
+      const state = await storage.leaseState(requestId);
+      if (state !== undefined && state !== 'done') return undefined; // the runner has not finished it
+      if (request.owner_id !== answer.owner_id) return [answer.write_seq];
+      return [answer.write_seq, request.write_seq];
+    };
 
   const pass = async (now: number): Promise<SweepResult & { full: boolean }> => {
     const doomed = new Set<number>();
@@ -189,12 +202,14 @@ export function createRetention(storage: RetentionStorage, options: RetentionOpt
       return typeof expires === 'string' && expires < nowIso;
     };
     if (R > 0) {
-      await walk('tool.response.v1', now - R, answerJudge, doomed);
+      await walk('tool.response.v1', now - R, answerJudge(false), doomed);
       await walk('tool.claim.v1', now - R, (claim) => (expired(claim) ? [claim.write_seq] : undefined), doomed);
       await walk('tool.progress.v1', now - R, (row) => [row.write_seq], doomed);
     }
     if (A > 0) {
       await walk('tool.idempotency.v1', now - A, (row) => [row.write_seq], doomed);
+      // Tool creations (their request carries the tool's source) are audit-bearing: kept as long as audit.
+      await walk(CREATE_ANSWER, now - A, answerJudge(true), doomed);
       await walk(
         'tool.approval.request.v1',
         now - A,

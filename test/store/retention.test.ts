@@ -30,9 +30,8 @@ const lease = (store: Store, op: string, body: Record<string, unknown>) =>
   call(store.url, 'POST', `/x/leases/${op}`, { body: { scope: WS, ...body }, headers: { 'X-Lease-Key': KEY } });
 
 /**
- * One runner call: request, answer, and on SQLite the lease the runner takes (finished, or left
- * held with `finish: false`). A PostgreSQL store has no lease routes: runners claim with
- * breadcrumbs there, and an answered request is a finished one.
+ * One runner call: request, answer, and the lease the runner takes (finished, or left held with
+ * `finish: false`) when the store offers leases (both backends do with a lease key).
  */
 async function runnerCall(store: Store, i: number, finish = true): Promise<{ request: string; answer: string }> {
   const leased = (await lease(store, 'list', {})).status === 200;
@@ -96,7 +95,7 @@ describeBackends('store: retention', (backend) => {
       pruneIntervalMs: 3_600_000,
     });
     const done = await runnerCall(store, 1);
-    const held = backend === 'sqlite' ? await runnerCall(store, 2, false) : undefined;
+    const held = await runnerCall(store, 2, false);
     const unanswered = await create(store, { schema_name: 'tool.request.v1', context: { tool: 'echo', input: {} } });
     // Satellites: history (a second version), a stored vector, tags and search rows.
     await call(store.url, 'PATCH', `/breadcrumbs/${done.request}`, { body: { embedding: [1, 0], title: 'again' } });
@@ -129,15 +128,13 @@ describeBackends('store: retention', (backend) => {
       `SELECT 1 FROM events WHERE data LIKE '%"breadcrumb.deleted"%' AND data LIKE '%"reason":"retention"%'`,
     );
     expect(deleted).toBe(2);
-    // Not finished by the runner (SQLite: its lease is still held): kept, answer and all. Unanswered: kept.
+    // Not finished by the runner (its lease is still held): kept, answer and all. Unanswered: kept.
     await store.retention.sweep(answeredAt + 100 * R);
-    if (held) {
-      expect(await exists(store, held.request)).toBe(true);
-      expect(await exists(store, held.answer)).toBe(true);
-      // The removed request's lease goes too; the held one stays.
-      const leases = (await lease(store, 'list', {})).body.leases as Array<{ name: string }>;
-      expect(leases.map((l) => l.name)).toEqual([held.request]);
-    }
+    expect(await exists(store, held.request)).toBe(true);
+    expect(await exists(store, held.answer)).toBe(true);
+    // The removed request's lease goes too; the held one stays.
+    const leases = (await lease(store, 'list', {})).body.leases as Array<{ name: string }>;
+    expect(leases.map((l) => l.name)).toEqual([held.request]);
     expect(await exists(store, unanswered)).toBe(true);
   });
 
@@ -174,6 +171,42 @@ describeBackends('store: retention', (backend) => {
     expect(await exists(store, decided)).toBe(false);
     expect(await exists(store, decision)).toBe(false);
     expect(await exists(store, pending)).toBe(true);
+  });
+
+  it('removes a tool creation (request and answer) after the audit retention; a creation answer that names no request stays', async () => {
+    const store = await startStore({ leaseKey: KEY, retentionMs: R, auditRetentionMs: A, pruneIntervalMs: 3_600_000 });
+    const creation = async (named: boolean): Promise<{ request: string; answer: string }> => {
+      const request = await create(store, {
+        schema_name: 'tool.create.request.v1',
+        context: { tool_spec: { name: 'made', code: 'x'.repeat(2000) } },
+      });
+      await lease(store, 'acquire', { name: request, holder: 'r', token: `c-${request}`, ttl_ms: 3_600_000 });
+      const answer = await create(store, {
+        schema_name: 'tool.create.response.v1',
+        context: {
+          request_id: 'rid',
+          status: 'created',
+          errors: [],
+          warnings: [],
+          examples: [],
+          ...(named ? { request_breadcrumb_id: request } : {}),
+        },
+      });
+      await lease(store, 'finish', { name: request });
+      return { request, answer };
+    };
+    const named = await creation(true);
+    const unnamed = await creation(false);
+    const answeredAt = await updatedMs(store, unnamed.answer);
+    await store.retention.sweep(answeredAt + 10 * R); // past the call retention, within the audit one
+    for (const id of [named.request, named.answer, unnamed.request, unnamed.answer])
+      expect(await exists(store, id)).toBe(true);
+    await store.retention.sweep(answeredAt + A + 1_000);
+    expect(await exists(store, named.request)).toBe(false);
+    expect(await exists(store, named.answer)).toBe(false);
+    // Removing it alone would make its request look unanswered, and run again.
+    expect(await exists(store, unnamed.request)).toBe(true);
+    expect(await exists(store, unnamed.answer)).toBe(true);
   });
 
   it('sweeps running at once (replicas on one database) remove each record once', async () => {
