@@ -108,3 +108,11 @@ port.on('message', (batch: ToWorker[]) => {
 });
 port.postMessage([{ t: 'ready', url: store.url, port: store.port }] satisfies FromWorker[]);
 sendSizes();
+
+// Fault injection for the test of a dying store thread (test/e2e/store-thread.test.ts): an uncaught
+// error in this thread this many ms after it is ready, as a bug in the store would raise.
+const fault = Number(process.env['TOOLS_RUNNER_TEST_STORE_THREAD_FAULT_MS'] ?? '');
+if (Number.isInteger(fault) && fault > 0)
+  setTimeout(() => {
+    throw new Error('injected store thread fault (TOOLS_RUNNER_TEST_STORE_THREAD_FAULT_MS)');
+  }, fault);
