@@ -18,7 +18,18 @@ const outbox: FromWorker[] = [];
 let scheduled = false;
 const flush = (): void => {
   scheduled = false;
-  port.postMessage(outbox.splice(0));
+  const batch = outbox.splice(0);
+  try {
+    port.postMessage(batch);
+  } catch (error) {
+    // A reply that cannot be sent (not cloneable) fails its call instead of leaving it waiting.
+    const failure = failureOf(new Error(`a store thread message was not sent: ${String(error)}`));
+    port.postMessage(
+      batch.map(
+        (message): FromWorker => (message.t === 'reply' ? { t: 'reply', id: message.id, error: failure } : message),
+      ),
+    );
+  }
 };
 const send = (message: FromWorker): void => {
   outbox.push(message);
@@ -51,7 +62,14 @@ const handle = (message: ToWorker): void => {
   switch (message.t) {
     case 'call': {
       const { id, method, path, query, headers, body, token } = message;
-      store.local.call(method, path, { query: new URLSearchParams(query), headers, body, token }).then(
+      let value: unknown;
+      try {
+        value = body === undefined ? undefined : JSON.parse(body);
+      } catch (error) {
+        send({ t: 'reply', id, error: failureOf(error) });
+        return;
+      }
+      store.local.call(method, path, { query: new URLSearchParams(query), headers, body: value, token }).then(
         (reply) => send({ t: 'reply', id, reply }),
         (error: unknown) => send({ t: 'reply', id, error: failureOf(error) }),
       );

@@ -34,7 +34,8 @@ export type ToWorker =
       path: string;
       query: string;
       headers: Record<string, string>;
-      body: unknown;
+      /** The body as JSON text (a string clones as one copy, at any nesting depth); undefined when none. */
+      body: string | undefined;
       token: string | undefined;
     }
   | { t: 'stream'; id: number; query: string; token: string | undefined; lastEventId: string | undefined }
@@ -90,7 +91,23 @@ export function createStoreThread(
       queueMicrotask(() => {
         const batch = outbox;
         outbox = [];
-        worker.postMessage(batch);
+        try {
+          worker.postMessage(batch);
+        } catch (error) {
+          // Never leave a caller waiting on a message that was not sent.
+          const failure = new RunnerError(
+            ErrorCode.Internal,
+            `a message to the store thread was not sent: ${String(error)}`,
+          );
+          for (const message of batch)
+            if (message.t === 'call') {
+              calls.get(message.id)?.reject(failure);
+              calls.delete(message.id);
+            } else if (message.t === 'stream') {
+              streams.get(message.id)?.opened?.reject(failure);
+              streams.delete(message.id);
+            }
+        }
       });
   };
   let nextId = 1;
@@ -185,6 +202,16 @@ export function createStoreThread(
       call(method, path, request) {
         // While closing, the worker answers 503 as the in-process store does.
         if (state !== 'running' && state !== 'closing') return Promise.reject(closedAll());
+        let body: string | undefined;
+        try {
+          body = request.body === undefined ? undefined : JSON.stringify(request.body);
+        } catch (error) {
+          // The store client copies bodies as JSON first, so what it sends always passes here.
+          return Promise.resolve({
+            status: 400,
+            error: { error: `request body cannot be written as JSON: ${String(error)}`, code: 'invalid_body' },
+          });
+        }
         const id = nextId++;
         return new Promise<LocalReply>((resolve, reject) => {
           calls.set(id, { resolve, reject });
@@ -195,7 +222,7 @@ export function createStoreThread(
             path,
             query: request.query.toString(),
             headers: request.headers,
-            body: request.body,
+            body,
             token: request.token,
           });
         });

@@ -127,7 +127,7 @@ export async function startStore(overrides: Partial<StoreOptions> = {}): Promise
 }
 
 /** TOOLS_RUNNER_STORE_THREAD=true in the test's environment: startStore() runs the store on its worker thread (the built one in dist/). */
-const STORE_THREAD = process.env['TOOLS_RUNNER_STORE_THREAD'] === 'true';
+export const STORE_THREAD = process.env['TOOLS_RUNNER_STORE_THREAD'] === 'true';
 
 /** A store on its worker thread (store/thread.ts), as `start --store-thread` runs it; only url, port, local and close exist. */
 async function threadStore(options: StoreOptions): Promise<Store> {
