@@ -135,10 +135,6 @@ export const SERVICE_OPTIONS = {
     group: 'runner',
     doc: 'How `start` talks to its embedded store: `auto` calls it in-process (no HTTP, same semantics), `http` over its HTTP port like an external store. Ignored with --store-url.',
   }),
-  storeThread: opt(boolish.default(false), {
-    group: 'runner',
-    doc: "`start`: run the embedded store (database, group commit, HTTP server, event streams) on its own worker thread, so the runner's thread does not pay for them; the runner calls it through messages. If that thread dies, the service exits non-zero. Ignored with --store-url.",
-  }),
   storeToken: opt(optionalString, {
     group: 'runner',
     doc: 'Bearer token for the store. When unset, the runner mints one at `/auth/token`.',

@@ -30,10 +30,10 @@ import { createClaimManager, type ClaimManager } from '../request/claims.js';
 import { checkLeaseKey, createLeaseClaimManager, storeOffersLeases } from '../request/lease-claims.js';
 import { createSandbox, resolveCapacity, type Sandbox } from '../sandbox/index.js';
 import { createSchemaValidator, validateToolDefinition, type SchemaValidator } from '../screen/index.js';
+import { createStore, type Store } from '../store/index.js';
 import { redactUrl } from '../store/pg/index.js';
 import type { AdminServer } from './admin-server.js';
 import { createMetrics, type Metrics } from './metrics.js';
-import { startEmbeddedStore, type EmbeddedStore } from './embedded-store.js';
 import { createSecretResolver, loadSecretsFile, type SecretResolver } from '../tool-context/secrets.js';
 import type { Lifecycle, ServiceExtension, ServiceOptions } from './service.js';
 import { backoffMs } from '../backoff.js';
@@ -157,13 +157,9 @@ export async function buildService(
   // embedded store and replicas sharing the runner secret agree on it without configuration).
   const leaseKey = config.leaseKey ?? deriveKey(runnerKey.master, LEASE_KEY_PURPOSE).toString('base64url');
   let storeUrl = config.storeUrl;
-  let store: EmbeddedStore | undefined;
+  let store: Store | undefined;
   if (!storeUrl) {
-    // A store thread that dies leaves nothing to drain into: say so and exit non-zero, never hang.
-    const embedded = await startEmbeddedStore(config, leaseKey, logger, (error) => {
-      log.error('the store thread died; the service exits', { error });
-      process.exit(1);
-    });
+    const embedded = await createStore({ ...config, leaseKey, logger: logger.child({ component: 'store' }) });
     store = embedded;
     onStop('store', () => embedded.close());
     storeUrl = embedded.url;
@@ -274,7 +270,9 @@ export async function buildService(
     catalog: () => ({ active: catalog.entries().length, rejected: catalog.rejected().length }),
     isKnownTool: (name) => catalog.resolve(name) !== undefined,
     droppedLogLines: () => logger.droppedLines(),
-    ...(store?.sizes ? { storeSizes: store.sizes } : {}),
+    ...(store?.retention
+      ? { storeSizes: () => (store as Store).retention?.sizes() ?? { dbBytes: 0, walBytes: 0 } }
+      : {}),
   });
   rap = createRap({
     config,

@@ -1,6 +1,5 @@
 // Public surface of the embedded store.
 export { createStore, type Store, type StoreOptions } from './store.js';
-export { createStoreThread, type StoreThread } from './thread.js';
 export { DEFAULT_OWNER_ID, ROLES } from './auth.js';
 export { DEFAULT_NN } from './search.js';
 export { STREAM_EXTENSIONS, type StreamExtension } from './sse.js';

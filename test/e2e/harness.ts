@@ -67,10 +67,6 @@ export function runCli(
       XDG_DATA_HOME: tmp,
       TOOLS_RUNNER_LOG_LEVEL: 'warn',
       TOOLS_RUNNER_RUNNER_SECRET: E2E_RUNNER_SECRET,
-      // The e2e suites run with the store on its worker thread when the test run asks for it.
-      ...(process.env['TOOLS_RUNNER_STORE_THREAD']
-        ? { TOOLS_RUNNER_STORE_THREAD: process.env['TOOLS_RUNNER_STORE_THREAD'] }
-        : {}),
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -43,10 +43,6 @@ function userEnv(): Record<string, string> {
     TMPDIR: tempDir('tr-term-tmp-'),
     TERM: 'xterm',
     XDG_DATA_HOME: dataHome,
-    // except the switch that runs the e2e suites with the store on its worker thread
-    ...(process.env['TOOLS_RUNNER_STORE_THREAD']
-      ? { TOOLS_RUNNER_STORE_THREAD: process.env['TOOLS_RUNNER_STORE_THREAD'] }
-      : {}),
   };
 }
 

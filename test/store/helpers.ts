@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { createParser } from 'eventsource-parser';
 import { afterAll, afterEach, beforeAll, describe, it } from 'vitest';
 import { createLogger, type Logger } from '../../src/logger.js';
-import { createStore, createStoreThread, type Store, type StoreOptions } from '../../src/store/index.js';
+import { createStore, type Store, type StoreOptions } from '../../src/store/index.js';
 import { PG_UNAVAILABLE, sharedPgCluster, stopSharedPgCluster } from '../support/pg-cluster.js';
 
 const cleanups: Array<() => unknown> = [];
@@ -106,7 +106,7 @@ export async function startStore(overrides: Partial<StoreOptions> = {}): Promise
       : overrides.db !== undefined
         ? { secretsKey: PG_TEST_SECRETS_KEY }
         : {};
-  const options: StoreOptions = {
+  const store = await createStore({
     host: '127.0.0.1',
     port: 0,
     dataDir: ':memory:',
@@ -119,37 +119,9 @@ export async function startStore(overrides: Partial<StoreOptions> = {}): Promise
     logger: createLogger({ level: 'silent' }),
     ...pg,
     ...overrides,
-  };
-  const store =
-    STORE_THREAD && !overrides.embedder && !overrides.logger ? await threadStore(options) : await createStore(options);
+  });
   onCleanup(() => store.close());
   return store;
-}
-
-/** TOOLS_RUNNER_STORE_THREAD=true in the test's environment: startStore() runs the store on its worker thread (the built one in dist/). */
-export const STORE_THREAD = process.env['TOOLS_RUNNER_STORE_THREAD'] === 'true';
-
-/** A store on its worker thread (store/thread.ts), as `start --store-thread` runs it; only url, port, local and close exist. */
-async function threadStore(options: StoreOptions): Promise<Store> {
-  const { logger: _logger, embedder: _embedder, ...plain } = options;
-  const thread = await createStoreThread(
-    { options: plain, log: { level: 'silent', format: 'json', bindings: {} } },
-    (error) => {
-      throw error;
-    },
-    new URL('../../dist/store/thread-worker.js', import.meta.url),
-  );
-  const absent = (name: string) => (): never => {
-    throw new Error(`${name} is not offered by the store thread (test/store/helpers.ts threadStore)`);
-  };
-  return {
-    url: thread.url,
-    port: thread.port,
-    local: thread.local,
-    writeStats: absent('writeStats'),
-    embeddingsIdle: absent('embeddingsIdle'),
-    close: () => thread.close(),
-  };
 }
 
 export interface Reply {
