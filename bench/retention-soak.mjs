@@ -10,9 +10,7 @@
 //   [--event-retention=N] (the store's; default 100,000 events)
 //   --db=throwaway starts a PostgreSQL cluster in a temp dir (Debian's initdb/pg_ctl) for the run.
 // Prints one JSON object: samples, max/first/last sizes, calls total, violations.
-import { execFileSync, spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -21,6 +19,7 @@ import pg from 'pg';
 import { createStoreClient, openEventStream } from '../dist/breadcrumbs/index.js';
 import { silentLogger } from '../dist/logger.js';
 import { startCli } from './cli-process.mjs';
+import { startPgCluster } from '../test/support/pg-cluster-core.mjs';
 
 const option = (name, dflt) =>
   process.argv
@@ -75,60 +74,6 @@ function largestFiles(path, top = 6, prefix = '') {
   return Object.fromEntries(out.sort((a, b) => b[1] - a[1]).slice(0, top));
 }
 
-async function freePort() {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-/** A throwaway PostgreSQL cluster with a database `soak` (as the `postgres` user when run as root). */
-async function throwawayCluster() {
-  const major = readdirSync('/usr/lib/postgresql')
-    .filter((d) => /^\d+$/.test(d))
-    .sort((a, b) => b - a)[0];
-  const bin = `/usr/lib/postgresql/${major}/bin`;
-  if (!existsSync(join(bin, 'initdb'))) throw new Error('no PostgreSQL server binaries (apt-get install postgresql)');
-  const asRoot = process.getuid() === 0;
-  const pgDir = mkdtempSync(join(tmpdir(), 'soak-pg-'));
-  if (asRoot)
-    chownSync(pgDir, Number(execFileSync('id', ['-u', 'postgres'])), Number(execFileSync('id', ['-g', 'postgres'])));
-  const run = (tool, args) => {
-    const r = spawnSync(
-      asRoot ? 'runuser' : join(bin, tool),
-      asRoot ? ['-u', 'postgres', '--', join(bin, tool), ...args] : args,
-      { cwd: pgDir, encoding: 'utf8' },
-    );
-    if (r.status !== 0) throw new Error(`${tool}: ${r.stderr}`);
-  };
-  run('initdb', ['-D', join(pgDir, 'data'), '-U', 'soak', '-A', 'trust', '-E', 'UTF8', '--locale', 'C']);
-  const port = await freePort();
-  // The server's defaults (autovacuum on, naptime 1 min), as an operator would run it.
-  run('pg_ctl', [
-    '-D',
-    join(pgDir, 'data'),
-    '-l',
-    join(pgDir, 'log'),
-    '-o',
-    `-p ${port} -k ${pgDir} -c listen_addresses=127.0.0.1`,
-    '-w',
-    'start',
-  ]);
-  const admin = new pg.Client({ connectionString: `postgres://soak@127.0.0.1:${port}/postgres` });
-  await admin.connect();
-  await admin.query('CREATE DATABASE soak');
-  await admin.end();
-  return {
-    url: `postgres://soak@127.0.0.1:${port}/soak`,
-    stop: () => {
-      run('pg_ctl', ['-D', join(pgDir, 'data'), '-m', 'fast', '-w', 'stop']);
-      rmSync(pgDir, { recursive: true, force: true });
-    },
-  };
-}
-
 /** A client of `url`: `call()` writes an echo request and resolves once its answer's event arrives. */
 async function connect(url) {
   const logger = silentLogger();
@@ -173,8 +118,9 @@ async function connect(url) {
 }
 
 async function main() {
-  const cluster = DB === 'throwaway' ? await throwawayCluster() : undefined;
-  const dbUrl = cluster?.url ?? (DB || undefined);
+  // The server's durability defaults (fsync on), as an operator would run it.
+  const cluster = DB === 'throwaway' ? await startPgCluster({ durable: true }) : undefined;
+  const dbUrl = cluster ? await cluster.database('soak') : DB || undefined;
   const dataDir = join(dir, 'store');
   const args = [
     'start',
@@ -283,7 +229,7 @@ async function main() {
   const exited = new Promise((r) => runner.proc.once('exit', r));
   runner.proc.kill('SIGTERM');
   await exited;
-  cluster?.stop();
+  await cluster?.stop();
 
   const bytes = samples.map((s) => s.bytes);
   const half = seconds / 2;

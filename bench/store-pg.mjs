@@ -5,15 +5,13 @@
 // CPU is not in it. Uses BENCH_PG_URL (an empty database) when set, else starts a throwaway cluster
 // with Debian's initdb/pg_ctl in a temp dir (as the `postgres` user when run as root).
 // Prints one JSON line per setup: { setup, writes, writes_per_sec, cpu_ms_per_write, db_round_trips_per_write }.
-import { execFileSync, spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import pg from 'pg';
 import { silentLogger } from '../dist/logger.js';
 import { createStore } from '../dist/store/index.js';
+import { startPgCluster } from '../test/support/pg-cluster-core.mjs';
 
 const n = Number(process.argv.find((a) => a.startsWith('--n='))?.slice(4) ?? 3000);
 const concurrency = Number(process.argv.find((a) => a.startsWith('--c='))?.slice(4) ?? 16);
@@ -29,63 +27,8 @@ const base = {
   logger: silentLogger(),
 };
 
-async function freePort() {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function throwawayCluster() {
-  const major = readdirSync('/usr/lib/postgresql')
-    .filter((d) => /^\d+$/.test(d))
-    .sort((a, b) => b - a)[0];
-  const bin = `/usr/lib/postgresql/${major}/bin`;
-  if (!existsSync(join(bin, 'initdb')))
-    throw new Error('no PostgreSQL server binaries (apt-get install postgresql), or set BENCH_PG_URL');
-  const root = process.getuid() === 0;
-  const dir = mkdtempSync(join(tmpdir(), 'bench-pg-'));
-  if (root)
-    chownSync(dir, Number(execFileSync('id', ['-u', 'postgres'])), Number(execFileSync('id', ['-g', 'postgres'])));
-  const run = (tool, args) => {
-    const r = spawnSync(
-      root ? 'runuser' : join(bin, tool),
-      root ? ['-u', 'postgres', '--', join(bin, tool), ...args] : args,
-      { cwd: dir, encoding: 'utf8' },
-    );
-    if (r.status !== 0) throw new Error(`${tool}: ${r.stderr}`);
-  };
-  run('initdb', ['-D', join(dir, 'data'), '-U', 'bench', '-A', 'trust', '-E', 'UTF8', '--locale', 'C']);
-  const port = await freePort();
-  // Durable commits (the server's defaults), as in production.
-  run('pg_ctl', [
-    '-D',
-    join(dir, 'data'),
-    '-l',
-    join(dir, 'log'),
-    '-o',
-    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1`,
-    '-w',
-    'start',
-  ]);
-  return {
-    url: (db) => `postgres://bench@127.0.0.1:${port}/${db}`,
-    stop: () => {
-      run('pg_ctl', ['-D', join(dir, 'data'), '-m', 'fast', '-w', 'stop']);
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
-
 async function database(cluster, name) {
-  if (process.env.BENCH_PG_URL) return process.env.BENCH_PG_URL;
-  const admin = new pg.Client({ connectionString: cluster.url('postgres') });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  return cluster.url(name);
+  return process.env.BENCH_PG_URL ?? cluster.database(name);
 }
 
 async function measure(setup, urls) {
@@ -128,7 +71,8 @@ await measure('sqlite', [sqlite.url]);
 await sqlite.close();
 rmSync(sqliteDir, { recursive: true, force: true });
 
-const cluster = process.env.BENCH_PG_URL ? undefined : await throwawayCluster();
+// Durable commits (the server's defaults), as in production.
+const cluster = process.env.BENCH_PG_URL ? undefined : await startPgCluster({ durable: true });
 try {
   const one = await createStore({
     ...base,
@@ -148,5 +92,5 @@ try {
   );
   await Promise.all(three.map((s) => s.close()));
 } finally {
-  cluster?.stop();
+  await cluster?.stop();
 }
