@@ -38,10 +38,9 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { createStoreClient, openEventStream } from '../dist/breadcrumbs/index.js';
-import { silentLogger } from '../dist/logger.js';
 import { resolveDeno } from '../dist/sandbox/deno-binary.js';
 import { startCli } from './cli-process.mjs';
+import { connectCaller } from './_caller.mjs';
 
 const arg = (name, dflt) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? dflt);
 const CALLS = arg('calls', 2000);
@@ -178,57 +177,8 @@ async function bareBoot() {
   return { processes: BOOT_N, parallel, seconds: round(seconds, 3), per_sec: round(BOOT_N / seconds, 1) };
 }
 
-/** A client of `url` that resolves each request's call with its response context. */
-async function connect(url) {
-  const logger = silentLogger();
-  const client = createStoreClient({ baseUrl: url, logger });
-  const controller = new AbortController();
-  const waiting = new Map();
-  let connected;
-  const ready = new Promise((r) => (connected = r));
-  openEventStream({
-    client,
-    logger,
-    signal: controller.signal,
-    onConnected: () => connected(),
-    onEvent(event) {
-      if (event.schema_name !== 'tool.response.v1') return;
-      const tag = event.tags?.find((t) => t.startsWith('request:'));
-      if (tag) waiting.get(tag.slice(8))?.(event.context);
-    },
-  });
-  await ready;
-  let seq = 0;
-  /** One call: resolves with { ms, context } (context undefined when it gave up). */
-  const call = async (tool = 'echo', input = { message: 'hi' }) => {
-    const rid = `bench-${process.pid}-${seq++}`;
-    let timer;
-    const done = new Promise((resolve) => {
-      waiting.set(rid, resolve);
-      timer = setTimeout(() => resolve(undefined), GIVE_UP_MS);
-    });
-    const t0 = performance.now();
-    await client.createBreadcrumb({
-      title: `Request: ${tool}`,
-      schema_name: 'tool.request.v1',
-      tags: ['tool:request', 'workspace:tools'],
-      context: { tool, input, requestId: rid },
-    });
-    const context = await done;
-    const ms = performance.now() - t0;
-    clearTimeout(timer);
-    waiting.delete(rid);
-    return { ms, context, rid };
-  };
-  return {
-    client,
-    call,
-    close: () => {
-      controller.abort();
-      client.close();
-    },
-  };
-}
+/** A client of `url` that resolves each call with its response context (bench/_caller.mjs). */
+const connect = (url) => connectCaller(url, { giveUpMs: GIVE_UP_MS });
 
 async function startRunner(mode) {
   const base = [

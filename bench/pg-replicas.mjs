@@ -28,10 +28,9 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { createStoreClient, openEventStream } from '../dist/breadcrumbs/index.js';
-import { silentLogger } from '../dist/logger.js';
 import { startPgCluster } from '../test/support/pg-cluster-core.mjs';
 import { treeCpuMs } from './proc-cpu.mjs';
+import { connectCaller } from './_caller.mjs';
 
 const text = (name, dflt) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? dflt;
 const CALLS = Number(text('calls', 2000));
@@ -100,47 +99,14 @@ function startReplica(db, dataDir) {
   });
 }
 
-/** A caller's connection to one replica: writes requests, resolves each with its answer event. */
+/** A caller's connection to one replica (bench/_caller.mjs): each call resolves with its latency and outcome. */
 async function connect(url) {
-  const logger = silentLogger();
-  const client = createStoreClient({ baseUrl: url, logger });
-  const controller = new AbortController();
-  const waiting = new Map();
-  let connected;
-  const ready = new Promise((r) => (connected = r));
-  openEventStream({
-    client,
-    logger,
-    signal: controller.signal,
-    onConnected: () => connected(),
-    onEvent(event) {
-      if (event.schema_name !== 'tool.response.v1') return;
-      const tag = event.tags?.find((t) => t.startsWith('request:'));
-      if (tag) waiting.get(tag.slice(8))?.(event.context);
-    },
-  });
-  await ready;
-  let seq = 0;
+  const caller = await connectCaller(url, { ridPrefix: `pgr-${url.slice(-5)}`, giveUpMs: GIVE_UP_MS, workspace: WS });
   const call = async () => {
-    const rid = `pgr-${process.pid}-${url.slice(-5)}-${seq++}`;
-    let timer;
-    const done = new Promise((resolve) => {
-      waiting.set(rid, resolve);
-      timer = setTimeout(() => resolve(undefined), GIVE_UP_MS);
-    });
-    const t0 = performance.now();
-    await client.createBreadcrumb({
-      title: `Request: ${TOOL}`,
-      schema_name: 'tool.request.v1',
-      tags: ['tool:request', WS],
-      context: { tool: TOOL, input: { message: 'hi' }, requestId: rid },
-    });
-    const context = await done;
-    clearTimeout(timer);
-    waiting.delete(rid);
-    return { ms: performance.now() - t0, ok: context?.status === 'success' };
+    const { ms, context } = await caller.call(TOOL, { message: 'hi' });
+    return { ms, ok: context?.status === 'success' };
   };
-  return { client, call, close: () => (controller.abort(), client.close()) };
+  return { client: caller.client, call, close: caller.close };
 }
 
 /** The database's statements since the last reset, most called first: [{ calls, query }]. */

@@ -16,10 +16,9 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { createStoreClient, openEventStream } from '../dist/breadcrumbs/index.js';
-import { silentLogger } from '../dist/logger.js';
 import { startCli } from './cli-process.mjs';
 import { startPgCluster } from '../test/support/pg-cluster-core.mjs';
+import { connectCaller } from './_caller.mjs';
 
 const option = (name, dflt) =>
   process.argv
@@ -74,48 +73,8 @@ function largestFiles(path, top = 6, prefix = '') {
   return Object.fromEntries(out.sort((a, b) => b[1] - a[1]).slice(0, top));
 }
 
-/** A client of `url`: `call()` writes an echo request and resolves once its answer's event arrives. */
-async function connect(url) {
-  const logger = silentLogger();
-  const client = createStoreClient({ baseUrl: url, logger });
-  const controller = new AbortController();
-  const waiting = new Map();
-  let connected;
-  const ready = new Promise((r) => (connected = r));
-  openEventStream({
-    client,
-    logger,
-    signal: controller.signal,
-    onConnected: () => connected(),
-    onEvent(event) {
-      if (event.schema_name !== 'tool.response.v1') return;
-      const tag = event.tags?.find((t) => t.startsWith('request:'));
-      if (tag) waiting.get(tag.slice(8))?.(event.breadcrumb_id);
-    },
-  });
-  await ready;
-  let seq = 0;
-  const call = async () => {
-    const rid = `soak-${process.pid}-${seq++}`;
-    let timer;
-    const answered = new Promise((resolve) => {
-      waiting.set(rid, resolve);
-      timer = setTimeout(() => resolve(undefined), 60_000);
-    });
-    const sentAt = Date.now();
-    const { id: request } = await client.createBreadcrumb({
-      title: 'Request: echo',
-      schema_name: 'tool.request.v1',
-      tags: ['tool:request', 'workspace:tools'],
-      context: { tool: 'echo', input: { message: 'hi' }, requestId: rid },
-    });
-    const answer = await answered;
-    clearTimeout(timer);
-    waiting.delete(rid);
-    return { rid, request, answer, sentAt };
-  };
-  return { call, close: () => (controller.abort(), client.close()) };
-}
+/** A client of `url` (bench/_caller.mjs): each call resolves with its request and answer ids. */
+const connect = (url) => connectCaller(url, { ridPrefix: 'soak' });
 
 async function main() {
   // The server's durability defaults (fsync on), as an operator would run it.

@@ -9,9 +9,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createStoreClient, openEventStream } from '../dist/breadcrumbs/index.js';
-import { silentLogger } from '../dist/logger.js';
 import { startCli } from './cli-process.mjs';
+import { connectCaller } from './_caller.mjs';
 
 const CALLS = Number(process.argv.find((a) => a.startsWith('--calls='))?.slice(8) ?? 400);
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -47,36 +46,8 @@ async function measure(claims, group) {
   );
   const url = (await runner.line(/^store listening on /)).replace('store listening on ', '');
   await runner.line(/^runner ready$/);
-  const logger = silentLogger();
-  const client = createStoreClient({ baseUrl: url, logger });
-  const controller = new AbortController();
-  const waiting = new Map();
-  let connected;
-  const ready = new Promise((r) => (connected = r));
-  openEventStream({
-    client,
-    logger,
-    signal: controller.signal,
-    onConnected: () => connected(),
-    onEvent(event) {
-      if (event.schema_name !== 'tool.response.v1') return;
-      const tag = event.tags?.find((t) => t.startsWith('request:'));
-      if (tag) waiting.get(tag.slice(8))?.();
-    },
-  });
-  await ready;
-  let seq = 0;
-  const call = async () => {
-    const rid = `calls-${claims}-${group}-${seq++}`;
-    const done = new Promise((resolve) => waiting.set(rid, resolve));
-    await client.createBreadcrumb({
-      title: 'Request: echo',
-      schema_name: 'tool.request.v1',
-      tags: ['tool:request', 'workspace:tools'],
-      context: { tool: 'echo', input: { message: 'hi' }, requestId: rid },
-    });
-    await done;
-  };
+  const caller = await connectCaller(url, { ridPrefix: `calls-${claims}-${group}` });
+  const call = () => caller.call();
   for (let i = 0; i < 20; i++) await call();
   const before = await metrics(url);
   let next = 0;
@@ -86,8 +57,7 @@ async function measure(claims, group) {
     }),
   );
   const after = await metrics(url);
-  controller.abort();
-  client.close();
+  caller.close();
   const exited = new Promise((r) => runner.proc.once('exit', r));
   runner.proc.kill('SIGTERM');
   await exited;
