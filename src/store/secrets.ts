@@ -37,6 +37,16 @@ export function aad(name: string, scopeType: string, scopeId: string | null): Bu
   return Buffer.from(JSON.stringify([name, scopeType, scopeId]));
 }
 
+/** The 409 for a second secret of one name in one scope (both backends). */
+export function secretExists(name: string, scopeType: string, scopeId: string | null): HttpError {
+  const scope = `${scopeType}${scopeId === null ? '' : ':' + scopeId}`;
+  return new HttpError(
+    409,
+    'conflict',
+    `a secret named ${JSON.stringify(name)} already exists in scope ${scope}; change its value with PUT /secrets/<id>`,
+  );
+}
+
 export function requireString(body: Record<string, unknown>, field: string, allowEmpty = false): string {
   const value = body[field];
   if (typeof value !== 'string' || (!allowEmpty && value === '')) {
@@ -84,11 +94,7 @@ export function createSecretsRepo(db: Db, key: Buffer): SecretsRepo {
     const scopeId = (rawScopeId as string | null | undefined) ?? null;
     const value = requireString(body, 'value', true);
     if (exists.get(actor.ownerId, name, scopeType, scopeId ?? '')) {
-      throw new HttpError(
-        409,
-        'conflict',
-        `a secret named ${JSON.stringify(name)} already exists in scope ${scopeType}${scopeId === null ? '' : ':' + scopeId}; change its value with PUT /secrets/<id>`,
-      );
+      throw secretExists(name, scopeType, scopeId);
     }
     const { iv, ciphertext, tag } = encrypt(value, name, scopeType, scopeId);
     const id = randomUUID();

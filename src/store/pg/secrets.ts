@@ -9,7 +9,7 @@ import { ErrorCode, RunnerError } from '../../errors.js';
 import type { SecretsPort } from '../backend.js';
 import type { Actor } from '../breadcrumb-writes.js';
 import { HttpError, describe, httpErrors } from '../http-util.js';
-import { aad, requireString, type SecretInfo } from '../secrets.js';
+import { aad, requireString, secretExists, type SecretInfo } from '../secrets.js';
 import { isUniqueViolation, transaction } from './db.js';
 
 interface SecretRow extends SecretInfo {
@@ -90,11 +90,7 @@ export function createPgSecrets(pool: pg.Pool, key: Buffer): SecretsPort {
         );
       } catch (error) {
         if (!isUniqueViolation(error)) throw error;
-        throw new HttpError(
-          409,
-          'conflict',
-          `a secret named ${JSON.stringify(name)} already exists in scope ${scopeType}${scopeId === null ? '' : ':' + scopeId}; change its value with PUT /secrets/<id>`,
-        );
+        throw secretExists(name, scopeType, scopeId);
       }
       return { id, value };
     },
