@@ -22,6 +22,7 @@ import { pendingRequestOf, type PendingRequest } from './events.js';
 import type { ClaimManager } from './claims.js';
 import type { Cutover } from './cutover.js';
 import { backoffMs } from '../backoff.js';
+import { ErrorCode, RunnerError } from '../errors.js';
 
 /** How a request's job ended, from intake's point of view (`withdrawn`: the request was deleted; no answer). */
 export type RequestOutcome = 'answered' | 'withdrawn' | 'busy' | 'released' | 'failed' | Parked;
@@ -245,7 +246,12 @@ export function createIntake(options: IntakeOptions): Intake {
     try {
       outcome = await options.run(request, signal);
     } catch (error) {
-      logger.error('job failed', { rid: request.rid, tool: request.tool, error });
+      // Every failed job is retried (retryLater). The store being unreachable (a restart, a
+      // failover) is expected trouble and logged as a warning; anything else is a fault of ours.
+      const unavailable = error instanceof RunnerError && error.code === ErrorCode.DependencyUnavailable;
+      const fields = { rid: request.rid, tool: request.tool, error };
+      if (unavailable) logger.warn('job failed: the store is unavailable; the request is retried', fields);
+      else logger.error('job failed; the request is retried', fields);
       outcome = 'failed';
     }
     if (outcome === 'answered' || outcome === 'withdrawn') {

@@ -6,7 +6,8 @@
 import { describe, expect, it, vi } from 'vitest';
 import { createRequestKeys, createStoreClient, SCHEMA, TAG, type StoreClient } from '../../src/breadcrumbs/index.js';
 import type { StoreEvent } from '../../src/breadcrumbs/messages.js';
-import { silentLogger } from '../../src/logger.js';
+import { createLogger, silentLogger, type Logger } from '../../src/logger.js';
+import { StoreError } from '../../src/breadcrumbs/store-error.js';
 import { createJobQueue } from '../../src/queue/job-queue.js';
 import { classifyRequestEvent, type PendingRequest } from '../../src/request/events.js';
 import { createIntake, RequestWithdrawn, type Intake, type RequestOutcome } from '../../src/request/intake.js';
@@ -19,12 +20,14 @@ const keys = createRequestKeys(Buffer.alloc(32, 9));
 interface Deferred<T> {
   promise: Promise<T>;
   resolve(value: T): void;
+  reject(error: unknown): void;
 }
 
 function deferred<T>(): Deferred<T> {
   let resolve!: (value: T) => void;
-  const promise = new Promise<T>((r) => (resolve = r));
-  return { promise, resolve };
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((res, rej) => ((resolve = res), (reject = rej)));
+  return { promise, resolve, reject };
 }
 
 /** One call of the job body: what it was asked to run, and the outcome the test gives it. */
@@ -32,6 +35,8 @@ interface Call {
   request: PendingRequest;
   signal: AbortSignal;
   finish(outcome: RequestOutcome): void;
+  /** Ends the job body by throwing `error`. */
+  fail(error: unknown): void;
 }
 
 interface Rig {
@@ -43,7 +48,10 @@ interface Rig {
   createRequest(tool?: string): Promise<{ id: string; event: StoreEvent }>;
 }
 
-async function rig(queue = { concurrency: 4, toolConcurrency: 4, backlog: 100 }): Promise<Rig> {
+async function rig(
+  queue = { concurrency: 4, toolConcurrency: 4, backlog: 100 },
+  logger: Logger = silentLogger(),
+): Promise<Rig> {
   const store = await startStore();
   const c = createStoreClient({ baseUrl: store.url, logger: silentLogger() });
   onCleanup(() => c.close());
@@ -63,11 +71,11 @@ async function rig(queue = { concurrency: 4, toolConcurrency: 4, backlog: 100 })
     queue: createJobQueue(queue),
     workspace: WS,
     keys,
-    logger: silentLogger(),
+    logger,
     scanIntervalMs: 60_000,
     run: (request, signal) => {
       const done = deferred<RequestOutcome>();
-      const call = { request, signal, finish: done.resolve };
+      const call = { request, signal, finish: done.resolve, fail: done.reject };
       calls.push(call);
       for (const waiter of waiters.filter((w) => w.n === calls.length - 1)) waiter.resolve(call);
       return done.promise;
@@ -319,6 +327,26 @@ describe('intake', () => {
     const again = await r.call(1);
     expect(again.request.breadcrumbId).toBe(id);
     again.finish('answered');
+  });
+
+  it('a job that throws is retried; the store being unavailable is a warning, any other fault an error', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = createLogger({ level: 'debug', write: (line) => void lines.push(JSON.parse(line)) });
+    const r = await rig(undefined, logger);
+    const { id, event } = await r.createRequest();
+    feed(r.intake, event);
+    const unavailable = new StoreError({ status: 503, storeCode: 'unavailable', message: 'store POST answered 503' });
+    (await r.call(0)).fail(unavailable);
+    const second = await r.call(1);
+    expect(second.request.breadcrumbId).toBe(id);
+    second.fail(new TypeError('a bug of ours'));
+    const third = await r.call(2);
+    third.finish('answered');
+    const failures = lines.filter((l) => String(l.msg).startsWith('job failed'));
+    expect(failures.map((l) => [l.level, l.msg])).toEqual([
+      ['warn', 'job failed: the store is unavailable; the request is retried'],
+      ['error', 'job failed; the request is retried'],
+    ]);
   });
 
   it('a parked request that is deleted is forgotten', async () => {
