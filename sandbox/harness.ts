@@ -1,6 +1,9 @@
-// Trusted entry module of every sandbox process. It never imports anything: tool code is loaded by a
-// computed `data:` import, which Deno permission-checks (a static import or the entry module would not
-// be). Protocol, one line per frame:
+// Trusted code of every sandbox process, run before anything else: the service strips its types and
+// runs it as the body of a strict function from a one-line entry module (src/sandbox/harness-file.ts:
+// Deno's own import scan of a module would cost every boot ~1.5 ms for this file); without esbuild it is
+// the entry module itself. Either way it is strict, its bindings are its own scope's, and it never
+// imports anything: tool code is loaded by a computed `data:` import, which Deno permission-checks (a
+// static import or the entry module would not be). Protocol, one line per frame:
 //   host -> harness (stdin):  {"t":"job",...} and {"t":"api",...} replies, JSON per line
 //   harness -> host (stdout): "TRH1 <nonce>" once at start, then "\n<nonce><T><seq> <json>\n" frames,
 //                             T = R (result value), E (error), A (context.api request),
@@ -8,7 +11,7 @@
 //                             W (the call waits on the event loop: a hint for lending its CPU slot)
 //   harness -> host (stderr): "\n<nonce>S<seq> \n" right before an R/E frame, so the host knows that
 //                             every stderr line the tool wrote during the call has arrived
-// The nonce is random per process and lives only in this module's closure; anything else on stdout or
+// The nonce is random per process and lives only in this code's closure; anything else on stdout or
 // stderr is untrusted log text.
 //
 // Tool code shares this heap and may replace or hook any global, prototype method, getter, setter or

@@ -173,11 +173,22 @@ async function loadTransform(): Promise<Transform | undefined> {
   }
 }
 
-/** The harness's TypeScript as JavaScript (types stripped by esbuild); undefined without esbuild or on a parse error. */
+/**
+ * The harness's TypeScript as JavaScript (types stripped by esbuild); undefined without esbuild or on a
+ * parse error. Whitespace and syntax are minified (every boot reads, scans and compiles it: 23 -> 18 KB,
+ * ~0.3 ms of CPU per boot); identifiers are kept, so the names tool code can see (`fetch.name`,
+ * `context.log.name`) and the harness's own stack frames stay as written.
+ */
 export async function transpileHarness(source: string): Promise<string | undefined> {
   const transformSync = await loadTransform();
   try {
-    return transformSync?.(source, { loader: 'ts', format: 'esm', sourcefile: 'harness.ts' }).code;
+    return transformSync?.(source, {
+      loader: 'ts',
+      format: 'esm',
+      sourcefile: 'harness.ts',
+      minifyWhitespace: true,
+      minifySyntax: true,
+    }).code;
   } catch {
     return undefined;
   }
