@@ -85,6 +85,15 @@ const writeErr = Deno.stderr.writeSync.bind(Deno.stderr);
 const addListener = globalThis.addEventListener.bind(globalThis);
 const PERMISSION_TEXTS = ['Requires ', '--no-npm is specified', '--no-remote is specified'];
 
+/**
+ * Names `fn` as tool code sees it. The service minifies the harness's identifiers too (a shorter text
+ * boots faster, src/sandbox/transpile.ts), so every function or class the harness hands to tool code
+ * is named here, as Deno's originals are.
+ */
+function named(fn: object, name: string): void {
+  defineProperty(fn, 'name', { __proto__: null, value: name, configurable: true } as PropertyDescriptor);
+}
+
 // Native string <-> UTF-8 of Deno's (frozen) core when present; else the code below / TextDecoder.
 const internalKey = (Deno as unknown as { internal?: symbol }).internal;
 const internal =
@@ -214,6 +223,7 @@ class ApiError extends ErrorCtor {
     } as PropertyDescriptor);
   }
 }
+named(ApiError, 'ApiError');
 
 function own(record: unknown, key: string): unknown {
   return record !== null && typeof record === 'object' && hasOwn(record, key)
@@ -384,6 +394,7 @@ function log(...args: unknown[]): void {
   }
   writeAll(writeErr, utf8(line + '\n'));
 }
+named(log, 'log');
 
 /** Largest progress value (characters of its JSON); bigger ones throw in the tool. */
 const PROGRESS_MAX_CHARS = 4096;
@@ -633,9 +644,14 @@ function replaceGlobal(owner: object, name: string, value: unknown): void {
   } as PropertyDescriptor);
 }
 
+named(wrappedFetch, 'fetch');
 replaceGlobal(globalThis, 'fetch', wrappedFetch);
-replaceGlobal(Deno, 'connect', wrapConnect(origConnect as never));
-replaceGlobal(Deno, 'connectTls', wrapConnect(origConnectTls as never));
+const wrappedConnect = wrapConnect(origConnect as never);
+named(wrappedConnect, 'connect');
+replaceGlobal(Deno, 'connect', wrappedConnect);
+const wrappedConnectTls = wrapConnect(origConnectTls as never);
+named(wrappedConnectTls, 'connectTls');
+replaceGlobal(Deno, 'connectTls', wrappedConnectTls);
 /**
  * Replaces global `name` with `wrap(original)`. Deno creates some globals (WebSocket, EventSource) only
  * when first read, ~3 and ~9 ms of every boot: those keep a getter that wraps the original on that
