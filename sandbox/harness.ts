@@ -1,6 +1,9 @@
-// Trusted entry module of every sandbox process. It never imports anything: tool code is loaded by a
-// computed `data:` import, which Deno permission-checks (a static import or the entry module would not
-// be). Protocol, one line per frame:
+// Trusted code of every sandbox process, run before anything else: the service strips its types and
+// runs it as the body of a strict function from a one-line entry module (src/sandbox/harness-file.ts:
+// Deno's own import scan of a module would cost every boot ~1.5 ms for this file); without esbuild it is
+// the entry module itself. Either way it is strict, its bindings are its own scope's, and it never
+// imports anything: tool code is loaded by a computed `data:` import, which Deno permission-checks (a
+// static import or the entry module would not be). Protocol, one line per frame:
 //   host -> harness (stdin):  {"t":"job",...} and {"t":"api",...} replies, JSON per line
 //   harness -> host (stdout): "TRH1 <nonce>" once at start, then "\n<nonce><T><seq> <json>\n" frames,
 //                             T = R (result value), E (error), A (context.api request),
@@ -8,7 +11,7 @@
 //                             W (the call waits on the event loop: a hint for lending its CPU slot)
 //   harness -> host (stderr): "\n<nonce>S<seq> \n" right before an R/E frame, so the host knows that
 //                             every stderr line the tool wrote during the call has arrived
-// The nonce is random per process and lives only in this module's closure; anything else on stdout or
+// The nonce is random per process and lives only in this code's closure; anything else on stdout or
 // stderr is untrusted log text.
 //
 // Tool code shares this heap and may replace or hook any global, prototype method, getter, setter or
@@ -81,6 +84,15 @@ const writeOut = Deno.stdout.writeSync.bind(Deno.stdout);
 const writeErr = Deno.stderr.writeSync.bind(Deno.stderr);
 const addListener = globalThis.addEventListener.bind(globalThis);
 const PERMISSION_TEXTS = ['Requires ', '--no-npm is specified', '--no-remote is specified'];
+
+/**
+ * Names `fn` as tool code sees it. The service minifies the harness's identifiers too (a shorter text
+ * boots faster, src/sandbox/transpile.ts), so every function or class the harness hands to tool code
+ * is named here, as Deno's originals are.
+ */
+function named(fn: object, name: string): void {
+  defineProperty(fn, 'name', { __proto__: null, value: name, configurable: true } as PropertyDescriptor);
+}
 
 // Native string <-> UTF-8 of Deno's (frozen) core when present; else the code below / TextDecoder.
 const internalKey = (Deno as unknown as { internal?: symbol }).internal;
@@ -211,6 +223,7 @@ class ApiError extends ErrorCtor {
     } as PropertyDescriptor);
   }
 }
+named(ApiError, 'ApiError');
 
 function own(record: unknown, key: string): unknown {
   return record !== null && typeof record === 'object' && hasOwn(record, key)
@@ -381,6 +394,7 @@ function log(...args: unknown[]): void {
   }
   writeAll(writeErr, utf8(line + '\n'));
 }
+named(log, 'log');
 
 /** Largest progress value (characters of its JSON); bigger ones throw in the tool. */
 const PROGRESS_MAX_CHARS = 4096;
@@ -630,9 +644,14 @@ function replaceGlobal(owner: object, name: string, value: unknown): void {
   } as PropertyDescriptor);
 }
 
+named(wrappedFetch, 'fetch');
 replaceGlobal(globalThis, 'fetch', wrappedFetch);
-replaceGlobal(Deno, 'connect', wrapConnect(origConnect as never));
-replaceGlobal(Deno, 'connectTls', wrapConnect(origConnectTls as never));
+const wrappedConnect = wrapConnect(origConnect as never);
+named(wrappedConnect, 'connect');
+replaceGlobal(Deno, 'connect', wrappedConnect);
+const wrappedConnectTls = wrapConnect(origConnectTls as never);
+named(wrappedConnectTls, 'connectTls');
+replaceGlobal(Deno, 'connectTls', wrappedConnectTls);
 /**
  * Replaces global `name` with `wrap(original)`. Deno creates some globals (WebSocket, EventSource) only
  * when first read, ~3 and ~9 ms of every boot: those keep a getter that wraps the original on that

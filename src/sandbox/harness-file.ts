@@ -3,6 +3,7 @@
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { HARNESS_PATH, IMPORT_MAP_JSON } from './command.js';
 import { TEMP_PREFIX } from './process.js';
 import { transpileHarness } from './transpile.js';
@@ -22,10 +23,24 @@ export interface HarnessFiles {
 }
 
 /**
+ * The entry module that runs the harness's JavaScript `js` as the body of a strict function. Deno scans
+ * every module it loads with its own parser (for imports) before V8 compiles it: ~1.5 ms of CPU per
+ * boot for the harness's code (docs/benchmarks.md), while a string literal costs it next to nothing.
+ * The function keeps what a module gave the harness: its bindings stay in its own scope (none reaches
+ * the global object), and strict code is hidden from tool code (`fn.caller`, a CallSite's
+ * getFunction/getThis). Nothing can have been tampered with yet: this is the first code of the
+ * process. `sourceURL` names the file in stack frames as a module would (the host drops frames of
+ * `file://` URLs from a tool's stack).
+ */
+export function harnessEntry(js: string, url: string): string {
+  return `new Function(${JSON.stringify(`'use strict';\n${js}\n//# sourceURL=${url}\n`)})();\n`;
+}
+
+/**
  * The harness every process starts from, and its import map. Deno strips the harness's types on every
  * boot (~8 ms of CPU, and no cache survives: DENO_DIR is nowhere), so the service strips them once
- * and writes the JavaScript, with the import map, to a private temp dir (removed at close; by the
- * next service's sweep if this one dies). Without esbuild, the TypeScript itself.
+ * and writes the JavaScript (wrapped by harnessEntry), with the import map, to a private temp dir
+ * (removed at close; by the next service's sweep if this one dies). Without esbuild, the TypeScript itself.
  */
 export async function prepareHarness(): Promise<HarnessFiles> {
   const js = await transpileHarness(await readFile(HARNESS_PATH, 'utf8'));
@@ -38,6 +53,6 @@ export async function prepareHarness(): Promise<HarnessFiles> {
   const remove = (): Promise<void> => rm(dir, { recursive: true, force: true });
   if (js === undefined) return { path: HARNESS_PATH, importMapPath, sharedCwd, remove };
   const path = join(dir, 'harness.js');
-  await writeFile(path, js, { mode: 0o400 });
+  await writeFile(path, harnessEntry(js, pathToFileURL(path).href), { mode: 0o400 });
   return { path, importMapPath, sharedCwd, remove };
 }

@@ -173,11 +173,20 @@ async function loadTransform(): Promise<Transform | undefined> {
   }
 }
 
-/** The harness's TypeScript as JavaScript (types stripped by esbuild); undefined without esbuild or on a parse error. */
+/**
+ * The harness's TypeScript as JavaScript (types stripped by esbuild); undefined without esbuild or on a
+ * parse error. Minified, identifiers too (every boot reads, scans and compiles it: 23 -> 12 KB, ~0.6 ms
+ * of CPU per boot); the harness names what tool code can see (`fetch.name`, `context.log.name`) itself.
+ */
 export async function transpileHarness(source: string): Promise<string | undefined> {
   const transformSync = await loadTransform();
   try {
-    return transformSync?.(source, { loader: 'ts', format: 'esm', sourcefile: 'harness.ts' }).code;
+    return transformSync?.(source, {
+      loader: 'ts',
+      format: 'esm',
+      sourcefile: 'harness.ts',
+      minify: true,
+    }).code;
   } catch {
     return undefined;
   }

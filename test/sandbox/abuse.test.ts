@@ -102,6 +102,27 @@ describe.each(['warm', 'process'] as const)('%s isolation', (isolation) => {
       await expectHealthy();
     });
 
+    it('no harness binding is reachable by name or up the caller chain of sloppy tool code', async () => {
+      const result = await sandbox.run(job(tool('harness-reach')));
+      expect(result).toMatchObject({ ok: true, output: { found: [], callers: [] } });
+      await expectHealthy();
+    });
+
+    it('what the harness hands to tool code carries the names of the originals', async () => {
+      const result = await sandbox.run(job(tool('harness-names')));
+      expect(result).toMatchObject({
+        ok: true,
+        output: {
+          fetch: 'fetch',
+          connect: 'connect',
+          connectTls: 'connectTls',
+          log: 'log',
+          apiError: ['ApiError', 'ApiError'],
+        },
+      });
+      await expectHealthy();
+    });
+
     it('Deno.exit(0) before returning ends in output.invalid', async () => {
       const result = await sandbox.run(job(tool('exit-early')));
       expect(codeOf(result)).toBe('output.invalid');
