@@ -80,6 +80,7 @@ const NotCapable = Deno.errors.NotCapable;
 const PermissionDenied = Deno.errors.PermissionDenied;
 const inspect = Deno.inspect;
 const readIn = Deno.stdin.read.bind(Deno.stdin);
+const readInSync = Deno.stdin.readSync.bind(Deno.stdin);
 const writeOut = Deno.stdout.writeSync.bind(Deno.stdout);
 const writeErr = Deno.stderr.writeSync.bind(Deno.stderr);
 const addListener = globalThis.addEventListener.bind(globalThis);
@@ -859,21 +860,51 @@ let inCap = 1 << 16;
 let inLen = 0;
 const undefinedConstructor = { __proto__: null, value: undefined } as PropertyDescriptor;
 
-function readMore(): void {
+function roomToRead(): void {
   if (inLen === inCap) {
     const bigger = new U8(new AB(inCap * 2));
     u8Set(bigger, inBuf, 0);
     inBuf = bigger;
     inCap *= 2;
   }
+}
+
+function readMore(): void {
+  roomToRead();
   const pending = readIn(view(inBuf, inLen, inCap - inLen));
   defineProperty(pending, 'constructor', undefinedConstructor);
   promiseThen(pending, onRead, () => exit(0));
 }
 
+// Until the first job arrives no tool code has run here, so nothing else can want the event loop:
+// the wait for it blocks in a read on this thread. An asynchronous read of stdin runs on one of
+// Deno's blocking-pool threads, which then wakes this one; the direct read saves that hop (a
+// Node <-> Deno round trip 50 ms apart: 0.12-0.17 ms instead of 0.29-0.34 ms p50, and ~0.15 ms of
+// Deno's CPU per read, measured). Every later read is asynchronous: tool code's timers, fetches
+// and context.api replies share the event loop with it.
+function readFirstJob(): void {
+  while (current === null) {
+    roomToRead();
+    let n: number | null;
+    try {
+      n = readInSync(view(inBuf, inLen, inCap - inLen));
+    } catch {
+      return exit(0);
+    }
+    if (n === null) return exit(0);
+    takeFrames(n);
+  }
+  readMore();
+}
+
 function onRead(result: unknown): void {
   if (typeof result !== 'number') return exit(0);
-  const n = result;
+  takeFrames(result);
+  readMore();
+}
+
+/** Handles every whole frame in the buffer after `n` more bytes were read into it. */
+function takeFrames(n: number): void {
   inLen += n;
   let start = 0;
   let nl = u8IndexOf(inBuf, 10, inLen - n);
@@ -886,7 +917,6 @@ function onRead(result: unknown): void {
     u8Set(inBuf, view(inBuf, start, inLen - start), 0);
     inLen -= start;
   }
-  readMore();
 }
 
 addListener('unhandledrejection', (e: PromiseRejectionEvent) => {
@@ -898,4 +928,4 @@ addListener('error', (e: ErrorEvent) => {
   onStray(errorEventError(e));
 });
 writeAll(writeOut, utf8('TRH1 ' + nonce + '\n'));
-readMore();
+readFirstJob();
