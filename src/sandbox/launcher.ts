@@ -117,6 +117,14 @@ interface Pending {
   timer?: NodeJS.Timeout;
 }
 
+/**
+ * Node flags of the spawner. Its fork copies its page tables and then faults in copies of the pages it
+ * writes to before the child's exec: a smaller young generation (1 MB semi-spaces instead of up to
+ * 16 MB) and no background GC/compiler threads keep its RSS ~10% smaller, and its CPU per spawn
+ * ~0.1 ms lower (measured, docs/benchmarks.md "Process mode: the boot and the spawn").
+ */
+export const SPAWNER_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1', '--single-threaded'];
+
 /** How long the spawner may take to start a process and hand over its pipes. */
 export const LAUNCH_TIMEOUT_MS = 10_000;
 
@@ -240,7 +248,7 @@ export function createSpawnerLauncher(options: { nodePath?: string } = {}): Laun
     // Its own process group (detached), and SIGINT ignored: a Ctrl-C at the service's terminal goes
     // to the terminal's foreground process group; it must reach the service (which drains) and not
     // the spawner (whose death would kill every running sandbox). It still dies with the service.
-    const started = spawn(options.nodePath ?? process.execPath, ['-e', SPAWNER_SOURCE], {
+    const started = spawn(options.nodePath ?? process.execPath, [...SPAWNER_NODE_FLAGS, '-e', SPAWNER_SOURCE], {
       detached: true,
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
       env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin' },
