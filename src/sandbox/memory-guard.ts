@@ -3,7 +3,7 @@
 // Mode 'cgroup': each process gets its own cgroup v2 with memory.max, set before its job is sent;
 // the kernel kills it over the limit and memory.events tells us so (RSS is still sampled, without
 // killing, as evidence for heap-OOM deaths: outcome.ts). Mode 'rss-sampling' (cgroup v1
-// machines, no delegation): while a process runs tool code, its RSS is read from /proc every
+// machines, no delegation): while a process runs tool code, its VmRSS is read from /proc every
 // SAMPLE_INTERVAL_MS and the process group is SIGKILLed over the limit. An ArrayBuffer loop that
 // touches its pages grows at roughly 0.5-5 GB/s, so the overshoot stays in the tens of MB.
 
@@ -49,6 +49,8 @@ export interface MemoryGuard {
 }
 
 const RSS_LINE = /^VmRSS:\s+(\d+) kB/m;
+/** Largest /proc/<pid>/status read (65,536 supplementary groups take ~450 KB). */
+const MAX_STATUS_BYTES = 4 * 1024 * 1024;
 
 /** Reads VmRSS of `pid` in bytes; undefined when the process is gone. */
 export function readRssBytes(pid: number): number | undefined {
@@ -61,52 +63,32 @@ export function readRssBytes(pid: number): number | undefined {
   }
 }
 
-/** The kernel's page size in bytes (/proc/<pid>/statm counts pages): read once from our own smaps. */
-let pageBytes: number | undefined;
-function kernelPageBytes(): number {
-  if (pageBytes !== undefined) return pageBytes;
-  pageBytes = 4096;
-  let fd: number | undefined;
-  try {
-    fd = openSync('/proc/self/smaps', 'r');
-    const head = Buffer.alloc(4096);
-    const n = readSync(fd, head, 0, head.length, 0);
-    const kb = /^KernelPageSize:\s+(\d+) kB/m.exec(head.toString('latin1', 0, n))?.[1];
-    if (kb !== undefined && Number(kb) > 0) pageBytes = Number(kb) * 1024;
-  } catch {
-    // no smaps here: the common 4 KiB
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
-  return pageBytes;
-}
-
 /**
- * A reader of one process's RSS over a file descriptor kept open while the process is watched: each
- * sample is one pread of /proc/<pid>/statm (the kernel renders it afresh at offset 0; its second field
- * is the resident page count, the pages VmRSS counts) instead of open, fstat, read and close — the guard
- * samples every running call every SAMPLE_INTERVAL_MS. statm rather than status: the kernel renders
- * a few numbers instead of ~55 lines (measured: ~2.3 µs per sample instead of ~10). The descriptor names
- * the process it was opened for, so a reused pid is never read by mistake; an exited process reads 0
- * pages (or fails once reaped): undefined.
+ * A reader of one process's VmRSS over a file descriptor kept open while the process is watched:
+ * each sample is one pread of /proc/<pid>/status (the kernel renders it afresh at offset 0) instead of
+ * open, fstat, read and close — the guard samples every running call every SAMPLE_INTERVAL_MS. The
+ * descriptor names the process it was opened for, so a reused pid is never read by mistake.
  */
 export function openRssReader(pid: number): { read(): number | undefined; close(): void } {
   let fd: number | undefined;
   try {
-    fd = openSync(`/proc/${pid}/statm`, 'r');
+    fd = openSync(`/proc/${pid}/status`, 'r');
   } catch {
     fd = undefined;
   }
-  const page = kernelPageBytes();
-  const buffer = Buffer.alloc(128);
+  let buffer = Buffer.alloc(4096);
   return {
     read() {
       if (fd === undefined) return undefined;
       try {
-        const text = buffer.toString('latin1', 0, readSync(fd, buffer, 0, buffer.length, 0));
-        const start = text.indexOf(' ') + 1;
-        const pages = Number(text.slice(start, text.indexOf(' ', start)));
-        return start > 0 && Number.isInteger(pages) && pages > 0 ? pages * page : undefined;
+        for (;;) {
+          const n = readSync(fd, buffer, 0, buffer.length, 0);
+          const match = RSS_LINE.exec(buffer.toString('latin1', 0, n));
+          if (match) return Number(match[1]) * 1024;
+          // a long Groups line can push VmRSS past the buffer: read the whole file with a larger one
+          if (n < buffer.length || buffer.length >= MAX_STATUS_BYTES) return undefined;
+          buffer = Buffer.alloc(buffer.length * 4);
+        }
       } catch {
         return undefined; // the process is gone
       }

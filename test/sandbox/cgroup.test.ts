@@ -69,12 +69,10 @@ describe('on this machine', () => {
     expect(readRssBytes(2 ** 22 + 12345)).toBeUndefined();
   });
 
-  it('reads the RSS (as VmRSS) again and again through one kept descriptor, and nothing once the process is gone', async () => {
+  it('reads VmRSS again and again through one kept descriptor, and nothing once the process is gone', async () => {
     const own = openRssReader(process.pid);
     const first = own.read();
     expect(first).toBeGreaterThan(10 * 1024 * 1024);
-    // statm's resident pages times the page size is VmRSS (within what the heap moves between two reads)
-    expect(Math.abs((own.read() as number) - (readRssBytes(process.pid) as number))).toBeLessThan(16 * 1024 * 1024);
     const grown = Buffer.alloc(64 * 1024 * 1024, 1); // touched pages: RSS grows, and the reader sees it
     expect(own.read()).toBeGreaterThan((first as number) + 32 * 1024 * 1024);
     expect(grown[0]).toBe(1);
