@@ -3,7 +3,7 @@
 // service is killed with SIGKILL and cannot clean up.
 
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createDirectLauncher, createSpawnerLauncher, type Launcher } from '../../src/sandbox/launcher.js';
 import { waitFor } from './helpers.js';
@@ -59,6 +59,34 @@ describe('spawner launcher', () => {
       }),
     );
     expect(failures).toEqual([]);
+  });
+
+  it('closes all three pipes of a process once it has ended (no descriptor is left open per spawn)', async () => {
+    const l = createSpawnerLauncher();
+    launcher = l;
+    const openFds = (): number => readdirSync('/proc/self/fd').length;
+    const once = async (i: number): Promise<void> => {
+      // one that exits by itself with output on both pipes, one that is killed while it waits on stdin
+      const quick = i % 2 === 0;
+      const p = await l.launch(
+        quick
+          ? { file: '/bin/sh', args: ['-c', 'printf out; printf err >&2'], env, cwd: '/tmp' }
+          : { file: '/bin/cat', args: [], env, cwd: '/tmp' },
+      );
+      p.stdout.resume();
+      p.stderr.resume();
+      if (!quick) process.kill(p.pid, 'SIGKILL');
+      await p.ended;
+      await waitFor(
+        () => [p.stdin, p.stdout, p.stderr].every((s) => s.destroyed),
+        10_000,
+        'the pipes of an ended process to be closed',
+      );
+    };
+    await once(0);
+    const before = openFds();
+    for (let i = 0; i < 10; i++) await once(i);
+    expect(openFds()).toBeLessThanOrEqual(before);
   });
 
   it('the spawner is in a process group of its own and ignores SIGINT (a Ctrl-C at the terminal), so its children keep running', async () => {
