@@ -51,6 +51,7 @@ const BOOT_N = arg('boot-n', 200);
 const PENDING_N = arg('pending-n', 10_000);
 const GIVE_UP_MS = arg('give-up-ms', 60_000);
 const WARMUP = arg('warmup', 30);
+const WARMUP_C16 = arg('warmup-c16', WARMUP > 0 ? 5 * CONCURRENCY : 0);
 const MODES = (process.argv.find((a) => a.startsWith('--modes='))?.slice('--modes='.length) ?? 'warm,process').split(
   ',',
 );
@@ -225,12 +226,13 @@ async function measureMode(mode) {
   try {
     log(`${mode}: warm-up`);
     for (let i = 0; i < WARMUP; i++) await c.call();
-    if (WARMUP > 0)
-      await Promise.all(
-        Array.from({ length: CONCURRENCY }, async () => {
-          for (let i = 0; i < 5; i++) await c.call();
-        }),
-      );
+    // then WARMUP_C16 calls at CONCURRENCY (default 80, 5 per caller)
+    let warm = 0;
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        while (warm++ < WARMUP_C16) await c.call();
+      }),
+    );
 
     log(`${mode}: ${SPACED_N} calls ${SPACING_MS} ms apart`);
     const spacedResults = [];
