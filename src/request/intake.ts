@@ -13,7 +13,7 @@
 // Duplicates (an event and a scan seeing the same request, two events for one request) are
 // harmless: jobs are keyed by request id and the claim decides who runs it.
 
-import type { StoreClient } from '../breadcrumbs/index.js';
+import { isNotFound, type StoreClient } from '../breadcrumbs/index.js';
 import { ridOfRequestTag, SCHEMA } from '../breadcrumbs/messages.js';
 import { ANSWER_TAG_PREFIX, type RequestKeys } from '../breadcrumbs/request-keys.js';
 import type { Logger } from '../logger.js';
@@ -77,6 +77,8 @@ export interface Intake {
 }
 
 const DONE_CACHE = 100_000;
+/** A scan reads the contexts of up to this many unanswered requests one by one; more: it lists them again with contexts. */
+const READ_ONE_BY_ONE = 64;
 /** Most requests waiting for a retry after a failed job; beyond it, the next scan is a full one. */
 const MAX_RETRIES_HELD = 10_000;
 /** Longest wait before a failed job's request is tried again. */
@@ -128,12 +130,15 @@ async function listSince(
 async function listRecent(client: StoreClient, workspace: string, pageSize: number, since: number | undefined) {
   const list = (schema: string, includeContext: boolean) =>
     listSince(client, workspace, pageSize, schema, includeContext, since);
+  // Requests are listed without their context: a scan lists every request of the window (thousands
+  // at a few hundred calls/s), nearly all answered already; intake reads the context of the few it
+  // may enqueue (contextOf below).
   const requests = [
-    ...(await list(SCHEMA.ToolRequest, true)).map((item) => ({
+    ...(await list(SCHEMA.ToolRequest, false)).map((item) => ({
       item,
       schema: SCHEMA.ToolRequest as string,
     })),
-    ...(await list(SCHEMA.ToolCreateRequest, true)).map((item) => ({
+    ...(await list(SCHEMA.ToolCreateRequest, false)).map((item) => ({
       item,
       schema: SCHEMA.ToolCreateRequest as string,
     })),
@@ -148,7 +153,27 @@ async function listRecent(client: StoreClient, workspace: string, pageSize: numb
       if (rid !== undefined) legacyAnswered.add(rid);
     }
   }
-  return { requests, answered, legacyAnswered };
+  /**
+   * The contexts of `ids` (listed requests of `schema`): one read each when they are few, else the
+   * listing again with contexts; an id missing from the answer was deleted meanwhile.
+   */
+  const contextsOf = async (schema: string, ids: Set<string>): Promise<Map<string, Record<string, unknown>>> => {
+    const out = new Map<string, Record<string, unknown>>();
+    if (ids.size === 0) return out;
+    if (ids.size > READ_ONE_BY_ONE) {
+      for (const item of await list(schema, true)) if (ids.has(item.id) && item.context) out.set(item.id, item.context);
+      return out;
+    }
+    for (const id of ids) {
+      try {
+        out.set(id, (await client.getBreadcrumbFull(id)).context);
+      } catch (error) {
+        if (!isNotFound(error)) throw error;
+      }
+    }
+    return out;
+  };
+  return { requests, answered, legacyAnswered, contextsOf };
 }
 
 /**
@@ -347,10 +372,28 @@ export function createIntake(options: IntakeOptions): Intake {
     const since = full || needFullScan ? undefined : watermark;
     const wasFull = since === undefined;
     needFullScan = false;
-    const { requests, answered, legacyAnswered } = await listRecent(client, workspace, pageSize, since);
+    const { requests, answered, legacyAnswered, contextsOf } = await listRecent(client, workspace, pageSize, since);
+    // Only requests not known answered need their context (their rid and tool; a legacy answer is
+    // looked for by rid).
+    const needed = new Map<string, Set<string>>();
+    for (const { item, schema } of requests) {
+      const answerTag = keys.answerTag(item.id);
+      if (answered.has(answerTag)) {
+        markDone(answerTag);
+        continue;
+      }
+      if (done.has(answerTag) || !item.tags.includes(workspace)) continue;
+      (needed.get(schema) ?? needed.set(schema, new Set()).get(schema))?.add(item.id);
+    }
+    const contexts = new Map<string, Record<string, unknown>>();
+    for (const [schema, ids] of needed)
+      for (const [id, context] of await contextsOf(schema, ids)) contexts.set(id, context);
     let found = 0;
     // oldest first (each listing is newest first)
-    for (const { item, schema } of requests.reverse()) {
+    for (const { item: listed, schema } of requests.reverse()) {
+      const context = contexts.get(listed.id);
+      if (context === undefined) continue;
+      const item = { ...listed, context };
       const request = pendingRequestOf(item, workspace, schema);
       if (!request) continue;
       const answerTag = keys.answerTag(request.breadcrumbId);
