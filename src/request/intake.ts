@@ -13,9 +13,9 @@
 // Duplicates (an event and a scan seeing the same request, two events for one request) are
 // harmless: jobs are keyed by request id and the claim decides who runs it.
 
-import { isNotFound, type StoreClient } from '../breadcrumbs/index.js';
-import { ridOfRequestTag, SCHEMA } from '../breadcrumbs/messages.js';
-import { ANSWER_TAG_PREFIX, type RequestKeys } from '../breadcrumbs/request-keys.js';
+import type { StoreClient } from '../breadcrumbs/index.js';
+import { listRecent } from './scan-listing.js';
+import type { RequestKeys } from '../breadcrumbs/request-keys.js';
 import type { Logger } from '../logger.js';
 import type { JobQueue } from '../queue/job-queue.js';
 import { pendingRequestOf, type PendingRequest } from './events.js';
@@ -77,8 +77,6 @@ export interface Intake {
 }
 
 const DONE_CACHE = 100_000;
-/** A scan reads the contexts of up to this many unanswered requests one by one; more: it lists them again with contexts. */
-const READ_ONE_BY_ONE = 64;
 /** Most requests waiting for a retry after a failed job; beyond it, the next scan is a full one. */
 const MAX_RETRIES_HELD = 10_000;
 /** Longest wait before a failed job's request is tried again. */
@@ -95,86 +93,6 @@ const slimOf = (request: PendingRequest): PendingRequest => ({
   rid: request.rid,
   tool: request.tool,
 });
-
-/** Lists newest-first pages until an item is older than `since`. */
-async function listSince(
-  client: StoreClient,
-  workspace: string,
-  pageSize: number,
-  schema: string,
-  includeContext: boolean,
-  since: number | undefined,
-) {
-  const out = [];
-  for (let offset = 0; ; offset += pageSize) {
-    const page = await client.listBreadcrumbs({
-      schema_name: schema,
-      tag: workspace,
-      include_context: includeContext,
-      limit: pageSize,
-      offset,
-    });
-    let older = false;
-    for (const item of page) {
-      if (since !== undefined && Date.parse(item.updated_at) < since) older = true;
-      else out.push(item);
-    }
-    if (older || page.length < pageSize) return out;
-  }
-}
-
-/**
- * The requests (tool and create) of the workspace updated since `since` (all when undefined), and the
- * answers among the responses of that window: answer tags, and the rids a legacy `request:<rid>` tag names.
- */
-async function listRecent(client: StoreClient, workspace: string, pageSize: number, since: number | undefined) {
-  const list = (schema: string, includeContext: boolean) =>
-    listSince(client, workspace, pageSize, schema, includeContext, since);
-  // Requests are listed without their context: a scan lists every request of the window (thousands
-  // at a few hundred calls/s), nearly all answered already; intake reads the context of the few it
-  // may enqueue (contextOf below).
-  const requests = [
-    ...(await list(SCHEMA.ToolRequest, false)).map((item) => ({
-      item,
-      schema: SCHEMA.ToolRequest as string,
-    })),
-    ...(await list(SCHEMA.ToolCreateRequest, false)).map((item) => ({
-      item,
-      schema: SCHEMA.ToolCreateRequest as string,
-    })),
-  ];
-  const responses = [...(await list(SCHEMA.ToolResponse, false)), ...(await list(SCHEMA.ToolCreateResponse, false))];
-  const answered = new Set<string>();
-  const legacyAnswered = new Set<string>();
-  for (const response of responses) {
-    for (const tag of response.tags) {
-      if (tag.startsWith(ANSWER_TAG_PREFIX)) answered.add(tag);
-      const rid = ridOfRequestTag(tag);
-      if (rid !== undefined) legacyAnswered.add(rid);
-    }
-  }
-  /**
-   * The contexts of `ids` (listed requests of `schema`): one read each when they are few, else the
-   * listing again with contexts; an id missing from the answer was deleted meanwhile.
-   */
-  const contextsOf = async (schema: string, ids: Set<string>): Promise<Map<string, Record<string, unknown>>> => {
-    const out = new Map<string, Record<string, unknown>>();
-    if (ids.size === 0) return out;
-    if (ids.size > READ_ONE_BY_ONE) {
-      for (const item of await list(schema, true)) if (ids.has(item.id) && item.context) out.set(item.id, item.context);
-      return out;
-    }
-    for (const id of ids) {
-      try {
-        out.set(id, (await client.getBreadcrumbFull(id)).context);
-      } catch (error) {
-        if (!isNotFound(error)) throw error;
-      }
-    }
-    return out;
-  };
-  return { requests, answered, legacyAnswered, contextsOf };
-}
 
 /**
  * Parked requests (a policy is waiting for something) and wake token -> the requests it wakes. A parked
