@@ -31,6 +31,9 @@
 // --scenarios=modes,mixed,timers,pending,soak picks scenarios (default: all but soak).
 // Soak: node bench/e2e.mjs --scenarios=soak --soak-minutes=10 --boot-n=0
 // Quick run: node bench/e2e.mjs --calls=200 --spaced=40 --boot-n=40 --pending-n=0
+// Warm-up: --warmup=N sequential calls (default 30), then --warmup-c16=N at --concurrency (default 80);
+// the JIT of the runner and of this client is still optimising the c16 path after the default (for
+// steady-state CPU per call: --warmup-c16=3000; docs/benchmarks.md, "Warm-only runs")
 // Outlier hunt (fresh runner, no warm-up): --modes=process --calls=100 --spaced=0 --boot-n=0 --pending-n=0 --warmup=0
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

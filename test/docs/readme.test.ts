@@ -66,6 +66,7 @@ const SKIPPED = {
   'bench-issue-24': 'a benchmark of several minutes, not a test',
   'bench-warm-path': 'a benchmark of several minutes, not a test',
   'bench-issue-24-process': 'a benchmark of several minutes, not a test',
+  'bench-warm-cpu': 'a benchmark of several minutes, not a test',
   'bench-retention-soak': 'a benchmark of several minutes, not a test',
   'bench-pg-replicas': 'a benchmark of several minutes, not a test',
   'shipped-tools-real': 'needs the real services (OpenRouter key, Ollama, a browser with internet)',
