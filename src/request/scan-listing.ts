@@ -43,15 +43,17 @@ async function listSince(
 export async function listRecent(client: StoreClient, workspace: string, pageSize: number, since: number | undefined) {
   const list = (schema: string, includeContext: boolean) =>
     listSince(client, workspace, pageSize, schema, includeContext, since);
-  // Requests are listed without their context: a scan lists every request of the window (thousands
-  // at a few hundred calls/s), nearly all answered already; intake reads the context of the few it
-  // may enqueue (contextOf below).
+  // A windowed scan (on the timer, after a reconnect) lists requests without their context: it lists
+  // every request of its window (thousands at a few hundred calls/s), nearly all answered already, and
+  // reads the context of the few it may enqueue (contextsOf below). A full scan (at start, after an
+  // overflow) lists them with it: then many may be waiting, and one listing serves them all.
+  const withContexts = since === undefined;
   const requests = [
-    ...(await list(SCHEMA.ToolRequest, false)).map((item) => ({
+    ...(await list(SCHEMA.ToolRequest, withContexts)).map((item) => ({
       item,
       schema: SCHEMA.ToolRequest as string,
     })),
-    ...(await list(SCHEMA.ToolCreateRequest, false)).map((item) => ({
+    ...(await list(SCHEMA.ToolCreateRequest, withContexts)).map((item) => ({
       item,
       schema: SCHEMA.ToolCreateRequest as string,
     })),
@@ -67,12 +69,17 @@ export async function listRecent(client: StoreClient, workspace: string, pageSiz
     }
   }
   /**
-   * The contexts of `ids` (listed requests of `schema`): one read each when they are few, else the
-   * listing again with contexts; an id missing from the answer was deleted meanwhile.
+   * The contexts of `ids` (listed requests of `schema`): from the listing of a full scan; else one
+   * read each when they are few, or the listing again with contexts; an id missing from the answer
+   * was deleted meanwhile.
    */
   const contextsOf = async (schema: string, ids: Set<string>): Promise<Map<string, Record<string, unknown>>> => {
     const out = new Map<string, Record<string, unknown>>();
     if (ids.size === 0) return out;
+    if (withContexts) {
+      for (const { item } of requests) if (ids.has(item.id) && item.context) out.set(item.id, item.context);
+      return out;
+    }
     if (ids.size > READ_ONE_BY_ONE) {
       for (const item of await list(schema, true)) if (ids.has(item.id) && item.context) out.set(item.id, item.context);
       return out;

@@ -269,9 +269,10 @@ describe('intake', () => {
     expect(r.calls).toHaveLength(1);
   });
 
-  it('a scan reads the contexts of unanswered requests only: one by one when few, by a second listing when many', async () => {
+  it('a windowed scan reads the contexts of unanswered requests only: one by one when few, by a second listing when many', async () => {
     // 70 unanswered (more than the scan reads one by one) and 5 answered; the queue holds them all
     const r = await rig({ concurrency: 100, toolConcurrency: 100, backlog: 200 });
+    await r.intake.scan(true); // a full scan of nothing: the next scans are windowed
     const answeredIds = new Set<string>();
     for (let i = 0; i < 5; i++) {
       const { id } = await r.createRequest('answered-tool');
@@ -288,7 +289,7 @@ describe('intake', () => {
       const tool = `tool-${i}`;
       missed.set((await r.createRequest(tool)).id, tool);
     }
-    await r.intake.scan(true);
+    await r.intake.scan(false);
     await r.call(69);
     expect(r.calls).toHaveLength(70);
     for (const call of r.calls) {
@@ -299,7 +300,7 @@ describe('intake', () => {
     for (const call of r.calls) call.finish('answered');
     // few unanswered: each read by itself
     const late = await r.createRequest('late-tool');
-    await r.intake.scan(true);
+    await r.intake.scan(false);
     const call = await r.call(70);
     expect(call.request).toEqual({
       breadcrumbId: late.id,
@@ -308,7 +309,7 @@ describe('intake', () => {
       seenAt: expect.any(Number),
     });
     call.finish('answered');
-    await r.intake.scan(true);
+    await r.intake.scan(false);
     expect(r.calls).toHaveLength(71);
   });
 
