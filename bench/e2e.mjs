@@ -31,6 +31,9 @@
 // --scenarios=modes,mixed,timers,pending,soak picks scenarios (default: all but soak).
 // Soak: node bench/e2e.mjs --scenarios=soak --soak-minutes=10 --boot-n=0
 // Quick run: node bench/e2e.mjs --calls=200 --spaced=40 --boot-n=40 --pending-n=0
+// Warm-up: --warmup=N sequential calls (default 30), then --warmup-c16=N at --concurrency (default 80);
+// the JIT of the runner and of this client is still optimising the c16 path after the default (for
+// steady-state CPU per call: --warmup-c16=3000; docs/benchmarks.md, "Warm-only runs")
 // Outlier hunt (fresh runner, no warm-up): --modes=process --calls=100 --spaced=0 --boot-n=0 --pending-n=0 --warmup=0
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -51,6 +54,7 @@ const BOOT_N = arg('boot-n', 200);
 const PENDING_N = arg('pending-n', 10_000);
 const GIVE_UP_MS = arg('give-up-ms', 60_000);
 const WARMUP = arg('warmup', 30);
+const WARMUP_C16 = arg('warmup-c16', WARMUP > 0 ? 5 * CONCURRENCY : 0);
 const MODES = (process.argv.find((a) => a.startsWith('--modes='))?.slice('--modes='.length) ?? 'warm,process').split(
   ',',
 );
@@ -225,12 +229,13 @@ async function measureMode(mode) {
   try {
     log(`${mode}: warm-up`);
     for (let i = 0; i < WARMUP; i++) await c.call();
-    if (WARMUP > 0)
-      await Promise.all(
-        Array.from({ length: CONCURRENCY }, async () => {
-          for (let i = 0; i < 5; i++) await c.call();
-        }),
-      );
+    // then WARMUP_C16 calls at CONCURRENCY (default 80, 5 per caller)
+    let warm = 0;
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        while (warm++ < WARMUP_C16) await c.call();
+      }),
+    );
 
     log(`${mode}: ${SPACED_N} calls ${SPACING_MS} ms apart`);
     const spacedResults = [];

@@ -13,7 +13,8 @@ import type { Logger } from '../logger.js';
 import type { StoreClient } from './client.js';
 import { withQuery } from './client-http.js';
 import { searchParams, type LocalEndpoint } from './client-local.js';
-import { EVENT, StoreEvent } from './messages.js';
+import { EVENT, type StoreEvent } from './messages.js';
+import { parseStoreEvent } from './store-shapes.js';
 import { errorFromBody, errorFromResponse } from './store-error.js';
 import { backoffMs } from '../backoff.js';
 
@@ -78,13 +79,13 @@ export function openEventStream(options: EventStreamOptions): { closed: Promise<
     if (message.id !== undefined && message.id !== '') lastId = message.id;
     let parsed;
     try {
-      parsed = StoreEvent.safeParse(JSON.parse(message.data));
+      parsed = parseStoreEvent(JSON.parse(message.data));
     } catch {
       logger.warn('event stream frame is not JSON', { chars: message.data.length });
       return;
     }
     if (!parsed.success) {
-      logger.warn('event stream frame has an unexpected shape', { issue: parsed.error.issues[0]?.message });
+      logger.warn('event stream frame has an unexpected shape', { issue: parsed.message });
       return;
     }
     if (parsed.data.type === EVENT.Ping) return;

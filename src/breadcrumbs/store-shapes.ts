@@ -119,3 +119,38 @@ export const StoreEvent = z.looseObject({
   ts: z.union([z.string(), z.number()]).optional(),
 });
 export type StoreEvent = z.infer<typeof StoreEvent>;
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+const optional = (value: unknown, check: (v: unknown) => boolean): boolean => value === undefined || check(value);
+const isString = (value: unknown): boolean => typeof value === 'string';
+
+/**
+ * `StoreEvent.safeParse` of a value fresh from `JSON.parse`, without zod: the runner checks every
+ * event of the stream (two or more per call) and zod's parse copied each frame and its context. The
+ * same checks (tested against the zod schema); the value itself is returned, not a copy — it is the
+ * caller's own, just parsed from JSON text.
+ */
+export function parseStoreEvent(
+  value: unknown,
+): { success: true; data: StoreEvent } | { success: false; message: string } {
+  const fail = (field: string, expected: string) => ({
+    success: false as const,
+    message: `${field}: expected ${expected}`,
+  });
+  if (!isRecord(value)) return fail('(root)', 'an object');
+  if (typeof value.type !== 'string') return fail('type', 'a string');
+  if (!optional(value.breadcrumb_id, isString)) return fail('breadcrumb_id', 'a string');
+  if (!optional(value.owner_id, isString)) return fail('owner_id', 'a string');
+  if (!optional(value.version, Number.isSafeInteger)) return fail('version', 'an integer');
+  if (!optional(value.tags, (tags) => Array.isArray(tags) && tags.every(isString)))
+    return fail('tags', 'an array of strings');
+  if (!optional(value.schema_name, (name) => name === null || typeof name === 'string'))
+    return fail('schema_name', 'a string or null');
+  if (!optional(value.updated_at, isString)) return fail('updated_at', 'a string');
+  if (!optional(value.context, (context) => isRecord(context) && Object.getPrototypeOf(context) === Object.prototype))
+    return fail('context', 'an object');
+  if (!optional(value.ts, (ts) => typeof ts === 'string' || (typeof ts === 'number' && Number.isFinite(ts))))
+    return fail('ts', 'a string or a number');
+  return { success: true, data: value as StoreEvent };
+}

@@ -14,8 +14,8 @@
 // harmless: jobs are keyed by request id and the claim decides who runs it.
 
 import type { StoreClient } from '../breadcrumbs/index.js';
-import { ridOfRequestTag, SCHEMA } from '../breadcrumbs/messages.js';
-import { ANSWER_TAG_PREFIX, type RequestKeys } from '../breadcrumbs/request-keys.js';
+import { listRecent } from './scan-listing.js';
+import type { RequestKeys } from '../breadcrumbs/request-keys.js';
 import type { Logger } from '../logger.js';
 import type { JobQueue } from '../queue/job-queue.js';
 import { pendingRequestOf, type PendingRequest } from './events.js';
@@ -94,63 +94,6 @@ const slimOf = (request: PendingRequest): PendingRequest => ({
   rid: request.rid,
   tool: request.tool,
 });
-
-/** Lists newest-first pages until an item is older than `since`. */
-async function listSince(
-  client: StoreClient,
-  workspace: string,
-  pageSize: number,
-  schema: string,
-  includeContext: boolean,
-  since: number | undefined,
-) {
-  const out = [];
-  for (let offset = 0; ; offset += pageSize) {
-    const page = await client.listBreadcrumbs({
-      schema_name: schema,
-      tag: workspace,
-      include_context: includeContext,
-      limit: pageSize,
-      offset,
-    });
-    let older = false;
-    for (const item of page) {
-      if (since !== undefined && Date.parse(item.updated_at) < since) older = true;
-      else out.push(item);
-    }
-    if (older || page.length < pageSize) return out;
-  }
-}
-
-/**
- * The requests (tool and create) of the workspace updated since `since` (all when undefined), and the
- * answers among the responses of that window: answer tags, and the rids a legacy `request:<rid>` tag names.
- */
-async function listRecent(client: StoreClient, workspace: string, pageSize: number, since: number | undefined) {
-  const list = (schema: string, includeContext: boolean) =>
-    listSince(client, workspace, pageSize, schema, includeContext, since);
-  const requests = [
-    ...(await list(SCHEMA.ToolRequest, true)).map((item) => ({
-      item,
-      schema: SCHEMA.ToolRequest as string,
-    })),
-    ...(await list(SCHEMA.ToolCreateRequest, true)).map((item) => ({
-      item,
-      schema: SCHEMA.ToolCreateRequest as string,
-    })),
-  ];
-  const responses = [...(await list(SCHEMA.ToolResponse, false)), ...(await list(SCHEMA.ToolCreateResponse, false))];
-  const answered = new Set<string>();
-  const legacyAnswered = new Set<string>();
-  for (const response of responses) {
-    for (const tag of response.tags) {
-      if (tag.startsWith(ANSWER_TAG_PREFIX)) answered.add(tag);
-      const rid = ridOfRequestTag(tag);
-      if (rid !== undefined) legacyAnswered.add(rid);
-    }
-  }
-  return { requests, answered, legacyAnswered };
-}
 
 /**
  * Parked requests (a policy is waiting for something) and wake token -> the requests it wakes. A parked
@@ -353,10 +296,28 @@ export function createIntake(options: IntakeOptions): Intake {
     const since = full || needFullScan ? undefined : watermark;
     const wasFull = since === undefined;
     needFullScan = false;
-    const { requests, answered, legacyAnswered } = await listRecent(client, workspace, pageSize, since);
+    const { requests, answered, legacyAnswered, contextsOf } = await listRecent(client, workspace, pageSize, since);
+    // Only requests not known answered need their context (their rid and tool; a legacy answer is
+    // looked for by rid).
+    const needed = new Map<string, Set<string>>();
+    for (const { item, schema } of requests) {
+      const answerTag = keys.answerTag(item.id);
+      if (answered.has(answerTag)) {
+        markDone(answerTag);
+        continue;
+      }
+      if (done.has(answerTag) || !item.tags.includes(workspace)) continue;
+      (needed.get(schema) ?? needed.set(schema, new Set()).get(schema))?.add(item.id);
+    }
+    const contexts = new Map<string, Record<string, unknown>>();
+    for (const [schema, ids] of needed)
+      for (const [id, context] of await contextsOf(schema, ids)) contexts.set(id, context);
     let found = 0;
     // oldest first (each listing is newest first)
-    for (const { item, schema } of requests.reverse()) {
+    for (const { item: listed, schema } of requests.reverse()) {
+      const context = contexts.get(listed.id);
+      if (context === undefined) continue;
+      const item = { ...listed, context };
       const request = pendingRequestOf(item, workspace, schema);
       if (!request) continue;
       const answerTag = keys.answerTag(request.breadcrumbId);

@@ -8,6 +8,14 @@
 // auto-checkpoint at a high threshold as a safety net: if the worker falls behind (sustained
 // writes never leave the WAL fully copied, so it cannot rewind), the writer checkpoints itself.
 //
+// The interval (CHECKPOINT_INTERVAL_MS, 1 s): the hot pages of a call (the tables' and indexes'
+// last leaves, the search index, the event log) are rewritten by every commit, so a checkpoint
+// copies each of them once however many commits touched it since the last one. At 200 ms the
+// worker copied the same pages five times as often: 1 s cost 0.04–0.05 ms less CPU per call at
+// ~700 calls/s (docs/benchmarks.md, "Warm-only runs"). The WAL then holds up to ~1 s of commits
+// (tens of MB at that rate); WRITER_AUTOCHECKPOINT_PAGES bounds it if the worker falls behind, and
+// journal_size_limit (db.ts) truncates the file after a checkpoint.
+//
 // States: RUNNING (timer in the worker) → STOPPING (`stop()` posted) → STOPPED (worker exited).
 
 import { createRequire } from 'node:module';
@@ -20,6 +28,9 @@ export interface Checkpointer {
   /** Stops the worker and closes its connection; resolves once it exited. */
   stop(): Promise<void>;
 }
+
+/** How often the worker checkpoints (see the header for why 1 s and not less). */
+export const CHECKPOINT_INTERVAL_MS = 1000;
 
 /** WAL pages after which the writer checkpoints by itself (when the worker fell behind). */
 export const WRITER_AUTOCHECKPOINT_PAGES = 8000;

@@ -15,7 +15,7 @@ import type { Logger } from '../logger.js';
 import { DEFAULT_OWNER_ID, createStoreAuth } from './auth.js';
 import { createBreadcrumbReads } from './breadcrumb-reads.js';
 import { createBreadcrumbWrites, type BreadcrumbWrites, type WriteStats } from './breadcrumb-writes.js';
-import { startCheckpointer } from './checkpointer.js';
+import { CHECKPOINT_INTERVAL_MS, startCheckpointer } from './checkpointer.js';
 import { openDatabase, type Db } from './db.js';
 import type { LeasesPort, ReadsPort, RegistryPort, SearchPort, SecretsPort, WritesPort } from './backend.js';
 import { isPostgresUrl, isUnavailable, openPgBackend, type PgBackend } from './pg/index.js';
@@ -91,7 +91,6 @@ export interface Store {
 }
 
 const CLOSE_GRACE_MS = 2000;
-const CHECKPOINT_INTERVAL_MS = 200;
 
 /** Starts the store; resolves once it accepts connections. Throws RunnerError(config.invalid) on startup problems. */
 export async function createStore(options: StoreOptions): Promise<Store> {

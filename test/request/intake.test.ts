@@ -277,6 +277,50 @@ describe('intake', () => {
     expect(r.calls).toHaveLength(1);
   });
 
+  it('a windowed scan reads the contexts of unanswered requests only: one by one when few, by a second listing when many', async () => {
+    // 70 unanswered (more than the scan reads one by one) and 5 answered; the queue holds them all
+    const r = await rig({ concurrency: 100, toolConcurrency: 100, backlog: 200 });
+    await r.intake.scan(true); // a full scan of nothing: the next scans are windowed
+    const answeredIds = new Set<string>();
+    for (let i = 0; i < 5; i++) {
+      const { id } = await r.createRequest('answered-tool');
+      answeredIds.add(id);
+      await r.c.createBreadcrumb({
+        title: 'Response: t',
+        schema_name: SCHEMA.ToolResponse,
+        tags: [WS, TAG.Response, keys.answerTag(id)],
+        context: {},
+      });
+    }
+    const missed = new Map<string, string>();
+    for (let i = 0; i < 70; i++) {
+      const tool = `tool-${i}`;
+      missed.set((await r.createRequest(tool)).id, tool);
+    }
+    await r.intake.scan(false);
+    await r.call(69);
+    expect(r.calls).toHaveLength(70);
+    for (const call of r.calls) {
+      expect(answeredIds.has(call.request.breadcrumbId)).toBe(false);
+      expect(call.request.tool).toBe(missed.get(call.request.breadcrumbId));
+    }
+    expect(new Set(r.calls.map((call) => call.request.breadcrumbId)).size).toBe(70);
+    for (const call of r.calls) call.finish('answered');
+    // few unanswered: each read by itself
+    const late = await r.createRequest('late-tool');
+    await r.intake.scan(false);
+    const call = await r.call(70);
+    expect(call.request).toEqual({
+      breadcrumbId: late.id,
+      rid: late.id,
+      tool: 'late-tool',
+      seenAt: expect.any(Number),
+    });
+    call.finish('answered');
+    await r.intake.scan(false);
+    expect(r.calls).toHaveLength(71);
+  });
+
   it('a parked request is not run again by scans or offers, and runs again when its wake token is seen', async () => {
     const r = await rig();
     const { id, event } = await r.createRequest();

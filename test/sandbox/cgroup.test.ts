@@ -10,7 +10,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/logger.js';
 import { createProcessCgroup, locateOwnCgroup, probeCgroup, type CgroupLocation } from '../../src/sandbox/cgroup.js';
 import { createSandbox } from '../../src/sandbox/index.js';
-import { createMemoryGuard, openRssReader, readRssBytes, RUNTIME_OVERHEAD_MB } from '../../src/sandbox/memory-guard.js';
+import {
+  createMemoryGuard,
+  openRssReader,
+  pageSize,
+  readRssBytes,
+  RUNTIME_OVERHEAD_MB,
+} from '../../src/sandbox/memory-guard.js';
 import {
   captureLogger,
   expectNoLeaks,
@@ -87,6 +93,32 @@ describe('on this machine', () => {
     await exited; // reaped: the descriptor's process is gone, whoever gets its pid next
     expect(reader.read()).toBeUndefined();
     reader.close();
+  });
+  it('reads the same resident size from statm as status shows in VmRSS, and knows the page size', async () => {
+    const size = pageSize();
+    expect(size).not.toBeNull();
+    expect(size as number).toBeGreaterThanOrEqual(4096);
+    expect((size as number) & ((size as number) - 1)).toBe(0);
+    // a sleeping child: its RSS does not move between the two reads
+    const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    try {
+      const reader = openRssReader(child.pid as number);
+      let statm: number | undefined;
+      let status: number | undefined;
+      for (let i = 0; i < 200; i++) {
+        statm = reader.read();
+        status = readRssBytes(child.pid as number);
+        if (statm !== undefined && statm === status) break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(statm).toBeGreaterThan(0);
+      expect(statm).toBe(status);
+      reader.close();
+    } finally {
+      child.kill('SIGKILL');
+      await exited;
+    }
   });
 });
 

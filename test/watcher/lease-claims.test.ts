@@ -6,7 +6,12 @@ import { describe, expect, it } from 'vitest';
 import { createRequestKeys, createStoreClient, SCHEMA, TAG, type StoreClient } from '../../src/breadcrumbs/index.js';
 import { silentLogger } from '../../src/logger.js';
 import type { ClaimManager } from '../../src/request/claims.js';
-import { checkLeaseKey, createLeaseClaimManager, storeOffersLeases } from '../../src/request/lease-claims.js';
+import {
+  checkLeaseKey,
+  createLeaseClaimManager,
+  leaseToken,
+  storeOffersLeases,
+} from '../../src/request/lease-claims.js';
 import { onCleanup, startStore } from '../store/helpers.js';
 
 const WS = 'workspace:tools';
@@ -50,6 +55,16 @@ async function writeAnswer(c: StoreClient, id: string): Promise<void> {
 }
 
 describe('lease claims', () => {
+  it('draws lease tokens from a pooled CSPRNG buffer: 24 base64url characters, never the same twice across refills', () => {
+    const tokens = new Set<string>();
+    for (let i = 0; i < 1000; i++) {
+      const token = leaseToken();
+      expect(token).toMatch(/^[A-Za-z0-9_-]{24}$/);
+      tokens.add(token);
+    }
+    expect(tokens.size).toBe(1000);
+  });
+
   it('the store advertises leases, and a wrong key fails the start naming the fix', async () => {
     const { c } = await setup();
     expect(await storeOffersLeases(c)).toBe(true);
