@@ -15,7 +15,7 @@
 // warm process is parked afterwards and must not stay stopped) and is idempotent.
 
 import type { ProcessCgroup } from './cgroup.js';
-import { readCpuMs } from './cpu.js';
+import { openCpuReader } from './cpu.js';
 
 /** Sampling period of the duty-cycle mode. */
 export const SAMPLE_MS = 20;
@@ -27,7 +27,7 @@ export const CPU_MAX_PERIOD_US = 100_000;
 /** A running CPU limit; end() lifts it (continues a stopped process). */
 export interface CpuLimit {
   readonly mode: 'cgroup' | 'duty-cycle';
-  /** CPU ms the process used since the limit started (as sampled), and wall ms stopped by the limit. */
+  /** CPU ms the process used since the limit started (as sampled; after end() the last sample), and wall ms stopped by the limit. */
   stats(): { cpuMs: number; wallMs: number; stoppedMs: number };
   end(): Promise<void>;
 }
@@ -54,7 +54,9 @@ export async function startCpuLimit(options: {
 }): Promise<CpuLimit> {
   const { pid, percent } = options;
   const now = options.now ?? performance.now.bind(performance);
-  const readCpu = options.readCpu ?? readCpuMs;
+  // one descriptor of /proc/<pid>/stat for the limit's life (closed by end())
+  const reader = options.readCpu ? undefined : openCpuReader(pid);
+  const readCpu = options.readCpu ?? ((): number | undefined => reader?.read());
   const share = Math.min(1, Math.max(0.01, percent / 100));
   const startedAt = now();
   const baseCpu = readCpu(pid) ?? 0;
@@ -72,7 +74,7 @@ export async function startCpuLimit(options: {
     return {
       mode: 'cgroup',
       stats: () => ({ cpuMs: used(), wallMs: now() - startedAt, stoppedMs: 0 }),
-      end: async () => undefined,
+      end: async () => reader?.close(),
     };
   }
 
@@ -107,6 +109,7 @@ export async function startCpuLimit(options: {
       if (ended) return;
       ended = true;
       clearInterval(timer);
+      reader?.close();
       if (stopped) {
         stopped = false;
         stoppedMs += now() - stoppedAt;

@@ -1,7 +1,7 @@
 // CPU time of sandbox processes, read from /proc: how the pool notices a parked reuse process that
 // still runs tool code (a busy timer, a setTimeout chain, a spinning Worker) after its call ended.
 
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 
 /** Linux USER_HZ: the unit of utime/stime in /proc/<pid>/stat (100 on every mainstream build). */
 const TICKS_PER_SECOND = 100;
@@ -9,14 +9,61 @@ const TICKS_PER_SECOND = 100;
 /** User + system CPU time of `pid` (all its threads) in ms; undefined when the process is gone. */
 export function readCpuMs(pid: number): number | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    // fields after the parenthesised command name: state is field 3, utime 14, stime 15
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(fields[11]) + Number(fields[12]);
-    return Number.isFinite(ticks) ? (ticks * 1000) / TICKS_PER_SECOND : undefined;
+    return cpuMsOfStat(readFileSync(`/proc/${pid}/stat`, 'latin1'));
   } catch {
     return undefined;
   }
+}
+
+/** utime + stime in ms from the text of /proc/<pid>/stat; undefined when it is not such a text. */
+function cpuMsOfStat(stat: string): number | undefined {
+  // fields after the parenthesised command name: state is field 3, utime 14, stime 15
+  const close = stat.lastIndexOf(')');
+  if (close < 0) return undefined;
+  const fields = stat.slice(close + 2).split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return Number.isFinite(ticks) ? (ticks * 1000) / TICKS_PER_SECOND : undefined;
+}
+
+/** Longest /proc/<pid>/stat line: 52 numeric fields and a command name of at most 64 bytes. */
+const MAX_STAT_BYTES = 2048;
+
+/**
+ * A reader of one process's CPU time over a descriptor of /proc/<pid>/stat kept open while it is
+ * watched: each sample is one pread at offset 0 (the kernel renders the file afresh) instead of
+ * open, fstat, read and close. The duty-cycle CPU limit samples a running call every 20 ms for as
+ * long as it runs (a continuous tool: for ever), so this is most of what a limited call costs the
+ * service. The descriptor names the process it was opened for: a reused pid is never read by mistake
+ * (reads of an exited process fail, and give undefined).
+ */
+export function openCpuReader(pid: number): { read(): number | undefined; close(): void } {
+  let fd: number | undefined;
+  try {
+    fd = openSync(`/proc/${pid}/stat`, 'r');
+  } catch {
+    fd = undefined;
+  }
+  const buffer = Buffer.alloc(MAX_STAT_BYTES);
+  return {
+    read() {
+      if (fd === undefined) return undefined;
+      try {
+        const n = readSync(fd, buffer, 0, buffer.length, 0);
+        return cpuMsOfStat(buffer.toString('latin1', 0, n));
+      } catch {
+        return undefined; // the process is gone
+      }
+    },
+    close() {
+      if (fd === undefined) return;
+      try {
+        closeSync(fd);
+      } catch {
+        // already closed
+      }
+      fd = undefined;
+    },
+  };
 }
 
 /** How a parked process's CPU use is judged (see parkedCpuVerdict). */

@@ -4,7 +4,7 @@
 // one is never handed out while busy.
 
 import type { Logger } from '../logger.js';
-import { busyWhileParked, readCpuMs, type IdleCpuRule } from './cpu.js';
+import { busyWhileParked, openCpuReader, type IdleCpuRule } from './cpu.js';
 import type { SandboxProcess } from './process.js';
 
 /** How often the CPU time of parked reuse processes is read. */
@@ -32,8 +32,17 @@ export function createParkedCpuChecks(
   logger: Logger,
   onBusy: (proc: SandboxProcess) => void,
 ): ParkedCpuChecks {
-  // per parked process: when parked, CPU ms at the first check after that, and when the grace ended
-  const parked = new Map<SandboxProcess, { since: number; atFirst: number | undefined; atGrace: number | undefined }>();
+  // per parked process: when parked, CPU ms at the first check after that, and when the grace ended;
+  // its /proc/<pid>/stat stays open while it is parked (one pread per check)
+  const parked = new Map<
+    SandboxProcess,
+    {
+      since: number;
+      atFirst: number | undefined;
+      atGrace: number | undefined;
+      cpu: ReturnType<typeof openCpuReader> | undefined;
+    }
+  >();
   let timer: NodeJS.Timeout | undefined;
 
   // The periodic check (atAcquire false) records the CPU time at its first look after parking and
@@ -41,7 +50,7 @@ export function createParkedCpuChecks(
   const busy = (proc: SandboxProcess, now: number, atAcquire: boolean): boolean => {
     const entry = parked.get(proc);
     if (!entry || proc.pid === undefined || (atAcquire && entry.atFirst === undefined)) return false;
-    const cpu = readCpuMs(proc.pid);
+    const cpu = entry.cpu?.read();
     if (cpu === undefined) return false;
     const parkedMs = now - entry.since;
     let from: number;
@@ -74,19 +83,23 @@ export function createParkedCpuChecks(
 
   return {
     add(proc) {
-      parked.set(proc, { since: performance.now(), atFirst: undefined, atGrace: undefined });
+      parked.get(proc)?.cpu?.close();
+      const cpu = proc.pid === undefined ? undefined : openCpuReader(proc.pid);
+      parked.set(proc, { since: performance.now(), atFirst: undefined, atGrace: undefined, cpu });
       if (!timer) {
         timer = setInterval(check, CPU_CHECK_MS);
         timer.unref();
       }
     },
     delete(proc) {
+      parked.get(proc)?.cpu?.close();
       parked.delete(proc);
       if (parked.size === 0) stop();
     },
     parkedSince: (proc) => parked.get(proc)?.since,
     busy,
     close() {
+      for (const entry of parked.values()) entry.cpu?.close();
       parked.clear();
       stop();
     },

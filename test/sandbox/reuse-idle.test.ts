@@ -3,9 +3,10 @@
 // retired as soon as the pool sees their CPU time grow (far before poolIdleMs), and the next call
 // starts fresh; a quiet reused process stays parked and keeps serving.
 
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
-import { busyWhileParked, IDLE_CPU_RULE, readCpuMs } from '../../src/sandbox/cpu.js';
+import { describe, expect, it, vi } from 'vitest';
+import { busyWhileParked, IDLE_CPU_RULE, openCpuReader, readCpuMs } from '../../src/sandbox/cpu.js';
 import { createSandbox, type Sandbox, type SandboxTool } from '../../src/sandbox/index.js';
 import { captureLogger, job, testConfig, tool, useIsolatedSandboxes, waitFor } from './helpers.js';
 
@@ -90,5 +91,30 @@ describe('idle CPU rule', () => {
   it('reads CPU time of live processes only', () => {
     expect(readCpuMs(process.pid)).toBeGreaterThan(0);
     expect(readCpuMs(2 ** 22 + 12345)).toBeUndefined();
+  });
+
+  it('a kept-open CPU reader follows its process, and reads nothing once it exited or was closed', async () => {
+    const child = spawn(process.execPath, [
+      '-e',
+      'const end = Date.now() + 400; while (Date.now() < end); setTimeout(() => {}, 60000)',
+    ]);
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    try {
+      const pid = child.pid as number;
+      const reader = openCpuReader(pid);
+      await vi.waitFor(() => expect(reader.read()).toBeGreaterThanOrEqual(300), { timeout: 20_000, interval: 50 });
+      // the same figure as a fresh read of /proc/<pid>/stat
+      expect(Math.abs((reader.read() as number) - (readCpuMs(pid) as number))).toBeLessThanOrEqual(20);
+      child.kill('SIGKILL');
+      await exited;
+      // a reaped process: its descriptor reads nothing, whatever process gets the pid later
+      expect(reader.read()).toBeUndefined();
+      reader.close();
+      expect(reader.read()).toBeUndefined();
+      reader.close(); // twice is harmless
+    } finally {
+      child.kill('SIGKILL');
+    }
+    expect(openCpuReader(2 ** 22 + 12345).read()).toBeUndefined();
   });
 });
