@@ -287,7 +287,7 @@ describe('bootstrap', () => {
     expect(await inStore('fine')).toBe(true);
 
     const skipped = await run(['bootstrap', d, '--store-url', url, '--skip-examples']);
-    expect(skipped.code).toBe(0);
+    expect(skipped.code, `${skipped.out}\n${skipped.err}`).toBe(0);
     expect(skipped.out.split('\n')).toContainEqual(
       expect.stringMatching(/^created {3}looper {19}\S+looper\.json {2}\(examples not run: --skip-examples\)$/),
     );
