@@ -16,6 +16,12 @@ const lease = (url: string, op: string, body: Record<string, unknown>, extra: Re
   call(url, 'POST', `/x/leases/${op}`, { body, headers: extra });
 const base = { scope: 'ws', name: 'r1', holder: 'a', token: 'tok-a', ttl_ms: 60_000, label: 'rid-1' };
 
+/** `base` with the lease named after a breadcrumb created for it in the store at `url`. */
+async function namedBase(url: string): Promise<typeof base> {
+  const name = (await call(url, 'POST', '/breadcrumbs', { body: crumb() })).body.id as string;
+  return { ...base, name };
+}
+
 async function waitUntil(check: () => Promise<boolean>, what: string): Promise<void> {
   const deadline = Date.now() + 30_000;
   while (!(await check())) {
@@ -82,6 +88,9 @@ describeBackends('lease routes: who may call', () => {
 describeBackends('lease routes: compare-and-set', () => {
   it('one holder per attempt; busy until free; a takeover is attempt 2 with a new token', async () => {
     const store = await startStore({ leaseKey: KEY });
+    // Named after an existing breadcrumb (as the runner names its leases): a released lease is then
+    // no orphan for the retention sweep to remove between the release and the takeover.
+    const base = await namedBase(store.url);
     expect((await lease(store.url, 'acquire', base)).body).toMatchObject({
       acquired: true,
       attempt: 1,
@@ -128,17 +137,19 @@ describeBackends('lease routes: compare-and-set', () => {
 
   it('done is final, and finishing writes no breadcrumb and no event', async () => {
     const store = await startStore({ leaseKey: KEY });
-    await call(store.url, 'POST', '/breadcrumbs', { body: crumb() });
+    // Named after an existing breadcrumb (as the runner names its leases): a done lease is then no
+    // orphan for the retention sweep to remove before the second acquire.
+    const base = await namedBase(store.url);
     const before = (await call(store.url, 'GET', '/breadcrumbs')).body.length;
     await lease(store.url, 'acquire', base);
     await lease(store.url, 'renew', base);
-    expect((await lease(store.url, 'finish', { scope: 'ws', name: 'r1' })).body).toEqual({ ok: true });
+    expect((await lease(store.url, 'finish', { scope: 'ws', name: base.name })).body).toEqual({ ok: true });
     expect((await lease(store.url, 'acquire', { ...base, token: 'tok-new' })).body).toMatchObject({
       acquired: false,
       state: 'done',
     });
     expect((await lease(store.url, 'list', { scope: 'ws' })).body.leases).toEqual([
-      expect.objectContaining({ name: 'r1', state: 'done', label: 'rid-1' }),
+      expect.objectContaining({ name: base.name, state: 'done', label: 'rid-1' }),
     ]);
     expect((await call(store.url, 'GET', '/breadcrumbs')).body.length).toBe(before);
     // No event either: replayed from the start, the stream holds the two creates and nothing between.
