@@ -12,9 +12,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { createStoreClient, openEventStream } from '../dist/breadcrumbs/index.js';
+import { createStoreClient } from '../dist/breadcrumbs/index.js';
 import { silentLogger } from '../dist/logger.js';
 import { createStore } from '../dist/store/index.js';
+import { connectCaller } from './_caller.mjs';
 import { startCli } from './cli-process.mjs';
 
 const arg = (name, dflt) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? dflt);
@@ -116,42 +117,15 @@ async function e2eRunner(transport) {
   ]);
   const url = (await runner.line(/^store listening on /)).replace('store listening on ', '');
   await runner.line(/^runner ready$/);
-  const client = createStoreClient({ baseUrl: url, logger });
-  const controller = new AbortController();
-  const waiting = new Map();
-  let connected;
-  const ready = new Promise((r) => (connected = r));
-  openEventStream({
-    client,
-    logger,
-    signal: controller.signal,
-    onConnected: () => connected(),
-    onEvent(event) {
-      if (event.schema_name !== 'tool.response.v1') return;
-      const tag = event.tags?.find((t) => t.startsWith('request:'));
-      if (tag) waiting.get(tag.slice(8))?.();
-    },
-  });
-  await ready;
-  let seq = 0;
+  const caller = await connectCaller(url, { ridPrefix: `bench-${transport}` });
   return {
     async once() {
-      const t0 = performance.now();
-      const rid = `bench-${transport}-${seq++}`;
-      const done = new Promise((r) => waiting.set(rid, r));
-      await client.createBreadcrumb({
-        title: 'Request: echo',
-        schema_name: 'tool.request.v1',
-        tags: ['tool:request', 'workspace:tools'],
-        context: { tool: 'echo', input: { message: 'hi' }, requestId: rid },
-      });
-      await done;
-      waiting.delete(rid);
-      return performance.now() - t0;
+      const { ms, context } = await caller.call();
+      if (context === undefined) throw new Error(`no answer from the ${transport} runner`);
+      return ms;
     },
     async stop() {
-      controller.abort();
-      client.close();
+      caller.close();
       runner.proc.kill('SIGTERM');
       await new Promise((r) => (runner.proc.exitCode !== null ? r() : runner.proc.once('exit', r)));
     },
