@@ -3,7 +3,8 @@
 // Deno's own import scan of a module would cost every boot ~1.5 ms for this file); without esbuild it is
 // the entry module itself. Either way it is strict, its bindings are its own scope's, and it never
 // imports anything: tool code is loaded by a computed `data:` import, which Deno permission-checks (a
-// static import or the entry module would not be). Protocol, one line per frame:
+// static import or the entry module would not be), or, for a self-contained tool, compiled as a script,
+// which cannot hold an import declaration at all (compileFactory). Protocol, one line per frame:
 //   host -> harness (stdin):  {"t":"job",...} and {"t":"api",...} replies, JSON per line
 //   harness -> host (stdout): "TRH1 <nonce>" once at start, then "\n<nonce><T><seq> <json>\n" frames,
 //                             T = R (result value), E (error), A (context.api request),
@@ -119,6 +120,14 @@ const setTimer: (fn: () => void, ms: number) => unknown = hasCoreTimers
 const clearTimer: (timer: unknown) => void = hasCoreTimers
   ? (coreCancelTimer as (timer: unknown) => void)
   : (clearTimeout as (timer: unknown) => void);
+// The tool's module factory is compiled as a script named like a tool module (below, compileFactory):
+// Deno's core evalContext when present, else an indirect eval, captured before any tool code runs.
+const coreEvalContext = (internal?.core as { evalContext?: unknown } | undefined)?.evalContext;
+const evalScript: ((source: string, name: string) => [unknown, unknown]) | undefined =
+  typeof coreEvalContext === 'function'
+    ? (coreEvalContext as (source: string, name: string) => [unknown, unknown])
+    : undefined;
+const indirectEval = eval;
 const textDecoder = new TextDecoder();
 const textDecode = uncurry(TextDecoder.prototype.decode) as (d: TextDecoder, b: Uint8Array) => string;
 
@@ -196,8 +205,8 @@ interface Job {
   request: { id: string; workspace: string; agentId?: string };
   maxResultBytes: number;
   reuse: boolean;
-  /** Warm mode: the tool as a module factory (imported once per process, `code64` only the first time). */
-  factory?: { id: string; code64?: string };
+  /** The tool as a module factory (compiled once per process; its text `code` only the first time). */
+  factory?: { id: string; code?: string };
 }
 type Waiter = { resolve: (v: unknown) => void; reject: (e: unknown) => void };
 
@@ -749,12 +758,37 @@ else {
   }
 }
 
-// The module factory of this process's tool (one tool version per process): imported once, then each
+// The module factory of this process's tool (one tool version per process): compiled once, then each
 // call runs the module body in a new scope of its own (the host turned the module into CommonJS wrapped
-// in `export default function (module, exports, __export, __toCommonJS) {...}`), so module-level state starts over every call
-// as with a new module instance, without an import (URL decode, dependency scan, compile) per call.
+// in `export default function (module, exports, __export, __toCommonJS) {...}`), so module-level state
+// starts over every call as with a new module instance, without an import per call. In process mode
+// too: compiling it as a script saves Deno's module load (URL decode, dependency scan, module graph),
+// ~1 ms of CPU per process-mode call (docs/benchmarks.md).
 let factoryId: string | undefined;
 let factoryFn: unknown;
+
+const FACTORY_HEAD = 'export default ';
+// Frames of the factory read `data:application/javascript;base64,#0:L:C`, as a data: module's would
+// (#0: never a call's sequence number): the host maps them to `tool.ts` and its own lines.
+const FACTORY_NAME = 'data:application/javascript;base64,#0';
+
+/**
+ * The factory function of the module text `code`, compiled as a classic script: a factory has no
+ * import declaration (a script cannot hold one; the host builds factories only for self-contained
+ * tools), its text is strict (the directive, as a module is), its scope is its own function's, and a
+ * dynamic `import()` in it is permission-checked like any other (and resolves against the data: name,
+ * as from a data: module; tested). `'use strict'; (` is as long as FACTORY_HEAD: line 1's columns
+ * are the factory's.
+ */
+function compileFactory(code: string): unknown {
+  if (strSlice(code, 0, FACTORY_HEAD.length) !== FACTORY_HEAD)
+    throw new ErrorCtor('malformed job: a tool module factory must start with ' + FACTORY_HEAD);
+  const script = "'use strict'; (" + strSlice(code, FACTORY_HEAD.length, code.length) + '\n)';
+  if (evalScript === undefined) return indirectEval(script + '\n//# sourceURL=' + FACTORY_NAME);
+  const out = evalScript(script, FACTORY_NAME);
+  if (out[1] !== null && out[1] !== undefined) throw own(out[1], 'thrown');
+  return out[0];
+}
 
 async function loadTool(job: Job): Promise<unknown> {
   const factory = job.factory;
@@ -772,12 +806,10 @@ async function loadTool(job: Job): Promise<unknown> {
   const id = own(factory, 'id');
   if (typeof id !== 'string' || id === '') throw new ErrorCtor('malformed job: factory without an id');
   if (factoryId !== id) {
-    const code64 = own(factory, 'code64');
-    if (typeof code64 !== 'string')
+    const code = own(factory, 'code');
+    if (typeof code !== 'string')
       throw new ErrorCtor('the tool module factory ' + id + ' was never sent to this process');
-    // (#0: never a call's sequence number; the host maps data: URLs with a numeric fragment to tool.ts)
-    const mod = (await import('data:application/javascript;base64,' + code64 + '#0')) as Record<string, unknown>;
-    factoryFn = own(mod, 'default');
+    factoryFn = compileFactory(code);
     factoryId = id;
   }
   if (typeof factoryFn !== 'function') throw new ErrorCtor('the tool module factory is not a function');

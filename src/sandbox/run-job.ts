@@ -23,10 +23,10 @@ export interface JobSettings {
   /** Media type of source64: transpiled JavaScript, or TypeScript Deno transpiles itself. */
   lang: 'js' | 'ts';
   /**
-   * Warm mode: run the tool through its module factory (transpile.ts) instead of importing source64;
-   * `code64` only when this process has not imported that factory yet.
+   * Run the tool through its module factory (transpile.ts) instead of importing source64; `code` only
+   * when this process has not compiled that factory yet.
    */
-  factory?: { id: string; code64?: string };
+  factory?: { id: string; code?: string };
   /** Maps positions of transpiled code back to the tool source (for error stacks). */
   mapPosition?: OutcomeContext['mapPosition'];
   timeoutMs: number;

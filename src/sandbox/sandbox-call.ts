@@ -128,8 +128,9 @@ export function createCallRunner(ctx: CallContext): CallRunner {
     const slot = cpuSlotOf(job.signal);
     const tracked = slot && proc.pid !== undefined ? ctx.activity.track(proc.pid, slot) : undefined;
     if (reuse) pool.callStarted(reuseKey);
-    // warm mode: the tool's module factory, imported once per process, called once per call
-    const factory = reuse ? compiled.factory : undefined;
+    // the tool's module factory, compiled once per process, called once per call; in process mode it
+    // saves Deno's module load of an import (~1 ms of the process's CPU per call, docs/benchmarks.md)
+    const factory = compiled.factory;
     const mapPosition = factory ? factory.mapPosition : compiled.mapPosition;
     const outcome = await runJob(
       proc,
@@ -141,9 +142,7 @@ export function createCallRunner(ctx: CallContext): CallRunner {
         ...(factory
           ? {
               factory:
-                factoryLoaded.get(proc) === factory.id
-                  ? { id: factory.id }
-                  : { id: factory.id, code64: factory.code64 },
+                factoryLoaded.get(proc) === factory.id ? { id: factory.id } : { id: factory.id, code: factory.code },
             }
           : {}),
         ...(mapPosition ? { mapPosition } : {}),

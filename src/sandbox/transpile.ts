@@ -16,17 +16,18 @@ export interface CompiledTool {
   /** JavaScript line:column (1-based) -> the tool source's; absent for TypeScript sent as is. */
   mapPosition?: (line: number, column: number) => { line: number; column: number } | undefined;
   /**
-   * The same tool as a module factory (see toolFactory), when it can be one: a warm process imports it
-   * once and calls it per call instead of importing a new module instance per call.
+   * The same tool as a module factory (see toolFactory), when it can be one: a process compiles it once
+   * and calls it per call instead of importing a new module instance per call.
    */
   factory?: ToolFactory;
 }
 
 /** A tool module turned into `export default function (module, exports, __export, __toCommonJS) { <its body as CommonJS> }`. */
 export interface ToolFactory {
-  /** Digest of the factory code: the harness keeps the factory it imported under it. */
+  /** Digest of the factory code: the harness keeps the factory it compiled under it. */
   id: string;
-  code64: string;
+  /** The factory's module text (the harness compiles it as a script: sandbox/harness.ts compileFactory). */
+  code: string;
   mapPosition?: CompiledTool['mapPosition'];
 }
 
@@ -154,7 +155,7 @@ function toolFactory(transformSync: Transform, source: string): ToolFactory | un
   const inner = positionMapper(out.map);
   return {
     id: createHash('sha256').update(code).digest('hex').slice(0, 32),
-    code64: Buffer.from(code, 'utf8').toString('base64'),
+    code,
     // the wrapper shares the first line: columns there are shifted by its length
     mapPosition: (line, column) => inner?.(line, line === 1 ? column - FACTORY_PREFIX.length : column),
   };
