@@ -3,10 +3,14 @@
 // workload, in alternated rounds. Prints one JSON object.
 //   empty:     an empty file as the entry (Deno's own boot with the variant's command)
 //   harness:   the entry the service writes (prepareHarness), stdin at EOF: boot, hello, exit
-//   echo:      the harness with one echo job on stdin, as a process-mode call (reuse false)
+//   echo:      the harness with one echo job on stdin, as a process-mode call (reuse false); the tool
+//              as its module factory, as the service sends it
+//   echo_import: the same, the tool loaded by a data: import (the service before 7e33923)
 //   json:      the same with a CPU-heavy tool (JSON.stringify/parse of a 200-item document, --json-n times)
 //   json_warm: one process serving --warm-calls calls of that tool one after another, as warm mode
-//              (the module factory, imported once): CPU per call and the median wall time of a call
+//              (the module factory, compiled once): CPU per call and the median wall time of a call
+// tool_work_ms: the median time the JSON tool measured for its own work (performance.now() around it),
+// the latency a CPU-heavy call sees apart from the boot.
 // CPU and faults of the batch entries are the reaped children's totals of this process (/proc/self/stat
 // cutime+cstime, cminflt: exact sums, CPU read in 10 ms ticks), so each batch of --runs processes is
 // timed at once; RSS is the median of 5 runs under /usr/bin/time (max RSS), taken after the rounds.
@@ -51,6 +55,9 @@ const VARIANTS = {
   stack_size_500: { v8: ['--stack-size=500'] },
   deno_flags: { args: ['--node-modules-dir=none', '--cached-only', '--no-check'], env: { DENO_NO_PROMPT: '1' } },
   code_cache_on: { drop: ['--no-code-cache'] },
+  // not candidates (the import map and the deny list are security): what they cost
+  no_import_map: { drop: ['--import-map'] },
+  no_deny_net: { drop: ['--deny-net'] },
   no_tls_ca_env: { unset: ['DENO_TLS_CA_STORE'] },
   malloc_arena_1: { env: { MALLOC_ARENA_MAX: '1' } },
   thp_malloc: { env: { GLIBC_TUNABLES: 'glibc.malloc.hugetlb=1' } },
@@ -62,8 +69,9 @@ const jsonSource = `
 export async function execute(input: { n: number }) {
   const doc = { items: Array.from({ length: 200 }, (_, i) => ({ id: i, name: 'item ' + i, tags: ['a', 'b', 'c'], score: i * 1.5 })) };
   let total = 0;
+  const t0 = performance.now();
   for (let i = 0; i < input.n; i++) total += JSON.parse(JSON.stringify(doc)).items.length;
-  return { total };
+  return { total, ms: performance.now() - t0 };
 }
 `;
 
@@ -74,9 +82,11 @@ const dir = mkdtempSync(join(tmpdir(), 'boot-flags-'));
 const emptyPath = join(dir, 'empty.js');
 writeFileSync(emptyPath, '');
 
-const jobLine = (source, input, reuse, seq = 1, warm = false) => {
+// A job as the service sends it: the tool's module factory (compiled by the harness as a script) when the
+// tool can be one; `imported` sends the module itself, loaded by a data: import (before 7e33923).
+const jobLine = (source, input, reuse, seq = 1, imported = false) => {
   const tool = compiler.compile(source);
-  const factory = warm && tool.factory ? { id: tool.factory.id, code: tool.factory.code } : undefined;
+  const factory = !imported && tool.factory ? { id: tool.factory.id, code: tool.factory.code } : undefined;
   return `${JSON.stringify({
     t: 'job',
     seq,
@@ -94,6 +104,7 @@ const ENTRIES = {
   empty: { path: emptyPath, input: '' },
   harness: { path: harness.path, input: '' },
   echo: { path: harness.path, input: jobLine(echoSource, { message: 'hello' }, false) },
+  echo_import: { path: harness.path, input: jobLine(echoSource, { message: 'hello' }, false, 1, true) },
   json: { path: harness.path, input: jobLine(jsonSource, { n: JSON_N }, false) },
   json_warm: { path: harness.path, warm: true },
 };
@@ -107,7 +118,7 @@ function commandOf(variant, entryPath) {
     harnessPath: entryPath,
     importMapPath: harness.importMapPath,
   });
-  let args = cmd.args.filter((a) => !(variant.drop ?? []).includes(a));
+  let args = cmd.args.filter((a) => !(variant.drop ?? []).some((d) => a === d || a.startsWith(`${d}=`)));
   if (variant.v8) args = args.map((a) => (a.startsWith('--v8-flags=') ? [a, ...variant.v8].join(',') : a));
   if (variant.args) args.splice(args.indexOf(entryPath), 0, ...variant.args);
   const env = { ...cmd.env, ...(variant.env ?? {}) };
@@ -126,7 +137,16 @@ function check(name, run) {
   if (run.status !== 0) throw new Error(`${name}: deno exited ${run.status}: ${String(run.stderr).slice(0, 300)}`);
   const out = String(run.stdout);
   if (name !== 'empty' && !out.startsWith('TRH1 ')) throw new Error(`${name}: no harness hello: ${out.slice(0, 80)}`);
-  if ((name === 'echo' || name === 'json') && !/R1 \{/.test(out)) throw new Error(`${name}: no result: ${out}`);
+  if (ENTRIES[name].input !== '' && !/R1 \{/.test(out)) throw new Error(`${name}: no result: ${out}`);
+  return toolMs(out, 1);
+}
+
+/** The `ms` the JSON tool reports for its own work (the call's result frame `R<seq> {...}`), if any. */
+function toolMs(out, seq) {
+  const at = out.indexOf(`R${seq} {`);
+  if (at === -1) return undefined;
+  const json = out.slice(at + `R${seq} `.length, out.indexOf('\n', at));
+  return JSON.parse(json).ms;
 }
 
 /**
@@ -154,12 +174,20 @@ async function batch(variant, name) {
   const cmd = commandOf(variant, entry.path);
   const before = reaped();
   const t0 = performance.now();
-  for (let i = 0; i < RUNS; i++) check(name, await runOnce(cmd, entry.input));
+  const work = [];
+  for (let i = 0; i < RUNS; i++) work.push(check(name, await runOnce(cmd, entry.input)));
   const wall = (performance.now() - t0) / RUNS;
   const after = reaped();
   const user = (after.user - before.user) / RUNS;
   const sys = (after.sys - before.sys) / RUNS;
-  return { cpu: user + sys, sys, faults: (after.faults - before.faults) / RUNS, wall };
+  const toolWork = work.filter((ms) => ms !== undefined);
+  return {
+    cpu: user + sys,
+    sys,
+    faults: (after.faults - before.faults) / RUNS,
+    wall,
+    tool: toolWork.length > 0 ? median(toolWork) : undefined,
+  };
 }
 
 /** One warm process serving WARM_CALLS calls in turn: CPU per call, median wall per call, VmHWM. */
@@ -179,11 +207,13 @@ async function warm(variant) {
   };
   await until(() => out.startsWith('TRH1 '));
   const walls = [];
+  const work = [];
   for (let seq = 1; seq <= WARM_CALLS; seq++) {
     const t0 = performance.now();
-    child.stdin.write(jobLine(jsonSource, { n: JSON_N }, true, seq, true));
-    await until(() => out.includes(`R${seq} {`));
+    child.stdin.write(jobLine(jsonSource, { n: JSON_N }, true, seq));
+    await until(() => out.includes(`R${seq} {`) && out.indexOf('\n', out.indexOf(`R${seq} {`)) !== -1);
     walls.push(performance.now() - t0);
+    work.push(toolMs(out, seq));
   }
   const hwm = Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1]) / 1024;
   child.stdin.end();
@@ -195,6 +225,7 @@ async function warm(variant) {
     sys: (after.sys - before.sys) / calls,
     faults: (after.faults - before.faults) / calls,
     wall: median(walls),
+    tool: median(work),
     rss: hwm,
   };
 }
@@ -256,6 +287,7 @@ try {
         sys_ms: round(mean(xs.map((x) => x.sys))),
         faults: Math.round(mean(xs.map((x) => x.faults))),
         wall_ms: round(ENTRIES[e].warm ? median(xs.map((x) => x.wall)) : mean(xs.map((x) => x.wall))),
+        ...(xs[0].tool !== undefined ? { tool_work_ms: round(median(xs.map((x) => x.tool))) } : {}),
         rss_mb: round(ENTRIES[e].warm ? median(xs.map((x) => x.rss)) : await rssOf(VARIANTS[v], e), 1),
       };
     }
