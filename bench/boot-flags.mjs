@@ -55,6 +55,9 @@ const VARIANTS = {
   stack_size_500: { v8: ['--stack-size=500'] },
   deno_flags: { args: ['--node-modules-dir=none', '--cached-only', '--no-check'], env: { DENO_NO_PROMPT: '1' } },
   code_cache_on: { drop: ['--no-code-cache'] },
+  // bench/e2e.mjs's bare boot (the reference of process mode's target): `deno run -q <entry>`, no flags,
+  // a DENO_DIR of its own (it caches there)
+  bare: { bare: true },
   // not candidates (the import map and the deny list are security): what they cost
   no_import_map: { drop: ['--import-map'] },
   no_deny_net: { drop: ['--deny-net'] },
@@ -110,6 +113,10 @@ const ENTRIES = {
 };
 
 function commandOf(variant, entryPath) {
+  if (variant.bare) {
+    const env = { PATH: process.env.PATH, HOME: process.env.HOME, DENO_DIR: join(dir, 'bare-deno-dir') };
+    return { file: deno, args: ['run', '-q', entryPath], env, cwd: dir };
+  }
   const cmd = buildDenoCommand({
     denoPath: deno,
     net: [],

@@ -1,6 +1,8 @@
 // Whole-system figures with real processes, in one run, printed as one JSON object:
 //   bare_boot:   how many `deno run empty.js` processes/s this machine does at -P<cores*2> (the
 //                Deno binary of node_modules): the ceiling of one-process-per-call isolation
+//   bare_boot_same_flags: the same with the sandbox's command (its flags, env, import map, DENO_DIR
+//                nowhere), which boots cheaper; modes.process.share_of_bare_boot_same_flags is against it
 //   modes.warm / modes.process: one `tools-runner start` per isolation mode (embedded store by
 //                default; --separate-store: `tools-runner store` + `start --store-url`), echo tool:
 //     calls_per_sec_c16     N calls (--calls, default 2000) by 16 concurrent callers, each writing a
@@ -41,6 +43,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { buildDenoCommand, IMPORT_MAP_JSON } from '../dist/sandbox/command.js';
 import { resolveDeno } from '../dist/sandbox/deno-binary.js';
 import { startCli } from './cli-process.mjs';
 import { connectCaller } from './_caller.mjs';
@@ -153,19 +156,30 @@ const runnerCpuMs = (pid) => {
   return total;
 };
 
-/** `deno run empty.js` processes per second at -P<cores*2>. */
-async function bareBoot() {
+/**
+ * `deno run empty.js` processes per second at -P<cores*2>. `sameFlags`: with the sandbox's own command
+ * (flags, environment, import map, DENO_DIR nowhere: buildDenoCommand), which boots an empty file ~0.85
+ * ms of CPU cheaper than the bare command (docs/benchmarks.md, bench/boot-flags.mjs): process mode's
+ * share of that rate is the one no flag of ours flatters.
+ */
+async function bareBoot(sameFlags = false) {
   const deno = (await resolveDeno()).path;
   const cwd = mkdtempSync(join(dir, 'boot-'));
   writeFileSync(join(cwd, 'empty.js'), '');
+  let cmd = {
+    file: deno,
+    args: ['run', '-q', 'empty.js'],
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, DENO_DIR: join(cwd, '.deno') },
+  };
+  if (sameFlags) {
+    const importMapPath = join(cwd, 'import-map.json');
+    writeFileSync(importMapPath, IMPORT_MAP_JSON);
+    cmd = buildDenoCommand({ denoPath: deno, net: [], memoryMb: 128, cwd, harnessPath: 'empty.js', importMapPath });
+  }
   const parallel = availableParallelism() * 2;
   const once = () =>
     new Promise((resolve, reject) => {
-      const child = spawn(deno, ['run', '-q', 'empty.js'], {
-        cwd,
-        stdio: 'ignore',
-        env: { PATH: process.env.PATH, HOME: process.env.HOME, DENO_DIR: join(cwd, '.deno') },
-      });
+      const child = spawn(cmd.file, cmd.args, { cwd, stdio: 'ignore', env: cmd.env });
       child.on('error', reject);
       child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`deno exited ${code}`))));
     });
@@ -566,9 +580,13 @@ async function soak() {
 async function main() {
   log(`bare boot: ${BOOT_N} deno processes`);
   const bare = BOOT_N > 0 ? await bareBoot() : { processes: 0, per_sec: NaN };
+  const bareSameFlags = BOOT_N > 0 ? await bareBoot(true) : { processes: 0, per_sec: NaN };
   const modes = {};
   if (SCENARIOS.includes('modes')) for (const mode of MODES) modes[mode] = await measureMode(mode);
-  if (modes.process) modes.process.share_of_bare_boot = round(modes.process.calls_per_sec_c16 / bare.per_sec, 3);
+  if (modes.process) {
+    modes.process.share_of_bare_boot = round(modes.process.calls_per_sec_c16 / bare.per_sec, 3);
+    modes.process.share_of_bare_boot_same_flags = round(modes.process.calls_per_sec_c16 / bareSameFlags.per_sec, 3);
+  }
   // every process-mode call consumes one spawn: what it costs the runner beyond a warm call
   if (modes.process && modes.warm)
     modes.process.runner_cpu_ms_per_spawn = round(
@@ -586,6 +604,7 @@ async function main() {
       layout: SEPARATE_STORE ? 'tools-runner store + start --store-url' : 'start with its embedded store',
       runner_flags: EXTRA,
       bare_boot: bare,
+      bare_boot_same_flags: bareSameFlags,
       modes,
       mixed: mixedFigures,
       timers: timerFigures,
