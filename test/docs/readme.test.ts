@@ -67,6 +67,7 @@ const SKIPPED = {
   'bench-warm-path': 'a benchmark of several minutes, not a test',
   'bench-issue-24-process': 'a benchmark of several minutes, not a test',
   'bench-harness-boot': 'benchmarks of a few minutes, not a test',
+  'bench-boot-flags': 'benchmarks of a few minutes, not a test',
   'bench-warm-cpu': 'a benchmark of several minutes, not a test',
   'bench-retention-soak': 'a benchmark of several minutes, not a test',
   'bench-pg-replicas': 'a benchmark of several minutes, not a test',
