@@ -158,11 +158,11 @@ const runnerCpuMs = (pid) => {
 
 /**
  * `deno run empty.js` processes per second at -P<cores*2>. `sameFlags`: with the sandbox's own command
- * (flags, environment, import map, DENO_DIR nowhere: buildDenoCommand), which boots an empty file ~0.85
- * ms of CPU cheaper than the bare command (docs/benchmarks.md, bench/boot-flags.mjs): process mode's
+ * (flags, environment, import map, DENO_DIR nowhere: buildDenoCommand), which boots an empty file
+ * 0.85-1.2 ms of CPU cheaper than the bare command (docs/benchmarks.md, bench/boot-flags.mjs): process mode's
  * share of that rate is the one no flag of ours flatters.
  */
-async function bareBoot(sameFlags = false) {
+async function bareBoot(sameFlags, n) {
   const deno = (await resolveDeno()).path;
   const cwd = mkdtempSync(join(dir, 'boot-'));
   writeFileSync(join(cwd, 'empty.js'), '');
@@ -188,11 +188,36 @@ async function bareBoot(sameFlags = false) {
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: parallel }, async () => {
-      while (next++ < BOOT_N) await once();
+      while (next++ < n) await once();
     }),
   );
   const seconds = (performance.now() - t0) / 1000;
-  return { processes: BOOT_N, parallel, seconds: round(seconds, 3), per_sec: round(BOOT_N / seconds, 1) };
+  return { processes: n, parallel, seconds };
+}
+
+/**
+ * The bare boot and the same-flags one, each in two halves in the order A B B A, so a load that drifts
+ * during the measurement weighs on both alike.
+ */
+async function bareBoots() {
+  if (BOOT_N === 0) return [false, true].map(() => ({ processes: 0, per_sec: NaN }));
+  const first = Math.ceil(BOOT_N / 2);
+  const halves = [];
+  for (const sameFlags of [false, true, true, false])
+    halves.push({
+      sameFlags,
+      ...(await bareBoot(sameFlags, halves.some((h) => h.sameFlags === sameFlags) ? BOOT_N - first : first)),
+    });
+  return [false, true].map((sameFlags) => {
+    const mine = halves.filter((h) => h.sameFlags === sameFlags);
+    const seconds = mine.reduce((sum, h) => sum + h.seconds, 0);
+    return {
+      processes: BOOT_N,
+      parallel: mine[0].parallel,
+      seconds: round(seconds, 3),
+      per_sec: round(BOOT_N / seconds, 1),
+    };
+  });
 }
 
 /** A client of `url` that resolves each call with its response context (bench/_caller.mjs). */
@@ -579,8 +604,7 @@ async function soak() {
 
 async function main() {
   log(`bare boot: ${BOOT_N} deno processes`);
-  const bare = BOOT_N > 0 ? await bareBoot() : { processes: 0, per_sec: NaN };
-  const bareSameFlags = BOOT_N > 0 ? await bareBoot(true) : { processes: 0, per_sec: NaN };
+  const [bare, bareSameFlags] = await bareBoots();
   const modes = {};
   if (SCENARIOS.includes('modes')) for (const mode of MODES) modes[mode] = await measureMode(mode);
   if (modes.process) {
