@@ -777,8 +777,10 @@ const FACTORY_NAME = 'data:application/javascript;base64,#0';
  * import declaration (a script cannot hold one; the host builds factories only for self-contained
  * tools), its text is strict (the directive, as a module is), its scope is its own function's, and a
  * dynamic `import()` in it is permission-checked like any other (and resolves against the data: name,
- * as from a data: module; tested). `'use strict'; (` is as long as FACTORY_HEAD: line 1's columns
- * are the factory's.
+ * as from a data: module; tested). Without Deno's evalContext (another Deno), an indirect eval: the
+ * same, but a relative import resolves against this file's URL (still permission-checked) and stack
+ * frames read `<name>, <anonymous>:L:C`. `'use strict'; (` is as long as FACTORY_HEAD: line 1's
+ * columns are the factory's.
  */
 function compileFactory(code: string): unknown {
   if (strSlice(code, 0, FACTORY_HEAD.length) !== FACTORY_HEAD)
