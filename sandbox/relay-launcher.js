@@ -1,0 +1,231 @@
+// The Deno relay launcher (src/sandbox/relay-launcher.ts starts it): one long-lived Deno process that
+// starts every single-use sandbox process with Deno.Command and relays its stdin, stdout, stderr and
+// exit over this process's own stdin/stdout, as binary frames (src/sandbox/relay-protocol.ts):
+//   [type u8][id u32 big-endian][payload length u32 big-endian][payload]
+// in (service -> launcher):  1 spawn {file,args,env,cwd} (JSON) | 2 stdin bytes | 3 stdin end |
+//                            4 pause / 5 resume the stream of the payload's one byte (0 stdout, 1 stderr)
+// out (launcher -> service): 1 spawned (pid u32) | 2 spawn failed (message) | 3 stdout bytes |
+//                            4 stderr bytes | 5 stdout end | 6 stderr end | 7 exit {code,signal} (JSON) |
+//                            8 one stdin frame written to the child
+// Every child is detached (setsid: a process group of its own, which the service SIGKILLs whole).
+// Backpressure: each output chunk is written to our stdout before the next is read from the child, and
+// a paused stream is not read at all, so neither side buffers more than a chunk or two per child.
+// When the service goes away (our stdin ends, or our stdout fails) every child's process group is
+// SIGKILLed and the launcher exits. SIGINT is ignored (it runs in a session of its own anyway).
+// Permissions: only --allow-run for the Deno binary and the kill program (argument 1, may be empty):
+// Deno.kill of a process group needs every run permission, a kill program only its own path.
+
+const killPath = Deno.args[0] ?? '';
+const HEADER = 9;
+const CHUNK = 65536;
+const MAX_IN = 1 << 20;
+const IN_SPAWN = 1;
+const IN_STDIN = 2;
+const IN_STDIN_END = 3;
+const IN_PAUSE = 4;
+const IN_RESUME = 5;
+const OUT_SPAWNED = 1;
+const OUT_FAILED = 2;
+const OUT_DATA = [3, 4];
+const OUT_END = [5, 6];
+const OUT_EXIT = 7;
+const OUT_ACK = 8;
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+const EMPTY = new Uint8Array(0);
+
+/** id -> {child, pid, writer, chain, paused: [bool, bool], wake: [fn?, fn?]} of children not yet exited. */
+const live = new Map();
+let closing = false;
+
+// Output frames queued in this turn are written together; send() resolves once they are written.
+let queue = [];
+let queued = 0;
+let flushing;
+
+function send(type, id, payload = EMPTY) {
+  const header = new Uint8Array(HEADER);
+  const view = new DataView(header.buffer);
+  header[0] = type;
+  view.setUint32(1, id);
+  view.setUint32(5, payload.length);
+  queue.push(header);
+  if (payload.length > 0) queue.push(payload);
+  queued += HEADER + payload.length;
+  flushing ??= flush();
+  return flushing;
+}
+
+async function flush() {
+  await null;
+  try {
+    while (queue.length > 0) {
+      const parts = queue;
+      const buf = new Uint8Array(queued);
+      queue = [];
+      queued = 0;
+      let at = 0;
+      for (const part of parts) {
+        buf.set(part, at);
+        at += part.length;
+      }
+      for (let done = 0; done < buf.length; ) done += await Deno.stdout.write(buf.subarray(done));
+    }
+  } catch {
+    // the service is gone
+    void shutdown();
+  } finally {
+    flushing = undefined;
+  }
+}
+
+function spawnChild(id, payload) {
+  let child;
+  try {
+    const req = JSON.parse(decoder.decode(payload));
+    child = new Deno.Command(req.file, {
+      args: req.args,
+      env: req.env,
+      cwd: req.cwd,
+      clearEnv: true,
+      detached: true,
+      stdin: 'piped',
+      stdout: 'piped',
+      stderr: 'piped',
+    }).spawn();
+  } catch (error) {
+    void send(OUT_FAILED, id, encoder.encode(String((error && error.message) || error)));
+    return;
+  }
+  const entry = {
+    child,
+    pid: child.pid,
+    writer: child.stdin.getWriter(),
+    chain: Promise.resolve(),
+    paused: [false, false],
+    wake: [undefined, undefined],
+  };
+  live.set(id, entry);
+  const pid = new Uint8Array(4);
+  new DataView(pid.buffer).setUint32(0, child.pid);
+  void send(OUT_SPAWNED, id, pid);
+  void pump(id, entry, child.stdout, 0);
+  void pump(id, entry, child.stderr, 1);
+  void child.status.then((status) => {
+    live.delete(id);
+    stdinDo(entry, () => entry.writer.close());
+    const exit = { code: status.signal ? null : status.code, signal: status.signal ?? null };
+    void send(OUT_EXIT, id, encoder.encode(JSON.stringify(exit)));
+  });
+}
+
+async function pump(id, entry, stream, index) {
+  const reader = stream.getReader();
+  try {
+    for (;;) {
+      while (entry.paused[index]) await new Promise((resolve) => (entry.wake[index] = resolve));
+      const { value, done } = await reader.read();
+      if (done) break;
+      for (let at = 0; at < value.length; at += CHUNK) await send(OUT_DATA[index], id, value.subarray(at, at + CHUNK));
+    }
+  } catch {
+    // the pipe failed: treated as its end
+  }
+  reader.releaseLock();
+  void send(OUT_END[index], id);
+}
+
+/** Runs `step` on the child's stdin after every earlier step (writes are in order; a failure ends nothing else). */
+function stdinDo(entry, step) {
+  entry.chain = entry.chain.then(step).catch(() => undefined);
+  return entry.chain;
+}
+
+function onFrame(type, id, payload) {
+  const entry = live.get(id);
+  switch (type) {
+    case IN_SPAWN:
+      return spawnChild(id, payload);
+    case IN_STDIN:
+      if (!entry) return void send(OUT_ACK, id);
+      return void stdinDo(entry, () => entry.writer.write(payload)).then(() => send(OUT_ACK, id));
+    case IN_STDIN_END:
+      if (entry) stdinDo(entry, () => entry.writer.close());
+      return;
+    case IN_PAUSE:
+    case IN_RESUME: {
+      const index = payload[0] === 1 ? 1 : 0;
+      if (!entry) return;
+      entry.paused[index] = type === IN_PAUSE;
+      if (type === IN_RESUME) {
+        entry.wake[index]?.();
+        entry.wake[index] = undefined;
+      }
+      return;
+    }
+    default:
+      throw new Error(`unknown frame type ${type}`);
+  }
+}
+
+async function shutdown() {
+  if (closing) return;
+  closing = true;
+  const entries = [...live.values()];
+  if (entries.length > 0 && killPath !== '') {
+    try {
+      const args = ['-KILL', '--', ...entries.map((e) => `-${e.pid}`)];
+      await new Deno.Command(killPath, { args, clearEnv: true, stdin: 'null', stdout: 'null', stderr: 'null' }).output();
+    } catch {
+      // fall back to the children themselves below
+    }
+  }
+  for (const entry of entries) {
+    try {
+      entry.child.kill('SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  Deno.exit(0);
+}
+
+Deno.addSignalListener('SIGINT', () => undefined);
+
+async function main() {
+  let pending = EMPTY;
+  for (;;) {
+    const chunk = new Uint8Array(CHUNK);
+    let n;
+    try {
+      n = await Deno.stdin.read(chunk);
+    } catch {
+      n = null;
+    }
+    if (n === null) break;
+    if (pending.length === 0) pending = chunk.subarray(0, n);
+    else {
+      const joined = new Uint8Array(pending.length + n);
+      joined.set(pending, 0);
+      joined.set(chunk.subarray(0, n), pending.length);
+      pending = joined;
+    }
+    const view = new DataView(pending.buffer, pending.byteOffset, pending.length);
+    let at = 0;
+    while (pending.length - at >= HEADER) {
+      const length = view.getUint32(at + 5);
+      if (length > MAX_IN) throw new Error(`frame of ${length} bytes (at most ${MAX_IN})`);
+      if (pending.length - at - HEADER < length) break;
+      onFrame(pending[at], view.getUint32(at + 1), pending.subarray(at + HEADER, at + HEADER + length));
+      at += HEADER + length;
+    }
+    pending = pending.subarray(at);
+  }
+}
+
+try {
+  await main();
+} catch (error) {
+  console.error(`tools-runner relay launcher: malformed input from the service: ${error.message}`);
+}
+await shutdown();
