@@ -6,7 +6,8 @@
 // process hop, so warm processes (many calls each) stay with the spawner (sandbox.ts picks).
 //
 // Children: detached (setsid, their own process group; the service SIGKILLs the whole group by pid),
-// with exactly the recipe's environment and cwd, and the recipe's niceness set here after the spawn.
+// with exactly the recipe's environment and cwd, and the recipe's niceness: inherited from the launcher,
+// which runs at the sandbox's niceness (options.niceness), or else set here after the spawn.
 // Backpressure: a child stream whose Readable is full is paused in the launcher (it stops reading that
 // child, whose writes then block), and stdin writes complete when the launcher has written them to the
 // child, so neither process buffers more than a few chunks per child.
@@ -64,6 +65,13 @@ interface Child {
 export interface RelayLauncherOptions {
   /** The Deno binary: runs the launcher, and is the one program the launcher may start. */
   denoPath: string;
+  /**
+   * Niceness of the launcher itself, so that its children are born with it: a recipe of another
+   * niceness is reniced after its spawn (best effort: only upwards without privileges), and until that
+   * call it would run beside the service at the launcher's priority — measured: a spare booting at
+   * niceness 0 while a call is answered doubled process mode's spaced latency. Absent: unchanged.
+   */
+  niceness?: number;
   /** The launcher's program (tests substitute a misbehaving one); RELAY_LAUNCHER_PATH by default. */
   programPath?: string;
 }
@@ -217,9 +225,16 @@ export function createDenoRelayLauncher(options: RelayLauncherOptions): Launcher
         return;
       }
       case FromLauncher.exit: {
-        const status = JSON.parse(payload.toString('utf8')) as Status;
+        let status: Status | undefined;
+        try {
+          status = JSON.parse(payload.toString('utf8')) as Status;
+        } catch {
+          // reported below
+        }
         if (typeof status !== 'object' || status === null)
-          throw new Error(`the sandbox relay launcher reported exit ${payload.toString('utf8').slice(0, 100)}`);
+          throw new Error(
+            `the sandbox relay launcher reported an unreadable exit for child ${id}: ${JSON.stringify(payload.toString('utf8').slice(0, 100))}`,
+          );
         child.status = { code: status.code ?? null, signal: status.signal ?? null };
         // nothing more can be written to a child that exited
         child.stdin?.destroy();
@@ -260,6 +275,8 @@ export function createDenoRelayLauncher(options: RelayLauncherOptions): Launcher
       },
     );
     current = proc;
+    // its children inherit its niceness from their first instruction (see RelayLauncherOptions.niceness)
+    if (proc.pid !== undefined) renice(proc.pid, options.niceness);
     refd = true;
     updateRef();
     const decoder = createFrameDecoder(onFrame, (error) => {
@@ -296,7 +313,7 @@ export function createDenoRelayLauncher(options: RelayLauncherOptions): Launcher
           endSeen: [false, false],
           acks: [],
         };
-        if (cmd.niceness !== undefined) child.niceness = cmd.niceness;
+        if (cmd.niceness !== undefined && cmd.niceness !== options.niceness) child.niceness = cmd.niceness;
         child.timer = setTimeout(() => {
           if (!child.started && children.get(child.id) === child)
             fail(

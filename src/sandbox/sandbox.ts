@@ -22,7 +22,7 @@ import { createActivityMonitor } from './activity.js';
 import { resolveCapacity } from './capacity.js';
 import { prepareHarness } from './harness-file.js';
 import { createDirectLauncher, createSpawnerLauncher, type Launcher } from './launcher.js';
-import { spawnSandboxProcess, sweepTempDirs } from './process.js';
+import { SANDBOX_NICENESS, spawnSandboxProcess, sweepTempDirs } from './process.js';
 import { createDenoRelayLauncher } from './relay-launcher.js';
 import { createCallRunner } from './sandbox-call.js';
 import { createPermissions, resolvePrivateGrants } from './sandbox-permissions.js';
@@ -57,7 +57,7 @@ function createLauncher(config: Config, denoPath: string): Launcher {
         : 'spawner'
       : config.sandboxLauncher;
   if (kind === 'direct') return createDirectLauncher();
-  if (kind === 'deno-relay') return createDenoRelayLauncher({ denoPath });
+  if (kind === 'deno-relay') return createDenoRelayLauncher({ denoPath, niceness: SANDBOX_NICENESS });
   return createSpawnerLauncher();
 }
 

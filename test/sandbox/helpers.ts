@@ -46,9 +46,19 @@ export function job(t: SandboxTool, input: unknown = {}, extra: Partial<SandboxJ
   };
 }
 
-/** Configuration for tests: small pool, default limits unless overridden. */
+/**
+ * Configuration for tests: small pool, default limits unless overridden. TEST_SANDBOX_LAUNCHER (e.g.
+ * `deno-relay`) runs the sandbox tests with that launcher for every process, warm ones included.
+ */
 export function testConfig(overrides: Partial<Record<OptionKey, unknown>> = {}): Config {
-  return defaultConfig({ poolSize: 1, poolMax: 4, logLevel: 'silent', ...overrides });
+  const launcher = process.env['TEST_SANDBOX_LAUNCHER'];
+  return defaultConfig({
+    poolSize: 1,
+    poolMax: 4,
+    logLevel: 'silent',
+    ...(launcher ? { sandboxLauncher: launcher } : {}),
+    ...overrides,
+  });
 }
 
 /** A logger that keeps its lines for assertions. */
