@@ -60,13 +60,8 @@ describe('deno relay launcher', () => {
     running.stdout.resume();
     running.stderr.resume();
     const launcherPid = parentOf(running.pid);
-    const pending = l.launch(program(CAT));
-    process.kill(launcherPid, 'SIGKILL');
-    const ended = await running.ended;
-    expect(ended.error?.message).toBe('the sandbox relay launcher exited (code null, signal SIGKILL)');
-    await waitFor(() => !alive(running.pid), 10_000, 'the child of the dead launcher to be killed');
-    // the second launch was either refused or (when the launcher reported it first) ended the same way
-    const second = await pending.then(
+    // (its outcome is taken at once: a refusal must not wait unhandled)
+    const pending = l.launch(program(CAT)).then(
       async (p) => {
         p.stdout.resume();
         p.stderr.resume();
@@ -74,6 +69,12 @@ describe('deno relay launcher', () => {
       },
       (error: Error) => error,
     );
+    process.kill(launcherPid, 'SIGKILL');
+    const ended = await running.ended;
+    expect(ended.error?.message).toBe('the sandbox relay launcher exited (code null, signal SIGKILL)');
+    await waitFor(() => !alive(running.pid), 10_000, 'the child of the dead launcher to be killed');
+    // the second launch was either refused or (when the launcher reported it first) ended the same way
+    const second = await pending;
     expect(second?.message).toBe('the sandbox relay launcher exited (code null, signal SIGKILL)');
     const next = await l.launch(program('Deno.exit(5)'));
     next.stdout.resume();
