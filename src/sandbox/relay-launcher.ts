@@ -145,6 +145,12 @@ export function createDenoRelayLauncher(options: RelayLauncherOptions): Launcher
     const stdin = new Writable({
       decodeStrings: false,
       write(chunk: Buffer | string, _encoding, done) {
+        // a job frame line (the usual write) goes into its frame without an intermediate copy
+        if (typeof chunk === 'string' && chunk.length * 3 <= RELAY_MAX_PAYLOAD) {
+          write(ToLauncher.stdin, child.id, chunk);
+          child.acks.push({ frames: 1, done: () => done() });
+          return;
+        }
         const data = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
         let frames = 0;
         for (let at = 0; at < data.length || frames === 0; at += RELAY_MAX_PAYLOAD, frames++)
