@@ -24,7 +24,7 @@ import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { Readable, Writable } from 'node:stream';
 import { killGroup } from '../process-group.js';
-import { CHILD_PATH, DENO_DIR_NOWHERE, type DenoCommand } from './command.js';
+import { DENO_DIR_NOWHERE, sandboxEnv, type DenoCommand } from './command.js';
 import { LAUNCH_TIMEOUT_MS, renice, type Launched, type Launcher } from './launcher.js';
 import { createFrameDecoder, encodeFrame, FromLauncher, RELAY_MAX_PAYLOAD, ToLauncher } from './relay-protocol.js';
 
@@ -271,13 +271,7 @@ export function createDenoRelayLauncher(options: RelayLauncherOptions): Launcher
         detached: true,
         stdio: ['pipe', 'pipe', 'inherit'],
         cwd: '/',
-        env: {
-          PATH: CHILD_PATH,
-          DENO_DIR: DENO_DIR_NOWHERE,
-          DENO_NO_PACKAGE_JSON: '1',
-          DENO_NO_UPDATE_CHECK: '1',
-          NO_COLOR: '1',
-        },
+        env: sandboxEnv(DENO_DIR_NOWHERE),
       },
     );
     current = proc;
@@ -294,7 +288,11 @@ export function createDenoRelayLauncher(options: RelayLauncherOptions): Launcher
     proc.stdout.on('data', (chunk: Buffer) => decoder.push(chunk));
     proc.stdin.on('error', () => undefined);
     proc.stdout.on('error', () => undefined);
-    proc.on('error', () => undefined);
+    // (a Deno binary that cannot be run: every launch waiting on this launcher fails with the reason)
+    proc.on('error', (error) => {
+      if (current === proc) current = undefined;
+      failAll(error.message);
+    });
     proc.once('exit', (code, signal) => {
       if (current === proc) current = undefined;
       failAll(`the sandbox relay launcher exited (code ${code}, signal ${signal})`);
