@@ -12,7 +12,7 @@
 // which makes Deno fork its whole address space instead of posix_spawn (+0.8 ms of CPU per spawn,
 // measured; setsid's exec costs the child ~0.3 ms).
 // Backpressure: output is written to our stdout (blocking) in the turn it was read, and a paused stream
-// is not read at all, so neither side buffers more than a chunk or two per child.
+// is not read at all (also after the child exited), so this process holds at most a chunk per child.
 // When the service goes away (our stdin ends, or our stdout fails) every child's process group is
 // SIGKILLed and the launcher exits. SIGINT is ignored (it runs in a session of its own anyway).
 // Permissions: only --allow-run for the Deno binary (argument 1), setsid and the kill program (argument
@@ -39,8 +39,11 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 const EMPTY = new Uint8Array(0);
 
-/** id -> {child, pid, writer, chain, paused: [bool, bool], wake: [fn?, fn?]} of children not yet exited. */
-const live = new Map();
+/**
+ * id -> {child, pid, writer, chain, paused: [bool, bool], wake: [fn?, fn?], exited, open} of every child
+ * until it exited and both its outputs ended (a paused output can still be resumed after the exit).
+ */
+const children = new Map();
 let closing = false;
 
 // Output frames queued in this turn are written together, synchronously (an asynchronous write of
@@ -113,15 +116,19 @@ function spawnChild(id, payload) {
     chain: Promise.resolve(),
     paused: [false, false],
     wake: [undefined, undefined],
+    exited: false,
+    open: 3,
   };
-  live.set(id, entry);
+  children.set(id, entry);
   const pid = new Uint8Array(4);
   new DataView(pid.buffer).setUint32(0, child.pid);
   send(OUT_SPAWNED, id, pid);
   void pump(id, entry, child.stdout, 0);
   void pump(id, entry, child.stderr, 1);
   void child.status.then((status) => {
-    live.delete(id);
+    // (from now on its pid may be reused: it is never signalled again)
+    entry.exited = true;
+    done(id, entry);
     stdinDo(entry, () => entry.writer.close());
     const exit = { code: status.signal ? null : status.code, signal: status.signal ?? null };
     send(OUT_EXIT, id, encoder.encode(JSON.stringify(exit)));
@@ -142,6 +149,12 @@ async function pump(id, entry, stream, index) {
   }
   reader.releaseLock();
   send(OUT_END[index], id);
+  done(id, entry);
+}
+
+/** One of the child's exit and its two output ends happened; after all three it is forgotten. */
+function done(id, entry) {
+  if (--entry.open === 0) children.delete(id);
 }
 
 /** Runs `step` on the child's stdin after every earlier step (writes are in order; a failure ends nothing else). */
@@ -151,12 +164,12 @@ function stdinDo(entry, step) {
 }
 
 function onFrame(type, id, payload) {
-  const entry = live.get(id);
+  const entry = children.get(id);
   switch (type) {
     case IN_SPAWN:
       return spawnChild(id, payload);
     case IN_STDIN:
-      if (!entry) return send(OUT_ACK, id);
+      if (!entry || entry.exited) return send(OUT_ACK, id);
       return void stdinDo(entry, () => entry.writer.write(payload)).then(() => send(OUT_ACK, id));
     case IN_STDIN_END:
       if (entry) stdinDo(entry, () => entry.writer.close());
@@ -180,7 +193,7 @@ function onFrame(type, id, payload) {
 async function shutdown() {
   if (closing) return;
   closing = true;
-  const entries = [...live.values()];
+  const entries = [...children.values()].filter((entry) => !entry.exited);
   if (entries.length > 0 && killPath !== '') {
     try {
       const args = ['-KILL', '--', ...entries.map((e) => `-${e.pid}`)];

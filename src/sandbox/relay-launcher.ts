@@ -10,7 +10,7 @@
 // which runs at the sandbox's niceness (options.niceness), or else set here after the spawn.
 // Backpressure: a child stream whose Readable is full is paused in the launcher (it stops reading that
 // child, whose writes then block), and stdin writes complete when the launcher has written them to the
-// child, so neither process buffers more than a few chunks per child.
+// child: a stream holds at most what the launcher relayed before the pause reached it (0.2–0.5 MB).
 //
 // States of the launcher: absent -> running (started by the first launch, own session, SIGINT
 // ignored) -> dead. When it dies (crash, SIGKILL, a malformed frame) every child it reported is
@@ -113,7 +113,8 @@ export function createDenoRelayLauncher(options: RelayLauncherOptions): Launcher
   /** Ends `child` after the launcher's death or its own abandonment: its group is killed, its streams closed. */
   const fail = (child: Child, error: Error): void => {
     forget(child);
-    killGroup(child.pid);
+    // (one whose exit was reported was reaped: its pid may belong to another process by now)
+    if (!child.status) killGroup(child.pid);
     if (!child.started) return child.reject(error);
     child.stdin?.destroy();
     for (const stream of child.outputs ?? []) if (!stream.readableEnded) stream.destroy();
