@@ -203,6 +203,7 @@ export function createDenoRelayLauncher(options: RelayLauncherOptions): Launcher
     if (!child) return; // a child given up on: its remaining frames are dropped
     switch (type) {
       case FromLauncher.failed:
+        if (child.started) throw new Error(`the sandbox relay launcher reported a started child ${id} as failed`);
         forget(child);
         return child.reject(new Error(payload.toString('utf8')));
       case FromLauncher.stdout:
@@ -238,11 +239,16 @@ export function createDenoRelayLauncher(options: RelayLauncherOptions): Launcher
         } catch {
           // reported below
         }
-        if (typeof status !== 'object' || status === null)
+        if (
+          typeof status !== 'object' ||
+          status === null ||
+          !(typeof status.code === 'number' || status.code === null) ||
+          !(typeof status.signal === 'string' || status.signal === null)
+        )
           throw new Error(
             `the sandbox relay launcher reported an unreadable exit for child ${id}: ${JSON.stringify(payload.toString('utf8').slice(0, 100))}`,
           );
-        child.status = { code: status.code ?? null, signal: status.signal ?? null };
+        child.status = { code: status.code, signal: status.signal };
         // nothing more can be written to a child that exited
         child.stdin?.destroy();
         return maybeEnded(child);

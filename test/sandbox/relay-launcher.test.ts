@@ -149,6 +149,11 @@ describe('deno relay launcher', () => {
     ['unknown-type', [99, 0, 0, 0, 1, 0, 0, 0, 0], /malformed frame \(type 99, child 1, 0 bytes/],
     ['pid-zero', [1, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 0], /reported pid 0 for child 1/],
     [
+      'exit-not-a-status',
+      [1, 0, 0, 0, 1, 0, 0, 0, 4, 0x7f, 0xff, 0xff, 0xf0, 7, 0, 0, 0, 1, 0, 0, 0, 12, ...Buffer.from('{"code":"0"}')],
+      /unreadable exit for child 1: "\{\\"code\\":\\"0\\"\}"/,
+    ],
+    [
       'bad-exit',
       [1, 0, 0, 0, 1, 0, 0, 0, 4, 0x7f, 0xff, 0xff, 0xf0, 7, 0, 0, 0, 1, 0, 0, 0, 1, 120],
       /unreadable exit for child 1: "x"/,
