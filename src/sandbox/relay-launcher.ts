@@ -26,7 +26,14 @@ import { Readable, Writable } from 'node:stream';
 import { killGroup } from '../process-group.js';
 import { DENO_DIR_NOWHERE, sandboxEnv, type DenoCommand } from './command.js';
 import { LAUNCH_TIMEOUT_MS, renice, type Launched, type Launcher } from './launcher.js';
-import { createFrameDecoder, encodeFrame, FromLauncher, RELAY_MAX_PAYLOAD, ToLauncher } from './relay-protocol.js';
+import {
+  createFrameDecoder,
+  encodeFrame,
+  FromLauncher,
+  RELAY_MAX_PAYLOAD,
+  RELAY_MAX_SPAWN_BYTES,
+  ToLauncher,
+} from './relay-protocol.js';
 
 /** The launcher's program (same relative place from src/sandbox and dist/sandbox; shipped in the package). */
 export const RELAY_LAUNCHER_PATH = fileURLToPath(new URL('../../sandbox/relay-launcher.js', import.meta.url));
@@ -312,6 +319,11 @@ export function createDenoRelayLauncher(options: RelayLauncherOptions): Launcher
       if (closed) return Promise.reject(new Error('the sandbox launcher is closed'));
       if (cmd.file !== denoPath)
         return Promise.reject(new Error(`the relay launcher starts only ${denoPath}, not ${JSON.stringify(cmd.file)}`));
+      const request = JSON.stringify({ file: cmd.file, args: cmd.args, env: cmd.env, cwd: cmd.cwd });
+      if (Buffer.byteLength(request) > RELAY_MAX_SPAWN_BYTES)
+        return Promise.reject(
+          new Error(`a spawn request of ${Buffer.byteLength(request)} bytes (at most ${RELAY_MAX_SPAWN_BYTES})`),
+        );
       return new Promise<Launched>((resolve, reject) => {
         do nextId = nextId >= 0xffff_fffe ? 1 : nextId + 1;
         while (children.has(nextId));
@@ -336,7 +348,6 @@ export function createDenoRelayLauncher(options: RelayLauncherOptions): Launcher
         children.set(child.id, child);
         ensureLauncher();
         updateRef();
-        const request = JSON.stringify({ file: cmd.file, args: cmd.args, env: cmd.env, cwd: cmd.cwd });
         write(ToLauncher.spawn, child.id, request);
       });
     },

@@ -7,6 +7,9 @@ export const RELAY_HEADER_BYTES = 9;
 /** Largest payload either side sends in one frame (bigger data is split); a bigger one from the launcher is an error. */
 export const RELAY_MAX_PAYLOAD = 65_536;
 
+/** Largest spawn request (JSON) the launcher accepts; any larger frame ends the launcher as malformed input. */
+export const RELAY_MAX_SPAWN_BYTES = 1 << 20;
+
 /** Frames the service sends. */
 export const ToLauncher = {
   spawn: 1,

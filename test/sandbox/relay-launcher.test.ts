@@ -203,8 +203,10 @@ describe('deno relay launcher', () => {
     }
   });
 
-  it('starts nothing but the Deno binary it was given', async () => {
+  it('starts nothing but the Deno binary it was given, and refuses a spawn request too large for the launcher', async () => {
     launcher = createDenoRelayLauncher({ denoPath: deno });
+    const huge = { ...program(CAT), env: { ...env, PAD: 'x'.repeat(1 << 20) } };
+    await expect(launcher.launch(huge)).rejects.toThrow(/^a spawn request of 1048\d{3} bytes \(at most 1048576\)$/);
     await expect(launcher.launch({ file: '/bin/sh', args: ['-c', 'true'], env, cwd: '/tmp' })).rejects.toThrow(
       `the relay launcher starts only ${deno}, not "/bin/sh"`,
     );
