@@ -83,6 +83,22 @@ export interface RelayLauncherOptions {
   programPath?: string;
 }
 
+/**
+ * Starts the launcher program: only `--allow-run` for the Deno binary, setsid and kill (its arguments);
+ * its own session (detached), so a Ctrl-C at the service's terminal reaches the service (which drains)
+ * and not the launcher (whose death would kill every running sandbox); the sandbox's environment.
+ */
+function spawnLauncher(denoPath: string, program: string, setsidPath: string, killPath: string): LauncherProcess {
+  const allowRun = [denoPath, setsidPath, killPath].filter((path) => path !== '').join(',');
+  const flags = ['run', '-q', '--no-prompt', '--no-config', '--no-lock', '--no-remote', '--no-npm'];
+  return spawn(denoPath, [...flags, `--allow-run=${allowRun}`, program, denoPath, setsidPath, killPath], {
+    detached: true,
+    stdio: ['pipe', 'pipe', 'inherit'],
+    cwd: '/',
+    env: sandboxEnv(DENO_DIR_NOWHERE),
+  });
+}
+
 /** Starts processes through the Deno relay launcher (see the module comment). */
 export function createDenoRelayLauncher(options: RelayLauncherOptions): Launcher {
   const { denoPath } = options;
@@ -265,29 +281,7 @@ export function createDenoRelayLauncher(options: RelayLauncherOptions): Launcher
 
   const ensureLauncher = (): LauncherProcess => {
     if (current) return current;
-    const program = options.programPath ?? RELAY_LAUNCHER_PATH;
-    const allowRun = [denoPath, setsidPath, killPath].filter((path) => path !== '').join(',');
-    // Its own session (detached), and SIGINT ignored: a Ctrl-C at the service's terminal must reach
-    // the service (which drains) and not the launcher (whose death would kill every running sandbox).
-    const proc = spawn(
-      denoPath,
-      [
-        'run',
-        '-q',
-        '--no-prompt',
-        '--no-config',
-        '--no-lock',
-        '--no-remote',
-        '--no-npm',
-        `--allow-run=${allowRun}`,
-      ].concat([program, denoPath, setsidPath, killPath]),
-      {
-        detached: true,
-        stdio: ['pipe', 'pipe', 'inherit'],
-        cwd: '/',
-        env: sandboxEnv(DENO_DIR_NOWHERE),
-      },
-    );
+    const proc = spawnLauncher(denoPath, options.programPath ?? RELAY_LAUNCHER_PATH, setsidPath, killPath);
     current = proc;
     // its children inherit its niceness from their first instruction (see RelayLauncherOptions.niceness)
     if (proc.pid !== undefined) renice(proc.pid, options.niceness);
