@@ -79,6 +79,8 @@ export interface RelayLauncherOptions {
    * niceness 0 while a call is answered doubled process mode's spaced latency. Absent: unchanged.
    */
   niceness?: number;
+  /** The setsid program children start through; '' for Deno's `detached` (as where there is none). Default: found. */
+  setsidPath?: string;
   /** The launcher's program (tests substitute a misbehaving one); RELAY_LAUNCHER_PATH by default. */
   programPath?: string;
 }
@@ -105,7 +107,7 @@ export function createDenoRelayLauncher(options: RelayLauncherOptions): Launcher
   if (denoPath.includes(','))
     throw new Error(`the Deno path ${JSON.stringify(denoPath)} holds a comma: it cannot be given to --allow-run`);
   const killPath = KILL_PROGRAMS.find((path) => existsSync(path)) ?? '';
-  const setsidPath = SETSID_PROGRAMS.find((path) => existsSync(path)) ?? '';
+  const setsidPath = options.setsidPath ?? SETSID_PROGRAMS.find((path) => existsSync(path)) ?? '';
   let current: LauncherProcess | undefined;
   let refd = false;
   let nextId = 0;

@@ -203,6 +203,19 @@ describe('deno relay launcher', () => {
     }
   });
 
+  it('without a setsid program, Deno.Command `detached` makes each child lead its own session and process group', async () => {
+    const l = createDenoRelayLauncher({ denoPath: deno, setsidPath: '' });
+    launcher = l;
+    const p = await l.launch(program(CAT));
+    const [, , pgrp, session] = readFileSync(`/proc/${p.pid}/stat`, 'utf8')
+      .replace(/^.*\) /, '')
+      .split(' ');
+    expect([Number(pgrp), Number(session)]).toEqual([p.pid, p.pid]);
+    expect(readFileSync(`/proc/${parentOf(p.pid)}/cmdline`, 'utf8').split('\0')).not.toContain('/usr/bin/setsid');
+    process.kill(-p.pid, 'SIGKILL');
+    expect(await p.ended).toMatchObject({ code: null, signal: 'SIGKILL' });
+  });
+
   it('starts nothing but the Deno binary it was given, and refuses a spawn request too large for the launcher', async () => {
     launcher = createDenoRelayLauncher({ denoPath: deno });
     const huge = { ...program(CAT), env: { ...env, PAD: 'x'.repeat(1 << 20) } };
