@@ -9,9 +9,9 @@
 //                           request and waiting for its tool.response.v1 event before the next
 //     max_latency_ms_c16    the slowest of those calls (target <= 1 s); p50/p99 too
 //     spaced_p50/p99_ms     calls 50 ms apart (--spaced, default 200): request written -> response event
-//     runner_cpu_ms_per_call  utime+stime of the runner process and its spawner helper (never the
+//     runner_cpu_ms_per_call  utime+stime of the runner process and its helper (spawner or relay launcher; never the
 //                           Deno processes), before/after the c16 run, divided by its calls
-//     spawner_cpu_ms_per_call   the spawner helper's share of it
+//     spawner_cpu_ms_per_call   the helper's share of it (the spawner, or the Deno relay launcher)
 //     runner_cpu_ms_per_spawn (process mode) its CPU per call minus warm mode's: one spawn's cost
 //     stage_p50_ms          per-stage p50 of metadata.timings over the c16 run
 //     spaced_stage_p50_ms   the same for the spaced calls; spaced_outside_stages_p50_ms: a spaced call's
@@ -58,6 +58,8 @@ const PENDING_N = arg('pending-n', 10_000);
 const GIVE_UP_MS = arg('give-up-ms', 60_000);
 const WARMUP = arg('warmup', 30);
 const WARMUP_C16 = arg('warmup-c16', WARMUP > 0 ? 5 * CONCURRENCY : 0);
+// A mode may name the runner's launcher: --modes=process@spawner,process@deno-relay,process@spawner,...
+// (A/B alternated in one run; each gets its own key: process@spawner, process@spawner#2, ...)
 const MODES = (process.argv.find((a) => a.startsWith('--modes='))?.slice('--modes='.length) ?? 'warm,process').split(
   ',',
 );
@@ -130,7 +132,7 @@ const denoCpuMs = (pid) => {
     for (const child of kids) {
       try {
         const s = statOf(child);
-        if (s.comm === 'deno') total += s.cpuMs;
+        if (s.comm === 'deno' && !isHelper(child, s.comm)) total += s.cpuMs;
         else if (depth < 2) walk(child, depth + 1);
       } catch {
         // exited meanwhile
@@ -140,15 +142,25 @@ const denoCpuMs = (pid) => {
   walk(pid, 0);
   return total;
 };
-/** CPU ms of the runner's Node children (the spawner helper). */
+/** The runner's helper: its Node spawner, or its Deno relay launcher (a `deno` running relay-launcher.js). */
+const isHelper = (pid, comm) => {
+  if (comm === 'node') return true;
+  if (comm !== 'deno') return false;
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('relay-launcher.js');
+  } catch {
+    return false;
+  }
+};
+/** CPU ms of the runner's helper children (the spawner, or the relay launcher). */
 const helperCpuMs = (pid) => runnerCpuMs(pid) - statOf(pid).cpuMs;
-/** CPU ms of the runner and its Node children (the spawner helper); Deno processes never count. */
+/** CPU ms of the runner and its helper children (spawner or relay launcher); sandbox Deno processes never count. */
 const runnerCpuMs = (pid) => {
   let total = statOf(pid).cpuMs;
   for (const child of childrenOf(pid)) {
     try {
       const s = statOf(child);
-      if (s.comm === 'node') total += s.cpuMs;
+      if (isHelper(child, s.comm)) total += s.cpuMs;
     } catch {
       // exited meanwhile
     }
@@ -223,7 +235,10 @@ async function bareBoots() {
 /** A client of `url` that resolves each call with its response context (bench/_caller.mjs). */
 const connect = (url) => connectCaller(url, { giveUpMs: GIVE_UP_MS });
 
-async function startRunner(mode) {
+let runs = 0;
+async function startRunner(spec) {
+  const [mode, launcher] = spec.split('@');
+  const dataDir = join(dir, `store-${mode}-${++runs}`);
   const base = [
     '--admin-port',
     '-1',
@@ -231,15 +246,16 @@ async function startRunner(mode) {
     join(root, 'bootstrap-breadcrumbs'),
     '--isolation',
     mode,
+    ...(launcher ? ['--sandbox-launcher', launcher] : []),
     ...EXTRA,
   ];
   if (!SEPARATE_STORE) {
-    const runner = start(['start', '--port', '0', '--data-dir', join(dir, `store-${mode}`), ...base], RUNNER_NODE);
+    const runner = start(['start', '--port', '0', '--data-dir', dataDir, ...base], RUNNER_NODE);
     const url = (await runner.line(/^store listening on /)).replace('store listening on ', '');
     await runner.line(/^runner ready$/);
     return { runner, url, stop: async () => stopProc(runner) };
   }
-  const store = start(['store', '--port', '0', '--data-dir', join(dir, `store-${mode}`)]);
+  const store = start(['store', '--port', '0', '--data-dir', dataDir]);
   const url = (await store.line(/^store listening on /)).replace('store listening on ', '');
   const runner = start(['start', '--store-url', url, ...base], RUNNER_NODE);
   await runner.line(/^runner ready$/);
@@ -606,11 +622,16 @@ async function main() {
   log(`bare boot: ${BOOT_N} deno processes`);
   const [bare, bareSameFlags] = await bareBoots();
   const modes = {};
-  if (SCENARIOS.includes('modes')) for (const mode of MODES) modes[mode] = await measureMode(mode);
-  if (modes.process) {
-    modes.process.share_of_bare_boot = round(modes.process.calls_per_sec_c16 / bare.per_sec, 3);
-    modes.process.share_of_bare_boot_same_flags = round(modes.process.calls_per_sec_c16 / bareSameFlags.per_sec, 3);
-  }
+  if (SCENARIOS.includes('modes'))
+    for (const mode of MODES) {
+      let key = mode;
+      for (let n = 2; modes[key]; n++) key = `${mode}#${n}`;
+      modes[key] = await measureMode(mode);
+      if (mode.startsWith('process')) {
+        modes[key].share_of_bare_boot = round(modes[key].calls_per_sec_c16 / bare.per_sec, 3);
+        modes[key].share_of_bare_boot_same_flags = round(modes[key].calls_per_sec_c16 / bareSameFlags.per_sec, 3);
+      }
+    }
   // every process-mode call consumes one spawn: what it costs the runner beyond a warm call
   if (modes.process && modes.warm)
     modes.process.runner_cpu_ms_per_spawn = round(

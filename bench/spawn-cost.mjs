@@ -4,6 +4,8 @@
 //   direct:   child_process.spawn from this Node process (three pipes), what `--sandbox-launcher direct` does
 //   spawner:  the service's launcher (dist/sandbox/launcher.js): a small Node helper forks each process
 //             and hands its three pipes back over IPC (SCM_RIGHTS); the helper reaps it and reports its exit
+//   relay:    the service's Deno relay launcher (dist/sandbox/relay-launcher.js, `--sandbox-launcher deno-relay`):
+//             one Deno process starts each child and relays its stdio and exit as binary frames
 //   deno:     a Deno launcher process (Deno.Command) that relays each child's output and exit as lines
 //             on its stdout — a measurement of the mechanism only, not used by the product
 // Per way and round: total_ms = CPU of every process involved (this one, the helper or Deno launcher,
@@ -20,6 +22,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { resolveDeno } from '../dist/sandbox/deno-binary.js';
 import { createDirectLauncher, createSpawnerLauncher } from '../dist/sandbox/launcher.js';
+import { createDenoRelayLauncher } from '../dist/sandbox/relay-launcher.js';
 import { childrenOf, statOf } from './proc-cpu.mjs';
 
 const arg = (name, dflt) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? dflt);
@@ -82,10 +85,17 @@ async function measureDirect() {
 }
 
 async function measureSpawner() {
-  const launcher = createSpawnerLauncher();
+  return measureHelper(createSpawnerLauncher(), 'node');
+}
+
+async function measureRelay() {
+  return measureHelper(createDenoRelayLauncher({ denoPath: deno.path }), 'deno');
+}
+
+async function measureHelper(launcher, comm) {
   const run = await drive(await viaLauncher(launcher));
-  const helper = childrenOf(process.pid).find((pid) => statOf(pid).comm === 'node');
-  if (helper === undefined) throw new Error('no spawner helper found');
+  const helper = childrenOf(process.pid).find((pid) => statOf(pid).comm === comm);
+  if (helper === undefined) throw new Error(`no ${comm} helper found`);
   const self0 = selfMs();
   const h0 = statOf(helper);
   const seconds = await run();
@@ -157,7 +167,7 @@ async function measureDenoLauncher() {
   return { seconds, launcherMs: own, totalMs: own + (l1.reapedMs - l0.reapedMs) };
 }
 
-const ways = { direct: measureDirect, spawner: measureSpawner, deno: measureDenoLauncher };
+const ways = { direct: measureDirect, spawner: measureSpawner, relay: measureRelay, deno: measureDenoLauncher };
 const rounds = [];
 try {
   for (let r = 0; r < ROUNDS; r++) {

@@ -25,9 +25,9 @@ export const TOOL_OPTIONS = {
     group: 'sandbox',
     doc: 'A warm process unused this long is retired.',
   }),
-  sandboxLauncher: opt(z.enum(['spawner', 'direct']).default('spawner'), {
+  sandboxLauncher: opt(z.enum(['auto', 'spawner', 'deno-relay', 'direct']).default('auto'), {
     group: 'sandbox',
-    doc: 'How Deno processes are started: `spawner` (a small helper process forks them, so the service never stalls on fork, and kills them if the service dies) or `direct`.',
+    doc: 'How Deno processes are started: `spawner` (a small Node helper forks them and hands their pipes over, so the service never stalls on fork), `deno-relay` (one Deno process starts them and relays their stdio over one pipe: cheaper per spawn, one more hop per byte), `direct` (forked by the service itself), or `auto`: `deno-relay` when `isolation` is `process`, else `spawner`. Both helpers kill every process they started if the service dies.',
   }),
   reuseTools: opt(listish.default([]), {
     group: 'sandbox',

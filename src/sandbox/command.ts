@@ -146,6 +146,21 @@ export interface DenoCommand {
   niceness?: number;
 }
 
+/** The whole environment of a sandbox process (and of the relay launcher that starts them). */
+export function sandboxEnv(denoDir: string): Record<string, string> {
+  return {
+    PATH: CHILD_PATH,
+    DENO_DIR: denoDir,
+    DENO_NO_PACKAGE_JSON: '1',
+    DENO_NO_UPDATE_CHECK: '1',
+    DENO_EMIT_CACHE_MODE: 'disable',
+    // Trust the OS certificate store as well as Deno's bundled roots, so tools reach HTTPS hosts
+    // behind a corporate/egress proxy CA the operator installed system-wide.
+    DENO_TLS_CA_STORE: 'mozilla,system',
+    NO_COLOR: '1',
+  };
+}
+
 /** Builds the command line, environment and cwd of one sandbox process. */
 export function buildDenoCommand(input: DenoCommandInput): DenoCommand {
   const args = [
@@ -170,17 +185,7 @@ export function buildDenoCommand(input: DenoCommandInput): DenoCommand {
   return {
     file: input.denoPath,
     args,
-    env: {
-      PATH: CHILD_PATH,
-      DENO_DIR: input.denoDir ?? DENO_DIR_NOWHERE,
-      DENO_NO_PACKAGE_JSON: '1',
-      DENO_NO_UPDATE_CHECK: '1',
-      DENO_EMIT_CACHE_MODE: 'disable',
-      // Trust the OS certificate store as well as Deno's bundled roots, so tools reach HTTPS hosts
-      // behind a corporate/egress proxy CA the operator installed system-wide.
-      DENO_TLS_CA_STORE: 'mozilla,system',
-      NO_COLOR: '1',
-    },
+    env: sandboxEnv(input.denoDir ?? DENO_DIR_NOWHERE),
     cwd: input.cwd,
   };
 }

@@ -36,7 +36,7 @@ export interface Launcher {
 }
 
 /** Best effort: a process keeps the default priority where lowering it is not permitted. */
-function renice(pid: number, niceness: number | undefined): void {
+export function renice(pid: number, niceness: number | undefined): void {
   if (niceness === undefined) return;
   try {
     setPriority(pid, niceness);

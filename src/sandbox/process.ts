@@ -109,7 +109,7 @@ export interface SpawnOptions {
   memoryMb: number;
   limits: ProcessLimits;
   guard: MemoryGuard;
-  /** Starts the OS process (the spawner helper by default; see launcher.ts). */
+  /** Starts the OS process (a helper: the spawner, launcher.ts, or the Deno relay, relay-launcher.ts). */
   launcher: Launcher;
   logger: Logger;
   /** Entry module; the trusted harness unless a test substitutes a misbehaving one. */
@@ -274,8 +274,8 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
       const stdout = createStreamReader({ ...common, expectHello: true, events: events(true) });
       const stderr = createStreamReader({ ...common, expectHello: false, events: events(false) });
       // node:child_process rather than execa on this hot path: execa's option handling cost ~1.5 ms of
-      // main-thread CPU per spawn (bench/sandbox.mjs); and by default the fork itself happens in the
-      // spawner helper, not here (launcher.ts).
+      // main-thread CPU per spawn (bench/sandbox.mjs); and by default the spawn itself happens in a
+      // helper process, not here (launcher.ts, relay-launcher.ts).
       let launched: Launched;
       try {
         // Tool processes run below the service's priority: a busy tool (or the boot of a warm

@@ -21,8 +21,9 @@ import { createPool } from './pool.js';
 import { createActivityMonitor } from './activity.js';
 import { resolveCapacity } from './capacity.js';
 import { prepareHarness } from './harness-file.js';
-import { createDirectLauncher, createSpawnerLauncher } from './launcher.js';
-import { spawnSandboxProcess, sweepTempDirs } from './process.js';
+import { createDirectLauncher, createSpawnerLauncher, type Launcher } from './launcher.js';
+import { SANDBOX_NICENESS, spawnSandboxProcess, sweepTempDirs } from './process.js';
+import { createDenoRelayLauncher } from './relay-launcher.js';
 import { createCallRunner } from './sandbox-call.js';
 import { createPermissions, resolvePrivateGrants } from './sandbox-permissions.js';
 import { createToolCompiler, type ToolCompiler } from './transpile.js';
@@ -41,6 +42,23 @@ export interface CreateSandboxOptions {
   compiler?: ToolCompiler;
   /** Least spawn cost the pool assumes when it weighs waiting for a busy process (tests). */
   minSpawnCostMs?: number;
+}
+
+/**
+ * The launcher of config.sandboxLauncher. `auto`: the Deno relay when calls get a fresh process each
+ * (`isolation: process`: a spawn per call, and the relay's spawn costs less), else the spawner (a warm
+ * process serves many calls, and each of its frames would take the relay's extra hop).
+ */
+function createLauncher(config: Config, denoPath: string): Launcher {
+  const kind =
+    config.sandboxLauncher === 'auto'
+      ? config.isolation === 'process'
+        ? 'deno-relay'
+        : 'spawner'
+      : config.sandboxLauncher;
+  if (kind === 'direct') return createDirectLauncher();
+  if (kind === 'deno-relay') return createDenoRelayLauncher({ denoPath, niceness: SANDBOX_NICENESS });
+  return createSpawnerLauncher();
 }
 
 /** Resolves + checks the Deno binary and the harness, detects memory enforcement, pre-warms the default key. */
@@ -67,7 +85,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
     maxLogLineBytes: Math.max(1, config.maxLogBytes),
   };
   void sweepTempDirs(logger);
-  const launcher = config.sandboxLauncher === 'direct' ? createDirectLauncher() : createSpawnerLauncher();
+  const launcher = createLauncher(config, deno.path);
   let nextId = 0;
   let closed = false;
   const compiler = options.compiler ?? (await createToolCompiler());

@@ -144,9 +144,9 @@ function call(
  * Starts `start` with default settings (data dir, audit dir and bootstrap dir at their defaults: the
  * data home is a temp dir) but free ports; resolves with its store and admin URLs.
  */
-async function startAtTerminal(): Promise<{ term: Terminal; url: string; admin: string }> {
+async function startAtTerminal(extra: string[] = []): Promise<{ term: Terminal; url: string; admin: string }> {
   dataHome = tempDir('tr-term-home-');
-  const term = underTerminal(['start', '--port', '0', '--admin-port', '0']);
+  const term = underTerminal(['start', '--port', '0', '--admin-port', '0', ...extra]);
   const url = (await term.line(/^store listening on /)).replace('store listening on ', '').trim();
   await term.line(/^runner ready$/);
   const admin = /url=(http:\/\/\S+)/.exec(await term.line(/ admin port listening /))?.[1] as string;
@@ -203,6 +203,24 @@ describe.skipIf(!hasScript)('at a terminal (pseudo-terminal, text logs)', () => 
       expect(await term.exited).toBe(0);
       expect(term.lines().some((l) => / INFO  signal received, draining .*signal=SIGINT/.test(l))).toBe(true);
       expect(term.lines().some((l) => / INFO  stopped /.test(l))).toBe(true);
+      expect(term.lines().join('\n')).not.toMatch(/sandbox\.crashed/);
+      expect(warnOrError(term.lines())).toEqual([]);
+    } finally {
+      rmSync(elsewhere, { recursive: true, force: true });
+    }
+  }, 300_000);
+
+  it('with --isolation process (processes started by the Deno relay), Ctrl-C drains: the in-flight call is answered and start exits 0', async () => {
+    const { term, url, admin } = await startAtTerminal(['--isolation', 'process']);
+    const elsewhere = mkdtempSync(join(tmpdir(), 'tr-term-cwd-'));
+    try {
+      const slow = call(elsewhere, url, 'timer', { ms: 1500 });
+      await untilRunning(admin);
+      term.type('\x03');
+      const answered = await slow.done;
+      expect({ code: answered.code, err: answered.err }).toEqual({ code: 0, err: '' });
+      expect(JSON.parse(answered.out)).toMatchObject({ tool: 'timer', status: 'success' });
+      expect(await term.exited).toBe(0);
       expect(term.lines().join('\n')).not.toMatch(/sandbox\.crashed/);
       expect(warnOrError(term.lines())).toEqual([]);
     } finally {

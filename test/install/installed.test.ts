@@ -88,6 +88,24 @@ describe('an installed copy, from other working directories', () => {
     expect(names).toEqual(shipped);
   });
 
+  it('start --isolation process runs calls through the shipped Deno relay launcher', async () => {
+    const home = tempDir('tr-install-xdg-process-');
+    const service = runInstalled(
+      installed,
+      ['start', '--port', '0', '--admin-port', '-1', '--skip-examples', '--isolation', 'process'],
+      { cwd: tempDir('tr-cwd-service-'), env: { XDG_DATA_HOME: home } },
+    );
+    const url = (await service.line(/^store listening on /)).replace('store listening on ', '');
+    await service.line(/^runner ready$/);
+    const call = await runInstalled(
+      installed,
+      ['call', 'calculator', '{"expression":"6 * 7"}', '--port', new URL(url).port],
+      { cwd: tempDir('tr-cwd-client-'), env: { XDG_DATA_HOME: home } },
+    ).result;
+    expect(call.err).toBe('');
+    expect(JSON.parse(call.out)).toMatchObject({ status: 'success', output: { result: 42 } });
+  });
+
   it("docs/mcp.md's desktop configuration, run as written from the installed copy, lists the shipped tools over stdio", async () => {
     const config = JSON.parse(readme().byId('mcp-desktop-config').body) as {
       mcpServers: Record<string, { command: string; args: string[]; env?: Record<string, string> }>;

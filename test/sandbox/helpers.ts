@@ -12,6 +12,7 @@ import { createLogger, type Logger } from '../../src/logger.js';
 import type { ExecutionResult } from '../../src/result.js';
 import { HARNESS_PATH } from '../../src/sandbox/command.js';
 import { TEMP_PREFIX } from '../../src/sandbox/process.js';
+import { RELAY_LAUNCHER_PATH } from '../../src/sandbox/relay-launcher.js';
 import type { SandboxJob, SandboxTool } from '../../src/sandbox/index.js';
 
 const FIXTURES = fileURLToPath(new URL('../fixtures/sandbox/', import.meta.url));
@@ -46,9 +47,19 @@ export function job(t: SandboxTool, input: unknown = {}, extra: Partial<SandboxJ
   };
 }
 
-/** Configuration for tests: small pool, default limits unless overridden. */
+/**
+ * Configuration for tests: small pool, default limits unless overridden. TEST_SANDBOX_LAUNCHER (e.g.
+ * `deno-relay`) runs the sandbox tests with that launcher for every process, warm ones included.
+ */
 export function testConfig(overrides: Partial<Record<OptionKey, unknown>> = {}): Config {
-  return defaultConfig({ poolSize: 1, poolMax: 4, logLevel: 'silent', ...overrides });
+  const launcher = process.env['TEST_SANDBOX_LAUNCHER'];
+  return defaultConfig({
+    poolSize: 1,
+    poolMax: 4,
+    logLevel: 'silent',
+    ...(launcher ? { sandboxLauncher: launcher } : {}),
+    ...overrides,
+  });
 }
 
 /** A logger that keeps its lines for assertions. */
@@ -90,8 +101,13 @@ function descendsFromUs(pid: number): boolean {
   return false;
 }
 
-/** Pids of Deno processes running our harness that are ours (descendants) or orphaned. */
-export function ourDenoProcesses(): number[] {
+/** Pids of our Deno relay launchers (descendants, or orphaned). */
+export function ourRelayLaunchers(): number[] {
+  return ourDenoProcesses(true);
+}
+
+/** Pids of Deno processes running our harness that are ours (descendants) or orphaned; `relay`: relay launchers instead. */
+export function ourDenoProcesses(relay = false): number[] {
   const found: number[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -106,8 +122,9 @@ export function ourDenoProcesses(): number[] {
     const isHarness =
       cmdline.includes(HARNESS_PATH) || /tools-runner-sbx-\d+-harness-[^/\0]+\/harness\.js/.test(cmdline);
     const isDeno = isHarness || cmdline.split('\0')[0]?.endsWith('/deno') === true;
-    if (!isDeno) continue;
-    if (descendsFromUs(pid) || (isHarness && parentOf(pid) === 1)) found.push(pid);
+    // the Deno relay launcher starts sandbox processes; it is none itself (ourRelayLaunchers)
+    if (!isDeno || cmdline.includes(RELAY_LAUNCHER_PATH) !== relay) continue;
+    if (descendsFromUs(pid) || ((isHarness || relay) && parentOf(pid) === 1)) found.push(pid);
   }
   return found;
 }
@@ -120,6 +137,7 @@ export function leftoverTempDirs(dir: string): string[] {
 /** Asserts that no Deno process and no sandbox temp dir was left behind. */
 export function expectNoLeaks(dir: string): void {
   expect(ourDenoProcesses()).toEqual([]);
+  expect(ourRelayLaunchers()).toEqual([]);
   expect(leftoverTempDirs(dir)).toEqual([]);
 }
 
