@@ -6,7 +6,8 @@
 //   control enforces it. It is left in place after the call: the process either exits or, warm,
 //   serves only calls of the same tool version with the same limits (the warm key includes them).
 // - duty cycle (everywhere else, e.g. cgroup v1 machines): the process's CPU time (utime + stime of all
-//   its threads, /proc/<pid>/stat) is sampled every SAMPLE_MS; when it runs ahead of
+//   its threads, /proc/<pid>/stat) is sampled every SAMPLE_MS (every 2nd tick of the guard clock,
+//   guard-clock.ts: in the same wake-up as the memory guard's samples); when it runs ahead of
 //   `percent% x wall time since the call started` by more than BURST_MS, the process group is stopped
 //   (SIGSTOP) until wall time has caught up, then continued (SIGCONT). Tool code cannot catch or
 //   ignore SIGSTOP. The long-run share converges to the limit; /proc counts CPU time in 10 ms ticks,
@@ -16,9 +17,12 @@
 
 import type { ProcessCgroup } from './cgroup.js';
 import { openCpuReader } from './cpu.js';
+import { guardClock, TICK_MS } from './guard-clock.js';
 
+/** Guard clock ticks between two samples of the duty-cycle mode. */
+const SAMPLE_TICKS = 2;
 /** Sampling period of the duty-cycle mode. */
-export const SAMPLE_MS = 20;
+export const SAMPLE_MS = SAMPLE_TICKS * TICK_MS;
 /** CPU ms a process may run ahead of its share before it is stopped (absorbs the 10 ms /proc tick). */
 export const BURST_MS = 30;
 /** cgroup `cpu.max` period in microseconds. */
@@ -96,8 +100,7 @@ export async function startCpuLimit(options: {
       signalGroup(pid, 'SIGCONT');
     }
   };
-  const timer = setInterval(tick, SAMPLE_MS);
-  timer.unref();
+  const stopTicks = guardClock.every(SAMPLE_TICKS, tick);
   return {
     mode: 'duty-cycle',
     stats: () => ({
@@ -108,7 +111,7 @@ export async function startCpuLimit(options: {
     async end() {
       if (ended) return;
       ended = true;
-      clearInterval(timer);
+      stopTicks();
       reader?.close();
       if (stopped) {
         stopped = false;
