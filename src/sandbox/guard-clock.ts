@@ -1,9 +1,10 @@
 // One timer for every guard of the sandbox processes: the memory guard's RSS samples (every tick),
-// the duty-cycle CPU limits of running calls (every 2nd tick) and the parked processes' CPU checks
-// (every 10th tick) all run in the same wake-up of the service, one pass over the watched processes'
-// /proc files. A wake-up of the event loop costs far more than a read of /proc (measured on the
-// 2-core VM: an empty 10 ms interval 7.5-8 ms of CPU per second, a 20 ms one 5 ms/s, a pread of
-// /proc/<pid>/statm ~3.5 µs), so separate timers for the guards each paid their own wake-ups.
+// the duty-cycle CPU limits of running calls and the activity monitor (every 2nd tick) and the parked
+// processes' CPU checks (every 10th tick) all run in the same wake-up of the service, one pass over
+// the watched processes' /proc files. A wake-up of the event loop costs far more than a read of /proc
+// (measured on the 2-core VM: an empty 10 ms interval 7.5-8 ms of CPU per second, plus 3.5 ms/s for a
+// 20 ms one whose phase differs; a pread of /proc/<pid>/statm ~3.5 µs), so separate timers paid their
+// own wake-ups unless their phases happened to line up.
 // The clock runs only while something subscribes to it: with no process watched there is no timer.
 
 /** The clock's period: the memory guard's sampling interval, the finest any guard needs. */
