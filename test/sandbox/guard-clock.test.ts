@@ -6,7 +6,7 @@
 // with the clock's own wake-up counter, never with wall time.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -15,11 +15,18 @@ import { IDLE_CPU_RULE, openCpuReader, readCpuMs } from '../../src/sandbox/cpu.j
 import { startCpuLimit } from '../../src/sandbox/cpu-limit.js';
 import { createGuardClock, guardClock } from '../../src/sandbox/guard-clock.js';
 import { createMemoryGuard, type Watched } from '../../src/sandbox/memory-guard.js';
+import { createSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { createParkedCpuChecks } from '../../src/sandbox/pool-cpu-check.js';
 import type { SandboxProcess } from '../../src/sandbox/process.js';
+import { job, testConfig, tool, useIsolatedSandboxes, waitFor } from './helpers.js';
 
 const MIB = 1024 * 1024;
 const children: ChildProcess[] = [];
+let sandbox: Sandbox | undefined;
+useIsolatedSandboxes(
+  () => sandbox,
+  () => void (sandbox = undefined),
+);
 
 afterEach(async () => {
   for (const child of children.splice(0)) {
@@ -195,6 +202,55 @@ describe("the guards on the service's clock", () => {
     checks.delete(parked);
     expect(guardClock.running).toBe(false);
     checks.close();
+  });
+});
+
+describe("a sandbox's guards on the clock", () => {
+  it('process mode: a call is watched while it runs; afterwards no timer and no wake-ups', async () => {
+    sandbox = await createSandbox({
+      config: testConfig({ poolSize: 0, isolation: 'process' }),
+      logger: silentLogger(),
+    });
+    const result = await sandbox.run(job(tool('echo'), { hi: 1 }));
+    expect(result.ok).toBe(true);
+    expect(guardClock.running).toBe(false);
+    const woken = guardClock.wakeUps;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(guardClock.wakeUps).toBe(woken);
+  });
+
+  it('warm mode: parked processes hold one subscription per guard; one that exits leaves; closing stops the clock', async () => {
+    sandbox = await createSandbox({
+      config: testConfig({ reuseTools: ['quitter', 'stayer'], poolIdleMs: 600_000, poolSize: 0 }),
+      logger: silentLogger(),
+    });
+    // the quitter's process exits 300 ms after its call, while parked
+    const quitter = {
+      ...tool('echo'),
+      name: 'quitter',
+      source: 'export async function execute() { setTimeout(() => Deno.exit(0), 300); return { pid: Deno.pid }; }',
+    };
+    const stayer = {
+      ...tool('echo'),
+      name: 'stayer',
+      source: 'export async function execute() { return { pid: Deno.pid }; }',
+    };
+    const pidOf = (result: Awaited<ReturnType<Sandbox['run']>>): number => {
+      if (!result.ok) throw new Error(`call failed: ${result.error.code} ${result.error.message}`);
+      return (result.output as { pid: number }).pid;
+    };
+    const gone = pidOf(await sandbox.run(job(quitter, {})));
+    // parked: the memory guard and the parked CPU checks, one subscription each
+    expect(guardClock.size).toBe(2);
+    await waitFor(() => !existsSync(`/proc/${gone}`), 30_000, `the quitter's process ${gone} to exit`);
+    // it was the only watched process: both guards leave the clock, which stops
+    await waitFor(() => !guardClock.running, 30_000, 'the clock to stop once the parked process exited');
+    expect(guardClock.size).toBe(0);
+    pidOf(await sandbox.run(job(stayer, {})));
+    expect(guardClock.size).toBe(2);
+    await sandbox.close();
+    sandbox = undefined;
+    expect(guardClock.running).toBe(false);
   });
 });
 
