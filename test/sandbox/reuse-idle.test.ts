@@ -123,7 +123,8 @@ describe('idle CPU rule', () => {
   it('a kept-open CPU reader follows its process, and reads nothing once it exited or was closed', async () => {
     const child = spawn(process.execPath, [
       '-e',
-      'const end = Date.now() + 400; while (Date.now() < end); setTimeout(() => {}, 60000)',
+      // busy until it used 400 ms of CPU (not of wall clock: on a loaded machine it gets less), then idle
+      'const cpu = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; }; while (cpu() < 400); setTimeout(() => {}, 60000)',
     ]);
     const exited = new Promise((resolve) => child.once('exit', resolve));
     try {
