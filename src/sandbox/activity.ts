@@ -13,15 +13,19 @@
 // again, it computes and counts again. A process starved of CPU by others is runnable, not asleep, so
 // it keeps its slot: over-commit cannot feed on itself.
 //
-// Cost: while calls run, a timer ticks every SAMPLE_MS; it reads /proc (one small read per call) only
+// Cost: while calls run, it looks every SAMPLE_MS (every 2nd tick of the guard clock, guard-clock.ts,
+// in the same wake-up as the memory guard's samples); it reads /proc (one small read per call) only
 // for calls whose slot is contended (another job waits for one) or lent. Its first look at a call is a
 // baseline, so a call is judged after one or two windows (20–40 ms).
 
 import { readFileSync } from 'node:fs';
 import type { CpuSlot } from '../queue/cpu-slot.js';
+import { guardClock, TICK_MS } from './guard-clock.js';
 
+/** Guard clock ticks between two looks. */
+const SAMPLE_TICKS = 2;
 /** Sampling period while a slot is contended or lent. */
-export const SAMPLE_MS = 20;
+export const SAMPLE_MS = SAMPLE_TICKS * TICK_MS;
 /** At most this share of a window on (or waiting for) a CPU: the call waits. */
 const WAITING_BELOW = 0.1;
 /** At least this share: the call computes (again). */
@@ -83,7 +87,7 @@ export function createActivityMonitor(
   asleep: (pid: number) => boolean = isAsleep,
 ): ActivityMonitor {
   const tracked = new Set<Tracked>();
-  let timer: NodeJS.Timeout | undefined;
+  let stopTicks: (() => void) | undefined;
   let lentCount = 0;
 
   const tick = (): void => {
@@ -112,14 +116,11 @@ export function createActivityMonitor(
     }
   };
   const stop = (): void => {
-    clearInterval(timer);
-    timer = undefined;
+    stopTicks?.();
+    stopTicks = undefined;
   };
   const ensure = (): void => {
-    if (timer === undefined && tracked.size > 0) {
-      timer = setInterval(tick, SAMPLE_MS);
-      timer.unref();
-    }
+    if (tracked.size > 0) stopTicks ??= guardClock.every(SAMPLE_TICKS, tick);
   };
 
   return {

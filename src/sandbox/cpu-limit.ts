@@ -6,21 +6,34 @@
 //   control enforces it. It is left in place after the call: the process either exits or, warm,
 //   serves only calls of the same tool version with the same limits (the warm key includes them).
 // - duty cycle (everywhere else, e.g. cgroup v1 machines): the process's CPU time (utime + stime of all
-//   its threads, /proc/<pid>/stat) is sampled every SAMPLE_MS; when it runs ahead of
+//   its threads, /proc/<pid>/stat) is sampled every SAMPLE_MS (every 2nd tick of the guard clock,
+//   guard-clock.ts: in the same wake-up as the memory guard's samples); when it runs ahead of
 //   `percent% x wall time since the call started` by more than BURST_MS, the process group is stopped
 //   (SIGSTOP) until wall time has caught up, then continued (SIGCONT). Tool code cannot catch or
 //   ignore SIGSTOP. The long-run share converges to the limit; /proc counts CPU time in 10 ms ticks,
 //   so the share over short windows (under a second) is coarse.
+// A running process is not read while it cannot have run ahead: its CPU time grows at most as fast
+// as all the machine's CPUs together (CORES ms per wall ms) while the allowance grows at `percent`%,
+// so after a look that leaves `slack` ms of allowance no stop is possible for slack / (CORES - share)
+// ms of wall time; the looks in between would only confirm it. The decisions (and their moments, on
+// the 20 ms grid) are those of a look every 20 ms, at a fraction of the reads: a continuous tool that
+// mostly waits (the shipped scheduler) is read about once a second instead of 50 times.
 // States: running -> (stopped <-> running) -> ended. end() always leaves the process continued (a
 // warm process is parked afterwards and must not stay stopped) and is idempotent.
 
+import { availableParallelism, cpus } from 'node:os';
 import type { ProcessCgroup } from './cgroup.js';
 import { openCpuReader } from './cpu.js';
+import { guardClock, TICK_MS } from './guard-clock.js';
 
+/** Guard clock ticks between two samples of the duty-cycle mode. */
+const SAMPLE_TICKS = 2;
 /** Sampling period of the duty-cycle mode. */
-export const SAMPLE_MS = 20;
+export const SAMPLE_MS = SAMPLE_TICKS * TICK_MS;
 /** CPU ms a process may run ahead of its share before it is stopped (absorbs the 10 ms /proc tick). */
 export const BURST_MS = 30;
+/** CPU ms a process can use per wall ms at most: every CPU of the machine (at least the affinity's count). */
+const CORES = Math.max(cpus().length, availableParallelism(), 1);
 /** cgroup `cpu.max` period in microseconds. */
 export const CPU_MAX_PERIOD_US = 100_000;
 
@@ -43,7 +56,7 @@ function signalGroup(pid: number, signal: 'SIGSTOP' | 'SIGCONT'): void {
 
 /**
  * Limits `pid` to `percent` % of one core until end(): cgroup `cpu.max` when `cgroup` supports it,
- * else the duty cycle. `now` and `readCpu` are injectable for tests of the arithmetic.
+ * else the duty cycle. `now`, `readCpu` and `cores` are injectable for tests of the arithmetic.
  */
 export async function startCpuLimit(options: {
   pid: number;
@@ -51,6 +64,7 @@ export async function startCpuLimit(options: {
   cgroup?: ProcessCgroup | undefined;
   now?: () => number;
   readCpu?: (pid: number) => number | undefined;
+  cores?: number;
 }): Promise<CpuLimit> {
   const { pid, percent } = options;
   const now = options.now ?? performance.now.bind(performance);
@@ -82,10 +96,15 @@ export async function startCpuLimit(options: {
   let stoppedAt = 0;
   let stoppedMs = 0;
   let ended = false;
+  const cores = options.cores ?? CORES;
+  // no look before this moment (now()) can find the running process ahead of its share
+  let nextLookAt = startedAt;
   const tick = (): void => {
     if (ended) return;
+    const at = now();
+    if (!stopped && at < nextLookAt) return;
     const cpu = used();
-    const wall = now() - startedAt;
+    const wall = at - startedAt;
     if (!stopped && cpu > share * wall + BURST_MS) {
       stopped = true;
       stoppedAt = now();
@@ -95,9 +114,9 @@ export async function startCpuLimit(options: {
       stoppedMs += now() - stoppedAt;
       signalGroup(pid, 'SIGCONT');
     }
+    if (!stopped) nextLookAt = at + Math.max(0, share * wall + BURST_MS - cpu) / Math.max(cores - share, 0.01);
   };
-  const timer = setInterval(tick, SAMPLE_MS);
-  timer.unref();
+  const stopTicks = guardClock.every(SAMPLE_TICKS, tick);
   return {
     mode: 'duty-cycle',
     stats: () => ({
@@ -108,7 +127,7 @@ export async function startCpuLimit(options: {
     async end() {
       if (ended) return;
       ended = true;
-      clearInterval(timer);
+      stopTicks();
       reader?.close();
       if (stopped) {
         stopped = false;

@@ -25,6 +25,39 @@ function cpuMsOfStat(stat: string): number | undefined {
   return Number.isFinite(ticks) ? (ticks * 1000) / TICKS_PER_SECOND : undefined;
 }
 
+/** Fields of /proc/<pid>/stat after the command name's ')': utime is the 12th (state is the 1st). */
+const UTIME_AFTER_NAME = 12;
+
+/**
+ * utime + stime in ms from the first `n` bytes of /proc/<pid>/stat, read as bytes (no strings: this
+ * runs for every limited call every 20 ms and every parked process every 100 ms); undefined when it
+ * is not such a text.
+ */
+function cpuMsOfStatBytes(buffer: Buffer, n: number): number | undefined {
+  // the command name may hold spaces and parentheses: the fields start after its last ')'
+  let at = buffer.lastIndexOf(0x29, n - 1);
+  if (at < 0) return undefined;
+  at += 2; // ") "
+  for (let field = 1; field < UTIME_AFTER_NAME; field++) {
+    at = buffer.indexOf(0x20, at);
+    if (at < 0 || at >= n) return undefined;
+    at++;
+  }
+  let ticks = 0;
+  for (let field = 0; field < 2; field++, at++) {
+    let value = 0;
+    let digits = 0;
+    for (; at < n; at++, digits++) {
+      const c = buffer[at] as number;
+      if (c < 0x30 || c > 0x39) break;
+      value = value * 10 + (c - 0x30);
+    }
+    if (digits === 0 || at >= n || buffer[at] !== 0x20) return undefined;
+    ticks += value;
+  }
+  return (ticks * 1000) / TICKS_PER_SECOND;
+}
+
 /** Longest /proc/<pid>/stat line: 52 numeric fields and a command name of at most 64 bytes. */
 const MAX_STAT_BYTES = 2048;
 
@@ -48,8 +81,7 @@ export function openCpuReader(pid: number): { read(): number | undefined; close(
     read() {
       if (fd === undefined) return undefined;
       try {
-        const n = readSync(fd, buffer, 0, buffer.length, 0);
-        return cpuMsOfStat(buffer.toString('latin1', 0, n));
+        return cpuMsOfStatBytes(buffer, readSync(fd, buffer, 0, buffer.length, 0));
       } catch {
         return undefined; // the process is gone
       }

@@ -3,9 +3,11 @@
 // Mode 'cgroup': each process gets its own cgroup v2 with memory.max, set before its job is sent;
 // the kernel kills it over the limit and memory.events tells us so (RSS is still sampled, without
 // killing, as evidence for heap-OOM deaths: outcome.ts). Mode 'rss-sampling' (cgroup v1
-// machines, no delegation): while a process runs tool code, its RSS is read from /proc every
-// SAMPLE_INTERVAL_MS and the process group is SIGKILLed over the limit. An ArrayBuffer loop that
-// touches its pages grows at roughly 0.5-5 GB/s, so the overshoot stays in the tens of MB.
+// machines, no delegation): while a process runs tool code or is parked, its RSS is read from /proc
+// every SAMPLE_INTERVAL_MS and the process group is SIGKILLed over the limit. An ArrayBuffer loop
+// that touches its pages grows at roughly 0.5-5 GB/s, so the overshoot stays in the tens of MB.
+// The samples run on the sandbox's one guard clock (guard-clock.ts), in the same wake-up as the
+// CPU guards, and only while something is watched.
 
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import type { Logger } from '../logger.js';
@@ -16,12 +18,13 @@ import {
   type CgroupLocation,
   type ProcessCgroup,
 } from './cgroup.js';
+import { guardClock, TICK_MS } from './guard-clock.js';
 import type { MemoryEnforcement } from './types.js';
 
 /** Allowance for the Deno runtime itself (idle RSS is ~32 MB) on top of a tool's memoryMb heap. */
 export const RUNTIME_OVERHEAD_MB = 64;
-/** RSS sampling period in rss-sampling mode. */
-export const SAMPLE_INTERVAL_MS = 10;
+/** RSS sampling period in rss-sampling mode: every tick of the guard clock. */
+export const SAMPLE_INTERVAL_MS = TICK_MS;
 
 const MIB = 1024 * 1024;
 
@@ -161,10 +164,15 @@ export async function createMemoryGuard(options: {
     runtimeOverheadMb: RUNTIME_OVERHEAD_MB,
   });
   const watched = new Map<Watched, ReturnType<typeof openRssReader> | undefined>();
-  let timer: NodeJS.Timeout | undefined;
+  // the guard's subscription to the clock, held while anything is watched
+  let stopTicks: (() => void) | undefined;
   const forget = (target: Watched): void => {
     watched.get(target)?.close();
     watched.delete(target);
+    if (watched.size === 0 && stopTicks) {
+      stopTicks();
+      stopTicks = undefined;
+    }
   };
 
   const sample = (): void => {
@@ -178,10 +186,6 @@ export async function createMemoryGuard(options: {
         forget(target);
         target.overLimit(rss);
       }
-    }
-    if (watched.size === 0 && timer) {
-      clearInterval(timer);
-      timer = undefined;
     }
   };
 
@@ -208,15 +212,16 @@ export async function createMemoryGuard(options: {
       // in cgroup mode the kernel enforces the limit: sample only for a call's heap-OOM evidence
       if (mode === 'cgroup' && target.sampled === undefined) return;
       if (!watched.has(target)) watched.set(target, undefined);
-      timer ??= setInterval(sample, SAMPLE_INTERVAL_MS);
+      // every tick; it holds the event loop open while a process is watched, as its own timer did
+      stopTicks ??= guardClock.every(1, sample, true);
     },
     unwatch(target) {
       forget(target);
     },
     close() {
       for (const target of [...watched.keys()]) forget(target);
-      if (timer) clearInterval(timer);
-      timer = undefined;
+      stopTicks?.();
+      stopTicks = undefined;
     },
   };
 }

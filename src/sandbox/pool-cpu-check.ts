@@ -1,14 +1,18 @@
 // CPU checks of parked reuse processes (pool.ts): a parked process must be idle. Tool code left
 // running after its call (a busy timer, a setTimeout chain, a spinning Worker) shows as CPU time,
-// read every CPU_CHECK_MS; a process over the idle allowance (cpu.ts) is reported busy at once, and
-// one is never handed out while busy.
+// read every CPU_CHECK_MS (every 10th tick of the guard clock, guard-clock.ts: in the same wake-up
+// as the memory guard's samples); a process over the idle allowance (cpu.ts) is reported busy at
+// once, and one is never handed out while busy.
 
 import type { Logger } from '../logger.js';
 import { busyWhileParked, openCpuReader, type IdleCpuRule } from './cpu.js';
+import { guardClock, TICK_MS } from './guard-clock.js';
 import type { SandboxProcess } from './process.js';
 
+/** Guard clock ticks between two CPU checks of the parked processes. */
+const CPU_CHECK_TICKS = 10;
 /** How often the CPU time of parked reuse processes is read. */
-export const CPU_CHECK_MS = 100;
+export const CPU_CHECK_MS = CPU_CHECK_TICKS * TICK_MS;
 
 /** The parked processes whose CPU time is watched. */
 export interface ParkedCpuChecks {
@@ -43,7 +47,7 @@ export function createParkedCpuChecks(
       cpu: ReturnType<typeof openCpuReader> | undefined;
     }
   >();
-  let timer: NodeJS.Timeout | undefined;
+  let stopTicks: (() => void) | undefined;
 
   // The periodic check (atAcquire false) records the CPU time at its first look after parking and
   // after the grace, and judges from there. Nothing is read on the hot path of back-to-back reuse.
@@ -77,8 +81,8 @@ export function createParkedCpuChecks(
     for (const proc of [...parked.keys()]) busy(proc, now, false);
   };
   const stop = (): void => {
-    if (timer) clearInterval(timer);
-    timer = undefined;
+    stopTicks?.();
+    stopTicks = undefined;
   };
 
   return {
@@ -86,10 +90,7 @@ export function createParkedCpuChecks(
       parked.get(proc)?.cpu?.close();
       const cpu = proc.pid === undefined ? undefined : openCpuReader(proc.pid);
       parked.set(proc, { since: performance.now(), atFirst: undefined, atGrace: undefined, cpu });
-      if (!timer) {
-        timer = setInterval(check, CPU_CHECK_MS);
-        timer.unref();
-      }
+      stopTicks ??= guardClock.every(CPU_CHECK_TICKS, check);
     },
     delete(proc) {
       parked.get(proc)?.cpu?.close();

@@ -20,6 +20,7 @@ import { createMemoryGuard, type MemoryGuard } from './memory-guard.js';
 import { createPool } from './pool.js';
 import { createActivityMonitor } from './activity.js';
 import { resolveCapacity } from './capacity.js';
+import type { IdleCpuRule } from './cpu.js';
 import { prepareHarness } from './harness-file.js';
 import { createDirectLauncher, createSpawnerLauncher, type Launcher } from './launcher.js';
 import { SANDBOX_NICENESS, spawnSandboxProcess, sweepTempDirs } from './process.js';
@@ -42,6 +43,8 @@ export interface CreateSandboxOptions {
   compiler?: ToolCompiler;
   /** Least spawn cost the pool assumes when it weighs waiting for a busy process (tests). */
   minSpawnCostMs?: number;
+  /** How much CPU a parked reuse process may use (tests: a huge allowance leaves parked processes to the memory guard). */
+  idleCpu?: IdleCpuRule;
 }
 
 /**
@@ -97,6 +100,7 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<Sand
   const pool = createPool({
     maxReuseCalls: config.warmMaxCalls,
     ...(options.minSpawnCostMs !== undefined ? { minSpawnCostMs: options.minSpawnCostMs } : {}),
+    ...(options.idleCpu ? { idleCpu: options.idleCpu } : {}),
     poolSize: config.poolSize,
     poolMax: capacity.poolMax,
     poolIdleMs: config.poolIdleMs,

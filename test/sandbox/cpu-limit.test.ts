@@ -81,11 +81,57 @@ describe('duty cycle arithmetic', () => {
       await new Promise((resolve) => setTimeout(resolve, 60));
       expect(signals).toEqual(['-4242:SIGSTOP', '-4242:SIGCONT']);
       cpu += 2 * BURST_MS;
+      wall += 2 * BURST_MS; // CPU time does not grow faster than the wall clock times the CPUs
       await new Promise((resolve) => setTimeout(resolve, 60));
       expect(signals.at(-1)).toBe('-4242:SIGSTOP');
       await limit.end(); // never leaves the process stopped
       expect(signals.at(-1)).toBe('-4242:SIGCONT');
       expect(limit.stats().cpuMs).toBe(cpu);
+    } finally {
+      process.kill = realKill;
+    }
+  });
+});
+
+describe('duty cycle looks', () => {
+  it('are skipped while the process cannot have run ahead of its share, and resume in time to stop it', async () => {
+    let wall = 0;
+    let cpu = 0;
+    let reads = 0;
+    const signals: string[] = [];
+    const realKill = process.kill;
+    process.kill = ((pid: number, signal: string) => {
+      signals.push(`${pid}:${signal}`);
+      return true;
+    }) as typeof process.kill;
+    const ticks = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 100)); // >= 2 looks' worth
+    try {
+      const limit = await startCpuLimit({
+        pid: 4343,
+        percent: 10,
+        cores: 2,
+        now: () => wall,
+        readCpu: () => (reads++, cpu),
+      });
+      await ticks();
+      // 10 s in, idle: 1,000 ms of share + the burst are unused; on 2 CPUs the gap closes at 1.9 ms per ms
+      wall = 10_000;
+      await ticks();
+      const after = reads;
+      expect(after).toBeGreaterThan(1);
+      const earliest = 10_000 + (1000 + BURST_MS) / 1.9;
+      wall = earliest - 1;
+      cpu = 1000 + BURST_MS + 1; // would be ahead, but cannot be yet: no look
+      await ticks();
+      expect(reads).toBe(after);
+      expect(signals).toEqual([]);
+      wall = earliest; // from now on it could be ahead: looked at, and stopped
+      cpu = 2 * (earliest - 10_000) + 1;
+      await ticks();
+      expect(reads).toBeGreaterThan(after);
+      expect(signals).toEqual(['-4343:SIGSTOP']);
+      await limit.end();
+      expect(signals.at(-1)).toBe('-4343:SIGCONT');
     } finally {
       process.kill = realKill;
     }

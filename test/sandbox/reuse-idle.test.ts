@@ -80,6 +80,33 @@ describe('parked reuse processes that keep running tool code', () => {
   });
 });
 
+describe('parked reuse processes that allocate after their call', () => {
+  it('a leftover allocator is killed by the memory guard while parked, whatever the CPU check allows', async () => {
+    const { logger, lines } = captureLogger();
+    // an idle allowance nobody reaches: only the memory guard's samples of parked processes can end it
+    sandbox = await createSandbox({
+      config: testConfig({ reuseTools: ['hoarder'], poolIdleMs: 600_000 }),
+      logger,
+      idleCpu: { graceMs: 200, allowanceMs: 1e9, allowanceFraction: 0 },
+    });
+    // 1 s after parking, 10 x 8 MB of touched pages 20 ms apart: ~80 MB over an idle RSS of ~40 MB,
+    // against a limit of 16 + 64 MB
+    const leftover =
+      'setTimeout(() => { const keep = []; globalThis.keep = keep; let i = 0; const t = setInterval(() => { keep.push(new Uint8Array(8 << 20).fill(1)); if (++i === 10) clearInterval(t); }, 20); }, 1000);';
+    const t = { ...reusable('hoarder', leftover), memoryMb: 16 };
+    const first = served(await sandbox.run(job(t, { leave: true })));
+    await waitFor(
+      () => !existsSync(`/proc/${first.pid}`),
+      30_000,
+      `the hoarding parked process ${first.pid} to be killed`,
+    );
+    expect(lines.filter((line) => line.includes('retired a parked reuse process that kept running'))).toEqual([]);
+    const second = served(await sandbox.run(job(t, {})));
+    expect(second.n).toBe(1);
+    expect(second.pid).not.toBe(first.pid);
+  });
+});
+
 describe('idle CPU rule', () => {
   it('allows the grace allowance and a trickle; anything more is busy', () => {
     expect(busyWhileParked(IDLE_CPU_RULE, 30, 250)).toBe(false);
@@ -96,8 +123,8 @@ describe('idle CPU rule', () => {
   it('a kept-open CPU reader follows its process, and reads nothing once it exited or was closed', async () => {
     const child = spawn(process.execPath, [
       '-e',
-      // spins until it has used 400 ms of CPU (not of wall time: on a loaded machine it gets less)
-      'const used = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; }; while (used() < 400); setTimeout(() => {}, 60000)',
+      // busy until it used 400 ms of CPU (not of wall clock: on a loaded machine it gets less), then idle
+      'const cpu = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; }; while (cpu() < 400); setTimeout(() => {}, 60000)',
     ]);
     const exited = new Promise((resolve) => child.once('exit', resolve));
     try {
