@@ -28,6 +28,9 @@ import { ErrorCode, RunnerError } from '../errors.js';
 export type RequestOutcome = 'answered' | 'withdrawn' | 'busy' | 'released' | 'failed' | Parked;
 
 /** A job a policy parked (policy.ts): run the request again when a wake token is seen, or at `until`. */
+/** A windowed catch-up scan's look-back before the previous scan started (see createIntake). */
+export const DEFAULT_WINDOW_MARGIN_MS = 60_000;
+
 export interface Parked {
   kind: 'parked';
   until: number;
@@ -157,7 +160,12 @@ function createParking(wakeUp: (request: PendingRequest) => void) {
 export function createIntake(options: IntakeOptions): Intake {
   const { client, claims, queue, workspace, keys, logger } = options;
   const maxPending = options.maxPending ?? 100_000;
-  const marginMs = options.windowMarginMs ?? 5 * 60_000;
+  // How far a windowed scan looks back before the previous scan started: the store stamps updated_at
+  // with its clock, the watermark is ours; the margin covers their skew and a write committed late. It
+  // is also what a windowed scan lists (and holds in memory) every scanIntervalMs: 5 minutes at a few
+  // hundred calls/s was ~300,000 listed items per scan (the soak's RSS grew with it); full scans (at
+  // start, after an overflow or a failed scan) list everything whatever the clocks say.
+  const marginMs = options.windowMarginMs ?? DEFAULT_WINDOW_MARGIN_MS;
   const pageSize = options.pageSize ?? 200;
 
   /** Answer tags (`answer:<mac>`) of requests known to be answered. */

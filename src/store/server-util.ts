@@ -109,17 +109,23 @@ export function startPruning(prune: () => number | Promise<number>, intervalMs: 
   return () => clearInterval(timer);
 }
 
-/** Runs the retention sweep now and every `intervalMs` (never two at once); returns the stop function. */
+/**
+ * Runs the retention sweep now and every `intervalMs` (never two at once); returns the stop function.
+ * A sweep works in paced batches and may still be running when the store closes its database: its
+ * failure after the stop is the close, not a fault (logged at debug, not as an error).
+ */
 export function startRetention(retention: Retention, intervalMs: number, logger: Logger): () => void {
   let running = false;
+  let stopped = false;
   const run = async (): Promise<void> => {
-    if (running) return;
+    if (running || stopped) return;
     running = true;
     try {
       const swept = await retention.sweep();
       if (swept.removed > 0 || swept.leases > 0 || swept.keys > 0) logger.info('retention swept', { ...swept });
     } catch (error) {
-      logger.error('retention sweep failed', { error: coerceError(error) });
+      if (stopped) logger.debug('retention sweep ended by the store closing', { error: coerceError(error) });
+      else logger.error('retention sweep failed', { error: coerceError(error) });
     } finally {
       running = false;
     }
@@ -127,7 +133,10 @@ export function startRetention(retention: Retention, intervalMs: number, logger:
   void run();
   const timer = setInterval(() => void run(), intervalMs);
   timer.unref();
-  return () => clearInterval(timer);
+  return () => {
+    stopped = true;
+    clearInterval(timer);
+  };
 }
 
 /** `GET /metrics` of the store: Prometheus text with the database size, writes and retention. */
