@@ -60,16 +60,22 @@ describe('limits.cpu_percent', () => {
   }, 120_000);
 });
 
+/** Records the signals sent through process.kill instead of sending them (the duty cycle's pids are made up). */
+function recordKills(): { signals: string[]; restore(): void } {
+  const signals: string[] = [];
+  const realKill = process.kill;
+  process.kill = ((pid: number, signal: string) => {
+    signals.push(`${pid}:${signal}`);
+    return true;
+  }) as typeof process.kill;
+  return { signals, restore: () => (process.kill = realKill) };
+}
+
 describe('duty cycle arithmetic', () => {
   it('stops the group when CPU runs ahead of the share and continues it when wall time catches up', async () => {
     let wall = 0;
     let cpu = 0;
-    const signals: string[] = [];
-    const realKill = process.kill;
-    process.kill = ((pid: number, signal: string) => {
-      signals.push(`${pid}:${signal}`);
-      return true;
-    }) as typeof process.kill;
+    const { signals, restore } = recordKills();
     try {
       const limit = await startCpuLimit({ pid: 4242, percent: 20, now: () => wall, readCpu: () => cpu });
       expect(limit.mode).toBe('duty-cycle');
@@ -88,7 +94,7 @@ describe('duty cycle arithmetic', () => {
       expect(signals.at(-1)).toBe('-4242:SIGCONT');
       expect(limit.stats().cpuMs).toBe(cpu);
     } finally {
-      process.kill = realKill;
+      restore();
     }
   });
 });
@@ -98,12 +104,7 @@ describe('duty cycle looks', () => {
     let wall = 0;
     let cpu = 0;
     let reads = 0;
-    const signals: string[] = [];
-    const realKill = process.kill;
-    process.kill = ((pid: number, signal: string) => {
-      signals.push(`${pid}:${signal}`);
-      return true;
-    }) as typeof process.kill;
+    const { signals, restore } = recordKills();
     const ticks = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 100)); // >= 2 looks' worth
     try {
       const limit = await startCpuLimit({
@@ -133,7 +134,7 @@ describe('duty cycle looks', () => {
       await limit.end();
       expect(signals.at(-1)).toBe('-4343:SIGCONT');
     } finally {
-      process.kill = realKill;
+      restore();
     }
   });
 });

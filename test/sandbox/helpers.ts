@@ -18,6 +18,16 @@ import type { SandboxJob, SandboxTool } from '../../src/sandbox/index.js';
 const FIXTURES = fileURLToPath(new URL('../fixtures/sandbox/', import.meta.url));
 
 /** Source of a fixture tool (test/fixtures/sandbox/<name>.ts). */
+/** Whether a process with this pid exists (signal 0). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export function fixture(name: string): string {
   return readFileSync(join(FIXTURES, `${name}.ts`), 'utf8');
 }

@@ -11,7 +11,7 @@ import { DENO_DIR_NOWHERE, type DenoCommand } from '../../src/sandbox/command.js
 import { resolveDeno } from '../../src/sandbox/deno-binary.js';
 import { createDirectLauncher, createSpawnerLauncher, type Launcher } from '../../src/sandbox/launcher.js';
 import { createDenoRelayLauncher } from '../../src/sandbox/relay-launcher.js';
-import { waitFor } from './helpers.js';
+import { waitFor, alive } from './helpers.js';
 
 const deno = (await resolveDeno()).path;
 
@@ -32,15 +32,6 @@ export const CAT = 'await Deno.stdin.readable.pipeTo(Deno.stdout.writable)';
 /** Writes out-<arg> and err-<arg>, exits 7 at once. */
 const QUICK =
   'const e = new TextEncoder(); Deno.stdout.writeSync(e.encode("out-" + Deno.args[0])); Deno.stderr.writeSync(e.encode("err-" + Deno.args[0])); Deno.exit(7)';
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** /proc/<pid>/stat after the command name: [state, ppid, pgrp, session, ...]. */
 export function stat(pid: number): string[] {

@@ -14,7 +14,7 @@ import { resolveDeno } from '../../src/sandbox/deno-binary.js';
 import { createSandbox } from '../../src/sandbox/index.js';
 import type { Launcher } from '../../src/sandbox/launcher.js';
 import { createDenoRelayLauncher } from '../../src/sandbox/relay-launcher.js';
-import { codeOf, expectNoLeaks, isolateTmp, job, testConfig, tool, waitFor } from './helpers.js';
+import { codeOf, expectNoLeaks, isolateTmp, job, testConfig, tool, waitFor, alive } from './helpers.js';
 
 const deno = (await resolveDeno()).path;
 const env = { PATH: '/usr/bin:/bin', DENO_DIR: DENO_DIR_NOWHERE, NO_COLOR: '1', DENO_NO_UPDATE_CHECK: '1' };
@@ -37,14 +37,6 @@ afterEach(async () => {
 });
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 const parentOf = (pid: number): number =>
   Number(
     readFileSync(`/proc/${pid}/stat`, 'utf8')
