@@ -11,13 +11,16 @@ const READ_ONE_BY_ONE = 64;
 
 /** A listing's pages grow to at most this many times the first page's size. */
 export const MAX_PAGE_GROWTH = 64;
+/** The same bound for a listing with contexts: each item may be large, and a page is one response. */
+export const MAX_PAGE_GROWTH_WITH_CONTEXTS = 4;
 
 /**
  * Lists newest-first pages until an item is older than `since`. The store API pages by offset, and a
  * store skips `offset` rows to serve a page: with pages of one size, a window of n requests costs
  * n²/(2·pageSize) row skips (at 700 calls/s and a 5-minute window, ~10⁸ per scan: the scan took the
  * whole thread and calls nearly stopped). So each page is twice the size of the one before, up to
- * MAX_PAGE_GROWTH times the first: a window of n costs ~2n rows read.
+ * MAX_PAGE_GROWTH times the first (MAX_PAGE_GROWTH_WITH_CONTEXTS when the items carry their contexts):
+ * a window of n costs ~2n rows read.
  */
 export async function listSince(
   client: StoreClient,
@@ -28,7 +31,8 @@ export async function listSince(
   since: number | undefined,
 ) {
   const out = [];
-  for (let offset = 0, limit = pageSize; ; offset += limit, limit = Math.min(limit * 2, pageSize * MAX_PAGE_GROWTH)) {
+  const maxPage = pageSize * (includeContext ? MAX_PAGE_GROWTH_WITH_CONTEXTS : MAX_PAGE_GROWTH);
+  for (let offset = 0, limit = pageSize; ; offset += limit, limit = Math.min(limit * 2, maxPage)) {
     const page = await client.listBreadcrumbs({
       schema_name: schema,
       tag: workspace,

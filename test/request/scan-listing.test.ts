@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { createStoreClient, SCHEMA, type StoreClient } from '../../src/breadcrumbs/index.js';
 import { silentLogger } from '../../src/logger.js';
-import { listSince, MAX_PAGE_GROWTH } from '../../src/request/scan-listing.js';
+import { listSince, MAX_PAGE_GROWTH, MAX_PAGE_GROWTH_WITH_CONTEXTS } from '../../src/request/scan-listing.js';
 import { startStore } from '../store/helpers.js';
 
 const WS = 'workspace:tools';
@@ -49,6 +49,13 @@ describe('catch-up scan listing', () => {
     // 10, 20, 40, 80, 160, 320, then the cap (64 × 10): 7 pages where pages of 10 took 101
     expect(queries.map((q) => q.limit)).toEqual([10, 20, 40, 80, 160, 320, 10 * MAX_PAGE_GROWTH]);
     expect(queries.map((q) => q.offset)).toEqual([0, 10, 30, 70, 150, 310, 630]);
+
+    // with their contexts (each item may be large, a page is one response) pages grow less far
+    queries.length = 0;
+    const withContexts = await listSince(client, WS, 100, SCHEMA.ToolRequest, true, undefined);
+    expect(withContexts).toHaveLength(1_000);
+    expect(withContexts.every((item) => item.context !== undefined)).toBe(true);
+    expect(queries.map((q) => q.limit)).toEqual([100, 200, 100 * MAX_PAGE_GROWTH_WITH_CONTEXTS, 400]);
 
     // a window that ends inside the listing: only what is newer than `since`, and no page past it
     const newest = await base.listBreadcrumbs({ schema_name: SCHEMA.ToolRequest, tag: WS, limit: 1, offset: 0 });
