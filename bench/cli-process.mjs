@@ -9,9 +9,12 @@ const cli = join(root, 'dist', 'cli', 'main.js');
 /** Every process a bench starts shares one runner secret (required by a runner with --store-url). */
 const BENCH_RUNNER_SECRET = 'bench-runner-secret-0123456789';
 
-/** Spawns the CLI; `procs` (optional) tracks it until it exits; `nodeArgs` go before the script (e.g. --cpu-prof); `extraEnv` adds variables. */
-export function startCli(args, procs, nodeArgs = [], extraEnv = {}) {
-  const proc = spawn(process.execPath, [...nodeArgs, cli, ...args], {
+/**
+ * Spawns the CLI (or `script`, another Node program); `procs` (optional) tracks it until it exits; `nodeArgs`
+ * go before the script (e.g. --cpu-prof); `extraEnv` adds variables.
+ */
+export function startCli(args, procs, nodeArgs = [], extraEnv = {}, script = cli) {
+  const proc = spawn(process.execPath, [...nodeArgs, script, ...args], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'inherit'],
     env: {

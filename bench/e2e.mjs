@@ -17,6 +17,10 @@
 //     spaced_stage_p50_ms   the same for the spaced calls; spaced_outside_stages_p50_ms: a spaced call's
 //                           latency minus its stages (the bench's write, the request's commit and its
 //                           event to the runner, the answer's write and its event back to the bench)
+//     spaced_floor_p50_ms   (warm) the same spaced calls against bench/_skeleton.mjs in its own process: the runner's
+//                           process topology (this client over HTTP and SSE, a warm Deno process over pipes) and
+//                           none of its logic; spaced_floor_with_commits_p50_ms adds two SQLite commits (the
+//                           request's, the answer's). What is left of spaced_p50 above them is the runner's work
 //     deno_cpu_ms_per_call, bench_client_cpu_ms_per_call: the CPU of the runner's Deno processes and of
 //                           this client over the c16 run, per call (with the runner's: the machine's cost)
 //   pending_10k: 10,000 requests written while the runner is stopped (separate store), then a warm
@@ -618,6 +622,37 @@ async function soak() {
   }
 }
 
+/**
+ * Spaced calls (as measureMode's) against bench/_skeleton.mjs: the floor of the spaced p50 on this
+ * machine now, for this process topology, with and without the two commits.
+ */
+async function spacedFloor(commits) {
+  const deno = (await resolveDeno()).path;
+  const skeleton = startCli(
+    [deno, ...(commits ? ['--commits'] : [])],
+    procs,
+    [],
+    {},
+    join(root, 'bench', '_skeleton.mjs'),
+  );
+  const url = (await skeleton.line(/^skeleton listening on /)).replace('skeleton listening on ', '');
+  const c = await connect(url);
+  try {
+    for (let i = 0; i < Math.max(WARMUP, 30); i++) await c.call();
+    const ms = [];
+    for (let i = 0; i < SPACED_N; i++) {
+      await sleep(SPACING_MS);
+      const r = await c.call();
+      if (r.context === undefined) throw new Error(`skeleton: no answer to ${r.rid}`);
+      ms.push(r.ms);
+    }
+    return { p50: pct(ms, 50), p99: pct(ms, 99) };
+  } finally {
+    c.close();
+    await stopProc(skeleton);
+  }
+}
+
 async function main() {
   log(`bare boot: ${BOOT_N} deno processes`);
   const [bare, bareSameFlags] = await bareBoots();
@@ -627,6 +662,16 @@ async function main() {
       let key = mode;
       for (let n = 2; modes[key]; n++) key = `${mode}#${n}`;
       modes[key] = await measureMode(mode);
+      if (mode.startsWith('warm') && SPACED_N > 0) {
+        log(`${mode}: the spaced floor (bench/_skeleton.mjs), without and with two commits`);
+        const [bareFloor, withCommits] = [await spacedFloor(false), await spacedFloor(true)];
+        Object.assign(modes[key], {
+          spaced_floor_p50_ms: bareFloor.p50,
+          spaced_floor_p99_ms: bareFloor.p99,
+          spaced_floor_with_commits_p50_ms: withCommits.p50,
+          spaced_above_floor_p50_ms: round(modes[key].spaced_p50_ms - withCommits.p50, 3),
+        });
+      }
       if (mode.startsWith('process')) {
         modes[key].share_of_bare_boot = round(modes[key].calls_per_sec_c16 / bare.per_sec, 3);
         modes[key].share_of_bare_boot_same_flags = round(modes[key].calls_per_sec_c16 / bareSameFlags.per_sec, 3);

@@ -30,6 +30,16 @@ export type RequestOutcome = 'answered' | 'withdrawn' | 'busy' | 'released' | 'f
 /** A job a policy parked (policy.ts): run the request again when a wake token is seen, or at `until`. */
 /** A windowed catch-up scan's look-back before the previous scan started (see createIntake). */
 export const DEFAULT_WINDOW_MARGIN_MS = 60_000;
+/**
+ * The same with the embedded store in this process: one clock stamps and scans (its stamps never go
+ * back, breadcrumb-writes.ts `tick`), and a write is stamped inside its own commit; the margin only
+ * covers a step of the system clock.
+ */
+export const LOCAL_WINDOW_MARGIN_MS = 5_000;
+
+/** How far a windowed scan of `client`'s store looks back before the previous scan started. */
+export const windowMarginFor = (client: Pick<StoreClient, 'local'>): number =>
+  client.local ? LOCAL_WINDOW_MARGIN_MS : DEFAULT_WINDOW_MARGIN_MS;
 
 export interface Parked {
   kind: 'parked';
@@ -164,8 +174,9 @@ export function createIntake(options: IntakeOptions): Intake {
   // with its clock, the watermark is ours; the margin covers their skew and a write committed late. It
   // is also what a windowed scan lists (and holds in memory) every scanIntervalMs: 5 minutes at a few
   // hundred calls/s was ~300,000 listed items per scan (the soak's RSS grew with it); full scans (at
-  // start, after an overflow or a failed scan) list everything whatever the clocks say.
-  const marginMs = options.windowMarginMs ?? DEFAULT_WINDOW_MARGIN_MS;
+  // start, after an overflow or a failed scan) list everything whatever the clocks say. The embedded
+  // store in this process shares our clock: its margin is 5 s, not 60 (windowMarginFor).
+  const marginMs = options.windowMarginMs ?? windowMarginFor(client);
   const pageSize = options.pageSize ?? 200;
 
   /** Answer tags (`answer:<mac>`) of requests known to be answered. */

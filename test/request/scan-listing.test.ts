@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { createStoreClient, SCHEMA, type StoreClient } from '../../src/breadcrumbs/index.js';
 import { silentLogger } from '../../src/logger.js';
+import { DEFAULT_WINDOW_MARGIN_MS, LOCAL_WINDOW_MARGIN_MS, windowMarginFor } from '../../src/request/intake.js';
 import { listSince, MAX_PAGE_GROWTH, MAX_PAGE_GROWTH_WITH_CONTEXTS } from '../../src/request/scan-listing.js';
 import { startStore } from '../store/helpers.js';
 
@@ -63,5 +64,16 @@ describe('catch-up scan listing', () => {
     queries.length = 0;
     expect(await listSince(client, WS, 10, SCHEMA.ToolRequest, false, since)).toEqual([]);
     expect(queries).toHaveLength(1);
+  });
+
+  it('a windowed scan looks back 5 s past the previous one on the in-process store (one clock), 60 s over HTTP', async () => {
+    const store = await startStore();
+    const http = createStoreClient({ baseUrl: store.url, logger: silentLogger() });
+    const inProcess = createStoreClient({ baseUrl: store.url, logger: silentLogger(), local: store.local });
+    expect(windowMarginFor(inProcess)).toBe(LOCAL_WINDOW_MARGIN_MS);
+    expect(windowMarginFor(http)).toBe(DEFAULT_WINDOW_MARGIN_MS);
+    expect(LOCAL_WINDOW_MARGIN_MS).toBeLessThan(DEFAULT_WINDOW_MARGIN_MS);
+    http.close();
+    inProcess.close();
   });
 });
