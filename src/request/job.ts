@@ -255,26 +255,33 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
     }
     const durationMs = performance.now() - startedAt;
     const { call, attempts } = called;
+    // One clone, then stores (what a chain of spreads gave, key order included: a later key overrides
+    // in place); each spread after the first took V8's slow define path per key on every call.
+    const metadata: Record<string, unknown> = { ...called.metadata };
+    if (call) {
+      for (const key of Object.keys(call.metadata)) metadata[key] = call.metadata[key];
+      if (call.warnings.length > 0) metadata['warnings'] = call.warnings;
+    }
+    if (attempts > 1) metadata['attempts'] = attempts;
+    metadata['attempt'] = claim.attempt;
+    // A subscription's run names its trigger; a nested call its parent (src/tool-context/origin.ts).
+    if (origin?.trigger_id !== undefined) {
+      metadata['trigger_id'] = origin.trigger_id;
+      metadata['subscription'] = origin.subscription;
+    }
+    if (origin?.parent_rid !== undefined) {
+      metadata['parent_rid'] = origin.parent_rid;
+      metadata['depth'] = origin.depth;
+    }
+    metadata['total_ms'] = Math.round(durationMs * 1000) / 1000;
+    metadata['timings'] = watch.forAnswer();
     const answer: ToolAnswer = {
       requestBreadcrumbId: identity.breadcrumbId,
       rid: identity.rid,
       tool: identity.tool,
       result: called.result,
       extraTags: agentTagsOf(record.tags),
-      metadata: {
-        ...called.metadata,
-        ...call?.metadata,
-        ...(call && call.warnings.length > 0 ? { warnings: call.warnings } : {}),
-        ...(attempts > 1 ? { attempts } : {}),
-        attempt: claim.attempt,
-        // A subscription's run names its trigger; a nested call its parent (src/tool-context/origin.ts).
-        ...(origin?.trigger_id !== undefined
-          ? { trigger_id: origin.trigger_id, subscription: origin.subscription }
-          : {}),
-        ...(origin?.parent_rid !== undefined ? { parent_rid: origin.parent_rid, depth: origin.depth } : {}),
-        total_ms: Math.round(durationMs * 1000) / 1000,
-        timings: watch.forAnswer(),
-      },
+      metadata,
     };
     return { answer, tool: { ...called, durationMs }, ...(called.parked ? { parked: called.parked } : {}) };
   };
