@@ -198,15 +198,12 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
       if (ran.tool) {
         const { result, call, attempts, durationMs } = ran.tool;
         if (call) await settle(policies, call, { result, ran: attempts > 0, attempts, durationMs }, log);
-        const report: ExecutionReport = {
-          ...who,
-          kind: ran.tool.kind,
-          status: result.ok ? 'success' : 'error',
-          ...(result.ok ? {} : { code: result.error.code }),
-          durationMs,
-          ...(ran.tool.display !== undefined ? { display: ran.tool.display } : {}),
-          timings: watch.all(),
-        };
+        // stores in the order of the fields (the live feed shows them so), not a chain of spreads
+        const report = { ...who, kind: ran.tool.kind, status: result.ok ? 'success' : 'error' } as ExecutionReport;
+        if (!result.ok) report.code = result.error.code;
+        report.durationMs = durationMs;
+        if (ran.tool.display !== undefined) report.display = ran.tool.display;
+        report.timings = watch.all();
         options.onFinished?.(report);
         log.info('request answered', { status: report.status, code: report.code, durationMs: Math.round(durationMs) });
       } else if (ran.answer.kind === 'create') {
