@@ -1,6 +1,7 @@
 // Starts `node dist/cli/main.js <args>` for the benches and lets them wait for a stdout line
 // (e.g. /^store listening on /). Logs only errors; stderr passes through.
 import { spawn } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -9,8 +10,11 @@ const cli = join(root, 'dist', 'cli', 'main.js');
 /** Every process a bench starts shares one runner secret (required by a runner with --store-url). */
 const BENCH_RUNNER_SECRET = 'bench-runner-secret-0123456789';
 
-/** Spawns the CLI; `procs` (optional) tracks it until it exits; `nodeArgs` go before the script (e.g. --cpu-prof); `extraEnv` adds variables. */
-export function startCli(args, procs, nodeArgs = [], extraEnv = {}) {
+/**
+ * Spawns the CLI; `procs` (optional) tracks it until it exits; `nodeArgs` go before the script (e.g. --cpu-prof); `extraEnv` adds variables.
+ * `stdoutCopy` (optional): a file that gets a copy of its stdout (e.g. V8's --trace-opt lines) and the lines `note()` adds.
+ */
+export function startCli(args, procs, nodeArgs = [], extraEnv = {}, stdoutCopy = undefined) {
   const proc = spawn(process.execPath, [...nodeArgs, cli, ...args], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -26,6 +30,8 @@ export function startCli(args, procs, nodeArgs = [], extraEnv = {}) {
     procs.add(proc);
     proc.on('exit', () => procs.delete(proc));
   }
+  const copy = stdoutCopy ? createWriteStream(stdoutCopy) : undefined;
+  if (copy) proc.stdout.pipe(copy);
   const lines = [];
   const waiters = [];
   let buf = '';
@@ -46,5 +52,6 @@ export function startCli(args, procs, nodeArgs = [], extraEnv = {}) {
   return {
     proc,
     line: (re) => lines.find((l) => re.test(l)) ?? new Promise((resolve) => waiters.push({ re, resolve })),
+    note: (text) => copy?.write(`${text}\n`),
   };
 }
