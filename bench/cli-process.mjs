@@ -1,6 +1,7 @@
 // Starts `node dist/cli/main.js <args>` for the benches and lets them wait for a stdout line
 // (e.g. /^store listening on /). Logs only errors; stderr passes through.
 import { spawn } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -12,8 +13,9 @@ const BENCH_RUNNER_SECRET = 'bench-runner-secret-0123456789';
 /**
  * Spawns the CLI (or `script`, another Node program); `procs` (optional) tracks it until it exits; `nodeArgs`
  * go before the script (e.g. --cpu-prof); `extraEnv` adds variables.
+ * `stdoutCopy` (optional): a file that gets a copy of its stdout (e.g. V8's --trace-opt lines) and the lines `note()` adds.
  */
-export function startCli(args, procs, nodeArgs = [], extraEnv = {}, script = cli) {
+export function startCli(args, procs, nodeArgs = [], extraEnv = {}, stdoutCopy = undefined, script = cli) {
   const proc = spawn(process.execPath, [...nodeArgs, script, ...args], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -29,6 +31,8 @@ export function startCli(args, procs, nodeArgs = [], extraEnv = {}, script = cli
     procs.add(proc);
     proc.on('exit', () => procs.delete(proc));
   }
+  const copy = stdoutCopy ? createWriteStream(stdoutCopy) : undefined;
+  if (copy) proc.stdout.pipe(copy);
   const lines = [];
   const waiters = [];
   let buf = '';
@@ -49,5 +53,6 @@ export function startCli(args, procs, nodeArgs = [], extraEnv = {}, script = cli
   return {
     proc,
     line: (re) => lines.find((l) => re.test(l)) ?? new Promise((resolve) => waiters.push({ re, resolve })),
+    note: (text) => copy?.write(`${text}\n`),
   };
 }

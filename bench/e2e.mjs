@@ -86,14 +86,32 @@ const STAGES = ['queued', 'claim', 'route', 'validate', 'policy', 'secrets', 'sa
 const root = fileURLToPath(new URL('..', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'bench-e2e-'));
 const procs = new Set();
-const log = (msg) => process.stderr.write(`[e2e] ${msg}\n`);
+// --runner-stdout=PREFIX: each runner's stdout is copied to PREFIX.<n>, with the bench's phase lines
+// ("### <ms since the runner started> <phase>"); with --runner-node=--trace-opt --runner-node=--trace-deopt,
+// bench/_jit-trace-summary.mjs counts V8's optimisations and deopts per phase and function
+const RUNNER_STDOUT = process.argv.find((a) => a.startsWith('--runner-stdout='))?.slice('--runner-stdout='.length);
+const traced = new Set();
+const log = (msg) => {
+  process.stderr.write(`[e2e] ${msg}\n`);
+  for (const t of traced) t.note(`### ${Math.round(performance.now() - t.at)} ${msg}`);
+};
 // Extra environment of the runner process, e.g. --runner-env=MALLOC_ARENA_MAX=2
 const RUNNER_ENV = Object.fromEntries(
   process.argv
     .filter((a) => a.startsWith('--runner-env='))
     .map((a) => a.slice('--runner-env='.length).split(/=(.*)/s).slice(0, 2)),
 );
-const start = (args, nodeArgs) => startCli(args, procs, nodeArgs, nodeArgs ? RUNNER_ENV : {});
+let copies = 0;
+const start = (args, nodeArgs) => {
+  const copy = nodeArgs && RUNNER_STDOUT ? `${RUNNER_STDOUT}.${++copies}` : undefined;
+  const cli = startCli(args, procs, nodeArgs, nodeArgs ? RUNNER_ENV : {}, copy);
+  if (copy) {
+    const t = { at: performance.now(), note: cli.note };
+    traced.add(t);
+    cli.proc.on('exit', () => traced.delete(t));
+  }
+  return cli;
+};
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const round = (x, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
 
@@ -319,6 +337,7 @@ async function measureMode(mode) {
       }),
     );
     const seconds = (performance.now() - t0) / 1000;
+    log(`${mode}: c${CONCURRENCY} run done`);
     const cpuAfter = runnerCpuMs(pid);
     const denoAfter = denoCpuMs(pid);
     const benchUsage = process.cpuUsage(benchBefore);
@@ -633,6 +652,7 @@ async function spacedFloor(commits) {
     procs,
     [],
     {},
+    undefined,
     join(root, 'bench', '_skeleton.mjs'),
   );
   const url = (await skeleton.line(/^skeleton listening on /)).replace('skeleton listening on ', '');

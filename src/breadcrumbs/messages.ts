@@ -136,12 +136,21 @@ export function requestIdentity(item: {
   const rawTool = context['tool'];
   const tool = typeof rawTool === 'string' && rawTool !== '' ? rawTool : '(none)';
   const agentId = agentLabelOf(item.tags, context);
-  const base = { breadcrumbId: item.id, tool, ...(agentId !== undefined ? { agentId, agentLabel: agentId } : {}) };
   const requestId = context['requestId'];
-  if (requestId === undefined) return { ...base, rid: item.id };
-  const problem = requestIdProblem(requestId);
+  const problem = requestId === undefined ? undefined : requestIdProblem(requestId);
   // An unusable requestId is answered under the breadcrumb id, where the requester can still find it.
-  return problem ? { ...base, rid: item.id, problem } : { ...base, rid: requestId as string };
+  // One literal, then stores (not spreads): built once per request, on V8's fast path.
+  const identity: RequestIdentity = {
+    breadcrumbId: item.id,
+    tool,
+    rid: requestId === undefined || problem ? item.id : (requestId as string),
+  };
+  if (agentId !== undefined) {
+    identity.agentId = agentId;
+    identity.agentLabel = agentId;
+  }
+  if (problem) identity.problem = problem;
+  return identity;
 }
 
 export const ToolErrorBody = z.looseObject({

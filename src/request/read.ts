@@ -41,17 +41,15 @@ export async function readRequestRecord(
     throw error;
   }
   const caller = callerOf(record, authenticated);
-  const { agentId: _label, ...named } = requestIdentity({
-    id: request.breadcrumbId,
-    tags: record.tags,
-    context: record.context,
-  });
-  const identity: RequestIdentity = {
-    ...named,
-    ...(caller.agentId !== undefined ? { agentId: caller.agentId } : {}),
-    verified: caller.verified,
-    ...(caller.problem !== undefined ? { callerProblem: caller.problem } : {}),
-  };
+  // The record's identity with the caller in place of its label (agentId): built with stores, not a
+  // rest copy and spreads (V8's slow define path on every request).
+  const named = requestIdentity({ id: request.breadcrumbId, tags: record.tags, context: record.context });
+  const identity: RequestIdentity = { breadcrumbId: named.breadcrumbId, tool: named.tool, rid: named.rid };
+  if (named.agentLabel !== undefined) identity.agentLabel = named.agentLabel;
+  if (named.problem !== undefined) identity.problem = named.problem;
+  if (caller.agentId !== undefined) identity.agentId = caller.agentId;
+  identity.verified = caller.verified;
+  if (caller.problem !== undefined) identity.callerProblem = caller.problem;
   return { record, identity };
 }
 

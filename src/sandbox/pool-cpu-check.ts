@@ -37,7 +37,9 @@ export function createParkedCpuChecks(
   onBusy: (proc: SandboxProcess) => void,
 ): ParkedCpuChecks {
   // per parked process: when parked, CPU ms at the first check after that, and when the grace ended;
-  // its /proc/<pid>/stat stays open while it is parked (one pread per check)
+  // its /proc/<pid>/stat is opened at that first check (like the memory guard's readers: a process
+  // handed out again before any check, as in back-to-back reuse, costs no open and close per call)
+  // and stays open while it is parked (one pread per check)
   const parked = new Map<
     SandboxProcess,
     {
@@ -54,7 +56,8 @@ export function createParkedCpuChecks(
   const busy = (proc: SandboxProcess, now: number, atAcquire: boolean): boolean => {
     const entry = parked.get(proc);
     if (!entry || proc.pid === undefined || (atAcquire && entry.atFirst === undefined)) return false;
-    const cpu = entry.cpu?.read();
+    entry.cpu ??= openCpuReader(proc.pid);
+    const cpu = entry.cpu.read();
     if (cpu === undefined) return false;
     const parkedMs = now - entry.since;
     let from: number;
@@ -88,8 +91,7 @@ export function createParkedCpuChecks(
   return {
     add(proc) {
       parked.get(proc)?.cpu?.close();
-      const cpu = proc.pid === undefined ? undefined : openCpuReader(proc.pid);
-      parked.set(proc, { since: performance.now(), atFirst: undefined, atGrace: undefined, cpu });
+      parked.set(proc, { since: performance.now(), atFirst: undefined, atGrace: undefined, cpu: undefined });
       stopTicks ??= guardClock.every(CPU_CHECK_TICKS, check);
     },
     delete(proc) {

@@ -156,11 +156,35 @@ const SIMPLE_FIELDS = [
 
 /** Validates a `POST /breadcrumbs` body. */
 export function validateCreate(body: Record<string, unknown>): CreateFields {
-  const out = {} as Record<string, unknown>;
-  for (const field of SIMPLE_FIELDS) out[field] = fieldOf(body, field);
-  out.visibility ??= 'Team';
+  // One object literal, its keys always in this order (the fields checked in SIMPLE_FIELDS' order, then
+  // the embedding, then the ttl): every create gets one hidden class at once, where a loop of keyed
+  // stores and spreads took V8's slow property-definition path on each request and answer.
+  const title = fieldOf(body, 'title') as string;
+  const context = fieldOf(body, 'context') as Record<string, unknown>;
+  const tags = fieldOf(body, 'tags') as string[];
+  const schemaName = fieldOf(body, 'schema_name') as string | null;
+  const description = fieldOf(body, 'description') as string | null;
+  const semanticVersion = fieldOf(body, 'semantic_version') as string | null;
+  const llmHints = fieldOf(body, 'llm_hints');
+  const visibility = (fieldOf(body, 'visibility') as string | undefined) ?? 'Team';
+  const sensitivity = fieldOf(body, 'sensitivity') as string;
   const embedding = embeddingOf(body);
-  return { ...(out as Omit<CreateFields, 'ttl' | 'expiresMs'>), ...ttlOf(body), ...(embedding ? { embedding } : {}) };
+  const { ttl, expiresMs } = ttlOf(body);
+  const fields: CreateFields = {
+    title,
+    context,
+    tags,
+    schema_name: schemaName,
+    description,
+    semantic_version: semanticVersion,
+    llm_hints: llmHints,
+    visibility,
+    sensitivity,
+    ttl,
+    expiresMs,
+  };
+  if (embedding) fields.embedding = embedding;
+  return fields;
 }
 
 /** Validates a `PATCH /breadcrumbs/:id` body: any subset of the create fields. */

@@ -69,6 +69,7 @@ const SKIPPED = {
   'bench-harness-boot': 'benchmarks of a few minutes, not a test',
   'bench-boot-flags': 'benchmarks of a few minutes, not a test',
   'bench-warm-cpu': 'a benchmark of several minutes, not a test',
+  'bench-jit-trace': 'a benchmark of a minute, not a test',
   'bench-retention-soak': 'a benchmark of several minutes, not a test',
   'bench-pg-replicas': 'a benchmark of several minutes, not a test',
   'bench-spawn-cost': 'a benchmark of several minutes, not a test',

@@ -91,3 +91,31 @@ describe('readRequest: version and idempotency_key', () => {
     });
   });
 });
+
+// requestIdentity builds its result with stores instead of spreads (one hidden class per request):
+// these pin which fields it sets in each case.
+describe('requestIdentity', () => {
+  it('takes the rid from a usable requestId and the label from the agent tag', () => {
+    const identity = requestIdentity({
+      id: 'b1',
+      tags: ['tool:request', 'agent:ann'],
+      context: { tool: 'echo', requestId: 'r-1' },
+    });
+    expect(identity).toStrictEqual({ breadcrumbId: 'b1', tool: 'echo', rid: 'r-1', agentId: 'ann', agentLabel: 'ann' });
+  });
+
+  it('answers under the breadcrumb id without a requestId, or with an unusable one (and says why)', () => {
+    expect(requestIdentity({ id: 'b2', tags: ['tool:request'], context: { tool: '' } })).toStrictEqual({
+      breadcrumbId: 'b2',
+      tool: '(none)',
+      rid: 'b2',
+    });
+    expect(requestIdentity({ id: 'b3', tags: [], context: { tool: 'echo', requestId: 7 } })).toStrictEqual({
+      breadcrumbId: 'b3',
+      tool: 'echo',
+      rid: 'b3',
+      problem: 'requestId must be a string, got number',
+    });
+    expect(requestIdentity({ id: 'b4', tags: [] })).toStrictEqual({ breadcrumbId: 'b4', tool: '(none)', rid: 'b4' });
+  });
+});
