@@ -13,6 +13,9 @@
 //                           Deno processes), before/after the c16 run, divided by its calls
 //     spawner_cpu_ms_per_call   the helper's share of it (the spawner, or the Deno relay launcher)
 //     runner_cpu_ms_per_spawn (process mode) its CPU per call minus warm mode's: one spawn's cost
+//     steady_calls_per_sec_c16, steady_runner_cpu_ms_per_call (warm) the same c16 run once more, right after:
+//                           the runner's per-call cost once V8 has compiled its path (the first run pays
+//                           ~250 first-time compilations, once per process; --steady=0 skips it)
 //     stage_p50_ms          per-stage p50 of metadata.timings over the c16 run
 //     spaced_stage_p50_ms   the same for the spaced calls; spaced_outside_stages_p50_ms: a spaced call's
 //                           latency minus its stages (the bench's write, the request's commit and its
@@ -62,6 +65,8 @@ const PENDING_N = arg('pending-n', 10_000);
 const GIVE_UP_MS = arg('give-up-ms', 60_000);
 const WARMUP = arg('warmup', 30);
 const WARMUP_C16 = arg('warmup-c16', WARMUP > 0 ? 5 * CONCURRENCY : 0);
+// --steady=0 skips warm mode's second c16 run (steady_*: the per-call path already compiled by V8)
+const STEADY = arg('steady', 1) !== 0;
 // A mode may name the runner's launcher: --modes=process@spawner,process@deno-relay,process@spawner,...
 // (A/B alternated in one run; each gets its own key: process@spawner, process@spawner#2, ...)
 const MODES = (process.argv.find((a) => a.startsWith('--modes='))?.slice('--modes='.length) ?? 'warm,process').split(
@@ -363,6 +368,28 @@ async function measureMode(mode) {
       .filter((r) => r.context?.metadata?.timings)
       .map((r) => r.ms - Object.values(r.context.metadata.timings).reduce((a, b) => a + b, 0));
     const slowest = [...results].sort((a, b) => b.ms - a.ms)[0];
+    // Warm mode: the same c16 run again, now that V8 has compiled the per-call path (~250 first-time
+    // TurboFan compilations fall in the first run: docs/benchmarks.md, "JIT and shapes")
+    let steady = {};
+    if (STEADY && mode.startsWith('warm')) {
+      log(`${mode}: ${CALLS} more calls at ${CONCURRENCY} concurrent (steady state)`);
+      const steadyCpuBefore = runnerCpuMs(pid);
+      const steadyResults = [];
+      let steadyNext = 0;
+      const s0 = performance.now();
+      await Promise.all(
+        Array.from({ length: CONCURRENCY }, async () => {
+          while (steadyNext++ < CALLS) steadyResults.push(await c.call());
+        }),
+      );
+      const steadySeconds = (performance.now() - s0) / 1000;
+      steady = {
+        steady_calls_per_sec_c16: round(CALLS / steadySeconds, 1),
+        steady_runner_cpu_ms_per_call: round((runnerCpuMs(pid) - steadyCpuBefore) / CALLS, 3),
+        steady_max_latency_ms_c16: round(Math.max(...steadyResults.map((r) => r.ms)), 1),
+        steady_gave_up: steadyResults.filter((r) => r.context === undefined).length,
+      };
+    }
     return {
       calls_per_sec_c16: round(CALLS / seconds, 1),
       c16_calls: CALLS,
@@ -391,6 +418,7 @@ async function measureMode(mode) {
       // of which the spawner helper's (the rest is the service process's own)
       spawner_cpu_ms_per_call: round((helperAfter - helperBefore) / CALLS, 3),
       stage_p50_ms: stageP50,
+      ...steady,
       rss_mb_after: Math.round(rssMb(pid)),
     };
   } finally {
