@@ -3,7 +3,9 @@
 // exit over this process's own stdin/stdout, as binary frames (src/sandbox/relay-protocol.ts):
 //   [type u8][id u32 big-endian][payload length u32 big-endian][payload]
 // in (service -> launcher):  1 spawn {file,args,env,cwd} (JSON) | 2 stdin bytes | 3 stdin end |
-//                            4 pause / 5 resume the stream of the payload's one byte (0 stdout, 1 stderr)
+//                            4 pause / 5 resume the stream of the payload's one byte (0 stdout, 1 stderr) |
+//                            6 stdin bytes not to acknowledge (the service sends at most 64 KiB of
+//                            those per child before a write of type 2, whose acknowledgement covers them)
 // out (launcher -> service): 1 spawned (pid u32) | 2 spawn failed (message) | 3 stdout bytes |
 //                            4 stderr bytes | 5 stdout end | 6 stderr end | 7 exit {code,signal} (JSON) |
 //                            8 one stdin frame written to the child
@@ -29,6 +31,7 @@ const IN_STDIN = 2;
 const IN_STDIN_END = 3;
 const IN_PAUSE = 4;
 const IN_RESUME = 5;
+const IN_STDIN_QUIET = 6;
 const OUT_SPAWNED = 1;
 const OUT_FAILED = 2;
 const OUT_DATA = [3, 4];
@@ -171,6 +174,9 @@ function onFrame(type, id, payload) {
     case IN_STDIN:
       if (!entry || entry.exited) return send(OUT_ACK, id);
       return void stdinDo(entry, () => entry.writer.write(payload)).then(() => send(OUT_ACK, id));
+    case IN_STDIN_QUIET:
+      if (entry && !entry.exited) stdinDo(entry, () => entry.writer.write(payload));
+      return;
     case IN_STDIN_END:
       if (entry) stdinDo(entry, () => entry.writer.close());
       return;
