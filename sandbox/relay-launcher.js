@@ -3,7 +3,9 @@
 // exit over this process's own stdin/stdout, as binary frames (src/sandbox/relay-protocol.ts):
 //   [type u8][id u32 big-endian][payload length u32 big-endian][payload]
 // in (service -> launcher):  1 spawn {file,args,env,cwd} (JSON) | 2 stdin bytes | 3 stdin end |
-//                            4 pause / 5 resume the stream of the payload's one byte (0 stdout, 1 stderr)
+//                            4 pause / 5 resume the stream of the payload's one byte (0 stdout, 1 stderr) |
+//                            6 stdin bytes not to acknowledge (the service sends at most 64 KiB of
+//                            those per child before a write of type 2, whose acknowledgement covers them)
 // out (launcher -> service): 1 spawned (pid u32) | 2 spawn failed (message) | 3 stdout bytes |
 //                            4 stderr bytes | 5 stdout end | 6 stderr end | 7 exit {code,signal} (JSON) |
 //                            8 one stdin frame written to the child
@@ -29,6 +31,7 @@ const IN_STDIN = 2;
 const IN_STDIN_END = 3;
 const IN_PAUSE = 4;
 const IN_RESUME = 5;
+const IN_STDIN_QUIET = 6;
 const OUT_SPAWNED = 1;
 const OUT_FAILED = 2;
 const OUT_DATA = [3, 4];
@@ -48,20 +51,26 @@ let closing = false;
 
 // Output frames queued in this turn are written together, synchronously (an asynchronous write of
 // stdout costs Deno a hop to a blocking thread per write): a full pipe blocks the whole launcher,
-// which is the backpressure of a service that does not read.
-let queue = [];
+// which is the backpressure of a service that does not read. They are encoded into one buffer that is
+// reused from turn to turn (the write is synchronous), so a frame allocates nothing.
+let out = new Uint8Array(4 * CHUNK);
+let outView = new DataView(out.buffer);
 let queued = 0;
 let scheduled = false;
 
 function send(type, id, payload = EMPTY) {
-  const header = new Uint8Array(HEADER);
-  const view = new DataView(header.buffer);
-  header[0] = type;
-  view.setUint32(1, id);
-  view.setUint32(5, payload.length);
-  queue.push(header);
-  if (payload.length > 0) queue.push(payload);
-  queued += HEADER + payload.length;
+  const need = queued + HEADER + payload.length;
+  if (need > out.length) {
+    const bigger = new Uint8Array(Math.max(need, 2 * out.length));
+    bigger.set(out.subarray(0, queued));
+    out = bigger;
+    outView = new DataView(out.buffer);
+  }
+  out[queued] = type;
+  outView.setUint32(queued + 1, id);
+  outView.setUint32(queued + 5, payload.length);
+  out.set(payload, queued + HEADER);
+  queued = need;
   if (!scheduled) {
     scheduled = true;
     queueMicrotask(flush);
@@ -70,20 +79,18 @@ function send(type, id, payload = EMPTY) {
 
 function flush() {
   scheduled = false;
-  const parts = queue;
-  const buf = new Uint8Array(queued);
-  queue = [];
+  const buf = out.subarray(0, queued);
   queued = 0;
-  let at = 0;
-  for (const part of parts) {
-    buf.set(part, at);
-    at += part.length;
-  }
   try {
     for (let done = 0; done < buf.length; ) done += Deno.stdout.writeSync(buf.subarray(done));
   } catch {
     // the service is gone
     void shutdown();
+  }
+  // (a burst's big buffer is not kept)
+  if (out.length > 4 * CHUNK) {
+    out = new Uint8Array(4 * CHUNK);
+    outView = new DataView(out.buffer);
   }
 }
 
@@ -135,14 +142,18 @@ function spawnChild(id, payload) {
   });
 }
 
+// Each output is read into one buffer of its own (a BYOB reader: the default reader allocates 64 KB
+// per read); send() copies what was read before the next read takes the buffer back.
 async function pump(id, entry, stream, index) {
-  const reader = stream.getReader();
+  const reader = stream.getReader({ mode: 'byob' });
+  let buffer = new ArrayBuffer(CHUNK);
   try {
     for (;;) {
       while (entry.paused[index]) await new Promise((resolve) => (entry.wake[index] = resolve));
-      const { value, done } = await reader.read();
+      const { value, done } = await reader.read(new Uint8Array(buffer));
       if (done) break;
-      for (let at = 0; at < value.length; at += CHUNK) send(OUT_DATA[index], id, value.subarray(at, at + CHUNK));
+      send(OUT_DATA[index], id, value);
+      buffer = value.buffer;
     }
   } catch {
     // the pipe failed: treated as its end
@@ -168,9 +179,18 @@ function onFrame(type, id, payload) {
   switch (type) {
     case IN_SPAWN:
       return spawnChild(id, payload);
-    case IN_STDIN:
+    // (payloads are views of the read buffer, which the next read reuses: a queued write keeps a copy)
+    case IN_STDIN: {
       if (!entry || entry.exited) return send(OUT_ACK, id);
-      return void stdinDo(entry, () => entry.writer.write(payload)).then(() => send(OUT_ACK, id));
+      const data = payload.slice();
+      return void stdinDo(entry, () => entry.writer.write(data)).then(() => send(OUT_ACK, id));
+    }
+    case IN_STDIN_QUIET:
+      if (entry && !entry.exited) {
+        const data = payload.slice();
+        stdinDo(entry, () => entry.writer.write(data));
+      }
+      return;
     case IN_STDIN_END:
       if (entry) stdinDo(entry, () => entry.writer.close());
       return;
@@ -222,8 +242,9 @@ Deno.addSignalListener('SIGINT', () => undefined);
 
 async function main() {
   let pending = EMPTY;
+  // one read buffer for the whole run: what must outlive the next read is copied (see onFrame)
+  const chunk = new Uint8Array(CHUNK);
   for (;;) {
-    const chunk = new Uint8Array(CHUNK);
     let n;
     try {
       n = await Deno.stdin.read(chunk);
@@ -247,7 +268,8 @@ async function main() {
       onFrame(pending[at], view.getUint32(at + 1), pending.subarray(at + HEADER, at + HEADER + length));
       at += HEADER + length;
     }
-    pending = pending.subarray(at);
+    // (a partial frame left in the read buffer is copied out of it)
+    pending = pending.buffer === chunk.buffer ? pending.slice(at) : pending.subarray(at);
   }
 }
 

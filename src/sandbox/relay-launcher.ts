@@ -9,8 +9,11 @@
 // with exactly the recipe's environment and cwd, and the recipe's niceness: inherited from the launcher,
 // which runs at the sandbox's niceness (options.niceness), or else set here after the spawn.
 // Backpressure: a child stream whose Readable is full is paused in the launcher (it stops reading that
-// child, whose writes then block), and stdin writes complete when the launcher has written them to the
-// child: a stream holds at most what the launcher relayed before the pause reached it (0.2–0.5 MB).
+// child, whose writes then block): a stream holds at most what the launcher relayed before the pause
+// reached it (0.2–0.5 MB). A child's stdin writes complete at once up to RELAY_STDIN_WINDOW bytes since
+// the last acknowledged one (a job line needs no acknowledgement frame), beyond that when the launcher
+// has written them to the child: the launcher holds at most that window and one write per child.
+// Frames to the launcher are written once per event-loop turn (createFrameWriter).
 //
 // States of the launcher: absent -> running (started by the first launch, own session, SIGINT
 // ignored) -> dead. When it dies (crash, SIGKILL, a malformed frame) every child it reported is
@@ -32,6 +35,7 @@ import {
   FromLauncher,
   RELAY_MAX_PAYLOAD,
   RELAY_MAX_SPAWN_BYTES,
+  RELAY_STDIN_WINDOW,
   ToLauncher,
 } from './relay-protocol.js';
 
@@ -64,6 +68,8 @@ interface Child {
   endSeen: [boolean, boolean];
   /** Callbacks of stdin writes waiting for the launcher's acknowledgement of their last frame, in order. */
   acks: { frames: number; done: () => void }[];
+  /** stdin bytes sent unacknowledged (`stdinQuiet`) since the last acknowledged write (at most RELAY_STDIN_WINDOW). */
+  quiet: number;
   status?: Status;
   settle?: (status: Status) => void;
 }
@@ -101,6 +107,36 @@ function spawnLauncher(denoPath: string, program: string, setsidPath: string, ki
   });
 }
 
+/**
+ * The frames of one event-loop turn go to the launcher in one write (one wake-up of the launcher):
+ * queued for the current launcher and written after the turn's I/O callbacks (setImmediate); a
+ * launcher that dies or is replaced in between takes its queue with it (its children are failed).
+ */
+function createFrameWriter(
+  launcher: () => LauncherProcess | undefined,
+): (type: number, id: number, payload?: Buffer | string) => void {
+  let queue: Buffer[] = [];
+  let queuedFor: LauncherProcess | undefined;
+  const flush = (): void => {
+    const frames = queue;
+    const proc = queuedFor;
+    queue = [];
+    queuedFor = undefined;
+    if (!proc || proc !== launcher() || proc.stdin.destroyed || frames.length === 0) return;
+    proc.stdin.write(frames.length === 1 ? (frames[0] as Buffer) : Buffer.concat(frames));
+  };
+  return (type, id, payload) => {
+    const current = launcher();
+    if (!current || current.stdin.destroyed) return;
+    if (queuedFor !== current) {
+      if (!queuedFor) setImmediate(flush);
+      queue = [];
+      queuedFor = current;
+    }
+    queue.push(encodeFrame(type, id, payload));
+  };
+}
+
 /** Starts processes through the Deno relay launcher (see the module comment). */
 export function createDenoRelayLauncher(options: RelayLauncherOptions): Launcher {
   const { denoPath } = options;
@@ -125,9 +161,7 @@ export function createDenoRelayLauncher(options: RelayLauncherOptions): Launcher
     }
   };
 
-  const write = (type: number, id: number, payload?: Buffer | string): void => {
-    if (current && !current.stdin.destroyed) current.stdin.write(encodeFrame(type, id, payload));
-  };
+  const write = createFrameWriter(() => current);
 
   const forget = (child: Child): void => {
     children.delete(child.id);
@@ -171,17 +205,33 @@ export function createDenoRelayLauncher(options: RelayLauncherOptions): Launcher
     const stdin = new Writable({
       decodeStrings: false,
       write(chunk: Buffer | string, _encoding, done) {
-        // a job frame line (the usual write) goes into its frame without an intermediate copy
-        if (typeof chunk === 'string' && chunk.length * 3 <= RELAY_MAX_PAYLOAD) {
-          write(ToLauncher.stdin, child.id, chunk);
-          child.acks.push({ frames: 1, done: () => done() });
-          return;
-        }
-        const data = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+        const length = typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.length;
+        // Within the window a write completes at once and the launcher acknowledges nothing (a job line,
+        // the usual write, costs no ack frame); beyond it the write waits for the acknowledgement of its
+        // last frame, which also covers every quiet frame before it (the launcher writes in order).
+        const quiet = child.quiet + length <= RELAY_STDIN_WINDOW;
+        const type = quiet ? ToLauncher.stdinQuiet : ToLauncher.stdin;
         let frames = 0;
-        for (let at = 0; at < data.length || frames === 0; at += RELAY_MAX_PAYLOAD, frames++)
-          write(ToLauncher.stdin, child.id, data.subarray(at, at + RELAY_MAX_PAYLOAD));
-        child.acks.push({ frames, done: () => done() });
+        // a line that fits one frame goes into it without an intermediate copy
+        if (typeof chunk === 'string' && length <= RELAY_MAX_PAYLOAD) {
+          write(type, child.id, chunk);
+          frames = 1;
+        } else {
+          const data = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+          for (let at = 0; at < data.length || frames === 0; at += RELAY_MAX_PAYLOAD, frames++)
+            write(type, child.id, data.subarray(at, at + RELAY_MAX_PAYLOAD));
+        }
+        if (quiet) {
+          child.quiet += length;
+          return done();
+        }
+        child.acks.push({
+          frames,
+          done: () => {
+            child.quiet = 0;
+            done();
+          },
+        });
       },
       final(done) {
         write(ToLauncher.stdinEnd, child.id);
@@ -331,6 +381,7 @@ export function createDenoRelayLauncher(options: RelayLauncherOptions): Launcher
           paused: [false, false],
           endSeen: [false, false],
           acks: [],
+          quiet: 0,
         };
         if (cmd.niceness !== undefined && cmd.niceness !== options.niceness) child.niceness = cmd.niceness;
         child.timer = setTimeout(() => {
@@ -354,6 +405,7 @@ export function createDenoRelayLauncher(options: RelayLauncherOptions): Launcher
       if (proc && proc.exitCode === null && proc.signalCode === null) {
         const gone = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
         proc.ref();
+        // (frames still queued are dropped: at the end of its stdin the launcher kills every child)
         proc.stdin.end();
         await gone;
       }

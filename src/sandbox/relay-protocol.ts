@@ -10,13 +10,23 @@ export const RELAY_MAX_PAYLOAD = 65_536;
 /** Largest spawn request (JSON) the launcher accepts; any larger frame ends the launcher as malformed input. */
 export const RELAY_MAX_SPAWN_BYTES = 1 << 20;
 
+/**
+ * Bytes of a child's stdin the service may send without the launcher's acknowledgement
+ * (`ToLauncher.stdinQuiet`) before its next write waits for one: what the launcher may hold per child
+ * beyond the one acknowledged write in flight. A job line usually fits, so a call costs no ack frame.
+ */
+export const RELAY_STDIN_WINDOW = 65_536;
+
 /** Frames the service sends. */
 export const ToLauncher = {
   spawn: 1,
+  /** stdin bytes; the launcher answers `FromLauncher.stdinAck` once it has written them to the child */
   stdin: 2,
   stdinEnd: 3,
   pause: 4,
   resume: 5,
+  /** stdin bytes the launcher writes without acknowledging them (within RELAY_STDIN_WINDOW) */
+  stdinQuiet: 6,
 } as const;
 
 /** Frames the launcher sends. */

@@ -208,6 +208,71 @@ describe('deno relay launcher', () => {
     expect(await p.ended).toMatchObject({ code: null, signal: 'SIGKILL' });
   });
 
+  it('delivers stdin exactly once and in order across unacknowledged and acknowledged writes', async () => {
+    const l = createDenoRelayLauncher({ denoPath: deno });
+    launcher = l;
+    const p = await l.launch(program(CAT));
+    p.stderr.resume();
+    const chunks: Buffer[] = [];
+    p.stdout.on('data', (d: Buffer) => chunks.push(d));
+    // small lines (within the window: complete at once), then blocks that cross it (each waits for the
+    // launcher's acknowledgement), then small lines again
+    const sent: Buffer[] = [];
+    const send = (data: string | Buffer): Promise<void> =>
+      new Promise((resolve, reject) => {
+        sent.push(Buffer.from(data));
+        p.stdin.write(data, (error) => (error ? reject(error) : resolve()));
+      });
+    for (let i = 0; i < 50; i++) await send(`line ${i} ${'é'.repeat(i)}\n`);
+    for (let i = 0; i < 6; i++) await send(Buffer.alloc(50_000 + i * 7_000, 97 + i));
+    for (let i = 0; i < 50; i++) void send(`tail ${i}\n`);
+    p.stdin.end();
+    expect(await p.ended).toMatchObject({ code: 0, signal: null });
+    expect(Buffer.concat(chunks).equals(Buffer.concat(sent))).toBe(true);
+  });
+
+  it('holds a child that does not read its stdin to the window: later writes wait in the service', async () => {
+    const l = createDenoRelayLauncher({ denoPath: deno });
+    launcher = l;
+    const p = await l.launch(program('await new Promise((resolve) => setTimeout(resolve, 60_000))'));
+    p.stdout.resume();
+    p.stderr.resume();
+    p.stdin.on('error', () => undefined);
+    const block = 16 * 1024;
+    let completed = 0;
+    for (let i = 0; i < 64; i++) p.stdin.write(Buffer.alloc(block, 120), (error) => void (error ? 0 : completed++));
+    // the window (64 KiB) completes at once; then only what the launcher wrote into the child's pipe
+    // (its capacity, 64 KiB by default) is acknowledged, one write at a time
+    await waitFor(() => completed >= 4, 10_000, 'the writes within the window to complete');
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect(completed * block).toBeLessThanOrEqual(64 * 1024 + 1024 * 1024);
+    expect(completed).toBeLessThan(64);
+    expect(p.stdin.writableLength).toBeGreaterThan(0);
+    process.kill(-p.pid, 'SIGKILL');
+    expect(await p.ended).toMatchObject({ code: null, signal: 'SIGKILL' });
+  });
+
+  it('a child that exits before reading its stdin ends normally, whatever was written to it', async () => {
+    const l = createDenoRelayLauncher({ denoPath: deno });
+    launcher = l;
+    for (const size of [100, 200_000]) {
+      const p = await l.launch(program('Deno.exit(3)'));
+      p.stdout.resume();
+      p.stderr.resume();
+      p.stdin.on('error', () => undefined);
+      p.stdin.write(Buffer.alloc(size, 121));
+      expect(await p.ended).toMatchObject({ code: 3, signal: null });
+    }
+    // and the launcher still serves the next child
+    const next = await l.launch(program(CAT));
+    let out = '';
+    next.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    next.stderr.resume();
+    next.stdin.end('still here');
+    expect(await next.ended).toMatchObject({ code: 0 });
+    expect(out).toBe('still here');
+  });
+
   it('starts nothing but the Deno binary it was given, and refuses a spawn request too large for the launcher', async () => {
     launcher = createDenoRelayLauncher({ denoPath: deno });
     const huge = { ...program(CAT), env: { ...env, PAD: 'x'.repeat(1 << 20) } };
