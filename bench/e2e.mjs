@@ -16,6 +16,8 @@
 //     steady_calls_per_sec_c16, steady_runner_cpu_ms_per_call (warm) the same c16 run once more, right after:
 //                           the runner's per-call cost once V8 has compiled its path (the first run pays
 //                           ~250 first-time compilations, once per process; --steady=0 skips it)
+//     paced_*               with --paced-rate=R --paced-calls=N: N more calls started R per second (open
+//                           loop); paced_runner_cpu_ms_per_call compares the modes at one call rate
 //     stage_p50_ms          per-stage p50 of metadata.timings over the c16 run
 //     spaced_stage_p50_ms   the same for the spaced calls; spaced_outside_stages_p50_ms: a spaced call's
 //                           latency minus its stages (the bench's write, the request's commit and its
@@ -67,6 +69,8 @@ const WARMUP = arg('warmup', 30);
 const WARMUP_C16 = arg('warmup-c16', WARMUP > 0 ? 5 * CONCURRENCY : 0);
 // --steady=0 skips warm mode's second c16 run (steady_*: the per-call path already compiled by V8)
 const STEADY = arg('steady', 1) !== 0;
+const PACED_RATE = arg('paced-rate', 0);
+const PACED_CALLS = arg('paced-calls', 0);
 // A mode may name the runner's launcher: --modes=process@spawner,process@deno-relay,process@spawner,...
 // (A/B alternated in one run; each gets its own key: process@spawner, process@spawner#2, ...)
 const MODES = (process.argv.find((a) => a.startsWith('--modes='))?.slice('--modes='.length) ?? 'warm,process').split(
@@ -390,6 +394,34 @@ async function measureMode(mode) {
         steady_gave_up: steadyResults.filter((r) => r.context === undefined).length,
       };
     }
+    // --paced-rate=R --paced-calls=N: N calls started R per second (open loop), whatever the answers
+    // do: the runner's CPU per call at one rate in every mode (what a call costs where nothing batches)
+    let paced = {};
+    if (PACED_RATE > 0 && PACED_CALLS > 0) {
+      log(`${mode}: ${PACED_CALLS} calls at ${PACED_RATE} calls/s`);
+      const pacedCpuBefore = runnerCpuMs(pid);
+      const pacedHelperBefore = helperCpuMs(pid);
+      const p0 = performance.now();
+      const calls = [];
+      for (let i = 0; i < PACED_CALLS; i++) {
+        const due = p0 + (i * 1000) / PACED_RATE;
+        const wait = due - performance.now();
+        if (wait > 0) await sleep(wait);
+        calls.push(c.call());
+      }
+      const pacedResults = await Promise.all(calls);
+      paced = {
+        paced_rate: PACED_RATE,
+        paced_calls_per_sec: round(PACED_CALLS / ((performance.now() - p0) / 1000), 1),
+        paced_runner_cpu_ms_per_call: round((runnerCpuMs(pid) - pacedCpuBefore) / PACED_CALLS, 3),
+        paced_helper_cpu_ms_per_call: round((helperCpuMs(pid) - pacedHelperBefore) / PACED_CALLS, 3),
+        paced_p50_ms: pct(
+          pacedResults.map((r) => r.ms),
+          50,
+        ),
+        paced_gave_up: pacedResults.filter((r) => r.context === undefined).length,
+      };
+    }
     return {
       calls_per_sec_c16: round(CALLS / seconds, 1),
       c16_calls: CALLS,
@@ -419,6 +451,7 @@ async function measureMode(mode) {
       spawner_cpu_ms_per_call: round((helperAfter - helperBefore) / CALLS, 3),
       stage_p50_ms: stageP50,
       ...steady,
+      ...paced,
       rss_mb_after: Math.round(rssMb(pid)),
     };
   } finally {
