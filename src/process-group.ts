@@ -2,15 +2,44 @@
 // detached, so it leads a process group of its own; it is always ended with SIGKILL to that whole
 // group, so that helpers it started (which would hold our pipes open) die with it. A program that
 // calls setsid() leaves the group; only a cgroup stops that.
+//
+// A child started through the setsid program (the Deno relay launcher's children) leads its group only
+// once setsid has run: for the first moments after the spawn (the exec of setsid) there is no group of
+// its pid yet, and a group kill then finds nothing. Such a child is killed by its pid: it is still in
+// its parent's session, which /proc/<pid>/stat tells.
 
-/** SIGKILLs the process group led by `pid`; false when there is none (never started, or already gone). */
+import { readFileSync } from 'node:fs';
+
+/**
+ * SIGKILLs the process group led by `pid` — or `pid` itself while it has not yet made its own session
+ * (see above); false when there is neither (never started, or already gone).
+ */
 export function killGroup(pid: number | undefined): boolean {
   if (pid === undefined) return false;
   try {
     process.kill(-pid, 'SIGKILL');
     return true;
   } catch {
-    // ESRCH: the group is already gone (EPERM cannot happen for our own children).
+    // ESRCH: no group of that id (EPERM cannot happen for our own children)
+  }
+  if (!beforeItsSession(pid)) return false;
+  try {
+    process.kill(pid, 'SIGKILL');
+    return true;
+  } catch {
     return false;
   }
+}
+
+/** Whether `pid` is a live process that does not lead its own session yet (false when it is gone). */
+function beforeItsSession(pid: number): boolean {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  } catch {
+    return false;
+  }
+  // after the parenthesised name: state, ppid, pgrp, session, ...
+  const [state, , , session] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return state !== 'Z' && Number(session) !== pid;
 }

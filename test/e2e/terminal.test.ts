@@ -163,6 +163,32 @@ async function untilRunning(admin: string): Promise<void> {
   throw new Error('the slow call never started running');
 }
 
+/** `promise`, or a failure after `ms` that shows what the terminal and the call printed (not a bare test timeout). */
+async function within<T>(
+  promise: Promise<T>,
+  ms: number,
+  what: string,
+  term: Terminal,
+  slow?: { proc: ChildProcess },
+): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const callState = slow
+        ? ` (the call CLI: exit ${slow.proc.exitCode ?? slow.proc.signalCode ?? 'still running'})`
+        : '';
+      reject(
+        new Error(`${what} not within ${ms} ms${callState}; the terminal:\n${term.lines().slice(-40).join('\n')}`),
+      );
+    }, ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 const warnOrError = (lines: string[]): string[] =>
   lines.filter((l) => /^\d\d:\d\d:\d\d\.\d{3} (WARN|ERROR)/.test(l) || /"level":"(warn|error)"/.test(l));
 
@@ -185,13 +211,10 @@ describe.skipIf(!hasScript)('at a terminal (pseudo-terminal, text logs)', () => 
       const slow = call(elsewhere, url, 'timer', { ms: 1500 });
       await untilRunning(admin);
       term.type('\x03');
-      const answered = await Promise.race([
-        slow.done,
-        new Promise<undefined>((r) => setTimeout(() => r(undefined), 90_000)),
-      ]);
-      if (!answered || answered.code !== 0)
+      const answered = await within(slow.done, 90_000, 'the in-flight call answered', term, slow);
+      if (answered.code !== 0)
         throw new Error(
-          `the in-flight call was not answered (${JSON.stringify(answered)}); the terminal showed:\n${term.lines().slice(-40).join('\n')}`,
+          `the in-flight call failed (${JSON.stringify(answered)}); the terminal showed:\n${term.lines().slice(-40).join('\n')}`,
         );
       console.log(`[terminal] slow call answered during the drain after ${answered.ms} ms`);
       expect(answered.code).toBe(0);
@@ -200,7 +223,7 @@ describe.skipIf(!hasScript)('at a terminal (pseudo-terminal, text logs)', () => 
         status: 'success',
         output: { requested_ms: 1500 },
       });
-      expect(await term.exited).toBe(0);
+      expect(await within(term.exited, 90_000, 'start exited after the drain', term)).toBe(0);
       expect(term.lines().some((l) => / INFO  signal received, draining .*signal=SIGINT/.test(l))).toBe(true);
       expect(term.lines().some((l) => / INFO  stopped /.test(l))).toBe(true);
       expect(term.lines().join('\n')).not.toMatch(/sandbox\.crashed/);
@@ -217,10 +240,10 @@ describe.skipIf(!hasScript)('at a terminal (pseudo-terminal, text logs)', () => 
       const slow = call(elsewhere, url, 'timer', { ms: 1500 });
       await untilRunning(admin);
       term.type('\x03');
-      const answered = await slow.done;
+      const answered = await within(slow.done, 90_000, 'the in-flight call answered', term, slow);
       expect({ code: answered.code, err: answered.err }).toEqual({ code: 0, err: '' });
       expect(JSON.parse(answered.out)).toMatchObject({ tool: 'timer', status: 'success' });
-      expect(await term.exited).toBe(0);
+      expect(await within(term.exited, 90_000, 'start exited after the drain', term)).toBe(0);
       expect(term.lines().join('\n')).not.toMatch(/sandbox\.crashed/);
       expect(warnOrError(term.lines())).toEqual([]);
     } finally {

@@ -4,6 +4,7 @@
 // explicit error; it starts nothing but the Deno binary and keeps no descriptor per ended child; and
 // process-mode calls run through it with their limits (output, time) enforced.
 
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +14,7 @@ import { DENO_DIR_NOWHERE, type DenoCommand } from '../../src/sandbox/command.js
 import { resolveDeno } from '../../src/sandbox/deno-binary.js';
 import { createSandbox } from '../../src/sandbox/index.js';
 import type { Launcher } from '../../src/sandbox/launcher.js';
+import { killGroup } from '../../src/process-group.js';
 import { createDenoRelayLauncher } from '../../src/sandbox/relay-launcher.js';
 import { codeOf, expectNoLeaks, isolateTmp, job, testConfig, tool, waitFor, alive } from './helpers.js';
 
@@ -206,6 +208,27 @@ describe('deno relay launcher', () => {
     expect(readFileSync(`/proc/${parentOf(p.pid)}/cmdline`, 'utf8').split('\0')).not.toContain('/usr/bin/setsid');
     process.kill(-p.pid, 'SIGKILL');
     expect(await p.ended).toMatchObject({ code: null, signal: 'SIGKILL' });
+  });
+
+  it('killGroup reaches a child that has no group of its own yet (a setsid child before setsid has run) by its pid, and nothing that is gone', async () => {
+    // a child in our own group and session, as the relay's child is until the setsid program has run
+    // (under load that can outlast the launch: a group kill then found nothing and the child lived on)
+    const child = spawn('sleep', ['60'], { stdio: 'ignore' });
+    const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+      child.once('exit', (_code, signal) => resolve(signal)),
+    );
+    const pid = child.pid as number;
+    expect(() => process.kill(-pid, 0)).toThrow(); // no group of its pid
+    expect(killGroup(pid)).toBe(true);
+    expect(await exited).toBe('SIGKILL');
+    expect(killGroup(pid)).toBe(false); // gone: nothing is signalled
+    // a group leader is killed as a group, as before
+    const leader = spawn('sleep', ['60'], { stdio: 'ignore', detached: true });
+    const leaderExited = new Promise<NodeJS.Signals | null>((resolve) =>
+      leader.once('exit', (_code, signal) => resolve(signal)),
+    );
+    expect(killGroup(leader.pid)).toBe(true);
+    expect(await leaderExited).toBe('SIGKILL');
   });
 
   it('delivers stdin exactly once and in order across unacknowledged and acknowledged writes', async () => {
