@@ -308,6 +308,35 @@ async function stopProc(cli) {
   await exited;
 }
 
+/**
+ * `n` calls by CONCURRENCY callers, each starting its next call when its last is answered; call `i`
+ * is `pick(i)` ([tool, input]; default echo). Resolves with the results in answer order and the seconds taken.
+ */
+async function atConcurrency(c, n, pick = () => []) {
+  const results = [];
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < n) {
+        const [tool, input] = pick(next++);
+        results.push(await c.call(tool, input));
+      }
+    }),
+  );
+  return { results, seconds: (performance.now() - t0) / 1000 };
+}
+
+/** SPACED_N echo calls, each SPACING_MS after the last one's answer (nothing else in flight). */
+async function spacedCalls(c) {
+  const results = [];
+  for (let i = 0; i < SPACED_N; i++) {
+    await sleep(SPACING_MS);
+    results.push(await c.call());
+  }
+  return results;
+}
+
 async function measureMode(mode) {
   log(`${mode}: starting a runner`);
   const { runner, url, stop } = await startRunner(mode);
@@ -316,19 +345,10 @@ async function measureMode(mode) {
     log(`${mode}: warm-up`);
     for (let i = 0; i < WARMUP; i++) await c.call();
     // then WARMUP_C16 calls at CONCURRENCY (default 80, 5 per caller)
-    let warm = 0;
-    await Promise.all(
-      Array.from({ length: CONCURRENCY }, async () => {
-        while (warm++ < WARMUP_C16) await c.call();
-      }),
-    );
+    await atConcurrency(c, WARMUP_C16);
 
     log(`${mode}: ${SPACED_N} calls ${SPACING_MS} ms apart`);
-    const spacedResults = [];
-    for (let i = 0; i < SPACED_N; i++) {
-      await sleep(SPACING_MS);
-      spacedResults.push(await c.call());
-    }
+    const spacedResults = await spacedCalls(c);
     const spaced = spacedResults.map((r) => r.ms);
 
     log(`${mode}: ${CALLS} calls at ${CONCURRENCY} concurrent`);
@@ -337,15 +357,7 @@ async function measureMode(mode) {
     const denoBefore = denoCpuMs(pid);
     const benchBefore = process.cpuUsage();
     const helperBefore = helperCpuMs(pid);
-    const results = [];
-    let next = 0;
-    const t0 = performance.now();
-    await Promise.all(
-      Array.from({ length: CONCURRENCY }, async () => {
-        while (next++ < CALLS) results.push(await c.call());
-      }),
-    );
-    const seconds = (performance.now() - t0) / 1000;
+    const { results, seconds } = await atConcurrency(c, CALLS);
     log(`${mode}: c${CONCURRENCY} run done`);
     const cpuAfter = runnerCpuMs(pid);
     const denoAfter = denoCpuMs(pid);
@@ -378,15 +390,7 @@ async function measureMode(mode) {
     if (STEADY && mode.startsWith('warm')) {
       log(`${mode}: ${CALLS} more calls at ${CONCURRENCY} concurrent (steady state)`);
       const steadyCpuBefore = runnerCpuMs(pid);
-      const steadyResults = [];
-      let steadyNext = 0;
-      const s0 = performance.now();
-      await Promise.all(
-        Array.from({ length: CONCURRENCY }, async () => {
-          while (steadyNext++ < CALLS) steadyResults.push(await c.call());
-        }),
-      );
-      const steadySeconds = (performance.now() - s0) / 1000;
+      const { results: steadyResults, seconds: steadySeconds } = await atConcurrency(c, CALLS);
       steady = {
         steady_calls_per_sec_c16: round(CALLS / steadySeconds, 1),
         steady_runner_cpu_ms_per_call: round((runnerCpuMs(pid) - steadyCpuBefore) / CALLS, 3),
@@ -530,18 +534,7 @@ const MIXED_TOOLS = [
 
 /** N calls at c16 of `pick(i)` ([tool, input]); calls/s, latencies and stage p50/p90. */
 async function burst(c, n, pick) {
-  const results = [];
-  let next = 0;
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (next < n) {
-        const [tool, input] = pick(next++);
-        results.push(await c.call(tool, input));
-      }
-    }),
-  );
-  const seconds = (performance.now() - t0) / 1000;
+  const { results, seconds } = await atConcurrency(c, n, pick);
   const stage = (name, p) =>
     pct(
       results.map((r) => r.context?.metadata?.timings?.[name]).filter((v) => typeof v === 'number'),
@@ -720,13 +713,10 @@ async function spacedFloor(commits) {
   const c = await connect(url);
   try {
     for (let i = 0; i < Math.max(WARMUP, 30); i++) await c.call();
-    const ms = [];
-    for (let i = 0; i < SPACED_N; i++) {
-      await sleep(SPACING_MS);
-      const r = await c.call();
-      if (r.context === undefined) throw new Error(`skeleton: no answer to ${r.rid}`);
-      ms.push(r.ms);
-    }
+    const results = await spacedCalls(c);
+    const lost = results.find((r) => r.context === undefined);
+    if (lost) throw new Error(`skeleton: no answer to ${lost.rid}`);
+    const ms = results.map((r) => r.ms);
     return { p50: pct(ms, 50), p99: pct(ms, 99) };
   } finally {
     c.close();

@@ -27,7 +27,6 @@ import { ErrorCode, RunnerError } from '../errors.js';
 /** How a request's job ended, from intake's point of view (`withdrawn`: the request was deleted; no answer). */
 export type RequestOutcome = 'answered' | 'withdrawn' | 'busy' | 'released' | 'failed' | Parked;
 
-/** A job a policy parked (policy.ts): run the request again when a wake token is seen, or at `until`. */
 /** A windowed catch-up scan's look-back before the previous scan started (see createIntake). */
 export const DEFAULT_WINDOW_MARGIN_MS = 60_000;
 /**
@@ -41,6 +40,7 @@ export const LOCAL_WINDOW_MARGIN_MS = 5_000;
 export const windowMarginFor = (client: Pick<StoreClient, 'local'>): number =>
   client.local ? LOCAL_WINDOW_MARGIN_MS : DEFAULT_WINDOW_MARGIN_MS;
 
+/** A job a policy parked (policy.ts): run the request again when a wake token is seen, or at `until`. */
 export interface Parked {
   kind: 'parked';
   until: number;
