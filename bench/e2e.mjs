@@ -27,7 +27,15 @@
 //                           none of its logic; spaced_floor_with_commits_p50_ms adds two SQLite commits (the
 //                           request's, the answer's). What is left of spaced_p50 above them is the runner's work
 //     deno_cpu_ms_per_call, bench_client_cpu_ms_per_call: the CPU of the runner's Deno processes and of
-//                           this client over the c16 run, per call (with the runner's: the machine's cost)
+//                           this client over the c16 run, per call (with the runner's: the machine's cost);
+//                           deno_reaped_cpu_ms_per_call: of the processes that ended (process mode's, as
+//                           their launcher reaped them)
+//     process_floor         (process) the same c16 run against bench/_skeleton.mjs --process: a fresh Deno
+//                           process per call through the relay launcher with the sandbox's command, around a
+//                           one-shot echo instead of the harness, two commits, none of the runner's logic;
+//                           process_floor_share_of_bare_boot bounds share_of_bare_boot, its cpu_ms_per_call
+//                           (skeleton + launcher) bounds runner_cpu_ms_per_call; runner_cpu_above_floor_ms and
+//                           deno_cpu_above_floor_ms: what the runner's logic and the harness add (--process-floor=0 skips)
 //   pending_10k: 10,000 requests written while the runner is stopped (separate store), then a warm
 //                runner starts; its RSS (Node process only) is sampled for 20 s
 //   mixed:       the shipped self-contained tools (echo, slugify, random, calculator, json-transform),
@@ -65,6 +73,8 @@ const SPACING_MS = arg('spacing-ms', 50);
 const BOOT_N = arg('boot-n', 200);
 const PENDING_N = arg('pending-n', 10_000);
 const GIVE_UP_MS = arg('give-up-ms', 60_000);
+// --process-floor=0 skips process mode's floor (bench/_skeleton.mjs --process) after each process mode
+const PROCESS_FLOOR = arg('process-floor', 1) !== 0;
 const WARMUP = arg('warmup', 30);
 const WARMUP_C16 = arg('warmup-c16', WARMUP > 0 ? 5 * CONCURRENCY : 0);
 // --steady=0 skips warm mode's second c16 run (steady_*: the per-call path already compiled by V8)
@@ -140,7 +150,12 @@ const statOf = (pid) => {
   const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const comm = text.slice(text.indexOf('(') + 1, text.lastIndexOf(')'));
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  return { comm, cpuMs: (Number(fields[11]) + Number(fields[12])) * TICK_MS };
+  return {
+    comm,
+    cpuMs: (Number(fields[11]) + Number(fields[12])) * TICK_MS,
+    // cutime + cstime: the children it reaped (a relay launcher's or spawner's finished Deno processes)
+    reapedMs: (Number(fields[13]) + Number(fields[14])) * TICK_MS,
+  };
 };
 const childrenOf = (pid) => {
   const out = [];
@@ -182,6 +197,19 @@ const isHelper = (pid, comm) => {
   } catch {
     return false;
   }
+};
+/** CPU ms of the finished processes the runner's helpers reaped (process mode's Deno processes). */
+const reapedByHelpersMs = (pid) => {
+  let total = 0;
+  for (const child of childrenOf(pid)) {
+    try {
+      const s = statOf(child);
+      if (isHelper(child, s.comm)) total += s.reapedMs;
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return total;
 };
 /** CPU ms of the runner's helper children (the spawner, or the relay launcher). */
 const helperCpuMs = (pid) => runnerCpuMs(pid) - statOf(pid).cpuMs;
@@ -357,8 +385,10 @@ async function measureMode(mode) {
     const denoBefore = denoCpuMs(pid);
     const benchBefore = process.cpuUsage();
     const helperBefore = helperCpuMs(pid);
+    const reapedBefore = reapedByHelpersMs(pid);
     const { results, seconds } = await atConcurrency(c, CALLS);
     log(`${mode}: c${CONCURRENCY} run done`);
+    const reapedAfter = reapedByHelpersMs(pid);
     const cpuAfter = runnerCpuMs(pid);
     const denoAfter = denoCpuMs(pid);
     const benchUsage = process.cpuUsage(benchBefore);
@@ -450,6 +480,8 @@ async function measureMode(mode) {
       runner_cpu_ms_per_call: round((cpuAfter - cpuBefore) / CALLS, 3),
       // every process of the c16 run: the runner (with its embedded store), its Deno processes, this bench client
       deno_cpu_ms_per_call: round((denoAfter - denoBefore) / CALLS, 3),
+      // the Deno processes that ended during the run, as their launcher reaped them (process mode's)
+      deno_reaped_cpu_ms_per_call: round((reapedAfter - reapedBefore) / CALLS, 3),
       bench_client_cpu_ms_per_call: round((benchUsage.user + benchUsage.system) / 1000 / CALLS, 3),
       // of which the spawner helper's (the rest is the service process's own)
       spawner_cpu_ms_per_call: round((helperAfter - helperBefore) / CALLS, 3),
@@ -724,6 +756,49 @@ async function spacedFloor(commits) {
   }
 }
 
+/**
+ * Process mode's floor: CALLS calls at CONCURRENCY against bench/_skeleton.mjs --process --commits — a
+ * fresh Deno process per call through the product's relay launcher, with the sandbox's command around a
+ * one-shot echo script, the bench's HTTP and SSE and two commits, and none of the runner's logic nor the
+ * harness. Its calls/s against the bare boot bound process mode's share; its CPU per call (the skeleton
+ * and its launcher), process mode's runner CPU.
+ */
+async function processFloor() {
+  const deno = (await resolveDeno()).path;
+  const skeleton = startCli(
+    [deno, '--commits', '--process'],
+    procs,
+    [],
+    {},
+    undefined,
+    join(root, 'bench', '_skeleton.mjs'),
+  );
+  const url = (await skeleton.line(/^skeleton listening on /)).replace('skeleton listening on ', '');
+  const c = await connect(url);
+  try {
+    await atConcurrency(c, Math.max(WARMUP_C16, 100));
+    const pid = skeleton.proc.pid;
+    const cpuBefore = runnerCpuMs(pid);
+    const helperBefore = helperCpuMs(pid);
+    const reapedBefore = reapedByHelpersMs(pid);
+    const benchBefore = process.cpuUsage();
+    const { results, seconds } = await atConcurrency(c, CALLS);
+    const benchUsage = process.cpuUsage(benchBefore);
+    const lost = results.find((r) => r.context === undefined);
+    if (lost) throw new Error(`skeleton: no answer to ${lost.rid}`);
+    return {
+      calls_per_sec: round(CALLS / seconds, 1),
+      cpu_ms_per_call: round((runnerCpuMs(pid) - cpuBefore) / CALLS, 3),
+      launcher_cpu_ms_per_call: round((helperCpuMs(pid) - helperBefore) / CALLS, 3),
+      deno_reaped_cpu_ms_per_call: round((reapedByHelpersMs(pid) - reapedBefore) / CALLS, 3),
+      bench_client_cpu_ms_per_call: round((benchUsage.user + benchUsage.system) / 1000 / CALLS, 3),
+    };
+  } finally {
+    c.close();
+    await stopProc(skeleton);
+  }
+}
+
 async function main() {
   log(`bare boot: ${BOOT_N} deno processes`);
   const [bare, bareSameFlags] = await bareBoots();
@@ -746,6 +821,22 @@ async function main() {
       if (mode.startsWith('process')) {
         modes[key].share_of_bare_boot = round(modes[key].calls_per_sec_c16 / bare.per_sec, 3);
         modes[key].share_of_bare_boot_same_flags = round(modes[key].calls_per_sec_c16 / bareSameFlags.per_sec, 3);
+        if (PROCESS_FLOOR) {
+          log(
+            `${mode}: the process floor (bench/_skeleton.mjs --process): ${CALLS} calls at ${CONCURRENCY} concurrent`,
+          );
+          const floor = await processFloor();
+          Object.assign(modes[key], {
+            process_floor: floor,
+            process_floor_share_of_bare_boot: round(floor.calls_per_sec / bare.per_sec, 3),
+            // what the runner's logic and the harness cost above the floor, per call, in CPU
+            runner_cpu_above_floor_ms: round(modes[key].runner_cpu_ms_per_call - floor.cpu_ms_per_call, 3),
+            deno_cpu_above_floor_ms: round(
+              modes[key].deno_reaped_cpu_ms_per_call - floor.deno_reaped_cpu_ms_per_call,
+              3,
+            ),
+          });
+        }
       }
     }
   // every process-mode call consumes one spawn: what it costs the runner beyond a warm call
