@@ -4,7 +4,10 @@
 // /metrics before and after, and prints per call: writes of the group-commit path (breadcrumb writes,
 // and a lease's finish, which joins them when group commit is on), the SQLite transactions they took,
 // lease writes that were a transaction of their own, and the total.
-// Usage: node bench/store-calls.mjs [--calls=400]
+// --rate=R: the calls are started R per second instead (open loop), where a call's writes come one at a
+// time and share nothing with another call's (process mode's rate, a quiet hour's).
+// --only=lease,true runs one claim kind and group-commit setting.
+// Usage: node bench/store-calls.mjs [--calls=400] [--rate=50] [--only=lease,true]
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +16,8 @@ import { startCli } from './cli-process.mjs';
 import { connectCaller } from './_caller.mjs';
 
 const CALLS = Number(process.argv.find((a) => a.startsWith('--calls='))?.slice(8) ?? 400);
+const RATE = Number(process.argv.find((a) => a.startsWith('--rate='))?.slice(7) ?? 0);
+const ONLY = process.argv.find((a) => a.startsWith('--only='))?.slice(7);
 const root = fileURLToPath(new URL('..', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'bench-calls-'));
 const procs = new Set();
@@ -50,12 +55,23 @@ async function measure(claims, group) {
   const call = () => caller.call();
   for (let i = 0; i < 20; i++) await call();
   const before = await metrics(url);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: 16 }, async () => {
-      while (next++ < CALLS) await call();
-    }),
-  );
+  if (RATE > 0) {
+    const calls = [];
+    const t0 = performance.now();
+    for (let i = 0; i < CALLS; i++) {
+      const wait = t0 + (i * 1000) / RATE - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      calls.push(call());
+    }
+    await Promise.all(calls);
+  } else {
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (next++ < CALLS) await call();
+      }),
+    );
+  }
   const after = await metrics(url);
   caller.close();
   const exited = new Promise((r) => runner.proc.once('exit', r));
@@ -66,6 +82,7 @@ async function measure(claims, group) {
     claims,
     group_commit: group,
     calls: CALLS,
+    ...(RATE > 0 ? { rate: RATE } : { concurrency: 16 }),
     breadcrumb_writes_per_call: per('writes'),
     write_tx_per_call: per('tx'),
     lease_tx_per_call: per('leases'),
@@ -74,13 +91,13 @@ async function measure(claims, group) {
 }
 
 try {
-  for (const [claims, group] of [
+  const runs = [
     ['breadcrumb', false],
     ['breadcrumb', true],
     ['lease', false],
     ['lease', true],
-  ])
-    console.log(JSON.stringify(await measure(claims, group)));
+  ].filter(([claims, group]) => ONLY === undefined || ONLY === `${claims},${group}`);
+  for (const [claims, group] of runs) console.log(JSON.stringify(await measure(claims, group)));
 } finally {
   for (const proc of procs) proc.kill('SIGKILL');
   rmSync(dir, { recursive: true, force: true });

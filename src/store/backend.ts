@@ -40,7 +40,7 @@ export interface SearchPort {
 
 /** The write side, secrets and registries as the operations and routes use them. */
 /** The SQLite-only parts (retention's row removal, transaction figures) are not part of the port. */
-export type WritesPort = Awaitable<Omit<BreadcrumbWrites, 'removeRows' | 'stats' | 'defer'>>;
+export type WritesPort = Awaitable<Omit<BreadcrumbWrites, 'removeRows' | 'stats' | 'defer' | 'flush'>>;
 export type SecretsPort = Awaitable<SecretsRepo>;
 export type RegistryPort = Awaitable<Registry>;
 /** The lease table (leases.ts on SQLite, pg/leases.ts on PostgreSQL). */

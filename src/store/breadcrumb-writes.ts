@@ -62,9 +62,12 @@ export interface BreadcrumbWrites {
   stats(): WriteStats;
   /**
    * Runs another table's small write `run` in the group commit (its own savepoint in the next shared
-   * transaction); resolves with its value once committed. For writes nobody waits on (a lease's finish).
+   * transaction, which it waits up to RIDE_MAX_MS for another write to make); resolves with its value
+   * once committed. For writes nobody waits on (a lease's finish).
    */
   defer<T>(run: () => T): Promise<T>;
+  /** Commits the writes waiting for a shared transaction now (the store's close). */
+  flush(): void;
 }
 
 export type { WriteStats } from './group-commit.js';
@@ -335,7 +338,7 @@ export function createBreadcrumbWrites(
     return events;
   });
 
-  const { submit, counters } = createGroupCommit(db, options.groupCommit ?? true);
+  const { submit, flush, counters } = createGroupCommit(db, options.groupCommit ?? true);
 
   return {
     create(fields, actor, idempotencyKey) {
@@ -390,6 +393,7 @@ export function createBreadcrumbWrites(
       return events.length;
     },
     stats: () => ({ ...counters }),
-    defer: (run) => submit(run, (value) => value),
+    defer: (run) => submit(run, (value) => value, true),
+    flush,
   };
 }

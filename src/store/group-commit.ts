@@ -2,6 +2,11 @@
 // of the event loop run together in ONE SQLite transaction on the next `setImmediate`, each in its own
 // savepoint (a nested better-sqlite3 transaction), so one write's failure rolls back that write alone.
 // After the commit each write's `after` runs (it publishes the event) and then its caller is answered.
+//
+// A rider is a write nobody waits on (a lease's finish after its answer was committed): it schedules
+// no commit of its own but joins the next one any other write makes, or commits alone after
+// RIDE_MAX_MS. At a low call rate each call's writes come one at a time, so without riding a call's
+// finish was a transaction of its own; now it shares the next request's.
 
 import type { Db } from './db.js';
 
@@ -24,14 +29,25 @@ interface Job {
   failed: boolean;
 }
 
+/** The longest a rider waits for another write's commit before it commits alone. */
+export const RIDE_MAX_MS = 200;
+
+/** The write queue of createGroupCommit. */
+export interface GroupCommit {
+  /** Runs `run` in the next shared transaction; `ride`: without scheduling one (see the header). */
+  submit<T, R>(run: () => T, after: (value: T) => R, ride?: boolean): Promise<R>;
+  /** Commits whatever waits now (riders included), synchronously; for the store's close. */
+  flush(): void;
+  counters: WriteStats;
+}
+
 /** The write queue over `db`; with `group` false every write is its own transaction, run at once. */
-export function createGroupCommit(
-  db: Db,
-  group: boolean,
-): { submit<T, R>(run: () => T, after: (value: T) => R): Promise<R>; counters: WriteStats } {
+export function createGroupCommit(db: Db, group: boolean): GroupCommit {
   const counters: WriteStats = { transactions: 0, writes: 0, busyMs: 0 };
   let queue: Job[] = [];
   let scheduled = false;
+  // set while only riders wait: commits them alone after RIDE_MAX_MS
+  let rideTimer: NodeJS.Timeout | undefined;
   // Every job in its own savepoint (a nested better-sqlite3 transaction), all in one transaction.
   const batchTx = db.transaction((jobs: Job[]) => {
     for (const job of jobs) {
@@ -45,6 +61,11 @@ export function createGroupCommit(
   });
   const flush = (): void => {
     scheduled = false;
+    if (rideTimer !== undefined) {
+      clearTimeout(rideTimer);
+      rideTimer = undefined;
+    }
+    if (queue.length === 0) return;
     const jobs = queue;
     queue = [];
     const from = performance.now();
@@ -72,7 +93,7 @@ export function createGroupCommit(
       }
     }
   };
-  const submit = <T, R>(run: () => T, after: (value: T) => R): Promise<R> => {
+  const submit = <T, R>(run: () => T, after: (value: T) => R, ride = false): Promise<R> => {
     if (!group) {
       const from = performance.now();
       try {
@@ -94,12 +115,13 @@ export function createGroupCommit(
         reject,
         failed: false,
       });
-      if (!scheduled) {
+      if (scheduled) return;
+      if (!ride) {
         scheduled = true;
         setImmediate(flush);
-      }
+      } else rideTimer ??= setTimeout(flush, RIDE_MAX_MS);
     });
   };
 
-  return { submit, counters };
+  return { submit, flush, counters };
 }

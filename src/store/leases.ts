@@ -160,8 +160,10 @@ export const leaseView = (row: LeaseRow): LeaseView => ({
  * Builds the lease operations over `db` (the table exists: db.ts creates it). With `defer` (the
  * breadcrumb writes' group commit), `finish` joins the next shared transaction instead of paying a
  * commit of its own: the runner finishes a lease after its answer is written and waits for nobody on
- * it, so a call's two lease transactions become one and a savepoint. Acquire, renew and release stay
- * synchronous, each its own transaction: a claim never waits for the end of an event-loop turn.
+ * it, so a call's two lease transactions become one and a savepoint. It rides (group-commit.ts): at a
+ * low call rate, where the answer's commit is already over when the finish comes, it waits for the
+ * next request's commit instead of making one. Acquire, renew and release stay synchronous, each its
+ * own transaction: a claim never waits for the end of an event-loop turn.
  */
 export function createLeases(db: Db, now: () => number = Date.now, defer?: <T>(run: () => T) => Promise<T>): Leases {
   const select = db.prepare('SELECT * FROM leases WHERE scope = ? AND name = ?');

@@ -326,6 +326,8 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     await closed;
     clearInterval(sweep);
     clearTimeout(timer);
+    // a lease's finish may be waiting to share a commit: nothing else will come to share it now
+    writer?.flush();
     if (inflight > 0) await new Promise<void>((resolve) => (idle = resolve));
     embeddings?.close();
     await embeddings?.idle();

@@ -1,9 +1,12 @@
 // Group commit: writes that arrive together share one SQLite transaction, each in its own
 // savepoint — a write that fails (409, 412, 404) fails alone, and no caller is answered before its
-// write committed; events still come out in commit order. A lease's finish joins the same commit.
+// write committed; events still come out in commit order. A lease's finish joins the same commit,
+// and rides: it makes no commit of its own while another write will make one.
 import { describe, expect, it } from 'vitest';
+import Database from 'better-sqlite3';
+import { createGroupCommit, RIDE_MAX_MS } from '../../src/store/group-commit.js';
 import type { LocalRequest } from '../../src/store/index.js';
-import { crumb, startStore } from './helpers.js';
+import { crumb, startStore, tempDir } from './helpers.js';
 
 const req = (body: unknown, headers: Record<string, string> = {}): LocalRequest => ({
   query: new URLSearchParams(),
@@ -75,4 +78,79 @@ describe('store: group commit', () => {
       ]);
     },
   );
+
+  it('a finish rides: it waits for the next write, in a later turn too, and commits alone only after RIDE_MAX_MS', async () => {
+    const store = await startStore({ leaseKey: 'lease-key-for-tests-0123' });
+    const lease = (op: string, body: Record<string, unknown>) =>
+      store.local.call('POST', `/x/leases/${op}`, req(body, { 'X-Lease-Key': 'lease-key-for-tests-0123' }));
+    const states = async (): Promise<Record<string, string>> => {
+      const reply = (await lease('list', { scope: 'ws' })) as { value: { leases: { name: string; state: string }[] } };
+      return Object.fromEntries(reply.value.leases.map((l) => [l.name, l.state]));
+    };
+    const held = { scope: 'ws', holder: 'a', token: 'tok-a', ttl_ms: 60_000 };
+    for (const name of ['r1', 'r2']) expect((await lease('acquire', { ...held, name })).status).toBe(200);
+    const before = store.writeStats();
+    const finished = lease('finish', { scope: 'ws', name: 'r1', token: 'tok-a' });
+    // a turn of the event loop later the finish has not committed: nothing else wrote
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(await states()).toEqual({ r1: 'held', r2: 'held' });
+    expect(store.writeStats().transactions).toBe(before.transactions);
+    // the next write, made later, commits it too: one transaction for both
+    const written = await store.local.call('POST', '/breadcrumbs', req(crumb({ context: { i: 'next request' } })));
+    expect(written.status).toBe(201);
+    expect((await finished).status).toBe(200);
+    expect(((await finished) as { value: unknown }).value).toEqual({ ok: true });
+    const after = store.writeStats();
+    expect(after.writes - before.writes).toBe(2);
+    expect(after.transactions - before.transactions).toBe(1);
+    expect(await states()).toEqual({ r1: 'done', r2: 'held' });
+    // a finish that no write follows still commits, alone, once RIDE_MAX_MS passed
+    const t0 = performance.now();
+    const alone = await lease('finish', { scope: 'ws', name: 'r2', token: 'tok-a' });
+    expect(alone.status).toBe(200);
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(RIDE_MAX_MS - 5);
+    expect(store.writeStats().transactions - after.transactions).toBe(1);
+    expect(await states()).toEqual({ r1: 'done', r2: 'done' });
+  });
+
+  it("the store's close commits a finish still waiting to ride", async () => {
+    const dataDir = tempDir();
+    const leaseKey = 'lease-key-for-tests-0123';
+    const store = await startStore({ dataDir, leaseKey });
+    // named by a breadcrumb that exists (a finished lease whose subject is gone is pruned at start)
+    const subject = (await store.local.call('POST', '/breadcrumbs', req(crumb()))) as { value: { id: string } };
+    const name = subject.value.id;
+    const lease = (s: typeof store, op: string, body: Record<string, unknown>) =>
+      s.local.call('POST', `/x/leases/${op}`, req(body, { 'X-Lease-Key': leaseKey }));
+    expect(
+      (await lease(store, 'acquire', { scope: 'ws', name, holder: 'a', token: 'tok-a', ttl_ms: 60_000 })).status,
+    ).toBe(200);
+    const finished = lease(store, 'finish', { scope: 'ws', name, token: 'tok-a' });
+    await store.close();
+    expect((await finished).status).toBe(200);
+    const reopened = await startStore({ dataDir, leaseKey });
+    const listed = (await lease(reopened, 'list', { scope: 'ws' })) as { value: { leases: { state: string }[] } };
+    expect(listed.value.leases.map((l) => l.state)).toEqual(['done']);
+  });
+
+  it('flush() commits waiting riders at once (what the store does at close)', async () => {
+    const db = new Database(':memory:');
+    const commits = createGroupCommit(db, true);
+    let ran = 0;
+    const rider = commits.submit(
+      () => ++ran,
+      (value) => value,
+      true,
+    );
+    expect(ran).toBe(0);
+    commits.flush();
+    expect(ran).toBe(1);
+    expect(commits.counters.transactions).toBe(1);
+    expect(await rider).toBe(1);
+    // nothing left for the timer: it was cleared, and a later flush finds nothing to commit
+    commits.flush();
+    expect(commits.counters.transactions).toBe(1);
+    db.close();
+  });
 });
