@@ -59,8 +59,11 @@ export interface HeldClaim {
   renew(): Promise<boolean>;
   /** Gives the request back without an answer (drain): the next replica takes it as attempt+1. */
   release(): Promise<void>;
-  /** Deletes this claim (once the answer exists). Best effort. */
-  drop(): Promise<void>;
+  /**
+   * Deletes this claim (once the answer exists). Best effort. `ride`: the caller does not wait for it,
+   * so the store may commit it with its next write (lease claims: group-commit.ts, riders).
+   */
+  drop(options?: { ride?: boolean }): Promise<void>;
 }
 
 /** An expired or released lease: a candidate for takeover. */

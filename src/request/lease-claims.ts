@@ -112,8 +112,8 @@ export function createLeaseClaimManager(options: LeaseClaimManagerOptions): Clai
     return items.length > 0;
   };
 
-  const finish = async (id: string): Promise<void> => {
-    await call('finish', { name: id });
+  const finish = async (id: string, ride = false): Promise<void> => {
+    await call('finish', ride ? { name: id, ride } : { name: id });
   };
 
   const hold = (target: ClaimTarget, attempt: number, token: string): HeldClaim => ({
@@ -132,9 +132,9 @@ export function createLeaseClaimManager(options: LeaseClaimManagerOptions): Clai
     async release() {
       await call('release', { name: target.breadcrumbId, token });
     },
-    async drop() {
+    async drop(options) {
       // After the answer (or once the request is gone): the lease is finished whoever holds it now.
-      await finish(target.breadcrumbId).catch((error: unknown) =>
+      await finish(target.breadcrumbId, options?.ride === true).catch((error: unknown) =>
         logger.warn('lease finish failed', { rid: target.rid, error }),
       );
     },

@@ -62,10 +62,10 @@ export interface BreadcrumbWrites {
   stats(): WriteStats;
   /**
    * Runs another table's small write `run` in the group commit (its own savepoint in the next shared
-   * transaction, which it waits up to RIDE_MAX_MS for another write to make); resolves with its value
-   * once committed. For writes nobody waits on (a lease's finish).
+   * transaction; with `ride`, one it waits up to RIDE_MAX_MS for another write to make); resolves with
+   * its value once committed. For a lease's finish.
    */
-  defer<T>(run: () => T): Promise<T>;
+  defer<T>(run: () => T, ride?: boolean): Promise<T>;
   /** Commits the writes waiting for a shared transaction now (the store's close). */
   flush(): void;
 }
@@ -393,7 +393,7 @@ export function createBreadcrumbWrites(
       return events.length;
     },
     stats: () => ({ ...counters }),
-    defer: (run) => submit(run, (value) => value, true),
+    defer: (run, ride = false) => submit(run, (value) => value, ride),
     flush,
   };
 }

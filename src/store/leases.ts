@@ -62,7 +62,10 @@ export interface Leases {
   acquire(body: Record<string, unknown>): AcquireReply;
   renew(body: Record<string, unknown>): { ok: boolean; state: string };
   release(body: Record<string, unknown>): { ok: boolean };
-  /** Committed with the next group of breadcrumb writes when the store groups its commits (see createLeases). */
+  /**
+   * Committed with the next group of breadcrumb writes when the store groups its commits (see
+   * createLeases); with `ride: true` in the body it waits for another write's commit (up to RIDE_MAX_MS).
+   */
   finish(body: Record<string, unknown>): { ok: boolean } | Promise<{ ok: boolean }>;
   /** Leases of a scope that are free to take over (released, or held past expiry), oldest first. */
   expired(body: Record<string, unknown>): { leases: LeaseView[] };
@@ -110,8 +113,19 @@ function limit(body: Record<string, unknown>): number {
   return value;
 }
 
+/**
+ * `ride` of a finish: true when its caller does not wait for the reply (the runner after an answer),
+ * so the finish may wait up to RIDE_MAX_MS to share the next write's commit (group-commit.ts).
+ */
+function rideFlag(body: Record<string, unknown>): boolean {
+  const value = body.ride;
+  if (value === undefined) return false;
+  if (typeof value !== 'boolean') throw httpErrors.invalidBody(`ride must be a boolean, got ${describe(value)}`);
+  return value;
+}
+
 /** The validators of a lease body, shared with the PostgreSQL lease table (pg/leases.ts). */
-export const leaseBody = { text, ttl, limit };
+export const leaseBody = { text, ttl, limit, rideFlag };
 
 /** A row of the lease table, on either backend. */
 export interface LeaseRow {
@@ -160,12 +174,17 @@ export const leaseView = (row: LeaseRow): LeaseView => ({
  * Builds the lease operations over `db` (the table exists: db.ts creates it). With `defer` (the
  * breadcrumb writes' group commit), `finish` joins the next shared transaction instead of paying a
  * commit of its own: the runner finishes a lease after its answer is written and waits for nobody on
- * it, so a call's two lease transactions become one and a savepoint. It rides (group-commit.ts): at a
- * low call rate, where the answer's commit is already over when the finish comes, it waits for the
- * next request's commit instead of making one. Acquire, renew and release stay synchronous, each its
- * own transaction: a claim never waits for the end of an event-loop turn.
+ * it, so a call's two lease transactions become one and a savepoint. A finish whose body says
+ * `ride: true` (the runner's, which nobody awaits) rides (group-commit.ts): at a low call rate, where
+ * the answer's commit is already over when the finish comes, it waits for the next request's commit
+ * instead of making one. Acquire, renew and release stay synchronous, each its own transaction: a
+ * claim never waits for the end of an event-loop turn.
  */
-export function createLeases(db: Db, now: () => number = Date.now, defer?: <T>(run: () => T) => Promise<T>): Leases {
+export function createLeases(
+  db: Db,
+  now: () => number = Date.now,
+  defer?: <T>(run: () => T, ride: boolean) => Promise<T>,
+): Leases {
   const select = db.prepare('SELECT * FROM leases WHERE scope = ? AND name = ?');
   const insert =
     db.prepare(`INSERT INTO leases (scope, name, attempt, holder, token, state, label, expires_ms, updated_ms)
@@ -251,6 +270,7 @@ export function createLeases(db: Db, now: () => number = Date.now, defer?: <T>(r
       const scope = text(body, 'scope');
       const name = text(body, 'name');
       const token = text(body, 'token', true);
+      const ride = rideFlag(body);
       const run = (): { ok: boolean } => {
         const changes =
           token === ''
@@ -258,7 +278,7 @@ export function createLeases(db: Db, now: () => number = Date.now, defer?: <T>(r
             : finishMine.run({ scope, name, token, now: now() }).changes;
         return { ok: changes === 1 };
       };
-      if (defer) return defer(run); // counted with the breadcrumb writes of its shared transaction
+      if (defer) return defer(run, ride); // counted with the breadcrumb writes of its shared transaction
       writes++;
       return run();
     },

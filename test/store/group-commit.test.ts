@@ -1,7 +1,8 @@
 // Group commit: writes that arrive together share one SQLite transaction, each in its own
 // savepoint — a write that fails (409, 412, 404) fails alone, and no caller is answered before its
 // write committed; events still come out in commit order. A lease's finish joins the same commit,
-// and rides: it makes no commit of its own while another write will make one.
+// and one marked `ride` (the runner's, which nobody awaits) makes no commit of its own while another
+// write will make one.
 import { describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
 import { createGroupCommit, RIDE_MAX_MS } from '../../src/store/group-commit.js';
@@ -79,7 +80,7 @@ describe('store: group commit', () => {
     },
   );
 
-  it('a finish rides: it waits for the next write, in a later turn too, and commits alone only after RIDE_MAX_MS', async () => {
+  it('a finish that rides waits for the next write, in a later turn too, and commits alone only after RIDE_MAX_MS', async () => {
     const store = await startStore({ leaseKey: 'lease-key-for-tests-0123' });
     const lease = (op: string, body: Record<string, unknown>) =>
       store.local.call('POST', `/x/leases/${op}`, req(body, { 'X-Lease-Key': 'lease-key-for-tests-0123' }));
@@ -90,7 +91,7 @@ describe('store: group commit', () => {
     const held = { scope: 'ws', holder: 'a', token: 'tok-a', ttl_ms: 60_000 };
     for (const name of ['r1', 'r2']) expect((await lease('acquire', { ...held, name })).status).toBe(200);
     const before = store.writeStats();
-    const finished = lease('finish', { scope: 'ws', name: 'r1', token: 'tok-a' });
+    const finished = lease('finish', { scope: 'ws', name: 'r1', token: 'tok-a', ride: true });
     // a turn of the event loop later the finish has not committed: nothing else wrote
     await new Promise((resolve) => setImmediate(resolve));
     await new Promise((resolve) => setImmediate(resolve));
@@ -107,7 +108,7 @@ describe('store: group commit', () => {
     expect(await states()).toEqual({ r1: 'done', r2: 'held' });
     // a finish that no write follows still commits, alone, once RIDE_MAX_MS passed
     const t0 = performance.now();
-    const alone = await lease('finish', { scope: 'ws', name: 'r2', token: 'tok-a' });
+    const alone = await lease('finish', { scope: 'ws', name: 'r2', token: 'tok-a', ride: true });
     expect(alone.status).toBe(200);
     expect(performance.now() - t0).toBeGreaterThanOrEqual(RIDE_MAX_MS - 5);
     expect(store.writeStats().transactions - after.transactions).toBe(1);
@@ -126,7 +127,7 @@ describe('store: group commit', () => {
     expect(
       (await lease(store, 'acquire', { scope: 'ws', name, holder: 'a', token: 'tok-a', ttl_ms: 60_000 })).status,
     ).toBe(200);
-    const finished = lease(store, 'finish', { scope: 'ws', name, token: 'tok-a' });
+    const finished = lease(store, 'finish', { scope: 'ws', name, token: 'tok-a', ride: true });
     await store.close();
     expect((await finished).status).toBe(200);
     const reopened = await startStore({ dataDir, leaseKey });
@@ -152,5 +153,27 @@ describe('store: group commit', () => {
     commits.flush();
     expect(commits.counters.transactions).toBe(1);
     db.close();
+  });
+
+  it('a finish without ride commits in its own turn as before; ride must be a boolean', async () => {
+    const store = await startStore({ leaseKey: 'lease-key-for-tests-0123' });
+    const lease = (op: string, body: Record<string, unknown>) =>
+      store.local.call('POST', `/x/leases/${op}`, req(body, { 'X-Lease-Key': 'lease-key-for-tests-0123' }));
+    const held = { scope: 'ws', holder: 'a', token: 'tok-a', ttl_ms: 60_000 };
+    expect((await lease('acquire', { ...held, name: 'r1' })).status).toBe(200);
+    const before = store.writeStats();
+    const finished = lease('finish', { scope: 'ws', name: 'r1', token: 'tok-a' });
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(store.writeStats().transactions - before.transactions).toBe(1);
+    expect(((await finished) as { value: unknown }).value).toEqual({ ok: true });
+    for (const ride of ['yes', 1, null]) {
+      const refused = await lease('finish', { scope: 'ws', name: 'r1', ride });
+      expect(refused.status).toBe(400);
+      expect((refused as { error: unknown }).error).toEqual({
+        error: `ride must be a boolean, got ${JSON.stringify(ride)}`,
+        code: 'invalid_body',
+      });
+    }
   });
 });

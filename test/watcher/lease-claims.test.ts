@@ -12,6 +12,7 @@ import {
   leaseToken,
   storeOffersLeases,
 } from '../../src/request/lease-claims.js';
+import { RIDE_MAX_MS } from '../../src/store/group-commit.js';
 import { onCleanup, startStore } from '../store/helpers.js';
 
 const WS = 'workspace:tools';
@@ -119,6 +120,20 @@ describe('lease claims', () => {
     const held = await replica('a').acquire({ breadcrumbId: id, rid: 'r1' });
     if (held.kind !== 'acquired') throw new Error(held.kind);
     await held.claim.drop();
+    expect((await replica('b').acquire({ breadcrumbId: id, rid: 'r1' })).kind).toBe('answered');
+  });
+
+  it("a drop that rides (the runner's after its answer) waits for another write's commit: alone, it commits after RIDE_MAX_MS", async () => {
+    const { c, replica, requestId } = await setup();
+    const id = await requestId();
+    const held = await replica('a').acquire({ breadcrumbId: id, rid: 'r1' });
+    if (held.kind !== 'acquired') throw new Error(held.kind);
+    await writeAnswer(c, id);
+    const t0 = performance.now();
+    await held.claim.drop({ ride: true });
+    // nothing else wrote: the store committed it alone, once RIDE_MAX_MS had passed (a drop without
+    // ride commits in the store's next turn)
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(RIDE_MAX_MS - 5);
     expect((await replica('b').acquire({ breadcrumbId: id, rid: 'r1' })).kind).toBe('answered');
   });
 });

@@ -20,7 +20,7 @@ import type { LeasesPort } from '../backend.js';
 import { HttpError } from '../http-util.js';
 import { leaseBody, leaseView, type AcquireReply, type LeaseRow } from '../leases.js';
 
-const { text, ttl, limit } = leaseBody;
+const { text, ttl, limit, rideFlag } = leaseBody;
 
 /** The database's clock in epoch milliseconds, one value per statement. */
 const NOW_MS = 'floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint';
@@ -111,6 +111,7 @@ export function createPgLeases(pool: pg.Pool): LeasesPort {
       const scope = text(body, 'scope');
       const name = text(body, 'name');
       const token = text(body, 'token', true);
+      rideFlag(body); // checked as on SQLite; each statement here is its own commit
       const done =
         token === ''
           ? await pool.query(FINISH_ANY, [scope, name])
