@@ -198,34 +198,25 @@ const isHelper = (pid, comm) => {
     return false;
   }
 };
-/** CPU ms of the finished processes the runner's helpers reaped (process mode's Deno processes). */
-const reapedByHelpersMs = (pid) => {
+/** The sum of `field` of /proc/<pid>/stat (statOf) over the runner's helper children (spawner or relay launcher). */
+const overHelpers = (pid, field) => {
   let total = 0;
   for (const child of childrenOf(pid)) {
     try {
       const s = statOf(child);
-      if (isHelper(child, s.comm)) total += s.reapedMs;
+      if (isHelper(child, s.comm)) total += s[field];
     } catch {
       // exited meanwhile
     }
   }
   return total;
 };
+/** CPU ms of the finished processes the runner's helpers reaped (process mode's Deno processes). */
+const reapedByHelpersMs = (pid) => overHelpers(pid, 'reapedMs');
 /** CPU ms of the runner's helper children (the spawner, or the relay launcher). */
-const helperCpuMs = (pid) => runnerCpuMs(pid) - statOf(pid).cpuMs;
+const helperCpuMs = (pid) => overHelpers(pid, 'cpuMs');
 /** CPU ms of the runner and its helper children (spawner or relay launcher); sandbox Deno processes never count. */
-const runnerCpuMs = (pid) => {
-  let total = statOf(pid).cpuMs;
-  for (const child of childrenOf(pid)) {
-    try {
-      const s = statOf(child);
-      if (isHelper(child, s.comm)) total += s.cpuMs;
-    } catch {
-      // exited meanwhile
-    }
-  }
-  return total;
-};
+const runnerCpuMs = (pid) => statOf(pid).cpuMs + overHelpers(pid, 'cpuMs');
 
 /**
  * `deno run empty.js` processes per second at -P<cores*2>. `sameFlags`: with the sandbox's own command
@@ -727,34 +718,38 @@ async function soak() {
   }
 }
 
-/**
- * Spaced calls (as measureMode's) against bench/_skeleton.mjs: the floor of the spaced p50 on this
- * machine now, for this process topology, with and without the two commits.
- */
-async function spacedFloor(commits) {
+/** Runs `use(client, skeleton)` against a bench/_skeleton.mjs started with `flags`, then stops it. */
+async function withSkeleton(flags, use) {
   const deno = (await resolveDeno()).path;
-  const skeleton = startCli(
-    [deno, ...(commits ? ['--commits'] : [])],
-    procs,
-    [],
-    {},
-    undefined,
-    join(root, 'bench', '_skeleton.mjs'),
-  );
+  const skeleton = startCli([deno, ...flags], procs, [], {}, undefined, join(root, 'bench', '_skeleton.mjs'));
   const url = (await skeleton.line(/^skeleton listening on /)).replace('skeleton listening on ', '');
   const c = await connect(url);
   try {
-    for (let i = 0; i < Math.max(WARMUP, 30); i++) await c.call();
-    const results = await spacedCalls(c);
-    const lost = results.find((r) => r.context === undefined);
-    if (lost) throw new Error(`skeleton: no answer to ${lost.rid}`);
-    const ms = results.map((r) => r.ms);
-    return { p50: pct(ms, 50), p99: pct(ms, 99) };
+    return await use(c, skeleton);
   } finally {
     c.close();
     await stopProc(skeleton);
   }
 }
+
+/** Throws when a call against the skeleton got no answer. */
+const allAnswered = (results) => {
+  const lost = results.find((r) => r.context === undefined);
+  if (lost) throw new Error(`skeleton: no answer to ${lost.rid}`);
+};
+
+/**
+ * Spaced calls (as measureMode's) against bench/_skeleton.mjs: the floor of the spaced p50 on this
+ * machine now, for this process topology, with and without the two commits.
+ */
+const spacedFloor = (commits) =>
+  withSkeleton(commits ? ['--commits'] : [], async (c) => {
+    for (let i = 0; i < Math.max(WARMUP, 30); i++) await c.call();
+    const results = await spacedCalls(c);
+    allAnswered(results);
+    const ms = results.map((r) => r.ms);
+    return { p50: pct(ms, 50), p99: pct(ms, 99) };
+  });
 
 /**
  * Process mode's floor: CALLS calls at CONCURRENCY against bench/_skeleton.mjs --process --commits — a
@@ -763,19 +758,8 @@ async function spacedFloor(commits) {
  * harness. Its calls/s against the bare boot bound process mode's share; its CPU per call (the skeleton
  * and its launcher), process mode's runner CPU.
  */
-async function processFloor() {
-  const deno = (await resolveDeno()).path;
-  const skeleton = startCli(
-    [deno, '--commits', '--process'],
-    procs,
-    [],
-    {},
-    undefined,
-    join(root, 'bench', '_skeleton.mjs'),
-  );
-  const url = (await skeleton.line(/^skeleton listening on /)).replace('skeleton listening on ', '');
-  const c = await connect(url);
-  try {
+const processFloor = () =>
+  withSkeleton(['--commits', '--process'], async (c, skeleton) => {
     await atConcurrency(c, Math.max(WARMUP_C16, 100));
     const pid = skeleton.proc.pid;
     const cpuBefore = runnerCpuMs(pid);
@@ -784,8 +768,7 @@ async function processFloor() {
     const benchBefore = process.cpuUsage();
     const { results, seconds } = await atConcurrency(c, CALLS);
     const benchUsage = process.cpuUsage(benchBefore);
-    const lost = results.find((r) => r.context === undefined);
-    if (lost) throw new Error(`skeleton: no answer to ${lost.rid}`);
+    allAnswered(results);
     return {
       calls_per_sec: round(CALLS / seconds, 1),
       cpu_ms_per_call: round((runnerCpuMs(pid) - cpuBefore) / CALLS, 3),
@@ -793,11 +776,7 @@ async function processFloor() {
       deno_reaped_cpu_ms_per_call: round((reapedByHelpersMs(pid) - reapedBefore) / CALLS, 3),
       bench_client_cpu_ms_per_call: round((benchUsage.user + benchUsage.system) / 1000 / CALLS, 3),
     };
-  } finally {
-    c.close();
-    await stopProc(skeleton);
-  }
-}
+  });
 
 async function main() {
   log(`bare boot: ${BOOT_N} deno processes`);
