@@ -29,7 +29,6 @@ const [denoPath, ...flags] = process.argv.slice(2);
 const commits = flags.includes('--commits');
 const oneShot = flags.includes('--process');
 const SANDBOX_NICENESS = 10; // src/sandbox/process.ts
-const closers = [];
 let stopping = false;
 
 const dir = mkdtempSync(join(tmpdir(), 'bench-skeleton-'));
@@ -54,6 +53,7 @@ if (deno) setPriority(deno.pid, SANDBOX_NICENESS);
 
 // --process: one Deno process per job, through the relay launcher, with the sandbox's command
 let launchJob;
+let launcher; // --process: the relay launcher
 if (oneShot) {
   const { createDenoRelayLauncher } = await import('../dist/sandbox/relay-launcher.js');
   const { buildDenoCommand, IMPORT_MAP_JSON } = await import('../dist/sandbox/command.js');
@@ -78,8 +78,7 @@ for (;;) {
   const importMapPath = join(dir, 'import-map.json');
   writeFileSync(importMapPath, IMPORT_MAP_JSON);
   const cmd = buildDenoCommand({ denoPath, net: [], memoryMb: 128, cwd: dir, harnessPath: script, importMapPath });
-  const launcher = createDenoRelayLauncher({ denoPath, niceness: SANDBOX_NICENESS });
-  closers.push(() => launcher.close());
+  launcher = createDenoRelayLauncher({ denoPath, niceness: SANDBOX_NICENESS });
   launchJob = async (line) => {
     const child = await launcher.launch({ ...cmd, niceness: SANDBOX_NICENESS });
     let text = '';
@@ -194,7 +193,7 @@ const stop = async () => {
   server.close();
   for (const res of streams) res.end();
   deno?.kill('SIGKILL');
-  for (const close of closers) await close();
+  await launcher?.close();
   db?.close();
   rmSync(dir, { recursive: true, force: true });
   process.exit(0);

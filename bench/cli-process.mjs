@@ -54,5 +54,12 @@ export function startCli(args, procs, nodeArgs = [], extraEnv = {}, stdoutCopy =
     proc,
     line: (re) => lines.find((l) => re.test(l)) ?? new Promise((resolve) => waiters.push({ re, resolve })),
     note: (text) => copy?.write(`${text}\n`),
+    /** SIGTERM (the service drains and closes), resolved once it exited; at once if it already has. */
+    stop: async () => {
+      if (proc.exitCode !== null || proc.signalCode !== null) return;
+      const exited = new Promise((resolve) => proc.once('exit', resolve));
+      proc.kill('SIGTERM');
+      await exited;
+    },
   };
 }

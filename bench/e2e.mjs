@@ -303,7 +303,7 @@ async function startRunner(spec) {
     const runner = start(['start', '--port', '0', '--data-dir', dataDir, ...base], RUNNER_NODE);
     const url = (await runner.line(/^store listening on /)).replace('store listening on ', '');
     await runner.line(/^runner ready$/);
-    return { runner, url, stop: async () => stopProc(runner) };
+    return { runner, url, stop: runner.stop };
   }
   const store = start(['store', '--port', '0', '--data-dir', dataDir]);
   const url = (await store.line(/^store listening on /)).replace('store listening on ', '');
@@ -314,17 +314,10 @@ async function startRunner(spec) {
     url,
     store,
     stop: async () => {
-      await stopProc(runner);
-      await stopProc(store);
+      await runner.stop();
+      await store.stop();
     },
   };
-}
-
-async function stopProc(cli) {
-  if (cli.proc.exitCode !== null || cli.proc.signalCode !== null) return;
-  const exited = new Promise((r) => cli.proc.once('exit', r));
-  cli.proc.kill('SIGTERM');
-  await exited;
 }
 
 /**
@@ -525,8 +518,8 @@ async function pending10k() {
   const responses = await client.listAll({ schema_name: 'tool.response.v1', tag: 'workspace:tools' });
   for (const r of responses) for (const t of r.tags) if (t.startsWith('request:')) answered.add(t.slice(8));
   c.close();
-  await stopProc(runner);
-  await stopProc(store);
+  await runner.stop();
+  await store.stop();
   return {
     written: PENDING_N,
     rss_mb_max: Math.round(rssMax),
@@ -728,7 +721,7 @@ async function withSkeleton(flags, use) {
     return await use(c, skeleton);
   } finally {
     c.close();
-    await stopProc(skeleton);
+    await skeleton.stop();
   }
 }
 

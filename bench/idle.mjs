@@ -108,8 +108,7 @@ try {
     }),
   );
 } finally {
-  runner.proc.kill('SIGTERM');
-  await new Promise((r) => runner.proc.once('exit', r));
+  await runner.stop();
   rmSync(dir, { recursive: true, force: true });
 }
 process.exit(0);

@@ -88,8 +88,7 @@ try {
     }),
   );
 } finally {
-  runner.proc.kill('SIGTERM');
-  await new Promise((resolve) => runner.proc.once('exit', resolve));
+  await runner.stop();
   rmSync(dir, { recursive: true, force: true });
 }
 process.exit(0);

@@ -185,9 +185,7 @@ async function main() {
   const files = dbUrl ? undefined : largestFiles(dataDir);
   c.close();
   await sizeClient?.end();
-  const exited = new Promise((r) => runner.proc.once('exit', r));
-  runner.proc.kill('SIGTERM');
-  await exited;
+  await runner.stop();
   await cluster?.stop();
 
   const bytes = samples.map((s) => s.bytes);

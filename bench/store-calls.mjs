@@ -74,9 +74,7 @@ async function measure(claims, group) {
   }
   const after = await metrics(url);
   caller.close();
-  const exited = new Promise((r) => runner.proc.once('exit', r));
-  runner.proc.kill('SIGTERM');
-  await exited;
+  await runner.stop();
   const per = (key) => +((after[key] - before[key]) / CALLS).toFixed(2);
   return {
     claims,

@@ -126,8 +126,7 @@ async function e2eRunner(transport) {
     },
     async stop() {
       caller.close();
-      runner.proc.kill('SIGTERM');
-      await new Promise((r) => (runner.proc.exitCode !== null ? r() : runner.proc.once('exit', r)));
+      await runner.stop();
     },
   };
 }
