@@ -2,17 +2,19 @@
 // starts every single-use sandbox process with Deno.Command and relays its stdin, stdout, stderr and
 // exit over this process's own stdin/stdout, as binary frames (src/sandbox/relay-protocol.ts):
 //   [type u8][id u32 big-endian][payload length u32 big-endian][payload]
-// in (service -> launcher):  1 spawn {file,args,env,cwd} (JSON) | 2 stdin bytes | 3 stdin end |
+// in (service -> launcher):  1 spawn {file,args,env,cwd,group} (JSON) | 2 stdin bytes | 3 stdin end |
 //                            4 pause / 5 resume the stream of the payload's one byte (0 stdout, 1 stderr) |
 //                            6 stdin bytes not to acknowledge (the service sends at most 64 KiB of
 //                            those per child before a write of type 2, whose acknowledgement covers them)
 // out (launcher -> service): 1 spawned (pid u32) | 2 spawn failed (message) | 3 stdout bytes |
 //                            4 stderr bytes | 5 stdout end | 6 stderr end | 7 exit {code,signal} (JSON) |
 //                            8 one stdin frame written to the child
-// Every child leads a session and process group of its own (the service SIGKILLs the whole group): it is
-// started through the setsid program (argument 2) when there is one, else with `detached: true` —
-// which makes Deno fork its whole address space instead of posix_spawn (+0.8 ms of CPU per spawn,
-// measured; setsid's exec costs the child ~0.3 ms).
+// A child stays in this launcher's session and process group (the service SIGKILLs it by its pid), unless
+// its request says `group: true` (a sandbox that may start programs): then it leads a session and
+// process group of its own (the service SIGKILLs the whole group), started through the setsid program
+// (argument 2) when there is one, else with `detached: true` — which makes Deno fork its whole address
+// space instead of posix_spawn (+0.8 ms of CPU per spawn, measured; setsid's exec costs the child
+// ~0.5-0.9 ms). A request without `group` gets one (the safe side).
 // Backpressure: output is written to our stdout (blocking) in the turn it was read, and a paused stream
 // is not read at all (also after the child exited), so this process holds at most a chunk per child.
 // When the service goes away (our stdin ends, or our stdout fails) every child's process group is
@@ -43,7 +45,7 @@ const decoder = new TextDecoder();
 const EMPTY = new Uint8Array(0);
 
 /**
- * id -> {child, pid, writer, chain, paused: [bool, bool], wake: [fn?, fn?], exited, open} of every child
+ * id -> {child, pid, group, writer, chain, paused: [bool, bool], wake: [fn?, fn?], exited, open} of every child
  * until it exited and both its outputs ended (a paused output can still be resumed after the exit).
  */
 const children = new Map();
@@ -96,16 +98,18 @@ function flush() {
 
 function spawnChild(id, payload) {
   let child;
+  let group = true;
   try {
     const req = JSON.parse(decoder.decode(payload));
+    group = req.group !== false;
     if (req.file !== denoPath) throw new Error(`the relay launcher starts only ${denoPath}, not ${req.file}`);
-    const viaSetsid = setsidPath !== '';
+    const viaSetsid = group && setsidPath !== '';
     child = new Deno.Command(viaSetsid ? setsidPath : req.file, {
       args: viaSetsid ? [req.file, ...req.args] : req.args,
       env: req.env,
       cwd: req.cwd,
       clearEnv: true,
-      detached: !viaSetsid,
+      detached: group && !viaSetsid,
       stdin: 'piped',
       stdout: 'piped',
       stderr: 'piped',
@@ -119,6 +123,7 @@ function spawnChild(id, payload) {
   const entry = {
     child,
     pid: child.pid,
+    group,
     writer: child.stdin.getWriter(),
     chain: Promise.resolve(),
     paused: [false, false],
@@ -214,9 +219,11 @@ async function shutdown() {
   if (closing) return;
   closing = true;
   const entries = [...children.values()].filter((entry) => !entry.exited);
-  if (entries.length > 0 && killPath !== '') {
+  // the groups of children that lead one (the rest, and any the kill program missed, below)
+  const groups = entries.filter((entry) => entry.group);
+  if (groups.length > 0 && killPath !== '') {
     try {
-      const args = ['-KILL', '--', ...entries.map((e) => `-${e.pid}`)];
+      const args = ['-KILL', '--', ...groups.map((e) => `-${e.pid}`)];
       await new Deno.Command(killPath, {
         args,
         clearEnv: true,

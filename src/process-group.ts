@@ -1,7 +1,8 @@
-// Process groups. Every child the runner starts (sandbox Deno processes, host programs) is spawned
-// detached, so it leads a process group of its own; it is always ended with SIGKILL to that whole
-// group, so that helpers it started (which would hold our pipes open) die with it. A program that
-// calls setsid() leaves the group; only a cgroup stops that.
+// Process groups. A child that can start programs of its own (host programs; a sandbox granted `run`)
+// is spawned detached, so it leads a process group of its own; it is always ended with SIGKILL to that
+// whole group, so that helpers it started (which would hold our pipes open) die with it. A program
+// that calls setsid() leaves the group; only a cgroup stops that. Every other sandbox process stays in
+// its launcher's session and group (command.ts `ownGroup`) and is signalled by its pid.
 //
 // A child started through the setsid program (the Deno relay launcher's children) leads its group only
 // once setsid has run: for the first moments after the spawn (the exec of setsid) there is no group of
@@ -27,6 +28,20 @@ export function killGroup(pid: number | undefined): boolean {
     process.kill(pid, 'SIGKILL');
     return true;
   } catch {
+    return false;
+  }
+}
+
+/**
+ * Sends `signal` to `pid`'s process group when it leads one (`grouped`), else to `pid` alone; false when
+ * there is nothing to signal (gone). Callers signal only processes whose exit they have not seen yet.
+ */
+export function signalProcess(pid: number, grouped: boolean, signal: NodeJS.Signals): boolean {
+  try {
+    process.kill(grouped ? -pid : pid, signal);
+    return true;
+  } catch {
+    // ESRCH: gone (EPERM cannot happen for our own children)
     return false;
   }
 }

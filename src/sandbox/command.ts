@@ -144,6 +144,15 @@ export interface DenoCommand {
   cwd: string;
   /** Niceness the launcher gives the process right after it started (best effort); absent: unchanged. */
   niceness?: number;
+  /**
+   * Whether the process gets a session and process group of its own (setsid), so that whatever it
+   * starts dies with it: only a process granted `run` can start anything. Every other one stays in its
+   * launcher's session: on a kernel with autogroup scheduling (most Linux distributions) every session
+   * is weighed as one against all others, whatever the niceness of its processes, so one session per
+   * sandbox process gave each as much CPU as the whole service (docs/sandbox.md "Priority"); and the
+   * setsid exec cost each process ~0.5-0.9 ms of CPU. Absent: true.
+   */
+  ownGroup?: boolean;
 }
 
 /** The whole environment of a sandbox process (and of the relay launcher that starts them). */
@@ -187,5 +196,6 @@ export function buildDenoCommand(input: DenoCommandInput): DenoCommand {
     args,
     env: sandboxEnv(input.denoDir ?? DENO_DIR_NOWHERE),
     cwd: input.cwd,
+    ownGroup: (input.extra ?? []).includes('run'),
   };
 }

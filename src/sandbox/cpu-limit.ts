@@ -8,8 +8,8 @@
 // - duty cycle (everywhere else, e.g. cgroup v1 machines): the process's CPU time (utime + stime of all
 //   its threads, /proc/<pid>/stat) is sampled every SAMPLE_MS (every 2nd tick of the guard clock,
 //   guard-clock.ts: in the same wake-up as the memory guard's samples); when it runs ahead of
-//   `percent% x wall time since the call started` by more than BURST_MS, the process group is stopped
-//   (SIGSTOP) until wall time has caught up, then continued (SIGCONT). Tool code cannot catch or
+//   `percent% x wall time since the call started` by more than BURST_MS, the process (its group, if it
+//   leads one) is stopped (SIGSTOP) until wall time has caught up, then continued (SIGCONT). Tool code cannot catch or
 //   ignore SIGSTOP. The long-run share converges to the limit; /proc counts CPU time in 10 ms ticks,
 //   so the share over short windows (under a second) is coarse.
 // A running process is not read while it cannot have run ahead: its CPU time grows at most as fast
@@ -22,6 +22,7 @@
 // warm process is parked afterwards and must not stay stopped) and is idempotent.
 
 import { availableParallelism, cpus } from 'node:os';
+import { signalProcess } from '../process-group.js';
 import type { ProcessCgroup } from './cgroup.js';
 import { openCpuReader } from './cpu.js';
 import { guardClock, TICK_MS } from './guard-clock.js';
@@ -45,21 +46,14 @@ export interface CpuLimit {
   end(): Promise<void>;
 }
 
-/** Sends `signal` to the process group of `pid` (the sandbox spawns every process detached, as a group leader). */
-function signalGroup(pid: number, signal: 'SIGSTOP' | 'SIGCONT'): void {
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    // the group is gone (the call ended, or the process was killed): nothing to stop or continue
-  }
-}
-
 /**
  * Limits `pid` to `percent` % of one core until end(): cgroup `cpu.max` when `cgroup` supports it,
  * else the duty cycle. `now`, `readCpu` and `cores` are injectable for tests of the arithmetic.
  */
 export async function startCpuLimit(options: {
   pid: number;
+  /** The process leads a process group of its own (SandboxProcess.grouped): the group is stopped. Default: true. */
+  grouped?: boolean;
   percent: number;
   cgroup?: ProcessCgroup | undefined;
   now?: () => number;
@@ -67,6 +61,7 @@ export async function startCpuLimit(options: {
   cores?: number;
 }): Promise<CpuLimit> {
   const { pid, percent } = options;
+  const grouped = options.grouped !== false;
   const now = options.now ?? performance.now.bind(performance);
   // one descriptor of /proc/<pid>/stat for the limit's life (closed by end())
   const reader = options.readCpu ? undefined : openCpuReader(pid);
@@ -108,11 +103,11 @@ export async function startCpuLimit(options: {
     if (!stopped && cpu > share * wall + BURST_MS) {
       stopped = true;
       stoppedAt = now();
-      signalGroup(pid, 'SIGSTOP');
+      signalProcess(pid, grouped, 'SIGSTOP');
     } else if (stopped && cpu <= share * wall) {
       stopped = false;
       stoppedMs += now() - stoppedAt;
-      signalGroup(pid, 'SIGCONT');
+      signalProcess(pid, grouped, 'SIGCONT');
     }
     if (!stopped) nextLookAt = at + Math.max(0, share * wall + BURST_MS - cpu) / Math.max(cores - share, 0.01);
   };
@@ -132,7 +127,7 @@ export async function startCpuLimit(options: {
       if (stopped) {
         stopped = false;
         stoppedMs += now() - stoppedAt;
-        signalGroup(pid, 'SIGCONT');
+        signalProcess(pid, grouped, 'SIGCONT');
       }
     },
   };

@@ -5,9 +5,11 @@
 // per single-use sandbox call. So by default a tiny helper process, the *spawner*, does the forking:
 // it spawns each Deno process and hands its three stdio pipes back over the IPC channel (SCM_RIGHTS);
 // the service then talks to the child directly. The spawner also reports exits, and when the
-// service goes away — even by SIGKILL — it sees its IPC channel close, kills every process group it
-// started and exits, so no sandbox process outlives the service. It runs in its own process group and
-// ignores SIGINT, so a Ctrl-C at the service's terminal drains the service instead of killing sandboxes.
+// service goes away — even by SIGKILL — it sees its IPC channel close, kills every process it
+// started (with its group, if it has one) and exits, so no sandbox process outlives the service. It
+// runs in a session and process group of its own (which its children share, unless they may start
+// programs: command.ts ownGroup) and ignores SIGINT, so a Ctrl-C at the service's terminal drains the
+// service instead of killing sandboxes.
 //
 // States of the spawner: absent -> starting/running -> dead (crashed or closed). A crash kills
 // every child it reported and fails their `ended`; the next launch starts a new spawner.
@@ -19,9 +21,11 @@ import { Readable, Writable } from 'node:stream';
 import { killGroup } from '../process-group.js';
 import type { DenoCommand } from './command.js';
 
-/** A started process: its pid (own process group), pipes, and how it ended. */
+/** A started process: its pid, pipes, and how it ended. */
 export interface Launched {
   pid: number;
+  /** It leads a process group of its own (signal `-pid`); false: it is in its launcher's (signal `pid`). */
+  grouped: boolean;
   stdin: Writable;
   stdout: Readable;
   stderr: Readable;
@@ -30,7 +34,11 @@ export interface Launched {
 }
 
 export interface Launcher {
-  /** Starts `cmd` (a buildDenoCommand recipe) detached (own process group). Rejects when it cannot be started. */
+  /**
+   * Starts `cmd` (a buildDenoCommand recipe): detached (own session and process group) when
+   * `cmd.ownGroup` is not false, else (helper launchers) in the helper's own session, which has no
+   * terminal. Rejects when it cannot be started.
+   */
   launch(cmd: DenoCommand): Promise<Launched>;
   close(): Promise<void>;
 }
@@ -49,6 +57,7 @@ export function renice(pid: number, niceness: number | undefined): void {
 export function createDirectLauncher(): Launcher {
   return {
     launch(cmd) {
+      // always detached: in the service's own group a Ctrl-C at its terminal would reach the child
       const child = spawn(cmd.file, cmd.args, { cwd: cmd.cwd, env: cmd.env, detached: true, stdio: 'pipe' });
       return new Promise((resolve, reject) => {
         child.once('error', (error) => {
@@ -59,7 +68,14 @@ export function createDirectLauncher(): Launcher {
         const ended = new Promise<{ code: number | null; signal: string | null }>((done) =>
           child.once('close', (code, signal) => done({ code, signal })),
         );
-        resolve({ pid: child.pid, stdin: child.stdin, stdout: child.stdout, stderr: child.stderr, ended });
+        resolve({
+          pid: child.pid,
+          grouped: true,
+          stdin: child.stdin,
+          stdout: child.stdout,
+          stderr: child.stderr,
+          ended,
+        });
       });
     },
     async close() {},
@@ -68,8 +84,9 @@ export function createDirectLauncher(): Launcher {
 
 // The spawner's whole program. Plain JS, no imports beyond node:child_process, run with `node -e`
 // (so its killAll repeats src/process-group.ts's killGroup: that program cannot import it).
-// Messages in: {id, file, args, env, cwd, nice?} (nice: the niceness it gives the child at once, so
-// that the service's event loop makes no setpriority call per spawn). Out: {id, pid, fd: 'stdin'} and
+// Messages in: {id, file, args, env, cwd, nice?, group} (nice: the niceness it gives the child at once, so
+// that the service's event loop makes no setpriority call per spawn; group: false keeps the child in the
+// spawner's session and group, command.ts ownGroup). Out: {id, pid, fd: 'stdin'} and
 // {id, fd: 'stdout' | 'stderr'}, each with its pipe handle | {id, exit:{code, signal}} | {id, error}.
 // Node passes one handle per message and waits for the receiver's acknowledgement before the next,
 // so every message counts: the pid travels with the first pipe.
@@ -80,14 +97,15 @@ const live = new Map();
 const send = (msg, handle) => { if (process.connected) process.send(msg, handle, () => {}); };
 process.on('error', () => {});
 process.on('SIGINT', () => {});
-const killAll = () => { for (const pid of live.keys()) { try { process.kill(-pid, 'SIGKILL'); } catch {} } };
+const killAll = () => { for (const [pid, child] of live) { try { process.kill(child.grouped ? -pid : pid, 'SIGKILL'); } catch {} } };
 process.on('disconnect', () => { killAll(); process.exit(0); });
 const parent = process.ppid;
 setInterval(() => { if (process.ppid !== parent) { killAll(); process.exit(0); } }, 500).unref();
 process.on('message', (m) => {
   let child;
   try {
-    child = spawn(m.file, m.args, { cwd: m.cwd, env: m.env, detached: true, stdio: 'pipe' });
+    child = spawn(m.file, m.args, { cwd: m.cwd, env: m.env, detached: m.group !== false, stdio: 'pipe' });
+    child.grouped = m.group !== false;
   } catch (e) { send({ id: m.id, error: String(e && e.message || e) }); return; }
   child.once('error', (e) => { if (child.pid === undefined) send({ id: m.id, error: String(e && e.message || e) }); });
   if (child.pid === undefined) return;
@@ -106,6 +124,7 @@ process.on('message', (m) => {
 
 interface Pending {
   pid?: number;
+  grouped: boolean;
   seen?: number;
   stdin?: Writable;
   stdout?: Readable;
@@ -239,7 +258,14 @@ export function createSpawnerLauncher(options: { nodePath?: string } = {}): Laun
       const ended = new Promise<{ code: number | null; signal: string | null; error?: Error }>(
         (resolve) => (entry.exit = resolve),
       );
-      entry.resolve({ pid: entry.pid, stdin: entry.stdin, stdout: entry.stdout, stderr: entry.stderr, ended });
+      entry.resolve({
+        pid: entry.pid,
+        grouped: entry.grouped,
+        stdin: entry.stdin,
+        stdout: entry.stdout,
+        stderr: entry.stderr,
+        ended,
+      });
     }
   };
 
@@ -269,7 +295,7 @@ export function createSpawnerLauncher(options: { nodePath?: string } = {}): Laun
       if (closed) return Promise.reject(new Error('the sandbox launcher is closed'));
       return new Promise<Launched>((resolve, reject) => {
         const id = ++nextId;
-        const entry: Pending = { resolve, reject, started: false };
+        const entry: Pending = { resolve, reject, started: false, grouped: cmd.ownGroup !== false };
         entry.timer = setTimeout(() => {
           if (!entry.started && pending.get(id) === entry)
             abandon(id, entry, `the sandbox spawner did not start the process within ${LAUNCH_TIMEOUT_MS} ms`);
@@ -278,7 +304,15 @@ export function createSpawnerLauncher(options: { nodePath?: string } = {}): Laun
         pending.set(id, entry);
         const h = ensureHelper();
         updateRef();
-        const message = { id, file: cmd.file, args: cmd.args, env: cmd.env, cwd: cmd.cwd, nice: cmd.niceness };
+        const message = {
+          id,
+          file: cmd.file,
+          args: cmd.args,
+          env: cmd.env,
+          cwd: cmd.cwd,
+          nice: cmd.niceness,
+          group: cmd.ownGroup !== false,
+        };
         h.send(message, (error) => {
           if (error && pending.delete(id)) reject(error);
         });

@@ -1,5 +1,6 @@
-// One Deno sandbox process: its empty cwd (shared, or a temp dir of its own), spawn (own process group), harness hello, frame/log
-// routing, output cap, SIGKILL of the whole group, cleanup.
+// One Deno sandbox process: its empty cwd (shared, or a temp dir of its own), spawn (a process group of its
+// own when it may start programs), harness hello, frame/log routing, output cap, SIGKILL (of the whole
+// group, if it has one), cleanup.
 //
 // States: 'starting' (spawned, waiting for the harness hello and, in cgroup mode, confinement) ->
 // 'ready' (harness waits for its job frame) -> 'busy' (a job is attached) -> 'idle' (reuse mode
@@ -12,7 +13,7 @@ import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from '../logger.js';
-import { killGroup } from '../process-group.js';
+import { killGroup, signalProcess } from '../process-group.js';
 import { buildDenoCommand } from './command.js';
 import type { Launched, Launcher } from './launcher.js';
 import type { ProcessCgroup } from './cgroup.js';
@@ -77,6 +78,8 @@ export interface SandboxProcess {
   readonly memoryMb: number;
   readonly limitBytes: number;
   readonly pid: number | undefined;
+  /** It leads a process group of its own (signals go to `-pid`); false: signals go to `pid` (Launched.grouped). */
+  readonly grouped: boolean;
   /** The process's own cgroup (cgroup memory enforcement), once it is ready; undefined otherwise. */
   readonly cgroup: ProcessCgroup | undefined;
   /** Changed only by the process itself (spawn, hello, startJob, park, kill, exit). */
@@ -148,8 +151,12 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
   });
   ready.catch(() => undefined);
 
+  // whether the process leads a process group of its own (Launched.grouped): killed as a group, else by pid
+  let grouped = true;
   const signalGroup = (): void => {
-    if (proc.state !== 'dead') killGroup(pid);
+    if (proc.state === 'dead' || pid === undefined) return;
+    if (grouped) killGroup(pid);
+    else signalProcess(pid, false, 'SIGKILL');
   };
 
   const events = (framed: boolean): StreamEvents => ({
@@ -199,6 +206,9 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
     limitBytes: guard.limitBytes(options.memoryMb),
     get pid() {
       return pid;
+    },
+    get grouped() {
+      return grouped;
     },
     get cgroup() {
       return cgroup;
@@ -289,6 +299,7 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
       child = launched;
       const ended = launched.ended;
       pid = launched.pid;
+      grouped = launched.grouped;
       if (killReason !== undefined) signalGroup();
       launched.stdin.on('error', () => undefined);
       launched.stdout.on('error', () => undefined);

@@ -5,8 +5,9 @@
 // spawner's fork and pipe hand-over (bench/spawn-cost.mjs); every byte a child writes takes one more
 // process hop, so warm processes (many calls each) stay with the spawner (sandbox.ts picks).
 //
-// Children: detached (setsid, their own process group; the service SIGKILLs the whole group by pid),
-// with exactly the recipe's environment and cwd, and the recipe's niceness: inherited from the launcher,
+// Children: in the launcher's own session and process group (the service SIGKILLs each by its pid), or,
+// for a recipe with `ownGroup` (a sandbox granted `run`), detached (setsid: their own process group,
+// which the service SIGKILLs as a whole); with exactly the recipe's environment and cwd, and the recipe's niceness: inherited from the launcher,
 // which runs at the sandbox's niceness (options.niceness), or else set here after the spawn.
 // Backpressure: a child stream whose Readable is full is paused in the launcher (it stops reading that
 // child, whose writes then block): a stream holds at most what the launcher relayed before the pause
@@ -45,8 +46,9 @@ export const RELAY_LAUNCHER_PATH = fileURLToPath(new URL('../../sandbox/relay-la
 /** Where a kill program may be: the launcher kills process groups with it (Deno.kill of a group needs --allow-run for everything). */
 const KILL_PROGRAMS = ['/bin/kill', '/usr/bin/kill'];
 /**
- * Where setsid may be: children start through it, in a session of their own, by posix_spawn. Deno's
- * `detached` makes it fork the launcher's whole address space instead (+0.8 ms of CPU per spawn).
+ * Where setsid may be: children that get a session of their own (a recipe's `ownGroup`) start through
+ * it, by posix_spawn. Deno's `detached` makes it fork the launcher's whole address space instead (+0.8 ms
+ * of CPU per spawn).
  */
 const SETSID_PROGRAMS = ['/usr/bin/setsid', '/bin/setsid'];
 
@@ -56,6 +58,8 @@ type Status = { code: number | null; signal: string | null; error?: Error };
 interface Child {
   id: number;
   pid?: number;
+  /** Started with a process group of its own (the request's `group`). */
+  grouped: boolean;
   started: boolean;
   resolve(launched: Launched): void;
   reject(error: Error): void;
@@ -250,7 +254,7 @@ export function createDenoRelayLauncher(options: RelayLauncherOptions): Launcher
     child.outputs = [outputOf(child, 0), outputOf(child, 1)];
     const [stdout, stderr] = child.outputs;
     const ended = new Promise<Status>((resolve) => (child.settle = resolve));
-    child.resolve({ pid, stdin: child.stdin, stdout, stderr, ended });
+    child.resolve({ pid, grouped: child.grouped, stdin: child.stdin, stdout, stderr, ended });
   };
 
   /**
@@ -365,7 +369,8 @@ export function createDenoRelayLauncher(options: RelayLauncherOptions): Launcher
       if (closed) return Promise.reject(new Error('the sandbox launcher is closed'));
       if (cmd.file !== denoPath)
         return Promise.reject(new Error(`the relay launcher starts only ${denoPath}, not ${JSON.stringify(cmd.file)}`));
-      const request = JSON.stringify({ file: cmd.file, args: cmd.args, env: cmd.env, cwd: cmd.cwd });
+      const { file, args, env, cwd } = cmd;
+      const request = JSON.stringify({ file, args, env, cwd, group: cmd.ownGroup !== false });
       if (Buffer.byteLength(request) > RELAY_MAX_SPAWN_BYTES)
         return Promise.reject(
           new Error(`a spawn request of ${Buffer.byteLength(request)} bytes (at most ${RELAY_MAX_SPAWN_BYTES})`),
@@ -375,6 +380,7 @@ export function createDenoRelayLauncher(options: RelayLauncherOptions): Launcher
         while (children.has(nextId));
         const child: Child = {
           id: nextId,
+          grouped: cmd.ownGroup !== false,
           started: false,
           resolve,
           reject,

@@ -250,7 +250,7 @@ export function runJob(
     }
     const percent = job.tool.cpuPercent;
     if (percent !== undefined && percent < 100 && proc.pid !== undefined) {
-      void startCpuLimit({ pid: proc.pid, percent, cgroup: proc.cgroup }).then((limit) => {
+      void startCpuLimit({ pid: proc.pid, grouped: proc.grouped, percent, cgroup: proc.cgroup }).then((limit) => {
         if (done) void limit.end();
         else cpuLimit = limit;
       });

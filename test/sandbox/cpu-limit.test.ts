@@ -97,6 +97,29 @@ describe('duty cycle arithmetic', () => {
       restore();
     }
   });
+
+  it('stops and continues the process by its pid when it leads no process group of its own (grouped: false)', async () => {
+    let wall = 0;
+    let cpu = 0;
+    const { signals, restore } = recordKills();
+    try {
+      const limit = await startCpuLimit({
+        pid: 4243,
+        grouped: false,
+        percent: 20,
+        now: () => wall,
+        readCpu: () => cpu,
+      });
+      wall = 100;
+      cpu = 20 + BURST_MS + 1;
+      await new Promise((resolve) => setTimeout(resolve, 60));
+      expect(signals).toEqual(['4243:SIGSTOP']);
+      await limit.end();
+      expect(signals).toEqual(['4243:SIGSTOP', '4243:SIGCONT']);
+    } finally {
+      restore();
+    }
+  });
 });
 
 describe('duty cycle looks', () => {

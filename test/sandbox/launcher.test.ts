@@ -125,10 +125,31 @@ describe.each(LAUNCHERS)('%s launcher', (_name, create, createSource) => {
     launcher = l;
     const p = await l.launch(program(CAT));
     const [, , pgrp, session] = stat(p.pid);
+    expect(p.grouped).toBe(true);
     expect(Number(pgrp)).toBe(p.pid);
     expect(Number(session)).toBe(p.pid);
     process.kill(-p.pid, 'SIGKILL');
     expect(await p.ended).toMatchObject({ code: null, signal: 'SIGKILL' });
+  });
+
+  it("keeps a recipe with ownGroup false in the launcher's own session and group, killed by its pid and by the close", async () => {
+    const l = create();
+    launcher = l;
+    const p = await l.launch({ ...program(CAT), ownGroup: false });
+    expect(p.grouped).toBe(false);
+    const [, ppid, pgrp, session] = stat(p.pid);
+    // the helper's session and group (it leads both: it was started detached), not ours
+    expect([Number(pgrp), Number(session)]).toEqual([Number(ppid), Number(ppid)]);
+    expect(Number(session)).not.toBe(Number(stat(process.pid)[3]));
+    expect(() => process.kill(-p.pid, 0)).toThrow(); // no group of its pid
+    process.kill(p.pid, 'SIGKILL');
+    expect(await p.ended).toMatchObject({ code: null, signal: 'SIGKILL' });
+    const q = await l.launch({ ...program(CAT), ownGroup: false });
+    q.stdout.resume();
+    q.stderr.resume();
+    await l.close();
+    launcher = undefined;
+    await waitFor(() => !alive(q.pid), 10_000, 'the close to end a child without a group of its own');
   });
 
   it('gives the process the niceness of its recipe (also the direct launcher)', async () => {

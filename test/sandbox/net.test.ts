@@ -160,7 +160,11 @@ describe('buildDenoCommand', () => {
         NO_COLOR: '1',
       },
       cwd: '/tmp/x/work',
+      // in its launcher's session: only a process granted `run` can start programs that must die with it
+      ownGroup: false,
     });
+    expect(buildDenoCommand({ ...base, net: [], extra: ['env', 'run'] }).ownGroup).toBe(true);
+    expect(buildDenoCommand({ ...base, net: [], extra: ['read', 'write', 'env', 'sys', 'net'] }).ownGroup).toBe(false);
     expect(buildDenoCommand({ ...base, net: ['a.example.com:443', '*.example.org:443'] }).args).toEqual([
       ...flags,
       '--allow-net=a.example.com:443,*.example.org:443',
