@@ -124,8 +124,11 @@ describe.each(LAUNCHERS)('%s launcher', (_name, create, createSource) => {
     const l = create();
     launcher = l;
     const p = await l.launch(program(CAT));
-    const [, , pgrp, session] = stat(p.pid);
     expect(p.grouped).toBe(true);
+    // (the relay's child leads its group once the setsid program has run: under load that can follow
+    // the launch; src/process-group.ts)
+    await waitFor(() => Number(stat(p.pid)[3]) === p.pid, 10_000, 'the child to lead its own session');
+    const [, , pgrp, session] = stat(p.pid);
     expect(Number(pgrp)).toBe(p.pid);
     expect(Number(session)).toBe(p.pid);
     process.kill(-p.pid, 'SIGKILL');
