@@ -9,9 +9,10 @@
 // weighs each as much as the whole service, whatever their niceness.
 // --root=DIR runs another checkout's build (an A/B against a copy of a base commit).
 // node bench/priority.mjs [--isolation=warm|process] [--busy=8] [--busy-ms=400] [--probes=400] [--root=DIR]
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { childrenOf, statOf } from './proc-cpu.mjs';
 
 const arg = (name, dflt) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? dflt;
 const ISOLATION = arg('isolation', 'warm');
@@ -71,9 +72,18 @@ const echoLoop = (async () => {
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 })();
-// the sessions of the Deno processes that are children of our launchers (sampled once, mid-run)
+// the sessions of our sandbox processes (Deno processes running the harness, under our launchers), once mid-run
 setTimeout(() => {
-  for (const pid of readdirDeno()) sessions.add(statField(pid, 3));
+  const stack = childrenOf(process.pid);
+  while (stack.length > 0) {
+    const pid = stack.pop();
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('harness')) sessions.add(statOf(pid).session);
+    } catch {
+      continue; // exited meanwhile
+    }
+    stack.push(...childrenOf(pid));
+  }
 }, 1000);
 
 await new Promise((resolve) => setTimeout(resolve, 500));
@@ -101,47 +111,3 @@ console.log(
     echo_ms: { calls: echoes.length, p50: pct(echoes, 50), p90: pct(echoes, 90), max: pct(echoes, 100) },
   }),
 );
-
-function statField(pid, index) {
-  try {
-    return Number(
-      readFileSync(`/proc/${pid}/stat`, 'utf8')
-        .replace(/^.*\) /, '')
-        .split(' ')[index],
-    );
-  } catch {
-    return -1;
-  }
-}
-
-/** Pids of the Deno processes running a harness (sandbox processes) on this machine that descend from us. */
-function readdirDeno() {
-  const out = [];
-  const mine = (pid) => {
-    for (let p = pid, hops = 0; p > 1 && hops < 5; hops++) {
-      p = statField(p, 1);
-      if (p === process.pid) return true;
-    }
-    return false;
-  };
-  for (const name of readdirSyncSafe('/proc')) {
-    const pid = Number(name);
-    if (!Number.isInteger(pid)) continue;
-    let cmd = '';
-    try {
-      cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-    } catch {
-      continue;
-    }
-    if (cmd.includes('harness') && mine(pid)) out.push(pid);
-  }
-  return out;
-}
-
-function readdirSyncSafe(dir) {
-  try {
-    return readdirSync(dir);
-  } catch {
-    return [];
-  }
-}

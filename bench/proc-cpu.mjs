@@ -10,13 +10,14 @@ import { readdirSync, readFileSync } from 'node:fs';
 
 const TICK_MS = 1000 / 100;
 
-/** { comm, selfMs (utime+stime), reapedMs (cutime+cstime) } of `pid`; throws once it exited. */
+/** { comm, session, selfMs (utime+stime), reapedMs (cutime+cstime) } of `pid`; throws once it exited. */
 export function statOf(pid) {
   const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const comm = text.slice(text.indexOf('(') + 1, text.lastIndexOf(')'));
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
   return {
     comm,
+    session: Number(fields[3]),
     selfMs: (Number(fields[11]) + Number(fields[12])) * TICK_MS,
     reapedMs: (Number(fields[13]) + Number(fields[14])) * TICK_MS,
   };

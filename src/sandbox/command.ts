@@ -155,6 +155,11 @@ export interface DenoCommand {
   ownGroup?: boolean;
 }
 
+/** Whether `cmd` asks for a session and process group of its own (DenoCommand.ownGroup; absent: yes). */
+export function wantsOwnGroup(cmd: Pick<DenoCommand, 'ownGroup'>): boolean {
+  return cmd.ownGroup !== false;
+}
+
 /** The whole environment of a sandbox process (and of the relay launcher that starts them). */
 export function sandboxEnv(denoDir: string): Record<string, string> {
   return {

@@ -9,8 +9,8 @@
 //   its threads, /proc/<pid>/stat) is sampled every SAMPLE_MS (every 2nd tick of the guard clock,
 //   guard-clock.ts: in the same wake-up as the memory guard's samples); when it runs ahead of
 //   `percent% x wall time since the call started` by more than BURST_MS, the process (its group, if it
-//   leads one) is stopped (SIGSTOP) until wall time has caught up, then continued (SIGCONT). Tool code cannot catch or
-//   ignore SIGSTOP. The long-run share converges to the limit; /proc counts CPU time in 10 ms ticks,
+//   leads one) is stopped (SIGSTOP) until wall time has caught up, then continued (SIGCONT). Tool code
+//   cannot catch or ignore SIGSTOP. The long-run share converges to the limit; /proc counts CPU time in 10 ms ticks,
 //   so the share over short windows (under a second) is coarse.
 // A running process is not read while it cannot have run ahead: its CPU time grows at most as fast
 // as all the machine's CPUs together (CORES ms per wall ms) while the allowance grows at `percent`%,

@@ -19,7 +19,7 @@ import { setPriority } from 'node:os';
 import type { Socket } from 'node:net';
 import { Readable, Writable } from 'node:stream';
 import { killGroup } from '../process-group.js';
-import type { DenoCommand } from './command.js';
+import { wantsOwnGroup, type DenoCommand } from './command.js';
 
 /** A started process: its pid, pipes, and how it ended. */
 export interface Launched {
@@ -84,9 +84,9 @@ export function createDirectLauncher(): Launcher {
 
 // The spawner's whole program. Plain JS, no imports beyond node:child_process, run with `node -e`
 // (so its killAll repeats src/process-group.ts's killGroup: that program cannot import it).
-// Messages in: {id, file, args, env, cwd, nice?, group} (nice: the niceness it gives the child at once, so
-// that the service's event loop makes no setpriority call per spawn; group: false keeps the child in the
-// spawner's session and group, command.ts ownGroup). Out: {id, pid, fd: 'stdin'} and
+// Messages in: {id, file, args, env, cwd, nice?, group} (nice: the niceness it gives the child at once,
+// so that the service's event loop makes no setpriority call per spawn; group: false keeps the child in
+// the spawner's session and group, command.ts ownGroup). Out: {id, pid, fd: 'stdin'} and
 // {id, fd: 'stdout' | 'stderr'}, each with its pipe handle | {id, exit:{code, signal}} | {id, error}.
 // Node passes one handle per message and waits for the receiver's acknowledgement before the next,
 // so every message counts: the pid travels with the first pipe.
@@ -295,7 +295,7 @@ export function createSpawnerLauncher(options: { nodePath?: string } = {}): Laun
       if (closed) return Promise.reject(new Error('the sandbox launcher is closed'));
       return new Promise<Launched>((resolve, reject) => {
         const id = ++nextId;
-        const entry: Pending = { resolve, reject, started: false, grouped: cmd.ownGroup !== false };
+        const entry: Pending = { resolve, reject, started: false, grouped: wantsOwnGroup(cmd) };
         entry.timer = setTimeout(() => {
           if (!entry.started && pending.get(id) === entry)
             abandon(id, entry, `the sandbox spawner did not start the process within ${LAUNCH_TIMEOUT_MS} ms`);
@@ -311,7 +311,7 @@ export function createSpawnerLauncher(options: { nodePath?: string } = {}): Laun
           env: cmd.env,
           cwd: cmd.cwd,
           nice: cmd.niceness,
-          group: cmd.ownGroup !== false,
+          group: entry.grouped,
         };
         h.send(message, (error) => {
           if (error && pending.delete(id)) reject(error);

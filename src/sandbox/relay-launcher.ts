@@ -7,8 +7,9 @@
 //
 // Children: in the launcher's own session and process group (the service SIGKILLs each by its pid), or,
 // for a recipe with `ownGroup` (a sandbox granted `run`), detached (setsid: their own process group,
-// which the service SIGKILLs as a whole); with exactly the recipe's environment and cwd, and the recipe's niceness: inherited from the launcher,
-// which runs at the sandbox's niceness (options.niceness), or else set here after the spawn.
+// which the service SIGKILLs as a whole); with exactly the recipe's environment and cwd, and the
+// recipe's niceness: inherited from the launcher, which runs at the sandbox's niceness
+// (options.niceness), or else set here after the spawn.
 // Backpressure: a child stream whose Readable is full is paused in the launcher (it stops reading that
 // child, whose writes then block): a stream holds at most what the launcher relayed before the pause
 // reached it (0.2–0.5 MB). A child's stdin writes complete at once up to RELAY_STDIN_WINDOW bytes since
@@ -28,7 +29,7 @@ import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { Readable, Writable } from 'node:stream';
 import { killGroup } from '../process-group.js';
-import { DENO_DIR_NOWHERE, sandboxEnv, type DenoCommand } from './command.js';
+import { DENO_DIR_NOWHERE, sandboxEnv, wantsOwnGroup, type DenoCommand } from './command.js';
 import { LAUNCH_TIMEOUT_MS, renice, type Launched, type Launcher } from './launcher.js';
 import {
   createFrameDecoder,
@@ -370,7 +371,8 @@ export function createDenoRelayLauncher(options: RelayLauncherOptions): Launcher
       if (cmd.file !== denoPath)
         return Promise.reject(new Error(`the relay launcher starts only ${denoPath}, not ${JSON.stringify(cmd.file)}`));
       const { file, args, env, cwd } = cmd;
-      const request = JSON.stringify({ file, args, env, cwd, group: cmd.ownGroup !== false });
+      const grouped = wantsOwnGroup(cmd);
+      const request = JSON.stringify({ file, args, env, cwd, group: grouped });
       if (Buffer.byteLength(request) > RELAY_MAX_SPAWN_BYTES)
         return Promise.reject(
           new Error(`a spawn request of ${Buffer.byteLength(request)} bytes (at most ${RELAY_MAX_SPAWN_BYTES})`),
@@ -380,7 +382,7 @@ export function createDenoRelayLauncher(options: RelayLauncherOptions): Launcher
         while (children.has(nextId));
         const child: Child = {
           id: nextId,
-          grouped: cmd.ownGroup !== false,
+          grouped,
           started: false,
           resolve,
           reject,
