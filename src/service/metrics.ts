@@ -34,10 +34,21 @@ export interface Metrics {
   recordUncaught(): void;
 }
 
+/** How often the event-loop lag metrics sample (ms). */
+export const EVENT_LOOP_SAMPLE_MS = 100;
+
 /** Creates the metrics registry with gauges that read live values at scrape time. */
 export function createMetrics(sources: MetricsSources): Metrics {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'tools_runner_process_' });
+  // The event-loop lag metrics sample with a timer of their own. At prom-client's default (every 10 ms)
+  // it woke the process 100 times a second, idle or not: ~6 ms of CPU per second of an otherwise
+  // idle Node process, against ~0.9 at 100 ms (docs/benchmarks.md, "An idle runner"). At 100 ms a
+  // timer late by any stall that spans a tick is still recorded; a stall between two ticks is not.
+  collectDefaultMetrics({
+    register: registry,
+    prefix: 'tools_runner_process_',
+    eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS,
+  });
   const requests = new Counter({
     name: 'tools_runner_requests_total',
     help: 'Requests answered, by tool, status and error code.',

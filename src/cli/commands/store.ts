@@ -6,6 +6,7 @@
 import { coerceError } from '../../errors.js';
 import { createStore } from '../../store/index.js';
 import { EXIT, type CommandContext } from '../command.js';
+import { applyTieringFlags } from '../v8-tiering.js';
 
 /** Runs `tools-runner store` until SIGTERM/SIGINT. */
 export async function run({ config, positionals, logger, out, err, signal }: CommandContext): Promise<number> {
@@ -43,6 +44,7 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
     return EXIT.Failed;
   }
   out(`store listening on ${store.url}`);
+  applyTieringFlags();
   if (!signal.aborted)
     await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
   await store.close();
