@@ -56,11 +56,15 @@ describe('V8 tiering flags', () => {
     ]);
   });
 
-  it('optimises a function sooner in a real Node process, and leaves a budget given to Node alone', () => {
-    expect(run([], false)).toBe('not optimised');
-    expect(run([], true)).toBe('optimised');
-    expect(run(['--interrupt-budget=67584'], true)).toBe('not optimised');
-  });
+  // the counts below are V8 11's (Node 20); later V8s tier up on other counts (Maglev first)
+  it.runIf(process.versions.v8.startsWith('11.'))(
+    'optimises a function sooner in a real Node process, and leaves a budget given to Node alone',
+    () => {
+      expect(run([], false)).toBe('not optimised');
+      expect(run([], true)).toBe('optimised');
+      expect(run(['--interrupt-budget=67584'], true)).toBe('not optimised');
+    },
+  );
 
   it('is applied by `start` and `store` once they serve, not during start-up', () => {
     for (const command of ['start', 'store']) {
