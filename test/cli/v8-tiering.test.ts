@@ -26,7 +26,7 @@ const probe = `
 `;
 
 function run(nodeFlags: string[], applyService: boolean): string {
-  // the probe is compiled by \`new Function\` after the flags are set (its natives syntax too)
+  // the probe is compiled by `new Function` after the flags are set (its natives syntax too)
   const apply = applyService
     ? `const { applyTieringFlags } = await import(${JSON.stringify(tieringModule)}); applyTieringFlags(process.execArgv);`
     : '';

@@ -1,6 +1,6 @@
 // The metrics registry costs an idle process no wake-ups of its own beyond the event-loop lag sampler's
 // 10 per second (src/service/metrics.ts). Counted, not timed: the times a real Node process's main
-// thread was scheduled (/proc/<pid>/schedstat) over one idle second, with the registry and without.
+// thread was scheduled (/proc/thread-self/schedstat) over one idle second, with the registry and without.
 
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
