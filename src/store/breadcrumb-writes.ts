@@ -7,11 +7,15 @@
 // own savepoint, so one write's failure (a 409, a 412, a 404) rolls back that write alone. After
 // the commit their events are published in commit order and then their callers are answered; no
 // caller is answered before its write is committed.
+//
+// The full-text index is not written here: a new or changed row is indexed shortly after its commit,
+// with the others written meanwhile (fts-index.ts); a row leaving takes its index entry with it.
 
 import { createHash, randomUUID } from 'node:crypto';
 import type { Db } from './db.js';
 import type { EventLog, StoredEvent } from './event-log.js';
 import { createGroupCommit, type WriteStats } from './group-commit.js';
+import type { SearchIndex } from './fts-index.js';
 import { HttpError, httpErrors } from './http-util.js';
 import type { CreateFields, PatchFields } from './validate.js';
 
@@ -142,6 +146,7 @@ function newRow(
 export function createBreadcrumbWrites(
   db: Db,
   log: EventLog,
+  index: SearchIndex,
   afterWrite?: AfterWrite,
   options: WriteOptions = {},
 ): BreadcrumbWrites {
@@ -165,14 +170,6 @@ export function createBreadcrumbWrites(
   );
   const deleteHistory = db.prepare('DELETE FROM breadcrumb_history WHERE breadcrumb_id = ?');
   const deleteRow = db.prepare('DELETE FROM breadcrumbs WHERE write_seq = ?');
-  // The full-text index is keyed by write_seq, so it moves with the row on every update.
-  // External content (db.ts): a row is removed by the 'delete' command with exactly the values it was indexed with.
-  const insertFts = db.prepare('INSERT INTO breadcrumbs_fts (rowid, title, description, context) VALUES (?, ?, ?, ?)');
-  const deleteFtsStmt = db.prepare(
-    `INSERT INTO breadcrumbs_fts (breadcrumbs_fts, rowid, title, description, context) VALUES ('delete', ?, ?, ?, ?)`,
-  );
-  const deleteFts = (row: BreadcrumbRow): void =>
-    void deleteFtsStmt.run(row.write_seq, row.title, row.description, row.context);
   const upsertVector = db.prepare(
     'INSERT INTO breadcrumb_embeddings (breadcrumb_id, dim, vec) VALUES (?, ?, ?) ON CONFLICT (breadcrumb_id) DO UPDATE SET dim = excluded.dim, vec = excluded.vec',
   );
@@ -208,7 +205,7 @@ export function createBreadcrumbWrites(
     const tags = JSON.parse(row.tags) as string[];
     deleteTags(row, tags);
     deleteHistory.run(row.id);
-    deleteFts(row);
+    index.forget(row);
     deleteVector.run(row.id);
     deleteRow.run(row.write_seq);
     return log.append({
@@ -243,7 +240,6 @@ export function createBreadcrumbWrites(
     });
     insert.run(newRow(id, fields, actor, context, now, event.seq));
     for (const tag of uniqueTags(fields.tags)) insertTag.run(tag, event.seq);
-    insertFts.run(event.seq, fields.title, fields.description, context);
     if (fields.embedding) upsertVector.run(id, fields.embedding.length, encodeVector(fields.embedding));
     if (key !== undefined) insertKey.run(key, id, actor.ownerId, now.iso);
     return {
@@ -312,8 +308,8 @@ export function createBreadcrumbWrites(
     deleteTags(row, oldTags);
     for (const tag of uniqueTags(tags)) insertTag.run(tag, event.seq);
     const title = pick('title', patch.title);
-    deleteFts(row);
-    insertFts.run(event.seq, title, pick('description', patch.description), context);
+    // the full-text index is keyed by write_seq: the old row leaves it, the new one is indexed later
+    index.forget(row);
     insertHistory.run(id, row.version, row.context, row.updated_at, row.updated_by);
     // An explicit embedding wins; otherwise a changed title/context is re-embedded after the commit.
     let text: string | undefined;
@@ -354,7 +350,10 @@ export function createBreadcrumbWrites(
               sameOwner ? { id: result.conflict.breadcrumb_id } : undefined,
             );
           }
-          if (result.event) log.publish(result.event);
+          if (result.event) {
+            index.schedule();
+            log.publish(result.event);
+          }
           if (result.text !== undefined) afterWrite?.(result.id, 1, result.text);
           return { id: result.id };
         },
@@ -364,6 +363,7 @@ export function createBreadcrumbWrites(
       return submit(
         () => updateTx(id, patch, actor, ifMatch),
         (result) => {
+          index.schedule();
           log.publish(result.event);
           if (result.text !== undefined) afterWrite?.(id, result.version, result.text);
           return { version: result.version };

@@ -14,11 +14,12 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ErrorCode, RunnerError } from '../errors.js';
 import { WRITER_AUTOCHECKPOINT_PAGES } from './checkpointer.js';
+import { markEverythingIndexed } from './fts-index.js';
 import { LEASES_SQL } from './leases.js';
 
 export type Db = Database.Database;
 
-const SCHEMA_VERSION = '3';
+const SCHEMA_VERSION = '4';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -129,7 +130,9 @@ CREATE TABLE IF NOT EXISTS secret_audit (
 
 // The full-text index reads its text from the breadcrumbs table itself (FTS5 external content,
 // keyed by write_seq): no second copy of titles and contexts. Its rows MUST be removed with the
-// 'delete' command and the exact values indexed, which the write path has in the old row.
+// 'delete' command and the exact values indexed, which the write path has in the old row. Rows are
+// indexed in batches after their writes, and before every search (fts-index.ts: which rows are
+// indexed is the `fts_indexed_through` mark in meta, since schema version 4).
 const FTS_SQL = `CREATE VIRTUAL TABLE IF NOT EXISTS breadcrumbs_fts USING fts5(title, description, context,
   content = 'breadcrumbs', content_rowid = 'write_seq', tokenize = 'unicode61 remove_diacritics 2')`;
 
@@ -176,9 +179,13 @@ export function openDatabase(dataDir: string): Db {
     );
   }
   const row = db.prepare('SELECT value FROM meta WHERE key = ?').get('schema_version') as { value: string } | undefined;
+  const setVersion = db.prepare('UPDATE meta SET value = ? WHERE key = ?');
   if (row === undefined) {
-    db.exec(FTS_SQL);
-    db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)').run('schema_version', SCHEMA_VERSION);
+    db.transaction(() => {
+      db.exec(FTS_SQL);
+      db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)').run('schema_version', SCHEMA_VERSION);
+      markEverythingIndexed(db);
+    })();
   } else if (row.value === '1' || row.value === '2') {
     // Version 1 had no search index, version 2 one holding its own copy of the text: (re)build it
     // once as an external-content index over the breadcrumbs table.
@@ -186,7 +193,14 @@ export function openDatabase(dataDir: string): Db {
       db.exec('DROP TABLE IF EXISTS breadcrumbs_fts');
       db.exec(FTS_SQL);
       db.exec(`INSERT INTO breadcrumbs_fts (breadcrumbs_fts) VALUES ('rebuild')`);
-      db.prepare('UPDATE meta SET value = ? WHERE key = ?').run(SCHEMA_VERSION, 'schema_version');
+      markEverythingIndexed(db);
+      setVersion.run(SCHEMA_VERSION, 'schema_version');
+    })();
+  } else if (row.value === '3') {
+    // Version 3 indexed every row in its own write: all of them are indexed (fts-index.ts's mark).
+    db.transaction(() => {
+      markEverythingIndexed(db);
+      setVersion.run(SCHEMA_VERSION, 'schema_version');
     })();
   } else if (row.value !== SCHEMA_VERSION) {
     db.close();

@@ -13,6 +13,7 @@ import type { Actor } from './breadcrumb-writes.js';
 import type { BreadcrumbReads, ListCursor } from './breadcrumb-reads.js';
 import type { Db } from './db.js';
 import { cosine, decodeVector, type Embedder } from './embeddings.js';
+import type { SearchIndex } from './fts-index.js';
 
 /** A validated search query. */
 export interface SearchQuery {
@@ -65,14 +66,15 @@ function filters(query: SearchQuery, actor: Actor): { where: string; params: Rec
   return { where: where.join(' AND '), params };
 }
 
-/** Builds the search over `db`; `embedder` (optional) embeds `q`. */
+/** Builds the search over `db`; `embedder` (optional) embeds `q`; `index` is brought up to date before each full-text query. */
 export function createBreadcrumbSearch(options: {
   db: Db;
   reads: BreadcrumbReads;
+  index: SearchIndex;
   embedder: Embedder | undefined;
   logger: Logger;
 }): BreadcrumbSearch {
-  const { db, reads, embedder, logger } = options;
+  const { db, reads, index, embedder, logger } = options;
   const cache = new Map<string, ReturnType<Db['prepare']>>();
   const prepare = (sql: string): ReturnType<Db['prepare']> => {
     let stmt = cache.get(sql);
@@ -103,6 +105,14 @@ export function createBreadcrumbSearch(options: {
   const byText = (text: string, query: SearchQuery, actor: Actor): number[] => {
     const match = ftsMatch(text);
     if (match === undefined) return [];
+    // every write answered before this search is in the index; if indexing fails, what is indexed is searched
+    try {
+      index.catchUp();
+    } catch (error) {
+      logger.warn('indexing breadcrumbs before a search failed; searching the rows indexed so far', {
+        error: coerceError(error).message,
+      });
+    }
     const { where, params } = filters(query, actor);
     const sql = `SELECT b.write_seq FROM breadcrumbs_fts f JOIN breadcrumbs b ON b.write_seq = f.rowid
       WHERE breadcrumbs_fts MATCH @match AND ${where} ORDER BY bm25(breadcrumbs_fts, 2.0, 1.0, 1.0), b.write_seq DESC LIMIT @nn`;

@@ -15,6 +15,7 @@ import type { Logger } from '../logger.js';
 import { DEFAULT_OWNER_ID, createStoreAuth } from './auth.js';
 import { createBreadcrumbReads } from './breadcrumb-reads.js';
 import { createBreadcrumbWrites, type BreadcrumbWrites, type WriteStats } from './breadcrumb-writes.js';
+import { createSearchIndex, type SearchIndex } from './fts-index.js';
 import { CHECKPOINT_INTERVAL_MS, startCheckpointer } from './checkpointer.js';
 import { openDatabase, type Db } from './db.js';
 import type { LeasesPort, ReadsPort, RegistryPort, SearchPort, SecretsPort, WritesPort } from './backend.js';
@@ -71,6 +72,8 @@ export type StoreOptions = Pick<
     auditRetentionMs?: number;
     /** Commit writes that arrive together in one transaction (default true; false for A/B benches). */
     groupCommit?: boolean;
+    /** SQLite: how long a written row waits to be indexed for search (fts-index.ts; default FTS_DELAY_MS). */
+    searchIndexDelayMs?: number;
   };
 
 /** A running store. */
@@ -133,6 +136,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
   let stopPrune: () => void = () => {};
   let reads: BreadcrumbReads | undefined;
   let writer: BreadcrumbWrites | undefined;
+  let searchIndex: SearchIndex | undefined;
   let retention: Retention | undefined;
   let retentionStorage: RetentionStorage | undefined;
   let stopRetention: () => void = () => {};
@@ -169,9 +173,11 @@ export async function createStore(options: StoreOptions): Promise<Store> {
       const sqliteLog = createEventLog(db, options.eventRetention);
       embeddings = embedder ? createEmbeddingQueue(sqliteVectors(db), embedder, logger) : undefined;
       const queue = embeddings;
+      searchIndex = createSearchIndex(db, logger, options.searchIndexDelayMs);
       const sqliteWrites = createBreadcrumbWrites(
         db,
         sqliteLog,
+        searchIndex,
         queue ? (id, version, text) => queue.schedule(id, version, text) : undefined,
         { groupCommit: options.groupCommit ?? true },
       );
@@ -181,7 +187,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
       readsPort = reads;
       registry = createRegistry(db);
       secrets = createSecretsRepo(db, key);
-      search = createBreadcrumbSearch({ db, reads, embedder, logger });
+      search = createBreadcrumbSearch({ db, reads, index: searchIndex, embedder, logger });
       log = sqliteLog;
       sqliteLeases = createLeases(db, Date.now, sqliteWrites.defer);
       leases = sqliteLeases;
@@ -331,6 +337,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     if (inflight > 0) await new Promise<void>((resolve) => (idle = resolve));
     embeddings?.close();
     await embeddings?.idle();
+    searchIndex?.close();
     reads?.close();
     await checkpointer?.stop();
     db?.close();
