@@ -62,6 +62,8 @@ export function createSearchIndex(db: Db, logger: Logger, delayMs = FTS_DELAY_MS
     throw new Error(`the store database has no valid search index mark (${FTS_MARK_KEY} = ${String(markText)})`);
   }
   let through = stored;
+  // whether rows may be waiting: set by every write, cleared when a batch finds none (a search then costs nothing here)
+  let pending = true;
   let timer: NodeJS.Timeout | undefined;
   let closed = false;
 
@@ -88,9 +90,13 @@ export function createSearchIndex(db: Db, logger: Logger, delayMs = FTS_DELAY_MS
 
   /** Indexes one batch; true when there may be more. Never inside another transaction (its mark would not be final). */
   const indexBatch = (): boolean => {
+    if (!pending) return false;
     if (db.inTransaction) return true;
     const to = batchTx(through);
-    if (to === undefined) return false;
+    if (to === undefined) {
+      pending = false;
+      return false;
+    }
     through = to;
     return true;
   };
@@ -118,6 +124,7 @@ export function createSearchIndex(db: Db, logger: Logger, delayMs = FTS_DELAY_MS
   };
 
   function schedule(): void {
+    pending = true;
     if (timer !== undefined || closed) return;
     timer = setTimeout(run, delayMs);
     // rows left at exit are indexed at close, or after the next start
