@@ -25,6 +25,12 @@ export const FTS_MARK_KEY = 'fts_indexed_through';
 export const FTS_DELAY_MS = 250;
 /** Most rows indexed in one transaction; a longer backlog is indexed in several, the event loop running between them. */
 export const FTS_BATCH_ROWS = 512;
+/**
+ * Most text (title, description, context) indexed in one transaction, at least one row: FTS5 tokenises
+ * some tens of MB a second, so a batch of large records written together holds the event loop for
+ * milliseconds, not for the whole backlog.
+ */
+export const FTS_BATCH_BYTES = 256 * 1024;
 
 /** A row's indexed values, as stored. */
 export interface IndexedRow {
@@ -67,11 +73,20 @@ export function createSearchIndex(db: Db, logger: Logger, delayMs = FTS_DELAY_MS
   let timer: NodeJS.Timeout | undefined;
   let closed = false;
 
-  const lastOfBatch = db
-    .prepare(
-      'SELECT max(write_seq) FROM (SELECT write_seq FROM breadcrumbs WHERE write_seq > ? ORDER BY write_seq LIMIT ?)',
-    )
-    .pluck();
+  const nextRows =
+    db.prepare(`SELECT write_seq AS seq, length(title) + COALESCE(length(description), 0) + length(context) AS size
+    FROM breadcrumbs WHERE write_seq > ? ORDER BY write_seq LIMIT ?`);
+  // the last row of the next batch: FTS_BATCH_ROWS rows, or fewer once they hold FTS_BATCH_BYTES
+  const lastOfBatch = (from: number, limit: number): number | undefined => {
+    let last: number | undefined;
+    let bytes = 0;
+    for (const row of nextRows.iterate(from, limit) as IterableIterator<{ seq: number; size: number }>) {
+      if (last !== undefined && bytes + row.size > FTS_BATCH_BYTES) break;
+      last = row.seq;
+      bytes += row.size;
+    }
+    return last;
+  };
   const indexRange = db.prepare(`INSERT INTO breadcrumbs_fts (rowid, title, description, context)
     SELECT write_seq, title, description, context FROM breadcrumbs WHERE write_seq > ? AND write_seq <= ?`);
   const setMark = db.prepare('UPDATE meta SET value = ? WHERE key = ?');
@@ -81,8 +96,8 @@ export function createSearchIndex(db: Db, logger: Logger, delayMs = FTS_DELAY_MS
 
   // One batch: the next FTS_BATCH_ROWS rows above the mark, and the mark moved past them.
   const batchTx = db.transaction((from: number): number | undefined => {
-    const to = lastOfBatch.get(from, FTS_BATCH_ROWS) as number | null;
-    if (to === null) return undefined;
+    const to = lastOfBatch(from, FTS_BATCH_ROWS);
+    if (to === undefined) return undefined;
     indexRange.run(from, to);
     setMark.run(String(to), FTS_MARK_KEY);
     return to;
@@ -138,7 +153,7 @@ export function createSearchIndex(db: Db, logger: Logger, delayMs = FTS_DELAY_MS
   };
 
   // rows a crash left above the mark
-  if ((lastOfBatch.get(through, 1) as number | null) !== null) schedule();
+  if (lastOfBatch(through, 1) !== undefined) schedule();
 
   return {
     forget(row) {

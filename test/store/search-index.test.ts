@@ -5,9 +5,13 @@
 // 'delete' of a row that was never indexed, or an indexed row left behind, makes it fail.
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { describe, expect, it } from 'vitest';
-import { FTS_MARK_KEY } from '../../src/store/fts-index.js';
-import { call, crumb, startStore, tempDir } from './helpers.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createLogger } from '../../src/logger.js';
+import { createBreadcrumbWrites } from '../../src/store/breadcrumb-writes.js';
+import { openDatabase } from '../../src/store/db.js';
+import { createEventLog } from '../../src/store/event-log.js';
+import { createSearchIndex, FTS_BATCH_BYTES, FTS_MARK_KEY } from '../../src/store/fts-index.js';
+import { call, crumb, onCleanup, startStore, tempDir } from './helpers.js';
 
 const titles = (reply: { body: Array<{ title: string }> }): string[] => reply.body.map((b) => b.title).sort();
 const search = async (url: string, q: string): Promise<string[]> =>
@@ -146,5 +150,59 @@ describe('store: the search index is written in batches', () => {
     expect(await search(second.url, 'oryx')).toEqual(['oryx one', 'oryx three', 'oryx two']);
     await second.close();
     integrityCheck(dir);
+  });
+});
+
+describe('store: a batch of the search index is bounded', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('indexes at most FTS_BATCH_BYTES of text per transaction (at least one row), then lets the event loop run', async () => {
+    // the index's timers only: the writes' own turns (setImmediate) run as usual
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const db = openDatabase(':memory:');
+    onCleanup(() => db.close());
+    const index = createSearchIndex(db, createLogger({ level: 'silent' }), 50);
+    const writes = createBreadcrumbWrites(db, createEventLog(db, 1000), index, undefined, { groupCommit: false });
+    const actor = { ownerId: 'owner', agentId: null, scoped: false };
+    // rows of ~100 KB: two fit a batch, a third does not; one row larger than a batch is a batch of its own
+    const big = (n: number): Record<string, unknown> => ({ text: `heron ${'x'.repeat(n)}` });
+    const sizes = [100_000, 100_000, 100_000, 100_000, 300_000, 10];
+    for (const n of sizes)
+      await writes.create(
+        {
+          title: 'heron',
+          context: big(n),
+          tags: [],
+          schema_name: null,
+          description: null,
+          semantic_version: null,
+          llm_hints: null,
+          visibility: 'public',
+          sensitivity: 'low',
+          ttl: null,
+          expiresMs: null,
+        },
+        actor,
+      );
+    const seqs = db.prepare('SELECT write_seq FROM breadcrumbs ORDER BY write_seq').pluck().all() as number[];
+    const mark = (): number => Number(db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(FTS_MARK_KEY));
+    const indexed = (): number =>
+      db.prepare(`SELECT count(*) FROM breadcrumbs_fts WHERE breadcrumbs_fts MATCH 'heron'`).pluck().get() as number;
+    expect(FTS_BATCH_BYTES).toBe(256 * 1024);
+    expect(mark()).toBe(0);
+    vi.advanceTimersByTime(50);
+    expect([mark(), indexed()]).toEqual([seqs[1], 2]);
+    vi.advanceTimersByTime(1);
+    expect([mark(), indexed()]).toEqual([seqs[3], 4]);
+    vi.advanceTimersByTime(1);
+    expect([mark(), indexed()]).toEqual([seqs[4], 5]);
+    vi.advanceTimersByTime(1);
+    expect([mark(), indexed()]).toEqual([seqs[5], 6]);
+    vi.advanceTimersByTime(1);
+    vi.advanceTimersByTime(1000);
+    expect([mark(), indexed()]).toEqual([seqs[5], 6]);
+    index.close();
   });
 });
