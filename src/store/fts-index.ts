@@ -94,7 +94,7 @@ export function createSearchIndex(db: Db, logger: Logger, delayMs = FTS_DELAY_MS
     `INSERT INTO breadcrumbs_fts (breadcrumbs_fts, rowid, title, description, context) VALUES ('delete', ?, ?, ?, ?)`,
   );
 
-  // One batch: the next FTS_BATCH_ROWS rows above the mark, and the mark moved past them.
+  // One batch: the next rows above the mark (lastOfBatch's bounds), and the mark moved past them.
   const batchTx = db.transaction((from: number): number | undefined => {
     const to = lastOfBatch(from, FTS_BATCH_ROWS);
     if (to === undefined) return undefined;
