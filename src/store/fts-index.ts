@@ -103,10 +103,12 @@ export function createSearchIndex(db: Db, logger: Logger, delayMs = FTS_DELAY_MS
     return to;
   });
 
-  /** Indexes one batch; true when there may be more. Never inside another transaction (its mark would not be final). */
+  /**
+   * Indexes one batch; true when there may be more. Never inside another transaction (its mark would
+   * not be final): then nothing is done now, and `pending` keeps the rows for the next write or search.
+   */
   const indexBatch = (): boolean => {
-    if (!pending) return false;
-    if (db.inTransaction) return true;
+    if (!pending || db.inTransaction) return false;
     const to = batchTx(through);
     if (to === undefined) {
       pending = false;
@@ -147,13 +149,11 @@ export function createSearchIndex(db: Db, logger: Logger, delayMs = FTS_DELAY_MS
   }
 
   const catchUp = (): void => {
-    while (indexBatch()) {
-      if (db.inTransaction) return;
-    }
+    while (indexBatch());
   };
 
-  // rows a crash left above the mark
-  if (lastOfBatch(through, 1) !== undefined) schedule();
+  // rows a crash left above the mark, if any: the first batch finds them (or finds none and clears `pending`)
+  schedule();
 
   return {
     forget(row) {

@@ -153,6 +153,45 @@ describe('store: the search index is written in batches', () => {
   });
 });
 
+describe('store: the search index against hostile records', () => {
+  it('control characters, other scripts, long titles and contexts near the body limit (64 KB), changed and deleted in any order: the index stays exact', async () => {
+    const dir = tempDir();
+    const store = await startStore({ dataDir: dir, searchIndexDelayMs: 20 });
+    const titles = [
+      'bell\u0007 tab\t newline\n cr\r escape\u001b[31m',
+      'Ünïcödé 漢字 العربية \u202e reversed emoji 🦀🦀',
+      `long ${'wolf '.repeat(2000)}`, // 10 KB
+      'quote " star * caret ^ NEAR( AND OR NOT : col:',
+    ];
+    const ids: string[] = [];
+    for (const title of titles) {
+      const reply = await call(store.url, 'POST', '/breadcrumbs', {
+        body: crumb({ title, context: { blob: `wolf ${'z'.repeat(40_000)}`, nested: { title } } }),
+      });
+      expect(reply.status).toBe(201);
+      ids.push(reply.body.id as string);
+    }
+    // changed and deleted both before and after their batch
+    await call(store.url, 'PATCH', `/breadcrumbs/${ids[0]}`, { body: { title: 'tamed bell' } });
+    await call(store.url, 'DELETE', `/breadcrumbs/${ids[1]}`);
+    await until(() => state(dir).mark === state(dir).last, 'the batch');
+    await call(store.url, 'PATCH', `/breadcrumbs/${ids[2]}`, { body: { context: { short: 'wolf' } } });
+    await call(store.url, 'DELETE', `/breadcrumbs/${ids[3]}`);
+    // queries made of FTS5 syntax are words, never syntax errors
+    for (const q of ['" * ^ NEAR( AND', 'col: OR NOT', '漢字', '🦀', '\u0007']) {
+      const reply = await call(store.url, 'GET', `/breadcrumbs/search?q=${encodeURIComponent(q)}`);
+      expect(reply.status).toBe(200);
+    }
+    expect((await search(store.url, 'wolf')).length).toBe(2);
+    expect(await search(store.url, 'tamed')).toEqual(['tamed bell']);
+    expect(await search(store.url, 'reversed')).toEqual([]);
+    await store.close();
+    const closed = state(dir);
+    expect(closed.mark).toBe(closed.last);
+    integrityCheck(dir);
+  });
+});
+
 describe('store: a batch of the search index is bounded', () => {
   afterEach(() => {
     vi.useRealTimers();
