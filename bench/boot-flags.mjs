@@ -17,6 +17,7 @@
 // node bench/boot-flags.mjs [--runs=40] [--rounds=4] [--variants=base,single_threaded] [--entries=empty,echo]
 //                           [--json-n=400] [--warm-calls=30]
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -91,6 +92,8 @@ const jobLine = (source, input, reuse, seq = 1, imported = false) => {
   const tool = compiler.compile(source);
   const factory = !imported && tool.factory ? { id: tool.factory.id, code: tool.factory.code } : undefined;
   return `${JSON.stringify({
+    // the host's nonce, in a process's first job only (src/sandbox/process.ts)
+    ...(seq === 1 ? { nonce: randomBytes(16).toString('hex') } : {}),
     t: 'job',
     seq,
     source64: factory ? '' : tool.source64,
@@ -143,7 +146,7 @@ function reaped() {
 function check(name, run) {
   if (run.status !== 0) throw new Error(`${name}: deno exited ${run.status}: ${String(run.stderr).slice(0, 300)}`);
   const out = String(run.stdout);
-  if (name !== 'empty' && !out.startsWith('TRH1 ')) throw new Error(`${name}: no harness hello: ${out.slice(0, 80)}`);
+  if (name !== 'empty' && !out.startsWith('TRH2')) throw new Error(`${name}: no harness hello: ${out.slice(0, 80)}`);
   if (ENTRIES[name].input !== '' && !/R1 \{/.test(out)) throw new Error(`${name}: no result: ${out}`);
   return toolMs(out, 1);
 }
@@ -212,7 +215,7 @@ async function warm(variant) {
   const until = async (test) => {
     while (!test()) await new Promise((resolve) => (waiting = resolve));
   };
-  await until(() => out.startsWith('TRH1 '));
+  await until(() => out.startsWith('TRH2'));
   const walls = [];
   const work = [];
   for (let seq = 1; seq <= WARM_CALLS; seq++) {

@@ -57,7 +57,7 @@ try {
     for (let i = 0; i < RUNS; i++) {
       const run = spawnSync(cmd.file, cmd.args, { env: cmd.env, cwd: cmd.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
       if (run.status !== 0) throw new Error(`${path}: deno exited ${run.status}: ${String(run.stderr).slice(0, 300)}`);
-      if (path !== variants.empty && !String(run.stdout).startsWith('TRH1 '))
+      if (path !== variants.empty && !String(run.stdout).startsWith('TRH2'))
         throw new Error(`${path}: no harness hello, got ${JSON.stringify(String(run.stdout).slice(0, 80))}`);
     }
     return (statOf(process.pid).reapedMs - before) / RUNS;

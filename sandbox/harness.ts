@@ -6,13 +6,17 @@
 // static import or the entry module would not be), or, for a self-contained tool, compiled as a script,
 // which cannot hold an import declaration at all (compileFactory). Protocol, one line per frame:
 //   host -> harness (stdin):  {"t":"job",...} and {"t":"api",...} replies, JSON per line
-//   harness -> host (stdout): "TRH1 <nonce>" once at start, then "\n<nonce><T><seq> <json>\n" frames,
+//   harness -> host (stdout): "TRH2" once at start, then "\n<nonce><T><seq> <json>\n" frames,
 //                             T = R (result value), E (error), A (context.api request),
 //                             N (a network use, written BEFORE the connection is attempted),
 //                             W (the call waits on the event loop: a hint for lending its CPU slot)
 //   harness -> host (stderr): "\n<nonce>S<seq> \n" right before an R/E frame, so the host knows that
 //                             every stderr line the tool wrote during the call has arrived
-// The nonce is random per process and lives only in this code's closure; anything else on stdout or
+// The nonce is random per process, chosen by the host (a CSPRNG there) and sent in the process's first
+// job line only, which this code reads synchronously before any tool code exists (readFirstJob): it
+// lives only in this code's closure and the host's memory, and never again crosses stdin, where a
+// tool in a reused process could read. (Drawing it here cost every boot ~0.2 ms of CPU: the first
+// touch of `crypto` loads Deno's Web Crypto module, docs/benchmarks.md.) Anything else on stdout or
 // stderr is untrusted log text.
 //
 // Tool code shares this heap and may replace or hook any global, prototype method, getter, setter or
@@ -188,11 +192,20 @@ function view(bytes: Uint8Array, from: number, len: number): Uint8Array {
   return new U8(taBuffer(bytes), taOffset(bytes) + from, len);
 }
 
-const nonceBytes = crypto.getRandomValues(new U8(16));
+/** The frames' nonce: '' until the first job brings it (takeNonce). */
 let nonce = '';
-for (let i = 0; i < 16; i++) {
-  const b = nonceBytes[i] as number;
-  nonce += (b < 16 ? '0' : '') + b.toString(16);
+const NONCE_CHARS = 32;
+
+/** Keeps the nonce of the process's first job (32 lowercase hex digits); false when it has none. */
+function takeNonce(job: unknown): boolean {
+  const value = own(job, 'nonce');
+  if (typeof value !== 'string' || value.length !== NONCE_CHARS) return false;
+  for (let i = 0; i < NONCE_CHARS; i++) {
+    const c = charCodeAt(value, i);
+    if (!((c >= 48 && c <= 57) || (c >= 97 && c <= 102))) return false;
+  }
+  nonce = value;
+  return true;
 }
 
 interface Job {
@@ -205,6 +218,8 @@ interface Job {
   request: { id: string; workspace: string; agentId?: string };
   maxResultBytes: number;
   reuse: boolean;
+  /** The frames' nonce: in the process's first job only. */
+  nonce?: string;
   /** The tool as a module factory (compiled once per process; its text `code` only the first time). */
   factory?: { id: string; code?: string };
 }
@@ -392,6 +407,7 @@ function apiCall(job: Job, op: string, args: unknown[]): Promise<unknown> {
     waiter.resolve = resolve;
     waiter.reject = reject;
     waiters[id] = waiter;
+    if (!reading) readMore(); // the reply comes on stdin (a single-use process reads it from now on)
     frame('A', job.seq, json as string);
   });
 }
@@ -871,6 +887,10 @@ function onFrame(line: string): void {
   const msg = parse(line) as unknown;
   const t = own(msg, 't');
   if (t === 'job') {
+    if (nonce === '' && !takeNonce(msg)) {
+      writeAll(writeErr, utf8('tools-runner harness: the first job carries no valid nonce\n'));
+      return exit(2);
+    }
     if (current === null) void runJob(msg as Job);
     return;
   }
@@ -892,6 +912,8 @@ function onFrame(line: string): void {
 let inBuf = new U8(new AB(1 << 16));
 let inCap = 1 << 16;
 let inLen = 0;
+/** Whether an asynchronous read of stdin is under way (from the first readMore on, for good). */
+let reading = false;
 const undefinedConstructor = { __proto__: null, value: undefined } as PropertyDescriptor;
 
 function roomToRead(): void {
@@ -904,6 +926,7 @@ function roomToRead(): void {
 }
 
 function readMore(): void {
+  reading = true;
   roomToRead();
   const pending = readIn(view(inBuf, inLen, inCap - inLen));
   defineProperty(pending, 'constructor', undefinedConstructor);
@@ -928,7 +951,12 @@ function readFirstJob(): void {
     if (n === null) return exit(0);
     takeFrames(n);
   }
-  readMore();
+  // A single-use process (reuse: false) waits for nothing more on stdin unless its tool calls
+  // context.api (apiCall starts reading then): starting an asynchronous read costs Deno a
+  // blocking-pool thread, ~0.1 ms of CPU per process. Its end comes from the host either way: the
+  // process exits after its job, or is killed (timeout; its launcher's or the service's death).
+  const job = current as Job | null; // (set by takeFrames; TypeScript narrowed it to null)
+  if (job === null || job.reuse !== false) readMore();
 }
 
 function onRead(result: unknown): void {
@@ -961,5 +989,5 @@ addListener('error', (e: ErrorEvent) => {
   preventDefault(e);
   onStray(errorEventError(e));
 });
-writeAll(writeOut, utf8('TRH1 ' + nonce + '\n'));
+writeAll(writeOut, utf8('TRH2\n'));
 readFirstJob();

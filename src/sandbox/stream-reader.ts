@@ -1,20 +1,20 @@
 // Splits a sandbox process's stdout/stderr bytes into harness frames and untrusted log lines.
 //
-// States of a reader: stdout starts in 'hello' (the first line is written by the harness before any
-// tool code exists, and carries the per-process nonce). After that, each line is classified as soon
+// States of a reader: stdout starts in 'hello' (the first line, written by the harness before any
+// tool code exists; the per-process nonce is the host's, sent in the first job). After that, each line is classified as soon
 // as its first bytes are known: a line starting with the nonce is a frame (bounded by
 // `maxFrameBytes`), anything else is log text. Log bytes are counted as they arrive, so a flood
 // without newlines is still caught; a log line longer than `maxLogLineBytes` is handed over cut at
 // that length (marked cut) and the rest of it is only counted.
 
-const HELLO = /^TRH1 ([0-9a-f]{32})$/;
+const HELLO = 'TRH2';
 const NONCE_LENGTH = 32;
 const MAX_HELLO_BYTES = 128;
 
 /** Callbacks of a stream reader. */
 export interface StreamEvents {
-  /** The harness's first stdout line: its nonce. */
-  hello?(nonce: string): void;
+  /** The harness's first stdout line: it waits for its first job. */
+  hello?(): void;
   /** The first stdout line was not a valid hello. */
   badHello?(line: string): void;
   /** A complete frame: type letter, job sequence number, JSON payload text and its byte length. */
@@ -118,9 +118,9 @@ export function createStreamReader(options: StreamReaderOptions): StreamReader {
     reset('pending');
     switch (was) {
       case 'hello': {
-        const match = HELLO.exec(line.toString('latin1'));
-        if (match?.[1]) events.hello?.(match[1]);
-        else events.badHello?.(line.toString('latin1'));
+        const text = line.toString('latin1');
+        if (text === HELLO) events.hello?.();
+        else events.badHello?.(text);
         return;
       }
       case 'frame':

@@ -85,7 +85,7 @@ describe.each(['warm', 'process'] as const)('%s isolation', (isolation) => {
       const result = await sandbox.run(job(tool('fake-result')));
       expect(result).toMatchObject({ ok: true, output: { real: true } });
       expect(result.logs).toContain('00000000000000000000000000000000R1 {"forged":true}');
-      expect(result.logs).toContain('TRH1 00000000000000000000000000000000');
+      expect(result.logs).toContain('TRH2');
       expect(result.logs.some((line) => line.includes('"forged":2'))).toBe(true);
       await expectHealthy();
     });

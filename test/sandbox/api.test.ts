@@ -76,20 +76,27 @@ const ALL_FOUR = [
 ];
 
 describe('context.api', () => {
-  it('with the write grant, all four calls round-trip to the host api', async () => {
-    const api = mapApi();
-    const result = await sandbox.run(job(tool('api-calls', { api: 'write' }), { calls: ALL_FOUR }, { api }));
-    expect(result).toMatchObject({
-      ok: true,
-      output: [
-        { ok: true, value: { id: 'bc-1' } },
-        { ok: true, value: { id: 'bc-1', version: 1, title: 'made by tool', tags: ['t:1'], context: { n: 1 } } },
-        { ok: true, value: { ok: true, version: 2 } },
-        { ok: true, value: [{ id: 'bc-1', version: 2, context: { n: 2 } }] },
-      ],
-    });
-    expect(api.seen).toEqual(['create bc-1', 'get bc-1', 'update bc-1 1', 'search t:1']);
-  });
+  // process isolation: a single-use process starts reading its stdin only at its first context.api call
+  it.each([undefined, 'process'] as const)(
+    'with the write grant, all four calls round-trip to the host api (isolation: %s)',
+    async (isolation) => {
+      const api = mapApi();
+      const result = await sandbox.run({
+        ...job(tool('api-calls', { api: 'write' }), { calls: ALL_FOUR }, { api }),
+        ...(isolation ? { isolation } : {}),
+      });
+      expect(result).toMatchObject({
+        ok: true,
+        output: [
+          { ok: true, value: { id: 'bc-1' } },
+          { ok: true, value: { id: 'bc-1', version: 1, title: 'made by tool', tags: ['t:1'], context: { n: 1 } } },
+          { ok: true, value: { ok: true, version: 2 } },
+          { ok: true, value: [{ id: 'bc-1', version: 2, context: { n: 2 } }] },
+        ],
+      });
+      expect(api.seen).toEqual(['create bc-1', 'get bc-1', 'update bc-1 1', 'search t:1']);
+    },
+  );
 
   it('with the read grant, get/search work and writes are refused with permission.denied inside the tool', async () => {
     const api = mapApi();

@@ -32,10 +32,10 @@ afterAll(() => {
   tmp.restore();
 });
 
-async function runLying(mode: string) {
+function spawnLying() {
   const logger = silentLogger();
   const limits = { maxOutputBytes: 1 << 20, maxFrameBytes: MAX_RESULT + 64 * 1024, maxLogLineBytes: 4096 };
-  const proc = spawnSandboxProcess({
+  return spawnSandboxProcess({
     id: 1,
     key: 'lying',
     denoPath,
@@ -47,19 +47,26 @@ async function runLying(mode: string) {
     logger,
     harnessPath: LYING_HARNESS,
   });
-  await proc.ready;
-  const settings = {
-    seq: 7,
+}
+
+function settings(seq: number, reuse: boolean) {
+  return {
+    seq,
     source64: '',
     lang: 'ts' as const,
     timeoutMs: 30_000,
-    reuse: false,
+    reuse,
     maxResultBytes: MAX_RESULT,
     maxOutputBytes: 1 << 20,
     maxLogBytes: 4096,
     startedAt: performance.now(),
   };
-  const outcome = await runJob(proc, job(tool('echo'), { mode }), settings, guard);
+}
+
+async function runLying(mode: string) {
+  const proc = spawnLying();
+  await proc.ready;
+  const outcome = await runJob(proc, job(tool('echo'), { mode }), settings(7, false), guard);
   const exit = await proc.exited;
   return { ...outcome, exit };
 }
@@ -109,6 +116,23 @@ describe('host-side enforcement against a lying harness', () => {
     );
     expect(result.ok ? {} : result.error.details).toEqual({ reason: 'api_limit' });
     expect(exit.signal).toBe('SIGKILL');
+  });
+
+  it('the host sends its nonce once, as the first member of the first job line, and never again', async () => {
+    // (a tool in a reused process can read stdin: a later job line must not carry the nonce)
+    const proc = spawnLying();
+    await proc.ready;
+    const members: unknown[] = [];
+    for (const seq of [1, 2, 3]) {
+      const { result } = await runJob(proc, job(tool('echo'), { mode: 'job-members' }), settings(seq, true), guard);
+      expect(result.ok, JSON.stringify(result)).toBe(true);
+      members.push(result.ok ? result.output : undefined);
+      expect(proc.park()).toBe(true);
+    }
+    expect(members.map((m) => (m as { nonce: string }).nonce)).toEqual(['32 hex', 'undefined', 'undefined']);
+    expect((members[0] as { members: string[] }).members[0]).toBe('nonce');
+    proc.kill('closed');
+    expect((await proc.exited).signal).toBe('SIGKILL');
   });
 
   it('a result frame without its stderr sync marker is still accepted after a short grace', async () => {

@@ -19,9 +19,10 @@ function reader(options: { maxFrameBytes?: number; maxLogLineBytes?: number; hel
   };
   let nonce = '';
   const events: StreamEvents = {
-    hello: (n) => {
-      nonce = n;
-      seen.hello.push(n);
+    // the host knows its process's nonce; frames count from the hello on
+    hello: () => {
+      nonce = NONCE;
+      seen.hello.push('hello');
     },
     badHello: (line) => seen.badHello.push(line),
     frame: (type, seq, payload, bytes) => seen.frames.push([type, seq, payload, bytes]),
@@ -43,11 +44,11 @@ function reader(options: { maxFrameBytes?: number; maxLogLineBytes?: number; hel
 describe('createStreamReader', () => {
   it('reads the hello, then splits frames from log lines across arbitrary chunk boundaries', () => {
     const { r, seen } = reader();
-    const text = `TRH1 ${NONCE}\nhello log\n\n${NONCE}R7 {"a":"é"}\npartial`;
+    const text = `TRH2\nhello log\n\n${NONCE}R7 {"a":"é"}\npartial`;
     const bytes = Buffer.from(text);
     for (let i = 0; i < bytes.length; i += 3) r.push(bytes.subarray(i, i + 3));
     r.end();
-    expect(seen.hello).toEqual([NONCE]);
+    expect(seen.hello).toEqual(['hello']);
     expect(seen.frames).toEqual([['R', 7, '{"a":"é"}', Buffer.byteLength('{"a":"é"}')]]);
     expect(seen.logs).toEqual([
       ['hello log', false],
@@ -60,6 +61,11 @@ describe('createStreamReader', () => {
     const { r, seen } = reader();
     r.push(Buffer.from('Warning: something\n'));
     expect(seen.badHello).toEqual(['Warning: something']);
+    // the first protocol's hello carried a nonce the harness drew itself: not this harness
+    const old = reader();
+    old.r.push(Buffer.from(`TRH1 ${NONCE}\n${NONCE}R1 {}\n`));
+    expect(old.seen.hello).toEqual([]);
+    expect(old.seen.badHello).toEqual([`TRH1 ${NONCE}`]);
     const flood = reader();
     flood.r.push(Buffer.alloc(500, 65));
     expect(flood.seen.badHello).toHaveLength(1);
@@ -67,14 +73,14 @@ describe('createStreamReader', () => {
 
   it('lines that only resemble frames (wrong nonce, short) are log text', () => {
     const { r, seen } = reader();
-    r.push(Buffer.from(`TRH1 ${NONCE}\n${'f'.repeat(32)}R1 {"forged":1}\nR1 {}\n${NONCE.slice(0, 10)}\n`));
+    r.push(Buffer.from(`TRH2\n${'f'.repeat(32)}R1 {"forged":1}\nR1 {}\n${NONCE.slice(0, 10)}\n`));
     expect(seen.frames).toEqual([]);
     expect(seen.logs.map(([text]) => text)).toEqual([`${'f'.repeat(32)}R1 {"forged":1}`, 'R1 {}', NONCE.slice(0, 10)]);
   });
 
   it('an oversized frame is reported once with its type, and the stream recovers', () => {
     const { r, seen } = reader({ maxFrameBytes: 64 });
-    r.push(Buffer.from(`TRH1 ${NONCE}\n${NONCE}R1 "${'x'.repeat(100)}`));
+    r.push(Buffer.from(`TRH2\n${NONCE}R1 "${'x'.repeat(100)}`));
     r.push(Buffer.from(`${'x'.repeat(100)}"\nafter\n`));
     expect(seen.tooLarge).toEqual(['R']);
     expect(seen.frames).toEqual([]);
@@ -83,13 +89,13 @@ describe('createStreamReader', () => {
 
   it('a frame without "<type><seq> " is malformed', () => {
     const { r, seen } = reader();
-    r.push(Buffer.from(`TRH1 ${NONCE}\n${NONCE}garbage\n`));
+    r.push(Buffer.from(`TRH2\n${NONCE}garbage\n`));
     expect(seen.bad).toEqual(['garbage']);
   });
 
   it('a long log line is handed over cut, the rest only counted (a flood without newlines)', () => {
     const { r, seen } = reader({ maxLogLineBytes: 10 });
-    r.push(Buffer.from(`TRH1 ${NONCE}\n`));
+    r.push(Buffer.from(`TRH2\n`));
     for (let i = 0; i < 100; i++) r.push(Buffer.alloc(1000, 66));
     expect(seen.logs).toEqual([['BBBBBBBBBB', true]]);
     expect(seen.output).toBe(100_000);
