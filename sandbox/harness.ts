@@ -863,16 +863,27 @@ async function runJob(job: Job): Promise<void> {
   // nested call): its promise did not settle within the microtasks of the call, so a macrotask ran
   // first. A call that only computes never sends one. The host lends the call's CPU slot only after
   // this hint AND the kernel showing the process asleep (src/sandbox/activity.ts).
-  const hint = setTimer(() => {
-    if (current === job) frame('W', job.seq, '{}');
-  }, 0);
+  // The hint's timer is only made for a call still running HINT_HOPS microtasks after execute()
+  // returned: a process's first timer costs Deno ~0.15 ms (its timer queue starts), and most calls
+  // settle sooner. A timer made then still fires only after every pending microtask.
+  let settled = false;
+  let hint: unknown;
   try {
-    const value = await (execute as (i: unknown, c: unknown) => unknown)(job.input, makeContext(job));
+    const pending = (execute as (i: unknown, c: unknown) => unknown)(job.input, makeContext(job));
+    afterMicrotasks(HINT_HOPS, () => {
+      if (settled || current !== job) return;
+      hint = setTimer(() => {
+        if (current === job) frame('W', job.seq, '{}');
+      }, 0);
+    });
+    const value = await pending;
+    settled = true;
     if (current === job) sendResult(job, value);
   } catch (err) {
+    settled = true;
     if (current === job) sendError(job.seq, err);
   }
-  clearTimer(hint);
+  if (hint !== undefined) clearTimer(hint);
   finish(job);
 }
 
@@ -915,6 +926,21 @@ let inLen = 0;
 /** Whether an asynchronous read of stdin is under way (from the first readMore on, for good). */
 let reading = false;
 const undefinedConstructor = { __proto__: null, value: undefined } as PropertyDescriptor;
+
+/** Microtask hops after execute() returned before a still-running call gets its W hint's timer. */
+const HINT_HOPS = 16;
+// A settled promise of this code's own: `then` on it never reads a species (own `constructor`).
+const settledPromise = P.resolve(undefined);
+defineProperty(settledPromise, 'constructor', undefinedConstructor);
+
+/** Calls `fn` after `hops` microtasks (each hop queued behind what is queued by then). */
+function afterMicrotasks(hops: number, fn: () => void): void {
+  const step = (): void => {
+    if (--hops > 0) promiseThen(settledPromise, step, step);
+    else fn();
+  };
+  promiseThen(settledPromise, step, step);
+}
 
 function roomToRead(): void {
   if (inLen === inCap) {
