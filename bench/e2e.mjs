@@ -46,7 +46,11 @@
 //                <= 100 ms); then 32 timers (3 s) at once: time until the last answer (target <= 4 s)
 //   soak:        warm runner, the mixed rotation at c16 for --soak-minutes (default 10), the runner's
 //                RSS sampled every 15 s: rss_mb at the start of the last 5 minutes (or the last half of a
-//                shorter soak) and at the end; last_5min_growth = end / that - 1 (target < 0.10)
+//                shorter soak) and at the end; last_window_growth = end / that - 1 (target < 0.10). Two
+//                samples 15 s apart can differ by 30 % at a high call rate (the heap's cycles), so also:
+//                last_window_trend_growth (the least-squares line through the window's samples: its
+//                rise over the window / their mean) and the medians of the window and of the minutes
+//                before it (window_median_growth = the window's median / the earlier one's - 1)
 // --scenarios=modes,mixed,timers,pending,soak picks scenarios (default: all but soak).
 // Soak: node bench/e2e.mjs --scenarios=soak --soak-minutes=10 --boot-n=0
 // Quick run: node bench/e2e.mjs --calls=200 --spaced=40 --boot-n=40 --pending-n=0
@@ -690,6 +694,15 @@ async function soak() {
     const atWindow = samples.reduce((best, x) =>
       Math.abs(x.s - windowStartS) < Math.abs(best.s - windowStartS) ? x : best,
     );
+    const inWindow = samples.filter((x) => x.s >= windowStartS).map((x) => [x.s, x.rss_mb]);
+    const before = samples.filter((x) => x.s > 0 && x.s < windowStartS).map((x) => x.rss_mb);
+    const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+    const meanOf = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    const ms = meanOf(inWindow.map(([t]) => t));
+    const mr = meanOf(inWindow.map(([, r]) => r));
+    const slope =
+      inWindow.reduce((a, [t, r]) => a + (t - ms) * (r - mr), 0) / inWindow.reduce((a, [t]) => a + (t - ms) ** 2, 0);
+    const windowMedian = median(inWindow.map(([, r]) => r));
     return {
       minutes: SOAK_MINUTES,
       calls,
@@ -703,6 +716,10 @@ async function soak() {
       rss_mb_at_end: last.rss_mb,
       rss_mb_max: Math.max(...samples.map((x) => x.rss_mb)),
       last_window_growth: round(last.rss_mb / atWindow.rss_mb - 1, 3),
+      last_window_trend_growth: round((slope * (windowMs / 1000)) / mr, 3),
+      rss_mb_median_before_window: before.length > 0 ? median(before) : null,
+      rss_mb_median_window: windowMedian,
+      window_median_growth: before.length > 0 ? round(windowMedian / median(before) - 1, 3) : null,
       samples,
     };
   } finally {

@@ -3,23 +3,20 @@
 // service would start it (the entry prepareHarness writes: the stripped harness as a strict Function's
 // body). The first file is the base; each other file's figure is given as the mean of its per-round
 // differences to the base, with their standard error and how many rounds were lower.
-// CPU is utime+stime of the children this process reaped (/proc/self/stat cutime+cstime, 10 ms ticks,
-// so a batch of --runs processes is timed at once).
+// CPU is utime+stime of the children this process reaped (bench/_boot-cpu.mjs).
 //
 // A harness of another commit: git show <commit>:sandbox/harness.ts > /tmp/base.ts
 // Run (after npm run build): node bench/harness-ab.mjs /tmp/base.ts sandbox/harness.ts [--runs=40] [--rounds=12]
 // The job carries a nonce (a harness before the host drew it ignores the member).
-import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { buildDenoCommand } from '../dist/sandbox/command.js';
 import { resolveDeno } from '../dist/sandbox/deno-binary.js';
 import { harnessEntry, prepareHarness } from '../dist/sandbox/harness-file.js';
 import { createToolCompiler, transpileHarness } from '../dist/sandbox/transpile.js';
-import { statOf } from './proc-cpu.mjs';
+import { bootCpuMs } from './_boot-cpu.mjs';
 
 const arg = (name, fallback) => {
   const hit = process.argv.find((a) => a.startsWith(`--${name}=`));
@@ -72,25 +69,15 @@ try {
     writeFileSync(path, harnessEntry(js, pathToFileURL(path).href), { mode: 0o444 });
     entries.push({ name: `${i}:${file}`, path, rounds: [] });
   }
-  const batch = (path) => {
-    const cmd = buildDenoCommand({
-      denoPath: deno,
-      net: [],
-      memoryMb: 128,
-      cwd: harness.sharedCwd,
-      harnessPath: path,
-      importMapPath: harness.importMapPath,
+  const batch = (path) =>
+    bootCpuMs({
+      deno,
+      harness,
+      entryPath: path,
+      runs: RUNS,
+      input: job,
+      check: (out) => out.includes('R1 {"echo":"hello"'),
     });
-    const before = statOf(process.pid).reapedMs;
-    for (let i = 0; i < RUNS; i++) {
-      const run = spawnSync(cmd.file, cmd.args, { env: cmd.env, cwd: cmd.cwd, input: job, stdio: 'pipe' });
-      if (run.status !== 0 || !String(run.stdout).includes('R1 {"echo":"hello"'))
-        throw new Error(
-          `${path}: exit ${run.status}, ${String(run.stdout).slice(0, 200)} ${String(run.stderr).slice(0, 300)}`,
-        );
-    }
-    return (statOf(process.pid).reapedMs - before) / RUNS;
-  };
   batch(entries[0].path); // page cache
   for (let r = 0; r < ROUNDS; r++)
     for (const entry of r % 2 === 0 ? entries : [...entries].reverse()) entry.rounds.push(batch(entry.path));

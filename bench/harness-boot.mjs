@@ -7,14 +7,12 @@
 // exact sums, read in 10 ms ticks, so a batch of --runs processes is timed at once), in alternated
 // rounds; per variant the mean over the rounds and each round's figure, and the difference to `empty`.
 // node bench/harness-boot.mjs [--runs=50] [--rounds=6]
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildDenoCommand } from '../dist/sandbox/command.js';
 import { resolveDeno } from '../dist/sandbox/deno-binary.js';
 import { prepareHarness } from '../dist/sandbox/harness-file.js';
-import { statOf } from './proc-cpu.mjs';
+import { bootCpuMs } from './_boot-cpu.mjs';
 
 const arg = (name, fallback) => {
   const hit = process.argv.find((a) => a.startsWith(`--${name}=`));
@@ -44,24 +42,14 @@ try {
   writeFileSync(variants.empty, '');
   writeFileSync(variants.harness_module, body.slice(body.indexOf('\n') + 1));
 
-  const batch = (path) => {
-    const cmd = buildDenoCommand({
-      denoPath: deno,
-      net: [],
-      memoryMb: 128,
-      cwd: harness.sharedCwd,
-      harnessPath: path,
-      importMapPath: harness.importMapPath,
+  const batch = (path) =>
+    bootCpuMs({
+      deno,
+      harness,
+      entryPath: path,
+      runs: RUNS,
+      check: (out) => path === variants.empty || out.startsWith('TRH2'),
     });
-    const before = statOf(process.pid).reapedMs;
-    for (let i = 0; i < RUNS; i++) {
-      const run = spawnSync(cmd.file, cmd.args, { env: cmd.env, cwd: cmd.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-      if (run.status !== 0) throw new Error(`${path}: deno exited ${run.status}: ${String(run.stderr).slice(0, 300)}`);
-      if (path !== variants.empty && !String(run.stdout).startsWith('TRH2'))
-        throw new Error(`${path}: no harness hello, got ${JSON.stringify(String(run.stdout).slice(0, 80))}`);
-    }
-    return (statOf(process.pid).reapedMs - before) / RUNS;
-  };
 
   const names = Object.keys(variants);
   const figures = Object.fromEntries(names.map((name) => [name, []]));

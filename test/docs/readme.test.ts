@@ -76,6 +76,7 @@ const SKIPPED = {
   'bench-relay-frames': 'a benchmark of several minutes, not a test',
   'bench-paced': 'a benchmark of two minutes, not a test',
   'bench-fts-batched': 'benchmarks of a few minutes, not a test',
+  'bench-harness-ab': 'a benchmark of a few minutes, not a test',
   'shipped-tools-real': 'needs the real services (OpenRouter key, Ollama, a browser with internet)',
   'tools-call':
     'a line of tool code, not a runnable document; test/autonomy/nested-calls.test.ts runs tools that call tools',
