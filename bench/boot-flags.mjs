@@ -21,7 +21,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildDenoCommand } from '../dist/sandbox/command.js';
+import { sandboxCommand } from './_boot-cpu.mjs';
 import { resolveDeno } from '../dist/sandbox/deno-binary.js';
 import { prepareHarness } from '../dist/sandbox/harness-file.js';
 import { createToolCompiler } from '../dist/sandbox/transpile.js';
@@ -120,14 +120,7 @@ function commandOf(variant, entryPath) {
     const env = { PATH: process.env.PATH, HOME: process.env.HOME, DENO_DIR: join(dir, 'bare-deno-dir') };
     return { file: deno, args: ['run', '-q', entryPath], env, cwd: dir };
   }
-  const cmd = buildDenoCommand({
-    denoPath: deno,
-    net: [],
-    memoryMb: 128,
-    cwd: harness.sharedCwd,
-    harnessPath: entryPath,
-    importMapPath: harness.importMapPath,
-  });
+  const cmd = sandboxCommand(deno, harness, entryPath);
   let args = cmd.args.filter((a) => !(variant.drop ?? []).some((d) => a === d || a.startsWith(`${d}=`)));
   if (variant.v8) args = args.map((a) => (a.startsWith('--v8-flags=') ? [a, ...variant.v8].join(',') : a));
   if (variant.args) args.splice(args.indexOf(entryPath), 0, ...variant.args);

@@ -16,15 +16,8 @@ import { pathToFileURL } from 'node:url';
 import { resolveDeno } from '../dist/sandbox/deno-binary.js';
 import { harnessEntry, prepareHarness } from '../dist/sandbox/harness-file.js';
 import { createToolCompiler, transpileHarness } from '../dist/sandbox/transpile.js';
-import { bootCpuMs } from './_boot-cpu.mjs';
+import { bootCpuMs, intArg as arg } from './_boot-cpu.mjs';
 
-const arg = (name, fallback) => {
-  const hit = process.argv.find((a) => a.startsWith(`--${name}=`));
-  if (hit === undefined) return fallback;
-  const value = Number(hit.slice(name.length + 3));
-  if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} must be a positive integer, got ${hit}`);
-  return value;
-};
 const RUNS = arg('runs', 40);
 const ROUNDS = arg('rounds', 12);
 const files = process.argv.slice(2).filter((a) => !a.startsWith('--'));

@@ -12,15 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { resolveDeno } from '../dist/sandbox/deno-binary.js';
 import { prepareHarness } from '../dist/sandbox/harness-file.js';
-import { bootCpuMs } from './_boot-cpu.mjs';
+import { bootCpuMs, intArg as arg } from './_boot-cpu.mjs';
 
-const arg = (name, fallback) => {
-  const hit = process.argv.find((a) => a.startsWith(`--${name}=`));
-  if (hit === undefined) return fallback;
-  const value = Number(hit.slice(name.length + 3));
-  if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} must be a positive integer, got ${hit}`);
-  return value;
-};
 const RUNS = arg('runs', 50);
 const ROUNDS = arg('rounds', 6);
 const round = (x, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
