@@ -133,7 +133,7 @@ export interface SpawnOptions {
 const FILE_PERMISSIONS: ReadonlySet<string> = new Set(['read', 'write', 'run']);
 
 /** The job line `frameLine` (a JSON object and its newline) with the process's nonce as its first member. */
-export function withNonce(frameLine: string, nonce: string): string {
+function withNonce(frameLine: string, nonce: string): string {
   if (!frameLine.startsWith('{"')) throw new Error('a job line must be a JSON object with members');
   return `{"nonce":"${nonce}",${frameLine.slice(1)}`;
 }

@@ -1,11 +1,11 @@
 // Splits a sandbox process's stdout/stderr bytes into harness frames and untrusted log lines.
 //
 // States of a reader: stdout starts in 'hello' (the first line, written by the harness before any
-// tool code exists; the per-process nonce is the host's, sent in the first job). After that, each line is classified as soon
-// as its first bytes are known: a line starting with the nonce is a frame (bounded by
-// `maxFrameBytes`), anything else is log text. Log bytes are counted as they arrive, so a flood
-// without newlines is still caught; a log line longer than `maxLogLineBytes` is handed over cut at
-// that length (marked cut) and the rest of it is only counted.
+// tool code exists; the per-process nonce is the host's, sent in the first job). After that, each
+// line is classified as soon as its first bytes are known: a line starting with the nonce is a frame
+// (bounded by `maxFrameBytes`), anything else is log text. Log bytes are counted as they arrive, so a
+// flood without newlines is still caught; a log line longer than `maxLogLineBytes` is handed over cut
+// at that length (marked cut) and the rest of it is only counted.
 
 const HELLO = 'TRH2';
 const NONCE_LENGTH = 32;
