@@ -39,6 +39,8 @@ export interface ServiceExtension {
   /** The store's copy of a pinned operator tool is missing or differs from its file. */
   onOperatorDrift?(name: string): void;
   stop?(): Promise<void>;
+  /** Health warnings (said on /health without failing it), e.g. a schedule lagging more than its period. */
+  warnings?(): string[];
   /** What the console shows of it (GET /api/extensions/<name>), e.g. the autonomy extension's subscriptions and continuous tools. */
   status?(): unknown;
   /** Routes it serves on the admin port (path → handler), e.g. `/mcp`. */

@@ -1,5 +1,6 @@
 // Tools that act on their own (docs/autonomy.md), as one service extension: subscriptions
-// (subscriptions.ts), `once` bootstrap runs (once.ts) and continuous tools (continuous.ts). Each
+// (subscriptions.ts), `once` bootstrap runs (once.ts), continuous tools (continuous.ts) and the
+// scheduler (scheduler.ts). Each
 // writes ordinary sealed requests or holds a lease; nothing here runs a tool outside the one request
 // path except a continuous tool's supervised run. Every scan interval it re-reads the catalog (new
 // tools, versions), writes due once-runs and catches up on subscriptions; after a reconnect at once.
@@ -12,7 +13,7 @@ import type { AdminRoute, ExtensionContext, ServiceExtension } from '../extensio
 import { createContinuousRuns, type ContinuousRuns } from './continuous.js';
 import { registerAutonomyMetrics } from './metrics.js';
 import { createOnceRuns } from './once.js';
-import { readSchedules, type ScheduleStatus } from './schedules.js';
+import { createScheduler, type Scheduler } from './scheduler.js';
 import { createSubscriptions, type Subscriptions } from './subscriptions.js';
 
 /** The autonomy extension: subscriptions, once-runs and continuous tools. */
@@ -23,7 +24,7 @@ export function createAutonomyExtension(): ServiceExtension & { status(): unknow
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   let ctx: ExtensionContext | undefined;
-  let schedules: ScheduleStatus[] = [];
+  let scheduler: Scheduler | undefined;
 
   const pass = (): Promise<void> =>
     (running ??= (async () => {
@@ -32,7 +33,6 @@ export function createAutonomyExtension(): ServiceExtension & { status(): unknow
         await once?.reconcile();
         await continuous?.reconcile();
         await subscriptions?.catchUp();
-        if (ctx) schedules = await readSchedules(ctx.client);
       } catch (error) {
         // While the service stops, store trouble is expected: not worth a warning.
         if (ctx?.signal.aborted) ctx.logger.debug('autonomy pass ended by shutdown', { error });
@@ -46,7 +46,7 @@ export function createAutonomyExtension(): ServiceExtension & { status(): unknow
     subscriptions: subscriptions?.status() ?? [],
     once: once?.status() ?? [],
     continuous: continuous?.status() ?? [],
-    schedules,
+    scheduler: scheduler?.status() ?? { schedules: [] },
   });
 
   const route: AdminRoute = async (_req: IncomingMessage, res: ServerResponse) => {
@@ -72,11 +72,17 @@ export function createAutonomyExtension(): ServiceExtension & { status(): unknow
       });
       once = createOnceRuns({ requests, keys, catalog, logger, signal });
       continuous = createContinuousRuns({ context });
+      scheduler = createScheduler(context);
+      const ticks = scheduler;
       if (context.metrics)
-        registerAutonomyMetrics(context.metrics, () => ({
-          subscriptions: subscriptions?.status() ?? [],
-          continuous: continuous?.status() ?? [],
-        }));
+        registerAutonomyMetrics(context.metrics, {
+          read: () => ({
+            subscriptions: subscriptions?.status() ?? [],
+            continuous: continuous?.status() ?? [],
+            schedules: ticks.status().schedules,
+          }),
+          scheduler: ticks.figures,
+        });
       timer = setInterval(() => void pass(), config.scanIntervalMs);
       timer.unref();
       // The catalog is loaded after the extensions start: the first pass waits for the first scan tick.
@@ -84,13 +90,21 @@ export function createAutonomyExtension(): ServiceExtension & { status(): unknow
     },
     handleEvent(event: StoreEvent) {
       subscriptions?.handleEvent(event);
+      scheduler?.handleEvent(event);
     },
     onReconnect() {
+      scheduler?.onReconnect();
       void pass();
     },
+    warnings: () => [
+      ...(scheduler?.warnings() ?? []),
+      ...(continuous?.status() ?? [])
+        .filter((c) => c.failing)
+        .map((c) => `continuous tool ${c.tool} keeps failing (${c.failures} runs in a row: ${c.last_outcome})`),
+    ],
     async stop() {
       clearInterval(timer);
-      await continuous?.stop();
+      await Promise.all([continuous?.stop(), scheduler?.stop()]);
       await running;
     },
     adminRoutes: () => new Map([['/autonomy', route]]),

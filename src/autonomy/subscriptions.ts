@@ -11,6 +11,7 @@
 // changed since the subscribing definition was deployed are listed and the missing requests written
 // (the key makes the already-written ones a no-op); an event missed while down runs once after restart.
 
+import { isSealedTick } from './scheduler.js';
 import type { RequestClient, RequestKeys, StoreClient } from '../breadcrumbs/index.js';
 import type { StoreEvent } from '../breadcrumbs/messages.js';
 import type { Catalog } from '../catalog/catalog.js';
@@ -126,7 +127,9 @@ export function createSubscriptions(options: SubscriptionsOptions) {
       return; // the next catch-up writes it
     }
     const full = await client.getBreadcrumbFull(triggerId);
-    if (full.sensitivity === 'Secret' || !matches(entry, full.schema_name, full.tags))
+    // A schedule tick triggers only when the scheduler wrote it (its seal verifies): no writer forges one.
+    const forgedTick = full.schema_name === 'schedule.tick.v1' && !isSealedTick(options.keys, full.context);
+    if (full.sensitivity === 'Secret' || forgedTick || !matches(entry, full.schema_name, full.tags))
       return void remember(entry, triggerId);
     const depth = depthOfTags(full.tags) + 1;
     if (depth > options.maxDepth) {

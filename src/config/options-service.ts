@@ -273,6 +273,14 @@ export const SERVICE_OPTIONS = {
     group: 'runner',
     doc: 'Lease of the replica running a continuous tool: renewed at a third of it; another replica takes over when it has expired.',
   }),
+  scheduleMaxPerOwner: opt(intish(1).default(50), {
+    group: 'runner',
+    doc: 'Most enabled `schedule.definition.v1` records one writer (`created_by`) may have served; the newer ones beyond are refused, said in /autonomy and the log (docs/autonomy.md "The scheduler").',
+  }),
+  scheduleCatchUp: opt(intish(0).default(10), {
+    group: 'runner',
+    doc: 'Most missed ticks one schedule publishes late after downtime (the newest ones); the rest are counted in one `schedule.missed.v1` record (docs/autonomy.md "The scheduler").',
+  }),
   toolApiRunnerReaders: opt(listish.default([]), {
     group: 'runner',
     doc: "Tools (names) whose `context.api` may read the runner's own `tool.*` records (requests, responses, claims, definitions); others never see them.",

@@ -301,7 +301,7 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
     const read = readRequest(record, identity);
     if (!read.ok) return ended('none', {}, read.result);
     // route
-    const routed = await routeRequest(catalog, toolName, read.version);
+    const routed = await routeRequest(catalog, toolName, read.version, origin);
     watch.lap('route');
     if (!routed.ok) return ended('none', {}, routed.result);
     const { route } = routed;

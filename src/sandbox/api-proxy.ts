@@ -73,6 +73,8 @@ export interface ApiProxy {
   /** The reply line (with its newline) for the harness, within the reply budgets. */
   replyLine(reply: ApiReply): string;
   readonly calls: number;
+  /** Starts a new budget window (a continuous run's budgets are a rate, src/sandbox/run-job.ts). */
+  renew(): void;
 }
 
 class Refusal extends Error {
@@ -211,6 +213,8 @@ export function createApiProxy(options: {
   maxCalls?: number;
   budgets?: Partial<ApiBudgets>;
   effects?: EffectLog;
+  /** Told each rate.exceeded refusal (a continuous run counts them). */
+  onRefusal?: (message: string) => void;
 }): ApiProxy {
   const { tool, api, effects } = options;
   const budgets: ApiBudgets = {
@@ -246,6 +250,9 @@ export function createApiProxy(options: {
     get calls() {
       return calls;
     },
+    renew() {
+      calls = frames = requestBytes = replyBytes = 0;
+    },
     admit(bytes) {
       frames++;
       requestBytes += bytes;
@@ -274,7 +281,8 @@ export function createApiProxy(options: {
             ? `context.api reply of ${bytes} bytes is over the limit of ${budgets.maxReplyBytes} bytes per reply`
             : `context.api replies exceeded ${budgets.maxTotalReplyBytes} bytes in one execution`;
         line = JSON.stringify({ t: 'api', id: reply.id, ok: false, code: ErrorCode.RateExceeded, message });
-      }
+        options.onRefusal?.(message);
+      } else if (!reply.ok && reply.code === ErrorCode.RateExceeded) options.onRefusal?.(reply.message ?? '');
       replyBytes += Buffer.byteLength(line) + 1;
       return line + '\n';
     },

@@ -95,6 +95,8 @@ export interface SandboxProcess {
   readonly exited: Promise<ExitInfo>;
   attach(listener: ProcessListener | null): void;
   /** Writes one line to the harness's stdin. */
+  /** Starts the output budget anew (a lasting run's budgets are a rate). */
+  renewOutput(): void;
   send(line: string): void;
   kill(reason: KillReason, detail?: string): void;
   /** 'ready' | 'idle' -> 'busy': sends the job frame line and counts the job; false (nothing sent) in any other state. */
@@ -235,6 +237,9 @@ export function spawnSandboxProcess(options: SpawnOptions): SandboxProcess {
     exited: undefined as unknown as Promise<ExitInfo>,
     attach(next) {
       listener = next;
+      outputBytes = 0;
+    },
+    renewOutput() {
       outputBytes = 0;
     },
     send(line) {

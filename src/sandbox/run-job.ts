@@ -58,7 +58,7 @@ export function runJob(
   guard: MemoryGuard,
 ): Promise<JobOutcome> {
   const secrets = Object.values(job.secrets);
-  const logs = createLogCollector(settings.maxLogBytes, secrets);
+  let logs = createLogCollector(settings.maxLogBytes, secrets);
   const ctx: OutcomeContext = {
     tool: job.tool.name,
     timeoutMs: settings.timeoutMs,
@@ -71,7 +71,13 @@ export function runJob(
   };
   // effects are recorded as they arrive, so every ending (a timeout or kill included) lists them
   const effects = createEffectLog(settings.startedAt, secrets);
-  const proxy = createApiProxy({ tool: job.tool, api: job.api, ...(job.tools ? { tools: job.tools } : {}), effects });
+  const proxy = createApiProxy({
+    tool: job.tool,
+    api: job.api,
+    ...(job.tools ? { tools: job.tools } : {}),
+    effects,
+    ...(job.lasting ? { onRefusal: job.lasting.onRefusal } : {}),
+  });
 
   return new Promise<JobOutcome>((resolve) => {
     let done = false;
@@ -87,10 +93,19 @@ export function runJob(
       pendingEnding = ending;
       syncTimer = setTimeout(ending, SYNC_GRACE_MS);
     };
+    // A lasting run's budgets are a rate: each window starts them anew (the last window's logs are kept).
+    const window = job.lasting
+      ? setInterval(() => {
+          proxy.renew();
+          proc.renewOutput();
+          logs = createLogCollector(settings.maxLogBytes, secrets);
+        }, job.lasting.windowMs)
+      : undefined;
     const finish = (outcome: { output: unknown } | { error: ExecutionFailure }, reusable: boolean): void => {
       if (done) return;
       done = true;
       clearTimeout(timer);
+      clearInterval(window);
       clearTimeout(syncTimer);
       job.signal?.removeEventListener('abort', onAbort);
       guard.unwatch(watched);

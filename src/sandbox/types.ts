@@ -60,6 +60,12 @@ export interface SandboxJob {
   api?: SandboxApi;
   /** Host-side implementation of context.tools.call for this call (absent: calls fail as dependency.unavailable). */
   tools?: SandboxToolCaller;
+  /**
+   * A run that lasts (a continuous tool): its per-call budgets (context.api calls, frames and bytes,
+   * output, logs) renew every `windowMs` instead of bounding the whole run, so they act as a rate;
+   * each rate.exceeded refusal is told to `onRefusal`.
+   */
+  lasting?: { windowMs: number; onRefusal(message: string): void };
   /** Abort = kill now (service shutdown); the call ends as sandbox.crashed with details.reason "aborted". */
   signal?: AbortSignal;
   /** Each `context.progress(value)` of the tool while the call runs (JSON value, secrets redacted). */

@@ -223,7 +223,12 @@ export async function buildService(
     keys,
     workspace: config.workspace,
     logger: log.child({ component: 'catalog' }),
-    entries: () => catalog.entries(),
+    // once and continuous tools run on their own: never offered to callers (MCP, RAP, exports).
+    entries: () =>
+      catalog.entries().filter((entry) => {
+        const route = catalog.resolve(entry.name);
+        return route?.kind !== 'code' || route.tool.bootstrap === undefined;
+      }),
     rejected: () => catalog.rejected(),
   });
   publish = () => publisher.schedule();
@@ -263,7 +268,12 @@ export async function buildService(
     pool: sandbox.stats(),
     catalog: { active: catalog.entries().length, rejected: catalog.rejected().length },
     ...(rap ? { rap: rap.status() } : {}),
+    ...warnings(),
   });
+  const warnings = (): { warnings?: string[] } => {
+    const found = (options.extensions ?? []).flatMap((extension) => extension.warnings?.() ?? []);
+    return found.length > 0 ? { warnings: found } : {};
+  };
   const metrics = createMetrics({
     queue: () => queue.stats(),
     pool: () => sandbox.stats(),

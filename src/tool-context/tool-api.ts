@@ -55,6 +55,8 @@ export interface ToolApiOptions {
   schemas?: { read: readonly string[]; write: readonly string[] } | undefined;
   /** The run's depth (origin.ts): its new records carry the `created-by:depth:<n>` mark, so subscriptions bound loops. */
   depth?: number;
+  /** A lasting run (a continuous tool): `toolApiMaxJobBytes` counts per window of this length, not per run. */
+  windowMs?: number;
 }
 
 /** Most results a search may return, and its default. */
@@ -110,6 +112,7 @@ export function createToolApi(options: ToolApiOptions): SandboxApi {
     }
   };
   let jobBytes = 0;
+  let windowStart = Date.now();
   let active = 0;
   const waiting: Array<() => void> = [];
 
@@ -127,7 +130,14 @@ export function createToolApi(options: ToolApiOptions): SandboxApi {
     }
   };
 
+  const roll = (): void => {
+    if (options.windowMs !== undefined && Date.now() - windowStart >= options.windowMs) {
+      windowStart = Date.now();
+      jobBytes = 0;
+    }
+  };
   const checkJobBudget = (): void => {
+    roll();
     if (jobBytes >= config.toolApiMaxJobBytes) {
       throw new RunnerError(
         ErrorCode.RateExceeded,
@@ -137,6 +147,7 @@ export function createToolApi(options: ToolApiOptions): SandboxApi {
   };
   /** Charges a reply of `bytes` to the execution; refuses it when over a cap. */
   const charge = (bytes: number, hint: string): void => {
+    roll();
     if (bytes > config.toolApiMaxReplyBytes) {
       throw new RunnerError(
         ErrorCode.RateExceeded,

@@ -3,7 +3,7 @@
 // breadcrumb-search are read-only and idempotent; breadcrumb-create writes; http-request talks to
 // other hosts (it can POST/PUT/DELETE), so it stays served as destructive, as do the LLM tools (each
 // call sends the conversation to a provider and may cost money); context-builder and browser-capture
-// only read; the scheduler writes schedule ticks (reversible). The workflow declares no side effect: its
+// only read. The workflow declares no side effect: its
 // effect is its steps', each checked under its own contract on its nested request, and an unknown side
 // effect is served as destructive. http-request's hosts name no package registry.
 
@@ -29,7 +29,6 @@ const EXPECTED: Record<string, { side: string | undefined; readOnly: boolean; de
   'browser-capture': { side: 'read-only', readOnly: true, destructive: false },
   openrouter: { side: 'external-communication', readOnly: false, destructive: true },
   ollama: { side: 'external-communication', readOnly: false, destructive: true },
-  scheduler: { side: 'reversible-write', readOnly: false, destructive: false },
   workflow: { side: undefined, readOnly: false, destructive: true },
 };
 

@@ -3,9 +3,6 @@
 // in the middle, the ticks are on the 5 s grid, none doubled and none missed (the ones due while the
 // runner was down are published late).
 
-import { copyFileSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { StoreClient } from '../../src/breadcrumbs/index.js';
 import { cleanupAll, client, startRunner, startStoreProcess, tempDir } from '../e2e/harness.js';
@@ -30,12 +27,6 @@ async function until(what: string, probe: () => Promise<boolean>, timeoutMs: num
 
 describe('scheduler', () => {
   it('ticks at the interval over 60 s with a restart in the middle: none missed, none doubled', async () => {
-    const bootDir = tempDir('tr-boot-');
-    mkdirSync(join(bootDir, 'tools'));
-    copyFileSync(
-      fileURLToPath(new URL('../../bootstrap-breadcrumbs/tools-self-contained/scheduler.json', import.meta.url)),
-      join(bootDir, 'tools', 'scheduler.json'),
-    );
     const { url } = await startStoreProcess(tempDir());
     const c = client(url);
     await c.createBreadcrumb({
@@ -44,7 +35,7 @@ describe('scheduler', () => {
       tags: ['schedule:definition'],
       context: { interval: { type: 'seconds', every_seconds: 5 }, enabled: true, labels: ['interval:5s'] },
     });
-    const flags = ['--bootstrap', '--bootstrap-dir', bootDir, '--continuous-lease-ms', '3000'];
+    const flags = ['--continuous-lease-ms', '3000'];
     let runner = await startRunner(url, flags);
     await until('the first tick', async () => (await dueTimes(c)).length >= 1, 60_000);
     const first = (await dueTimes(c))[0] as number;

@@ -164,7 +164,6 @@ describe('client commands without a store', () => {
       'ollama',
       'openrouter',
       'random',
-      'scheduler',
       'slugify',
       'timer',
       'workflow',

@@ -414,7 +414,7 @@ describe('README examples', () => {
       tags: [TAG.Tool, TAG.tool('note-echo'), 'workspace:tools'],
       context: definition,
     });
-    // a tool subscribed to the documented schedule's label (the shipped scheduler runs in this runner)
+    // a tool subscribed to the documented schedule's label (the scheduler runs in every runner)
     await c.createBreadcrumb({
       title: 'on-tick',
       schema_name: SCHEMA.ToolCode,
