@@ -277,7 +277,7 @@ export const SERVICE_OPTIONS = {
     group: 'runner',
     doc: 'Most enabled `schedule.definition.v1` records one writer (`created_by`) may have served; the newer ones beyond are refused, said in /autonomy and the log (docs/autonomy.md "The scheduler").',
   }),
-  scheduleCatchUp: opt(intish(0).default(10), {
+  scheduleCatchUp: opt(intish(0).default(30), {
     group: 'runner',
     doc: 'Most missed ticks one schedule publishes late after downtime (the newest ones); the rest are counted in one `schedule.missed.v1` record (docs/autonomy.md "The scheduler").',
   }),
