@@ -7,7 +7,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SCHEMA, TAG } from '../../src/breadcrumbs/messages.js';
-import { cleanupConsole, startConsoleService, toolContext, WS } from '../console/helpers.js';
+import {
+  cleanupConsole,
+  ensureConsoleBuilt,
+  launchBrowser,
+  screenshot,
+  startConsoleService,
+  toolContext,
+  WS,
+} from '../console/helpers.js';
 
 afterAll(cleanupConsole);
 
@@ -95,6 +103,20 @@ describe('console: autonomy', () => {
       );
       const missing = await fetch(`${adminUrl}/api/extensions/nope`);
       expect(missing.status).toBe(404);
+      // The page in Chromium: the schedule's row with its state and counts, the tool's row.
+      await ensureConsoleBuilt();
+      const browser = await launchBrowser();
+      const page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
+      const errors: string[] = [];
+      page.on('pageerror', (error) => errors.push(error.message));
+      await page.goto(`${adminUrl}/#/autonomy`);
+      const row = page.locator(`tr[data-schedule="${schedule.id}"]`);
+      await row.waitFor();
+      expect(await row.getAttribute('data-state')).toBe('active');
+      expect(await row.textContent()).toContain('every 2 s');
+      await page.locator('tr[data-tool="heartbeat"][data-state="RUNNING"]').waitFor();
+      await screenshot(page, 'autonomy');
+      expect(errors).toEqual([]);
     } finally {
       rmSync(bootDir, { recursive: true, force: true });
     }

@@ -1,6 +1,6 @@
 // Autonomy: what runs on its own on this replica (docs/autonomy.md) — continuous tools (state, lease
 // holder, runs, last start and end), subscriptions (runs started, refusals, last trigger), once-runs,
-// and the schedules' next ticks. Refreshed every 2 s from /api/extensions/autonomy.
+// and the scheduler's schedules (state, last and next tick, lag, missed). Refreshed every 2 s from /api/extensions/autonomy.
 
 import { api } from '../api.js';
 import { clock, h, mount } from '../dom.js';
@@ -32,7 +32,7 @@ const page = async (root: HTMLElement): Promise<() => void> => {
     const continuous: any[] = s.continuous ?? [];
     const subscriptions: any[] = s.subscriptions ?? [];
     const once: any[] = s.once ?? [];
-    const schedules: any[] = s.schedules ?? [];
+    const schedules: any[] = s.scheduler?.schedules ?? [];
     mount(
       body,
       h(
@@ -40,16 +40,27 @@ const page = async (root: HTMLElement): Promise<() => void> => {
         { class: 'card', id: 'continuous' },
         h('h2', null, `Continuous tools (${continuous.length})`),
         table(
-          ['Tool', 'Version', 'State', 'Lease holder', 'Runs', 'Last start', 'Last end', 'Last outcome'],
+          [
+            'Tool',
+            'Version',
+            'State',
+            'Lease holder',
+            'Runs',
+            'Refused calls',
+            'Last start',
+            'Last end',
+            'Last outcome',
+          ],
           continuous.map((c) =>
             h(
               'tr',
               { 'data-tool': c.tool, 'data-state': c.state },
               h('td', null, c.tool),
               h('td', null, c.version),
-              h('td', null, c.state),
+              h('td', null, c.failing ? `${c.state} (failing)` : c.state),
               h('td', null, c.holder ?? '–'),
               h('td', { class: 'num' }, String(c.runs)),
+              h('td', { class: 'num' }, String(c.api_refusals ?? 0)),
               h('td', null, clock(c.last_started_at ?? null)),
               h('td', null, clock(c.last_ended_at ?? null)),
               h('td', null, c.last_outcome ?? '–'),
@@ -84,16 +95,22 @@ const page = async (root: HTMLElement): Promise<() => void> => {
         'section',
         { class: 'card', id: 'schedules' },
         h('h2', null, `Schedules (${schedules.length})`),
+        h('p', { class: 'muted' }, `Published by ${s.scheduler?.holder ?? 'no replica yet'}.`),
         table(
-          ['Schedule', 'Labels', 'Last tick', 'Next tick'],
+          ['Schedule', 'State', 'Labels', 'Last tick', 'Next due', 'Lag (last / p99)', 'Published', 'Late', 'Missed'],
           schedules.map((x) =>
             h(
               'tr',
-              null,
+              { 'data-schedule': x.id, 'data-state': x.state, title: x.reason ?? '' },
               h('td', null, x.title ?? x.id),
+              h('td', null, x.lagging ? `${x.state} (lagging)` : x.state),
               h('td', null, (x.labels ?? []).join(' ')),
               h('td', null, clock(x.last_tick_at ?? null)),
               h('td', null, clock(x.next_tick_at ?? null)),
+              h('td', { class: 'num' }, x.lag_ms === undefined ? '–' : `${x.lag_ms} / ${x.lag_p99_ms ?? '–'} ms`),
+              h('td', { class: 'num' }, String(x.published ?? 0)),
+              h('td', { class: 'num' }, String(x.late ?? 0)),
+              h('td', { class: 'num' }, String(x.missed ?? 0)),
             ),
           ),
           'No schedule.definition.v1 records.',
