@@ -3,7 +3,7 @@
 // one is kept with the reason; beyond `scheduleMaxPerOwner` enabled schedules of one writer the
 // newer ones are refused. Every replica keeps it (the console shows it); the lease holder publishes.
 
-import type { StoreClient } from '../breadcrumbs/index.js';
+import { isNotFound, type StoreClient } from '../breadcrumbs/index.js';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../logger.js';
 import { dueTimesOf, type DueTimes } from './due.js';
@@ -47,6 +47,7 @@ export interface Entry {
 export const DEFINITION = 'schedule.definition.v1';
 /** Definitions are re-read this often even without events (a missed event heals). */
 const RESYNC_MS = 60_000;
+const MAX_PENDING = 1000;
 const MAX_LABELS = 16;
 const LABEL = /^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127}$/;
 
@@ -74,8 +75,13 @@ export function createScheduleTable(options: {
   let dirty = true;
   let loadedAt = 0;
 
+  /** Definitions an event named since the last read (read one by one; past MAX_PENDING, all). */
+  const pending = new Set<string>();
+
   const reload = async (): Promise<void> => {
+    if (!dirty && Date.now() - loadedAt < RESYNC_MS) return readPending();
     dirty = false;
+    pending.clear();
     loadedAt = Date.now();
     const found = await client.listAll({ schema_name: DEFINITION, include_context: true }, { signal });
     const seen = new Set<string>();
@@ -88,6 +94,22 @@ export function createScheduleTable(options: {
       entries.set(item.id, define(full.id, full, known));
     }
     for (const id of entries.keys()) if (!seen.has(id)) entries.delete(id);
+    applyOwnerCaps();
+  };
+
+  /** Reads the definitions events named: an event costs one read, not a read of every definition. */
+  const readPending = async (): Promise<void> => {
+    for (const id of [...pending]) {
+      pending.delete(id);
+      const full = await client.getBreadcrumbFull(id, { signal }).catch((error: unknown) => {
+        if (isNotFound(error)) return undefined;
+        pending.add(id);
+        throw error;
+      });
+      const known = entries.get(id);
+      if (full?.schema_name !== DEFINITION) entries.delete(id);
+      else if (known?.version !== full.version) entries.set(id, define(id, full, known));
+    }
     applyOwnerCaps();
   };
 
@@ -164,10 +186,11 @@ export function createScheduleTable(options: {
   return {
     entries,
     reload,
-    stale: () => dirty || Date.now() - loadedAt >= RESYNC_MS,
-    /** Something changed: read again at the next chance. */
-    touch() {
-      dirty = true;
+    stale: () => dirty || pending.size > 0 || Date.now() - loadedAt >= RESYNC_MS,
+    /** Definition `id` changed (or, without an id, anything may have): read it at the next chance. */
+    touch(id?: string) {
+      if (id === undefined || pending.size >= MAX_PENDING) dirty = true;
+      else pending.add(id);
     },
   };
 }

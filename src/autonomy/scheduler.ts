@@ -52,6 +52,10 @@ export function isSealedTick(keys: Pick<RequestKeys, 'stateMac'>, context: Recor
   return typeof id === 'string' && Number.isSafeInteger(due) && context?.['seal'] === tickSeal(keys, id, due as number);
 }
 
+/** The definition's interval as ticks repeat it (a writer's oversized one is cut to its type). */
+const details = (entry: Entry): Record<string, unknown> =>
+  JSON.stringify(entry.interval).length <= 1024 ? entry.interval : { type: entry.interval['type'] };
+
 /** Creates the scheduler of `context`'s store; it serves while `context.signal` is live. */
 export function createScheduler(context: ExtensionContext): Scheduler {
   const { client, keys, config, replica } = context;
@@ -90,7 +94,8 @@ export function createScheduler(context: ExtensionContext): Scheduler {
     }
   };
 
-  const publish = async (entry: Entry, due: number, late: boolean): Promise<void> => {
+  /** Writes the tick of `due`; `recovering`: a catch-up after a takeover or restart (its lag is no warning). */
+  const publish = async (entry: Entry, due: number, late: boolean, recovering: boolean): Promise<void> => {
     const s = entry.status;
     const seal = tickSeal(keys, s.id, due);
     const following = entry.due?.next(due) ?? due;
@@ -108,7 +113,7 @@ export function createScheduler(context: ExtensionContext): Scheduler {
           fired_at: new Date(now).toISOString(),
           late,
           interval_type: entry.interval['type'],
-          interval_details: entry.interval,
+          interval_details: details(entry),
           seal,
         },
         // A tick lives at least an hour, so a restart within it resumes from the tick.
@@ -132,6 +137,7 @@ export function createScheduler(context: ExtensionContext): Scheduler {
     }
     lagsSinceRead.push(lag / 1000);
     if (lagsSinceRead.length > 10_000) lagsSinceRead.shift();
+    if (recovering) return;
     const lagging = lag > (entry.due?.periodMs ?? MINUTE);
     if (lagging && !s.lagging) log.warn('schedule lagging more than its period', { schedule: s.id, lagMs: lag });
     s.lagging = lagging;
@@ -156,7 +162,7 @@ export function createScheduler(context: ExtensionContext): Scheduler {
           first_skipped_at: new Date(from).toISOString(),
           last_skipped_at: new Date(to).toISOString(),
           interval_type: entry.interval['type'],
-          interval_details: entry.interval,
+          interval_details: details(entry),
           seal,
         },
       },
@@ -165,28 +171,25 @@ export function createScheduler(context: ExtensionContext): Scheduler {
   };
 
   /** The publications due now of one schedule (recovering its last tick first). */
-  const dueWork = async (entry: Entry, now: number): Promise<Array<() => Promise<void>>> => {
+  /** The publications due now of one schedule, in order (recovering its last tick first); undefined when none. */
+  const dueWork = async (entry: Entry, now: number): Promise<(() => Promise<void>) | undefined> => {
     const due = entry.due as DueTimes;
-    if (entry.last === undefined) {
-      const recovered = await recover(entry);
-      // First sight without any tick: nothing before this moment is owed.
-      entry.last = recovered ?? now;
-    }
-    const last = entry.last;
+    const recovering = entry.last === undefined;
+    // First sight without any tick: nothing before this moment is owed.
+    if (recovering) entry.last = (await recover(entry)) ?? now;
+    const last = entry.last as number;
     const { count, newest } = missedSince(due, last, now, Math.max(1, config.scheduleCatchUp));
-    const work: Array<() => Promise<void>> = [];
-    if (count === 0) return work;
-    const catchUp = count > 1 ? Math.min(config.scheduleCatchUp, newest.length) : 1;
-    const published = newest.slice(newest.length - catchUp);
+    if (count === 0) return undefined;
+    const published = newest.slice(newest.length - (count > 1 ? Math.min(config.scheduleCatchUp, newest.length) : 1));
     const skipped = count - published.length;
-    if (skipped > 0) {
-      const first = due.next(last) as number;
-      const lastSkipped = published.length > 0 ? (published[0] as number) - 1 : now;
-      work.push(() => reportMissed(entry, skipped, first, lastSkipped));
-    }
-    for (const at of published) work.push(() => publish(entry, at, now - at > MAX_WAIT_MS || count > 1));
-    if (published.length === 0) entry.last = now;
-    return work;
+    // One job per schedule: a failed write stops its later ones, so none is skipped silently.
+    return async () => {
+      if (skipped > 0) {
+        await reportMissed(entry, skipped, due.next(last) as number, (published[0] ?? now + 1) - 1);
+        if (published.length === 0) entry.last = now;
+      }
+      for (const at of published) await publish(entry, at, now - at > MAX_WAIT_MS || count > 1, recovering);
+    };
   };
 
   /** Publishes what is due, one schedule of each writer in turn. */
@@ -199,10 +202,11 @@ export function createScheduler(context: ExtensionContext): Scheduler {
       if (next === undefined || next > now) continue;
       const work = await dueWork(entry, now).catch((error: unknown) => {
         if (!signal.aborted) log.warn('schedule check failed', { schedule: entry.status.id, error });
-        return [];
+        return undefined;
       });
+      if (!work) continue;
       const queue = queues.get(entry.status.owner) ?? [];
-      queue.push(...work);
+      queue.push(work);
       queues.set(entry.status.owner, queue);
     }
     for (let more = true; more && !signal.aborted; ) {
@@ -287,7 +291,7 @@ export function createScheduler(context: ExtensionContext): Scheduler {
   return {
     handleEvent(event) {
       if (event.schema_name !== DEFINITION && !(event.breadcrumb_id && entries.has(event.breadcrumb_id))) return;
-      table.touch();
+      table.touch(event.breadcrumb_id);
       wake();
     },
     onReconnect() {

@@ -7,6 +7,7 @@
 // then the sandbox, admin port and embedded store close.
 
 import { randomBytes } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { openEventStream } from '../breadcrumbs/index.js';
@@ -60,6 +61,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   const onStop = (step: string, run: () => Promise<void>): void => void cleanups.push({ step, run });
   const intakeController = new AbortController();
   const hardStop = new AbortController();
+  // Every in-flight store call, run and wait of the service listens to these two: no leak past 10.
+  setMaxListeners(0, intakeController.signal, hardStop.signal);
   // A signal while the parts are built (waiting for the store) gives up at once; later, the caller
   // stops the started service (a drain).
   let built = false;

@@ -44,7 +44,7 @@ describe('autonomy guards', () => {
   it('a continuous run keeps going past one call’s budgets; a burst is refused, counted, and the next window serves', async () => {
     const bootDir = tempDir('tr-boot-');
     mkdirSync(join(bootDir, 'tools'));
-    const write = (schema: string, i: number) =>
+    const write = (schema: string, i: string) =>
       `context.api.createBreadcrumb({ title: 'b', schema_name: '${schema}', tags: ['e2e'], context: { i: ${i} } })`;
     // 220 calls over ~35 s: past 100 calls and 200 frames of one execution, ~65 per 10-s window.
     writeFileSync(
@@ -94,7 +94,7 @@ describe('autonomy guards', () => {
     });
     expect(after.context?.['refused']).toBe(50);
     await until('220 beats', async () => (await client.listAll({ schema_name: 'e2e.beat.v1' })).length >= 220);
-    const status = await (await fetch(`${adminUrl}/api/extensions/autonomy`)).json();
+    const status: any = await (await fetch(`${adminUrl}/api/extensions/autonomy`)).json();
     const steady = status.continuous.find((c: { tool: string }) => c.tool === 'steady');
     const bursty = status.continuous.find((c: { tool: string }) => c.tool === 'bursty');
     expect(steady).toMatchObject({ state: 'RUNNING', runs: 1, api_refusals: 0, failing: false });
@@ -217,8 +217,8 @@ describe('autonomy guards', () => {
         (a) => a.context?.['tool'] === tool,
       ).length;
     await until('a run on a real tick', async () => (await runsOf('on-guard')) > 0, 60_000, autonomy);
-    const status = await until('the subscriptions caught up', async () => {
-      const s = await (await fetch(`${adminUrl}/api/extensions/autonomy`)).json();
+    const status: any = await until('the subscriptions caught up', async () => {
+      const s: any = await (await fetch(`${adminUrl}/api/extensions/autonomy`)).json();
       return s.subscriptions.length === 2 ? s : undefined;
     });
     expect(status.subscriptions.find((s: { tool: string }) => s.tool === 'on-forged').triggered).toBe(0);
@@ -232,7 +232,7 @@ describe('autonomy guards', () => {
         context: { interval: { type: 'cron', expression: '0 9 * * mon', timezone: 'Europe/Berlin' } },
       });
     const schedules = await until('the third schedule refused', async () => {
-      const s = await (await fetch(`${adminUrl}/api/extensions/autonomy`)).json();
+      const s: any = await (await fetch(`${adminUrl}/api/extensions/autonomy`)).json();
       const list = s.scheduler.schedules as Array<{ title: string; state: string; reason?: string }>;
       return list.some((x) => x.state === 'refused') ? list : undefined;
     });
