@@ -198,6 +198,7 @@ export async function buildService(
     workspace: config.workspace,
     logger: log,
     ...(fileSecrets ? { fileSecrets } : {}),
+    shares: config.shareSecrets,
   });
 
   let publish = (): void => {};
