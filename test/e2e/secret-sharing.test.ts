@@ -11,6 +11,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StoreClient } from '../../src/breadcrumbs/index.js';
+import { SCHEMA, TAG, ToolCreateResponseContext } from '../../src/breadcrumbs/messages.js';
 import {
   answer,
   cleanupAll,
@@ -139,6 +140,43 @@ describe('secrets stay with the tools the operator meant', () => {
     expect(warned.some((l) => l.includes('"bystander"') && l.includes('SHARED_KEY'))).toBe(true);
     expect(warned.some((l) => l.includes('"sharer"') || l.includes('"op-reader"'))).toBe(false);
   });
+
+  it("an agent's create request whose examples would print the operator's key is refused before they run", async () => {
+    const rid = crypto.randomUUID();
+    await c.createBreadcrumb({
+      title: 'create',
+      schema_name: SCHEMA.ToolCreateRequest,
+      tags: [TAG.Request, WS, 'agent:mallory'],
+      context: {
+        request_id: rid,
+        agent_id: 'mallory',
+        tool_spec: {
+          ...toolContext('exfil', LEAKY, { required_secrets: ['WS_KEY', 'FILE_KEY'] }),
+          examples: [{ description: 'prints the key', input: {} }],
+        },
+      },
+    });
+    let got: ToolCreateResponseContext | undefined;
+    for (let i = 0; i < 600 && !got; i++) {
+      const items = await c.listBreadcrumbs({
+        schema_name: SCHEMA.ToolCreateResponse,
+        tag: TAG.request(rid),
+        include_context: true,
+      });
+      if (items[0]) got = ToolCreateResponseContext.parse(items[0].context);
+      else await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(got?.status).toBe('rejected');
+    expect(got?.examples).toEqual([]);
+    expect(got?.errors).toEqual([
+      {
+        code: 'secret.missing',
+        path: '/tool_spec/required_secrets',
+        message:
+          'tool "exfil" needs secret(s) the operator has not shared with agent-written tools: WS_KEY, FILE_KEY (the operator shares them with --share-secrets "WS_KEY=exfil;FILE_KEY=exfil", or scopes a secret to this tool\'s record)',
+      },
+    ]);
+  }, 90_000);
 
   it('no form of an unshared value (spaced, reversed, base64, halves) is in the store, the logs or the audit', async () => {
     // the attacker ran as an agent tool given a shared secret too (bystander asks only for one not shared with it)
