@@ -46,7 +46,7 @@ import { createRequestRid } from '../request/events.js';
 import type { CreateExecutor, CreateRequestRecord } from '../request/execute.js';
 import type { Sandbox } from '../sandbox/index.js';
 import { validateToolDefinition, type SchemaValidator } from '../screen/index.js';
-import type { SecretResolver } from '../tool-context/secrets.js';
+import { missingSecretsMessage, type SecretResolver } from '../tool-context/secrets.js';
 import { createToolApi } from '../tool-context/tool-api.js';
 import { runExamples } from './examples.js';
 
@@ -59,7 +59,7 @@ export interface CreateFlowDeps {
   validator: SchemaValidator;
   stamper: Stamper;
   catalog: Pick<Catalog, 'ownership' | 'refreshName'>;
-  /** Secrets for the examples: workspace/global, and scope tool/<id> only when the owner replaces that definition. */
+  /** Secrets for the examples: shared ones, and scope tool/<id> only when the owner replaces that definition. */
   secrets?: SecretResolver;
   /** Resolves once the service is running (operator tools pinned by bootstrap): no create is decided before. */
   ready?: Promise<void>;
@@ -259,16 +259,20 @@ export async function processCreateRequest(
   if (!check.ok) return reject(prefix(check.errors), prefix(check.warnings));
   const tool = check.tool;
 
-  const secrets =
+  // An agent tool's examples get what its calls would: its own scoped secrets and shared ones (secrets.ts).
+  const resolved =
     tool.requiredSecrets.length > 0 && deps.secrets
-      ? (
-          await deps.secrets.resolve(tool.requiredSecrets, {
-            tool: tool.name,
-            rid,
-            ...(existingId !== undefined ? { definitionId: existingId } : {}),
-          })
-        ).values
+      ? await deps.secrets.resolve(tool.requiredSecrets, {
+          tool: tool.name,
+          rid,
+          ...(existingId !== undefined ? { definitionId: existingId } : {}),
+        })
       : undefined;
+  if (resolved && resolved.unshared.length > 0)
+    return reject([
+      issue(ErrorCode.SecretMissing, '/tool_spec/required_secrets', missingSecretsMessage(tool.name, resolved)),
+    ]);
+  const secrets = resolved?.values;
   const examples = await runExamples(tool, {
     ...(secrets ? { secrets } : {}),
     sandbox: deps.sandbox,

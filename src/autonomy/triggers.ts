@@ -24,6 +24,8 @@ export async function writeOwnRequest(
 ): Promise<TriggerWrite> {
   const digest = deps.keys.stateMac(`own-request:${call.origin.kind}`, JSON.stringify(call.unique)).slice(0, 32);
   const rid = `${call.origin.kind}-${digest}`;
+  const writer = await deps.requests.writer();
+  const origin: RequestOrigin = writer !== undefined ? { ...call.origin, writer } : call.origin;
   try {
     await deps.requests.write(
       {
@@ -32,7 +34,7 @@ export async function writeOwnRequest(
         input: call.input,
         requestedBy: call.origin.agent ?? `runner:${call.origin.kind}`,
         ...(call.origin.agent !== undefined ? { tags: [`agent:${call.origin.agent}`] } : {}),
-        context: { origin: sealOrigin(deps.keys, { rid, tool: call.tool, input: call.input }, call.origin) },
+        context: { origin: sealOrigin(deps.keys, { rid, tool: call.tool, input: call.input }, origin) },
       },
       { idempotencyKey: `${call.origin.kind}-${digest}`, ...(call.signal ? { signal: call.signal } : {}) },
     );

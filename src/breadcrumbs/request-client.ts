@@ -10,6 +10,7 @@
 // missed between the write and the wait is found by the first poll).
 
 import { randomUUID } from 'node:crypto';
+import { decodeJwt } from 'jose/jwt/decode';
 import type { StoreClient } from './client.js';
 import { SCHEMA, TAG, ToolResponseContext, type StoreEvent } from './messages.js';
 import type { RequestKeys } from './request-keys.js';
@@ -64,6 +65,8 @@ export interface RequestClient {
   wait(request: WrittenRequest, opts: { timeoutMs: number; signal?: AbortSignal }): Promise<WaitOutcome>;
   /** The verified answer already in the store, if any (one listing). */
   find(request: WrittenRequest): Promise<Answered | undefined>;
+  /** The store identity this client writes as (its bearer token's subject); undefined without a token. */
+  writer(): Promise<string | undefined>;
   /** Deletes a written request, so a runner that has not finished it never answers it (false when already gone). */
   withdraw(request: WrittenRequest): Promise<boolean>;
   /** Feeds one store event from the owner's event stream (only tool.response.v1 events matter). */
@@ -198,6 +201,16 @@ export function createRequestClient(options: RequestClientOptions): RequestClien
         },
       );
       return { rid, breadcrumbId: id };
+    },
+    async writer() {
+      const token = await client.token();
+      if (token === undefined) return undefined;
+      try {
+        const { sub } = decodeJwt(token);
+        return typeof sub === 'string' && sub !== '' ? sub : undefined;
+      } catch {
+        return undefined; // an opaque token: the store cannot name its writer to us
+      }
     },
     wait,
     find,

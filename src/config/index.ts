@@ -18,3 +18,4 @@ export {
   type OptionKey,
 } from './schema.js';
 export { optionDefault, renderConfigTable, spliceConfigTable } from './table.js';
+export { AGENT_TOOLS } from './values.js';

@@ -2,7 +2,7 @@
 // (workspace, claims, queue, limits). Part of OPTIONS (./schema.ts), in documentation order.
 
 import { z } from 'zod';
-import { boolish, intish, jsonObject, listish, opt, optionalString } from './values.js';
+import { boolish, intish, jsonObject, listish, opt, optionalString, secretShares } from './values.js';
 
 /** The general, embedded-store and runner options, in documentation order. */
 export const SERVICE_OPTIONS = {
@@ -243,7 +243,11 @@ export const SERVICE_OPTIONS = {
   ),
   secretsFile: opt(optionalString, {
     group: 'runner',
-    doc: "Fallback secrets: a JSON object file `{NAME: value}` consulted after the store's secrets API.",
+    doc: "Fallback secrets: a JSON object file `{NAME: value}` consulted after the store's secrets API. Its values reach operator tools only, unless shared with `--share-secrets`.",
+  }),
+  shareSecrets: opt(secretShares.default({}), {
+    group: 'runner',
+    doc: 'Operator secrets (store scope `workspace`/`global`, `--secrets-file`) that agent-written tools may receive, e.g. `LLM_API_KEY=summarize,translate;WEATHER_KEY=agents` (`agents`: every agent tool; or a JSON object of name → list). Without it an agent tool receives only secrets scoped to its own record (scope `tool`); operator tools receive every secret (docs/security.md).',
   }),
   toolApiMaxConcurrent: opt(intish(1, 64).default(2), {
     group: 'runner',

@@ -78,11 +78,12 @@ export function privateHostProblem(entry: string): string | undefined {
 }
 
 /**
- * `--allow-private-hosts`: which operator (bootstrapped) tools may reach which private `host:port`,
- * as `tool=host:port[,host:port][;tool=...]` or a JSON object `{"tool": ["host:port", ...]}`.
+ * `key=a[,b][;key=...]` (or a JSON object of key → list) as an object of lists, each entry through
+ * `entry`; a part without `=` is left as a string naming the `expected` form (zod then refuses it).
  */
-export const privateHostGrants = z.preprocess(
-  (value) => {
+const keyedLists =
+  (expected: string, entry: (text: string) => string) =>
+  (value: unknown): unknown => {
     if (typeof value !== 'string') return value;
     const trimmed = value.trim();
     if (trimmed === '') return {};
@@ -93,23 +94,33 @@ export const privateHostGrants = z.preprocess(
         return value;
       }
     }
-    const grants: Record<string, string[]> = {};
+    const lists: Record<string, string[]> = {};
     for (const part of trimmed
       .split(';')
       .map((p) => p.trim())
       .filter((p) => p !== '')) {
       const eq = part.indexOf('=');
-      if (eq === -1) return `${part} (expected tool=host:port)`;
-      const tool = part.slice(0, eq).trim();
-      const hosts = part
+      if (eq === -1) return `${part} (expected ${expected})`;
+      const key = part.slice(0, eq).trim();
+      const entries = part
         .slice(eq + 1)
         .split(',')
-        .map((h) => h.trim().toLowerCase())
+        .map((h) => entry(h.trim()))
         .filter((h) => h !== '');
-      grants[tool] = [...(grants[tool] ?? []), ...hosts];
+      lists[key] = [...(lists[key] ?? []), ...entries];
     }
-    return grants;
-  },
+    return lists;
+  };
+
+/** A tool name as the screen accepts it (src/screen/definition.ts TOOL_NAME; config sits below the screen). */
+const TOOL_NAME = /^[a-z][a-z0-9_-]{0,63}$/;
+
+/**
+ * `--allow-private-hosts`: which operator (bootstrapped) tools may reach which private `host:port`,
+ * as `tool=host:port[,host:port][;tool=...]` or a JSON object `{"tool": ["host:port", ...]}`.
+ */
+export const privateHostGrants = z.preprocess(
+  keyedLists('tool=host:port', (h) => h.toLowerCase()),
   z
     .record(
       z.string(),
@@ -130,7 +141,7 @@ export const privateHostGrants = z.preprocess(
     )
     .superRefine((grants, ctx) => {
       for (const tool of Object.keys(grants)) {
-        if (!/^[a-z][a-z0-9_-]{0,63}$/.test(tool))
+        if (!TOOL_NAME.test(tool))
           ctx.addIssue({
             code: 'custom',
             message: `tool name ${JSON.stringify(tool)} must match ^[a-z][a-z0-9_-]{0,63}$`,
@@ -162,3 +173,44 @@ export const SHIPPED_BOOTSTRAP_DIR = fileURLToPath(new URL('../../bootstrap-brea
 export function opt<T extends z.ZodType>(schema: T, meta: OptionMeta): { schema: T; meta: OptionMeta } {
   return { schema, meta };
 }
+
+/** Who may receive a shared secret: every agent-written tool. */
+export const AGENT_TOOLS = 'agents';
+/** A secret name as `required_secrets` accepts it (src/screen/definition.ts SECRET_NAME). */
+const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_.-]{0,127}$/;
+
+/**
+ * `--share-secrets`: which operator secrets (store scope `workspace`/`global`, `--secrets-file`)
+ * agent-written tools receive, as `NAME=tool[,tool][;NAME=...]` (`agents` = every agent tool) or a
+ * JSON object `{"NAME": ["tool", ...]}`.
+ */
+export const secretShares = z.preprocess(
+  keyedLists('NAME=tool', (t) => t),
+  z
+    .record(
+      z.string(),
+      z
+        .array(
+          z.string().refine((t) => TOOL_NAME.test(t), {
+            error: (issue) =>
+              `${JSON.stringify(issue.input)} is neither "${AGENT_TOOLS}" nor a tool name (^[a-z][a-z0-9_-]{0,63}$)`,
+          }),
+        )
+        .min(1, { error: `each secret needs at least one tool name or "${AGENT_TOOLS}"` }),
+      {
+        error: (issue) =>
+          issue.code === 'invalid_type'
+            ? `expected NAME=tool[,tool][;NAME=...] (tool "${AGENT_TOOLS}": every agent-written tool) or a JSON object, got ${JSON.stringify(issue.input)}`
+            : undefined,
+      },
+    )
+    .superRefine((shares, ctx) => {
+      for (const name of Object.keys(shares)) {
+        if (!SECRET_NAME.test(name))
+          ctx.addIssue({
+            code: 'custom',
+            message: `secret name ${JSON.stringify(name)} must match ${SECRET_NAME.source}`,
+          });
+      }
+    }),
+);

@@ -20,7 +20,7 @@ import { ErrorCode } from '../errors.js';
 import type { HostTool } from '../host-tools/index.js';
 import { errorResult, type ExecutionResult } from '../result.js';
 import { sandboxToolOf, type Sandbox } from '../sandbox/index.js';
-import type { SecretResolver } from '../tool-context/secrets.js';
+import { missingSecretsMessage, type SecretResolver } from '../tool-context/secrets.js';
 import { createToolApi } from '../tool-context/tool-api.js';
 import type { RequestOrigin } from '../tool-context/origin.js';
 import { createRunToolCaller, type ToolCallsOptions } from '../tool-context/tool-calls.js';
@@ -131,11 +131,10 @@ export function createCodeExecutor(options: {
       });
       ctx.timings?.add('secrets', performance.now() - secretsFrom);
       if (resolved.missing.length > 0) {
-        return errorResult(
-          ErrorCode.SecretMissing,
-          `tool "${tool.name}" needs secret(s) that are not set: ${resolved.missing.join(', ')}`,
-          { missing: resolved.missing },
-        );
+        return errorResult(ErrorCode.SecretMissing, missingSecretsMessage(tool.name, resolved), {
+          missing: resolved.missing,
+          ...(resolved.unshared.length > 0 ? { unshared: resolved.unshared } : {}),
+        });
       }
       const progress =
         options.keys && options.logger

@@ -30,7 +30,7 @@ import { admit, callOf, review, settle, type Call, type Gate, type Policy } from
 import { readRequest, readRequestRecord, type RequestRecord } from './read.js';
 import type { CreateAnswer, Responder, ToolAnswer } from './respond.js';
 import { routeMetadata, routeRequest } from './route.js';
-import type { RequestOrigin } from '../tool-context/origin.js';
+import type { OriginCheck, RequestOrigin } from '../tool-context/origin.js';
 import { createStopwatch, type StageTimings, type Stopwatch } from './timings.js';
 
 /** What the service's metrics, console and live feed learn about one answered request. */
@@ -84,10 +84,11 @@ export interface RequestJobOptions {
   /** A started call that ends without an answer from this run: withdrawn (request deleted), released (drain) or parked. */
   onEnded?(report: EndedReport): void;
   /**
-   * The verified origin of a request the runner wrote itself (src/tool-context/origin.ts): it runs
-   * as the origin's agent, and its depth, chain and deadline reach the executor. Absent = none trusted.
+   * The origin of a request the runner wrote itself (src/tool-context/origin.ts): sealed, it runs as
+   * the origin's agent, and its depth, chain and deadline reach the executor; refused, it is answered
+   * permission.denied. Absent = none trusted.
    */
-  originOf?(context: Record<string, unknown> | undefined, rid: string): RequestOrigin | undefined;
+  originOf?(record: RequestRecord, rid: string, authenticated: boolean): OriginCheck;
 }
 
 export interface RequestJob {
@@ -146,9 +147,15 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
         return 'answered';
       }
       const { record } = read;
-      // A request the runner wrote for a nested call, trigger or bootstrap run runs as its origin's agent.
-      const origin = request.kind === 'create' ? undefined : options.originOf?.(record.context, read.identity.rid);
-      const identity: RequestIdentity = origin ? withAgent(read.identity, origin.agent) : read.identity;
+      // A request the runner wrote for a nested call, trigger or bootstrap run runs as its origin's
+      // agent; one whose origin is not the runner's seal of it is refused (readRequest answers it).
+      const sealed =
+        request.kind === 'create'
+          ? undefined
+          : options.originOf?.(record, read.identity.rid, read.identity.verified === true);
+      const origin = sealed?.kind === 'sealed' ? sealed.origin : undefined;
+      let identity: RequestIdentity = origin ? withAgent(read.identity, origin.agent) : read.identity;
+      if (sealed?.kind === 'refused') identity = { ...identity, callerProblem: sealed.problem };
       if (request.kind !== 'create' && (await options.cutover?.answeredByOlderRunner(record, identity.rid))) {
         log.info('request answered by an older runner; not run again');
         await claim.drop();

@@ -10,7 +10,7 @@ import {
   type RequestKeys,
   type StoreClient,
 } from '../breadcrumbs/index.js';
-import { verifiedOrigin } from '../tool-context/origin.js';
+import { checkOrigin } from '../tool-context/origin.js';
 import { createCatalog, type Catalog, type OperatorTool } from '../catalog/catalog.js';
 import { createStamper, type Stamper } from '../catalog/deployment.js';
 import { createCatalogPublisher, type CatalogPublisher } from '../catalog/publisher.js';
@@ -198,6 +198,7 @@ export async function buildService(
     workspace: config.workspace,
     logger: log,
     ...(fileSecrets ? { fileSecrets } : {}),
+    shares: config.shareSecrets,
   });
 
   let publish = (): void => {};
@@ -333,7 +334,7 @@ export async function buildService(
       maxDepth: config.nestedCallMaxDepth,
       logger: log.child({ component: 'tool-calls' }),
     },
-    originOf: (context, rid) => verifiedOrigin(keys, context, rid),
+    originOf: (record, rid, authenticated) => checkOrigin(keys, record, rid, authenticated),
     ...(rapRuntime ? { runRemote: (call, request) => rapRuntime.runRemote(call, request) } : {}),
     // Always on: when creation is disabled it answers every create request with a rejection
     // (permission.denied) instead of leaving agents without an answer.

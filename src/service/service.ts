@@ -144,6 +144,26 @@ function routeEvents(parts: Parts): Promise<void> {
   });
 }
 
+/** Names at start each agent-written tool that asks for a secret neither scoped to it nor shared with it. */
+async function warnUnsharedSecrets(parts: Parts): Promise<void> {
+  for (const entry of parts.catalog.entries()) {
+    const route = parts.catalog.resolve(entry.name);
+    if (route?.kind !== 'code' || route.owner === 'operator' || route.tool.requiredSecrets.length === 0) continue;
+    const tool = route.tool.name;
+    const secrets = await parts.secrets.unshared(route.tool.requiredSecrets, {
+      tool,
+      rid: 'start',
+      definitionId: route.breadcrumbId,
+    });
+    if (secrets.length > 0)
+      parts.log.warn('agent tool asks for secrets the operator has not shared with it', {
+        tool,
+        secrets,
+        share: `--share-secrets "${secrets.map((name) => `${name}=${tool}`).join(';')}"`,
+      });
+  }
+}
+
 /** Starts extensions, loads the catalog, prewarms, begins intake and serves the admin port; ends RUNNING. */
 async function startServing(parts: Parts): Promise<void> {
   const { config, log, client, keys, catalog, sandbox, extensions, intake, onStop, state, rap } = parts;
@@ -167,6 +187,7 @@ async function startServing(parts: Parts): Promise<void> {
     if (extension.stop) onStop(extension.name, () => extension.stop!());
   }
   await catalog.load();
+  await warnUnsharedSecrets(parts).catch((error: unknown) => log.warn('secret sharing check failed', { error }));
   if (rap) {
     onStop('rap', () => rap.stop());
     await rap.start();

@@ -1,9 +1,12 @@
 // Why a request exists when no agent wrote it: the runner wrote it for a nested call
 // (`context.tools.call`), a subscription's trigger or a bootstrap run (docs/autonomy.md). The
-// request carries that as `context.origin`, sealed with a MAC under the runner secret over the
-// request's rid, tool, input and the origin's fields, so an agent cannot forge an origin (to act as
-// another agent, to reset a depth or a chain) nor move a genuine one onto a different call. A
-// request whose origin does not verify runs as an ordinary request of its writer.
+// request carries that as `context.origin`, sealed with a MAC under the runner secret over every
+// field that changes what runs, as whom or how often — the rid, tool, version, input, idempotency
+// key, isolation and the origin's fields (agent, depth, chain, parent, deadline, the runner's own
+// store identity) — so an agent can neither forge an origin (to act as another agent, to reset a
+// depth or a chain) nor replay a genuine one changed in any way (a dropped idempotency key runs the
+// call again). A request whose `context.origin` is not the seal of that very request is refused
+// (`permission.denied`); with store auth on, so is a sealed request another writer stored.
 //
 // `depth` counts the links since an agent's request (1 = called by, or triggered by, a top-level
 // run); `chain` lists the tools of the nested calls above, outermost first (cycle detection).
@@ -30,7 +33,25 @@ export interface RequestOrigin {
   subscription?: string;
   trigger_id?: string;
   trigger_event?: unknown;
+  /** The store identity the runner wrote the request as (its token's subject); `created_by` must match with auth on. */
+  writer?: string;
 }
+
+/** The fields of a sealed request besides its origin: what runs and how often (`context.*` as written). */
+export interface SealedCall {
+  rid: string;
+  tool: string;
+  input: unknown;
+  version?: unknown;
+  idempotency_key?: unknown;
+  isolation?: unknown;
+}
+
+/** What a request record's `context.origin` comes to. */
+export type OriginCheck =
+  | { kind: 'none' }
+  | { kind: 'sealed'; origin: RequestOrigin }
+  | { kind: 'refused'; problem: string };
 
 /** Tag a tool's writes carry while it runs at depth `n` (a provenance mark: tools can neither set nor remove it). */
 export const DEPTH_TAG_PREFIX = 'created-by:depth:';
@@ -46,43 +67,77 @@ export function depthOfTags(tags: readonly string[]): number {
   return depth;
 }
 
-const sealed = (
-  keys: Pick<RequestKeys, 'stateMac'>,
-  call: { rid: string; tool: string; input: unknown },
-  origin: RequestOrigin,
-): string =>
-  keys.stateMac('request-origin', canonicalJson({ rid: call.rid, tool: call.tool, input: call.input ?? null, origin }));
+const sealed = (keys: Pick<RequestKeys, 'stateMac'>, call: SealedCall, origin: RequestOrigin): string =>
+  keys.stateMac(
+    'request-origin',
+    canonicalJson({
+      rid: call.rid,
+      tool: call.tool,
+      input: call.input ?? null,
+      version: call.version ?? null,
+      idempotency_key: call.idempotency_key ?? null,
+      isolation: call.isolation ?? null,
+      origin,
+    }),
+  );
 
-/** `context.origin` of a request the runner writes: the origin and its MAC. */
+/** `context.origin` of a request the runner writes: the origin and its MAC over `call` and the origin. */
 export function sealOrigin(
   keys: Pick<RequestKeys, 'stateMac'>,
-  call: { rid: string; tool: string; input: unknown },
+  call: SealedCall,
   origin: RequestOrigin,
 ): Record<string, unknown> {
   return { ...origin, mac: sealed(keys, call, origin) };
 }
 
-/** The origin of a request record when its `context.origin` is the runner's seal of this very call; else undefined. */
-export function verifiedOrigin(
+const quoted = (value: unknown): string => JSON.stringify(value) ?? String(value);
+
+/**
+ * The origin of a request record: none, the runner's seal of this very request (and, when the store
+ * authenticates writers, stored by the identity the seal names), or refused with the reason.
+ */
+export function checkOrigin(
   keys: Pick<RequestKeys, 'stateMac'>,
-  context: Record<string, unknown> | undefined,
+  record: { context?: Record<string, unknown> | undefined; created_by?: string | null | undefined },
   rid: string,
-): RequestOrigin | undefined {
+  authenticated: boolean,
+): OriginCheck {
+  const context = record.context;
   const raw = context?.['origin'];
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return undefined;
-  const { mac, ...origin } = raw as Record<string, unknown>;
+  if (raw === undefined) return { kind: 'none' };
+  const refused: OriginCheck = {
+    kind: 'refused',
+    problem: `context.origin of request ${quoted(rid)} is not the runner's seal of this request: a sealed request runs only exactly as the runner wrote it (tool, version, input, idempotency_key, isolation, requestId and origin)`,
+  };
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return refused;
+  const { mac, ...rest } = raw as Record<string, unknown>;
+  const origin = rest as unknown as RequestOrigin;
   const tool = context?.['tool'];
-  if (typeof tool !== 'string' || typeof mac !== 'string') return undefined;
-  const o = origin as unknown as RequestOrigin;
   if (
-    !['call', 'subscription', 'bootstrap'].includes(o.kind) ||
-    !Number.isSafeInteger(o.depth) ||
-    !Array.isArray(o.chain)
+    typeof tool !== 'string' ||
+    typeof mac !== 'string' ||
+    !['call', 'subscription', 'bootstrap'].includes(origin.kind) ||
+    !Number.isSafeInteger(origin.depth) ||
+    !Array.isArray(origin.chain)
   )
-    return undefined;
+    return refused;
+  const call: SealedCall = {
+    rid,
+    tool,
+    input: context?.['input'],
+    version: context?.['version'],
+    idempotency_key: context?.['idempotency_key'],
+    isolation: context?.['isolation'],
+  };
   try {
-    return sameText(sealed(keys, { rid, tool, input: context?.['input'] }, o), mac) ? o : undefined;
+    if (!sameText(sealed(keys, call, origin), mac)) return refused;
   } catch {
-    return undefined; // not JSON: not ours
+    return refused; // not JSON: not ours
   }
+  if (authenticated && (origin.writer === undefined || record.created_by !== origin.writer))
+    return {
+      kind: 'refused',
+      problem: `the sealed request ${quoted(rid)} was stored by ${quoted(record.created_by ?? null)}, not by the runner's own identity (${quoted(origin.writer ?? null)}): only the runner writes sealed requests`,
+    };
+  return { kind: 'sealed', origin };
 }

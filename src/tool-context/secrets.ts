@@ -6,21 +6,31 @@
 // cannot appear in a log line. Each store decrypt is audited by the store with a reason naming the
 // tool and request.
 //
-// Scope `tool` goes only to the definition it was granted to: a secret whose scope_id is the id of
-// the tool.code.v1 record being run (a UUID, as upstream rcrt-server requires for scope_id); a
-// scope_id equal to the tool's *name* counts only for operator tools (host tools and pinned bootstrap
-// tools), whose names agents cannot take. Secrets are listed by `scope_type` alone and matched on
-// scope_id here, because upstream types scope_id as a UUID: `?scope_id=<name>` or
-// `?scope_id=workspace:tools` would be refused there (400), while listing by type works on both stores.
+// Who receives what (docs/security.md, the trust table of secrets):
+// - Scope `tool` goes only to the definition it was granted to: a secret whose scope_id is the id of
+//   the tool.code.v1 record being run (a UUID, as upstream rcrt-server requires for scope_id); a
+//   scope_id equal to the tool's *name* counts only for operator tools (host tools and pinned
+//   bootstrap tools), whose names agents cannot take.
+// - The operator's secrets — `workspace`, `global` and the secrets file — reach operator tools, and
+//   an agent-written tool only when `--share-secrets` shares that name with the tool's name or with
+//   `agents`. An unshared one is never decrypted for an agent tool: the call is answered
+//   secret.missing naming the secret and the share that would give it.
+//
+// Secrets are listed by `scope_type` alone and matched on scope_id here, because upstream types
+// scope_id as a UUID: `?scope_id=<name>` or `?scope_id=workspace:tools` would be refused there
+// (400), while listing by type works on both stores.
 
 import { readFile } from 'node:fs/promises';
 import type { StoreClient } from '../breadcrumbs/index.js';
 import { ErrorCode, RunnerError } from '../errors.js';
 import type { Logger } from '../logger.js';
+import { AGENT_TOOLS } from '../config/index.js';
 
 export interface SecretResolution {
   values: Record<string, string>;
   missing: string[];
+  /** Of `missing`: names the operator holds (workspace, global, secrets file) but has not shared with this agent tool. */
+  unshared: string[];
 }
 
 /** Whom a call's secrets are for. */
@@ -29,12 +39,17 @@ export interface SecretScope {
   rid: string;
   /** Id of the tool.code.v1 record being run (scope `tool`/<id>). */
   definitionId?: string;
-  /** True for operator tools (host tools, pinned bootstrap tools): scope `tool`/<name> applies too. */
+  /**
+   * True for operator tools (host tools, pinned bootstrap tools): scope `tool`/<name> applies too, and
+   * so do the operator's secrets; absent = an agent-written tool (only its own and shared secrets).
+   */
   operator?: boolean;
 }
 
 export interface SecretResolver {
   resolve(names: readonly string[], scope: SecretScope): Promise<SecretResolution>;
+  /** Of `names`, those an agent tool asks for that are neither scoped to it nor shared with it (none for operator tools). */
+  unshared(names: readonly string[], scope: SecretScope): Promise<string[]>;
   /** One secret by name (host tools' header placeholders). */
   resolveOne(name: string, scope: SecretScope): Promise<string | undefined>;
 }
@@ -45,6 +60,8 @@ export interface SecretResolverOptions {
   logger: Logger;
   /** Already-loaded fallback values (see loadSecretsFile). */
   fileSecrets?: Readonly<Record<string, string>>;
+  /** `--share-secrets`: operator secret name -> agent tool names or `agents`. */
+  shares?: Readonly<Record<string, readonly string[]>>;
   /** How long the list of secret ids (not values) is cached. */
   listCacheMs?: number;
 }
@@ -93,41 +110,73 @@ export function createSecretResolver(options: SecretResolverOptions): SecretReso
     return items;
   };
 
-  const resolveOne = async (name: string, ctx: SecretScope): Promise<string | undefined> => {
-    const scopes: Array<{ type: string; matches: (scopeId: string | null | undefined) => boolean }> = [
-      {
-        type: 'tool',
-        matches: (scopeId) =>
-          (ctx.definitionId !== undefined && ctx.definitionId !== '' && scopeId === ctx.definitionId) ||
-          (ctx.operator === true && scopeId === ctx.tool),
-      },
-      { type: 'workspace', matches: (scopeId) => scopeId === workspace },
-      { type: 'global', matches: () => true },
-    ];
-    for (const scope of scopes) {
-      const match = (await list(scope.type)).find(
-        (item) => item.name === name && item.scope_type === scope.type && scope.matches(item.scope_id),
+  const shared = (name: string, tool: string): boolean => {
+    const to = options.shares?.[name];
+    return to !== undefined && (to.includes(AGENT_TOOLS) || to.includes(tool));
+  };
+
+  const scoped = async (name: string, ctx: SecretScope): Promise<Listed | undefined> =>
+    (await list('tool')).find(
+      (item) =>
+        item.name === name &&
+        item.scope_type === 'tool' &&
+        ((ctx.definitionId !== undefined && ctx.definitionId !== '' && item.scope_id === ctx.definitionId) ||
+          (ctx.operator === true && item.scope_id === ctx.tool)),
+    );
+
+  // The operator's own secrets: workspace, then global (listed, not decrypted), then the secrets file.
+  const held = async (name: string): Promise<Listed | 'file' | undefined> => {
+    for (const type of ['workspace', 'global']) {
+      const match = (await list(type)).find(
+        (item) => item.name === name && item.scope_type === type && (type === 'global' || item.scope_id === workspace),
       );
-      if (!match) continue;
-      const value = await client.decryptSecret(match.id, `tool:${ctx.tool} request:${ctx.rid}`);
-      logger.redact(value);
-      return value;
+      if (match) return match;
     }
-    return options.fileSecrets?.[name];
+    return options.fileSecrets?.[name] !== undefined ? 'file' : undefined;
+  };
+
+  const decrypt = async (item: Listed, ctx: SecretScope): Promise<string> => {
+    const value = await client.decryptSecret(item.id, `tool:${ctx.tool} request:${ctx.rid}`);
+    logger.redact(value);
+    return value;
+  };
+
+  // A value, or why there is none: `unset` anywhere, or held by the operator and `unshared` with this agent tool.
+  const lookup = async (name: string, ctx: SecretScope): Promise<string | 'unset' | 'unshared'> => {
+    const own = await scoped(name, ctx);
+    if (own) return decrypt(own, ctx);
+    const found = await held(name);
+    if (found === undefined) return 'unset';
+    if (ctx.operator !== true && !shared(name, ctx.tool)) return 'unshared';
+    return found === 'file' ? (options.fileSecrets?.[name] as string) : decrypt(found, ctx);
+  };
+
+  const resolveOne = async (name: string, ctx: SecretScope): Promise<string | undefined> => {
+    const value = await lookup(name, ctx);
+    return value === 'unset' || value === 'unshared' ? undefined : value;
   };
 
   const resolve = async (names: readonly string[], ctx: SecretScope): Promise<SecretResolution> => {
     const values: Record<string, string> = {};
     const missing: string[] = [];
+    const unshared: string[] = [];
     for (const name of names) {
-      const value = await resolveOne(name, ctx);
-      if (value === undefined) missing.push(name);
+      const value = await lookup(name, ctx);
+      if (value === 'unshared') unshared.push(name);
+      if (value === 'unset' || value === 'unshared') missing.push(name);
       else values[name] = value;
     }
-    return { values, missing };
+    return { values, missing, unshared };
   };
 
-  return { resolve, resolveOne };
+  const unshared = async (names: readonly string[], ctx: SecretScope): Promise<string[]> => {
+    if (ctx.operator === true) return [];
+    const out: string[] = [];
+    for (const name of names) if (!shared(name, ctx.tool) && !(await scoped(name, ctx))) out.push(name);
+    return out;
+  };
+
+  return { resolve, resolveOne, unshared };
 }
 
 /** The example runner's secrets: --secrets-file when set (read once, on first use), else none. */
@@ -137,4 +186,19 @@ export function secretsLoader(
 ): { secrets?: () => Promise<Record<string, string>> } {
   const file = config.secretsFile;
   return file ? { secrets: () => loadSecretsFile(file, logger) } : {};
+}
+
+/** The secret.missing message of a call: names each missing secret and, for an agent tool, how the operator gives it. */
+export function missingSecretsMessage(
+  tool: string,
+  resolution: Pick<SecretResolution, 'missing' | 'unshared'>,
+): string {
+  const unset = resolution.missing.filter((name) => !resolution.unshared.includes(name));
+  const parts: string[] = [];
+  if (unset.length > 0) parts.push(`tool "${tool}" needs secret(s) that are not set: ${unset.join(', ')}`);
+  if (resolution.unshared.length > 0)
+    parts.push(
+      `tool "${tool}" needs secret(s) the operator has not shared with agent-written tools: ${resolution.unshared.join(', ')} (the operator shares them with --share-secrets "${resolution.unshared.map((name) => `${name}=${tool}`).join(';')}", or scopes a secret to this tool's record)`,
+    );
+  return parts.join('; ');
 }

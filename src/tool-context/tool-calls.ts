@@ -4,8 +4,8 @@
 // — claims, contracts, approvals, rate limits, audit and timings apply as to any request.
 //
 // The nested request is sealed with its origin (origin.ts): the calling tool, the original agent
-// (it runs as that agent), the parent's rid, the depth, the chain of calling tools and the parent's
-// deadline. Refused before anything is written: a tool already in the chain (a cycle), a depth over
+// (it runs as that agent), the parent's rid, the depth, the chain of calling tools, the parent's
+// deadline and the runner's store identity; the seal covers the version and idempotency key too. Refused before anything is written: a tool already in the chain (a cycle), a depth over
 // `nestedCallMaxDepth`, a deadline already passed. The wait ends at the parent's deadline; when the
 // parent's run ends for any reason (answer, timeout, crash, drain, withdrawal) every nested request
 // still pending is withdrawn (deleted), so the runner running it aborts it without an answer.
@@ -95,6 +95,7 @@ export function createRunToolCaller(options: ToolCallsOptions, run: CallingRun):
       if (stop.aborted)
         throw new RunnerError(ErrorCode.Conflict, `context.tools.call("${name}") called after the calling run ended`);
       const rid = randomUUID();
+      const writer = await requests.writer();
       const origin: RequestOrigin = {
         kind: 'call',
         ...(run.agentId !== undefined ? { agent: run.agentId } : {}),
@@ -104,6 +105,11 @@ export function createRunToolCaller(options: ToolCallsOptions, run: CallingRun):
         parent_rid: run.rid,
         parent_breadcrumb_id: run.breadcrumbId,
         deadline_at: run.deadlineAt,
+        ...(writer !== undefined ? { writer } : {}),
+      };
+      const asked = {
+        ...(callOptions.version !== undefined ? { version: callOptions.version } : {}),
+        ...(callOptions.idempotencyKey !== undefined ? { idempotency_key: callOptions.idempotencyKey } : {}),
       };
       const written = await requests.write(
         {
@@ -112,11 +118,7 @@ export function createRunToolCaller(options: ToolCallsOptions, run: CallingRun):
           input,
           requestedBy: run.agentId ?? `tool:${run.tool}`,
           ...(run.agentId !== undefined ? { tags: [`agent:${run.agentId}`] } : {}),
-          context: {
-            origin: sealOrigin(keys, { rid, tool: name, input }, origin),
-            ...(callOptions.version !== undefined ? { version: callOptions.version } : {}),
-            ...(callOptions.idempotencyKey !== undefined ? { idempotency_key: callOptions.idempotencyKey } : {}),
-          },
+          context: { origin: sealOrigin(keys, { rid, tool: name, input, ...asked }, origin), ...asked },
         },
         { signal: stop },
       );

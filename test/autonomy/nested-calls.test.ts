@@ -166,7 +166,7 @@ describe('context.tools.call', () => {
       'context.tools.call("random") refused: depth 3 is over the limit of 2 nested calls (nestedCallMaxDepth; chain hop1 -> hop2 -> hop3)',
     );
   }, 90_000);
-  it('a nested call runs as the original agent; a forged origin does not (the request runs as its writer)', async () => {
+  it('a nested call runs as the original agent; a forged origin is refused (permission.denied)', async () => {
     const rid = await request(c, 'asker', {}, crypto.randomUUID(), { requestedBy: 'alice' });
     expect((await answer(c, rid, 60_000)).output).toEqual({ agent: 'alice' });
     const forged = await request(c, 'whoami', {}, crypto.randomUUID(), {
@@ -180,6 +180,8 @@ describe('context.tools.call', () => {
         mac: 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
       },
     });
-    expect((await answer(c, forged, 60_000)).output).toEqual({ agent: 'mallory' });
+    const refused = await answer(c, forged, 60_000);
+    expect(refused.error?.code).toBe('permission.denied');
+    expect(refused.error?.message).toContain(`context.origin of request "${forged}" is not the runner's seal`);
   }, 90_000);
 });

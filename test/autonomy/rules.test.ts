@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { createRequestKeys } from '../../src/breadcrumbs/index.js';
 import { readAutonomy } from '../../src/screen/autonomy.js';
-import { depthOfTags, sealOrigin, verifiedOrigin, type RequestOrigin } from '../../src/tool-context/origin.js';
+import { checkOrigin, depthOfTags, sealOrigin, type RequestOrigin } from '../../src/tool-context/origin.js';
 import { nestedCallRefusal } from '../../src/tool-context/tool-calls.js';
 
 const keys = createRequestKeys(Buffer.alloc(32, 9));
@@ -18,29 +18,65 @@ const origin: RequestOrigin = {
   parent_rid: 'r0',
   deadline_at: 1,
 };
-const call = { rid: 'r1', tool: 'calculator', input: { expression: '1 + 1' } };
-const context = (o: Record<string, unknown>, c = call): Record<string, unknown> => ({
-  tool: c.tool,
-  input: c.input,
+const call = { rid: 'r1', tool: 'calculator', input: { expression: '1 + 1' }, idempotency_key: 'k1' };
+const context = (o: Record<string, unknown>, c: Record<string, unknown> = call): Record<string, unknown> => ({
+  tool: c['tool'],
+  input: c['input'],
+  ...(c['idempotency_key'] !== undefined ? { idempotency_key: c['idempotency_key'] } : {}),
+  ...(c['version'] !== undefined ? { version: c['version'] } : {}),
+  ...(c['isolation'] !== undefined ? { isolation: c['isolation'] } : {}),
   origin: o,
 });
+const verified = (ctx: Record<string, unknown>, rid: string, createdBy?: string, authenticated = false) =>
+  checkOrigin(
+    keys,
+    { context: ctx, ...(createdBy !== undefined ? { created_by: createdBy } : {}) },
+    rid,
+    authenticated,
+  );
 
 describe('origin seal', () => {
   it("verifies the runner's own seal of this very call", () => {
-    expect(verifiedOrigin(keys, context(sealOrigin(keys, call, origin)), 'r1')).toEqual(origin);
+    expect(verified(context(sealOrigin(keys, call, origin)), 'r1')).toEqual({ kind: 'sealed', origin });
+    expect(checkOrigin(keys, { context: { tool: 'x', input: {} } }, 'r1', true)).toEqual({ kind: 'none' });
   });
 
   it.each([
     ['another agent', (o: Record<string, unknown>) => ({ ...o, agent: 'mallory' }), call, 'r1'],
     ['a reset depth', (o: Record<string, unknown>) => ({ ...o, depth: 0 }), call, 'r1'],
     ['a shorter chain', (o: Record<string, unknown>) => ({ ...o, chain: [] }), call, 'r1'],
+    ['a later deadline', (o: Record<string, unknown>) => ({ ...o, deadline_at: 2 }), call, 'r1'],
+    ['another parent', (o: Record<string, unknown>) => ({ ...o, parent_rid: 'r9' }), call, 'r1'],
     ['no MAC', (o: Record<string, unknown>) => ({ ...o, mac: undefined }), call, 'r1'],
     ['a MAC of another secret', () => sealOrigin(createRequestKeys(Buffer.alloc(32, 1)), call, origin), call, 'r1'],
     ['another input', (o: Record<string, unknown>) => o, { ...call, input: { expression: 'rm -rf' } }, 'r1'],
+    ['another tool', (o: Record<string, unknown>) => o, { ...call, tool: 'pay' }, 'r1'],
+    ['no idempotency key', (o: Record<string, unknown>) => o, { ...call, idempotency_key: undefined }, 'r1'],
+    ['another idempotency key', (o: Record<string, unknown>) => o, { ...call, idempotency_key: 'k2' }, 'r1'],
+    ['a version', (o: Record<string, unknown>) => o, { ...call, version: '1.0.0' }, 'r1'],
+    ['an isolation', (o: Record<string, unknown>) => o, { ...call, isolation: 'process' }, 'r1'],
     ['another rid', (o: Record<string, unknown>) => o, call, 'r2'],
+    ['not an object', () => 'origin', call, 'r1'],
   ])('refuses %s', (_what, edit, usedCall, rid) => {
     const sealed = sealOrigin(keys, call, origin);
-    expect(verifiedOrigin(keys, context(edit(sealed), usedCall), rid)).toBeUndefined();
+    const checked = verified(context(edit(sealed) as Record<string, unknown>, usedCall), rid);
+    expect(checked).toEqual({
+      kind: 'refused',
+      problem: `context.origin of request "${rid}" is not the runner's seal of this request: a sealed request runs only exactly as the runner wrote it (tool, version, input, idempotency_key, isolation, requestId and origin)`,
+    });
+  });
+
+  it('with auth on, refuses a sealed request stored by any writer but the one the seal names', () => {
+    const sealed = sealOrigin(keys, call, { ...origin, writer: 'tools-runner' });
+    expect(verified(context(sealed), 'r1', 'tools-runner', true).kind).toBe('sealed');
+    expect(verified(context(sealed), 'r1', 'bob', true)).toEqual({
+      kind: 'refused',
+      problem: `the sealed request "r1" was stored by "bob", not by the runner's own identity ("tools-runner"): only the runner writes sealed requests`,
+    });
+    // sealed without a writer (a runner without a token): never trusted with auth on
+    expect(verified(context(sealOrigin(keys, call, origin)), 'r1', 'tools-runner', true).kind).toBe('refused');
+    // with auth off the store cannot tell writers apart: the seal alone decides
+    expect(verified(context(sealed), 'r1', 'bob', false).kind).toBe('sealed');
   });
 
   it('reads the deepest created-by:depth mark (0 without one)', () => {

@@ -19,10 +19,13 @@ describe.each([
   ['http', 'http'],
 ] as const)('start --store-transport %s', (flag, transport) => {
   it('serves calls, secrets and errors exactly once over the chosen transport', async () => {
-    const { runner, url } = await startRunnerWithStore(['--store-transport', flag], {
-      TOOLS_RUNNER_LOG_LEVEL: 'info',
-      TOOLS_RUNNER_LOG_FORMAT: 'json',
-    });
+    const { runner, url } = await startRunnerWithStore(
+      ['--store-transport', flag, '--share-secrets', 'TX_KEY=tx-echo'],
+      {
+        TOOLS_RUNNER_LOG_LEVEL: 'info',
+        TOOLS_RUNNER_LOG_FORMAT: 'json',
+      },
+    );
     const ready = runner.stderr
       .join('')
       .split('\n')

@@ -33,3 +33,34 @@ describe('--allow-private-hosts', () => {
     expect(() => load(value)).toThrow(message);
   });
 });
+
+const shares = (value: string) => loadConfig({ env: {}, argv: ['--share-secrets', value] }).config.shareSecrets;
+
+describe('--share-secrets', () => {
+  it.each([
+    ['LLM_API_KEY=summarize', { LLM_API_KEY: ['summarize'] }],
+    [
+      'LLM_API_KEY=summarize,translate;WEATHER_KEY=agents',
+      { LLM_API_KEY: ['summarize', 'translate'], WEATHER_KEY: ['agents'] },
+    ],
+    [' K = a ; K = b ', { K: ['a', 'b'] }],
+    ['{"K":["agents"]}', { K: ['agents'] }],
+    ['', {}],
+  ])('parses %j', (value, expected) => {
+    expect(shares(value)).toEqual(expected);
+  });
+
+  it('defaults to nothing shared', () => {
+    expect(loadConfig({ env: {}, argv: [] }).config.shareSecrets).toEqual({});
+  });
+
+  it.each([
+    ['K', 'K (expected NAME=tool)'],
+    ['K=', 'each secret needs at least one tool name or "agents"'],
+    ['K=Summarize', '"Summarize" is neither "agents" nor a tool name'],
+    ['9K=agents', 'secret name "9K" must match'],
+    ['{"K":"agents"}', 'expected array'],
+  ])('refuses %j naming the bad value', (value, message) => {
+    expect(() => shares(value)).toThrow(message);
+  });
+});

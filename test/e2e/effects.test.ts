@@ -59,6 +59,8 @@ beforeAll(async () => {
     auditDir,
     '--secrets-file',
     secretsFile,
+    '--share-secrets',
+    'FX_KEY=fx-secretive',
   ]);
   c = client(url);
   await Promise.all([

@@ -10,7 +10,7 @@ import { answer, cleanupAll, client, putTool, request, startRunnerWithStore, too
 let c: StoreClient;
 
 beforeAll(async () => {
-  const { url } = await startRunnerWithStore();
+  const { url } = await startRunnerWithStore(['--share-secrets', 'E2E_KEY=e2e-secretive']);
   c = client(url);
   const objectOut = { type: 'object', properties: { x: { type: 'number', description: 'x' } }, required: ['x'] };
   await Promise.all([
