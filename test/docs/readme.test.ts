@@ -63,6 +63,7 @@ const SKIPPED = {
   'upstream-flags':
     "runs the examples of the operator's whole bootstrap directory; test/e2e/upstream-tools.test.ts runs this command on upstream-shaped fixtures",
   'allow-private-hosts': 'starts a service with a flag; test/mcp/progress.test.ts runs a runner with this flag',
+  'bench-pg-replicas': 'a benchmark of several minutes, not a test',
   'shipped-tools-real': 'needs the real services (OpenRouter key, Ollama, a browser with internet)',
   'schedule-definition-cron': 'a calendar schedule, due at most once a week; the guard tests compute its due times',
   'tools-call':
