@@ -19,7 +19,14 @@ import { createSearchIndex, type SearchIndex } from './fts-index.js';
 import { CHECKPOINT_INTERVAL_MS, startCheckpointer } from './checkpointer.js';
 import { openDatabase, type Db } from './db.js';
 import type { LeasesPort, ReadsPort, RegistryPort, SearchPort, SecretsPort, WritesPort } from './backend.js';
-import { isPostgresUrl, isUnavailable, openPgBackend, type PgBackend } from './pg/index.js';
+import {
+  DEFAULT_PG_SESSION,
+  isPostgresUrl,
+  isUnavailable,
+  openPgBackend,
+  type PgBackend,
+  type PgSession,
+} from './pg/index.js';
 import {
   createEmbeddingQueue,
   embedderFromConfig,
@@ -56,7 +63,20 @@ export type StoreOptions = Pick<
   | 'pingIntervalMs'
   | 'eventRetention'
 > &
-  Partial<Pick<Config, 'authMint' | 'embedUrl' | 'embedCommand' | 'db' | 'dbPoolSize'>> & {
+  Partial<
+    Pick<
+      Config,
+      | 'authMint'
+      | 'embedUrl'
+      | 'embedCommand'
+      | 'db'
+      | 'dbPoolSize'
+      | 'dbStatementTimeoutMs'
+      | 'dbLockTimeoutMs'
+      | 'dbIdleInTransactionTimeoutMs'
+      | 'dbKeepaliveMs'
+    >
+  > & {
     /** An embedder given in code (tests, embedding hosts); wins over embedUrl/embedCommand. */
     embedder?: Embedder;
     logger: Logger;
@@ -94,6 +114,20 @@ export interface Store {
 }
 
 const CLOSE_GRACE_MS = 2000;
+
+// The PostgreSQL pool size and session settings of `options` (the defaults where unset).
+function pgConnection(options: StoreOptions): { poolSize: number; session: PgSession } {
+  const d = DEFAULT_PG_SESSION;
+  return {
+    poolSize: options.dbPoolSize ?? 10,
+    session: {
+      statementTimeoutMs: options.dbStatementTimeoutMs ?? d.statementTimeoutMs,
+      lockTimeoutMs: options.dbLockTimeoutMs ?? d.lockTimeoutMs,
+      idleInTransactionTimeoutMs: options.dbIdleInTransactionTimeoutMs ?? d.idleInTransactionTimeoutMs,
+      keepaliveMs: options.dbKeepaliveMs ?? d.keepaliveMs,
+    },
+  };
+}
 
 /** Starts the store; resolves once it accepts connections. Throws RunnerError(config.invalid) on startup problems. */
 export async function createStore(options: StoreOptions): Promise<Store> {
@@ -160,7 +194,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     if (db === undefined) {
       pg = await openPgBackend({
         url: pgUrl as string,
-        poolSize: options.dbPoolSize ?? 10,
+        ...pgConnection(options),
         secretsKey: key,
         eventRetention: options.eventRetention,
         embedder,
