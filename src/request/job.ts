@@ -237,7 +237,7 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
     const startedAt = performance.now();
     let called: Called;
     try {
-      called = await callTool(record, identity, signal, watch, origin);
+      called = await callTool(record, identity, claim.attempt, signal, watch, origin);
     } catch (error) {
       // Infrastructure trouble on the way (secrets API, catalog refresh): still an answer.
       const e = coerceError(error);
@@ -287,6 +287,7 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
   const callTool = async (
     record: RequestRecord,
     identity: RequestIdentity,
+    claimAttempt: number,
     signal: AbortSignal,
     watch: Stopwatch,
     origin?: RequestOrigin,
@@ -319,6 +320,7 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
       input: checked.input,
       idempotencyKey: read.idempotencyKey,
       warnings: route.warnings ?? [],
+      claimAttempt,
     });
     const gate = await admit(policies, call, signal);
     watch.lap('policy');

@@ -41,7 +41,13 @@ describe('the effects review', () => {
         code: 'timeout.unknown-commit',
         message: `${TIMEOUT_MESSAGE}; it had 2 effects (store.create rec-1, net.fetch api.example.com:443), so its action may have committed: check before retrying`,
         retryable: false,
-        details: { timeoutMs: 500, effects: [write, fetched], effects_count: 2, cause_code: 'timeout' },
+        details: {
+          timeoutMs: 500,
+          effects: [write, fetched],
+          effects_count: 2,
+          cause_code: 'timeout',
+          execution: 'ran_result_lost',
+        },
       });
       expect(c.metadata).toEqual({});
     },
@@ -53,7 +59,7 @@ describe('the effects review', () => {
       code: 'timeout.before-submit',
       message: `${TIMEOUT_MESSAGE}; it had no effect yet, so nothing was submitted and it is safe to retry`,
       retryable: true,
-      details: { cause_code: 'timeout' },
+      details: { cause_code: 'timeout', execution: 'never_started' },
     });
   });
 
@@ -63,7 +69,13 @@ describe('the effects review', () => {
       code: 'partial-effect',
       message: 'boom',
       retryable: false,
-      details: { stack: 'at tool.ts:1:1', effects: [write], effects_count: 1, cause_code: 'tool.error' },
+      details: {
+        stack: 'at tool.ts:1:1',
+        effects: [write],
+        effects_count: 1,
+        cause_code: 'tool.error',
+        execution: 'ran_result_lost',
+      },
     });
   });
 
@@ -156,12 +168,44 @@ describe('a code tool that can have no external effect', () => {
     ['only store-api reads', { net: [], api: 'read', extraPermissions: [] }, 'timeout'],
     ['a network host', { net: ['api.example.com'], api: false, extraPermissions: [] }, 'timeout.before-submit'],
     ['store-api writes', { net: [], api: 'write', extraPermissions: [] }, 'timeout.before-submit'],
-    ['an extra Deno permission', { net: [], api: false, extraPermissions: ['write'] }, 'timeout.before-submit'],
+    [
+      'an extra Deno permission (uncounted)',
+      { net: [], api: false, extraPermissions: ['write'] },
+      'timeout.unknown-commit',
+    ],
   ])('%s: a timeout answers %s', (_what, tool, code) => {
     const original = failed(ErrorCode.Timeout, TIMEOUT_MESSAGE);
     const result = classify({ ...call({}), route: route(tool) }, original);
     expect(!result.ok && result.error.code).toBe(code);
     expect(!result.ok && result.error.retryable).toBe(code === 'timeout.before-submit');
     if (code === 'timeout') expect(result).toBe(original);
+  });
+});
+
+describe('what an answer says ran', () => {
+  it('a timeout or crash without effects on a later claim attempt may have run: not retryable', () => {
+    const later = { ...call({ side_effect: 'irreversible' }), claimAttempt: 2 };
+    const timedOut = classify(later, failed(ErrorCode.Timeout, TIMEOUT_MESSAGE));
+    expect(!timedOut.ok && timedOut.error).toEqual({
+      code: 'timeout.unknown-commit',
+      message: `${TIMEOUT_MESSAGE}; it had no effect counted, but attempt 2 of this request: an earlier attempt (on a replica that stopped) may have run it: check before retrying`,
+      retryable: false,
+      details: { cause_code: 'timeout', execution: 'may_have_run' },
+    });
+    const crashed = classify(later, failed(ErrorCode.SandboxCrashed, 'the sandbox process died'));
+    expect(!crashed.ok && crashed.error).toMatchObject({
+      code: 'sandbox.crashed',
+      retryable: false,
+      details: { execution: 'may_have_run' },
+    });
+  });
+
+  it('a crash on the first attempt without effects never started anything: retryable', () => {
+    const crashed = classify(call({}), failed(ErrorCode.SandboxCrashed, 'the sandbox process died'));
+    expect(!crashed.ok && crashed.error).toMatchObject({
+      code: 'sandbox.crashed',
+      retryable: true,
+      details: { execution: 'never_started' },
+    });
   });
 });
