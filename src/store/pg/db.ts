@@ -195,6 +195,14 @@ BEGIN
 END $$;
 `,
   },
+  {
+    version: 5,
+    name: 'tombstones of requests removed by retention (410 expired; ../tombstones.ts)',
+    sql: `
+CREATE TABLE removed_requests (id text PRIMARY KEY, owner_id text NOT NULL, reason text NOT NULL, removed_at text NOT NULL);
+CREATE INDEX removed_requests_at ON removed_requests (removed_at);
+`,
+  },
 ];
 
 /** Whether `url` names a PostgreSQL database (`postgres://` or `postgresql://`). */

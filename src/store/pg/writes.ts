@@ -16,6 +16,7 @@ import { embeddingText, encodeVector } from '../breadcrumb-writes.js';
 import type { VectorStore } from '../embeddings.js';
 import type { WritesPort } from '../backend.js';
 import { HttpError, httpErrors } from '../http-util.js';
+import { leavesTombstone } from '../tombstones.js';
 import type { CreateFields, PatchFields } from '../validate.js';
 import { transaction } from './db.js';
 import type { PgEventLog } from './events.js';
@@ -333,6 +334,13 @@ async function removeRowsAt(pool: pg.Pool, log: PgEventLog, seqs: number[], reas
          DELETE FROM breadcrumbs WHERE write_seq = ANY($2::bigint[])`,
         [rows.map((row) => row.id), rows.map((row) => row.write_seq)],
       );
+      const tombs = rows.filter((row) => leavesTombstone(row.schema_name, reason));
+      if (tombs.length > 0)
+        await client.query(
+          `INSERT INTO removed_requests (id, owner_id, reason, removed_at) SELECT unnest($1::text[]), unnest($2::text[]), $3, $4
+           ON CONFLICT (id) DO UPDATE SET reason = excluded.reason, removed_at = excluded.removed_at`,
+          [tombs.map((row) => row.id), tombs.map((row) => row.owner_id), reason, now.iso],
+        );
       return { count: rows.length, last };
     });
     if (done.count > 0) await log.published(done.last);
