@@ -60,7 +60,7 @@ async function measure(setup, urls) {
       concurrency,
       writes_per_sec: Math.round(n / seconds),
       cpu_ms_per_write: Number(((cpu.user + cpu.system) / 1000 / n).toFixed(3)),
-      db_round_trips_per_write: setup === 'sqlite' ? 0 : '5 + pump reads (shared)',
+      db_round_trips_per_write: setup === 'sqlite' ? 0 : '5 + relay and pump reads (shared)',
     }),
   );
 }
