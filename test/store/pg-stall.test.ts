@@ -149,6 +149,34 @@ describe.skipIf(PG_UNAVAILABLE !== undefined)('store on PostgreSQL: a replica cu
     proxy.close();
     await stuck;
   });
+
+  it('a row the cut replica locked is free again after the idle-in-transaction timeout: PostgreSQL ends its session', async () => {
+    const url = new URL(await pgDatabase());
+    const proxy = await cuttingProxy(url);
+    const viaProxy = new URL(url);
+    viaProxy.port = String(proxy.port);
+    viaProxy.searchParams.set('application_name', 'cut-updater');
+    const cutReplica = await startStore({ db: viaProxy.toString(), dbIdleInTransactionTimeoutMs: 300 });
+    const other = await startStore({ db: url.toString() });
+    onCleanup(() => proxy.close());
+    const id = (await call(other.url, 'POST', '/breadcrumbs', { body: crumb() })).body.id as string;
+
+    // The cut lands right after the update's SELECT … FOR UPDATE: the replica holds the record's row lock.
+    const cut = proxy.arm();
+    const stuck = call(cutReplica.url, 'PATCH', `/breadcrumbs/${id}`, { body: { title: 'cut off' } }).catch(
+      () => undefined,
+    );
+    await bounded(cut, 'the cut');
+    await openTransaction(url.toString(), 'cut-updater');
+    const reply = await bounded(
+      call(other.url, 'PATCH', `/breadcrumbs/${id}`, { body: { title: 'after' } }),
+      'an update of the same record through the other replica',
+    );
+    expect(reply.status).toBe(200);
+    expect((await call(other.url, 'GET', `/breadcrumbs/${id}`)).body).toMatchObject({ title: 'after', version: 2 });
+    proxy.close();
+    await stuck;
+  });
 });
 
 describe.skipIf(PG_UNAVAILABLE !== undefined)('store on PostgreSQL: events of a database from before the relay', () => {
