@@ -4,93 +4,14 @@
 // replica still commit and reach its stream. Before the event feed took no lock held across a
 // client round trip, the cut transaction held the one event_clock row and every replica's writes
 // waited behind it.
-import net from 'node:net';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { MIGRATIONS } from '../../src/store/pg/db.js';
 import { PG_UNAVAILABLE } from '../support/pg-cluster.js';
+import { idleInTransaction, startCutProxy } from '../support/pg-cut-proxy.mjs';
 import { call, crumb, onCleanup, openSse, pgDatabase, startStore } from './helpers.js';
 
-const WRITE = /^\s*(INSERT|UPDATE|DELETE|WITH)\b|\bFOR UPDATE\b/i;
 const BOUND_MS = 2000;
-
-/** A proxy to `target` that, once armed, cuts the first connection that writes inside a transaction. */
-async function cuttingProxy(target: URL): Promise<{ port: number; arm(): Promise<void>; close(): void }> {
-  const sockets = new Set<net.Socket>();
-  let armed = false;
-  let cutDone: () => void = () => {};
-  const cut = new Promise<void>((resolve) => (cutDone = resolve));
-  const server = net.createServer((client) => {
-    const upstream = net.connect(Number(target.port), target.hostname);
-    sockets.add(client).add(upstream);
-    let frozen = false;
-    let inTx = false;
-    let cutAfterSync = false;
-    let pending = Buffer.alloc(0);
-    let started = false;
-    client.on('data', (chunk: Buffer) => {
-      if (frozen) return;
-      pending = Buffer.concat([pending, chunk]);
-      // Forward whole protocol messages, noting BEGIN and the first write after it.
-      for (;;) {
-        if (!started) {
-          if (pending.length < 4) return;
-          const length = pending.readInt32BE(0);
-          if (pending.length < length) return;
-          const startup = pending.subarray(0, length);
-          pending = pending.subarray(length);
-          upstream.write(startup);
-          // An SSLRequest (8 bytes, code 80877103) is followed by the real startup message.
-          started = !(length === 8 && startup.readInt32BE(4) === 80877103);
-          continue;
-        }
-        if (pending.length < 5) return;
-        const type = String.fromCharCode(pending[0] as number);
-        const length = pending.readInt32BE(1) + 1;
-        if (pending.length < length) return;
-        const message = pending.subarray(0, length);
-        pending = pending.subarray(length);
-        upstream.write(message);
-        const text =
-          type === 'Q'
-            ? message.subarray(5, length - 1).toString()
-            : type === 'P'
-              ? message.subarray(message.indexOf(0, 5) + 1, message.indexOf(0, message.indexOf(0, 5) + 1)).toString()
-              : '';
-        if (/^\s*BEGIN\b/i.test(text)) inTx = true;
-        else if (/^\s*(COMMIT|ROLLBACK)\b/i.test(text)) inTx = false;
-        else if (armed && inTx && WRITE.test(text)) cutAfterSync = true;
-        if (cutAfterSync && (type === 'S' || type === 'Q')) {
-          frozen = true;
-          armed = false;
-          cutDone();
-          return;
-        }
-      }
-    });
-    upstream.on('data', (chunk: Buffer) => {
-      if (!frozen) client.write(chunk);
-    });
-    const end = (): void => {
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on('error', end).on('close', end);
-    upstream.on('error', end).on('close', end);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    arm() {
-      armed = true;
-      return cut;
-    },
-    close() {
-      server.close();
-      for (const socket of sockets) socket.destroy();
-    },
-  };
-}
 
 /** `promise`, or a rejection naming `what` after BOUND_MS. */
 function bounded<T>(promise: Promise<T>, what: string): Promise<T> {
@@ -101,27 +22,12 @@ function bounded<T>(promise: Promise<T>, what: string): Promise<T> {
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
-/** Resolves once the sessions named `name` include one idle inside a transaction (its write ran); polls up to BOUND_MS. */
-async function openTransaction(url: string, name: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    const deadline = Date.now() + BOUND_MS;
-    for (let attempt = 0; Date.now() < deadline; attempt++) {
-      const sql = "SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND state = 'idle in transaction'";
-      if ((await client.query(sql, [name])).rows.length > 0) return;
-      await new Promise((resolve) => setTimeout(resolve, Math.min(5 * 2 ** attempt, 50)));
-    }
-    throw new Error(`no session of ${name} was idle in a transaction within ${BOUND_MS} ms`);
-  } finally {
-    await client.end();
-  }
-}
+const openTransaction = (url: string, name: string): Promise<void> => idleInTransaction(pg, url, name, BOUND_MS);
 
 describe.skipIf(PG_UNAVAILABLE !== undefined)('store on PostgreSQL: a replica cut off mid-write', () => {
   it('writes through another replica commit and reach its stream while the cut transaction is open', async () => {
     const url = new URL(await pgDatabase());
-    const proxy = await cuttingProxy(url);
+    const proxy = await startCutProxy(url);
     const viaProxy = new URL(url);
     viaProxy.port = String(proxy.port);
     viaProxy.searchParams.set('application_name', 'cut-replica');
@@ -152,7 +58,7 @@ describe.skipIf(PG_UNAVAILABLE !== undefined)('store on PostgreSQL: a replica cu
 
   it('a row the cut replica locked is free again after the idle-in-transaction timeout: PostgreSQL ends its session', async () => {
     const url = new URL(await pgDatabase());
-    const proxy = await cuttingProxy(url);
+    const proxy = await startCutProxy(url);
     const viaProxy = new URL(url);
     viaProxy.port = String(proxy.port);
     viaProxy.searchParams.set('application_name', 'cut-updater');
