@@ -27,6 +27,7 @@ import { executeWithRetries, type Executors } from './execute.js';
 import { RequestWithdrawn, type RequestOutcome } from './intake.js';
 import type { LeaseKeeper } from './lease.js';
 import { admit, callOf, review, settle, type Call, type Gate, type Policy } from './policy.js';
+import { answeredWithoutRun } from './policies/effects.js';
 import { readRequest, readRequestRecord, type RequestRecord } from './read.js';
 import type { CreateAnswer, Responder, ToolAnswer } from './respond.js';
 import { routeMetadata, routeRequest } from './route.js';
@@ -249,7 +250,12 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
         logs: [],
         logsTruncated: false,
       };
-      called = { kind: 'none', metadata: { replica }, result, attempts: 0 };
+      called = {
+        kind: 'none',
+        metadata: { replica },
+        result: answeredWithoutRun({ claimAttempt: claim.attempt }, result),
+        attempts: 0,
+      };
     }
     const durationMs = performance.now() - startedAt;
     const { call, attempts } = called;
@@ -330,7 +336,7 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
         call,
         parked: gate,
       };
-    if (gate.kind === 'answer') return { ...ended(route.kind, metadata, gate.result), call };
+    if (gate.kind === 'answer') return { ...ended(route.kind, metadata, answeredWithoutRun(call, gate.result)), call };
     // run (retries)
     const approvalId = call.metadata['approval_id'];
     const ctx = {

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import type { ToolContract } from '../../src/contract/contract.js';
 import { ErrorCode } from '../../src/errors.js';
 import { failure, type Effect, type ExecutionResult } from '../../src/result.js';
-import { classify, MAX_LISTED_EFFECTS } from '../../src/request/policies/effects.js';
+import { answeredWithoutRun, classify, MAX_LISTED_EFFECTS } from '../../src/request/policies/effects.js';
 
 const TIMEOUT_MESSAGE = 'tool "w" exceeded its time limit of 500 ms';
 const write: Effect = { kind: 'store.create', target: 'rec-1', at_ms: 3 };
@@ -207,5 +207,24 @@ describe('what an answer says ran', () => {
       retryable: true,
       details: { execution: 'never_started' },
     });
+  });
+});
+
+describe('an answer without a run now', () => {
+  const refused = (): ExecutionResult => failed(ErrorCode.RateExceeded, 'rate limit of tool "w" reached');
+  it('on a later claim attempt a retryable refusal says the call may have run, and is not retryable', () => {
+    const result = answeredWithoutRun({ claimAttempt: 2, contract: {} }, refused());
+    expect(!result.ok && result.error).toMatchObject({
+      code: 'rate.exceeded',
+      retryable: false,
+      details: { execution: 'may_have_run' },
+    });
+  });
+
+  it('on the first attempt, or for a read-only tool, it stays as it is', () => {
+    const first = refused();
+    expect(answeredWithoutRun({ claimAttempt: 1, contract: {} }, first)).toBe(first);
+    const readOnly = refused();
+    expect(answeredWithoutRun({ claimAttempt: 3, contract: { side_effect: 'read-only' } }, readOnly)).toBe(readOnly);
   });
 });

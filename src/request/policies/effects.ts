@@ -126,6 +126,20 @@ export function classify(
   };
 }
 
+/**
+ * A result answered without running the tool now (a policy's answer, trouble before the run): on a
+ * later claim attempt an earlier one may have run it, so a retryable error of a tool that is not
+ * read-only says `may_have_run` and is not retryable.
+ */
+export function answeredWithoutRun(
+  call: { claimAttempt?: number; contract?: Call['contract'] },
+  result: ExecutionResult,
+): ExecutionResult {
+  if (result.ok || (call.claimAttempt ?? 1) <= 1 || !result.error.retryable) return result;
+  if (call.contract?.side_effect === 'read-only') return result;
+  return { ...result, error: withExecution(result.error, Execution.MayHaveRun) };
+}
+
 /** Creates the policy (a `review` hook only). */
 export function effectsPolicy(): Policy {
   return { name: 'effects', review: (call, result) => classify(call, result) };
