@@ -27,6 +27,7 @@ import { executeWithRetries, type Executors } from './execute.js';
 import { RequestWithdrawn, type RequestOutcome } from './intake.js';
 import type { LeaseKeeper } from './lease.js';
 import { admit, callOf, review, settle, type Call, type Gate, type Policy } from './policy.js';
+import { answeredWithoutRun } from './policies/effects.js';
 import { readRequest, readRequestRecord, type RequestRecord } from './read.js';
 import type { CreateAnswer, Responder, ToolAnswer } from './respond.js';
 import { routeMetadata, routeRequest } from './route.js';
@@ -244,7 +245,7 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
     const startedAt = performance.now();
     let called: Called;
     try {
-      called = await callTool(record, identity, signal, watch, origin);
+      called = await callTool(record, identity, claim.attempt, signal, watch, origin);
     } catch (error) {
       // Infrastructure trouble on the way (secrets API, catalog refresh): still an answer.
       const e = coerceError(error);
@@ -256,7 +257,12 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
         logs: [],
         logsTruncated: false,
       };
-      called = { kind: 'none', metadata: { replica }, result, attempts: 0 };
+      called = {
+        kind: 'none',
+        metadata: { replica },
+        result: answeredWithoutRun({ claimAttempt: claim.attempt }, result),
+        attempts: 0,
+      };
     }
     const durationMs = performance.now() - startedAt;
     const { call, attempts } = called;
@@ -294,6 +300,7 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
   const callTool = async (
     record: RequestRecord,
     identity: RequestIdentity,
+    claimAttempt: number,
     signal: AbortSignal,
     watch: Stopwatch,
     origin?: RequestOrigin,
@@ -326,6 +333,7 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
       input: checked.input,
       idempotencyKey: read.idempotencyKey,
       warnings: route.warnings ?? [],
+      claimAttempt,
     });
     const gate = await admit(policies, call, signal);
     watch.lap('policy');
@@ -335,7 +343,7 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
         call,
         parked: gate,
       };
-    if (gate.kind === 'answer') return { ...ended(route.kind, metadata, gate.result), call };
+    if (gate.kind === 'answer') return { ...ended(route.kind, metadata, answeredWithoutRun(call, gate.result)), call };
     // run (retries)
     const approvalId = call.metadata['approval_id'];
     const ctx = {

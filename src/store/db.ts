@@ -62,6 +62,13 @@ CREATE TABLE IF NOT EXISTS breadcrumb_history (
   updated_by TEXT,
   PRIMARY KEY (breadcrumb_id, version)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS removed_requests (
+  id TEXT PRIMARY KEY,
+  owner_id TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  removed_at TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS removed_requests_at ON removed_requests (removed_at);
 CREATE TABLE IF NOT EXISTS idempotency_keys (
   key TEXT PRIMARY KEY,
   breadcrumb_id TEXT NOT NULL,

@@ -19,7 +19,14 @@ import { createSearchIndex, type SearchIndex } from './fts-index.js';
 import { CHECKPOINT_INTERVAL_MS, startCheckpointer } from './checkpointer.js';
 import { openDatabase, type Db } from './db.js';
 import type { LeasesPort, ReadsPort, RegistryPort, SearchPort, SecretsPort, WritesPort } from './backend.js';
-import { isPostgresUrl, isUnavailable, openPgBackend, type PgBackend } from './pg/index.js';
+import {
+  DEFAULT_PG_SESSION,
+  isPostgresUrl,
+  isUnavailable,
+  openPgBackend,
+  type PgBackend,
+  type PgSession,
+} from './pg/index.js';
 import {
   createEmbeddingQueue,
   embedderFromConfig,
@@ -37,6 +44,7 @@ import { createRetention, type Retention, type RetentionStorage } from './retent
 import { sqliteRetentionStorage } from './retention-sqlite.js';
 import { createLocalEndpoint, type LocalEndpoint } from './local.js';
 import { createStoreOperations } from './operations.js';
+import { createDiskFullness, isDiskFull, type DiskFullness } from './disk-full.js';
 import { createRoutes } from './routes.js';
 import { createSecretsRepo } from './secrets.js';
 import { resolveSecretsKey } from './secrets-key.js';
@@ -56,7 +64,20 @@ export type StoreOptions = Pick<
   | 'pingIntervalMs'
   | 'eventRetention'
 > &
-  Partial<Pick<Config, 'authMint' | 'embedUrl' | 'embedCommand' | 'db' | 'dbPoolSize'>> & {
+  Partial<
+    Pick<
+      Config,
+      | 'authMint'
+      | 'embedUrl'
+      | 'embedCommand'
+      | 'db'
+      | 'dbPoolSize'
+      | 'dbStatementTimeoutMs'
+      | 'dbLockTimeoutMs'
+      | 'dbIdleInTransactionTimeoutMs'
+      | 'dbKeepaliveMs'
+    >
+  > & {
     /** An embedder given in code (tests, embedding hosts); wins over embedUrl/embedCommand. */
     embedder?: Embedder;
     logger: Logger;
@@ -94,6 +115,47 @@ export interface Store {
 }
 
 const CLOSE_GRACE_MS = 2000;
+
+// The PostgreSQL pool size and session settings of `options` (the defaults where unset).
+function pgConnection(options: StoreOptions): { poolSize: number; session: PgSession } {
+  const d = DEFAULT_PG_SESSION;
+  return {
+    poolSize: options.dbPoolSize ?? 10,
+    session: {
+      statementTimeoutMs: options.dbStatementTimeoutMs ?? d.statementTimeoutMs,
+      lockTimeoutMs: options.dbLockTimeoutMs ?? d.lockTimeoutMs,
+      idleInTransactionTimeoutMs: options.dbIdleInTransactionTimeoutMs ?? d.idleInTransactionTimeoutMs,
+      keepaliveMs: options.dbKeepaliveMs ?? d.keepaliveMs,
+    },
+  };
+}
+
+// The HTTP answer to a failed request (logged unless it is an HttpError).
+function answerOf(
+  error: unknown,
+  classify: (error: unknown) => HttpError | undefined,
+  logger: Logger,
+  req: IncomingMessage,
+): HttpError {
+  if (error instanceof HttpError) return error;
+  const known = classify(error);
+  const where = { method: req.method, path: req.url?.split('?')[0] };
+  if (known?.status === 503)
+    logger.warn('store request failed: the database is unreachable', { ...where, error: coerceError(error).message });
+  if (known) return known;
+  logger.error('store request failed', { ...where, error: coerceError(error) });
+  return new HttpError(500, 'internal', 'internal store error');
+}
+
+// The answer to a failure that is not an HttpError: 507 on a full disk, 503 when PostgreSQL is unreachable.
+function failureOf(pg: PgBackend | undefined, fullness: DiskFullness): (error: unknown) => HttpError | undefined {
+  return (error) => {
+    if (isDiskFull(error)) return fullness.refuse(error);
+    if (pg && isUnavailable(error))
+      return new HttpError(503, 'unavailable', "the store's database is unreachable; retry shortly");
+    return undefined;
+  };
+}
 
 /** Starts the store; resolves once it accepts connections. Throws RunnerError(config.invalid) on startup problems. */
 export async function createStore(options: StoreOptions): Promise<Store> {
@@ -143,6 +205,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
   let embeddings: EmbeddingQueue | undefined;
   let local: ((url: string) => LocalEndpoint) | undefined;
   let inflight = 0;
+  const fullness = createDiskFullness(logger);
   let idle: (() => void) | undefined;
   let state: 'RUNNING' | 'CLOSING' | 'CLOSED' = 'RUNNING';
   const sockets = new Set<Socket>();
@@ -160,7 +223,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     if (db === undefined) {
       pg = await openPgBackend({
         url: pgUrl as string,
-        poolSize: options.dbPoolSize ?? 10,
+        ...pgConnection(options),
         secretsKey: key,
         eventRetention: options.eventRetention,
         embedder,
@@ -215,6 +278,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     const hub = sse;
     // Leases (the runner's claims without breadcrumbs): a table of either backend, behind the lease key.
     const gate = createLeaseGate(options.leaseKey);
+    const classify = failureOf(pg, fullness);
     const ops = createStoreOperations({
       auth,
       writes,
@@ -225,6 +289,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
       startedMs: Date.now(),
       streams: () => hub.count(),
       leases: gate.enabled,
+      degraded: () => fullness.reason(),
     });
     const leaseGate = (header: string | string[] | undefined): void => gate.check(header);
     const kept = createRetention(
@@ -242,7 +307,8 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     const statsOfWrites = writer;
     const metrics = async (): Promise<string> => {
       await kept.measure();
-      return storeMetrics(statsOfWrites, kept, { count: await leases.count(), writes: await leases.writes() });
+      const lease = { count: await leases.count(), writes: await leases.writes() };
+      return storeMetrics(statsOfWrites, kept, lease, fullness);
     };
     const routes = createRoutes({ auth, ops, writes, sse, registry, leases, leaseGate, metrics });
     local = (url) =>
@@ -254,7 +320,8 @@ export async function createStore(options: StoreOptions): Promise<Store> {
         running: () => state === 'RUNNING',
         leases,
         leaseGate,
-        unavailable: (error) => pg !== undefined && isUnavailable(error),
+        classify,
+        wrote: () => fullness.wrote(),
       });
     stopPrune = startPruning(() => writes.pruneExpired(), options.pruneIntervalMs ?? 30_000, logger);
     const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -266,23 +333,9 @@ export async function createStore(options: StoreOptions): Promise<Store> {
       inflight++;
       try {
         await dispatch(routes, auth, req, res, options.maxBodyBytes);
+        if (req.method !== 'GET' && res.statusCode < 300) fullness.wrote();
       } catch (error) {
-        if (error instanceof HttpError) sendError(res, error);
-        else if (pg && isUnavailable(error)) {
-          logger.warn('store request failed: the database is unreachable', {
-            method: req.method,
-            path: req.url?.split('?')[0],
-            error: coerceError(error).message,
-          });
-          sendError(res, new HttpError(503, 'unavailable', "the store's database is unreachable; retry shortly"));
-        } else {
-          logger.error('store request failed', {
-            method: req.method,
-            path: req.url?.split('?')[0],
-            error: coerceError(error),
-          });
-          sendError(res, new HttpError(500, 'internal', 'internal store error'));
-        }
+        sendError(res, answerOf(error, classify, logger, req));
       } finally {
         if (--inflight === 0 && idle) idle();
       }
