@@ -112,6 +112,22 @@ interface Called {
   parked?: Extract<Gate, { kind: 'park' }>;
 }
 
+/**
+ * Who a request runs as: a request the runner wrote for a nested call, trigger or bootstrap run runs
+ * as its origin's agent; one whose origin is not the runner's seal of it is refused (readRequest answers it).
+ */
+function sealedIdentity(
+  options: Pick<RequestJobOptions, 'originOf'>,
+  kind: string | undefined,
+  record: RequestRecord,
+  read: RequestIdentity,
+): { identity: RequestIdentity; origin?: RequestOrigin } {
+  const sealed = kind === 'create' ? undefined : options.originOf?.(record, read.rid, read.verified === true);
+  if (sealed?.kind === 'refused') return { identity: { ...read, callerProblem: sealed.problem } };
+  if (sealed?.kind !== 'sealed') return { identity: read };
+  return { identity: withAgent(read, sealed.origin.agent), origin: sealed.origin };
+}
+
 /** The identity with its agent replaced (a runner-written request runs as its origin's agent). */
 function withAgent(identity: RequestIdentity, agentId: string | undefined): RequestIdentity {
   const { agentId: _replaced, ...rest } = identity;
@@ -148,15 +164,7 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
         return 'answered';
       }
       const { record } = read;
-      // A request the runner wrote for a nested call, trigger or bootstrap run runs as its origin's
-      // agent; one whose origin is not the runner's seal of it is refused (readRequest answers it).
-      const sealed =
-        request.kind === 'create'
-          ? undefined
-          : options.originOf?.(record, read.identity.rid, read.identity.verified === true);
-      const origin = sealed?.kind === 'sealed' ? sealed.origin : undefined;
-      let identity: RequestIdentity = origin ? withAgent(read.identity, origin.agent) : read.identity;
-      if (sealed?.kind === 'refused') identity = { ...identity, callerProblem: sealed.problem };
+      const { identity, origin } = sealedIdentity(options, request.kind, record, read.identity);
       if (request.kind !== 'create' && (await options.cutover?.answeredByOlderRunner(record, identity.rid))) {
         log.info('request answered by an older runner; not run again');
         await claim.drop();
