@@ -56,6 +56,16 @@ export function isSealedTick(keys: Pick<RequestKeys, 'stateMac'>, context: Recor
 const details = (entry: Entry): Record<string, unknown> =>
   JSON.stringify(entry.interval).length <= 1024 ? entry.interval : { type: entry.interval['type'] };
 
+/** A due time passed longer ago than the schedule's period (or a minute) without its tick. */
+const overdue = (e: Entry): boolean =>
+  e.next !== undefined && Date.now() - e.next > (e.due?.periodMs ?? MINUTE) + MAX_WAIT_MS;
+
+/** The /health warnings of active schedules lagging more than their period. */
+const lagWarnings = (entries: Iterable<Entry>): string[] =>
+  [...entries]
+    .filter((e) => e.status.state === 'active' && (e.status.lagging || overdue(e)))
+    .map((e) => `schedule ${e.status.id} is lagging: its tick due at ${e.status.next_tick_at ?? '?'} is late`);
+
 /** Creates the scheduler of `context`'s store; it serves while `context.signal` is live. */
 export function createScheduler(context: ExtensionContext): Scheduler {
   const { client, keys, config, replica } = context;
@@ -234,10 +244,6 @@ export function createScheduler(context: ExtensionContext): Scheduler {
     }
   };
 
-  /** A due time passed longer ago than the schedule's period (or a minute) without its tick. */
-  const overdue = (e: Entry): boolean =>
-    e.next !== undefined && Date.now() - e.next > (e.due?.periodMs ?? MINUTE) + MAX_WAIT_MS;
-
   const pause = (ms: number, on: AbortSignal): Promise<void> =>
     new Promise((resolve) => {
       const done = (): void => {
@@ -250,13 +256,18 @@ export function createScheduler(context: ExtensionContext): Scheduler {
       on.addEventListener('abort', done, { once: true });
     });
 
-  const lead = async (held: AbortSignal): Promise<void> => {
+  /** Something to publish: an active schedule, and no operator's scheduler tool in its place. */
+  const hasWork = (): boolean => !replaced() && [...entries.values()].some((e) => e.status.state === 'active');
+
+  /** Publishes while this replica holds the lease; gives it back (via `idle`) once no schedule is active. */
+  const lead = async (held: AbortSignal, idle: AbortController): Promise<void> => {
     holder = replica;
     // Whatever an earlier holder published is read back from its ticks.
     for (const entry of entries.values()) delete entry.last;
     while (!held.aborted) {
       try {
         if (table.stale()) await table.reload();
+        if (!hasWork()) return idle.abort();
         await tick();
       } catch (error) {
         if (!held.aborted) log.warn('scheduler pass failed; retried', { error });
@@ -268,31 +279,34 @@ export function createScheduler(context: ExtensionContext): Scheduler {
     }
   };
 
-  // Every replica keeps the table (the console shows it); the lease holder publishes.
-  const standby = async (): Promise<void> => {
-    while (!signal.aborted && holder !== replica) {
+  // Every replica keeps the table (the console shows it); while a schedule is active they contend for
+  // the lease and the holder publishes. With none, no lease is held: the scheduler writes nothing.
+  const serve = async (): Promise<void> => {
+    const claims = createLeaseClaims(context, config.continuousLeaseMs);
+    while (!signal.aborted) {
       await (table.stale() ? table.reload() : Promise.resolve()).catch((error: unknown) => {
         if (!signal.aborted) log.warn('schedule definitions could not be read; retried', { error });
         table.touch();
       });
-      await pause(MINUTE, signal);
+      if (!hasWork()) {
+        await pause(MINUTE, signal);
+        continue;
+      }
+      const idle = new AbortController();
+      await whileLeased(
+        {
+          claims,
+          target: { breadcrumbId: 'scheduler', rid: 'scheduler' },
+          leaseMs: config.continuousLeaseMs,
+          stop: AbortSignal.any([signal, idle.signal]),
+          log,
+          onStandby: (who) => (holder = who),
+        },
+        (held) => lead(held, idle),
+      );
     }
   };
-  void standby();
-  const served = whileLeased(
-    {
-      claims: createLeaseClaims(context, config.continuousLeaseMs),
-      target: { breadcrumbId: 'scheduler', rid: 'scheduler' },
-      leaseMs: config.continuousLeaseMs,
-      stop: signal,
-      log,
-      onStandby: (who) => {
-        if (holder === replica) void standby();
-        holder = who;
-      },
-    },
-    lead,
-  ).catch((error: unknown) => log.warn('scheduler stopped', { error }));
+  const served = serve().catch((error: unknown) => log.warn('scheduler stopped', { error }));
 
   return {
     handleEvent(event) {
@@ -317,12 +331,7 @@ export function createScheduler(context: ExtensionContext): Scheduler {
         return lags;
       },
     },
-    warnings: () =>
-      holder !== replica
-        ? []
-        : [...entries.values()]
-            .filter((e) => e.status.state === 'active' && (e.status.lagging || overdue(e)))
-            .map((e) => `schedule ${e.status.id} is lagging: its tick due at ${e.status.next_tick_at ?? '?'} is late`),
+    warnings: () => (holder === replica ? lagWarnings(entries.values()) : []),
     async stop() {
       stop.abort();
       await served;

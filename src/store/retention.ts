@@ -258,10 +258,12 @@ export function createRetention(storage: RetentionStorage, options: RetentionOpt
     const seqs = [...doomed];
     for (let i = 0; i < seqs.length; i += BATCH) {
       const started = performance.now();
-      removed += await storage.remove(seqs.slice(i, i + BATCH), 'retention');
+      const gone = await storage.remove(seqs.slice(i, i + BATCH), 'retention');
+      // Counted with each batch: a reader who sees the records gone sees them counted.
+      removed += gone;
+      total += gone;
       await rest(performance.now() - started);
     }
-    total += removed;
     const leases = await storage.pruneLeases(MAX_PER_SWEEP, now);
     const keys = R > 0 ? await storage.pruneKeys(new Date(now - 2 * R).toISOString(), MAX_PER_SWEEP) : 0;
     const freedPages = await storage.reclaim();

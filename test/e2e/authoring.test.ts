@@ -163,9 +163,9 @@ describe('tools-runner bootstrap', () => {
     };
     const first = await run();
     expect(first.code).toBe(0);
-    expect(first.out).toMatch(/15 file\(s\): 15 created, 0 updated, 0 unchanged, 0 rejected/);
+    expect(first.out).toMatch(/14 file\(s\): 14 created, 0 updated, 0 unchanged, 0 rejected/);
     const second = await run();
-    expect(second.out).toMatch(/15 file\(s\): 0 created, 0 updated, 15 unchanged, 0 rejected/);
+    expect(second.out).toMatch(/14 file\(s\): 0 created, 0 updated, 14 unchanged, 0 rejected/);
     // slugify.json carries an ARuntime description only: stored as the context's contract and timeout.
     const store = client(url);
     const [slug] = await store.listBreadcrumbs({
@@ -201,7 +201,7 @@ describe('tools-runner bootstrap', () => {
     expect(third.out).toMatch(
       /^rejected\s+broken\s+\S*broken\.json\s+— .*Code must export an async function named "execute"/m,
     );
-    expect(third.out).toMatch(/16 file\(s\): 0 created, 1 updated, 14 unchanged, 1 rejected/);
+    expect(third.out).toMatch(/15 file\(s\): 0 created, 1 updated, 13 unchanged, 1 rejected/);
   });
 });
 
