@@ -269,6 +269,10 @@ export const SERVICE_OPTIONS = {
     group: 'runner',
     doc: 'Most runs one subscription may start per minute on this replica; further triggers wait for the next catch-up (docs/autonomy.md "Subscriptions").',
   }),
+  subscriptionMaxPerOwner: opt(intish(1).default(50), {
+    group: 'runner',
+    doc: 'Most live subscriptions the tools of one agent owner may declare; the newer ones beyond are refused, said in /autonomy and the log (docs/autonomy.md "Subscriptions"). The operator\'s tools are not capped.',
+  }),
   continuousMaxLifetimeMs: opt(intish(1000).default(24 * 60 * 60 * 1000), {
     group: 'runner',
     doc: 'Longest one run of a continuous tool lasts before the runner stops and restarts it (docs/autonomy.md "Continuous tools").',
