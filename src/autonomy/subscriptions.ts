@@ -5,8 +5,9 @@
 //
 // Bounds: a trigger written by a run at depth d (its writes carry `created-by:depth:<d>`) starts a
 // run at depth d+1, refused past `nestedCallMaxDepth` (a tool subscribed to its own output stops
-// there); each subscription starts at most `subscriptionRatePerMinute` runs a minute on this replica
-// (the rest wait for the next catch-up); breadcrumbs marked Secret never trigger; each agent owner
+// there); what one chain's runs write is bounded per replica (tool-context/chains.ts, the mark
+// `created-by:chain:<seed>`); each subscription starts at most `subscriptionRatePerMinute` runs a
+// minute on this replica (the rest wait for the next catch-up); breadcrumbs marked Secret never trigger; each agent owner
 // may have `subscriptionMaxPerOwner` live subscriptions, the newer ones beyond are refused.
 // Catch-up: at start, after a reconnect and every scan interval, the newest matching breadcrumbs
 // changed since the subscribing definition was deployed are listed and the missing requests written
@@ -18,7 +19,7 @@ import type { StoreEvent } from '../breadcrumbs/messages.js';
 import type { Catalog } from '../catalog/catalog.js';
 import type { Logger } from '../logger.js';
 import type { Subscription } from '../screen/autonomy.js';
-import { depthOfTags } from '../tool-context/origin.js';
+import { depthOfTags, seedOfTags } from '../tool-context/origin.js';
 import { writeOwnRequest } from './triggers.js';
 import { BoundedSet } from '../bounded.js';
 import { OPERATOR } from '../catalog/deployment.js';
@@ -199,6 +200,7 @@ export function createSubscriptions(options: SubscriptionsOptions) {
         subscription: entry.status.id,
         trigger_id: triggerId,
         trigger_event: event,
+        seed: seedOfTags(full.tags) ?? triggerId,
       },
       unique: [entry.status.id, triggerId],
       signal: options.signal,

@@ -269,6 +269,10 @@ export const SERVICE_OPTIONS = {
     group: 'runner',
     doc: 'Most runs one subscription may start per minute on this replica; further triggers wait for the next catch-up (docs/autonomy.md "Subscriptions").',
   }),
+  subscriptionChainMaxRecords: opt(intish(1).default(100), {
+    group: 'runner',
+    doc: 'Most records the runs of one causal chain of subscription triggers (from one seed breadcrumb, nested calls included) may create through `context.api` on this replica; the next is refused with `rate.exceeded` (docs/autonomy.md "Subscriptions").',
+  }),
   subscriptionMaxPerOwner: opt(intish(1).default(50), {
     group: 'runner',
     doc: 'Most live subscriptions the tools of one agent owner may declare; the newer ones beyond are refused, said in /autonomy and the log (docs/autonomy.md "Subscriptions"). The operator\'s tools are not capped.',
