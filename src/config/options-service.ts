@@ -113,6 +113,18 @@ export const SERVICE_OPTIONS = {
     group: 'store',
     doc: 'How long the store keeps audit-bearing records (idempotency records of settled calls, approval decisions of calls that ran); 0 keeps them forever.',
   }),
+  agentQuotaRecords: opt(intish(0).default(0), {
+    group: 'store',
+    doc: 'Most records the store keeps of what one writer (`created_by`: the token\'s subject) created; a create beyond is refused 403 `quota.exceeded` (docs/store.md "Quotas"). 0: no limit.',
+  }),
+  agentQuotaBytes: opt(intish(0).default(0), {
+    group: 'store',
+    doc: 'Most bytes of context (`size_bytes`) the store keeps of what one writer created; a create or a growing update beyond is refused 403 `quota.exceeded`. 0: no limit.',
+  }),
+  agentQuotaExempt: opt(listish.default([]), {
+    group: 'store',
+    doc: "Writer identities no quota counts besides the runner's own `--agent-id` (it writes answers, claims and what tools create), which never counts.",
+  }),
   authMint: opt(z.enum(['admin-key', 'open']).default('admin-key'), {
     group: 'store',
     doc: 'Who may mint tokens at `POST /auth/token` when auth is on: `admin-key` (needs `X-Admin-Key`) or `open` (ANYONE who can reach the port mints a token for ANY owner, like upstream rcrt-server; see docs/compat.md).',

@@ -17,6 +17,7 @@ import type { EventLog, StoredEvent } from './event-log.js';
 import { createGroupCommit, type WriteStats } from './group-commit.js';
 import type { SearchIndex } from './fts-index.js';
 import { HttpError, httpErrors } from './http-util.js';
+import { checkQuota, quotaApplies, type AgentQuota, type Usage } from './quota.js';
 import type { CreateFields, PatchFields } from './validate.js';
 
 /** Who is acting: the owner records belong to, the agent (`sub`), and whether reads are owner-scoped. */
@@ -80,6 +81,8 @@ export type { WriteStats } from './group-commit.js';
 export interface WriteOptions {
   /** Commit writes that arrive together in one transaction (default true; false: one transaction per write). */
   groupCommit?: boolean;
+  /** Per-agent limits on what the store keeps (quota.ts); unset: none. */
+  quota?: AgentQuota;
 }
 
 function contextDigest(contextJson: string): { checksum: string; size: number } {
@@ -181,6 +184,14 @@ export function createBreadcrumbWrites(
   const selectExpired = db.prepare(
     'SELECT * FROM breadcrumbs WHERE expires_ms IS NOT NULL AND expires_ms <= ? LIMIT 500',
   );
+  const selectUsage = db.prepare(
+    'SELECT count(*) AS records, coalesce(sum(size_bytes), 0) AS bytes FROM breadcrumbs WHERE created_by IS ?',
+  );
+  /** Refuses (403 quota.exceeded) a write that would take `actor` past its quota. */
+  const charge = (actor: Actor, adding: Usage): void => {
+    if (quotaApplies(options.quota, actor.agentId))
+      checkQuota(options.quota, actor.agentId, selectUsage.get(actor.agentId) as Usage, adding);
+  };
   const maxUpdated = db.prepare('SELECT updated_ms FROM breadcrumbs ORDER BY write_seq DESC LIMIT 1').pluck();
 
   // updated_at never goes backwards, so write order and updated_at order agree (see db.ts).
@@ -225,9 +236,10 @@ export function createBreadcrumbWrites(
       const existing = selectKey.get(key) as { breadcrumb_id: string; owner_id: string } | undefined;
       if (existing) return { conflict: existing, id: existing.breadcrumb_id, event: undefined, text: undefined };
     }
+    const context = JSON.stringify(fields.context);
+    charge(actor, { records: 1, bytes: Buffer.byteLength(context) });
     const now = tick();
     const id = randomUUID();
-    const context = JSON.stringify(fields.context);
     const event = log.append({
       type: 'breadcrumb.updated',
       breadcrumb_id: id,
@@ -260,12 +272,13 @@ export function createBreadcrumbWrites(
         { version: row.version },
       );
     }
+    const context = patch.context !== undefined ? JSON.stringify(patch.context) : row.context;
+    const digest = contextDigest(context);
+    if (row.created_by === actor.agentId) charge(actor, { records: 0, bytes: digest.size - row.size_bytes });
     const now = tick();
     const version = row.version + 1;
     const oldTags = JSON.parse(row.tags) as string[];
     const tags = patch.tags ?? oldTags;
-    const context = patch.context !== undefined ? JSON.stringify(patch.context) : row.context;
-    const digest = contextDigest(context);
     const schemaName = patch.schema_name !== undefined ? patch.schema_name : row.schema_name;
     const event = log.append({
       type: 'breadcrumb.updated',

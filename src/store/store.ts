@@ -36,6 +36,7 @@ import { createLeaseGate, createLeases, type Leases } from './leases.js';
 import { createRetention, type Retention, type RetentionStorage } from './retention.js';
 import { sqliteRetentionStorage } from './retention-sqlite.js';
 import { createLocalEndpoint, type LocalEndpoint } from './local.js';
+import { quotaOf } from './quota.js';
 import { createStoreOperations } from './operations.js';
 import { createRoutes } from './routes.js';
 import { createSecretsRepo } from './secrets.js';
@@ -56,7 +57,21 @@ export type StoreOptions = Pick<
   | 'pingIntervalMs'
   | 'eventRetention'
 > &
-  Partial<Pick<Config, 'authMint' | 'embedUrl' | 'embedCommand' | 'db' | 'dbPoolSize'>> & {
+  Partial<
+    Pick<
+      Config,
+      | 'authMint'
+      | 'embedUrl'
+      | 'embedCommand'
+      | 'db'
+      | 'dbPoolSize'
+      | 'agentQuotaRecords'
+      | 'agentQuotaBytes'
+      | 'agentId'
+    >
+  > & {
+    /** Writer identities no quota counts besides `agentId` (the runner's own). */
+    agentQuotaExempt?: readonly string[];
     /** An embedder given in code (tests, embedding hosts); wins over embedUrl/embedCommand. */
     embedder?: Embedder;
     logger: Logger;
@@ -95,18 +110,8 @@ export interface Store {
 
 const CLOSE_GRACE_MS = 2000;
 
-/** Starts the store; resolves once it accepts connections. Throws RunnerError(config.invalid) on startup problems. */
-export async function createStore(options: StoreOptions): Promise<Store> {
-  const { host, logger } = options;
-  if (!isLoopbackHost(host) && options.authSecret === undefined) {
-    throw new RunnerError(
-      ErrorCode.ConfigInvalid,
-      `refusing to serve the store on non-loopback host "${host}" without authSecret (set --auth-secret, or bind to 127.0.0.1)`,
-    );
-  }
-  for (const secret of [options.authSecret, options.adminKey, options.secretsKey, options.leaseKey])
-    if (secret) logger.redact(secret);
-
+/** The PostgreSQL URL of `db` (undefined: SQLite); config.invalid for another URL or without a secrets key. */
+function postgresUrlOf(options: Pick<StoreOptions, 'db' | 'secretsKey'>): string | undefined {
   const pgUrl = options.db !== undefined && options.db !== '' ? options.db : undefined;
   if (pgUrl !== undefined && !isPostgresUrl(pgUrl)) {
     throw new RunnerError(
@@ -120,6 +125,22 @@ export async function createStore(options: StoreOptions): Promise<Store> {
       'a PostgreSQL store needs --secrets-key (every replica must encrypt and decrypt secrets with the same key)',
     );
   }
+  return pgUrl;
+}
+
+/** Starts the store; resolves once it accepts connections. Throws RunnerError(config.invalid) on startup problems. */
+export async function createStore(options: StoreOptions): Promise<Store> {
+  const { host, logger } = options;
+  if (!isLoopbackHost(host) && options.authSecret === undefined) {
+    throw new RunnerError(
+      ErrorCode.ConfigInvalid,
+      `refusing to serve the store on non-loopback host "${host}" without authSecret (set --auth-secret, or bind to 127.0.0.1)`,
+    );
+  }
+  for (const secret of [options.authSecret, options.adminKey, options.secretsKey, options.leaseKey])
+    if (secret) logger.redact(secret);
+
+  const pgUrl = postgresUrlOf(options);
   // A malformed configured key fails before anything touches the disk.
   const configuredKey =
     options.secretsKey === undefined
@@ -149,6 +170,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
   try {
     const key = configuredKey ?? resolveSecretsKey({ secretsKey: undefined, dataDir: options.dataDir, logger });
     const embedder = options.embedder ?? embedderFromConfig(options);
+    const quota = quotaOf(options);
     let log: EventFeed;
     let writes: WritesPort;
     let readsPort: ReadsPort;
@@ -165,6 +187,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
         eventRetention: options.eventRetention,
         embedder,
         logger,
+        quota,
       });
       ({ log, writes, reads: readsPort, registry, secrets, search, leases } = pg);
       embeddings = pg.embeddings;
@@ -179,7 +202,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
         sqliteLog,
         searchIndex,
         queue ? (id, version, text) => queue.schedule(id, version, text) : undefined,
-        { groupCommit: options.groupCommit ?? true },
+        { groupCommit: options.groupCommit ?? true, quota },
       );
       writer = sqliteWrites;
       writes = sqliteWrites;

@@ -73,6 +73,9 @@ export const COMMANDS: readonly Command[] = [
       'secretsKey',
       'pingIntervalMs',
       'eventRetention',
+      'agentQuotaRecords',
+      'agentQuotaBytes',
+      'agentQuotaExempt',
     ],
     exits: [
       [EXIT.Ok, 'stopped by SIGTERM/SIGINT'],

@@ -37,6 +37,10 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
       groupCommit: config.groupCommit,
       retentionMs: config.retentionMs,
       auditRetentionMs: config.auditRetentionMs,
+      agentQuotaRecords: config.agentQuotaRecords,
+      agentQuotaBytes: config.agentQuotaBytes,
+      agentQuotaExempt: config.agentQuotaExempt,
+      agentId: config.agentId,
       logger: logger.child({ component: 'store' }),
     });
   } catch (error) {

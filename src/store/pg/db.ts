@@ -148,6 +148,12 @@ ALTER TABLE idempotency_keys SET (autovacuum_vacuum_scale_factor = 0.05);
 ALTER TABLE events SET (autovacuum_vacuum_scale_factor = 0.05, autovacuum_analyze_scale_factor = 0.05);
 `,
   },
+  {
+    // 5, not 4: migrations apply by version set, and 4 is taken on another branch (issue 40).
+    version: 5,
+    name: 'quotas: what each writer keeps, counted from an index (src/store/quota.ts)',
+    sql: `CREATE INDEX breadcrumbs_created_by ON breadcrumbs (created_by, size_bytes);`,
+  },
 ];
 
 /** Whether `url` names a PostgreSQL database (`postgres://` or `postgresql://`). */

@@ -7,7 +7,8 @@
 // Concurrency: an update/delete first locks its row (SELECT … FOR UPDATE), so If-Match is a true
 // compare-and-set across replicas; an Idempotency-Key is claimed by inserting its row first (a
 // concurrent create with the same key waits on it and then answers 409); the expiry sweep takes
-// rows FOR UPDATE SKIP LOCKED, so replicas sweeping together never delete one row twice.
+// rows FOR UPDATE SKIP LOCKED, so replicas sweeping together never delete one row twice. A write
+// counted against a quota (../quota.ts) takes the agent's transaction lock before counting.
 
 import { createHash, randomUUID } from 'node:crypto';
 import type pg from 'pg';
@@ -17,9 +18,13 @@ import type { VectorStore } from '../embeddings.js';
 import type { WritesPort } from '../backend.js';
 import type { StoredEvent } from '../event-log.js';
 import { HttpError, httpErrors } from '../http-util.js';
+import { checkQuota, quotaAgent, quotaApplies, type AgentQuota, type Usage } from '../quota.js';
 import type { CreateFields, PatchFields } from '../validate.js';
 import { transaction } from './db.js';
 import type { PgEventLog } from './events.js';
+
+/** First key of the per-agent quota's transaction lock (the second is the agent's hash); an int4. */
+const QUOTA_LOCK = 730_525_004;
 
 function contextDigest(contextJson: string): { checksum: string; size: number } {
   return {
@@ -48,7 +53,21 @@ export type PgWrites = WritesPort &
   };
 
 /** Builds the write side over `pool`, appending through `log`. */
-export function createPgWrites(pool: pg.Pool, log: PgEventLog, afterWrite?: AfterWrite): PgWrites {
+export function createPgWrites(pool: pg.Pool, log: PgEventLog, afterWrite?: AfterWrite, quota?: AgentQuota): PgWrites {
+  /** Refuses (403 quota.exceeded) a write that would take `actor` past its quota; serialised per agent. */
+  const charge = async (client: pg.PoolClient, actor: Actor, adding: Usage): Promise<void> => {
+    if (!quotaApplies(quota, actor.agentId)) return;
+    await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [QUOTA_LOCK, quotaAgent(actor.agentId)]);
+    const usage = (
+      await client.query<{ records: string; bytes: string }>(
+        `SELECT count(*) AS records, coalesce(sum(size_bytes), 0) AS bytes FROM breadcrumbs WHERE ${
+          actor.agentId === null ? 'created_by IS NULL' : 'created_by = $1'
+        }`,
+        actor.agentId === null ? [] : [actor.agentId],
+      )
+    ).rows[0];
+    checkQuota(quota, actor.agentId, { records: Number(usage?.records), bytes: Number(usage?.bytes) }, adding);
+  };
   const visibleForUpdate = async (client: pg.PoolClient, id: string, actor: Actor): Promise<BreadcrumbRow> => {
     const row = (await client.query<BreadcrumbRow>(SELECT_VISIBLE_FOR_UPDATE, [id, Date.now()])).rows[0];
     if (!row || (actor.scoped && row.owner_id !== actor.ownerId))
@@ -115,6 +134,7 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog, afterWrite?: Afte
             return;
           }
         }
+        await charge(client, actor, { records: 1, bytes: digest.size });
         const now = await log.lock(client, Date.now());
         const event = await log.append(client, {
           type: 'breadcrumb.updated',
@@ -178,11 +198,13 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog, afterWrite?: Afte
             { version: row.version },
           );
         }
+        const context = patch.context !== undefined ? JSON.stringify(patch.context) : row.context;
+        const digest = contextDigest(context);
+        if (row.created_by === actor.agentId)
+          await charge(client, actor, { records: 0, bytes: digest.size - row.size_bytes });
         const now = await log.lock(client, Date.now());
         const next = row.version + 1;
         const tags = patch.tags ?? (JSON.parse(row.tags) as string[]);
-        const context = patch.context !== undefined ? JSON.stringify(patch.context) : row.context;
-        const digest = contextDigest(context);
         const schemaName = patch.schema_name !== undefined ? patch.schema_name : row.schema_name;
         const event = await log.append(client, {
           type: 'breadcrumb.updated',

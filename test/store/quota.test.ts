@@ -1,0 +1,141 @@
+// Per-agent quotas (issue 39, item 4): the store keeps at most `agentQuotaRecords` records and
+// `agentQuotaBytes` bytes of context of what one writer (`created_by`) created; beyond, a create (or
+// a growing update of its own record) is refused 403 `quota.exceeded` naming the limit and the
+// agent. Other writers are unaffected, exempt identities are never counted, deleting frees room,
+// and on PostgreSQL concurrent creates of one agent never overshoot.
+
+import { afterAll, describe, expect, it } from 'vitest';
+import { createStoreClient } from '../../src/breadcrumbs/index.js';
+import { SCHEMA, TAG } from '../../src/breadcrumbs/messages.js';
+import { silentLogger } from '../../src/logger.js';
+import { cleanupConsole, putTool, startConsoleService, toolContext, UPPER, WS } from '../console/helpers.js';
+import { answer, request } from '../e2e/harness.js';
+import { call, crumb, describeBackends, onCleanup, startStore } from './helpers.js';
+
+const SECRET = 'quota-test-secret-0123456789abcdef';
+const ADMIN = 'quota-admin-key';
+
+async function tokenOf(url: string, agent: string): Promise<Record<string, string>> {
+  const reply = await call(url, 'POST', '/auth/token', {
+    body: { owner_id: '00000000-0000-0000-0000-000000000001', agent_id: agent },
+    headers: { 'X-Admin-Key': ADMIN },
+  });
+  expect(reply.status).toBe(200);
+  return { Authorization: `Bearer ${reply.body.token as string}` };
+}
+
+describeBackends('store: per-agent quotas', (backend) => {
+  it('a writer past agentQuotaRecords is refused quota.exceeded; others, exempt writers and freed room are not', async () => {
+    const store = await startStore({
+      authSecret: SECRET,
+      adminKey: ADMIN,
+      agentQuotaRecords: 3,
+      agentQuotaExempt: ['runner'],
+    });
+    const [alice, bob, runner] = await Promise.all(['alice', 'bob', 'runner'].map((a) => tokenOf(store.url, a)));
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const reply = await call(store.url, 'POST', '/breadcrumbs', { body: crumb({ context: { i } }), headers: alice });
+      expect(reply.status).toBe(201);
+      ids.push(reply.body.id as string);
+    }
+    const over = await call(store.url, 'POST', '/breadcrumbs', { body: crumb(), headers: alice });
+    expect(over.status).toBe(403);
+    expect(over.body).toMatchObject({
+      code: 'quota.exceeded',
+      error:
+        'quota.exceeded: agent "alice" keeps 3 records in this store, its quota (--agent-quota-records 3); delete some of them or ask the operator to raise the quota',
+      limit: 'agent-quota-records',
+      agent: 'alice',
+    });
+    // An Idempotency-Key does not get past it either, and nothing was stored.
+    const keyed = await call(store.url, 'POST', '/breadcrumbs', {
+      body: crumb(),
+      headers: { ...alice, 'Idempotency-Key': 'quota-k1' },
+    });
+    expect(keyed.status).toBe(403);
+    const listed = await call(store.url, 'GET', '/breadcrumbs?tag=t:a', { headers: alice });
+    expect(listed.body.length).toBe(3);
+    // Another writer and an exempt one are unaffected.
+    expect((await call(store.url, 'POST', '/breadcrumbs', { body: crumb(), headers: bob })).status).toBe(201);
+    for (let i = 0; i < 5; i++)
+      expect((await call(store.url, 'POST', '/breadcrumbs', { body: crumb(), headers: runner })).status).toBe(201);
+    // Deleting one of alice's records frees room for one more.
+    expect((await call(store.url, 'DELETE', `/breadcrumbs/${ids[0]}`, { headers: alice })).status).toBe(200);
+    expect((await call(store.url, 'POST', '/breadcrumbs', { body: crumb(), headers: alice })).status).toBe(201);
+    expect((await call(store.url, 'POST', '/breadcrumbs', { body: crumb(), headers: alice })).status).toBe(403);
+    void backend;
+  });
+
+  it('agentQuotaBytes bounds the context bytes a writer keeps, for creates and for updates that grow its records', async () => {
+    const store = await startStore({ authSecret: SECRET, adminKey: ADMIN, agentQuotaBytes: 200 });
+    const alice = await tokenOf(store.url, 'alice');
+    const body = (n: number) => crumb({ context: { pad: 'x'.repeat(n) } }); // 10 bytes of JSON around the pad
+    const first = await call(store.url, 'POST', '/breadcrumbs', { body: body(90), headers: alice });
+    expect(first.status).toBe(201);
+    expect((await call(store.url, 'POST', '/breadcrumbs', { body: body(90), headers: alice })).status).toBe(201);
+    const over = await call(store.url, 'POST', '/breadcrumbs', { body: body(1), headers: alice });
+    expect(over.status).toBe(403);
+    expect(over.body.code).toBe('quota.exceeded');
+    expect(over.body.error).toBe(
+      'quota.exceeded: agent "alice" keeps 200 bytes of context in this store; 11 more would pass its quota (--agent-quota-bytes 200); delete some of its records or ask the operator to raise the quota',
+    );
+    // Growing one of its records past the quota is refused; shrinking it is not, and frees room.
+    const id = first.body.id as string;
+    const grow = await call(store.url, 'PATCH', `/breadcrumbs/${id}`, {
+      body: { context: { pad: 'x'.repeat(91) } },
+      headers: alice,
+    });
+    expect(grow.status).toBe(403);
+    expect(grow.body.code).toBe('quota.exceeded');
+    const shrink = await call(store.url, 'PATCH', `/breadcrumbs/${id}`, {
+      body: { context: { pad: 'x'.repeat(40) } },
+      headers: alice,
+    });
+    expect(shrink.status).toBe(200);
+    expect((await call(store.url, 'POST', '/breadcrumbs', { body: body(40), headers: alice })).status).toBe(201);
+  });
+
+  it('concurrent creates of one writer never pass its quota', async () => {
+    const store = await startStore({ authSecret: SECRET, adminKey: ADMIN, agentQuotaRecords: 5 });
+    const alice = await tokenOf(store.url, 'alice');
+    const replies = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        call(store.url, 'POST', '/breadcrumbs', { body: crumb({ context: { i } }), headers: alice }),
+      ),
+    );
+    expect(replies.filter((r) => r.status === 201).length).toBe(5);
+    expect(replies.filter((r) => r.status === 403).length).toBe(25);
+  });
+});
+
+describe('per-agent quotas in the service', () => {
+  afterAll(cleanupConsole);
+  it('an agent over its quota cannot write another request; the runner answering it is never counted', async () => {
+    const { service, client } = await startConsoleService({ agentQuotaRecords: 3 });
+    const alice = createStoreClient({
+      baseUrl: service.storeUrl,
+      logger: silentLogger(),
+      auth: { mint: { owner_id: '00000000-0000-0000-0000-000000000001', agent_id: 'alice' } },
+    });
+    onCleanup(() => alice.close());
+    await putTool(alice, toolContext('upper', UPPER)); // alice's first record
+    const rids = [await request(alice, 'upper', { text: 'a' }), await request(alice, 'upper', { text: 'b' })];
+    for (const rid of rids) expect((await answer(client, rid)).output).toEqual({ text: rid === rids[0] ? 'A' : 'B' });
+    const refused = await alice
+      .createBreadcrumb({
+        title: 'Request: upper',
+        schema_name: SCHEMA.ToolRequest,
+        tags: [TAG.Request, WS],
+        context: { tool: 'upper', input: { text: 'c' }, requestId: 'over-quota' },
+      })
+      .then(
+        () => undefined,
+        (error: unknown) => error as { status: number; storeCode: string; message: string },
+      );
+    expect(refused).toMatchObject({ status: 403, storeCode: 'quota.exceeded' });
+    expect(refused?.message).toContain(
+      'agent "alice" keeps 3 records in this store, its quota (--agent-quota-records 3)',
+    );
+  }, 60_000);
+});
