@@ -113,6 +113,10 @@ export const SERVICE_OPTIONS = {
     group: 'store',
     doc: 'How long the store keeps audit-bearing records (idempotency records of settled calls, approval decisions of calls that ran); 0 keeps them forever.',
   }),
+  agentRetentionMs: opt(intish(0).default(0), {
+    group: 'store',
+    doc: 'How long the store keeps agents\' own records untouched: a record whose writer (`created_by`) is not the runner (nor in `--agent-quota-exempt`), of a schema outside `tool.*` and without a `ttl`, is removed this long after its last write (docs/store.md "Retention"). 0 keeps them forever.',
+  }),
   agentQuotaRecords: opt(intish(0).default(0), {
     group: 'store',
     doc: 'Most records the store keeps of what one writer (`created_by`: the token\'s subject) created; a create beyond is refused 403 `quota.exceeded` (docs/store.md "Quotas"). 0: no limit.',

@@ -49,7 +49,7 @@ CREATE TABLE IF NOT EXISTS breadcrumbs (
 );
 CREATE INDEX IF NOT EXISTS breadcrumbs_schema ON breadcrumbs (schema_name);
 CREATE INDEX IF NOT EXISTS breadcrumbs_expires ON breadcrumbs (expires_ms) WHERE expires_ms IS NOT NULL;
-CREATE INDEX IF NOT EXISTS breadcrumbs_created_by ON breadcrumbs (created_by, size_bytes);
+CREATE INDEX IF NOT EXISTS breadcrumbs_writer ON breadcrumbs (created_by, write_seq, size_bytes);
 CREATE TABLE IF NOT EXISTS breadcrumb_tags (
   tag TEXT NOT NULL,
   write_seq INTEGER NOT NULL,

@@ -85,6 +85,8 @@ export type StoreOptions = Pick<
     retentionMs?: number;
     /** Retention of audit-bearing records; 0 or unset: kept forever. */
     auditRetentionMs?: number;
+    /** Retention of agents' own records (retention.ts); 0 or unset: kept forever. */
+    agentRetentionMs?: number;
     /** Commit writes that arrive together in one transaction (default true; false for A/B benches). */
     groupCommit?: boolean;
     /** SQLite: how long a written row waits to be indexed for search (fts-index.ts; default FTS_DELAY_MS). */
@@ -252,7 +254,12 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     const leaseGate = (header: string | string[] | undefined): void => gate.check(header);
     const kept = createRetention(
       retentionStorage ?? sqliteRetentionStorage(db as Db, writer as BreadcrumbWrites, sqliteLeases as Leases),
-      { retentionMs: options.retentionMs ?? 0, auditRetentionMs: options.auditRetentionMs ?? 0 },
+      {
+        retentionMs: options.retentionMs ?? 0,
+        auditRetentionMs: options.auditRetentionMs ?? 0,
+        agentRetentionMs: options.agentRetentionMs ?? 0,
+        exempt: quota.exempt,
+      },
     );
     retention = kept;
     // A short retention is swept more often (a quarter of it, at least every second), so records

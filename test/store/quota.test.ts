@@ -109,6 +109,50 @@ describeBackends('store: per-agent quotas', (backend) => {
   });
 });
 
+describeBackends("store: retention of agents' own records", () => {
+  it("removes an agent's untouched records after agentRetentionMs; the runner's, tool.* records, ttl records and rewritten ones stay", async () => {
+    const G = 60_000;
+    const store = await startStore({
+      authSecret: SECRET,
+      adminKey: ADMIN,
+      agentRetentionMs: G,
+      agentId: 'runner',
+      pruneIntervalMs: 3_600_000,
+    });
+    const [alice, bob, runner] = await Promise.all(['alice', 'bob', 'runner'].map((a) => tokenOf(store.url, a)));
+    const make = async (headers: Record<string, string>, extra: Record<string, unknown> = {}) => {
+      const reply = await call(store.url, 'POST', '/breadcrumbs', { body: crumb(extra), headers });
+      expect(reply.status).toBe(201);
+      return reply.body.id as string;
+    };
+    const old = [await make(alice), await make(bob, { schema_name: 'note.v1' })];
+    const kept = {
+      runner: await make(runner),
+      tool: await make(alice, { schema_name: 'tool.request.v1', context: { tool: 'x', input: {}, requestId: 'r1' } }),
+      ttl: await make(alice, { ttl: new Date(Date.now() + 100 * G).toISOString() }),
+      rewritten: await make(alice),
+    };
+    const writtenMs = async (id: string) =>
+      Date.parse((await call(store.url, 'GET', `/breadcrumbs/${id}/full`, { headers: runner })).body.updated_at);
+    const exists = async (id: string) =>
+      (await call(store.url, 'GET', `/breadcrumbs/${id}`, { headers: runner })).status === 200;
+    const createdMs = await writtenMs(kept.rewritten);
+    // Within the retention nothing goes.
+    expect((await store.retention.sweep(createdMs + G / 2)).removed).toBe(0);
+    // One record written again later is judged from its last write (the clock first moves past the creates).
+    while (Date.now() <= createdMs) await new Promise((resolve) => setImmediate(resolve));
+    const patched = await call(store.url, 'PATCH', `/breadcrumbs/${kept.rewritten}`, {
+      body: { context: { again: true } },
+      headers: alice,
+    });
+    expect(patched.status).toBe(200);
+    const swept = await store.retention.sweep((await writtenMs(kept.rewritten)) + G);
+    expect(swept.removed).toBe(2);
+    for (const id of old) expect(await exists(id)).toBe(false);
+    for (const id of Object.values(kept)) expect(await exists(id)).toBe(true);
+  });
+});
+
 describe('per-agent quotas in the service', () => {
   afterAll(cleanupConsole);
   it('an agent over its quota cannot write another request; the runner answering it is never counted', async () => {

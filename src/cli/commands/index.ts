@@ -76,6 +76,7 @@ export const COMMANDS: readonly Command[] = [
       'agentQuotaRecords',
       'agentQuotaBytes',
       'agentQuotaExempt',
+      'agentRetentionMs',
     ],
     exits: [
       [EXIT.Ok, 'stopped by SIGTERM/SIGINT'],

@@ -37,6 +37,7 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
       groupCommit: config.groupCommit,
       retentionMs: config.retentionMs,
       auditRetentionMs: config.auditRetentionMs,
+      agentRetentionMs: config.agentRetentionMs,
       agentQuotaRecords: config.agentQuotaRecords,
       agentQuotaBytes: config.agentQuotaBytes,
       agentQuotaExempt: config.agentQuotaExempt,
