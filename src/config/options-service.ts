@@ -119,7 +119,7 @@ export const SERVICE_OPTIONS = {
   }),
   agentQuotaRecords: opt(intish(0).default(0), {
     group: 'store',
-    doc: 'Most records the store keeps of what one writer (`created_by`: the token\'s subject) created; a create beyond is refused 403 `quota.exceeded` (docs/store.md "Quotas"). 0: no limit.',
+    doc: 'Most records the store keeps of what one agent created: its own writes (`created_by`: the token\'s subject) and what tools created for it through the runner (`created-by:agent:<id>`); a create beyond is refused 403 `quota.exceeded` (docs/store.md "Quotas"). 0: no limit.',
   }),
   agentQuotaBytes: opt(intish(0).default(0), {
     group: 'store',

@@ -203,6 +203,8 @@ export function createCodeExecutor(options: {
                   schemas: tool.apiSchemas,
                   ...(depth > 0 ? { depth } : {}),
                   ...(ctx.origin?.seed !== undefined ? { chain: { seed: ctx.origin.seed, ledger: chains } } : {}),
+                  // The caller's quota pays for what the run creates; a run without one (a trigger), its owner's.
+                  chargeTo: ctx.agentId ?? (route.owner.startsWith('agent:') ? route.owner.slice(6) : undefined),
                 }),
               }
             : {}),

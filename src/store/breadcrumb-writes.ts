@@ -17,7 +17,7 @@ import type { EventLog, StoredEvent } from './event-log.js';
 import { createGroupCommit, type WriteStats } from './group-commit.js';
 import type { SearchIndex } from './fts-index.js';
 import { HttpError, httpErrors } from './http-util.js';
-import { checkQuota, quotaApplies, type AgentQuota, type Usage } from './quota.js';
+import { chargedAgent, quotaApplies, sqliteQuotaCheck, type AgentQuota } from './quota.js';
 import type { CreateFields, PatchFields } from './validate.js';
 
 /** Who is acting: the owner records belong to, the agent (`sub`), and whether reads are owner-scoped. */
@@ -184,14 +184,7 @@ export function createBreadcrumbWrites(
   const selectExpired = db.prepare(
     'SELECT * FROM breadcrumbs WHERE expires_ms IS NOT NULL AND expires_ms <= ? LIMIT 500',
   );
-  const selectUsage = db.prepare(
-    'SELECT count(*) AS records, coalesce(sum(size_bytes), 0) AS bytes FROM breadcrumbs WHERE created_by IS ?',
-  );
-  /** Refuses (403 quota.exceeded) a write that would take `actor` past its quota. */
-  const charge = (actor: Actor, adding: Usage): void => {
-    if (quotaApplies(options.quota, actor.agentId))
-      checkQuota(options.quota, actor.agentId, selectUsage.get(actor.agentId) as Usage, adding);
-  };
+  const charge = sqliteQuotaCheck(db, options.quota);
   const maxUpdated = db.prepare('SELECT updated_ms FROM breadcrumbs ORDER BY write_seq DESC LIMIT 1').pluck();
 
   // updated_at never goes backwards, so write order and updated_at order agree (see db.ts).
@@ -237,7 +230,7 @@ export function createBreadcrumbWrites(
       if (existing) return { conflict: existing, id: existing.breadcrumb_id, event: undefined, text: undefined };
     }
     const context = JSON.stringify(fields.context);
-    charge(actor, { records: 1, bytes: Buffer.byteLength(context) });
+    charge(chargedAgent(options.quota, actor.agentId, fields.tags), { records: 1, bytes: Buffer.byteLength(context) });
     const now = tick();
     const id = randomUUID();
     const event = log.append({
@@ -274,7 +267,8 @@ export function createBreadcrumbWrites(
     }
     const context = patch.context !== undefined ? JSON.stringify(patch.context) : row.context;
     const digest = contextDigest(context);
-    if (row.created_by === actor.agentId) charge(actor, { records: 0, bytes: digest.size - row.size_bytes });
+    if (row.created_by === actor.agentId && quotaApplies(options.quota, actor.agentId))
+      charge(actor.agentId, { records: 0, bytes: digest.size - row.size_bytes });
     const now = tick();
     const version = row.version + 1;
     const oldTags = JSON.parse(row.tags) as string[];

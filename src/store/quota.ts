@@ -3,10 +3,17 @@
 // (the token's subject; verified with auth on). Both backends count the agent's live records in
 // the transaction of each create (and of an update of its own record that grows it) and refuse
 // the write past a limit with 403 `quota.exceeded`; exempt identities (the runner's own, which
-// writes answers, claims and what tools create) are never counted. SQLite counts inside its one
-// writer; PostgreSQL takes a per-agent transaction lock first, so replicas never overshoot.
+// writes answers, claims and progress) are never counted themselves. What a tool creates for an
+// agent is written by the runner with the mark `created-by:agent:<id>`: such a record, when an
+// exempt identity wrote it, counts against that agent (a mark another writer sets counts nothing).
+// SQLite counts inside its one writer; PostgreSQL takes a per-agent transaction lock first, so
+// replicas never overshoot.
 
+import { CHARGED_AGENT_TAG_PREFIX } from '../breadcrumbs/messages.js';
 import { HttpError } from '../http.js';
+import type { Db } from './db.js';
+
+export { CHARGED_AGENT_TAG_PREFIX };
 
 /** The limits; 0 turns one off. */
 export interface AgentQuota {
@@ -41,6 +48,22 @@ export function quotaAgent(agentId: string | null): string {
   return agentId ?? '(anonymous)';
 }
 
+/**
+ * The agent a create counts against: its writer, or — when the writer is exempt (the runner) — the
+ * agent its `created-by:agent:<id>` mark names; undefined when the create counts against nobody.
+ */
+export function chargedAgent(
+  quota: AgentQuota | undefined,
+  agentId: string | null,
+  tags: readonly string[],
+): string | null | undefined {
+  if (quota === undefined || (quota.records <= 0 && quota.bytes <= 0)) return undefined;
+  if (!quota.exempt.includes(agentId ?? '')) return agentId;
+  const mark = tags.find((tag) => tag.startsWith(CHARGED_AGENT_TAG_PREFIX) && tag !== CHARGED_AGENT_TAG_PREFIX);
+  const agent = mark?.slice(CHARGED_AGENT_TAG_PREFIX.length);
+  return agent === undefined || quota.exempt.includes(agent) ? undefined : agent;
+}
+
 /** Whether writes of `agentId` are counted: a limit is set and the writer is not exempt. */
 export function quotaApplies(quota: AgentQuota | undefined, agentId: string | null): quota is AgentQuota {
   return quota !== undefined && (quota.records > 0 || quota.bytes > 0) && !quota.exempt.includes(agentId ?? '');
@@ -63,4 +86,26 @@ export function checkQuota(quota: AgentQuota, agentId: string | null, usage: Usa
       `quota.exceeded: agent ${agent} keeps ${usage.bytes} bytes of context in this store; ${adding.bytes} more would pass its quota (--agent-quota-bytes ${quota.bytes}); delete some of its records or ask the operator to raise the quota`,
       { limit: 'agent-quota-bytes', agent: quotaAgent(agentId) },
     );
+}
+
+/** SQLite's check (run inside the write's transaction): the agent's usage from the writer index and its marks. */
+export function sqliteQuotaCheck(
+  db: Db,
+  quota: AgentQuota | undefined,
+): (agent: string | null | undefined, adding: Usage) => void {
+  const own = db.prepare(
+    'SELECT count(*) AS records, coalesce(sum(size_bytes), 0) AS bytes FROM breadcrumbs WHERE created_by IS ?',
+  );
+  const marked = db.prepare(`SELECT count(*) AS records, coalesce(sum(b.size_bytes), 0) AS bytes
+    FROM breadcrumb_tags t JOIN breadcrumbs b ON b.write_seq = t.write_seq
+    WHERE t.tag = ? AND b.created_by IN (SELECT value FROM json_each(?))`);
+  return (agent, adding) => {
+    if (agent === undefined || quota === undefined) return;
+    const mine = own.get(agent) as Usage;
+    const made =
+      agent === null
+        ? { records: 0, bytes: 0 }
+        : (marked.get(CHARGED_AGENT_TAG_PREFIX + agent, JSON.stringify(quota.exempt)) as Usage);
+    checkQuota(quota, agent, { records: mine.records + made.records, bytes: mine.bytes + made.bytes }, adding);
+  };
 }

@@ -13,6 +13,7 @@ import { answer, request } from '../e2e/harness.js';
 import { call, crumb, describeBackends, onCleanup, startStore } from './helpers.js';
 
 const SECRET = 'quota-test-secret-0123456789abcdef';
+type Headers = Record<string, string>;
 const ADMIN = 'quota-admin-key';
 
 async function tokenOf(url: string, agent: string): Promise<Record<string, string>> {
@@ -32,7 +33,11 @@ describeBackends('store: per-agent quotas', (backend) => {
       agentQuotaRecords: 3,
       agentQuotaExempt: ['runner'],
     });
-    const [alice, bob, runner] = await Promise.all(['alice', 'bob', 'runner'].map((a) => tokenOf(store.url, a)));
+    const [alice, bob, runner] = (await Promise.all(['alice', 'bob', 'runner'].map((a) => tokenOf(store.url, a)))) as [
+      Headers,
+      Headers,
+      Headers,
+    ];
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
       const reply = await call(store.url, 'POST', '/breadcrumbs', { body: crumb({ context: { i } }), headers: alice });
@@ -109,6 +114,31 @@ describeBackends('store: per-agent quotas', (backend) => {
   });
 });
 
+describeBackends('store: what the runner creates for an agent', () => {
+  it('counts a record the runner marks created-by:agent:<id> against that agent; a mark any other writer sets counts nothing', async () => {
+    const store = await startStore({ authSecret: SECRET, adminKey: ADMIN, agentQuotaRecords: 2, agentId: 'runner' });
+    const [alice, bob, runner] = (await Promise.all(['alice', 'bob', 'runner'].map((a) => tokenOf(store.url, a)))) as [
+      Headers,
+      Headers,
+      Headers,
+    ];
+    const marked = crumb({ tags: ['t:a', 'created-by:agent:alice'] });
+    // bob's marks are bob's records: they fill bob's quota, not alice's.
+    expect((await call(store.url, 'POST', '/breadcrumbs', { body: marked, headers: bob })).status).toBe(201);
+    expect((await call(store.url, 'POST', '/breadcrumbs', { body: marked, headers: bob })).status).toBe(201);
+    expect((await call(store.url, 'POST', '/breadcrumbs', { body: marked, headers: bob })).status).toBe(403);
+    // The runner's marked records count against alice, with her own.
+    expect((await call(store.url, 'POST', '/breadcrumbs', { body: marked, headers: runner })).status).toBe(201);
+    expect((await call(store.url, 'POST', '/breadcrumbs', { body: crumb(), headers: alice })).status).toBe(201);
+    const over = await call(store.url, 'POST', '/breadcrumbs', { body: marked, headers: runner });
+    expect(over.status).toBe(403);
+    expect(over.body.error).toContain('agent "alice" keeps 2 records in this store');
+    expect((await call(store.url, 'POST', '/breadcrumbs', { body: crumb(), headers: alice })).status).toBe(403);
+    // Unmarked, the runner's own records are never counted.
+    expect((await call(store.url, 'POST', '/breadcrumbs', { body: crumb(), headers: runner })).status).toBe(201);
+  });
+});
+
 describeBackends("store: retention of agents' own records", () => {
   it("removes an agent's untouched records after agentRetentionMs; the runner's, tool.* records, ttl records and rewritten ones stay", async () => {
     const G = 60_000;
@@ -119,7 +149,11 @@ describeBackends("store: retention of agents' own records", () => {
       agentId: 'runner',
       pruneIntervalMs: 3_600_000,
     });
-    const [alice, bob, runner] = await Promise.all(['alice', 'bob', 'runner'].map((a) => tokenOf(store.url, a)));
+    const [alice, bob, runner] = (await Promise.all(['alice', 'bob', 'runner'].map((a) => tokenOf(store.url, a)))) as [
+      Headers,
+      Headers,
+      Headers,
+    ];
     const make = async (headers: Record<string, string>, extra: Record<string, unknown> = {}) => {
       const reply = await call(store.url, 'POST', '/breadcrumbs', { body: crumb(extra), headers });
       expect(reply.status).toBe(201);
@@ -181,5 +215,32 @@ describe('per-agent quotas in the service', () => {
     expect(refused?.message).toContain(
       'agent "alice" keeps 3 records in this store, its quota (--agent-quota-records 3)',
     );
+    // What a tool creates through context.api counts against its caller (stored by the runner, marked
+    // for them): bob's tool definition and request are 2 of his 3, so one of four creations fits.
+    const bob = createStoreClient({
+      baseUrl: service.storeUrl,
+      logger: silentLogger(),
+      auth: { mint: { owner_id: '00000000-0000-0000-0000-000000000001', agent_id: 'bob' } },
+    });
+    onCleanup(() => bob.close());
+    await putTool(
+      bob,
+      toolContext(
+        'spray',
+        `export async function execute(input, context) {
+          const outcomes = [];
+          for (let i = 0; i < 4; i++)
+            outcomes.push(await context.api.createBreadcrumb({ title: 'spray', schema_name: 'q.spray.v1', tags: ['q'], context: { i } }).then(() => 'ok', (e) => e.message));
+          return { text: JSON.stringify(outcomes) };
+        }`,
+        { permissions: { net: false, breadcrumbs: { write: ['q.spray.v1'] } } },
+      ),
+    );
+    const sprayed = await answer(client, await request(bob, 'spray', { text: 'go' }));
+    const outcomes = JSON.parse((sprayed.output as { text: string }).text) as string[];
+    expect(outcomes[0]).toBe('ok');
+    for (const refusal of outcomes.slice(1))
+      expect(refusal).toContain('agent "bob" keeps 3 records in this store, its quota (--agent-quota-records 3)');
+    expect((await client.listAll({ schema_name: 'q.spray.v1' })).length).toBe(1);
   }, 60_000);
 });

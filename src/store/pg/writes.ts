@@ -18,7 +18,15 @@ import type { VectorStore } from '../embeddings.js';
 import type { WritesPort } from '../backend.js';
 import type { StoredEvent } from '../event-log.js';
 import { HttpError, httpErrors } from '../http-util.js';
-import { checkQuota, quotaAgent, quotaApplies, type AgentQuota, type Usage } from '../quota.js';
+import {
+  CHARGED_AGENT_TAG_PREFIX,
+  chargedAgent,
+  checkQuota,
+  quotaAgent,
+  quotaApplies,
+  type AgentQuota,
+  type Usage,
+} from '../quota.js';
 import type { CreateFields, PatchFields } from '../validate.js';
 import { transaction } from './db.js';
 import type { PgEventLog } from './events.js';
@@ -54,19 +62,21 @@ export type PgWrites = WritesPort &
 
 /** Builds the write side over `pool`, appending through `log`. */
 export function createPgWrites(pool: pg.Pool, log: PgEventLog, afterWrite?: AfterWrite, quota?: AgentQuota): PgWrites {
-  /** Refuses (403 quota.exceeded) a write that would take `actor` past its quota; serialised per agent. */
-  const charge = async (client: pg.PoolClient, actor: Actor, adding: Usage): Promise<void> => {
-    if (!quotaApplies(quota, actor.agentId)) return;
-    await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [QUOTA_LOCK, quotaAgent(actor.agentId)]);
+  /** Refuses (403 quota.exceeded) a write that would take `agent` past its quota (undefined: not counted); serialised per agent. */
+  const charge = async (client: pg.PoolClient, agent: string | null | undefined, adding: Usage): Promise<void> => {
+    if (agent === undefined || quota === undefined) return;
+    await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [QUOTA_LOCK, quotaAgent(agent)]);
     const usage = (
       await client.query<{ records: string; bytes: string }>(
-        `SELECT count(*) AS records, coalesce(sum(size_bytes), 0) AS bytes FROM breadcrumbs WHERE ${
-          actor.agentId === null ? 'created_by IS NULL' : 'created_by = $1'
-        }`,
-        actor.agentId === null ? [] : [actor.agentId],
+        `SELECT (o.records + m.records) AS records, (o.bytes + m.bytes) AS bytes
+         FROM (SELECT count(*) AS records, coalesce(sum(size_bytes), 0) AS bytes FROM breadcrumbs
+               WHERE ${agent === null ? 'created_by IS NULL AND $1::text IS NULL' : 'created_by = $1'}) o,
+              (SELECT count(*) AS records, coalesce(sum(b.size_bytes), 0) AS bytes FROM breadcrumb_tags t
+               JOIN breadcrumbs b ON b.write_seq = t.write_seq WHERE t.tag = $2 AND b.created_by = ANY($3::text[])) m`,
+        [agent, agent === null ? null : CHARGED_AGENT_TAG_PREFIX + agent, quota.exempt],
       )
     ).rows[0];
-    checkQuota(quota, actor.agentId, { records: Number(usage?.records), bytes: Number(usage?.bytes) }, adding);
+    checkQuota(quota, agent, { records: Number(usage?.records), bytes: Number(usage?.bytes) }, adding);
   };
   const visibleForUpdate = async (client: pg.PoolClient, id: string, actor: Actor): Promise<BreadcrumbRow> => {
     const row = (await client.query<BreadcrumbRow>(SELECT_VISIBLE_FOR_UPDATE, [id, Date.now()])).rows[0];
@@ -134,7 +144,7 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog, afterWrite?: Afte
             return;
           }
         }
-        await charge(client, actor, { records: 1, bytes: digest.size });
+        await charge(client, chargedAgent(quota, actor.agentId, fields.tags), { records: 1, bytes: digest.size });
         const now = await log.lock(client, Date.now());
         const event = await log.append(client, {
           type: 'breadcrumb.updated',
@@ -200,8 +210,8 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog, afterWrite?: Afte
         }
         const context = patch.context !== undefined ? JSON.stringify(patch.context) : row.context;
         const digest = contextDigest(context);
-        if (row.created_by === actor.agentId)
-          await charge(client, actor, { records: 0, bytes: digest.size - row.size_bytes });
+        if (row.created_by === actor.agentId && quotaApplies(quota, actor.agentId))
+          await charge(client, actor.agentId, { records: 0, bytes: digest.size - row.size_bytes });
         const now = await log.lock(client, Date.now());
         const next = row.version + 1;
         const tags = patch.tags ?? (JSON.parse(row.tags) as string[]);
