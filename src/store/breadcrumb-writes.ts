@@ -17,7 +17,7 @@ import type { EventLog, StoredEvent } from './event-log.js';
 import { createGroupCommit, type WriteStats } from './group-commit.js';
 import type { SearchIndex } from './fts-index.js';
 import { HttpError, httpErrors } from './http-util.js';
-import { chargedAgent, quotaApplies, sqliteQuotaCheck, type AgentQuota } from './quota.js';
+import { chargedAgent, sqliteQuotaCheck, updateCharges, type AgentQuota } from './quota.js';
 import type { CreateFields, PatchFields } from './validate.js';
 
 /** Who is acting: the owner records belong to, the agent (`sub`), and whether reads are owner-scoped. */
@@ -267,8 +267,8 @@ export function createBreadcrumbWrites(
     }
     const context = patch.context !== undefined ? JSON.stringify(patch.context) : row.context;
     const digest = contextDigest(context);
-    if (row.created_by === actor.agentId && quotaApplies(options.quota, actor.agentId))
-      charge(actor.agentId, { records: 0, bytes: digest.size - row.size_bytes });
+    for (const [agent, adding] of updateCharges(options.quota, row, actor.agentId, digest.size - row.size_bytes))
+      charge(agent, adding);
     const now = tick();
     const version = row.version + 1;
     const oldTags = JSON.parse(row.tags) as string[];

@@ -49,7 +49,6 @@ CREATE TABLE IF NOT EXISTS breadcrumbs (
 );
 CREATE INDEX IF NOT EXISTS breadcrumbs_schema ON breadcrumbs (schema_name);
 CREATE INDEX IF NOT EXISTS breadcrumbs_expires ON breadcrumbs (expires_ms) WHERE expires_ms IS NOT NULL;
-CREATE INDEX IF NOT EXISTS breadcrumbs_writer ON breadcrumbs (created_by, write_seq, size_bytes);
 CREATE TABLE IF NOT EXISTS breadcrumb_tags (
   tag TEXT NOT NULL,
   write_seq INTEGER NOT NULL,
@@ -63,6 +62,8 @@ CREATE TABLE IF NOT EXISTS breadcrumb_history (
   updated_by TEXT,
   PRIMARY KEY (breadcrumb_id, version)
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS breadcrumbs_writer ON breadcrumbs (created_by, write_seq, size_bytes);
+CREATE INDEX IF NOT EXISTS breadcrumb_history_writer ON breadcrumb_history (updated_by);
 CREATE TABLE IF NOT EXISTS idempotency_keys (
   key TEXT PRIMARY KEY,
   breadcrumb_id TEXT NOT NULL,

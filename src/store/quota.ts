@@ -23,7 +23,11 @@ export interface AgentQuota {
   exempt: readonly string[];
 }
 
-/** What an agent keeps: live records it created and the bytes of their contexts (`size_bytes`). */
+/**
+ * What an agent keeps: live records it created, versions of its kept in history (an update keeps the
+ * version it replaces, attributed to that version's writer), and the bytes of its live records'
+ * contexts (`size_bytes`).
+ */
 export interface Usage {
   records: number;
   bytes: number;
@@ -64,6 +68,25 @@ export function chargedAgent(
   return agent === undefined || quota.exempt.includes(agent) ? undefined : agent;
 }
 
+/**
+ * What an update is charged, and to whom: the replaced version's writer keeps one more record (in
+ * history), and the writer growing its own record's context keeps the added bytes.
+ */
+export function updateCharges(
+  quota: AgentQuota | undefined,
+  row: { created_by: string | null; updated_by: string | null },
+  actorId: string | null,
+  addedBytes: number,
+): Array<[string | null, Usage]> {
+  const kept = quotaApplies(quota, row.updated_by) ? row.updated_by : undefined;
+  const grows = row.created_by === actorId && addedBytes > 0 && quotaApplies(quota, actorId) ? actorId : undefined;
+  if (kept !== undefined && kept === grows) return [[kept, { records: 1, bytes: addedBytes }]];
+  const charges: Array<[string | null, Usage]> = [];
+  if (kept !== undefined) charges.push([kept, { records: 1, bytes: 0 }]);
+  if (grows !== undefined) charges.push([grows, { records: 0, bytes: addedBytes }]);
+  return charges;
+}
+
 /** Whether writes of `agentId` are counted: a limit is set and the writer is not exempt. */
 export function quotaApplies(quota: AgentQuota | undefined, agentId: string | null): quota is AgentQuota {
   return quota !== undefined && (quota.records > 0 || quota.bytes > 0) && !quota.exempt.includes(agentId ?? '');
@@ -93,15 +116,15 @@ export function sqliteQuotaCheck(
   db: Db,
   quota: AgentQuota | undefined,
 ): (agent: string | null | undefined, adding: Usage) => void {
-  const own = db.prepare(
-    'SELECT count(*) AS records, coalesce(sum(size_bytes), 0) AS bytes FROM breadcrumbs WHERE created_by IS ?',
-  );
+  const own =
+    db.prepare(`SELECT count(*) + (SELECT count(*) FROM breadcrumb_history WHERE updated_by IS @agent) AS records,
+    coalesce(sum(size_bytes), 0) AS bytes FROM breadcrumbs WHERE created_by IS @agent`);
   const marked = db.prepare(`SELECT count(*) AS records, coalesce(sum(b.size_bytes), 0) AS bytes
     FROM breadcrumb_tags t JOIN breadcrumbs b ON b.write_seq = t.write_seq
     WHERE t.tag = ? AND b.created_by IN (SELECT value FROM json_each(?))`);
   return (agent, adding) => {
     if (agent === undefined || quota === undefined) return;
-    const mine = own.get(agent) as Usage;
+    const mine = own.get({ agent }) as Usage;
     const made =
       agent === null
         ? { records: 0, bytes: 0 }

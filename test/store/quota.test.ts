@@ -101,6 +101,25 @@ describeBackends('store: per-agent quotas', (backend) => {
     expect((await call(store.url, 'POST', '/breadcrumbs', { body: body(40), headers: alice })).status).toBe(201);
   });
 
+  it('versions an update keeps in history count as records of their writer', async () => {
+    const store = await startStore({ authSecret: SECRET, adminKey: ADMIN, agentQuotaRecords: 3 });
+    const alice = await tokenOf(store.url, 'alice');
+    const id = (await call(store.url, 'POST', '/breadcrumbs', { body: crumb(), headers: alice })).body.id as string;
+    const patch = (n: number) =>
+      call(store.url, 'PATCH', `/breadcrumbs/${id}`, { body: { context: { n } }, headers: alice });
+    expect((await patch(2)).status).toBe(200);
+    expect((await patch(3)).status).toBe(200); // one live record and two kept versions
+    const over = await patch(4);
+    expect(over.status).toBe(403);
+    expect(over.body.error).toContain(
+      'agent "alice" keeps 3 records in this store, its quota (--agent-quota-records 3)',
+    );
+    expect((await call(store.url, 'GET', `/breadcrumbs/${id}/history`, { headers: alice })).body.length).toBe(3); // the live version and two kept
+    // Deleting the record takes its history with it: room again.
+    expect((await call(store.url, 'DELETE', `/breadcrumbs/${id}`, { headers: alice })).status).toBe(200);
+    expect((await call(store.url, 'POST', '/breadcrumbs', { body: crumb(), headers: alice })).status).toBe(201);
+  });
+
   it('concurrent creates of one writer never pass its quota', async () => {
     const store = await startStore({ authSecret: SECRET, adminKey: ADMIN, agentQuotaRecords: 5 });
     const alice = await tokenOf(store.url, 'alice');

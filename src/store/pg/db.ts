@@ -152,7 +152,10 @@ ALTER TABLE events SET (autovacuum_vacuum_scale_factor = 0.05, autovacuum_analyz
     // 5, not 4: migrations apply by version set, and 4 is taken on another branch (issue 40).
     version: 5,
     name: "quotas and agent retention: each writer's records, oldest first, with their sizes (src/store/quota.ts)",
-    sql: `CREATE INDEX breadcrumbs_writer ON breadcrumbs (created_by, write_seq, size_bytes);`,
+    sql: `
+CREATE INDEX breadcrumbs_writer ON breadcrumbs (created_by, write_seq, size_bytes);
+CREATE INDEX breadcrumb_history_writer ON breadcrumb_history (updated_by);
+`,
   },
 ];
 

@@ -23,7 +23,7 @@ import {
   chargedAgent,
   checkQuota,
   quotaAgent,
-  quotaApplies,
+  updateCharges,
   type AgentQuota,
   type Usage,
 } from '../quota.js';
@@ -69,7 +69,9 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog, afterWrite?: Afte
     const usage = (
       await client.query<{ records: string; bytes: string }>(
         `SELECT (o.records + m.records) AS records, (o.bytes + m.bytes) AS bytes
-         FROM (SELECT count(*) AS records, coalesce(sum(size_bytes), 0) AS bytes FROM breadcrumbs
+         FROM (SELECT count(*) + (SELECT count(*) FROM breadcrumb_history WHERE ${
+           agent === null ? 'updated_by IS NULL' : 'updated_by = $1'
+         }) AS records, coalesce(sum(size_bytes), 0) AS bytes FROM breadcrumbs
                WHERE ${agent === null ? 'created_by IS NULL AND $1::text IS NULL' : 'created_by = $1'}) o,
               (SELECT count(*) AS records, coalesce(sum(b.size_bytes), 0) AS bytes FROM breadcrumb_tags t
                JOIN breadcrumbs b ON b.write_seq = t.write_seq WHERE t.tag = $2 AND b.created_by = ANY($3::text[])) m`,
@@ -210,8 +212,8 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog, afterWrite?: Afte
         }
         const context = patch.context !== undefined ? JSON.stringify(patch.context) : row.context;
         const digest = contextDigest(context);
-        if (row.created_by === actor.agentId && quotaApplies(quota, actor.agentId))
-          await charge(client, actor.agentId, { records: 0, bytes: digest.size - row.size_bytes });
+        for (const [agent, adding] of updateCharges(quota, row, actor.agentId, digest.size - row.size_bytes))
+          await charge(client, agent, adding);
         const now = await log.lock(client, Date.now());
         const next = row.version + 1;
         const tags = patch.tags ?? (JSON.parse(row.tags) as string[]);
