@@ -56,7 +56,7 @@
 // Quick run: node bench/e2e.mjs --calls=200 --spaced=40 --boot-n=40 --pending-n=0
 // Warm-up: --warmup=N sequential calls (default 30), then --warmup-c16=N at --concurrency (default 80);
 // the JIT of the runner and of this client is still optimising the c16 path after the default (for
-// steady-state CPU per call: --warmup-c16=3000; docs/benchmarks.md, "Warm-only runs")
+// steady-state CPU per call: --warmup-c16=3000; bench/journal/2026-11-rounds.md, "Warm-only runs")
 // Outlier hunt (fresh runner, no warm-up): --modes=process --calls=100 --spaced=0 --boot-n=0 --pending-n=0 --warmup=0
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -225,7 +225,7 @@ const runnerCpuMs = (pid) => statOf(pid).cpuMs + overHelpers(pid, 'cpuMs');
 /**
  * `deno run empty.js` processes per second at -P<cores*2>. `sameFlags`: with the sandbox's own command
  * (flags, environment, import map, DENO_DIR nowhere: buildDenoCommand), which boots an empty file
- * 0.85-1.2 ms of CPU cheaper than the bare command (docs/benchmarks.md, bench/boot-flags.mjs): process mode's
+ * 0.85-1.2 ms of CPU cheaper than the bare command (bench/journal/2026-11-rounds.md, bench/boot-flags.mjs): process mode's
  * share of that rate is the one no flag of ours flatters.
  */
 async function bareBoot(sameFlags, n) {
@@ -403,7 +403,7 @@ async function measureMode(mode) {
       .map((r) => r.ms - Object.values(r.context.metadata.timings).reduce((a, b) => a + b, 0));
     const slowest = [...results].sort((a, b) => b.ms - a.ms)[0];
     // Warm mode: the same c16 run again, now that V8 has compiled the per-call path (~250 first-time
-    // TurboFan compilations fall in the first run: docs/benchmarks.md, "JIT and shapes")
+    // TurboFan compilations fall in the first run: bench/journal/2026-11-rounds.md, "JIT and shapes")
     let steady = {};
     if (STEADY && mode.startsWith('warm')) {
       log(`${mode}: ${CALLS} more calls at ${CONCURRENCY} concurrent (steady state)`);

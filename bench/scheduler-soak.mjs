@@ -1,13 +1,15 @@
 // The scheduler over time (docs/autonomy.md "The scheduler"): a store and two runner replicas at
-// default settings for --minutes (default 10) with an operator's 1-s and 5-s schedules; at 20 % of the
+// default settings for --minutes (default 10) with an operator's 1-s and 5-s schedules and a
+// continuous tool writing 5 records a second through context.api (the shipped tools beside); at 20 % of the
 // run 40 agent-written 1-s schedules join, at 30 % a burst of 500 breadcrumbs hits a subscription, at
 // 40 % and 60 % the scheduler's lease holder is SIGKILLed (and started again), at 75 % both replicas
 // stop for 12 s and start again. Prints JSON per schedule group: due, published, late, missed (and
-// reported missed), duplicates, lag p50/p99 of on-time ticks. test/autonomy/scheduler-soak.test.ts
+// reported missed), duplicates, lag p50/p99 of on-time ticks, and the continuous tool's runs (a
+// restart within one replica is a run ended by a budget or a crash). test/autonomy/scheduler-soak.test.ts
 // runs it for 3 minutes.
 //
 //   node bench/scheduler-soak.mjs [--minutes=10]
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +20,35 @@ const RUN_MS = minutes * 60_000;
 const DOWN_MS = 12_000;
 const procs = new Set();
 const dir = mkdtempSync(join(tmpdir(), 'tr-sched-soak-'));
+// The shipped tools and a continuous operator tool that writes a pulse every 200 ms, naming its run.
+const bootDir = join(dir, 'boot');
+mkdirSync(join(bootDir, 'tools'), { recursive: true });
+cpSync(new URL('../bootstrap-breadcrumbs/tools-self-contained', import.meta.url), join(bootDir, 'tools'), {
+  recursive: true,
+});
+writeFileSync(
+  join(bootDir, 'tools', 'pulse.json'),
+  JSON.stringify({
+    name: 'pulse',
+    description: 'Writes a pulse every 200 ms for as long as it runs.',
+    version: '1.0.0',
+    code: {
+      language: 'typescript',
+      source: `export async function execute(input, context) {
+        for (let n = 0; ; n++) {
+          await context.api.createBreadcrumb({ title: 'pulse', schema_name: 'bench.pulse.v1', tags: ['bench:pulse'], context: { run: context.request.id, n }, ttl: new Date(Date.now() + 3600000).toISOString() }).catch((e) => context.log(String(e)));
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      }`,
+    },
+    input_schema: { type: 'object', properties: {} },
+    output_schema: { type: 'object' },
+    permissions: { net: false, breadcrumbs: { write: ['bench.pulse.v1'] } },
+    limits: { timeout_ms: 5000, memory_mb: 64 },
+    bootstrap: { enabled: true, mode: 'continuous' },
+    examples: [{ description: 'runs until stopped', input: {}, output: {}, match: 'schema' }],
+  }),
+);
 
 const freePort = () =>
   new Promise((resolve) => {
@@ -88,7 +119,10 @@ const url = (await store.line(/^store listening on /)).replace('store listening 
 const replicas = [];
 async function startReplica() {
   const admin = await freePort();
-  const proc = startCli(['start', '--store-url', url, '--admin-port', String(admin)], procs);
+  const proc = startCli(
+    ['start', '--store-url', url, '--admin-port', String(admin), '--bootstrap-dir', bootDir],
+    procs,
+  );
   await proc.line(/^runner ready$/);
   const replica = { proc, admin: `http://127.0.0.1:${admin}` };
   replicas.push(replica);
@@ -160,6 +194,10 @@ const ticks = await listAll(url, { schema_name: 'schedule.tick.v1', include_cont
 const missedRecords = await listAll(url, { schema_name: 'schedule.missed.v1', include_context: 'true' });
 const answers = await listAll(url, { schema_name: 'tool.response.v1', include_context: 'true' });
 const succeeded = (tool) => answers.filter((r) => r.context.tool === tool && r.context.status === 'success').length;
+// Runs are `continuous:pulse:<replica>:<n>`: a second n on one replica is a restart there.
+const pulses = await listAll(url, { schema_name: 'bench.pulse.v1', include_context: 'true' });
+const runs = new Set(pulses.map((p) => p.context.run));
+const replicasSeen = new Set([...runs].map((run) => run.split(':').slice(2, -1).join(':')));
 const quantile = (values, q) => {
   const s = [...values].sort((a, b) => a - b);
   return s.length ? s[Math.min(s.length - 1, Math.floor(s.length * q))] : null;
@@ -213,6 +251,7 @@ const result = {
   operator_1s: figures([op1.id], 1000),
   operator_5s: figures([op5.id], 5000),
   agents_1s: figures(agentDefs, 1000),
+  continuous: { pulses: pulses.length, runs: runs.size, restarts_within_a_replica: runs.size - replicasSeen.size },
   burst_answered: succeeded('on-burst'),
   on_5s_tick_runs: succeeded('on-5s'),
   missed_records: missedRecords.length,

@@ -51,8 +51,8 @@ async function measure(setup, urls) {
   await Promise.all(Array.from({ length: concurrency }, writer));
   const seconds = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
-  // Round trips of one create without an Idempotency-Key: BEGIN, lock+clock+NOTIFY, event insert,
-  // row+tags insert, COMMIT; plus the pump's read of new events, shared by every write it catches.
+  // Round trips of one create without an Idempotency-Key: BEGIN, the database's clock, event insert,
+  // row+tags insert, COMMIT; plus the relay and the pump's read of new events, shared by every write they catch.
   console.log(
     JSON.stringify({
       setup,
@@ -60,7 +60,7 @@ async function measure(setup, urls) {
       concurrency,
       writes_per_sec: Math.round(n / seconds),
       cpu_ms_per_write: Number(((cpu.user + cpu.system) / 1000 / n).toFixed(3)),
-      db_round_trips_per_write: setup === 'sqlite' ? 0 : '5 + pump reads (shared)',
+      db_round_trips_per_write: setup === 'sqlite' ? 0 : '5 + relay and pump reads (shared)',
     }),
   );
 }

@@ -16,7 +16,7 @@
 // job line only, which this code reads synchronously before any tool code exists (readFirstJob): it
 // lives only in this code's closure and the host's memory, and never again crosses stdin, where a
 // tool in a reused process could read. (Drawing it here cost every boot ~0.2 ms of CPU: the first
-// touch of `crypto` loads Deno's Web Crypto module, docs/benchmarks.md.) Anything else on stdout or
+// touch of `crypto` loads Deno's Web Crypto module, bench/journal/2026-11-rounds.md.) Anything else on stdout or
 // stderr is untrusted log text.
 //
 // Tool code shares this heap and may replace or hook any global, prototype method, getter, setter or
@@ -779,7 +779,7 @@ else {
 // in `export default function (module, exports, __export, __toCommonJS) {...}`), so module-level state
 // starts over every call as with a new module instance, without an import per call. In process mode
 // too: compiling it as a script saves Deno's module load (URL decode, dependency scan, module graph),
-// ~1 ms of CPU per process-mode call (docs/benchmarks.md).
+// ~1 ms of CPU per process-mode call (bench/journal/2026-11-rounds.md).
 let factoryId: string | undefined;
 let factoryFn: unknown;
 

@@ -50,6 +50,49 @@ export interface ExecutionError extends ExecutionBase {
 
 export type ExecutionResult = ExecutionSuccess | ExecutionError;
 
+/**
+ * What is known of a failed call's action, from the claim and the sandbox (`details.execution`):
+ * it never started (nothing left the sandbox: the job was never sent, or every way out is counted
+ * and none was used, and no earlier attempt ran), it may have run (an earlier attempt on another
+ * replica, or a way out the runner cannot count), or it ran and its result was lost (effects were
+ * counted). docs/reliability.md "What an error answer says ran".
+ */
+export const Execution = {
+  NeverStarted: 'never_started',
+  MayHaveRun: 'may_have_run',
+  RanResultLost: 'ran_result_lost',
+} as const;
+export type Execution = (typeof Execution)[keyof typeof Execution];
+
+/** The one mapping from what is known to an answer's error: `details.execution`, and `retryable` only when nothing can have run. */
+export function withExecution(error: ExecutionFailure, execution: Execution): ExecutionFailure {
+  return {
+    ...error,
+    retryable: execution === Execution.NeverStarted && isRetryable(error.code),
+    details: { ...error.details, execution },
+  };
+}
+
+const EXECUTION_TEXT: Record<Execution, string> = {
+  never_started: 'it never ran',
+  may_have_run: 'it may have run: check before retrying',
+  ran_result_lost: 'it ran and its result was lost: check before retrying',
+};
+
+/** The one text of a failed answer for callers (MCP content, RAP tool_result): `<code>: <message>` and what is known of what ran. */
+export function failureText(error: {
+  code: string;
+  message: string;
+  retryable?: boolean;
+  details?: Record<string, unknown>;
+}): string {
+  const execution = error.details?.['execution'];
+  const known = typeof execution === 'string' ? EXECUTION_TEXT[execution as Execution] : undefined;
+  if (known === undefined) return `${error.code}: ${error.message}`;
+  const retry = execution === Execution.NeverStarted ? (error.retryable ? ': safe to retry' : '') : '';
+  return `${error.code}: ${error.message} (${known}${retry})`;
+}
+
 /** Builds an ExecutionFailure with the code's default retryability. */
 export function failure(code: ErrorCode, message: string, details?: Record<string, unknown>): ExecutionFailure {
   return { code, message, retryable: isRetryable(code), ...(details ? { details } : {}) };

@@ -28,7 +28,7 @@ export interface SchedulerFigures {
 export interface Scheduler {
   handleEvent(event: StoreEvent): void;
   onReconnect(): void;
-  status(): { holder?: string; schedules: ScheduleStatus[] };
+  status(): { holder?: string; replaced_by?: string; schedules: ScheduleStatus[] };
   figures: SchedulerFigures;
   /** Health warnings: schedules lagging more than their period. */
   warnings(): string[];
@@ -66,6 +66,11 @@ export function createScheduler(context: ExtensionContext): Scheduler {
   let wake: () => void = () => {};
   const stop = new AbortController();
   const signal = AbortSignal.any([stop.signal, context.signal]);
+  // An operator who deploys a continuous tool named "scheduler" (upstream's) runs that one instead.
+  const replaced = (): boolean => {
+    const route = context.catalog.resolve('scheduler');
+    return route?.kind === 'code' && route.tool.bootstrap?.mode === 'continuous';
+  };
   const table = createScheduleTable({ client, config, log, signal });
   const { entries } = table;
 
@@ -194,6 +199,7 @@ export function createScheduler(context: ExtensionContext): Scheduler {
 
   /** Publishes what is due, one schedule of each writer in turn. */
   const tick = async (): Promise<void> => {
+    if (replaced()) return;
     const now = Date.now();
     const queues = new Map<string, Array<() => Promise<void>>>();
     for (const entry of entries.values()) {
@@ -300,6 +306,7 @@ export function createScheduler(context: ExtensionContext): Scheduler {
     },
     status: () => ({
       ...(holder !== undefined ? { holder } : {}),
+      ...(replaced() ? { replaced_by: 'the operator’s continuous tool "scheduler"' } : {}),
       schedules: [...entries.values()].map((e) => ({ ...e.status, labels: [...e.status.labels] })),
     }),
     figures: {

@@ -3,13 +3,13 @@
 // budget of interpreted bytecode (`--interrupt-budget`, 66 KB in Node 20's V8). A runner's per-call
 // path is many medium-sized functions run once or twice per call, so at the default budget they
 // reach TurboFan only after ~1,000–2,000 calls: a fresh runner spends its first few thousand calls
-// in unoptimised code (docs/benchmarks.md, "JIT and shapes"). A sixteenth of the budget optimises
+// in unoptimised code (bench/journal/2026-11-rounds.md, "JIT and shapes"). A sixteenth of the budget optimises
 // the same functions sixteen times sooner.
 //
 // It is set once the service is ready, not at start: start-up runs much code once (screening the
 // catalog, compiling schemas), and with the small budget V8 optimised that too (+1.1 s of CPU and
 // +0.6 s until ready, measured). V8 reads the flag whenever it renews a function's budget, so code
-// that ran during start-up gets the small budget at its next tick. Measured in docs/benchmarks.md
+// that ran during start-up gets the small budget at its next tick. Measured in bench/journal/2026-11-rounds.md
 // ("How soon V8 optimises the service"). An `--interrupt-budget` given to Node itself
 // (`node --interrupt-budget=N dist/cli/main.js start`) wins.
 

@@ -67,6 +67,22 @@ export const SERVICE_OPTIONS = {
     group: 'store',
     doc: "Connections of the store's PostgreSQL pool per replica (plus one for LISTEN); see docs/deployment.md for sizing.",
   }),
+  dbStatementTimeoutMs: opt(intish(0).default(30_000), {
+    group: 'store',
+    doc: "PostgreSQL's `statement_timeout` of the store's sessions (ms; 0: none): a statement running longer fails with 503 instead of holding its locks (docs/store.md).",
+  }),
+  dbLockTimeoutMs: opt(intish(0).default(5000), {
+    group: 'store',
+    doc: "PostgreSQL's `lock_timeout` of the store's sessions (ms; 0: none): a write waiting longer for a row another session holds fails with 503.",
+  }),
+  dbIdleInTransactionTimeoutMs: opt(intish(0).default(5000), {
+    group: 'store',
+    doc: "PostgreSQL's `idle_in_transaction_session_timeout` of the store's sessions (ms; 0: none): PostgreSQL ends the session of a replica paused or cut off inside a transaction, releasing its row locks.",
+  }),
+  dbKeepaliveMs: opt(intish(0).default(10_000), {
+    group: 'store',
+    doc: "TCP keepalive of the store's PostgreSQL connections, both ends (idle ms before the first probe; 0: off): a connection to a peer that vanished is noticed and closed.",
+  }),
   maxBodyBytes: opt(intish(1024).default(1024 * 1024), {
     group: 'store',
     doc: 'Largest request body the embedded store accepts (bytes); larger bodies get 413.',

@@ -26,6 +26,7 @@ import { coerceError, ErrorCode } from '../errors.js';
 import { buildToolViews, missingCatalogReason, readCatalog, type ToolViews } from '../export/index.js';
 import type { Logger } from '../logger.js';
 import { progressTag } from '../request/progress.js';
+import { Execution } from '../result.js';
 import { callResult, errorResult, type McpCallResult } from './results.js';
 
 const POLL_MS = 2_000;
@@ -209,12 +210,16 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
         return errorResult(
           ErrorCode.Internal,
           `call of ${JSON.stringify(name)} (request ${rid}) was cancelled by the client`,
+          {},
+          Execution.MayHaveRun,
         );
       }
       if (result.kind === 'timeout') {
         return errorResult(
           ErrorCode.Timeout,
           `no tool.response.v1 for request ${rid} (tool ${JSON.stringify(name)}) within ${options.callTimeoutMs} ms; the request stays in the store and may still be answered`,
+          {},
+          Execution.MayHaveRun,
         );
       }
       logger.debug('MCP call answered', {
@@ -234,14 +239,26 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
         return errorResult(
           ErrorCode.Internal,
           `call of ${JSON.stringify(name)} (request ${rid}) was cancelled by the client`,
+          {},
+          written ? Execution.MayHaveRun : Execution.NeverStarted,
         );
       }
       const e = coerceError(error);
       logger.warn('MCP call failed', { rid, tool: name, code: e.code, error: e.message });
-      return errorResult(
-        e.code,
-        `request ${rid} for ${JSON.stringify(name)} could not be written to the store: ${e.message}`,
-      );
+      // Once the request is in the store a runner may run it, whatever happened to our wait.
+      return written
+        ? errorResult(
+            e.code,
+            `waiting for the answer to request ${rid} for ${JSON.stringify(name)} failed: ${e.message}`,
+            {},
+            Execution.MayHaveRun,
+          )
+        : errorResult(
+            e.code,
+            `request ${rid} for ${JSON.stringify(name)} could not be written to the store: ${e.message}`,
+            {},
+            Execution.NeverStarted,
+          );
     } finally {
       if (watch) watched.delete(rid);
     }

@@ -10,7 +10,8 @@
 
 import type { ToolResponseContext } from '../breadcrumbs/messages.js';
 import { META_PREFIX } from '../export/index.js';
-import { isRetryable, type ErrorCode } from '../errors.js';
+import type { ErrorCode } from '../errors.js';
+import { failure, failureText, withExecution, type Execution } from '../result.js';
 
 /** The `CallToolResult` fields we produce. */
 export interface McpCallResult {
@@ -21,12 +22,18 @@ export interface McpCallResult {
   _meta?: Record<string, unknown>;
 }
 
-/** An `isError` result with the code and message (calls that never reached the runner, or failed on the way). */
-export function errorResult(code: ErrorCode, message: string, meta: Record<string, unknown> = {}): McpCallResult {
+/** An `isError` result with the code and message (calls that never reached the runner, or failed on the way) and, when known, what ran. */
+export function errorResult(
+  code: ErrorCode,
+  message: string,
+  meta: Record<string, unknown> = {},
+  execution?: Execution,
+): McpCallResult {
+  const error = execution ? withExecution(failure(code, message), execution) : failure(code, message);
   return {
-    content: [{ type: 'text', text: `${code}: ${message}` }],
+    content: [{ type: 'text', text: failureText(error) }],
     isError: true,
-    _meta: { ...meta, [`${META_PREFIX}error`]: { code, message, retryable: isRetryable(code) } },
+    _meta: { ...meta, [`${META_PREFIX}error`]: error },
   };
 }
 
@@ -48,7 +55,7 @@ export function callResult(
       retryable: false,
     };
     return {
-      content: [{ type: 'text', text: `${error.code}: ${error.message}` }],
+      content: [{ type: 'text', text: failureText(error) }],
       isError: true,
       _meta: { ...meta, [`${META_PREFIX}error`]: error },
     };

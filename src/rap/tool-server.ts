@@ -35,7 +35,8 @@ import {
   type StoreClient,
   type StoreEvent,
 } from '../breadcrumbs/index.js';
-import { coerceError } from '../errors.js';
+import { coerceError, ErrorCode } from '../errors.js';
+import { Execution, failure, failureText, withExecution } from '../result.js';
 import type { Logger } from '../logger.js';
 import { checkCallbackUrl } from './callback-url.js';
 import { DEFAULT_DELIVERY, deliverCallback, type DeliveryPolicy } from './deliver.js';
@@ -117,7 +118,7 @@ function callerOf(userId: string | undefined, groupId: string): string {
 /** The text of a RAP tool_result for a tool.response.v1: the output, or `Error: <code>: <message>`. */
 export function resultText(response: ToolResponseContext): string {
   if (response.status === 'error')
-    return `Error: ${response.error?.code ?? 'internal'}: ${response.error?.message ?? 'the tool failed'}`;
+    return `Error: ${failureText(response.error ?? { code: 'internal', message: 'the tool failed' })}`;
   if (typeof response.output === 'string') return response.output;
   return JSON.stringify(response.output ?? null);
 }
@@ -281,7 +282,8 @@ export function createRapToolServer(options: ToolServerOptions): RapToolServer {
             tool: call.tool,
             timeoutMs: options.resultTimeoutMs,
           });
-          finish(call, `Error: timeout: the runner did not answer within ${options.resultTimeoutMs} ms`);
+          const late = failure(ErrorCode.Timeout, `the runner did not answer within ${options.resultTimeoutMs} ms`);
+          finish(call, `Error: ${failureText(withExecution(late, Execution.MayHaveRun))}`);
         }
       });
   };

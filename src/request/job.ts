@@ -27,6 +27,7 @@ import { executeWithRetries, type Executors } from './execute.js';
 import { RequestWithdrawn, type RequestOutcome } from './intake.js';
 import type { LeaseKeeper } from './lease.js';
 import { admit, callOf, review, settle, type Call, type Gate, type Policy } from './policy.js';
+import { answeredWithoutRun } from './policies/effects.js';
 import { readRequest, readRequestRecord, type RequestRecord } from './read.js';
 import type { CreateAnswer, Responder, ToolAnswer } from './respond.js';
 import { routeMetadata, routeRequest } from './route.js';
@@ -111,6 +112,22 @@ interface Called {
   parked?: Extract<Gate, { kind: 'park' }>;
 }
 
+/**
+ * Who a request runs as: a request the runner wrote for a nested call, trigger or bootstrap run runs
+ * as its origin's agent; one whose origin is not the runner's seal of it is refused (readRequest answers it).
+ */
+function sealedIdentity(
+  options: Pick<RequestJobOptions, 'originOf'>,
+  kind: string | undefined,
+  record: RequestRecord,
+  read: RequestIdentity,
+): { identity: RequestIdentity; origin?: RequestOrigin } {
+  const sealed = kind === 'create' ? undefined : options.originOf?.(record, read.rid, read.verified === true);
+  if (sealed?.kind === 'refused') return { identity: { ...read, callerProblem: sealed.problem } };
+  if (sealed?.kind !== 'sealed') return { identity: read };
+  return { identity: withAgent(read, sealed.origin.agent), origin: sealed.origin };
+}
+
 /** The identity with its agent replaced (a runner-written request runs as its origin's agent). */
 function withAgent(identity: RequestIdentity, agentId: string | undefined): RequestIdentity {
   const { agentId: _replaced, ...rest } = identity;
@@ -147,15 +164,7 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
         return 'answered';
       }
       const { record } = read;
-      // A request the runner wrote for a nested call, trigger or bootstrap run runs as its origin's
-      // agent; one whose origin is not the runner's seal of it is refused (readRequest answers it).
-      const sealed =
-        request.kind === 'create'
-          ? undefined
-          : options.originOf?.(record, read.identity.rid, read.identity.verified === true);
-      const origin = sealed?.kind === 'sealed' ? sealed.origin : undefined;
-      let identity: RequestIdentity = origin ? withAgent(read.identity, origin.agent) : read.identity;
-      if (sealed?.kind === 'refused') identity = { ...identity, callerProblem: sealed.problem };
+      const { identity, origin } = sealedIdentity(options, request.kind, record, read.identity);
       if (request.kind !== 'create' && (await options.cutover?.answeredByOlderRunner(record, identity.rid))) {
         log.info('request answered by an older runner; not run again');
         await claim.drop();
@@ -244,7 +253,7 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
     const startedAt = performance.now();
     let called: Called;
     try {
-      called = await callTool(record, identity, signal, watch, origin);
+      called = await callTool(record, identity, claim.attempt, signal, watch, origin);
     } catch (error) {
       // Infrastructure trouble on the way (secrets API, catalog refresh): still an answer.
       const e = coerceError(error);
@@ -256,7 +265,12 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
         logs: [],
         logsTruncated: false,
       };
-      called = { kind: 'none', metadata: { replica }, result, attempts: 0 };
+      called = {
+        kind: 'none',
+        metadata: { replica },
+        result: answeredWithoutRun({ claimAttempt: claim.attempt }, result),
+        attempts: 0,
+      };
     }
     const durationMs = performance.now() - startedAt;
     const { call, attempts } = called;
@@ -294,6 +308,7 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
   const callTool = async (
     record: RequestRecord,
     identity: RequestIdentity,
+    claimAttempt: number,
     signal: AbortSignal,
     watch: Stopwatch,
     origin?: RequestOrigin,
@@ -326,6 +341,7 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
       input: checked.input,
       idempotencyKey: read.idempotencyKey,
       warnings: route.warnings ?? [],
+      claimAttempt,
     });
     const gate = await admit(policies, call, signal);
     watch.lap('policy');
@@ -335,7 +351,7 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
         call,
         parked: gate,
       };
-    if (gate.kind === 'answer') return { ...ended(route.kind, metadata, gate.result), call };
+    if (gate.kind === 'answer') return { ...ended(route.kind, metadata, answeredWithoutRun(call, gate.result)), call };
     // run (retries)
     const approvalId = call.metadata['approval_id'];
     const ctx = {

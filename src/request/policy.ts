@@ -39,6 +39,8 @@ export interface Call {
   metadata: Record<string, unknown>;
   /** Human-readable warnings for `metadata.warnings` (e.g. a deprecated version). */
   warnings: string[];
+  /** The claim's attempt at the request: above 1, an earlier attempt (on a replica that died or stalled) may have run it. */
+  claimAttempt?: number;
 }
 
 /** What an `admit` hook decides. */
@@ -81,6 +83,7 @@ export function callOf(options: {
   input: unknown;
   idempotencyKey?: string | undefined;
   warnings?: readonly string[];
+  claimAttempt?: number;
 }): Call {
   const { route } = options;
   let hash: string | undefined;
@@ -97,6 +100,7 @@ export function callOf(options: {
     ...(options.idempotencyKey !== undefined ? { idempotencyKey: options.idempotencyKey } : {}),
     metadata: {},
     warnings: [...(options.warnings ?? [])],
+    claimAttempt: options.claimAttempt ?? 1,
   };
 }
 

@@ -49,7 +49,7 @@ const round3 = (ms: number): number => Math.round(ms * 1000) / 1000;
 // The objects below are object literals with the stages in STAGES' order (not built from STAGES at
 // run time): each is created per request, and a literal gets one hidden class at once where
 // Object.fromEntries and a rest spread go through V8's slow property-definition path (a c16 profile
-// showed them among the runtime calls of the per-call path; docs/benchmarks.md, "JIT and shapes").
+// showed them among the runtime calls of the per-call path; bench/journal/2026-11-rounds.md, "JIT and shapes").
 
 /**
  * Starts a stopwatch now; `learnedAt` (performance.now() when intake learned of the request) sets

@@ -25,7 +25,7 @@ export interface HarnessFiles {
 /**
  * The entry module that runs the harness's JavaScript `js` as the body of a strict function. Deno scans
  * every module it loads with its own parser (for imports) before V8 compiles it: ~1.5 ms of CPU per
- * boot for the harness's code (docs/benchmarks.md), while a string literal costs it next to nothing.
+ * boot for the harness's code (bench/journal/2026-11-rounds.md), while a string literal costs it next to nothing.
  * The function keeps what a module gave the harness: its bindings stay in its own scope (none reaches
  * the global object), and strict code is hidden from tool code (`fn.caller`, a CallSite's
  * getFunction/getThis). Nothing can have been tampered with yet: this is the first code of the

@@ -140,7 +140,7 @@ interface Pending {
  * Node flags of the spawner. Its fork copies its page tables and then faults in copies of the pages it
  * writes to before the child's exec: a smaller young generation (1 MB semi-spaces instead of up to
  * 16 MB) and no background GC/compiler threads keep its RSS ~10% smaller, and its CPU per spawn
- * ~0.1 ms lower (measured, docs/benchmarks.md "Process mode: the boot and the spawn").
+ * ~0.1 ms lower (measured, bench/journal/2026-11-rounds.md "Process mode: the boot and the spawn").
  */
 export const SPAWNER_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1', '--single-threaded'];
 

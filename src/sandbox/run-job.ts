@@ -5,7 +5,7 @@
 // timeout, kill or crash retires it).
 
 import { ErrorCode } from '../errors.js';
-import { failure, type ExecutionFailure, type ExecutionResult } from '../result.js';
+import { Execution, failure, withExecution, type ExecutionFailure, type ExecutionResult } from '../result.js';
 import { createApiProxy } from './api-proxy.js';
 import { startCpuLimit, type CpuLimit } from './cpu-limit.js';
 import { createEffectLog, NET_EFFECT_KINDS } from './effects.js';
@@ -42,6 +42,10 @@ export interface JobSettings {
 
 /** Longest wait for the stderr sync marker after a result frame (it is written just before it). */
 const SYNC_GRACE_MS = 1000;
+
+// A crash before the job reached the sandbox: the tool never started.
+const notSent = (message: string): ExecutionFailure =>
+  withExecution(failure(ErrorCode.SandboxCrashed, message), Execution.NeverStarted);
 
 /** The result of a call and whether its process may be reused. */
 export interface JobOutcome {
@@ -235,7 +239,7 @@ export function runJob(
     if (job.signal?.aborted) return proc.kill('aborted');
     job.signal?.addEventListener('abort', onAbort, { once: true });
     if (proc.state !== 'ready' && proc.state !== 'idle') {
-      return fail(failure(ErrorCode.SandboxCrashed, `the sandbox process was ${proc.state} before the job was sent`));
+      return fail(notSent(`the sandbox process was ${proc.state} before the job was sent`));
     }
     guard.watch(watched);
     let frame: string;
@@ -261,7 +265,7 @@ export function runJob(
       );
     }
     if (!proc.startJob(frame + '\n')) {
-      return fail(failure(ErrorCode.SandboxCrashed, `the sandbox process was ${proc.state} before the job was sent`));
+      return fail(notSent(`the sandbox process was ${proc.state} before the job was sent`));
     }
     const percent = job.tool.cpuPercent;
     if (percent !== undefined && percent < 100 && proc.pid !== undefined) {

@@ -129,7 +129,7 @@ export function createCallRunner(ctx: CallContext): CallRunner {
     const tracked = slot && proc.pid !== undefined ? ctx.activity.track(proc.pid, slot) : undefined;
     if (reuse) pool.callStarted(reuseKey);
     // the tool's module factory, compiled once per process, called once per call; in process mode it
-    // saves Deno's module load of an import (~1 ms of the process's CPU per call, docs/benchmarks.md)
+    // saves Deno's module load of an import (~1 ms of the process's CPU per call, bench/journal/2026-11-rounds.md)
     const factory = compiled.factory;
     const mapPosition = factory ? factory.mapPosition : compiled.mapPosition;
     const outcome = await runJob(

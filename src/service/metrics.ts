@@ -42,7 +42,7 @@ export function createMetrics(sources: MetricsSources): Metrics {
   const registry = new Registry();
   // The event-loop lag metrics sample with a timer of their own. At prom-client's default (every 10 ms)
   // it woke the process 100 times a second, idle or not: ~6 ms of CPU per second of an otherwise
-  // idle Node process, against ~0.9 at 100 ms (docs/benchmarks.md, "An idle runner"). At 100 ms a
+  // idle Node process, against ~0.9 at 100 ms (bench/journal/2026-11-rounds.md, "An idle runner"). At 100 ms a
   // timer late by any stall that spans a tick is still recorded; a stall between two ticks is not.
   collectDefaultMetrics({
     register: registry,

@@ -13,6 +13,7 @@ import { openReader } from './db.js';
 import type { Actor, BreadcrumbRow } from './breadcrumb-writes.js';
 import { decodeVector } from './embeddings.js';
 import { httpErrors } from './http-util.js';
+import { expired, type Tombstone } from './tombstones.js';
 
 /** Filters of a listing; `limit` undefined means every matching row (like upstream). */
 export interface ListFilter {
@@ -230,13 +231,18 @@ export function createBreadcrumbReads(db: Db): BreadcrumbReads {
     };
   };
 
+  const selectTombstone = db.prepare('SELECT owner_id, reason, removed_at FROM removed_requests WHERE id = ?');
   const visibleRow = (id: string, actor: Actor): BreadcrumbRow | undefined => {
     const row = selectRow.get(id, Date.now()) as BreadcrumbRow | undefined;
     return !row || (actor.scoped && row.owner_id !== actor.ownerId) ? undefined : row;
   };
   const mustSee = (id: string, actor: Actor): BreadcrumbRow => {
     const row = visibleRow(id, actor);
-    if (!row) throw httpErrors.notFound(`breadcrumb "${id}" not found`);
+    if (!row)
+      throw (
+        expired(id, selectTombstone.get(id) as Tombstone | undefined, actor) ??
+        httpErrors.notFound(`breadcrumb "${id}" not found`)
+      );
     return row;
   };
 

@@ -18,6 +18,7 @@ import { createGroupCommit, type WriteStats } from './group-commit.js';
 import type { SearchIndex } from './fts-index.js';
 import { HttpError, httpErrors } from './http-util.js';
 import { chargedAgent, sqliteQuotaCheck, updateCharges, type AgentQuota } from './quota.js';
+import { leavesTombstone } from './tombstones.js';
 import type { CreateFields, PatchFields } from './validate.js';
 
 /** Who is acting: the owner records belong to, the agent (`sub`), and whether reads are owner-scoped. */
@@ -173,6 +174,9 @@ export function createBreadcrumbWrites(
   );
   const deleteHistory = db.prepare('DELETE FROM breadcrumb_history WHERE breadcrumb_id = ?');
   const deleteRow = db.prepare('DELETE FROM breadcrumbs WHERE write_seq = ?');
+  const insertTombstone = db.prepare(
+    'INSERT OR REPLACE INTO removed_requests (id, owner_id, reason, removed_at) VALUES (?, ?, ?, ?)',
+  );
   const upsertVector = db.prepare(
     'INSERT INTO breadcrumb_embeddings (breadcrumb_id, dim, vec) VALUES (?, ?, ?) ON CONFLICT (breadcrumb_id) DO UPDATE SET dim = excluded.dim, vec = excluded.vec',
   );
@@ -212,6 +216,8 @@ export function createBreadcrumbWrites(
     index.forget(row);
     deleteVector.run(row.id);
     deleteRow.run(row.write_seq);
+    if (leavesTombstone(row.schema_name, reason))
+      insertTombstone.run(row.id, row.owner_id, reason, new Date().toISOString());
     return log.append({
       type: 'breadcrumb.deleted',
       breadcrumb_id: row.id,

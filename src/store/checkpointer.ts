@@ -12,7 +12,7 @@
 // last leaves, the search index, the event log) are rewritten by every commit, so a checkpoint
 // copies each of them once however many commits touched it since the last one. At 200 ms the
 // worker copied the same pages five times as often: 1 s cost 0.04–0.05 ms less CPU per call at
-// ~700 calls/s (docs/benchmarks.md, "Warm-only runs"). The WAL then holds up to ~1 s of commits
+// ~700 calls/s (bench/journal/2026-11-rounds.md, "Warm-only runs"). The WAL then holds up to ~1 s of commits
 // (tens of MB at that rate); WRITER_AUTOCHECKPOINT_PAGES bounds it if the worker falls behind, and
 // journal_size_limit (db.ts) truncates the file after a checkpoint.
 //

@@ -64,6 +64,13 @@ CREATE TABLE IF NOT EXISTS breadcrumb_history (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS breadcrumbs_writer ON breadcrumbs (created_by, write_seq, size_bytes);
 CREATE INDEX IF NOT EXISTS breadcrumb_history_writer ON breadcrumb_history (updated_by);
+CREATE TABLE IF NOT EXISTS removed_requests (
+  id TEXT PRIMARY KEY,
+  owner_id TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  removed_at TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS removed_requests_at ON removed_requests (removed_at);
 CREATE TABLE IF NOT EXISTS idempotency_keys (
   key TEXT PRIMARY KEY,
   breadcrumb_id TEXT NOT NULL,

@@ -65,8 +65,10 @@ export function createLocalEndpoint(deps: {
   running(): boolean;
   leases: LeasesPort;
   leaseGate(header: string | undefined): void;
-  /** True for an error meaning "the database is unreachable right now" (PostgreSQL): answered 503 as over HTTP. */
-  unavailable?: (error: unknown) => boolean;
+  /** The HttpError an error answers as over HTTP (a full disk: 507, an unreachable PostgreSQL: 503), if any. */
+  classify?: (error: unknown) => HttpError | undefined;
+  /** A write succeeded (the store is not full). */
+  wrote?: () => void;
 }): LocalEndpoint {
   const { auth, ops, sse, leases } = deps;
   const id = '([^/]+)';
@@ -159,11 +161,8 @@ export function createLocalEndpoint(deps: {
       return { status: error.status, error: { error: error.message, code: error.code, ...error.extra } };
     // As the HTTP server answers it (store.ts): a caller retrying store trouble (the runner's
     // answer and claim writes) retries this too, instead of failing a job whose tool already ran.
-    if (deps.unavailable?.(error) === true)
-      return {
-        status: 503,
-        error: { error: "the store's database is unreachable; retry shortly", code: 'unavailable' },
-      };
+    const known = deps.classify?.(error);
+    if (known) return failure(known);
     throw error;
   };
 
@@ -194,6 +193,7 @@ export function createLocalEndpoint(deps: {
           auth.authorize(principal, entry.need);
         }
         const value = await entry.run(principal, params, request);
+        if (method !== 'GET') deps.wrote?.();
         return { status: method === 'POST' && path === '/breadcrumbs' ? 201 : 200, value };
       } catch (error) {
         return failure(error);

@@ -31,6 +31,8 @@ export interface OperationDeps {
   streams(): number;
   /** Whether the lease routes are on (advertised in /health as `x_leases`). */
   leases: boolean;
+  /** Why the store is degraded now (a full disk), if it is: /health answers 503 with it. */
+  degraded?: () => string | undefined;
 }
 
 /** The store's operations; each throws (rejects with) HttpError (status, code, message, extra) on failure. */
@@ -114,7 +116,7 @@ export function createStoreOperations(deps: OperationDeps): StoreOperations {
   const { auth, reads, writes, secrets, logger, search } = deps;
   return {
     health: () => ({
-      status: 'ok',
+      ...(deps.degraded?.() === undefined ? { status: 'ok' } : { status: 'degraded', reason: deps.degraded() }),
       auth: auth.enabled ? 'on' : 'off',
       streams: deps.streams(),
       uptime_ms: Date.now() - deps.startedMs,

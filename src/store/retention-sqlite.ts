@@ -32,6 +32,10 @@ export function sqliteRetentionStorage(db: Db, writes: BreadcrumbWrites, leases:
   const pruneKeys =
     db.prepare(`DELETE FROM idempotency_keys WHERE key IN (SELECT k.key FROM idempotency_keys k WHERE k.created_at < ?
     AND NOT EXISTS (SELECT 1 FROM breadcrumbs b WHERE b.id = k.breadcrumb_id) LIMIT ?)`);
+  // Tombstones (./tombstones.ts) last as long as the Idempotency-Keys of removed records.
+  const pruneTombstones = db.prepare(
+    'DELETE FROM removed_requests WHERE id IN (SELECT id FROM removed_requests WHERE removed_at < ? LIMIT ?)',
+  );
   const pageCount = db.prepare('PRAGMA page_count').pluck();
   const freeCount = db.prepare('PRAGMA freelist_count').pluck();
   const pageSize = db.pragma('page_size', { simple: true }) as number;
@@ -44,7 +48,10 @@ export function sqliteRetentionStorage(db: Db, writes: BreadcrumbWrites, leases:
     tagged: (tag) => hasTag.get(tag) !== undefined,
     remove: (seqs, reason) => writes.removeRows(seqs, reason),
     pruneLeases: (limit, now) => leases.pruneOrphans(limit, now),
-    pruneKeys: (beforeIso, limit) => pruneKeys.run(beforeIso, limit).changes,
+    pruneKeys(beforeIso, limit) {
+      pruneTombstones.run(beforeIso, limit);
+      return pruneKeys.run(beforeIso, limit).changes;
+    },
     reclaim() {
       const free = freeCount.get() as number;
       if (free <= 0 || db.memory) return 0;

@@ -101,7 +101,7 @@ export interface RetentionStorage {
   remove(seqs: number[], reason: string): MaybePromise<number>;
   /** Removes up to `limit` leases past their expiry whose request is gone. */
   pruneLeases(limit: number, now: number): MaybePromise<number>;
-  /** Removes up to `limit` Idempotency-Keys created before `beforeIso` whose breadcrumb is gone. */
+  /** Removes up to `limit` Idempotency-Keys created before `beforeIso` whose breadcrumb is gone (and as many request tombstones older than that). */
   pruneKeys(beforeIso: string, limit: number): MaybePromise<number>;
   /** Gives freed space back; returns the pages given back. */
   reclaim(): MaybePromise<number>;

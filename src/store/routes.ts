@@ -63,7 +63,15 @@ export function createRoutes(deps: RouteDeps): Route[] {
   return [
     {
       pattern: /^\/health$/,
-      methods: { GET: { need: null, handle: ({ res }) => sendJson(res, 200, ops.health()) } },
+      methods: {
+        GET: {
+          need: null,
+          handle: ({ res }) => {
+            const health = ops.health();
+            sendJson(res, health.status === 'degraded' ? 503 : 200, health);
+          },
+        },
+      },
     },
     {
       pattern: /^\/auth\/token$/,

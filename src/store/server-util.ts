@@ -1,6 +1,7 @@
 // Plumbing of the store's HTTP server: request dispatch over the route table (404/405, auth and
 // role checks), listening with clear startup errors, and the periodic expiry sweep.
 
+import type { DiskFullness } from './disk-full.js';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ErrorCode, RunnerError, coerceError } from '../errors.js';
@@ -144,6 +145,7 @@ export function storeMetrics(
   writes: BreadcrumbWrites | undefined,
   retention: Retention,
   leases: { count: number; writes: number },
+  full: Pick<DiskFullness, 'reason' | 'refusedTotal'>,
 ): string {
   const sizes = retention.sizes();
   const lines: string[] = [];
@@ -164,6 +166,18 @@ export function storeMetrics(
   );
   metric('tools_runner_store_wal_bytes', 'gauge', 'Size of the write-ahead log.', sizes.walBytes);
   metric('tools_runner_store_leases', 'gauge', 'Rows of the lease table.', leases.count);
+  metric(
+    'tools_runner_store_full',
+    'gauge',
+    'Whether the last write was refused for lack of disk space (1) until a write commits again (0).',
+    full.reason() === undefined ? 0 : 1,
+  );
+  metric(
+    'tools_runner_store_full_refusals_total',
+    'counter',
+    'Writes refused with 507 store.full (disk full) since the store started.',
+    full.refusedTotal(),
+  );
   metric(
     'tools_runner_store_lease_writes_total',
     'counter',

@@ -19,7 +19,14 @@ import { createSearchIndex, type SearchIndex } from './fts-index.js';
 import { CHECKPOINT_INTERVAL_MS, startCheckpointer } from './checkpointer.js';
 import { openDatabase, type Db } from './db.js';
 import type { LeasesPort, ReadsPort, RegistryPort, SearchPort, SecretsPort, WritesPort } from './backend.js';
-import { isPostgresUrl, isUnavailable, openPgBackend, type PgBackend } from './pg/index.js';
+import {
+  DEFAULT_PG_SESSION,
+  isPostgresUrl,
+  isUnavailable,
+  openPgBackend,
+  type PgBackend,
+  type PgSession,
+} from './pg/index.js';
 import {
   createEmbeddingQueue,
   embedderFromConfig,
@@ -38,6 +45,7 @@ import { sqliteRetentionStorage } from './retention-sqlite.js';
 import { createLocalEndpoint, type LocalEndpoint } from './local.js';
 import { quotaOf } from './quota.js';
 import { createStoreOperations } from './operations.js';
+import { createDiskFullness, isDiskFull, type DiskFullness } from './disk-full.js';
 import { createRoutes } from './routes.js';
 import { createSecretsRepo } from './secrets.js';
 import { resolveSecretsKey } from './secrets-key.js';
@@ -65,6 +73,10 @@ export type StoreOptions = Pick<
       | 'embedCommand'
       | 'db'
       | 'dbPoolSize'
+      | 'dbStatementTimeoutMs'
+      | 'dbLockTimeoutMs'
+      | 'dbIdleInTransactionTimeoutMs'
+      | 'dbKeepaliveMs'
       | 'agentQuotaRecords'
       | 'agentQuotaBytes'
       | 'agentId'
@@ -112,22 +124,45 @@ export interface Store {
 
 const CLOSE_GRACE_MS = 2000;
 
-/** The PostgreSQL URL of `db` (undefined: SQLite); config.invalid for another URL or without a secrets key. */
-function postgresUrlOf(options: Pick<StoreOptions, 'db' | 'secretsKey'>): string | undefined {
-  const pgUrl = options.db !== undefined && options.db !== '' ? options.db : undefined;
-  if (pgUrl !== undefined && !isPostgresUrl(pgUrl)) {
-    throw new RunnerError(
-      ErrorCode.ConfigInvalid,
-      `db must be a postgres:// or postgresql:// URL, got ${JSON.stringify(pgUrl.split('@').pop())}`,
-    );
-  }
-  if (pgUrl !== undefined && options.secretsKey === undefined) {
-    throw new RunnerError(
-      ErrorCode.ConfigInvalid,
-      'a PostgreSQL store needs --secrets-key (every replica must encrypt and decrypt secrets with the same key)',
-    );
-  }
-  return pgUrl;
+// The PostgreSQL pool size and session settings of `options` (the defaults where unset).
+function pgConnection(options: StoreOptions): { poolSize: number; session: PgSession } {
+  const d = DEFAULT_PG_SESSION;
+  return {
+    poolSize: options.dbPoolSize ?? 10,
+    session: {
+      statementTimeoutMs: options.dbStatementTimeoutMs ?? d.statementTimeoutMs,
+      lockTimeoutMs: options.dbLockTimeoutMs ?? d.lockTimeoutMs,
+      idleInTransactionTimeoutMs: options.dbIdleInTransactionTimeoutMs ?? d.idleInTransactionTimeoutMs,
+      keepaliveMs: options.dbKeepaliveMs ?? d.keepaliveMs,
+    },
+  };
+}
+
+// The HTTP answer to a failed request (logged unless it is an HttpError).
+function answerOf(
+  error: unknown,
+  classify: (error: unknown) => HttpError | undefined,
+  logger: Logger,
+  req: IncomingMessage,
+): HttpError {
+  if (error instanceof HttpError) return error;
+  const known = classify(error);
+  const where = { method: req.method, path: req.url?.split('?')[0] };
+  if (known?.status === 503)
+    logger.warn('store request failed: the database is unreachable', { ...where, error: coerceError(error).message });
+  if (known) return known;
+  logger.error('store request failed', { ...where, error: coerceError(error) });
+  return new HttpError(500, 'internal', 'internal store error');
+}
+
+// The answer to a failure that is not an HttpError: 507 on a full disk, 503 when PostgreSQL is unreachable.
+function failureOf(pg: PgBackend | undefined, fullness: DiskFullness): (error: unknown) => HttpError | undefined {
+  return (error) => {
+    if (isDiskFull(error)) return fullness.refuse(error);
+    if (pg && isUnavailable(error))
+      return new HttpError(503, 'unavailable', "the store's database is unreachable; retry shortly");
+    return undefined;
+  };
 }
 
 /** Starts the store; resolves once it accepts connections. Throws RunnerError(config.invalid) on startup problems. */
@@ -142,7 +177,19 @@ export async function createStore(options: StoreOptions): Promise<Store> {
   for (const secret of [options.authSecret, options.adminKey, options.secretsKey, options.leaseKey])
     if (secret) logger.redact(secret);
 
-  const pgUrl = postgresUrlOf(options);
+  const pgUrl = options.db !== undefined && options.db !== '' ? options.db : undefined;
+  if (pgUrl !== undefined && !isPostgresUrl(pgUrl)) {
+    throw new RunnerError(
+      ErrorCode.ConfigInvalid,
+      `db must be a postgres:// or postgresql:// URL, got ${JSON.stringify(pgUrl.split('@').pop())}`,
+    );
+  }
+  if (pgUrl !== undefined && options.secretsKey === undefined) {
+    throw new RunnerError(
+      ErrorCode.ConfigInvalid,
+      'a PostgreSQL store needs --secrets-key (every replica must encrypt and decrypt secrets with the same key)',
+    );
+  }
   // A malformed configured key fails before anything touches the disk.
   const configuredKey =
     options.secretsKey === undefined
@@ -166,6 +213,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
   let embeddings: EmbeddingQueue | undefined;
   let local: ((url: string) => LocalEndpoint) | undefined;
   let inflight = 0;
+  const fullness = createDiskFullness(logger);
   let idle: (() => void) | undefined;
   let state: 'RUNNING' | 'CLOSING' | 'CLOSED' = 'RUNNING';
   const sockets = new Set<Socket>();
@@ -184,7 +232,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     if (db === undefined) {
       pg = await openPgBackend({
         url: pgUrl as string,
-        poolSize: options.dbPoolSize ?? 10,
+        ...pgConnection(options),
         secretsKey: key,
         eventRetention: options.eventRetention,
         embedder,
@@ -240,6 +288,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     const hub = sse;
     // Leases (the runner's claims without breadcrumbs): a table of either backend, behind the lease key.
     const gate = createLeaseGate(options.leaseKey);
+    const classify = failureOf(pg, fullness);
     const ops = createStoreOperations({
       auth,
       writes,
@@ -250,6 +299,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
       startedMs: Date.now(),
       streams: () => hub.count(),
       leases: gate.enabled,
+      degraded: () => fullness.reason(),
     });
     const leaseGate = (header: string | string[] | undefined): void => gate.check(header);
     const kept = createRetention(
@@ -272,7 +322,8 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     const statsOfWrites = writer;
     const metrics = async (): Promise<string> => {
       await kept.measure();
-      return storeMetrics(statsOfWrites, kept, { count: await leases.count(), writes: await leases.writes() });
+      const lease = { count: await leases.count(), writes: await leases.writes() };
+      return storeMetrics(statsOfWrites, kept, lease, fullness);
     };
     const routes = createRoutes({ auth, ops, writes, sse, registry, leases, leaseGate, metrics });
     local = (url) =>
@@ -284,7 +335,8 @@ export async function createStore(options: StoreOptions): Promise<Store> {
         running: () => state === 'RUNNING',
         leases,
         leaseGate,
-        unavailable: (error) => pg !== undefined && isUnavailable(error),
+        classify,
+        wrote: () => fullness.wrote(),
       });
     stopPrune = startPruning(() => writes.pruneExpired(), options.pruneIntervalMs ?? 30_000, logger);
     const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -296,23 +348,9 @@ export async function createStore(options: StoreOptions): Promise<Store> {
       inflight++;
       try {
         await dispatch(routes, auth, req, res, options.maxBodyBytes);
+        if (req.method !== 'GET' && res.statusCode < 300) fullness.wrote();
       } catch (error) {
-        if (error instanceof HttpError) sendError(res, error);
-        else if (pg && isUnavailable(error)) {
-          logger.warn('store request failed: the database is unreachable', {
-            method: req.method,
-            path: req.url?.split('?')[0],
-            error: coerceError(error).message,
-          });
-          sendError(res, new HttpError(503, 'unavailable', "the store's database is unreachable; retry shortly"));
-        } else {
-          logger.error('store request failed', {
-            method: req.method,
-            path: req.url?.split('?')[0],
-            error: coerceError(error),
-          });
-          sendError(res, new HttpError(500, 'internal', 'internal store error'));
-        }
+        sendError(res, answerOf(error, classify, logger, req));
       } finally {
         if (--inflight === 0 && idle) idle();
       }

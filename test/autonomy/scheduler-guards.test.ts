@@ -103,14 +103,14 @@ describe('autonomy guards', () => {
     expect(metrics).toContain('tools_runner_continuous_api_refusals{tool="bursty"} 50');
   }, 180_000);
 
-  it('once and continuous tools cannot be requested and are not in the published catalog', async () => {
+  it('once and continuous tools cannot be requested and are not in the published catalog; an operator "scheduler" replaces the built-in one', async () => {
     const bootDir = tempDir('tr-boot-');
     mkdirSync(join(bootDir, 'tools'));
     writeFileSync(
-      join(bootDir, 'tools', 'forever.json'),
+      join(bootDir, 'tools', 'scheduler.json'),
       JSON.stringify(
         bootTool(
-          'forever',
+          'scheduler',
           'export async function execute() { await new Promise(() => setInterval(() => {}, 1000)); }',
           {
             permissions: { net: false },
@@ -134,16 +134,24 @@ describe('autonomy guards', () => {
         bootTool('plain', 'export async function execute() { return {}; }', { permissions: { net: false } }),
       ),
     );
-    const { client } = await startConsoleService({ bootstrap: true, bootstrapDir: bootDir, continuousLeaseMs: 3000 });
+    const { adminUrl, client } = await startConsoleService({
+      bootstrap: true,
+      bootstrapDir: bootDir,
+      continuousLeaseMs: 3000,
+    });
+    await until('the three tools in the catalog', async () => {
+      const c: any = await (await fetch(`${adminUrl}/api/catalog`)).json();
+      return c.tools.filter((t: { state: string }) => t.state === 'runnable').length === 3;
+    });
     // The runner's own once run is answered with success.
     await until('the once run', async () => {
       const answers = await client.listAll({ schema_name: SCHEMA.ToolResponse, tag: WS, include_context: true });
       return answers.find((a) => a.context?.['tool'] === 'warm' && a.context?.['status'] === 'success');
     });
-    for (const tool of ['forever', 'warm']) {
+    for (const tool of ['scheduler', 'warm']) {
       const got = await answer(client, await request(client, tool, {}));
       expect(got.status).toBe('error');
-      expect(got.error?.code).toBe('permission.denied');
+      expect(got.error?.code, got.error?.message).toBe('permission.denied');
       expect(got.error?.message).toContain(`tool "${tool}" runs on its own`);
     }
     const catalog = await until('the published catalog', async () => {
@@ -152,8 +160,24 @@ describe('autonomy guards', () => {
       return tools?.some((t) => t.name === 'plain') ? tools : undefined;
     });
     const names = catalog.map((t) => t.name);
-    expect(names).not.toContain('forever');
+    expect(names).not.toContain('scheduler');
     expect(names).not.toContain('warm');
+    // The operator's continuous "scheduler" runs; the built-in one publishes nothing meanwhile.
+    const def = await client.createBreadcrumb({
+      title: 'every second',
+      schema_name: 'schedule.definition.v1',
+      tags: ['schedule:definition'],
+      context: { interval: { type: 'seconds', every_seconds: 1 } },
+    });
+    const status: any = await until('the definition in the table', async () => {
+      const s: any = await (await fetch(`${adminUrl}/api/extensions/autonomy`)).json();
+      return s.scheduler.schedules.some((x: { id: string }) => x.id === def.id) ? s : undefined;
+    });
+    expect(status.scheduler.replaced_by).toContain('"scheduler"');
+    expect(status.continuous).toMatchObject([{ tool: 'scheduler', state: 'RUNNING' }]);
+    const seen = Date.now();
+    await until('two due times to pass', async () => Date.now() > seen + 2_000);
+    expect(await client.listBreadcrumbs({ schema_name: 'schedule.tick.v1' })).toEqual([]);
   }, 120_000);
 
   it('no writer pre-empts or forges a tick; a writer over its cap is refused', async () => {

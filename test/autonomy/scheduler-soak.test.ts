@@ -1,7 +1,8 @@
 // The scheduler for three minutes (issue 38): bench/scheduler-soak.mjs at --minutes=3 — two replicas at
 // default settings, 40 agent schedules joining, a 500-breadcrumb subscription burst, the lease holder
 // SIGKILLed twice and both replicas down for 12 s. Every due tick is published exactly once (the
-// catch-up covers the takeovers and the downtime), and the burst is answered. Lags are printed, not
+// catch-up covers the takeovers and the downtime), the burst is answered, and a continuous tool making
+// 5 context.api calls a second is never restarted by its replica. Lags are printed, not
 // asserted (bench/ measures them).
 
 import { execFile } from 'node:child_process';
@@ -29,6 +30,9 @@ describe('scheduler soak (3 minutes)', () => {
     expect(result.operator_1s.missed).toBe(0);
     expect(result.operator_5s.missed).toBe(0);
     expect(result.burst_answered).toBe(500);
+    // The continuous tool was never restarted by a replica that kept its lease (no budget ended it).
+    expect(result.continuous.pulses).toBeGreaterThan(0);
+    expect(result.continuous.restarts_within_a_replica).toBe(0);
     // Each 5-s tick ran its subscriber (the last one may still be running when the bench counts).
     expect(result.on_5s_tick_runs).toBeGreaterThanOrEqual(result.operator_5s.published - 1);
   }, 420_000);

@@ -63,21 +63,9 @@ const SKIPPED = {
   'upstream-flags':
     "runs the examples of the operator's whole bootstrap directory; test/e2e/upstream-tools.test.ts runs this command on upstream-shaped fixtures",
   'allow-private-hosts': 'starts a service with a flag; test/mcp/progress.test.ts runs a runner with this flag',
-  'bench-issue-24': 'a benchmark of several minutes, not a test',
-  'bench-warm-path': 'a benchmark of several minutes, not a test',
-  'bench-issue-24-process': 'a benchmark of several minutes, not a test',
-  'bench-harness-boot': 'benchmarks of a few minutes, not a test',
-  'bench-boot-flags': 'benchmarks of a few minutes, not a test',
-  'bench-warm-cpu': 'a benchmark of several minutes, not a test',
-  'bench-jit-trace': 'a benchmark of a minute, not a test',
-  'bench-retention-soak': 'a benchmark of several minutes, not a test',
   'bench-pg-replicas': 'a benchmark of several minutes, not a test',
-  'bench-spawn-cost': 'a benchmark of several minutes, not a test',
-  'bench-relay-frames': 'a benchmark of several minutes, not a test',
-  'bench-paced': 'a benchmark of two minutes, not a test',
-  'bench-fts-batched': 'benchmarks of a few minutes, not a test',
-  'bench-harness-ab': 'a benchmark of a few minutes, not a test',
   'shipped-tools-real': 'needs the real services (OpenRouter key, Ollama, a browser with internet)',
+  'schedule-definition-cron': 'a calendar schedule, due at most once a week; the guard tests compute its due times',
   'tools-call':
     'a line of tool code, not a runnable document; test/autonomy/nested-calls.test.ts runs tools that call tools',
 };

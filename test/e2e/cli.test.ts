@@ -183,3 +183,14 @@ describe('admin port', () => {
     expect(await tail.exited).toBe(0);
   });
 });
+
+// Last: its request stays in the store and is answered later (earlier tests look for cli-slow requests).
+describe('tools-runner call without an answer in time', () => {
+  it('exits 3 when no answer came in time, saying the call may have run (the request stays in the store)', async () => {
+    const { code, err } = await call(['cli-slow', '{}', '--call-timeout-ms', '100']);
+    expect(code).toBe(3);
+    expect(err).toMatch(
+      /^tools-runner call: timeout: no response for request \S+ within 100 ms; the request stays in the store and may still be answered .*\(it may have run: check before retrying\)\n?$/,
+    );
+  });
+});

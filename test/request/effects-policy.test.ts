@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import type { ToolContract } from '../../src/contract/contract.js';
 import { ErrorCode } from '../../src/errors.js';
 import { failure, type Effect, type ExecutionResult } from '../../src/result.js';
-import { classify, MAX_LISTED_EFFECTS } from '../../src/request/policies/effects.js';
+import { answeredWithoutRun, classify, MAX_LISTED_EFFECTS } from '../../src/request/policies/effects.js';
 
 const TIMEOUT_MESSAGE = 'tool "w" exceeded its time limit of 500 ms';
 const write: Effect = { kind: 'store.create', target: 'rec-1', at_ms: 3 };
@@ -41,7 +41,13 @@ describe('the effects review', () => {
         code: 'timeout.unknown-commit',
         message: `${TIMEOUT_MESSAGE}; it had 2 effects (store.create rec-1, net.fetch api.example.com:443), so its action may have committed: check before retrying`,
         retryable: false,
-        details: { timeoutMs: 500, effects: [write, fetched], effects_count: 2, cause_code: 'timeout' },
+        details: {
+          timeoutMs: 500,
+          effects: [write, fetched],
+          effects_count: 2,
+          cause_code: 'timeout',
+          execution: 'ran_result_lost',
+        },
       });
       expect(c.metadata).toEqual({});
     },
@@ -53,7 +59,7 @@ describe('the effects review', () => {
       code: 'timeout.before-submit',
       message: `${TIMEOUT_MESSAGE}; it had no effect yet, so nothing was submitted and it is safe to retry`,
       retryable: true,
-      details: { cause_code: 'timeout' },
+      details: { cause_code: 'timeout', execution: 'never_started' },
     });
   });
 
@@ -63,7 +69,13 @@ describe('the effects review', () => {
       code: 'partial-effect',
       message: 'boom',
       retryable: false,
-      details: { stack: 'at tool.ts:1:1', effects: [write], effects_count: 1, cause_code: 'tool.error' },
+      details: {
+        stack: 'at tool.ts:1:1',
+        effects: [write],
+        effects_count: 1,
+        cause_code: 'tool.error',
+        execution: 'ran_result_lost',
+      },
     });
   });
 
@@ -156,12 +168,63 @@ describe('a code tool that can have no external effect', () => {
     ['only store-api reads', { net: [], api: 'read', extraPermissions: [] }, 'timeout'],
     ['a network host', { net: ['api.example.com'], api: false, extraPermissions: [] }, 'timeout.before-submit'],
     ['store-api writes', { net: [], api: 'write', extraPermissions: [] }, 'timeout.before-submit'],
-    ['an extra Deno permission', { net: [], api: false, extraPermissions: ['write'] }, 'timeout.before-submit'],
+    [
+      'an extra Deno permission (uncounted)',
+      { net: [], api: false, extraPermissions: ['write'] },
+      'timeout.unknown-commit',
+    ],
   ])('%s: a timeout answers %s', (_what, tool, code) => {
     const original = failed(ErrorCode.Timeout, TIMEOUT_MESSAGE);
     const result = classify({ ...call({}), route: route(tool) }, original);
     expect(!result.ok && result.error.code).toBe(code);
     expect(!result.ok && result.error.retryable).toBe(code === 'timeout.before-submit');
     if (code === 'timeout') expect(result).toBe(original);
+  });
+});
+
+describe('what an answer says ran', () => {
+  it('a timeout or crash without effects on a later claim attempt may have run: not retryable', () => {
+    const later = { ...call({ side_effect: 'irreversible' }), claimAttempt: 2 };
+    const timedOut = classify(later, failed(ErrorCode.Timeout, TIMEOUT_MESSAGE));
+    expect(!timedOut.ok && timedOut.error).toEqual({
+      code: 'timeout.unknown-commit',
+      message: `${TIMEOUT_MESSAGE}; it had no effect counted, but attempt 2 of this request: an earlier attempt (on a replica that stopped) may have run it: check before retrying`,
+      retryable: false,
+      details: { cause_code: 'timeout', execution: 'may_have_run' },
+    });
+    const crashed = classify(later, failed(ErrorCode.SandboxCrashed, 'the sandbox process died'));
+    expect(!crashed.ok && crashed.error).toMatchObject({
+      code: 'sandbox.crashed',
+      retryable: false,
+      details: { execution: 'may_have_run' },
+    });
+  });
+
+  it('a crash on the first attempt without effects never started anything: retryable', () => {
+    const crashed = classify(call({}), failed(ErrorCode.SandboxCrashed, 'the sandbox process died'));
+    expect(!crashed.ok && crashed.error).toMatchObject({
+      code: 'sandbox.crashed',
+      retryable: true,
+      details: { execution: 'never_started' },
+    });
+  });
+});
+
+describe('an answer without a run now', () => {
+  const refused = (): ExecutionResult => failed(ErrorCode.RateExceeded, 'rate limit of tool "w" reached');
+  it('on a later claim attempt a retryable refusal says the call may have run, and is not retryable', () => {
+    const result = answeredWithoutRun({ claimAttempt: 2, contract: {} }, refused());
+    expect(!result.ok && result.error).toMatchObject({
+      code: 'rate.exceeded',
+      retryable: false,
+      details: { execution: 'may_have_run' },
+    });
+  });
+
+  it('on the first attempt, or for a read-only tool, it stays as it is', () => {
+    const first = refused();
+    expect(answeredWithoutRun({ claimAttempt: 1, contract: {} }, first)).toBe(first);
+    const readOnly = refused();
+    expect(answeredWithoutRun({ claimAttempt: 3, contract: { side_effect: 'read-only' } }, readOnly)).toBe(readOnly);
   });
 });

@@ -1,6 +1,6 @@
 // A self-contained tool runs through its module factory in both isolation modes, compiled by the harness
 // as a classic script named `data:application/javascript;base64,#0` instead of imported as a data:
-// module (docs/benchmarks.md: ~1 ms of CPU less per process-mode call). What a module gave tool code
+// module (bench/journal/2026-11-rounds.md: ~1 ms of CPU less per process-mode call). What a module gave tool code
 // must hold for the script too: strict code, dynamic imports permission-checked and resolved against a
 // data: URL, error stacks on the tool's own lines. A tool that is no factory (top-level await) keeps the
 // import.

@@ -10,6 +10,8 @@ import { resolveRequestKeys } from '../../catalog/runner-key.js';
 import { EXIT, type CommandContext } from '../command.js';
 import { safeJson } from '../sanitize.js';
 import { stripUnsafe } from '../../text.js';
+import { ErrorCode } from '../../errors.js';
+import { Execution, failure, failureText, withExecution } from '../../result.js';
 import { cliStoreClient, exitForStoreProblem } from '../store-client.js';
 
 function parseInput(raw: string | undefined): unknown {
@@ -149,9 +151,12 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
   if (midLine) process.stderr.write('\n');
   if (!response) {
     if (signal.aborted) return EXIT.Interrupted;
-    err(
-      `tools-runner call: no response for request ${written?.rid} within ${config.callTimeoutMs} ms (is a runner serving ${config.workspace}? --call-timeout-ms to wait longer)`,
+    // The request is in the store: a runner may run it (or have run it) still.
+    const late = failure(
+      ErrorCode.Timeout,
+      `no response for request ${written?.rid} within ${config.callTimeoutMs} ms; the request stays in the store and may still be answered (is a runner serving ${config.workspace}? --call-timeout-ms to wait longer)`,
     );
+    err(`tools-runner call: ${failureText(withExecution(late, Execution.MayHaveRun))}`);
     return EXIT.Timeout;
   }
   out(safeJson(response, 2));

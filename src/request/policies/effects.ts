@@ -4,7 +4,11 @@
 // For a tool whose contract does not say `read-only` (an absent side_effect is unknown, and unknown
 // is treated as side-effecting):
 // - `timeout` after at least one effect -> `timeout.unknown-commit` (the action may have committed);
-// - `timeout` before any effect -> `timeout.before-submit` (nothing reached out: safe to retry);
+// - `timeout` before any effect -> `timeout.before-submit` (nothing reached out: safe to retry), unless
+//   an earlier claim attempt may have run it or the tool has a way out the runner does not count
+//   (an extra Deno permission): then `timeout.unknown-commit`, not retryable;
+// - any retryable error without effects (a crash, a dependency down) is retryable only on those same
+//   terms; every such answer says what is known in `details.execution` (result.ts `Execution`);
 // - any other error after at least one observed effect (a store write, a network use) ->
 //   `partial-effect` (`details.cause_code` keeps the code, the message stays the original one); a host
 //   program or RAP tool that was merely started and reports its own error keeps that error.
@@ -15,7 +19,7 @@
 // `effects_count` the total).
 
 import { ErrorCode } from '../../errors.js';
-import { failure, type Effect, type ExecutionResult } from '../../result.js';
+import { Execution, failure, withExecution, type Effect, type ExecutionResult } from '../../result.js';
 import type { Route } from '../../catalog/catalog.js';
 import type { Call, Policy } from '../policy.js';
 
@@ -46,9 +50,14 @@ export function cannotHaveEffects(route: Route | undefined): boolean {
   return net.length === 0 && api !== 'write' && extraPermissions.length === 0;
 }
 
+/** A code tool with a way out the runner does not count (an extra Deno permission: `run`, `write`, ...). */
+function uncounted(route: Route | undefined): boolean {
+  return route?.kind === 'code' && route.tool.extraPermissions.length > 0;
+}
+
 /** The result `result` becomes under the taxonomy (unchanged when no rule applies). */
 export function classify(
-  call: Pick<Call, 'contract' | 'metadata'> & { route?: Route },
+  call: Pick<Call, 'contract' | 'metadata' | 'claimAttempt'> & { route?: Route },
   result: ExecutionResult,
 ): ExecutionResult {
   const { effects, count } = effectsOf(result);
@@ -63,27 +72,72 @@ export function classify(
   const cause = result.error;
   const listed = count > 0 ? { effects, effects_count: count } : {};
   const details = { ...cause.details, ...listed, cause_code: cause.code };
+  // Without counted effects: why the action may still have run (an earlier attempt, an uncounted way out).
+  const earlier = (call.claimAttempt ?? 1) > 1;
+  const maybe = earlier
+    ? `attempt ${call.claimAttempt ?? 1} of this request: an earlier attempt (on a replica that stopped) may have run it`
+    : uncounted(call.route)
+      ? 'it has permissions whose effects the runner cannot count'
+      : undefined;
   if (cause.code === ErrorCode.Timeout) {
     const error =
       count > 0
-        ? failure(
-            ErrorCode.TimeoutUnknownCommit,
-            `${cause.message}; it had ${plural(count)} (${summary(effects, count)}), so its action may have committed: check before retrying`,
-            details,
+        ? withExecution(
+            failure(
+              ErrorCode.TimeoutUnknownCommit,
+              `${cause.message}; it had ${plural(count)} (${summary(effects, count)}), so its action may have committed: check before retrying`,
+              details,
+            ),
+            Execution.RanResultLost,
           )
-        : failure(
-            ErrorCode.TimeoutBeforeSubmit,
-            `${cause.message}; it had no effect yet, so nothing was submitted and it is safe to retry`,
-            details,
-          );
+        : maybe !== undefined
+          ? withExecution(
+              failure(
+                ErrorCode.TimeoutUnknownCommit,
+                `${cause.message}; it had no effect counted, but ${maybe}: check before retrying`,
+                details,
+              ),
+              Execution.MayHaveRun,
+            )
+          : withExecution(
+              failure(
+                ErrorCode.TimeoutBeforeSubmit,
+                `${cause.message}; it had no effect yet, so nothing was submitted and it is safe to retry`,
+                details,
+              ),
+              Execution.NeverStarted,
+            );
     return { ...result, error };
+  }
+  // A retryable ending (a crash, a dependency down) is retryable only when nothing can have run.
+  if (count === 0 && cause.retryable) {
+    const execution =
+      maybe !== undefined ? Execution.MayHaveRun : (cause.details?.['execution'] as Execution | undefined);
+    return { ...result, error: withExecution(cause, execution ?? Execution.NeverStarted) };
   }
   // A host program or a remote RAP tool that was started and then reported its own error has told us
   // what happened better than "it was started" can: its error stands (a timeout above cannot tell).
   if (count === 0 || effects.every((effect) => STARTED_ONLY.has(effect.kind)))
     return count === 0 ? result : { ...result, error: { ...cause, details: { ...cause.details, ...listed } } };
   // the message stays the tool's own (a caller may match on it); the code and details say the rest
-  return { ...result, error: failure(ErrorCode.PartialEffect, cause.message, details) };
+  return {
+    ...result,
+    error: withExecution(failure(ErrorCode.PartialEffect, cause.message, details), Execution.RanResultLost),
+  };
+}
+
+/**
+ * A result answered without running the tool now (a policy's answer, trouble before the run): on a
+ * later claim attempt an earlier one may have run it, so a retryable error of a tool that is not
+ * read-only says `may_have_run` and is not retryable.
+ */
+export function answeredWithoutRun(
+  call: { claimAttempt?: number; contract?: Call['contract'] },
+  result: ExecutionResult,
+): ExecutionResult {
+  if (result.ok || (call.claimAttempt ?? 1) <= 1 || !result.error.retryable) return result;
+  if (call.contract?.side_effect === 'read-only') return result;
+  return { ...result, error: withExecution(result.error, Execution.MayHaveRun) };
 }
 
 /** Creates the policy (a `review` hook only). */

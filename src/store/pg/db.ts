@@ -9,8 +9,12 @@
 // seq of the breadcrumb's latest event, tags live in (tag, write_seq) rows, history holds
 // superseded versions only. Differences: full-text search is a generated `tsvector` column
 // (title weight A, description + context weight B, 'simple' configuration) with a GIN index,
-// and `event_clock` is the one-row table whose row lock serialises event appends and which hands
-// out their seqs (see events.ts).
+// and events get their stream seq after they commit, from `tools_runner_relay` (migration 4,
+// see events.ts); `write_seq` is the event's id (sequence `event_ids`), not its stream seq.
+//
+// Sessions: every connection starts with statement, lock and idle-in-transaction timeouts and TCP
+// keepalives on both ends (PgSession), so a replica that stalls or vanishes mid-transaction loses
+// its session and its row locks instead of holding them for hours.
 
 import pg from 'pg';
 import { ErrorCode, RunnerError } from '../../errors.js';
@@ -18,6 +22,8 @@ import type { Logger } from '../../logger.js';
 
 /** Session advisory lock taken while migrating (an arbitrary constant of this project). */
 export const MIGRATION_LOCK = 7_305_250_001;
+/** Transaction advisory lock of tools_runner_relay: one relay numbers events at a time. */
+const RELAY_LOCK = 7_305_250_003;
 
 interface Migration {
   version: number;
@@ -149,8 +155,56 @@ ALTER TABLE events SET (autovacuum_vacuum_scale_factor = 0.05, autovacuum_analyz
 `,
   },
   {
-    // 5, not 4: migrations apply by version set, and 4 is taken on another branch (issue 40).
+    version: 4,
+    name: 'events: ids from a sequence, stream seqs handed out after commit by tools_runner_relay',
+    // A write inserts its event with an id and no seq, holding no shared lock; the relay (one
+    // statement, serialised by an advisory lock, never across a client round trip) numbers
+    // committed events in id order, moves event_clock.last_seq, prunes and notifies.
+    sql: `
+CREATE SEQUENCE event_ids;
+SELECT setval('event_ids', (SELECT last_seq + 1 FROM event_clock WHERE id = 1), false);
+ALTER TABLE events ADD COLUMN id bigint;
+UPDATE events SET id = seq;
+ALTER TABLE events DROP CONSTRAINT events_pkey;
+ALTER TABLE events ALTER COLUMN id SET NOT NULL, ALTER COLUMN id SET DEFAULT nextval('event_ids'), ALTER COLUMN seq DROP NOT NULL;
+ALTER TABLE events ADD PRIMARY KEY (id);
+CREATE UNIQUE INDEX events_seq ON events (seq);
+CREATE INDEX events_unassigned ON events (id) WHERE seq IS NULL;
+CREATE FUNCTION tools_runner_relay(max_rows integer, keep bigint) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+  base bigint;
+  moved bigint;
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM events WHERE seq IS NULL) THEN
+    RETURN (SELECT last_seq FROM event_clock WHERE id = 1);
+  END IF;
+  PERFORM pg_advisory_xact_lock(${RELAY_LOCK});
+  SELECT last_seq INTO base FROM event_clock WHERE id = 1 FOR UPDATE;
+  WITH batch AS (SELECT id, row_number() OVER (ORDER BY id) AS n
+      FROM (SELECT id FROM events WHERE seq IS NULL ORDER BY id LIMIT max_rows) b)
+    UPDATE events e SET seq = base + batch.n FROM batch WHERE e.id = batch.id;
+  GET DIAGNOSTICS moved = ROW_COUNT;
+  IF moved > 0 THEN
+    UPDATE event_clock SET last_seq = base + moved WHERE id = 1;
+    IF (base + moved) / 128 > base / 128 THEN
+      DELETE FROM events WHERE seq <= base + moved - keep;
+    END IF;
+    PERFORM pg_notify('tools_runner_events', '');
+  END IF;
+  RETURN base + moved;
+END $$;
+`,
+  },
+  {
     version: 5,
+    name: 'tombstones of requests removed by retention (410 expired; ../tombstones.ts)',
+    sql: `
+CREATE TABLE removed_requests (id text PRIMARY KEY, owner_id text NOT NULL, reason text NOT NULL, removed_at text NOT NULL);
+CREATE INDEX removed_requests_at ON removed_requests (removed_at);
+`,
+  },
+  {
+    version: 6,
     name: "quotas and agent retention: each writer's records, oldest first, with their sizes (src/store/quota.ts)",
     sql: `
 CREATE INDEX breadcrumbs_writer ON breadcrumbs (created_by, write_seq, size_bytes);
@@ -184,18 +238,53 @@ const types = {
       : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
 };
 
-// How long a request waits for a pooled connection (a burst queues behind the serialised appends)
-// or for a new connection to open, before it fails with 503.
+// How long a request waits for a pooled connection (a burst queues behind busy connections) or
+// for a new connection to open, before it fails with 503.
 const ACQUIRE_TIMEOUT_MS = 60_000;
 
+/** The timeouts and keepalive of every store session (ms; 0 turns one off). */
+export interface PgSession {
+  statementTimeoutMs: number;
+  lockTimeoutMs: number;
+  idleInTransactionTimeoutMs: number;
+  keepaliveMs: number;
+}
+
+/** The defaults of PgSession (the same as the options' in src/config/options-service.ts). */
+export const DEFAULT_PG_SESSION: PgSession = {
+  statementTimeoutMs: 30_000,
+  lockTimeoutMs: 5000,
+  idleInTransactionTimeoutMs: 5000,
+  keepaliveMs: 10_000,
+};
+
+// The client settings of `session`: PostgreSQL's timeouts as startup parameters (RESET returns to
+// them) and keepalives on our socket and, through `options`, on the server's.
+function sessionConfig(session: PgSession): pg.ClientConfig {
+  const idleS = Math.max(1, Math.round(session.keepaliveMs / 1000));
+  return {
+    statement_timeout: session.statementTimeoutMs,
+    lock_timeout: session.lockTimeoutMs,
+    idle_in_transaction_session_timeout: session.idleInTransactionTimeoutMs,
+    ...(session.keepaliveMs > 0
+      ? {
+          keepAlive: true,
+          keepAliveInitialDelayMillis: session.keepaliveMs,
+          options: `-c tcp_keepalives_idle=${idleS} -c tcp_keepalives_interval=${idleS} -c tcp_keepalives_count=3`,
+        }
+      : {}),
+  };
+}
+
 /** Opens a pool on `url` (`max` connections); connection errors of idle clients are logged, not thrown. */
-export function openPool(url: string, max: number, logger: Logger): pg.Pool {
+export function openPool(url: string, max: number, logger: Logger, session = DEFAULT_PG_SESSION): pg.Pool {
   const pool = new pg.Pool({
     connectionString: url,
     max,
     types,
     connectionTimeoutMillis: ACQUIRE_TIMEOUT_MS,
     idleTimeoutMillis: 30_000,
+    ...sessionConfig(session),
   });
   pool.on('error', (error) => logger.warn('an idle PostgreSQL connection failed', { error: error.message }));
   // A connection lost while checked out fails its query (the caller sees that) and also emits
@@ -206,15 +295,17 @@ export function openPool(url: string, max: number, logger: Logger): pg.Pool {
   return pool;
 }
 
-/** A client of `url` outside the pool (LISTEN), with the same type parsing. */
-export function openClient(url: string): pg.Client {
-  return new pg.Client({ connectionString: url, types, connectionTimeoutMillis: 10_000 });
+/** A client of `url` outside the pool (LISTEN), with the same type parsing and session settings. */
+export function openClient(url: string, session = DEFAULT_PG_SESSION): pg.Client {
+  return new pg.Client({ connectionString: url, types, connectionTimeoutMillis: 10_000, ...sessionConfig(session) });
 }
 
 /** Applies the missing migrations under MIGRATION_LOCK; throws config.invalid on a newer database. */
 export async function migrate(pool: pg.Pool, logger: Logger): Promise<number> {
   const client = await pool.connect();
   try {
+    // Waiting for another replica's migration, and a migration itself, may take longer than the session's timeouts.
+    await client.query('SET statement_timeout = 0; SET lock_timeout = 0');
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
     try {
       await client.query(
@@ -254,6 +345,7 @@ export async function migrate(pool: pg.Pool, logger: Logger): Promise<number> {
       await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
     }
   } finally {
+    await client.query('RESET statement_timeout; RESET lock_timeout').catch(() => {});
     client.release();
   }
 }
@@ -284,14 +376,26 @@ export function isUniqueViolation(error: unknown): boolean {
   return (error as { code?: string } | null)?.code === '23505';
 }
 
-/** True for failures that mean "the database is unreachable right now" (connection lost or refused, server shutting down or starting). */
+/** True for failures that mean "the database is unreachable right now" (connection lost or refused, server shutting down or starting, a session timeout). */
 export function isUnavailable(error: unknown): boolean {
   const e = error as { code?: string; message?: string } | null;
   if (!e) return false;
   if (
     typeof e.code === 'string' &&
     (/^08/.test(e.code) ||
-      ['57P01', '57P02', '57P03', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(e.code))
+      // 57014 / 55P03 / 25P03: a statement, lock or idle-in-transaction timeout of the session (PgSession).
+      [
+        '57P01',
+        '57P02',
+        '57P03',
+        '57014',
+        '55P03',
+        '25P03',
+        'ECONNREFUSED',
+        'ECONNRESET',
+        'ETIMEDOUT',
+        'EPIPE',
+      ].includes(e.code))
   )
     return true;
   return (

@@ -1,19 +1,21 @@
 // The PostgreSQL event log: a durable `events` table shared by every replica, and per replica a
 // pump that publishes committed events to its own SSE streams in seq order.
 //
-// Order: a write first locks the one `event_clock` row (UPDATE … RETURNING, held until the
-// transaction ends); each append then takes the next seq from that same row. So seqs are handed
-// out in commit order without holes (a rolled-back write rolls its seqs back too), and the
-// committed seqs any reader sees are always a prefix (later seqs cannot commit while an earlier
-// one is in flight). The row also carries the last `updated_at` milliseconds, so timestamps never
-// go backwards across replicas either. The cost: appends (not reads) are serialised, one commit
-// at a time.
+// Order without a shared lock: a write inserts its event with an id from the `event_ids` sequence
+// and no seq, holding nothing another replica waits for (a replica paused or cut off inside a
+// write stalls nobody). After the commit, `tools_runner_relay` (db.ts, migration 4: one statement,
+// so its advisory lock and the event_clock row are held only while PostgreSQL runs it, never
+// across a client round trip) numbers the committed, unnumbered events in id order with the next
+// seqs and sends NOTIFY `tools_runner_events`. Seqs are thus dense, and committed in order: every
+// reader sees a prefix. A write that started after another committed has a larger id, so causally
+// ordered writes (the versions of one breadcrumb, a request and its answer) keep their order; only
+// concurrent writes may be numbered in either order. Rolled-back events never get a seq.
 //
-// Delivery: the writing transaction sends NOTIFY `tools_runner_events` with its lock (delivered
-// only on commit). Each replica LISTENs on a dedicated connection and, on a notification, after its own
-// commits, and every `pollMs` as a safety net (a dropped LISTEN connection, a missed NOTIFY),
-// reads `seq > latest published` in order and publishes each event once. Streams resume from the
-// table with Last-Event-ID exactly as on SQLite (sse.ts): at-least-once across reconnects.
+// Delivery: each replica LISTENs on a dedicated connection and, on a notification, after its own
+// commits, and every `pollMs` as a safety net (a dropped LISTEN connection, a missed NOTIFY, a
+// writer that died before relaying), relays, then reads `seq > latest published` in order and
+// publishes each event once. Streams resume from the table with Last-Event-ID exactly as on
+// SQLite (sse.ts): at-least-once across reconnects. Write times come from the database's clock.
 
 import type pg from 'pg';
 import type { Logger } from '../../logger.js';
@@ -26,36 +28,33 @@ import {
   type StoredEvent,
 } from '../event-log.js';
 import type { EventFeed } from '../sse.js';
-import { openClient } from './db.js';
+import { BoundedSet } from '../../bounded.js';
+import { DEFAULT_PG_SESSION, openClient, type PgSession } from './db.js';
 
 /** The NOTIFY channel of committed events. */
 export const EVENT_CHANNEL = 'tools_runner_events';
 
 const PUMP_PAGE = 500;
 const PUBLISH_WAIT_MS = 5000;
-const PRUNE_EVERY = 128;
+const PUBLISHED_IDS = 4096;
 
 /** The event log of one replica. */
 export interface PgEventLog extends EventFeed {
-  /**
-   * Inside a write transaction: takes the append lock, queues the NOTIFY other replicas wake on
-   * (PostgreSQL sends it at commit, and never for a rolled-back transaction) and returns the write
-   * time (monotonic across replicas) — one round trip.
-   */
-  lock(client: pg.PoolClient, nowMs: number): Promise<{ ms: number; iso: string }>;
-  /** Inside the same transaction, after `lock`: inserts the event with the next seq. */
-  append(client: pg.PoolClient, input: EventInput): Promise<StoredEvent>;
-  /** Like `append` for several events at once (consecutive seqs, in the given order), one round trip. */
-  appendMany(client: pg.PoolClient, inputs: EventInput[]): Promise<StoredEvent[]>;
+  /** The write time of a transaction: the database's clock (one clock for every replica). */
+  now(client: pg.PoolClient): Promise<{ ms: number; iso: string }>;
+  /** Inside a write transaction: inserts the event (no seq yet) and returns its id. */
+  append(client: pg.PoolClient, input: EventInput): Promise<number>;
+  /** Like `append` for several events at once, one round trip; returns the largest id. */
+  appendMany(client: pg.PoolClient, inputs: EventInput[]): Promise<number>;
   /** After a local commit: publish what is new now. */
   kick(): void;
   /**
-   * After a local commit of event `seq`: resolves once this replica's streams have it (so a write
+   * After a local commit of event `id`: resolves once this replica's streams have it (so a write
    * answers after its own replica published it, as on SQLite), or after PUBLISH_WAIT_MS when the
-   * database cannot be read meanwhile (the event is committed; the pump delivers it later).
+   * database cannot be read meanwhile (the event is committed; a pump delivers it later).
    */
-  published(seq: number): Promise<void>;
-  /** Deletes events older than the retention (also done inside every PRUNE_EVERY-th append). */
+  published(id: number): Promise<void>;
+  /** Deletes events older than the retention (also done by the relay every 128 seqs). */
   prune(): Promise<void>;
   listenerCount(): number;
   close(): Promise<void>;
@@ -68,8 +67,10 @@ export async function createPgEventLog(options: {
   retention: number;
   logger: Logger;
   pollMs?: number;
+  session?: PgSession;
 }): Promise<PgEventLog> {
   const { pool, url, retention, logger } = options;
+  const session = options.session ?? DEFAULT_PG_SESSION;
   const listeners = new Set<EventListener>();
   let latest =
     (await pool.query<{ seq: number }>('SELECT last_seq AS seq FROM event_clock WHERE id = 1')).rows[0]?.seq ?? 0;
@@ -77,19 +78,14 @@ export async function createPgEventLog(options: {
   let pumping: Promise<void> | undefined;
   let again = false;
 
-  const waiters: Array<{ seq: number; resolve: () => void }> = [];
-  const settle = (): void => {
-    for (let i = waiters.length - 1; i >= 0; i--) {
-      const waiter = waiters[i] as { seq: number; resolve: () => void };
-      if (waiter.seq <= latest) {
-        waiters.splice(i, 1);
-        waiter.resolve();
-      }
-    }
-  };
+  // Writes waiting for their event (by id), and the ids published lately (a write may ask after).
+  const waiters = new Map<number, () => void>();
+  const publishedIds = new BoundedSet<number>(PUBLISHED_IDS);
 
-  const publish = (event: StoredEvent): void => {
+  const publish = (event: StoredEvent, id: number): void => {
     latest = event.seq;
+    publishedIds.add(id);
+    waiters.get(id)?.();
     if (listeners.size === 0) return;
     const frame = sseFrame(event.data, event.seq);
     const plain = sseFrame(event.data);
@@ -100,18 +96,20 @@ export async function createPgEventLog(options: {
     await pool.query('DELETE FROM events WHERE seq <= $1', [latest - retention]);
   };
 
+  // The relay is one simple-protocol statement (one message): the server runs and commits it whole.
+  const relaySql = `SELECT tools_runner_relay(${PUMP_PAGE}, ${Math.floor(retention)}) AS last`;
   const drain = async (): Promise<void> => {
     do {
       again = false;
       for (;;) {
+        await pool.query(relaySql);
         const rows = (
-          await pool.query<EventRow>(
-            'SELECT seq, owner_id, schema_name, tags, data FROM events WHERE seq > $1 ORDER BY seq LIMIT $2',
+          await pool.query<EventRow & { id: number }>(
+            'SELECT seq, id, owner_id, schema_name, tags, data FROM events WHERE seq > $1 ORDER BY seq LIMIT $2',
             [latest, PUMP_PAGE],
           )
         ).rows;
-        for (const row of rows) if (row.seq > latest) publish(fromRow(row));
-        if (waiters.length > 0) settle();
+        for (const row of rows) if (row.seq > latest) publish(fromRow(row), row.id);
         if (rows.length < PUMP_PAGE || closed) break;
       }
     } while (again && !closed);
@@ -141,7 +139,7 @@ export async function createPgEventLog(options: {
   let retryTimer: NodeJS.Timeout | undefined;
   let backoff = 250;
   const connect = async (): Promise<void> => {
-    const client = openClient(url);
+    const client = openClient(url, session);
     client.on('notification', () => kick());
     client.on('error', (error) => {
       logger.warn('the PostgreSQL event listener connection failed; reconnecting', { error: error.message });
@@ -196,55 +194,25 @@ export async function createPgEventLog(options: {
   await prune();
 
   return {
-    async lock(client, nowMs) {
-      const row = (
-        await client.query<{ last_ms: number }>(
-          `UPDATE event_clock SET last_ms = GREATEST(last_ms, $1) WHERE id = 1 RETURNING last_ms, pg_notify('${EVENT_CHANNEL}', '')`,
-          [nowMs],
-        )
-      ).rows[0];
-      const ms = row?.last_ms ?? nowMs;
+    async now(client) {
+      const ms = (
+        await client.query<{ ms: number }>('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms')
+      ).rows[0]?.ms as number;
       return { ms, iso: new Date(ms).toISOString() };
     },
-    async append(client, input) {
-      const tags = JSON.stringify(input.tags);
-      const data = JSON.stringify(input);
-      const seq = (
-        await client.query<{ seq: number }>(
-          `WITH s AS (UPDATE event_clock SET last_seq = last_seq + 1 WHERE id = 1 RETURNING last_seq)
-         INSERT INTO events (seq, owner_id, schema_name, tags, data) SELECT last_seq, $1, $2, $3, $4 FROM s RETURNING seq`,
-          [input.owner_id, input.schema_name, tags, data],
-        )
-      ).rows[0]?.seq as number;
-      // Pruned inside the write, as on SQLite: the table never shrinks under a reader between two writes.
-      if (seq % PRUNE_EVERY === 0) await client.query('DELETE FROM events WHERE seq <= $1', [seq - retention]);
-      return {
-        seq,
-        type: String(input.type),
-        ownerId: input.owner_id,
-        schemaName: input.schema_name,
-        tags: input.tags,
-        data,
-      };
-    },
-    appendMany: (client, inputs) => appendEvents(client, inputs, retention),
+    append: async (client, input) => appendEvents(client, [input]),
+    appendMany: appendEvents,
     kick,
-    published(seq) {
-      if (seq <= latest || closed) return Promise.resolve();
+    published(id) {
+      if (publishedIds.has(id) || closed) return Promise.resolve();
       return new Promise<void>((resolve) => {
-        const timer = setTimeout(() => {
-          const index = waiters.indexOf(waiter);
-          if (index !== -1) waiters.splice(index, 1);
+        const done = (): void => {
+          clearTimeout(timer);
+          waiters.delete(id);
           resolve();
-        }, PUBLISH_WAIT_MS);
-        const waiter = {
-          seq,
-          resolve: () => {
-            clearTimeout(timer);
-            resolve();
-          },
         };
-        waiters.push(waiter);
+        const timer = setTimeout(done, PUBLISH_WAIT_MS);
+        waiters.set(id, done);
         kick();
       });
     },
@@ -298,7 +266,7 @@ export async function createPgEventLog(options: {
     listenerCount: () => listeners.size,
     async close() {
       closed = true;
-      for (const waiter of waiters.splice(0)) waiter.resolve();
+      for (const done of [...waiters.values()]) done();
       clearInterval(poll);
       if (retryTimer) clearTimeout(retryTimer);
       await pumping;
@@ -309,30 +277,20 @@ export async function createPgEventLog(options: {
   };
 }
 
-/** Appends `inputs` with consecutive seqs in one statement (inside a write transaction, after `lock`). */
-async function appendEvents(client: pg.PoolClient, inputs: EventInput[], retention: number): Promise<StoredEvent[]> {
-  if (inputs.length === 0) return [];
-  const datas = inputs.map((input) => JSON.stringify(input));
-  const tags = inputs.map((input) => JSON.stringify(input.tags));
-  const first = (
-    await client.query<{ first: number }>(
-      `WITH s AS (UPDATE event_clock SET last_seq = last_seq + $1 WHERE id = 1 RETURNING last_seq),
-       i AS (INSERT INTO events (seq, owner_id, schema_name, tags, data)
-         SELECT s.last_seq - $1 + u.n, u.owner_id, u.schema_name, u.tags, u.data
-         FROM s, unnest($2::text[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS u(owner_id, schema_name, tags, data, n))
-       SELECT last_seq - $1 + 1 AS first FROM s`,
-      [inputs.length, inputs.map((i) => i.owner_id), inputs.map((i) => i.schema_name), tags, datas],
+/** Inserts `inputs` (inside a write transaction) with ids from the sequence and no seq; returns the largest id. */
+async function appendEvents(client: pg.PoolClient, inputs: EventInput[]): Promise<number> {
+  if (inputs.length === 0) return 0;
+  const rows = (
+    await client.query<{ id: number }>(
+      `INSERT INTO events (owner_id, schema_name, tags, data)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) RETURNING id`,
+      [
+        inputs.map((i) => i.owner_id),
+        inputs.map((i) => i.schema_name),
+        inputs.map((i) => JSON.stringify(i.tags)),
+        inputs.map((i) => JSON.stringify(i)),
+      ],
     )
-  ).rows[0]?.first as number;
-  const lastSeq = first + inputs.length - 1;
-  if (Math.floor(lastSeq / PRUNE_EVERY) > Math.floor((first - 1) / PRUNE_EVERY))
-    await client.query('DELETE FROM events WHERE seq <= $1', [lastSeq - retention]);
-  return inputs.map((input, index) => ({
-    seq: first + index,
-    type: String(input.type),
-    ownerId: input.owner_id,
-    schemaName: input.schema_name,
-    tags: input.tags,
-    data: datas[index] as string,
-  }));
+  ).rows;
+  return Math.max(...rows.map((row) => row.id));
 }

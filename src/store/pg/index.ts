@@ -9,7 +9,7 @@ import type { LeasesPort, ReadsPort, RegistryPort, SearchPort, SecretsPort, Writ
 import { createEmbeddingQueue, type Embedder, type EmbeddingQueue } from '../embeddings.js';
 import type { RetentionStorage } from '../retention.js';
 import type { EventFeed } from '../sse.js';
-import { migrate, openPool, redactUrl } from './db.js';
+import { DEFAULT_PG_SESSION, migrate, openPool, redactUrl, type PgSession } from './db.js';
 import { createPgEventLog, type PgEventLog } from './events.js';
 import { createPgLeases } from './leases.js';
 import { createPgReads } from './reads.js';
@@ -19,7 +19,7 @@ import { checkSecretsKey, createPgSecrets } from './secrets.js';
 import type { AgentQuota } from '../quota.js';
 import { createPgWrites } from './writes.js';
 
-export { isPostgresUrl, isUnavailable, redactUrl } from './db.js';
+export { DEFAULT_PG_SESSION, isPostgresUrl, isUnavailable, redactUrl, type PgSession } from './db.js';
 
 /** A running PostgreSQL backend. */
 export interface PgBackend {
@@ -48,14 +48,16 @@ export async function openPgBackend(options: {
   embedder: Embedder | undefined;
   logger: Logger;
   quota?: AgentQuota | undefined;
+  session?: PgSession;
 }): Promise<PgBackend> {
   const { url, logger } = options;
-  const pool: pg.Pool = openPool(url, options.poolSize, logger);
+  const session = options.session ?? DEFAULT_PG_SESSION;
+  const pool: pg.Pool = openPool(url, options.poolSize, logger, session);
   let log: PgEventLog | undefined;
   try {
     const schemaVersion = await migrate(pool, logger);
     await checkSecretsKey(pool, options.secretsKey);
-    log = await createPgEventLog({ pool, url, retention: options.eventRetention, logger });
+    log = await createPgEventLog({ pool, url, retention: options.eventRetention, logger, session });
     const reads = createPgReads(pool, { embedder: options.embedder, logger });
     const events = log;
     let embeddings: EmbeddingQueue | undefined;

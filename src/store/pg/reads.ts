@@ -14,6 +14,7 @@ import type { Actor, BreadcrumbRow } from '../breadcrumb-writes.js';
 import { cosine, decodeVector, type Embedder } from '../embeddings.js';
 import { httpErrors } from '../http-util.js';
 import type { SearchQuery } from '../search.js';
+import { expired, type Tombstone } from '../tombstones.js';
 
 const PAGE = 64;
 const MAX_TERMS = 64;
@@ -48,8 +49,11 @@ export function createPgReads(
   };
   const mustSee = async (id: string, actor: Actor): Promise<BreadcrumbRow> => {
     const row = await visibleRow(id, actor);
-    if (!row) throw httpErrors.notFound(`breadcrumb "${id}" not found`);
-    return row;
+    if (row) return row;
+    const tomb = (
+      await pool.query<Tombstone>('SELECT owner_id, reason, removed_at FROM removed_requests WHERE id = $1', [id])
+    ).rows[0];
+    throw expired(id, tomb, actor) ?? httpErrors.notFound(`breadcrumb "${id}" not found`);
   };
 
   // WHERE clause and parameters shared by listings and search ($1 is `now`).

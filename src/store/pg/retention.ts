@@ -76,6 +76,10 @@ export function pgRetentionStorage(
           AND NOT EXISTS (SELECT 1 FROM breadcrumbs b WHERE b.id = k.breadcrumb_id) LIMIT $2)`,
         [beforeIso, limit],
       );
+      await pool.query(
+        'DELETE FROM removed_requests WHERE id IN (SELECT id FROM removed_requests WHERE removed_at < $1 LIMIT $2)',
+        [beforeIso, limit],
+      );
       return result.rowCount ?? 0;
     },
     reclaim: () => 0,

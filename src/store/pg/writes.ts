@@ -1,8 +1,8 @@
 // Breadcrumb writes on PostgreSQL, mirroring ../breadcrumb-writes.ts (same fields, events, errors):
 // create (Idempotency-Key → 409), update (If-Match → 412), delete and expiry. Each is one
-// transaction that appends its event (events.ts: append lock, seq in commit order, NOTIFY at
-// commit); a write answers once this replica's streams have its event (published), the other
-// replicas' get it on the notification.
+// transaction that inserts its event (events.ts: an id, no shared lock; the stream seq comes after
+// the commit); a write answers once this replica's streams have its event (published), the other
+// replicas' get it on the relay's notification. `write_seq` is the event's id.
 //
 // Concurrency: an update/delete first locks its row (SELECT … FOR UPDATE), so If-Match is a true
 // compare-and-set across replicas; an Idempotency-Key is claimed by inserting its row first (a
@@ -16,7 +16,6 @@ import type { Actor, AfterWrite, BreadcrumbRow } from '../breadcrumb-writes.js';
 import { embeddingText, encodeVector } from '../breadcrumb-writes.js';
 import type { VectorStore } from '../embeddings.js';
 import type { WritesPort } from '../backend.js';
-import type { StoredEvent } from '../event-log.js';
 import { HttpError, httpErrors } from '../http-util.js';
 import {
   CHARGED_AGENT_TAG_PREFIX,
@@ -27,6 +26,7 @@ import {
   type AgentQuota,
   type Usage,
 } from '../quota.js';
+import { leavesTombstone } from '../tombstones.js';
 import type { CreateFields, PatchFields } from '../validate.js';
 import { transaction } from './db.js';
 import type { PgEventLog } from './events.js';
@@ -50,7 +50,7 @@ const COLUMNS =
 const SELECT_VISIBLE_FOR_UPDATE = `SELECT ${COLUMNS} FROM breadcrumbs WHERE id = $1 AND (expires_ms IS NULL OR expires_ms > $2) FOR UPDATE`;
 const EXPIRED = 500;
 
-/** Rows one retention transaction removes (it holds the append lock meanwhile). */
+/** Rows one retention transaction removes. */
 const REMOVE_CHUNK = 200;
 
 /** The PostgreSQL write side: the port, and retention's removal by seq. */
@@ -87,12 +87,8 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog, afterWrite?: Afte
     return row;
   };
 
-  // Deletes the (locked) row and its satellites in one statement; returns its event (after lock()).
-  const removeRow = async (
-    client: pg.PoolClient,
-    row: BreadcrumbRow,
-    reason: string | undefined,
-  ): Promise<StoredEvent> => {
+  // Deletes the (locked) row and its satellites in one statement; returns its event's id.
+  const removeRow = async (client: pg.PoolClient, row: BreadcrumbRow, reason: string | undefined): Promise<number> => {
     const tags = JSON.parse(row.tags) as string[];
     const event = await log.append(client, {
       type: 'breadcrumb.deleted',
@@ -134,7 +130,7 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog, afterWrite?: Afte
       const context = JSON.stringify(fields.context);
       const digest = contextDigest(context);
       let duplicate = false;
-      let seq = 0;
+      let written = 0;
       await transaction(pool, async (client) => {
         if (key !== undefined) {
           const claimed = await client.query(
@@ -147,8 +143,8 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog, afterWrite?: Afte
           }
         }
         await charge(client, chargedAgent(quota, actor.agentId, fields.tags), { records: 1, bytes: digest.size });
-        const now = await log.lock(client, Date.now());
-        const event = await log.append(client, {
+        const now = await log.now(client);
+        const seq = await log.append(client, {
           type: 'breadcrumb.updated',
           breadcrumb_id: id,
           owner_id: actor.ownerId,
@@ -162,7 +158,7 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog, afterWrite?: Afte
           `WITH b AS (INSERT INTO breadcrumbs (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 1, $13, $14, $15, $16, $17, $17, $18, $19, $19))
            INSERT INTO breadcrumb_tags (tag, write_seq) SELECT unnest($20::text[]), $1`,
           [
-            event.seq,
+            seq,
             id,
             actor.ownerId,
             fields.title,
@@ -191,10 +187,10 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog, afterWrite?: Afte
             encodeVector(fields.embedding),
           ]);
         }
-        seq = event.seq;
+        written = seq;
       });
       if (duplicate) return conflict(key as string, actor);
-      await log.published(seq);
+      await log.published(written);
       if (!fields.embedding) afterWrite?.(id, 1, embeddingText(fields.title, context));
       return { id };
     },
@@ -214,11 +210,13 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog, afterWrite?: Afte
         const digest = contextDigest(context);
         for (const [agent, adding] of updateCharges(quota, row, actor.agentId, digest.size - row.size_bytes))
           await charge(client, agent, adding);
-        const now = await log.lock(client, Date.now());
+        // The database's clock, never before the record's last write.
+        const now = await log.now(client);
+        if (now.ms < row.updated_ms) Object.assign(now, { ms: row.updated_ms, iso: row.updated_at });
         const next = row.version + 1;
         const tags = patch.tags ?? (JSON.parse(row.tags) as string[]);
         const schemaName = patch.schema_name !== undefined ? patch.schema_name : row.schema_name;
-        const event = await log.append(client, {
+        const seq = await log.append(client, {
           type: 'breadcrumb.updated',
           breadcrumb_id: id,
           owner_id: row.owner_id,
@@ -238,7 +236,7 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog, afterWrite?: Afte
             h AS (INSERT INTO breadcrumb_history (breadcrumb_id, version, context, updated_at, updated_by) VALUES ($20, $21, $22, $23, $24))
            INSERT INTO breadcrumb_tags (tag, write_seq) SELECT unnest($25::text[]), $1`,
           [
-            event.seq,
+            seq,
             pick('title', patch.title),
             pick('description', patch.description),
             pick('semantic_version', patch.semantic_version),
@@ -276,7 +274,7 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog, afterWrite?: Afte
         else if (patch.embedding) await upsertVector(client, id, patch.embedding);
         else if (patch.title !== undefined || patch.context !== undefined)
           text = embeddingText(pick('title', patch.title), context);
-        return { version: next, seq: event.seq, text };
+        return { version: next, seq, text };
       });
       await log.published(seq);
       if (text !== undefined) afterWrite?.(id, version, text);
@@ -286,9 +284,7 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog, afterWrite?: Afte
     async remove(id: string, actor: Actor) {
       const seq = await transaction(pool, async (client) => {
         const row = await visibleForUpdate(client, id, actor);
-        await log.lock(client, Date.now());
-        const event = await removeRow(client, row, undefined);
-        return event.seq;
+        return removeRow(client, row, undefined);
       });
       await log.published(seq);
     },
@@ -307,9 +303,8 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog, afterWrite?: Afte
             )
           ).rows;
           if (rows.length === 0) return { count: 0, last: 0 };
-          await log.lock(client, Date.now());
           let last = 0;
-          for (const row of rows) last = (await removeRow(client, row, 'expired')).seq;
+          for (const row of rows) last = await removeRow(client, row, 'expired');
           return { count: rows.length, last };
         });
         if (removed.count > 0) await log.published(removed.last);
@@ -352,8 +347,8 @@ async function removeRowsAt(pool: pg.Pool, log: PgEventLog, seqs: number[], reas
         )
       ).rows;
       if (rows.length === 0) return { count: 0, last: 0 };
-      const now = await log.lock(client, Date.now());
-      const events = await log.appendMany(
+      const now = await log.now(client);
+      const last = await log.appendMany(
         client,
         rows.map((row) => ({
           type: 'breadcrumb.deleted',
@@ -373,7 +368,14 @@ async function removeRowsAt(pool: pg.Pool, log: PgEventLog, seqs: number[], reas
          DELETE FROM breadcrumbs WHERE write_seq = ANY($2::bigint[])`,
         [rows.map((row) => row.id), rows.map((row) => row.write_seq)],
       );
-      return { count: rows.length, last: events[events.length - 1]?.seq ?? 0 };
+      const tombs = rows.filter((row) => leavesTombstone(row.schema_name, reason));
+      if (tombs.length > 0)
+        await client.query(
+          `INSERT INTO removed_requests (id, owner_id, reason, removed_at) SELECT unnest($1::text[]), unnest($2::text[]), $3, $4
+           ON CONFLICT (id) DO UPDATE SET reason = excluded.reason, removed_at = excluded.removed_at`,
+          [tombs.map((row) => row.id), tombs.map((row) => row.owner_id), reason, now.iso],
+        );
+      return { count: rows.length, last };
     });
     if (done.count > 0) await log.published(done.last);
     total += done.count;
