@@ -69,6 +69,7 @@ export function createAutonomyExtension(): ServiceExtension & { status(): unknow
         signal,
         maxDepth: config.nestedCallMaxDepth,
         ratePerMinute: config.subscriptionRatePerMinute,
+        maxPerOwner: config.subscriptionMaxPerOwner,
       });
       once = createOnceRuns({ requests, keys, catalog, logger, signal });
       continuous = createContinuousRuns({ context });

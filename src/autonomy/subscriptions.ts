@@ -5,8 +5,10 @@
 //
 // Bounds: a trigger written by a run at depth d (its writes carry `created-by:depth:<d>`) starts a
 // run at depth d+1, refused past `nestedCallMaxDepth` (a tool subscribed to its own output stops
-// there); each subscription starts at most `subscriptionRatePerMinute` runs a minute on this replica
-// (the rest wait for the next catch-up); breadcrumbs marked Secret never trigger.
+// there); what one chain's runs write is bounded per replica (tool-context/chains.ts, the mark
+// `created-by:chain:<seed>`); each subscription starts at most `subscriptionRatePerMinute` runs a
+// minute on this replica (the rest wait for the next catch-up); breadcrumbs marked Secret never trigger; each agent owner
+// may have `subscriptionMaxPerOwner` live subscriptions, the newer ones beyond are refused.
 // Catch-up: at start, after a reconnect and every scan interval, the newest matching breadcrumbs
 // changed since the subscribing definition was deployed are listed and the missing requests written
 // (the key makes the already-written ones a no-op); an event missed while down runs once after restart.
@@ -17,9 +19,10 @@ import type { StoreEvent } from '../breadcrumbs/messages.js';
 import type { Catalog } from '../catalog/catalog.js';
 import type { Logger } from '../logger.js';
 import type { Subscription } from '../screen/autonomy.js';
-import { depthOfTags } from '../tool-context/origin.js';
+import { depthOfTags, seedOfTags } from '../tool-context/origin.js';
 import { writeOwnRequest } from './triggers.js';
 import { BoundedSet } from '../bounded.js';
+import { OPERATOR } from '../catalog/deployment.js';
 
 /** What the console and /metrics show of one subscription. */
 export interface SubscriptionStatus {
@@ -27,6 +30,11 @@ export interface SubscriptionStatus {
   tool: string;
   schema_name: string;
   tag?: string;
+  /** The owner of the subscribing tool (`operator` or `agent:<id>`). */
+  owner: string;
+  /** `refused`: over its owner's cap (`reason` says why); it triggers nothing. */
+  state: 'active' | 'refused';
+  reason?: string;
   /** Requests this replica wrote (a trigger another replica wrote first is not counted). */
   triggered: number;
   /** Triggers refused: past the depth limit, or over the rate (written later by a catch-up). */
@@ -59,6 +67,8 @@ export interface SubscriptionsOptions {
   logger: Logger;
   maxDepth: number;
   ratePerMinute: number;
+  /** Most live subscriptions of one agent owner (the operator's are not capped). */
+  maxPerOwner: number;
   signal: AbortSignal;
 }
 
@@ -69,20 +79,21 @@ export function createSubscriptions(options: SubscriptionsOptions) {
 
   /** Re-reads the catalog's subscriptions (new tools, new versions, removed tools). */
   const refresh = async (): Promise<void> => {
-    const wanted = new Map<string, { tool: string; sub: Subscription; definitionId: string }>();
+    const wanted = new Map<string, { tool: string; owner: string; sub: Subscription; definitionId: string }>();
     for (const entry of catalog.entries()) {
       const route = catalog.resolve(entry.name);
       if (route?.kind !== 'code') continue;
       (route.tool.subscriptions ?? []).forEach((sub, index) => {
         wanted.set(`${route.tool.name}@${route.tool.version}#${index}`, {
           tool: route.tool.name,
+          owner: route.owner,
           sub,
           definitionId: route.breadcrumbId,
         });
       });
     }
     for (const id of live.keys()) if (!wanted.has(id)) live.delete(id);
-    for (const [id, { tool, sub, definitionId }] of wanted) {
+    for (const [id, { tool, owner, sub, definitionId }] of wanted) {
       if (live.has(id)) continue;
       let since = Date.now();
       try {
@@ -96,6 +107,8 @@ export function createSubscriptions(options: SubscriptionsOptions) {
         status: {
           id,
           tool,
+          owner,
+          state: 'active',
           schema_name: sub.schemaName,
           ...(sub.tag !== undefined ? { tag: sub.tag } : {}),
           triggered: 0,
@@ -106,6 +119,28 @@ export function createSubscriptions(options: SubscriptionsOptions) {
         since,
         handled: new BoundedSet<string>(MAX_HANDLED, 'handled triggers'),
         window: { start: Date.now(), count: 0 },
+      });
+    }
+    applyOwnerCaps();
+  };
+
+  /** Beyond `maxPerOwner` subscriptions of one agent owner, the newer ones (by deployment) are refused. */
+  const applyOwnerCaps = (): void => {
+    const byOwner = new Map<string, Live[]>();
+    for (const entry of live.values()) {
+      if (entry.status.owner === OPERATOR) continue;
+      byOwner.set(entry.status.owner, [...(byOwner.get(entry.status.owner) ?? []), entry]);
+    }
+    for (const [owner, list] of byOwner) {
+      list.sort((a, b) => a.since - b.since || a.status.id.localeCompare(b.status.id));
+      list.forEach((entry, index) => {
+        const over = index >= options.maxPerOwner;
+        if (over && entry.status.state !== 'refused')
+          logger.warn('subscription refused: over its owner’s cap', { subscription: entry.status.id, owner });
+        entry.status.state = over ? 'refused' : 'active';
+        if (over)
+          entry.status.reason = `${owner} has ${list.length} subscriptions; at most ${options.maxPerOwner} are served (subscriptionMaxPerOwner)`;
+        else delete entry.status.reason;
       });
     }
   };
@@ -119,7 +154,7 @@ export function createSubscriptions(options: SubscriptionsOptions) {
 
   /** Writes the request of one trigger unless handled, refused for depth, or over the rate. */
   const trigger = async (entry: Live, triggerId: string): Promise<void> => {
-    if (entry.handled.has(triggerId) || options.signal.aborted) return;
+    if (entry.handled.has(triggerId) || entry.status.state === 'refused' || options.signal.aborted) return;
     const now = Date.now();
     if (now - entry.window.start >= 60_000) entry.window = { start: now, count: 0 };
     if (entry.window.count >= options.ratePerMinute) {
@@ -165,6 +200,7 @@ export function createSubscriptions(options: SubscriptionsOptions) {
         subscription: entry.status.id,
         trigger_id: triggerId,
         trigger_event: event,
+        seed: seedOfTags(full.tags) ?? triggerId,
       },
       unique: [entry.status.id, triggerId],
       signal: options.signal,
@@ -200,6 +236,7 @@ export function createSubscriptions(options: SubscriptionsOptions) {
     /** Lists the newest matching breadcrumbs of each subscription and writes what is missing. */
     async catchUp(): Promise<void> {
       for (const entry of [...live.values()]) {
+        if (entry.status.state === 'refused') continue;
         let seen = 0;
         for (let offset = 0; offset < CATCH_UP_MAX && !options.signal.aborted; offset += CATCH_UP_PAGE) {
           const page = await client.listBreadcrumbs({

@@ -46,6 +46,13 @@ export const TAG = {
   agent: (id: string) => `agent:${id}`,
 } as const;
 
+/**
+ * Prefix of the provenance mark `created-by:agent:<id>` the runner puts on what a tool creates for
+ * agent `<id>` (tools can neither set nor remove it): the store counts such a record against that
+ * agent's quota when the runner's own identity wrote it (src/store/quota.ts).
+ */
+export const CHARGED_AGENT_TAG_PREFIX = 'created-by:agent:';
+
 /** Prefix of the tag that ties an approval's response to its request: `approval:<approval request breadcrumb id>`. */
 export const APPROVAL_TAG_PREFIX = 'approval:';
 

@@ -129,6 +129,22 @@ export const SERVICE_OPTIONS = {
     group: 'store',
     doc: 'How long the store keeps audit-bearing records (idempotency records of settled calls, approval decisions of calls that ran); 0 keeps them forever.',
   }),
+  agentRetentionMs: opt(intish(0).default(0), {
+    group: 'store',
+    doc: 'How long the store keeps agents\' own records untouched: a record whose writer (`created_by`) is not the runner (nor in `--agent-quota-exempt`), of a schema outside `tool.*` and without a `ttl`, is removed this long after its last write (docs/store.md "Retention"). 0 keeps them forever.',
+  }),
+  agentQuotaRecords: opt(intish(0).default(0), {
+    group: 'store',
+    doc: 'Most records the store keeps of what one agent created: its own writes (`created_by`: the token\'s subject) and what tools created for it through the runner (`created-by:agent:<id>`); a create beyond is refused 403 `quota.exceeded` (docs/store.md "Quotas"). 0: no limit.',
+  }),
+  agentQuotaBytes: opt(intish(0).default(0), {
+    group: 'store',
+    doc: 'Most bytes of context (`size_bytes`) the store keeps of what one writer created; a create or a growing update beyond is refused 403 `quota.exceeded`. 0: no limit.',
+  }),
+  agentQuotaExempt: opt(listish.default([]), {
+    group: 'store',
+    doc: "Writer identities no quota counts besides the runner's own `--agent-id` (it writes answers, claims and what tools create), which never counts.",
+  }),
   authMint: opt(z.enum(['admin-key', 'open']).default('admin-key'), {
     group: 'store',
     doc: 'Who may mint tokens at `POST /auth/token` when auth is on: `admin-key` (needs `X-Admin-Key`) or `open` (ANYONE who can reach the port mints a token for ANY owner, like upstream rcrt-server; see docs/compat.md).',
@@ -284,6 +300,14 @@ export const SERVICE_OPTIONS = {
   subscriptionRatePerMinute: opt(intish(1).default(600), {
     group: 'runner',
     doc: 'Most runs one subscription may start per minute on this replica; further triggers wait for the next catch-up (docs/autonomy.md "Subscriptions").',
+  }),
+  subscriptionChainMaxRecords: opt(intish(1).default(100), {
+    group: 'runner',
+    doc: 'Most records the runs of one causal chain of subscription triggers (from one seed breadcrumb, nested calls included) may create through `context.api` on this replica; the next is refused with `rate.exceeded` (docs/autonomy.md "Subscriptions").',
+  }),
+  subscriptionMaxPerOwner: opt(intish(1).default(50), {
+    group: 'runner',
+    doc: 'Most live subscriptions the tools of one agent owner may declare; the newer ones beyond are refused, said in /autonomy and the log (docs/autonomy.md "Subscriptions"). The operator\'s tools are not capped.',
   }),
   continuousMaxLifetimeMs: opt(intish(1000).default(24 * 60 * 60 * 1000), {
     group: 'runner',

@@ -22,6 +22,7 @@ import { errorResult, type ExecutionResult } from '../result.js';
 import { sandboxToolOf, type Sandbox } from '../sandbox/index.js';
 import { missingSecretsMessage, type SecretResolver } from '../tool-context/secrets.js';
 import { createToolApi } from '../tool-context/tool-api.js';
+import { createChainLedger } from '../tool-context/chains.js';
 import type { RequestOrigin } from '../tool-context/origin.js';
 import { createRunToolCaller, type ToolCallsOptions } from '../tool-context/tool-calls.js';
 import { createLiveProgress, createProgressPublisher, type LiveProgressReport } from './progress.js';
@@ -118,6 +119,7 @@ export function createCodeExecutor(options: {
   toolCalls?: ToolCallsOptions;
 }): Executors['code'] {
   const { client, sandbox, secrets, config } = options;
+  const chains = createChainLedger(config.subscriptionChainMaxRecords);
   return {
     kind: 'code',
     async run(route, input, ctx) {
@@ -200,6 +202,9 @@ export function createCodeExecutor(options: {
                   config,
                   schemas: tool.apiSchemas,
                   ...(depth > 0 ? { depth } : {}),
+                  ...(ctx.origin?.seed !== undefined ? { chain: { seed: ctx.origin.seed, ledger: chains } } : {}),
+                  // The caller's quota pays for what the run creates; a run without one (a trigger), its owner's.
+                  chargeTo: ctx.agentId ?? (route.owner.startsWith('agent:') ? route.owner.slice(6) : undefined),
                 }),
               }
             : {}),

@@ -17,6 +17,7 @@ import type { EventLog, StoredEvent } from './event-log.js';
 import { createGroupCommit, type WriteStats } from './group-commit.js';
 import type { SearchIndex } from './fts-index.js';
 import { HttpError, httpErrors } from './http-util.js';
+import { chargedAgent, sqliteQuotaCheck, updateCharges, type AgentQuota } from './quota.js';
 import { leavesTombstone } from './tombstones.js';
 import type { CreateFields, PatchFields } from './validate.js';
 
@@ -81,6 +82,8 @@ export type { WriteStats } from './group-commit.js';
 export interface WriteOptions {
   /** Commit writes that arrive together in one transaction (default true; false: one transaction per write). */
   groupCommit?: boolean;
+  /** Per-agent limits on what the store keeps (quota.ts); unset: none. */
+  quota?: AgentQuota;
 }
 
 function contextDigest(contextJson: string): { checksum: string; size: number } {
@@ -185,6 +188,7 @@ export function createBreadcrumbWrites(
   const selectExpired = db.prepare(
     'SELECT * FROM breadcrumbs WHERE expires_ms IS NOT NULL AND expires_ms <= ? LIMIT 500',
   );
+  const charge = sqliteQuotaCheck(db, options.quota);
   const maxUpdated = db.prepare('SELECT updated_ms FROM breadcrumbs ORDER BY write_seq DESC LIMIT 1').pluck();
 
   // updated_at never goes backwards, so write order and updated_at order agree (see db.ts).
@@ -231,9 +235,10 @@ export function createBreadcrumbWrites(
       const existing = selectKey.get(key) as { breadcrumb_id: string; owner_id: string } | undefined;
       if (existing) return { conflict: existing, id: existing.breadcrumb_id, event: undefined, text: undefined };
     }
+    const context = JSON.stringify(fields.context);
+    charge(chargedAgent(options.quota, actor.agentId, fields.tags), { records: 1, bytes: Buffer.byteLength(context) });
     const now = tick();
     const id = randomUUID();
-    const context = JSON.stringify(fields.context);
     const event = log.append({
       type: 'breadcrumb.updated',
       breadcrumb_id: id,
@@ -266,12 +271,14 @@ export function createBreadcrumbWrites(
         { version: row.version },
       );
     }
+    const context = patch.context !== undefined ? JSON.stringify(patch.context) : row.context;
+    const digest = contextDigest(context);
+    for (const [agent, adding] of updateCharges(options.quota, row, actor.agentId, digest.size - row.size_bytes))
+      charge(agent, adding);
     const now = tick();
     const version = row.version + 1;
     const oldTags = JSON.parse(row.tags) as string[];
     const tags = patch.tags ?? oldTags;
-    const context = patch.context !== undefined ? JSON.stringify(patch.context) : row.context;
-    const digest = contextDigest(context);
     const schemaName = patch.schema_name !== undefined ? patch.schema_name : row.schema_name;
     const event = log.append({
       type: 'breadcrumb.updated',

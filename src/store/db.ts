@@ -62,6 +62,8 @@ CREATE TABLE IF NOT EXISTS breadcrumb_history (
   updated_by TEXT,
   PRIMARY KEY (breadcrumb_id, version)
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS breadcrumbs_writer ON breadcrumbs (created_by, write_seq, size_bytes);
+CREATE INDEX IF NOT EXISTS breadcrumb_history_writer ON breadcrumb_history (updated_by);
 CREATE TABLE IF NOT EXISTS removed_requests (
   id TEXT PRIMARY KEY,
   owner_id TEXT NOT NULL,

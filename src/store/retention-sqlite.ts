@@ -16,6 +16,16 @@ export function sqliteRetentionStorage(db: Db, writes: BreadcrumbWrites, leases:
   const page = db.prepare(
     'SELECT write_seq, id, owner_id, updated_ms, context, tags, ttl FROM breadcrumbs WHERE schema_name = ? AND write_seq > ? ORDER BY write_seq LIMIT ?',
   );
+  const writers = db
+    .prepare(
+      `WITH RECURSIVE w(a) AS (SELECT (SELECT min(created_by) FROM breadcrumbs) UNION ALL
+      SELECT (SELECT min(created_by) FROM breadcrumbs WHERE created_by > w.a) FROM w WHERE w.a IS NOT NULL)
+      SELECT a FROM w WHERE a IS NOT NULL LIMIT ?`,
+    )
+    .pluck();
+  const pageOf = db.prepare(
+    'SELECT write_seq, id, owner_id, updated_ms, context, tags, ttl, schema_name FROM breadcrumbs WHERE created_by = ? AND write_seq > ? ORDER BY write_seq LIMIT ?',
+  );
   const byId = db.prepare('SELECT write_seq, owner_id FROM breadcrumbs WHERE id = ?');
   const leaseState = db.prepare('SELECT state FROM leases WHERE name = ?').pluck();
   const hasTag = db.prepare('SELECT 1 FROM breadcrumb_tags WHERE tag = ? LIMIT 1').pluck();
@@ -31,6 +41,8 @@ export function sqliteRetentionStorage(db: Db, writes: BreadcrumbWrites, leases:
   const pageSize = db.pragma('page_size', { simple: true }) as number;
   return {
     page: (schema, afterSeq, limit) => page.all(schema, afterSeq, limit) as RetentionRow[],
+    writers: (limit) => writers.all(limit) as string[],
+    pageOf: (writer, afterSeq, limit) => pageOf.all(writer, afterSeq, limit) as RetentionRow[],
     record: (id) => byId.get(id) as { write_seq: number; owner_id: string } | undefined,
     leaseState: (name) => leaseState.get(name) as string | undefined,
     tagged: (tag) => hasTag.get(tag) !== undefined,

@@ -18,7 +18,10 @@
 //     agent.thinking/analysis 6 h, agent.memory/temp_state 24 h, agent.metrics/tool.performance
 //     7 days, execution logs (tool.response/tool.error tagged `log:execution`) 30 days;
 //   leases past their expiry whose request is gone; Idempotency-Keys older than 2 R whose
-//     breadcrumb is gone.
+//     breadcrumb is gone;
+//   agents' own records (G = agentRetentionMs): a record of a writer (`created_by`) that is not
+//     exempt (the runner's own identity), of a schema outside `tool.*` and without a `ttl`, older
+//     than G — each writer's records walked oldest first (an index on writer and write_seq).
 // Never deleted: a request without an answer, a pending approval, a live lease or claim.
 // Each table is walked oldest write first and the walk stops at the first record younger than its
 // cutoff (write order is updated_at order on both backends), so a sweep reads little more than it
@@ -36,6 +39,9 @@ import type { MaybePromise } from './backend.js';
 export interface RetentionOptions {
   retentionMs: number;
   auditRetentionMs: number;
+  /** Agents' own records (0: kept forever); `exempt` writers' records never go by this rule. */
+  agentRetentionMs?: number;
+  exempt?: readonly string[];
 }
 
 /** What one sweep removed (`skipped`: another replica was sweeping, this one did nothing). */
@@ -74,12 +80,17 @@ export interface RetentionRow {
   context: string;
   tags: string;
   ttl: string | null;
+  schema_name?: string | null;
 }
 
 /** What a backend answers for the rules (each call may answer now or through a promise). */
 export interface RetentionStorage {
   /** Up to `limit` records of `schema` with write_seq > `afterSeq`, oldest write first. */
   page(schema: string, afterSeq: number, limit: number): MaybePromise<RetentionRow[]>;
+  /** The writers (`created_by`, not null) of the records, up to `limit` of them. */
+  writers(limit: number): MaybePromise<string[]>;
+  /** Up to `limit` records of `writer` with write_seq > `afterSeq`, oldest write first (with schema_name). */
+  pageOf(writer: string, afterSeq: number, limit: number): MaybePromise<RetentionRow[]>;
   /** The current version's seq and owner of the record `id`. */
   record(id: string): MaybePromise<{ write_seq: number; owner_id: string } | undefined>;
   /** The state of the lease named `name` (`held`, `done`, …), undefined without one. */
@@ -105,6 +116,8 @@ const BATCH = 250;
 const MAX_PER_SWEEP = 2000;
 /** Passes of one sweep at most (a backlog beyond 100,000 records waits for the next sweep). */
 const MAX_PASSES = 50;
+/** Most writers one pass walks for the agents' rule. */
+const MAX_WRITERS = 10_000;
 /**
  * A turn of the event loop: taken after every page read and every batch removed, so a sweep on the
  * synchronous SQLite side never holds the loop for more than one page or batch (requests keep flowing).
@@ -167,11 +180,20 @@ export function createRetention(storage: RetentionStorage, options: RetentionOpt
   let total = 0;
   let last: DbSizes = { dbBytes: 0, freeBytes: 0, walBytes: 0 };
 
-  // Walks `schema` oldest write first until a record is younger than `cutoff`; `judge` picks what goes.
-  const walk = async (schema: string, cutoff: number, judge: Judge, out: Set<number>): Promise<void> => {
+  // Walks `schema` (or the records of a writer) oldest write first until a record is younger than
+  // `cutoff`; `judge` picks what goes.
+  const walk = async (
+    schema: string | { writer: string },
+    cutoff: number,
+    judge: Judge,
+    out: Set<number>,
+  ): Promise<void> => {
     let after = 0;
     for (;;) {
-      const rows = await storage.page(schema, after, PAGE);
+      const rows =
+        typeof schema === 'string'
+          ? await storage.page(schema, after, PAGE)
+          : await storage.pageOf(schema.writer, after, PAGE);
       for (const row of rows) {
         if (row.updated_ms >= cutoff || out.size >= MAX_PER_SWEEP) return;
         after = row.write_seq;
@@ -254,6 +276,14 @@ export function createRetention(storage: RetentionStorage, options: RetentionOpt
         doomed,
       );
     }
+    const G = options.agentRetentionMs ?? 0;
+    if (G > 0)
+      for (const writer of await storage.writers(MAX_WRITERS)) {
+        if (options.exempt?.includes(writer)) continue;
+        const own = (row: RetentionRow): number[] | undefined =>
+          row.ttl !== null || (row.schema_name ?? '').toLowerCase().startsWith('tool.') ? undefined : [row.write_seq];
+        await walk({ writer }, now - G, own, doomed);
+      }
     let removed = 0;
     const seqs = [...doomed];
     for (let i = 0; i < seqs.length; i += BATCH) {

@@ -43,6 +43,7 @@ import { createLeaseGate, createLeases, type Leases } from './leases.js';
 import { createRetention, type Retention, type RetentionStorage } from './retention.js';
 import { sqliteRetentionStorage } from './retention-sqlite.js';
 import { createLocalEndpoint, type LocalEndpoint } from './local.js';
+import { quotaOf } from './quota.js';
 import { createStoreOperations } from './operations.js';
 import { createDiskFullness, isDiskFull, type DiskFullness } from './disk-full.js';
 import { createRoutes } from './routes.js';
@@ -76,8 +77,13 @@ export type StoreOptions = Pick<
       | 'dbLockTimeoutMs'
       | 'dbIdleInTransactionTimeoutMs'
       | 'dbKeepaliveMs'
+      | 'agentQuotaRecords'
+      | 'agentQuotaBytes'
+      | 'agentId'
     >
   > & {
+    /** Writer identities no quota counts besides `agentId` (the runner's own). */
+    agentQuotaExempt?: readonly string[];
     /** An embedder given in code (tests, embedding hosts); wins over embedUrl/embedCommand. */
     embedder?: Embedder;
     logger: Logger;
@@ -91,6 +97,8 @@ export type StoreOptions = Pick<
     retentionMs?: number;
     /** Retention of audit-bearing records; 0 or unset: kept forever. */
     auditRetentionMs?: number;
+    /** Retention of agents' own records (retention.ts); 0 or unset: kept forever. */
+    agentRetentionMs?: number;
     /** Commit writes that arrive together in one transaction (default true; false for A/B benches). */
     groupCommit?: boolean;
     /** SQLite: how long a written row waits to be indexed for search (fts-index.ts; default FTS_DELAY_MS). */
@@ -212,6 +220,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
   try {
     const key = configuredKey ?? resolveSecretsKey({ secretsKey: undefined, dataDir: options.dataDir, logger });
     const embedder = options.embedder ?? embedderFromConfig(options);
+    const quota = quotaOf(options);
     let log: EventFeed;
     let writes: WritesPort;
     let readsPort: ReadsPort;
@@ -228,6 +237,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
         eventRetention: options.eventRetention,
         embedder,
         logger,
+        quota,
       });
       ({ log, writes, reads: readsPort, registry, secrets, search, leases } = pg);
       embeddings = pg.embeddings;
@@ -242,7 +252,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
         sqliteLog,
         searchIndex,
         queue ? (id, version, text) => queue.schedule(id, version, text) : undefined,
-        { groupCommit: options.groupCommit ?? true },
+        { groupCommit: options.groupCommit ?? true, quota },
       );
       writer = sqliteWrites;
       writes = sqliteWrites;
@@ -294,7 +304,12 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     const leaseGate = (header: string | string[] | undefined): void => gate.check(header);
     const kept = createRetention(
       retentionStorage ?? sqliteRetentionStorage(db as Db, writer as BreadcrumbWrites, sqliteLeases as Leases),
-      { retentionMs: options.retentionMs ?? 0, auditRetentionMs: options.auditRetentionMs ?? 0 },
+      {
+        retentionMs: options.retentionMs ?? 0,
+        auditRetentionMs: options.auditRetentionMs ?? 0,
+        agentRetentionMs: options.agentRetentionMs ?? 0,
+        exempt: quota.exempt,
+      },
     );
     retention = kept;
     // A short retention is swept more often (a quarter of it, at least every second), so records

@@ -9,7 +9,8 @@
 // (`permission.denied`); with store auth on, so is a sealed request another writer stored.
 //
 // `depth` counts the links since an agent's request (1 = called by, or triggered by, a top-level
-// run); `chain` lists the tools of the nested calls above, outermost first (cycle detection).
+// run); `chain` lists the tools of the nested calls above, outermost first (cycle detection);
+// `seed` names the breadcrumb that started a causal chain of subscription triggers (chains.ts).
 
 import { canonicalJson } from '../contract/canonical.js';
 import type { RequestKeys } from '../breadcrumbs/request-keys.js';
@@ -33,6 +34,8 @@ export interface RequestOrigin {
   subscription?: string;
   trigger_id?: string;
   trigger_event?: unknown;
+  /** The breadcrumb that started this chain of triggered runs (the first trigger); nested calls keep it. */
+  seed?: string;
   /** The store identity the runner wrote the request as (its token's subject); `created_by` must match with auth on. */
   writer?: string;
 }
@@ -65,6 +68,15 @@ export function depthOfTags(tags: readonly string[]): number {
     if (Number.isSafeInteger(n) && n > depth) depth = n;
   }
   return depth;
+}
+
+/** Tag a triggered run's writes carry: the seed of its chain (a provenance mark, like the depth). */
+export const CHAIN_TAG_PREFIX = 'created-by:chain:';
+
+/** The seed a breadcrumb's tags name (the first chain mark), if any. */
+export function seedOfTags(tags: readonly string[]): string | undefined {
+  const tag = tags.find((t) => t.startsWith(CHAIN_TAG_PREFIX) && t.length > CHAIN_TAG_PREFIX.length);
+  return tag?.slice(CHAIN_TAG_PREFIX.length);
 }
 
 const sealed = (keys: Pick<RequestKeys, 'stateMac'>, call: SealedCall, origin: RequestOrigin): string =>

@@ -15,11 +15,14 @@
 //   `toolApiMaxReplyBytes` per reply and `toolApiMaxJobBytes` in total (`rate.exceeded` beyond).
 //   Search reads candidates as context-free listings and then one full record at a time, stopping
 //   as soon as the reply is complete or over its cap, so a call holds at most one record beyond
-//   what it returns. Secret and runner records are removed before `limit` applies.
+//   what it returns. Secret and runner records are removed before `limit` applies;
+// - a triggered run's creations carry its chain's mark and count against the chain (chains.ts);
+//   every creation for an agent carries `created-by:agent:<id>`, which the store's quota counts.
 
 import type { StoreClient } from '../breadcrumbs/index.js';
 import { isNotFound } from '../breadcrumbs/index.js';
 import {
+  CHARGED_AGENT_TAG_PREFIX,
   BreadcrumbCreate,
   BreadcrumbPatch,
   type BreadcrumbFull,
@@ -28,7 +31,8 @@ import {
 import type { Config } from '../config/index.js';
 import { ErrorCode, RunnerError } from '../errors.js';
 import type { SandboxApi } from '../sandbox/index.js';
-import { DEPTH_TAG_PREFIX } from './origin.js';
+import type { ChainLedger } from './chains.js';
+import { CHAIN_TAG_PREFIX, DEPTH_TAG_PREFIX } from './origin.js';
 import {
   checkUpdatable,
   checkWritable,
@@ -55,6 +59,10 @@ export interface ToolApiOptions {
   schemas?: { read: readonly string[]; write: readonly string[] } | undefined;
   /** The run's depth (origin.ts): its new records carry the `created-by:depth:<n>` mark, so subscriptions bound loops. */
   depth?: number;
+  /** The agent the run's creations count against (the store's quota): they carry `created-by:agent:<id>`. */
+  chargeTo?: string | undefined;
+  /** A triggered run's chain (chains.ts): its new records carry `created-by:chain:<seed>` and count in the ledger. */
+  chain?: { seed: string; ledger: ChainLedger };
   /** A lasting run (a continuous tool): `toolApiMaxJobBytes` counts per window of this length, not per run. */
   windowMs?: number;
 }
@@ -235,6 +243,12 @@ export function createToolApi(options: ToolApiOptions): SandboxApi {
         const created = toolCreateBody(parsed.data, tool);
         if (options.depth !== undefined && options.depth > 0)
           created.tags = [...created.tags, `${DEPTH_TAG_PREFIX}${options.depth}`];
+        if (options.chargeTo !== undefined)
+          created.tags = [...created.tags, CHARGED_AGENT_TAG_PREFIX + options.chargeTo];
+        if (options.chain) {
+          options.chain.ledger.charge(options.chain.seed, tool);
+          created.tags = [...created.tags, `${CHAIN_TAG_PREFIX}${options.chain.seed}`];
+        }
         return client.createBreadcrumb(created);
       }),
 

@@ -105,6 +105,7 @@ export function createRunToolCaller(options: ToolCallsOptions, run: CallingRun):
         parent_rid: run.rid,
         parent_breadcrumb_id: run.breadcrumbId,
         deadline_at: run.deadlineAt,
+        ...(run.origin?.seed !== undefined ? { seed: run.origin.seed } : {}),
         ...(writer !== undefined ? { writer } : {}),
       };
       const asked = {

@@ -74,12 +74,22 @@ const page = async (root: HTMLElement): Promise<() => void> => {
         { class: 'card', id: 'subscriptions' },
         h('h2', null, `Subscriptions (${subscriptions.length})`),
         table(
-          ['Subscription', 'Schema', 'Tag', 'Runs started here', 'Refused (depth)', 'Deferred (rate)', 'Last trigger'],
+          [
+            'Subscription',
+            'State',
+            'Schema',
+            'Tag',
+            'Runs started here',
+            'Refused (depth)',
+            'Deferred (rate)',
+            'Last trigger',
+          ],
           subscriptions.map((x) =>
             h(
               'tr',
-              { 'data-subscription': x.id },
+              { 'data-subscription': x.id, 'data-state': x.state, title: x.reason ?? '' },
               h('td', null, x.id),
+              h('td', null, x.state ?? 'active'),
               h('td', null, x.schema_name),
               h('td', null, x.tag ?? '–'),
               h('td', { class: 'num' }, String(x.triggered)),

@@ -81,6 +81,10 @@ export const COMMANDS: readonly Command[] = [
       'secretsKey',
       'pingIntervalMs',
       'eventRetention',
+      'agentQuotaRecords',
+      'agentQuotaBytes',
+      'agentQuotaExempt',
+      'agentRetentionMs',
     ],
     exits: [
       [EXIT.Ok, 'stopped by SIGTERM/SIGINT'],

@@ -41,6 +41,11 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
       groupCommit: config.groupCommit,
       retentionMs: config.retentionMs,
       auditRetentionMs: config.auditRetentionMs,
+      agentRetentionMs: config.agentRetentionMs,
+      agentQuotaRecords: config.agentQuotaRecords,
+      agentQuotaBytes: config.agentQuotaBytes,
+      agentQuotaExempt: config.agentQuotaExempt,
+      agentId: config.agentId,
       logger: logger.child({ component: 'store' }),
     });
   } catch (error) {

@@ -203,6 +203,14 @@ CREATE TABLE removed_requests (id text PRIMARY KEY, owner_id text NOT NULL, reas
 CREATE INDEX removed_requests_at ON removed_requests (removed_at);
 `,
   },
+  {
+    version: 6,
+    name: "quotas and agent retention: each writer's records, oldest first, with their sizes (src/store/quota.ts)",
+    sql: `
+CREATE INDEX breadcrumbs_writer ON breadcrumbs (created_by, write_seq, size_bytes);
+CREATE INDEX breadcrumb_history_writer ON breadcrumb_history (updated_by);
+`,
+  },
 ];
 
 /** Whether `url` names a PostgreSQL database (`postgres://` or `postgresql://`). */

@@ -16,6 +16,7 @@ import { createPgReads } from './reads.js';
 import { createPgRegistry } from './registry.js';
 import { pgRetentionStorage } from './retention.js';
 import { checkSecretsKey, createPgSecrets } from './secrets.js';
+import type { AgentQuota } from '../quota.js';
 import { createPgWrites } from './writes.js';
 
 export { DEFAULT_PG_SESSION, isPostgresUrl, isUnavailable, redactUrl, type PgSession } from './db.js';
@@ -46,6 +47,7 @@ export async function openPgBackend(options: {
   eventRetention: number;
   embedder: Embedder | undefined;
   logger: Logger;
+  quota?: AgentQuota | undefined;
   session?: PgSession;
 }): Promise<PgBackend> {
   const { url, logger } = options;
@@ -59,7 +61,12 @@ export async function openPgBackend(options: {
     const reads = createPgReads(pool, { embedder: options.embedder, logger });
     const events = log;
     let embeddings: EmbeddingQueue | undefined;
-    const writes = createPgWrites(pool, events, (id, version, text) => embeddings?.schedule(id, version, text));
+    const writes = createPgWrites(
+      pool,
+      events,
+      (id, version, text) => embeddings?.schedule(id, version, text),
+      options.quota,
+    );
     const leases = createPgLeases(pool);
     if (options.embedder) embeddings = createEmbeddingQueue(writes, options.embedder, logger);
     logger.info('store database is PostgreSQL', { db: redactUrl(url), schemaVersion, poolSize: options.poolSize });

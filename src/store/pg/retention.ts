@@ -34,6 +34,24 @@ export function pgRetentionStorage(
         )
       ).rows;
     },
+    async writers(limit) {
+      return (
+        await pool.query<{ a: string }>(
+          `WITH RECURSIVE w(a) AS (SELECT (SELECT min(created_by) FROM breadcrumbs) UNION ALL
+          SELECT (SELECT min(created_by) FROM breadcrumbs WHERE created_by > w.a) FROM w WHERE w.a IS NOT NULL)
+          SELECT a FROM w WHERE a IS NOT NULL LIMIT $1`,
+          [limit],
+        )
+      ).rows.map((row) => row.a);
+    },
+    async pageOf(writer, afterSeq, limit) {
+      return (
+        await pool.query<RetentionRow>(
+          'SELECT write_seq, id, owner_id, updated_ms, context, tags, ttl, schema_name FROM breadcrumbs WHERE created_by = $1 AND write_seq > $2 ORDER BY write_seq LIMIT $3',
+          [writer, afterSeq, limit],
+        )
+      ).rows;
+    },
     async record(id) {
       return (
         await pool.query<{ write_seq: number; owner_id: string }>(

@@ -7,7 +7,8 @@
 // Concurrency: an update/delete first locks its row (SELECT … FOR UPDATE), so If-Match is a true
 // compare-and-set across replicas; an Idempotency-Key is claimed by inserting its row first (a
 // concurrent create with the same key waits on it and then answers 409); the expiry sweep takes
-// rows FOR UPDATE SKIP LOCKED, so replicas sweeping together never delete one row twice.
+// rows FOR UPDATE SKIP LOCKED, so replicas sweeping together never delete one row twice. A write
+// counted against a quota (../quota.ts) takes the agent's transaction lock before counting.
 
 import { createHash, randomUUID } from 'node:crypto';
 import type pg from 'pg';
@@ -16,10 +17,22 @@ import { embeddingText, encodeVector } from '../breadcrumb-writes.js';
 import type { VectorStore } from '../embeddings.js';
 import type { WritesPort } from '../backend.js';
 import { HttpError, httpErrors } from '../http-util.js';
+import {
+  CHARGED_AGENT_TAG_PREFIX,
+  chargedAgent,
+  checkQuota,
+  quotaAgent,
+  updateCharges,
+  type AgentQuota,
+  type Usage,
+} from '../quota.js';
 import { leavesTombstone } from '../tombstones.js';
 import type { CreateFields, PatchFields } from '../validate.js';
 import { transaction } from './db.js';
 import type { PgEventLog } from './events.js';
+
+/** First key of the per-agent quota's transaction lock (the second is the agent's hash); an int4. */
+const QUOTA_LOCK = 730_525_004;
 
 function contextDigest(contextJson: string): { checksum: string; size: number } {
   return {
@@ -48,7 +61,25 @@ export type PgWrites = WritesPort &
   };
 
 /** Builds the write side over `pool`, appending through `log`. */
-export function createPgWrites(pool: pg.Pool, log: PgEventLog, afterWrite?: AfterWrite): PgWrites {
+export function createPgWrites(pool: pg.Pool, log: PgEventLog, afterWrite?: AfterWrite, quota?: AgentQuota): PgWrites {
+  /** Refuses (403 quota.exceeded) a write that would take `agent` past its quota (undefined: not counted); serialised per agent. */
+  const charge = async (client: pg.PoolClient, agent: string | null | undefined, adding: Usage): Promise<void> => {
+    if (agent === undefined || quota === undefined) return;
+    await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [QUOTA_LOCK, quotaAgent(agent)]);
+    const usage = (
+      await client.query<{ records: string; bytes: string }>(
+        `SELECT (o.records + m.records) AS records, (o.bytes + m.bytes) AS bytes
+         FROM (SELECT count(*) + (SELECT count(*) FROM breadcrumb_history WHERE ${
+           agent === null ? 'updated_by IS NULL' : 'updated_by = $1'
+         }) AS records, coalesce(sum(size_bytes), 0) AS bytes FROM breadcrumbs
+               WHERE ${agent === null ? 'created_by IS NULL AND $1::text IS NULL' : 'created_by = $1'}) o,
+              (SELECT count(*) AS records, coalesce(sum(b.size_bytes), 0) AS bytes FROM breadcrumb_tags t
+               JOIN breadcrumbs b ON b.write_seq = t.write_seq WHERE t.tag = $2 AND b.created_by = ANY($3::text[])) m`,
+        [agent, agent === null ? null : CHARGED_AGENT_TAG_PREFIX + agent, quota.exempt],
+      )
+    ).rows[0];
+    checkQuota(quota, agent, { records: Number(usage?.records), bytes: Number(usage?.bytes) }, adding);
+  };
   const visibleForUpdate = async (client: pg.PoolClient, id: string, actor: Actor): Promise<BreadcrumbRow> => {
     const row = (await client.query<BreadcrumbRow>(SELECT_VISIBLE_FOR_UPDATE, [id, Date.now()])).rows[0];
     if (!row || (actor.scoped && row.owner_id !== actor.ownerId))
@@ -111,6 +142,7 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog, afterWrite?: Afte
             return;
           }
         }
+        await charge(client, chargedAgent(quota, actor.agentId, fields.tags), { records: 1, bytes: digest.size });
         const now = await log.now(client);
         const seq = await log.append(client, {
           type: 'breadcrumb.updated',
@@ -174,13 +206,15 @@ export function createPgWrites(pool: pg.Pool, log: PgEventLog, afterWrite?: Afte
             { version: row.version },
           );
         }
+        const context = patch.context !== undefined ? JSON.stringify(patch.context) : row.context;
+        const digest = contextDigest(context);
+        for (const [agent, adding] of updateCharges(quota, row, actor.agentId, digest.size - row.size_bytes))
+          await charge(client, agent, adding);
         // The database's clock, never before the record's last write.
         const now = await log.now(client);
         if (now.ms < row.updated_ms) Object.assign(now, { ms: row.updated_ms, iso: row.updated_at });
         const next = row.version + 1;
         const tags = patch.tags ?? (JSON.parse(row.tags) as string[]);
-        const context = patch.context !== undefined ? JSON.stringify(patch.context) : row.context;
-        const digest = contextDigest(context);
         const schemaName = patch.schema_name !== undefined ? patch.schema_name : row.schema_name;
         const seq = await log.append(client, {
           type: 'breadcrumb.updated',
