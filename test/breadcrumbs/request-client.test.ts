@@ -14,6 +14,7 @@ import {
 } from '../../src/breadcrumbs/index.js';
 import { silentLogger } from '../../src/logger.js';
 import { onCleanup, startStore } from '../store/helpers.js';
+import { until } from '../support/waits.js';
 
 const WS = 'workspace:tools';
 const keys = createRequestKeys(Buffer.alloc(32, 7));
@@ -27,6 +28,43 @@ async function setup(): Promise<{ store: StoreClient }> {
   });
   onCleanup(() => store.close());
   return { store };
+}
+
+/**
+ * `store` with its listings (the request client's polls, one at a time) counted as they start and
+ * held at the start while `hold` is set; `inFlight` counts those started and not yet returned.
+ */
+function watchedPolls(store: StoreClient): {
+  client: StoreClient;
+  started: () => number;
+  inFlight: () => number;
+  hold(on: boolean): void;
+} {
+  let started = 0;
+  let inFlight = 0;
+  let held: Promise<void> | undefined;
+  let release = (): void => {};
+  const client: StoreClient = {
+    ...store,
+    listBreadcrumbs: async (...args) => {
+      while (held) await held;
+      started++;
+      inFlight++;
+      try {
+        return await store.listBreadcrumbs(...args);
+      } finally {
+        inFlight--;
+      }
+    },
+  };
+  const hold = (on: boolean): void => {
+    if (on && !held) held = new Promise<void>((resolve) => (release = resolve));
+    if (!on && held) {
+      held = undefined;
+      release();
+    }
+  };
+  return { client, started: () => started, inFlight: () => inFlight, hold };
 }
 
 /** Writes an answer for `request` as the runner would (answer tag) or as a forger (none). */
@@ -57,7 +95,8 @@ async function answer(
 describe('request client', () => {
   it('writes the request with its tags and context, and settles on the genuine answer only (by poll)', async () => {
     const { store } = await setup();
-    const requests = createRequestClient({ client: store, keys, workspace: WS, pollMaxMs: 50 });
+    const watched = watchedPolls(store);
+    const requests = createRequestClient({ client: watched.client, keys, workspace: WS, pollMaxMs: 50 });
     const written = await requests.write({
       tool: 't',
       input: { a: 1 },
@@ -80,7 +119,13 @@ describe('request client', () => {
     await answer(store, written, 'wrong rid', { genuine: true, rid: 'other' });
     await answer(store, written, 'wrong breadcrumb', { genuine: true, breadcrumbId: 'other' });
     await answer(store, written, 'wrong workspace', { genuine: true, workspace: 'workspace:other' });
-    await new Promise((r) => setTimeout(r, 200));
+    // A whole poll after the forgeries, and the wait still open.
+    // (Polls run one after another: once the second starts, the first has listed them and not settled.)
+    let early: unknown;
+    void waiting.then((outcome) => (early = outcome));
+    const after = watched.started();
+    await until('two polls after the forgeries', () => watched.started() >= after + 2 || early !== undefined);
+    expect(early).toBeUndefined();
     const id = await answer(store, written, 'real', { genuine: true });
     const outcome = await waiting;
     expect(outcome).toMatchObject({ kind: 'answered', responseId: id, answer: { output: 'real' } });
@@ -89,7 +134,8 @@ describe('request client', () => {
 
   it('settles from a fed event as well, times out, and ends as cancelled when its signal aborts', async () => {
     const { store } = await setup();
-    const requests = createRequestClient({ client: store, keys, workspace: WS, pollMaxMs: 60_000 });
+    const watched = watchedPolls(store);
+    const requests = createRequestClient({ client: watched.client, keys, workspace: WS, pollMaxMs: 60_000 });
     const stop = new AbortController();
     onCleanup(() => stop.abort());
     const connected = new Promise<void>((resolve) =>
@@ -104,10 +150,13 @@ describe('request client', () => {
     await connected;
     const written = await requests.write({ tool: 't', input: {}, requestedBy: 'me' });
     const waiting = requests.wait(written, { timeoutMs: 20_000 });
-    // Past the first quick polls, only the event can settle it (the poll interval is now a minute).
-    await new Promise((r) => setTimeout(r, 500));
+    // After a first poll, polls are held (a stalled listing): only the event can settle it.
+    await until('a first poll', () => watched.started() >= 1);
+    watched.hold(true);
+    await until('no poll in flight', () => watched.inFlight() === 0);
     const id = await answer(store, written, 'by event');
     expect(await waiting).toMatchObject({ kind: 'answered', responseId: id });
+    watched.hold(false);
 
     const lonely = await requests.write({ tool: 't', input: {}, requestedBy: 'me' });
     expect(await requests.wait(lonely, { timeoutMs: 300 })).toEqual({ kind: 'timeout' });

@@ -5,7 +5,8 @@
 
 import { afterEach, describe, expect, it } from 'vitest';
 import { SCHEMA, TAG } from '../../src/breadcrumbs/messages.js';
-import { cleanupAll, client, startRunner, startStoreProcess, tempDir, WS } from './harness.js';
+import { until, untilSettled } from '../support/waits.js';
+import { adminUrl, CLAIM_TTL_MS, cleanupAll, client, startRunner, startStoreProcess, tempDir, WS } from './harness.js';
 
 afterEach(cleanupAll);
 
@@ -43,7 +44,9 @@ describe('create requests on two replicas', () => {
   it(`${COUNT} create requests: each runs its examples exactly once and is answered exactly once`, async () => {
     const { url } = await startStoreProcess(tempDir());
     const c = client(url);
-    await Promise.all([startRunner(url), startRunner(url)]);
+    const withAdmin = (): Promise<string> =>
+      startRunner(url, ['--admin-port', '0'], { TOOLS_RUNNER_LOG_LEVEL: 'info' }).then(adminUrl);
+    const admins = await Promise.all([withAdmin(), withAdmin()]);
     const names = Array.from({ length: COUNT }, (_, i) => `cr-${i}`);
     const rids = new Map<string, string>();
     await Promise.all(
@@ -59,16 +62,17 @@ describe('create requests on two replicas', () => {
       }),
     );
     // Every request answered (generous: examples run in real Deno processes on a loaded machine).
-    const deadline = Date.now() + 180_000;
-    let answers: Array<{ tags: string[]; context?: Record<string, unknown> | undefined }> = [];
-    while (Date.now() < deadline) {
-      answers = await c.listAll({ schema_name: SCHEMA.ToolCreateResponse, tag: WS, include_context: true });
-      if (answers.length >= COUNT) break;
-      await new Promise((r) => setTimeout(r, 200));
-    }
-    // A few scan intervals more, so that a second answer or a second run would show.
-    await new Promise((r) => setTimeout(r, 2_000));
-    answers = await c.listAll({ schema_name: SCHEMA.ToolCreateResponse, tag: WS, include_context: true });
+    await until(
+      `${COUNT} create answers`,
+      async () => (await c.listAll({ schema_name: SCHEMA.ToolCreateResponse, tag: WS })).length >= COUNT,
+      180_000,
+      200,
+    );
+    // Both replicas scanned after any lease taken until now expired, and are idle: a second answer or
+    // a second run would be in the store now.
+    const since = Date.now() + CLAIM_TTL_MS;
+    await Promise.all(admins.map((admin) => untilSettled(admin, since)));
+    const answers = await c.listAll({ schema_name: SCHEMA.ToolCreateResponse, tag: WS, include_context: true });
     const perRid = new Map<string, number>();
     for (const answer of answers) {
       const rid = String(answer.context?.['request_id']);

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SCHEMA, TAG } from '../../src/breadcrumbs/messages.js';
+import { until } from '../support/waits.js';
 import { answer, cleanupAll, client, FAST, request, runCli, startRunnerWithStore, WS } from './harness.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -38,20 +39,6 @@ async function metricsOf(admin: string): Promise<string> {
   return (await fetch(`${admin}/metrics`)).text();
 }
 
-async function until<T>(
-  what: string,
-  probe: () => Promise<T | undefined> | T | undefined,
-  timeoutMs = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 describe('a reader of the logs that goes away', () => {
   it('the service keeps answering, counts the lost lines, and exits 0 on SIGTERM within its drain grace', async () => {
     const { runner, url } = await startRunnerWithStore(['--admin-port', '0'], { TOOLS_RUNNER_LOG_LEVEL: 'info' });
@@ -66,10 +53,14 @@ describe('a reader of the logs that goes away', () => {
       const response = await answer(c, await request(c, 'no-such-tool', {}));
       expect(response.error?.code).toBe('tool.not_found');
     }
-    const dropped = await until('dropped log lines counted', async () => {
-      const match = /^tools_runner_log_lines_dropped_total (\d+)/m.exec(await metricsOf(admin));
-      return match && Number(match[1]) > 0 ? Number(match[1]) : undefined;
-    });
+    const dropped = await until(
+      'dropped log lines counted',
+      async () => {
+        const match = /^tools_runner_log_lines_dropped_total (\d+)/m.exec(await metricsOf(admin));
+        return match && Number(match[1]) > 0 ? Number(match[1]) : undefined;
+      },
+      60_000,
+    );
     expect(dropped).toBeGreaterThan(0);
     expect(await metricsOf(admin)).toMatch(/^tools_runner_uncaught_errors_total 0$/m);
     runner.signal('SIGTERM');
@@ -129,8 +120,10 @@ describe('start with a store URL nobody listens on', () => {
     const runner = runCli(['start', '--store-url', url, '--store-wait-ms', '600000', ...FAST], {
       TOOLS_RUNNER_LOG_LEVEL: 'info',
     });
-    await until('a first "store not reachable yet"', () =>
-      jsonLines(runner.stderr).some((l) => l['msg'] === 'store not reachable yet') ? true : undefined,
+    await until(
+      'a first "store not reachable yet"',
+      () => (jsonLines(runner.stderr).some((l) => l['msg'] === 'store not reachable yet') ? true : undefined),
+      60_000,
     );
     runner.signal('SIGINT');
     expect(await runner.exited).toBe(1);
@@ -164,8 +157,10 @@ describe('requests that will never be answered', () => {
     };
     const ignored = (id: string) =>
       jsonLines(runner.stderr).find((l) => l['msg'] === 'request ignored' && l['breadcrumbId'] === id);
-    await until('every ignored request logged', () =>
-      Object.entries(cases).every(([k, id]) => k === 'unrelated' || ignored(id)) ? true : undefined,
+    await until(
+      'every ignored request logged',
+      () => (Object.entries(cases).every(([k, id]) => k === 'unrelated' || ignored(id)) ? true : undefined),
+      60_000,
     );
     expect(ignored(cases.noWorkspace)).toMatchObject({
       level: 'info',

@@ -15,6 +15,7 @@ import {
   type ToolResponseContext as Response,
 } from '../../src/breadcrumbs/messages.js';
 import { silentLogger } from '../../src/logger.js';
+import { until } from '../support/waits.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const cli = join(root, 'dist', 'cli', 'main.js');
@@ -140,13 +141,16 @@ export function runCli(
   };
 }
 
+/** The lease (claim) time-to-live of runners started with FAST. */
+export const CLAIM_TTL_MS = 2000;
+
 /** Runner flags that make e2e runs quick: short leases and scans, no admin port, no bootstrap. */
 export const FAST = [
   '--admin-port',
   '-1',
   '--no-bootstrap',
   '--claim-ttl-ms',
-  '2000',
+  String(CLAIM_TTL_MS),
   '--scan-interval-ms',
   '500',
   '--drain-grace-ms',
@@ -163,6 +167,17 @@ export async function startRunnerWithStore(
   const line = await runner.line(/^store listening on /);
   await runner.line(/^runner ready$/);
   return { runner, url: line.replace('store listening on ', ''), dataDir };
+}
+
+/** The admin URL a runner started with `--admin-port 0` and log level info logged. */
+export async function adminUrl(runner: CliProcess): Promise<string> {
+  return until('the admin port listening line', () => {
+    const line = runner.stderr
+      .join('')
+      .split('\n')
+      .find((l) => l.includes('"msg":"admin port listening"'));
+    return line === undefined ? undefined : (JSON.parse(line) as { url: string }).url;
+  });
 }
 
 /** Starts `tools-runner store`; resolves with its URL. */

@@ -13,8 +13,11 @@ import {
   ToolResponseContext,
   type ToolResponseContext as Response,
 } from '../../src/breadcrumbs/messages.js';
+import { untilScans, untilSettled } from '../support/waits.js';
 import {
+  adminUrl,
   answer,
+  CLAIM_TTL_MS,
   cleanupAll,
   client,
   putTool,
@@ -27,6 +30,10 @@ import {
 
 let c: StoreClient;
 let runner: CliProcess;
+let admin: string;
+
+/** Once the runner has had every chance to run `rid` again: scans after any lease taken until now expired, then idle. */
+const settled = (): Promise<void> => untilSettled(admin, Date.now() + CLAIM_TTL_MS);
 
 /** Records each execution as a breadcrumb tagged `exec:<mark>` (input.mark), then returns `result`. */
 const counting = (result: string) =>
@@ -78,8 +85,11 @@ async function rawRequest(context: Record<string, unknown>, tags: string[] = [TA
 beforeAll(async () => {
   // Breadcrumb claims, so the claim-tampering cases below have claim records to vandalise; the
   // hostile cases of lease claims (the embedded store's default) start a runner of their own.
-  const started = await startRunnerWithStore(['--claims', 'breadcrumb']);
+  const started = await startRunnerWithStore(['--claims', 'breadcrumb', '--admin-port', '0'], {
+    TOOLS_RUNNER_LOG_LEVEL: 'info',
+  });
   runner = started.runner;
+  admin = await adminUrl(runner);
   c = client(started.url);
   await Promise.all([
     putTool(c, toolContext('h-echo', 'export async function execute(input) { return { got: input }; }')),
@@ -154,8 +164,8 @@ describe('a completed run always ends in exactly one answer', () => {
     const response = await answer(c, rid);
     expect(response.error?.code).toBe('output.invalid');
     expect(response.error?.message).toMatch(/nested deeper than 128 levels/);
-    // Let any (wrong) re-execution show itself: two scan intervals and a lease.
-    await new Promise((r) => setTimeout(r, 3000));
+    // Let any (wrong) re-execution show itself: scans after the lease would have expired, then idle.
+    await settled();
     expect(await executions(mark)).toBe(1);
     expect(await responsesFor(rid)).toHaveLength(1);
     await healthy();
@@ -269,12 +279,13 @@ describe('keys and tags the runner uses cannot be squatted or forged', () => {
     await c.updateBreadcrumb(claimId, {
       context: { request_id: rid, attempt: 1, holder: 'mallory', expires_at: new Date(0).toISOString() },
     });
-    await new Promise((r) => setTimeout(r, 1500));
+    // Two scans that saw the vandalised claim (expired, someone else's) while the tool still runs.
+    await untilScans(admin, 2);
     await c.deleteBreadcrumb(claimId).catch(() => undefined);
     const [response, ...more] = await runnerAnswer(rid, 40_000);
     expect(more).toEqual([]);
     expect(response?.status).toBe('success');
-    await new Promise((r) => setTimeout(r, 3000));
+    await settled();
     expect(await executions(mark)).toBe(1);
   });
 

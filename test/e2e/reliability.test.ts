@@ -5,6 +5,7 @@
 
 import { afterEach, describe, expect, it } from 'vitest';
 import type { StoreClient } from '../../src/breadcrumbs/index.js';
+import { until } from '../support/waits.js';
 import {
   cleanupAll,
   client,
@@ -163,9 +164,19 @@ describe.each(KINDS)('with $kind claims', ({ kind, store: storeArgs, runner: run
       await progress(c, rids, 5);
       store.signal('SIGKILL');
       await store.exited;
-      // Requests written while the store is down are retried by the client until it is back.
-      const during = submit(c, 20, { sleepMs: 50 });
-      await new Promise((r) => setTimeout(r, 500));
+      // Requests written while the store is down are retried by the client until it is back: the
+      // store starts again once a write has been refused.
+      let refused = 0;
+      const writer: StoreClient = {
+        ...c,
+        createBreadcrumb: (...args) =>
+          c.createBreadcrumb(...args).catch((error: unknown) => {
+            refused++;
+            throw error;
+          }),
+      };
+      const during = submit(writer, 20, { sleepMs: 50 });
+      await until('a request write refused while the store is down', () => refused > 0);
       await startStore(dataDir, Number(port));
       rids.push(...(await during));
       const responses = await waitForResponses(c, rids, 120_000);

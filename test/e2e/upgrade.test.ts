@@ -4,7 +4,18 @@
 
 import { afterAll, describe, expect, it } from 'vitest';
 import { SCHEMA, TAG } from '../../src/breadcrumbs/messages.js';
-import { cleanupAll, client, putTool, startRunner, startStoreProcess, tempDir, toolContext, WS } from './harness.js';
+import { until, untilSettled } from '../support/waits.js';
+import {
+  adminUrl,
+  cleanupAll,
+  client,
+  putTool,
+  startRunner,
+  startStoreProcess,
+  tempDir,
+  toolContext,
+  WS,
+} from './harness.js';
 
 afterAll(cleanupAll);
 
@@ -54,7 +65,7 @@ describe('answer-tag cutover', () => {
       );
       await c.createBreadcrumb(legacyResponse(rid));
     }
-    await startRunner(url);
+    const admin = await adminUrl(await startRunner(url, ['--admin-port', '0'], { TOOLS_RUNNER_LOG_LEVEL: 'info' }));
     // Touching an old request (an update event) does not make it run again either.
     await c.updateBreadcrumb(oldIds[0]!, { title: 'Request: u-count (edited)' });
     // A new request, pre-empted by a forged legacy-style answer.
@@ -65,12 +76,13 @@ describe('answer-tag cutover', () => {
       tags: [TAG.Request, WS],
       context: { tool: 'u-count', input: { mark: 'new' }, requestId: 'new-1' },
     });
-    const deadline = Date.now() + 20_000;
-    while ((await c.listBreadcrumbs({ tag: 'exec:new', limit: 10 })).length === 0 && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 100));
+    await until(
+      'the new request run',
+      async () => (await c.listBreadcrumbs({ tag: 'exec:new', limit: 10 })).length > 0,
+    );
     expect(await c.listBreadcrumbs({ tag: 'exec:new', limit: 10 })).toHaveLength(1);
-    // Two full scan intervals later, no old request has run.
-    await new Promise((r) => setTimeout(r, 1500));
+    // Two scans later, with the queue idle, no old request has run.
+    await untilSettled(admin);
     expect(await c.listBreadcrumbs({ tag: 'exec:old', limit: 10 })).toHaveLength(0);
   });
 });

@@ -278,8 +278,13 @@ describeBackends('store: retention', (backend) => {
         await client.end();
       }
     };
+    // 150 calls from 30 callers at once (replicas' concurrent jobs): the same records and events as
+    // one after another, without waiting out each round trip in turn.
     const wave = async (from: number): Promise<void> => {
-      for (let i = from; i < from + 150; i++) await runnerCall(store, i);
+      const lane = async (first: number): Promise<void> => {
+        for (let i = first; i < from + 150; i += 30) await runnerCall(store, i);
+      };
+      await Promise.all(Array.from({ length: 30 }, (_, k) => lane(from + k)));
     };
     const ROUNDS = 6;
     const empty = (await store.retention.measure()).dbBytes;
@@ -313,5 +318,5 @@ describeBackends('store: retention', (backend) => {
     const metrics = await fetch(`${store.url}/metrics`).then((r) => r.text());
     expect(Number(/^tools_runner_store_db_bytes (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThan(0);
     expect(metrics).toMatch(new RegExp(`^tools_runner_store_retention_removed_total ${ROUNDS * 300}$`, 'm'));
-  });
+  }, 180_000); // a bound for a hang, not a speed: 4,500 store calls and 6 sweeps on a shared machine
 });
