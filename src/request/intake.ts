@@ -5,7 +5,8 @@
 // scans of both kinds — a full scan at start
 // and whenever something may have been missed (backlog overflow, a failed job), a windowed scan
 // (recent requests only) after every reconnect and on a timer; (3) expired claims of other
-// replicas, found on the timer, which are taken over.
+// replicas, which are taken over: found on the timer, and tried again at the expiry of a claim this
+// replica found held by another (so a dead holder's request waits one lease, not one scan).
 //
 // The queue's backlog is bounded. When it is full, candidates wait in a bounded `pending` list
 // (ids only, oldest first) and are fed in as room frees; if even that list overflows, the next scan
@@ -25,7 +26,7 @@ import { backoffMs } from '../backoff.js';
 import { ErrorCode, RunnerError } from '../errors.js';
 
 /** How a request's job ended, from intake's point of view (`withdrawn`: the request was deleted; no answer). */
-export type RequestOutcome = 'answered' | 'withdrawn' | 'busy' | 'released' | 'failed' | Parked;
+export type RequestOutcome = 'answered' | 'withdrawn' | 'released' | 'failed' | Busy | Parked;
 
 /** A windowed catch-up scan's look-back before the previous scan started (see createIntake). */
 export const DEFAULT_WINDOW_MARGIN_MS = 60_000;
@@ -46,6 +47,17 @@ export interface Parked {
   until: number;
   wakeOn: readonly string[];
 }
+
+/** Another replica holds the request's claim until `until` (the store's clock): looked at again then. */
+export interface Busy {
+  kind: 'busy';
+  until: number;
+}
+
+/** Past a busy claim's expiry before it is tried: the store's expiry check is strict. */
+const BUSY_MARGIN_MS = 50;
+/** Least wait before a busy claim is tried again (our clock may run ahead of the store's). */
+const BUSY_MIN_WAIT_MS = 500;
 
 /** The abort reason of a job whose request breadcrumb was deleted (by its requester, or anyone). */
 export class RequestWithdrawn extends Error {
@@ -221,8 +233,16 @@ export function createIntake(options: IntakeOptions): Intake {
       failures.delete(request.breadcrumbId);
     }
     if (outcome === 'failed') retryLater(request);
-    if (typeof outcome === 'object') park(request, outcome);
+    if (typeof outcome === 'object') park(request, outcome.kind === 'busy' ? heldElsewhere(request, outcome) : outcome);
   };
+
+  // A claim held by another replica: try again when its lease would run out, so a dead holder's
+  // request is taken over within one lease, not at the next scan; the answer's event ends the wait.
+  const heldElsewhere = (request: PendingRequest, busy: Busy): Parked => ({
+    kind: 'parked',
+    until: Math.max(busy.until + BUSY_MARGIN_MS, Date.now() + BUSY_MIN_WAIT_MS),
+    wakeOn: [keys.answerTag(request.breadcrumbId)],
+  });
 
   const park = (request: PendingRequest, outcome: Parked): void => {
     if (stopped) return;

@@ -151,6 +151,7 @@ export function createRequestJob(options: RequestJobOptions): RequestJob {
     // claim
     const acquired = await claims.acquire({ breadcrumbId: request.breadcrumbId, rid: request.rid });
     watch.lap('claim');
+    if (acquired.kind === 'busy') return { kind: 'busy', until: acquired.expiresAt };
     if (acquired.kind !== 'acquired') return acquired.kind;
     const claim = acquired.claim;
     const log = logger.child({ rid: request.rid, tool: request.tool, attempt: claim.attempt });
