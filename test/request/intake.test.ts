@@ -373,6 +373,35 @@ describe('intake', () => {
     again.finish('answered');
   });
 
+  it("a request whose claim another replica holds is tried again at that claim's expiry", async () => {
+    const r = await rig();
+    const { id, event } = await r.createRequest();
+    feed(r.intake, event);
+    (await r.call(0)).finish({ kind: 'busy', until: Date.now() + 300 });
+    await vi.waitFor(() => expect(r.intake.stats().parked).toBe(1));
+    const again = await r.call(1);
+    expect(again.request.breadcrumbId).toBe(id);
+    again.finish('answered');
+  });
+
+  it('a request whose claim another replica holds waits no longer once its answer is seen', async () => {
+    const r = await rig();
+    const { id, event } = await r.createRequest();
+    feed(r.intake, event);
+    (await r.call(0)).finish({ kind: 'busy', until: Date.now() + 60_000 });
+    await vi.waitFor(() => expect(r.intake.stats().parked).toBe(1));
+    feed(r.intake, {
+      type: 'breadcrumb.updated',
+      breadcrumb_id: 'resp',
+      schema_name: SCHEMA.ToolResponse,
+      tags: [WS, keys.answerTag(id)],
+    });
+    expect(r.intake.stats().parked).toBe(0);
+    feed(r.intake, event);
+    await r.intake.scan(true);
+    expect(r.calls).toHaveLength(1);
+  });
+
   it('a job that throws is retried; the store being unavailable is a warning, any other fault an error', async () => {
     const lines: Array<Record<string, unknown>> = [];
     const logger = createLogger({ level: 'debug', write: (line) => void lines.push(JSON.parse(line)) });
