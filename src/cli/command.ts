@@ -17,7 +17,7 @@ export const EXIT = {
   Timeout: 3,
   /** A client command could not reach the store, or the store refused the CLI's credentials. */
   Unavailable: 4,
-  /** A second SIGINT/SIGTERM: exited without draining. */
+  /** A second SIGINT/SIGTERM/SIGHUP: exited without draining. */
   Interrupted: 130,
 } as const;
 
@@ -30,7 +30,7 @@ export interface CommandContext {
   out: (line: string) => void;
   /** Problems, one line each. */
   err: (line: string) => void;
-  /** Aborted on the first SIGTERM/SIGINT: a long-running command starts draining. */
+  /** Aborted on the first SIGTERM/SIGINT/SIGHUP: a long-running command starts draining. */
   signal: AbortSignal;
 }
 

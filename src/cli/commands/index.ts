@@ -21,7 +21,7 @@ export const COMMANDS: readonly Command[] = [
     summary: 'run the runner (with the embedded store unless --store-url is given)',
     usage: 'tools-runner start [--store-url URL] [--port P] [--data-dir D | --db postgres://…] [--admin-port P] ...',
     description: [
-      'Runs the service until SIGTERM/SIGINT: the embedded store (unless --store-url), the runner, and the admin port.',
+      'Runs the service until SIGTERM/SIGINT/SIGHUP: the embedded store (unless --store-url), the runner, and the admin port.',
       'Prints "store listening on http://HOST:PORT" and "runner ready" on stdout; log lines go to stderr',
       '(human-readable on a terminal, JSON otherwise; --log-format). Bootstraps --bootstrap-dir unless --no-bootstrap.',
     ],
@@ -49,7 +49,7 @@ export const COMMANDS: readonly Command[] = [
       'workspace',
     ],
     exits: [
-      [EXIT.Ok, 'stopped by SIGTERM/SIGINT after draining'],
+      [EXIT.Ok, 'stopped by SIGTERM/SIGINT/SIGHUP after draining'],
       [EXIT.Failed, 'start-up failed (the reason is on stderr)'],
       USAGE,
       [EXIT.Interrupted, 'a second signal: exited without draining'],
