@@ -120,6 +120,38 @@ export const COMMANDS: readonly Command[] = [
     load: async () => (await import('./call.js')).run,
   },
   {
+    name: 'list',
+    summary: 'list the tools the running service offers: name, version, kind, contract, trust',
+    usage: 'tools-runner list [--store-url URL --runner-secret S]',
+    description: [
+      "Prints one line per tool of the workspace's published catalog (tool.catalog.v1, sealed with the runner secret):",
+      'its name, default version, kind (code or host), contract (side-effect class; unknown when undeclared) and trust.',
+    ],
+    options: [...CLIENT_OPTIONS, 'runnerSecret', 'dataDir'],
+    exits: [[EXIT.Ok, 'printed'], [EXIT.Failed, 'no sealed catalog in the store (said why)'], USAGE, NO_KEY, STORE],
+    client: true,
+    load: async () => (await import('./tools.js')).list,
+  },
+  {
+    name: 'describe',
+    summary: 'show one tool: its schemas, permissions, limits and examples',
+    usage: 'tools-runner describe <tool> [--store-url URL --runner-secret S]',
+    description: [
+      "Prints the tool's entry in the published catalog as JSON: description, versions, contract, permissions (net hosts,",
+      'secrets), limits (timeout), input and output schemas, and examples.',
+    ],
+    options: [...CLIENT_OPTIONS, 'runnerSecret', 'dataDir'],
+    exits: [
+      [EXIT.Ok, 'printed'],
+      [EXIT.Failed, 'no such tool in the catalog (named), or no sealed catalog (said why)'],
+      USAGE,
+      NO_KEY,
+      STORE,
+    ],
+    client: true,
+    load: async () => (await import('./tools.js')).describe,
+  },
+  {
     name: 'tail',
     summary: 'print executions as they happen (from the admin port)',
     usage: 'tools-runner tail [json] [--admin-host H] [--admin-port P]',
