@@ -95,6 +95,7 @@ async function main(argv: string[]): Promise<number> {
   const format = config.logFormat === 'auto' ? (process.stderr.isTTY ? 'text' : 'json') : config.logFormat;
   const logger = createLogger({ level: logLevelFor(command, config), format }).child({ cmd: name });
   const controller = new AbortController();
+  const force = new AbortController();
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals): void => {
     if (signal === 'SIGHUP') detachFromTerminal();
@@ -102,6 +103,9 @@ async function main(argv: string[]): Promise<number> {
     if (signals === 1) {
       logger.info('signal received, draining', { signal });
       controller.abort(new Error(`received ${signal}`));
+    } else if (command.secondSignal && signals === 2) {
+      force.abort(new Error(`received ${signal} again`));
+      setTimeout(() => process.exit(EXIT.Interrupted), 5_000).unref();
     } else {
       logger.warn('second signal, exiting now', { signal });
       process.exit(EXIT.Interrupted);
@@ -112,7 +116,15 @@ async function main(argv: string[]): Promise<number> {
   process.on('SIGHUP', onSignal);
   try {
     const run = await command.load();
-    return await run({ config, positionals: loaded.positionals, logger, out, err, signal: controller.signal });
+    return await run({
+      config,
+      positionals: loaded.positionals,
+      logger,
+      out,
+      err,
+      signal: controller.signal,
+      force: force.signal,
+    });
   } catch (error) {
     const e = coerceError(error);
     err(`tools-runner ${name}: ${e.code}: ${e.message}`);

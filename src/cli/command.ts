@@ -32,6 +32,8 @@ export interface CommandContext {
   err: (line: string) => void;
   /** Aborted on the first SIGTERM/SIGINT/SIGHUP: a long-running command starts draining. */
   signal: AbortSignal;
+  /** Aborted on the second signal, for a command with `secondSignal` (others exit at once with 130). */
+  force: AbortSignal;
 }
 
 /** The code of a command: its module exports `run`. */
@@ -51,6 +53,8 @@ export interface Command {
   exits: Array<[code: number, meaning: string]>;
   /** A client of a running store/runner: log lines below warn are dropped unless --log-level debug. */
   client: boolean;
+  /** The command ends itself on a second signal (ctx.force), within 5 s; otherwise the CLI exits 130 at once. */
+  secondSignal?: true;
   /** Imports the command's code. */
   load(): Promise<CommandRun>;
 }

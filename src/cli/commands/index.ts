@@ -103,6 +103,7 @@ export const COMMANDS: readonly Command[] = [
       'Writes a tool.request.v1 for <tool> with the JSON input (an argument, or "-" to read stdin; default {}),',
       'waits for its tool.response.v1 and prints the response context as JSON on stdout. Needs a running runner.',
       '--call-isolation process demands a fresh, never-reused Deno process for this call (context.isolation).',
+      'Ctrl-C says the request goes on and keeps waiting; a second Ctrl-C withdraws the request and exits 130.',
     ],
     options: [...CLIENT_OPTIONS, 'callTimeoutMs', 'callIsolation', 'callProgress'],
     exits: [
@@ -114,9 +115,13 @@ export const COMMANDS: readonly Command[] = [
       [EXIT.Usage, 'bad usage, or the input is not valid JSON'],
       [EXIT.Timeout, 'no response within --call-timeout-ms'],
       STORE,
-      [EXIT.Interrupted, 'stopped by SIGINT/SIGTERM before the response came'],
+      [
+        EXIT.Interrupted,
+        'stopped before the response came: by SIGTERM, or by a second SIGINT (Ctrl-C), which withdraws the request',
+      ],
     ],
     client: true,
+    secondSignal: true,
     load: async () => (await import('./call.js')).run,
   },
   {
