@@ -19,7 +19,7 @@ function eventCount(dataDir: string): number {
   }
 }
 
-describe('start on a busy port', () => {
+describe('start (or store) on a busy port', () => {
   it('fails with the port in its message and leaves the running store as it was', async () => {
     const { runner, url, dataDir } = await startRunnerWithStore();
     const port = new URL(url).port;
@@ -30,6 +30,12 @@ describe('start on a busy port', () => {
     }
     const before = eventCount(dataDir);
     expect(before).toBeGreaterThan(100);
+
+    // `store` alone on that port: the same
+    const store = runCli(['store', '--port', port, '--data-dir', dataDir, '--event-retention', '100']);
+    expect(await store.exited, store.stderr.join('')).toBe(1);
+    expect(store.stderr.join('')).toContain(`port ${port} on 127.0.0.1 is already in use`);
+    expect(eventCount(dataDir)).toBeGreaterThanOrEqual(before);
 
     const second = runCli([
       'start',
