@@ -3,6 +3,8 @@
 // It loads only the configuration and the chosen command's code (commands are imported on demand),
 // and everything it prints goes through the terminal-safety escaping of ./sanitize.js.
 
+import { closeSync, openSync } from 'node:fs';
+import { isatty } from 'node:tty';
 import { loadConfig, type Config } from '../config/index.js';
 import { coerceError } from '../errors.js';
 import { createLogger, guardedWriter, type LogLevel } from '../logger.js';
@@ -23,6 +25,24 @@ const LEVEL_ORDER: LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
 function logLevelFor(command: Command, config: Config): LogLevel {
   if (!command.client || config.logLevel === 'debug') return config.logLevel;
   return LEVEL_ORDER.indexOf(config.logLevel) < LEVEL_ORDER.indexOf('warn') ? 'warn' : config.logLevel;
+}
+
+/** The stdio descriptors on a terminal at start (after a hang-up, isatty() is false). */
+const onTerminal = [0, 1, 2].filter((fd) => isatty(fd));
+
+/**
+ * The terminal hung up (SIGHUP): its stdio descriptors now point at /dev/null. Output goes nowhere anyway,
+ * and Node 20 aborts at exit (134) when it cannot restore a hung-up terminal's mode (tcsetattr: EIO).
+ */
+function detachFromTerminal(): void {
+  for (const fd of onTerminal) {
+    try {
+      closeSync(fd);
+      openSync('/dev/null', fd === 0 ? 'r' : 'w'); // the lowest free descriptor: `fd` again
+    } catch {
+      // nothing to do: the descriptor stays as it was
+    }
+  }
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -75,12 +95,17 @@ async function main(argv: string[]): Promise<number> {
   const format = config.logFormat === 'auto' ? (process.stderr.isTTY ? 'text' : 'json') : config.logFormat;
   const logger = createLogger({ level: logLevelFor(command, config), format }).child({ cmd: name });
   const controller = new AbortController();
+  const force = new AbortController();
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals): void => {
+    if (signal === 'SIGHUP') detachFromTerminal();
     signals += 1;
     if (signals === 1) {
       logger.info('signal received, draining', { signal });
       controller.abort(new Error(`received ${signal}`));
+    } else if (command.secondSignal && signals === 2) {
+      force.abort(new Error(`received ${signal} again`));
+      setTimeout(() => process.exit(EXIT.Interrupted), 5_000).unref();
     } else {
       logger.warn('second signal, exiting now', { signal });
       process.exit(EXIT.Interrupted);
@@ -88,9 +113,18 @@ async function main(argv: string[]): Promise<number> {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  process.on('SIGHUP', onSignal);
   try {
     const run = await command.load();
-    return await run({ config, positionals: loaded.positionals, logger, out, err, signal: controller.signal });
+    return await run({
+      config,
+      positionals: loaded.positionals,
+      logger,
+      out,
+      err,
+      signal: controller.signal,
+      force: force.signal,
+    });
   } catch (error) {
     const e = coerceError(error);
     err(`tools-runner ${name}: ${e.code}: ${e.message}`);
@@ -98,6 +132,7 @@ async function main(argv: string[]): Promise<number> {
   } finally {
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
+    process.off('SIGHUP', onSignal);
   }
 }
 

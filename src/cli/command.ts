@@ -17,7 +17,7 @@ export const EXIT = {
   Timeout: 3,
   /** A client command could not reach the store, or the store refused the CLI's credentials. */
   Unavailable: 4,
-  /** A second SIGINT/SIGTERM: exited without draining. */
+  /** A second SIGINT/SIGTERM/SIGHUP: exited without draining. */
   Interrupted: 130,
 } as const;
 
@@ -30,8 +30,10 @@ export interface CommandContext {
   out: (line: string) => void;
   /** Problems, one line each. */
   err: (line: string) => void;
-  /** Aborted on the first SIGTERM/SIGINT: a long-running command starts draining. */
+  /** Aborted on the first SIGTERM/SIGINT/SIGHUP: a long-running command starts draining. */
   signal: AbortSignal;
+  /** Aborted on the second signal, for a command with `secondSignal` (others exit at once with 130). */
+  force: AbortSignal;
 }
 
 /** The code of a command: its module exports `run`. */
@@ -51,6 +53,8 @@ export interface Command {
   exits: Array<[code: number, meaning: string]>;
   /** A client of a running store/runner: log lines below warn are dropped unless --log-level debug. */
   client: boolean;
+  /** The command ends itself on a second signal (ctx.force), within 5 s; otherwise the CLI exits 130 at once. */
+  secondSignal?: true;
   /** Imports the command's code. */
   load(): Promise<CommandRun>;
 }

@@ -21,7 +21,7 @@ const EXIT_TABLE: Array<[number, string]> = [
   [EXIT.Unavailable, 'a client command could not reach the store, or the store refused its credentials'],
   [
     EXIT.Interrupted,
-    'interrupted: `call` stopped by SIGINT/SIGTERM, or a second signal made `start` exit without draining',
+    'interrupted: `call` stopped by SIGTERM or a second SIGINT, or a second signal made `start` exit without draining',
   ],
 ];
 

@@ -21,6 +21,7 @@ import type { ServiceExtension } from '../extension.js';
 
 export type { ExtensionContext, ServiceExtension } from '../extension.js';
 import { buildService, type Parts } from './build.js';
+import { portFree } from './port-free.js';
 import { createUncaughtGuard } from './uncaught-guard.js';
 
 /** Where the service is in its life (see the module comment). */
@@ -71,6 +72,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   };
   options.signal?.addEventListener('abort', interrupted, { once: true });
   try {
+    // A taken port fails before the store is opened (port-free.ts).
+    if (!options.config.storeUrl) await portFree(options.config.host, options.config.port);
     const parts = await buildService(options, { replica, log, onStop, intakeController, hardStop });
     built = true;
     options.signal?.removeEventListener('abort', interrupted);

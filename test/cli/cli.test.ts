@@ -25,6 +25,8 @@ const COMMANDS = [
   'start',
   'store',
   'call',
+  'list',
+  'describe',
   'tail',
   'test',
   'bootstrap',

@@ -34,6 +34,7 @@ const TESTED = [
   'response',
   'request-curl',
   'no-store',
+  'list-describe',
   'tool-definition',
   'create-request',
   'idempotent-request',
@@ -243,6 +244,24 @@ describe('README examples', () => {
   it("audit-line: the documented audit line has exactly the fields of the runner's audit format, in order", () => {
     // test/e2e/effects.test.ts checks real lines against the same list
     expect(Object.keys(json('audit-line'))).toEqual([...CALL_AUDIT_FIELDS]);
+  });
+
+  it('list-describe: list shows the catalog one tool a line, describe one tool in full', async () => {
+    const [list, describe] = commandLines(doc.byId('list-describe'));
+    const listed = await shell(list as string, { cwd, env });
+    expect({ code: listed.code, stderr: listed.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(listed.stdout.split('\n')[0]).toMatch(/^NAME\s+VERSION\s+KIND\s+CONTRACT\s+TRUST$/);
+    expect(listed.stdout).toMatch(/^calculator\s+\S+\s+code\s+read-only\s+\S+$/m);
+    const described = await shell(describe as string, { cwd, env });
+    expect({ code: described.code, stderr: described.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(JSON.parse(described.stdout)).toMatchObject({
+      name: 'calculator',
+      kind: 'code',
+      permissions: { net: [] },
+      limits: { timeout_ms: expect.any(Number) },
+      input_schema: { type: 'object' },
+      examples: expect.arrayContaining([expect.objectContaining({ input: expect.any(Object) })]),
+    });
   });
 
   it('no-store: a client command without a store says what is missing in one line and exits 4', async () => {

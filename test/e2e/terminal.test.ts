@@ -7,7 +7,7 @@
 // Latencies of the calls are printed, never asserted (a loaded machine is slow, not wrong).
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -56,9 +56,18 @@ interface Terminal {
   exited: Promise<number | string>;
 }
 
-/** Runs `args` of the CLI under a pseudo-terminal (`script -qefc`), from a directory outside the checkout. */
-function underTerminal(args: string[]): Terminal {
-  const quoted = ['exec', process.execPath, cli, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
+const shellQuote = (a: string): string => `'${a.replace(/'/g, `'\\''`)}'`;
+
+/**
+ * Runs `args` of the CLI under a pseudo-terminal (`script -qefc`), from a directory outside the checkout.
+ * With `exitFile`, a shell in between records the CLI's exit code there (it outlives a closed terminal).
+ */
+function underTerminal(args: string[], exitFile?: string): Terminal {
+  const command = [process.execPath, cli, ...args].map(shellQuote).join(' ');
+  const quoted = exitFile
+    ? // as a login shell does on hang-up: pass SIGHUP on to the job, then record how it ended
+      `trap 'kill -HUP $c' HUP; ${command} & c=$!; wait $c; wait $c; echo $? > ${shellQuote(exitFile)}`
+    : `exec ${command}`;
   const proc = spawn('script', ['-qefc', quoted, '/dev/null'], {
     cwd: tempDir('tr-term-start-'),
     env: userEnv(),
@@ -144,9 +153,12 @@ function call(
  * Starts `start` with default settings (data dir, audit dir and bootstrap dir at their defaults: the
  * data home is a temp dir) but free ports; resolves with its store and admin URLs.
  */
-async function startAtTerminal(extra: string[] = []): Promise<{ term: Terminal; url: string; admin: string }> {
+async function startAtTerminal(
+  extra: string[] = [],
+  exitFile?: string,
+): Promise<{ term: Terminal; url: string; admin: string }> {
   dataHome = tempDir('tr-term-home-');
-  const term = underTerminal(['start', '--port', '0', '--admin-port', '0', ...extra]);
+  const term = underTerminal(['start', '--port', '0', '--admin-port', '0', ...extra], exitFile);
   const url = (await term.line(/^store listening on /)).replace('store listening on ', '').trim();
   await term.line(/^runner ready$/);
   const admin = /url=(http:\/\/\S+)/.exec(await term.line(/ admin port listening /))?.[1] as string;
@@ -246,6 +258,26 @@ describe.skipIf(!hasScript)('at a terminal (pseudo-terminal, text logs)', () => 
       expect(await within(term.exited, 90_000, 'start exited after the drain', term)).toBe(0);
       expect(term.lines().join('\n')).not.toMatch(/sandbox\.crashed/);
       expect(warnOrError(term.lines())).toEqual([]);
+    } finally {
+      rmSync(elsewhere, { recursive: true, force: true });
+    }
+  }, 300_000);
+
+  it('closing the terminal (SIGHUP) drains like SIGTERM: the in-flight call is answered and start exits 0', async () => {
+    const exitFile = join(tempDir('tr-term-exit-'), 'start.exit');
+    const { term, url, admin } = await startAtTerminal([], exitFile);
+    const elsewhere = mkdtempSync(join(tmpdir(), 'tr-term-cwd-'));
+    try {
+      const slow = call(elsewhere, url, 'timer', { ms: 1500 });
+      await untilRunning(admin);
+      // the terminal window closes: its side of the pty goes away, the kernel hangs up the session
+      for (const proc of procs) if (proc.spawnargs[0] === 'script') proc.kill('SIGKILL');
+      const answered = await within(slow.done, 90_000, 'the in-flight call answered', term, slow);
+      expect({ code: answered.code, err: answered.err }).toEqual({ code: 0, err: '' });
+      expect(JSON.parse(answered.out)).toMatchObject({ tool: 'timer', status: 'success' });
+      // start (its output now goes nowhere) drains and exits 0: the shell records its code
+      for (let i = 0; i < 3600 && !existsSync(exitFile); i++) await new Promise((r) => setTimeout(r, 25));
+      expect(readFileSync(exitFile, 'utf8').trim()).toBe('0');
     } finally {
       rmSync(elsewhere, { recursive: true, force: true });
     }

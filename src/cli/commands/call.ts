@@ -28,7 +28,7 @@ function parseInput(raw: string | undefined): unknown {
 const STREAM_AFTER_MS = 1_000;
 
 /** Runs `tools-runner call`. */
-export async function run({ config, positionals, logger, out, err, signal }: CommandContext): Promise<number> {
+export async function run({ config, positionals, logger, out, err, signal, force }: CommandContext): Promise<number> {
   const [tool, raw, extra] = positionals;
   if (!tool || extra !== undefined) {
     err(
@@ -62,6 +62,7 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
   const stop = new AbortController();
   let response: Response | undefined;
   let written: WrittenRequest | undefined;
+  let cancelled = false;
   const call = {
     tool,
     input,
@@ -138,8 +139,27 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
     // A quick tool answers within milliseconds (the client's first polls); a call still running after
     // STREAM_AFTER_MS is also followed on the event stream, so long calls cost no busy polling.
     if (!config.callProgress) streamTimer = setTimeout(() => follow(), STREAM_AFTER_MS);
-    const outcome = await requests.wait(written, { timeoutMs: config.callTimeoutMs, signal });
+    const startedAt = Date.now();
+    let outcome = await requests.wait(written, { timeoutMs: config.callTimeoutMs, signal });
+    // Ctrl-C: the request stays in the store and goes on; a second Ctrl-C withdraws it.
+    if (outcome.kind === 'cancelled' && /SIGINT/.test(String((signal.reason as Error | undefined)?.message))) {
+      err(
+        `tools-runner call: request ${written.rid} goes on: a runner may still run it and answer it in the store. Still waiting; Ctrl-C again withdraws it.`,
+      );
+      const left = Math.max(0, config.callTimeoutMs - (Date.now() - startedAt));
+      outcome = await requests.wait(written, { timeoutMs: left, signal: force });
+      if (force.aborted && outcome.kind !== 'answered') {
+        const gone = await requests.withdraw(written);
+        err(
+          gone
+            ? `tools-runner call: request ${written.rid} withdrawn (deleted from the store): a runner will not start it, nor answer it.`
+            : `tools-runner call: request ${written.rid} was already gone from the store.`,
+        );
+        return EXIT.Interrupted;
+      }
+    }
     if (outcome.kind === 'answered') response = outcome.answer;
+    cancelled = outcome.kind === 'cancelled';
   } catch (error) {
     return exitForStoreProblem(error, { config, err }, 'call');
   } finally {
@@ -150,7 +170,7 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
   }
   if (midLine) process.stderr.write('\n');
   if (!response) {
-    if (signal.aborted) return EXIT.Interrupted;
+    if (cancelled) return EXIT.Interrupted;
     // The request is in the store: a runner may run it (or have run it) still.
     const late = failure(
       ErrorCode.Timeout,

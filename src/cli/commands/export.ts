@@ -8,13 +8,12 @@
 import { existsSync } from 'node:fs';
 import { loadToolFiles } from '../../authoring/tool-files.js';
 import { codeFacts, hostFacts } from '../../catalog/entries.js';
-import { resolveRequestKeys } from '../../catalog/runner-key.js';
-import { missingCatalogReason, readCatalog, renderExport, type CatalogTool } from '../../export/index.js';
+import { renderExport, type CatalogTool } from '../../export/index.js';
 import { loadHostTools } from '../../host-tools/index.js';
 import { configuredRapBase, rapInvokeUrl } from '../../rap/index.js';
 import { createSchemaValidator, validateToolDefinition } from '../../screen/index.js';
 import { EXIT, type CommandContext } from '../command.js';
-import { cliStoreClient, exitForStoreProblem } from '../store-client.js';
+import { publishedCatalog } from '../published-catalog.js';
 
 /** The catalog from the bootstrap directory and the manifests; problems are reported on `err`. */
 async function catalogFromFiles({ config, logger, err }: CommandContext): Promise<CatalogTool[] | undefined> {
@@ -82,44 +81,6 @@ async function catalogFromFiles({ config, logger, err }: CommandContext): Promis
   return [...entries.values()].sort((a, b) => a.name.localeCompare(b.name));
 }
 
-/** The catalog a running runner published to the store. */
-async function catalogFromStore({ config, logger, err }: CommandContext): Promise<CatalogTool[] | number> {
-  const client = cliStoreClient(config, logger, 'tools-runner-cli', ['subscriber']);
-  try {
-    // The store first: "no store" is the more basic problem to report.
-    await client.token();
-    let keys;
-    try {
-      keys = resolveRequestKeys({
-        runnerSecret: config.runnerSecret,
-        dataDir: config.dataDir,
-        logger,
-        storeUrl: config.storeUrl,
-      });
-    } catch (error) {
-      err(`tools-runner export: ${(error as Error).message}; or export offline with --from-files`);
-      return EXIT.Usage;
-    }
-    const read = await readCatalog(client, config.workspace, keys);
-    if (!read.catalog) {
-      err(
-        `tools-runner export: no catalog to export: ${missingCatalogReason(read, config.workspace)}; or export offline with --from-files`,
-      );
-      return EXIT.Failed;
-    }
-    return read.catalog.tools;
-  } catch (error) {
-    return exitForStoreProblem(
-      error,
-      { config, err },
-      'export',
-      'To export without a store: tools-runner export --from-files.',
-    );
-  } finally {
-    client.close();
-  }
-}
-
 /** Runs `tools-runner export`. */
 export async function run(ctx: CommandContext): Promise<number> {
   if (ctx.positionals.length > 0) {
@@ -136,7 +97,12 @@ export async function run(ctx: CommandContext): Promise<number> {
     );
     return EXIT.Usage;
   }
-  const tools = ctx.config.fromFiles ? await catalogFromFiles(ctx) : await catalogFromStore(ctx);
+  const tools = ctx.config.fromFiles
+    ? await catalogFromFiles(ctx)
+    : await publishedCatalog(ctx, 'export', {
+        clause: 'or export offline with --from-files',
+        sentence: 'To export without a store: tools-runner export --from-files.',
+      });
   if (tools === undefined) return EXIT.Failed;
   if (typeof tools === 'number') return tools;
   const { config } = ctx;

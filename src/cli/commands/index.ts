@@ -21,7 +21,7 @@ export const COMMANDS: readonly Command[] = [
     summary: 'run the runner (with the embedded store unless --store-url is given)',
     usage: 'tools-runner start [--store-url URL] [--port P] [--data-dir D | --db postgres://…] [--admin-port P] ...',
     description: [
-      'Runs the service until SIGTERM/SIGINT: the embedded store (unless --store-url), the runner, and the admin port.',
+      'Runs the service until SIGTERM/SIGINT/SIGHUP: the embedded store (unless --store-url), the runner, and the admin port.',
       'Prints "store listening on http://HOST:PORT" and "runner ready" on stdout; log lines go to stderr',
       '(human-readable on a terminal, JSON otherwise; --log-format). Bootstraps --bootstrap-dir unless --no-bootstrap.',
     ],
@@ -49,7 +49,7 @@ export const COMMANDS: readonly Command[] = [
       'workspace',
     ],
     exits: [
-      [EXIT.Ok, 'stopped by SIGTERM/SIGINT after draining'],
+      [EXIT.Ok, 'stopped by SIGTERM/SIGINT/SIGHUP after draining'],
       [EXIT.Failed, 'start-up failed (the reason is on stderr)'],
       USAGE,
       [EXIT.Interrupted, 'a second signal: exited without draining'],
@@ -103,6 +103,7 @@ export const COMMANDS: readonly Command[] = [
       'Writes a tool.request.v1 for <tool> with the JSON input (an argument, or "-" to read stdin; default {}),',
       'waits for its tool.response.v1 and prints the response context as JSON on stdout. Needs a running runner.',
       '--call-isolation process demands a fresh, never-reused Deno process for this call (context.isolation).',
+      'Ctrl-C says the request goes on and keeps waiting; a second Ctrl-C withdraws the request and exits 130.',
     ],
     options: [...CLIENT_OPTIONS, 'callTimeoutMs', 'callIsolation', 'callProgress'],
     exits: [
@@ -114,10 +115,46 @@ export const COMMANDS: readonly Command[] = [
       [EXIT.Usage, 'bad usage, or the input is not valid JSON'],
       [EXIT.Timeout, 'no response within --call-timeout-ms'],
       STORE,
-      [EXIT.Interrupted, 'stopped by SIGINT/SIGTERM before the response came'],
+      [
+        EXIT.Interrupted,
+        'stopped before the response came: by SIGTERM, or by a second SIGINT (Ctrl-C), which withdraws the request',
+      ],
     ],
     client: true,
+    secondSignal: true,
     load: async () => (await import('./call.js')).run,
+  },
+  {
+    name: 'list',
+    summary: 'list the tools the running service offers: name, version, kind, contract, trust',
+    usage: 'tools-runner list [--store-url URL --runner-secret S]',
+    description: [
+      "Prints one line per tool of the workspace's published catalog (tool.catalog.v1, sealed with the runner secret):",
+      'its name, default version, kind (code or host), contract (side-effect class; unknown when undeclared) and trust.',
+    ],
+    options: [...CLIENT_OPTIONS, 'runnerSecret', 'dataDir'],
+    exits: [[EXIT.Ok, 'printed'], [EXIT.Failed, 'no sealed catalog in the store (said why)'], USAGE, NO_KEY, STORE],
+    client: true,
+    load: async () => (await import('./tools.js')).list,
+  },
+  {
+    name: 'describe',
+    summary: 'show one tool: its schemas, permissions, limits and examples',
+    usage: 'tools-runner describe <tool> [--store-url URL --runner-secret S]',
+    description: [
+      "Prints the tool's entry in the published catalog as JSON: description, versions, contract, permissions (net hosts,",
+      'secrets), limits (timeout), input and output schemas, and examples.',
+    ],
+    options: [...CLIENT_OPTIONS, 'runnerSecret', 'dataDir'],
+    exits: [
+      [EXIT.Ok, 'printed'],
+      [EXIT.Failed, 'no such tool in the catalog (named), or no sealed catalog (said why)'],
+      USAGE,
+      NO_KEY,
+      STORE,
+    ],
+    client: true,
+    load: async () => (await import('./tools.js')).describe,
   },
   {
     name: 'tail',

@@ -5,7 +5,7 @@ import { EXIT, type CommandContext } from '../command.js';
 import { serviceExtensions } from '../extensions.js';
 import { applyTieringFlags } from '../v8-tiering.js';
 
-/** Runs `tools-runner start` until the first SIGTERM/SIGINT, then drains. */
+/** Runs `tools-runner start` until the first SIGTERM/SIGINT/SIGHUP, then drains. */
 export async function run({ config, logger, out, signal }: CommandContext): Promise<number> {
   const service = await startService({ config, logger, out, extensions: serviceExtensions(config), signal });
   // from here on the per-call path is what runs: let V8 optimise it sooner (v8-tiering.ts)

@@ -4,6 +4,7 @@
 // on stderr and a non-zero exit.
 
 import { coerceError } from '../../errors.js';
+import { portFree } from '../../service/port-free.js';
 import { createStore } from '../../store/index.js';
 import { EXIT, type CommandContext } from '../command.js';
 import { applyTieringFlags } from '../v8-tiering.js';
@@ -18,6 +19,7 @@ export async function run({ config, positionals, logger, out, err, signal }: Com
   }
   let store;
   try {
+    await portFree(config.host, config.port);
     store = await createStore({
       host: config.host,
       port: config.port,
