@@ -2,10 +2,9 @@
 // commands (export, list, describe): the store and the runner key found as `call` finds them, and one
 // line on stderr, with the command's exit code, when there is none to read.
 
-import { resolveRequestKeys } from '../catalog/runner-key.js';
 import { missingCatalogReason, readCatalog, type CatalogTool } from '../export/index.js';
 import { EXIT, type CommandContext } from './command.js';
-import { cliStoreClient, exitForStoreProblem } from './store-client.js';
+import { cliKeys, cliStoreClient, exitForStoreProblem } from './store-client.js';
 
 /** The published catalog's tools, or the exit code after a one-line explanation on `err`. */
 export async function publishedCatalog(
@@ -19,16 +18,9 @@ export async function publishedCatalog(
   try {
     // The store first: "no store" is the more basic problem to report.
     await client.token();
-    let keys;
-    try {
-      keys = resolveRequestKeys({
-        runnerSecret: config.runnerSecret,
-        dataDir: config.dataDir,
-        logger,
-        storeUrl: config.storeUrl,
-      });
-    } catch (error) {
-      err(`tools-runner ${command}: ${(error as Error).message}${tail}`);
+    const keys = cliKeys({ config, logger }, command);
+    if (typeof keys === 'string') {
+      err(`${keys}${tail}`);
       return EXIT.Usage;
     }
     const read = await readCatalog(client, config.workspace, keys);

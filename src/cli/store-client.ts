@@ -5,7 +5,9 @@
 import { createStoreClient, type StoreClient } from '../breadcrumbs/index.js';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../logger.js';
-import { EXIT } from './command.js';
+import { EXIT, type CommandContext } from './command.js';
+import type { RequestKeys } from '../breadcrumbs/request-keys.js';
+import { resolveRequestKeys } from '../catalog/runner-key.js';
 
 /** The store base URL a client command should talk to. */
 export function clientStoreUrl(config: Config): string {
@@ -107,4 +109,19 @@ export function exitForStoreProblem(
   if (!problem) throw error;
   ctx.err(problem.line);
   return problem.exit;
+}
+
+/** The request keys of the runner secret, or an error line (usage) when it cannot be had. */
+export function cliKeys(ctx: Pick<CommandContext, 'config' | 'logger'>, command: string): RequestKeys | string {
+  const { config, logger } = ctx;
+  try {
+    return resolveRequestKeys({
+      runnerSecret: config.runnerSecret,
+      dataDir: config.dataDir,
+      logger,
+      storeUrl: config.storeUrl,
+    });
+  } catch (error) {
+    return `tools-runner ${command}: ${(error as Error).message}`;
+  }
 }

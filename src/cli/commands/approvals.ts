@@ -10,11 +10,10 @@ import {
 } from '../../breadcrumbs/messages.js';
 import type { RequestKeys } from '../../breadcrumbs/request-keys.js';
 import { sameText } from '../../breadcrumbs/request-keys.js';
-import { resolveRequestKeys } from '../../catalog/runner-key.js';
 import { approvalRequestMac, readDecision } from '../../request/policies/approval-records.js';
 import { EXIT, type CommandContext } from '../command.js';
 import { safeField } from '../sanitize.js';
-import { cliStoreClient, exitForStoreProblem } from '../store-client.js';
+import { cliKeys, cliStoreClient, exitForStoreProblem } from '../store-client.js';
 
 /** Whether the store authenticates writers (its /health says `auth: on`). */
 export function storeAuthCheck(client: StoreClient): () => Promise<boolean> {
@@ -24,21 +23,6 @@ export function storeAuthCheck(client: StoreClient): () => Promise<boolean> {
       .health()
       .then((h) => (h as { auth?: unknown } | undefined)?.auth === 'on')
       .catch(() => false));
-}
-
-/** The request keys of the runner secret, or an error line (usage) when it cannot be had. */
-export function cliKeys(ctx: CommandContext, command: string): RequestKeys | string {
-  const { config, logger } = ctx;
-  try {
-    return resolveRequestKeys({
-      runnerSecret: config.runnerSecret,
-      dataDir: config.dataDir,
-      logger,
-      storeUrl: config.storeUrl,
-    });
-  } catch (error) {
-    return `tools-runner ${command}: ${(error as Error).message}`;
-  }
 }
 
 /** Whether the runner has answered the request (its unforgeable answer tag exists). */

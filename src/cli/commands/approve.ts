@@ -18,7 +18,8 @@ import {
 import { EXIT, type CommandContext } from '../command.js';
 import { safeField } from '../sanitize.js';
 import { cliStoreClient, exitForStoreProblem } from '../store-client.js';
-import { cliKeys, isAnswered, storeAuthCheck } from './approvals.js';
+import { isAnswered, storeAuthCheck } from './approvals.js';
+import { cliKeys } from '../store-client.js';
 
 /** Writes the operator's `decision` on the approval request named by the one positional argument. */
 export async function decide(ctx: CommandContext, decision: 'approve' | 'deny'): Promise<number> {

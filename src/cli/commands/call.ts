@@ -6,13 +6,12 @@ import { readFileSync } from 'node:fs';
 import { createRequestClient, openEventStream, type WrittenRequest } from '../../breadcrumbs/index.js';
 import { SCHEMA, type StoreEvent, type ToolResponseContext as Response } from '../../breadcrumbs/messages.js';
 import { progressTag } from '../../request/progress.js';
-import { resolveRequestKeys } from '../../catalog/runner-key.js';
 import { EXIT, type CommandContext } from '../command.js';
 import { safeJson } from '../sanitize.js';
 import { stripUnsafe } from '../../text.js';
 import { ErrorCode } from '../../errors.js';
 import { Execution, failure, failureText, withExecution } from '../../result.js';
-import { cliStoreClient, exitForStoreProblem } from '../store-client.js';
+import { cliKeys, cliStoreClient, exitForStoreProblem } from '../store-client.js';
 
 function parseInput(raw: string | undefined): unknown {
   if (raw === undefined) return {};
@@ -45,16 +44,9 @@ export async function run({ config, positionals, logger, out, err, signal, force
   }
   // The runner's keys: only an answer carrying the runner's answer tag is printed, and only progress
   // carrying its progress tag is shown (anyone can write records tagged request:<rid>).
-  let keys;
-  try {
-    keys = resolveRequestKeys({
-      runnerSecret: config.runnerSecret,
-      dataDir: config.dataDir,
-      logger,
-      storeUrl: config.storeUrl,
-    });
-  } catch (error) {
-    err(`tools-runner call: ${(error as Error).message}`);
+  const keys = cliKeys({ config, logger }, 'call');
+  if (typeof keys === 'string') {
+    err(keys);
     return EXIT.Usage;
   }
   const client = cliStoreClient(config, logger, 'tools-runner-cli', ['emitter', 'subscriber']);
